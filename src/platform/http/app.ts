@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import FindMyWay from 'find-my-way';
+import sjson from 'secure-json-parse';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/db.ts';
+import { AppError, BadRequestError, NotFoundError } from '../errors.ts';
+import { ErrorBody } from '../schema.ts';
+import { authenticate } from '../auth/authenticate.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Permission } from '../auth/roles.ts';
+import { handleError } from './error-handler.ts';
+import { validatorCompiler } from './validation.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** What the route needs: a permission of the role matrix, or `authenticated` for any caller. */
+    permission?: Permission | 'authenticated';
+    /** Served without a credential (health, OpenAPI, OAuth callback). */
+    public?: boolean;
+  }
+  interface FastifyRequest {
+    principal: Principal;
+  }
+  interface FastifyInstance {
+    db: Db;
+    config: Config;
+  }
+}
+
+export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
+export type RoutePlugin = (app: App) => Promise<void>;
+
+export interface AppOptions {
+  db: Db;
+  config: Config;
+  logger?: FastifyBaseLogger;
+  routes: RoutePlugin[];
+}
+
+const ERROR_RESPONSES = { '4XX': { $ref: 'ErrorBody#' }, '5XX': { $ref: 'ErrorBody#' } };
+
+/** Empty bodies are allowed (rows such as approve and redeploy take none); anything else must be JSON. */
+function parseJson(_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void) {
+  if (body.trim() === '') return done(null, undefined);
+  try {
+    done(null, sjson.parse(body, undefined, { protoAction: 'remove', constructorAction: 'remove' }));
+  } catch {
+    done(new BadRequestError('The request body is not valid JSON', [], 'Api:Request:MALFORMED_JSON'));
+  }
+}
+
+/** buildApp assembles the HTTP API: conventions, authentication, the OpenAPI document and every domain's routes. */
+export async function buildApp(options: AppOptions): Promise<App> {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    genReqId: () => randomUUID(),
+    bodyLimit: 1024 * 1024,
+    exposeHeadRoutes: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorate('db', options.db);
+  app.decorate('config', options.config);
+  app.decorateRequest('principal', null as unknown as Principal);
+  app.setValidatorCompiler(validatorCompiler);
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJson);
+  app.addSchema(ErrorBody);
+  app.setErrorHandler(handleError);
+
+  const knownRoutes = FindMyWay();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const config = (route.config ?? {}) as { permission?: string; public?: boolean };
+    if (!config.public && !config.permission && methods.some((m) => m !== 'GET')) {
+      throw new Error(`${methods.join(',')} ${route.url} must declare a permission`);
+    }
+    for (const method of methods) knownRoutes.on(method as 'GET', route.url, () => {});
+    route.schema = { ...(route.schema ?? {}), response: { ...ERROR_RESPONSES, ...(route.schema?.response ?? {}) } };
+    if (config.public) route.schema = { ...route.schema, security: [] };
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.0',
+      info: { title: 'Plinth', version: '0.0.0', description: 'Multi-tenant infrastructure-deployment platform' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key: plk_…' } } },
+      security: [{ bearer: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? json.title ?? `def-${i}`) },
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+    if (request.is404 || request.routeOptions.config.public) return;
+    await authenticate(app.db, request);
+  });
+
+  app.setNotFoundHandler((request) => {
+    const path = request.url.split('?')[0];
+    const allowed = (['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const).filter((m) => knownRoutes.find(m, path));
+    if (allowed.length > 0) {
+      throw new AppError(405, 'Api:Request:METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`, {
+        metadata: { allow: allowed.join(', ') },
+      });
+    }
+    throw new NotFoundError('Route', `${request.method} ${path}`);
+  });
+
+  app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+  for (const plugin of options.routes) await app.register(plugin);
+  await app.ready();
+  return app;
+}
+

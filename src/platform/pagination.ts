@@ -1,0 +1,63 @@
+import { sql, type SelectQueryBuilder } from 'kysely';
+import { BadRequestError } from './errors.ts';
+import type { PaginationQuery } from './schema.ts';
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 200;
+
+/** A decoded page request: rows strictly after `after` in key order, at most `limit` of them. */
+export interface PageRequest {
+  limit: number;
+  after?: string;
+}
+
+export interface PageMeta {
+  limit: number;
+  nextCursor?: string;
+}
+
+export function encodeCursor(lastKey: string): string {
+  return Buffer.from(JSON.stringify({ k: lastKey }), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string): string {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (parsed && typeof parsed === 'object' && typeof (parsed as { k?: unknown }).k === 'string') {
+      return (parsed as { k: string }).k;
+    }
+  } catch {
+    // fall through to the typed error
+  }
+  throw new BadRequestError('The cursor is not one this service issued', ['cursor: does not decode'], 'Api:Cursor:INVALID');
+}
+
+/** pageRequest turns the `cursor`/`limit` query into a bounded page: a larger limit is clamped, below 1 is 400. */
+export function pageRequest(query: PaginationQuery): PageRequest {
+  const { cursor, limit } = query;
+  if (limit !== undefined && limit !== null && limit < 1) {
+    throw new BadRequestError('limit must be at least 1', ['limit: must be >= 1'], 'Api:Request:INVALID');
+  }
+  const applied = Math.min(limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
+  return cursor ? { limit: applied, after: decodeCursor(cursor) } : { limit: applied };
+}
+
+/**
+ * keyset restricts a query to one page ordered by a unique, time-ordered key column. It fetches one row
+ * more than asked, so `toPage` can tell whether another page exists without counting: a page costs the
+ * same at row one million as at row one.
+ */
+export function keyset(page: PageRequest, keyColumn: string) {
+  return <QB extends SelectQueryBuilder<any, any, any>>(qb: QB): QB => {
+    let next = qb.orderBy(sql.ref(keyColumn), 'asc').limit(page.limit + 1);
+    if (page.after !== undefined) next = next.where(sql.ref(keyColumn), '>', page.after);
+    return next as QB;
+  };
+}
+
+/** toPage cuts the extra row fetched by `keyset` and derives the next cursor from the last row kept. */
+export function toPage<T>(rows: T[], page: PageRequest, keyOf: (row: T) => string): { items: T[]; meta: PageMeta } {
+  if (rows.length <= page.limit) return { items: rows, meta: { limit: page.limit } };
+  const items = rows.slice(0, page.limit);
+  return { items, meta: { limit: page.limit, nextCursor: encodeCursor(keyOf(items[items.length - 1])) } };
+}

@@ -1,0 +1,75 @@
+import type { Config } from './platform/config.ts';
+import { createDb, type Db } from './platform/db/db.ts';
+import { startEmbeddedPostgres } from './platform/db/embedded.ts';
+import { migrateToLatest } from './platform/db/migrate.ts';
+import { buildApp, type App } from './platform/http/app.ts';
+import type { Logger } from './platform/logger.ts';
+import { ensureAdmin } from './credentials/bootstrap.ts';
+import { ROUTES } from './routes.ts';
+
+export interface DatabaseHandle {
+  db: Db;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** openDatabase connects to DATABASE_URL, or starts the embedded PostgreSQL when none is given. */
+export async function openDatabase(config: Config, log: Logger): Promise<DatabaseHandle> {
+  if (config.databaseUrl) {
+    const db = createDb(config.databaseUrl);
+    return { db, url: config.databaseUrl, close: () => db.destroy() };
+  }
+  const embedded = await startEmbeddedPostgres({
+    dataDir: config.dataDir,
+    port: config.embeddedPgPort,
+    onLog: (line) => log.debug({ postgres: line }, 'postgres output'),
+  });
+  log.info({ dataDir: config.dataDir, port: config.embeddedPgPort }, 'started embedded postgres');
+  const db = createDb(embedded.url);
+  return {
+    db,
+    url: embedded.url,
+    close: async () => {
+      await db.destroy();
+      await embedded.stop();
+    },
+  };
+}
+
+export interface ProcessRoles {
+  api: boolean;
+  worker: boolean;
+}
+
+export interface RunningPlinth {
+  app?: App;
+  stop(): Promise<void>;
+}
+
+/**
+ * runPlinth starts what one process runs: the API, the worker, or both, against one database.
+ * Every process migrates and bootstraps at start; both are idempotent and serialized in the database.
+ */
+export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger): Promise<RunningPlinth> {
+  const database = await openDatabase(config, log);
+  const applied = await migrateToLatest(database.db);
+  if (applied.length) log.info({ migrations: applied }, 'applied migrations');
+  const boot = await ensureAdmin(database.db, { adminToken: config.adminToken, adminEmail: config.adminEmail, dataDir: config.dataDir });
+  if (boot.generatedToken) {
+    process.stdout.write(`\nPlinth admin token (shown once; also in ${config.dataDir}/admin-token):\n${boot.generatedToken}\n\n`);
+  }
+
+  let app: App | undefined;
+  if (roles.api) {
+    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES });
+    await app.listen({ host: config.host, port: config.port });
+  }
+  return {
+    app,
+    stop: async () => {
+      // Close the listener first: in-flight requests finish, new ones are refused.
+      if (app) await app.close();
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import type { InjectOptions } from 'fastify';
+import { loadConfig } from '../../src/platform/config.ts';
+import { createDb, type Db } from '../../src/platform/db/db.ts';
+import { buildApp, type App } from '../../src/platform/http/app.ts';
+import { ensureAdmin } from '../../src/credentials/bootstrap.ts';
+import { ROUTES } from '../../src/routes.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
+
+export const ADMIN_TOKEN = 'plk_test_admin_token_0123456789abcdefghijklmnopqrstuv';
+
+export interface Response<T = any> {
+  status: number;
+  body: T;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface CallOptions {
+  token?: string | null;
+  body?: unknown;
+  headers?: Record<string, string>;
+  rawBody?: string;
+}
+
+export interface TestApp {
+  app: App;
+  db: Db;
+  database: TestDatabase;
+  adminToken: string;
+  call<T = any>(method: InjectOptions['method'], url: string, options?: CallOptions): Promise<Response<T>>;
+  close(): Promise<void>;
+}
+
+/** startTestApp builds Plinth on a fresh database of its own, with the bootstrap admin in place. */
+export async function startTestApp(): Promise<TestApp> {
+  const database = await createTestDatabase();
+  const db = createDb(database.url);
+  const config = { ...loadConfig({}), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
+  await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
+  const app = await buildApp({ db, config, routes: ROUTES });
+
+  const call = async (method: InjectOptions['method'], url: string, options: CallOptions = {}) => {
+    const token = options.token === undefined ? ADMIN_TOKEN : options.token;
+    const headers: Record<string, string> = { ...(options.headers ?? {}) };
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    let payload: string | undefined = options.rawBody;
+    if (options.body !== undefined) payload = JSON.stringify(options.body);
+    if (payload !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
+    const res = await app.inject({ method, url, headers, payload });
+    const body = res.body.length ? JSON.parse(res.body) : undefined;
+    return { status: res.statusCode, body, headers: res.headers };
+  };
+
+  return {
+    app,
+    db,
+    database,
+    adminToken: ADMIN_TOKEN,
+    call,
+    close: async () => {
+      await app.close();
+      await db.destroy();
+      await database.drop();
+    },
+  };
+}

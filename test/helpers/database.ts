@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/** The server-level URL and migrated template that scripts/test.ts prepared for this run. */
+function testEnvironment() {
+  const baseUrl = process.env.PLINTH_TEST_DATABASE_URL;
+  const template = process.env.PLINTH_TEST_TEMPLATE;
+  if (!baseUrl || !template) throw new Error('Run the tests with `npm test`: it prepares the test database server');
+  return { baseUrl, template };
+}
+
+export function databaseUrl(baseUrl: string, database: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+/** createTestDatabase clones the migrated template into a database of this test file's own. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const { baseUrl, template } = testEnvironment();
+  const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name} template ${template}`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    url: databaseUrl(baseUrl, name),
+    name,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: baseUrl });
+      await client.connect();
+      try {
+        await client.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
