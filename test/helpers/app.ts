@@ -38,7 +38,7 @@ export async function startTestApp(): Promise<TestApp> {
   await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
   const app = await buildApp({ db, config, routes: ROUTES });
 
-  const call = async (method: InjectOptions['method'], url: string, options: CallOptions = {}) => {
+  const call = async <T = any>(method: InjectOptions['method'], url: string, options: CallOptions = {}): Promise<Response<T>> => {
     const token = options.token === undefined ? ADMIN_TOKEN : options.token;
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     if (token !== null) headers.authorization = `Bearer ${token}`;
@@ -47,7 +47,7 @@ export async function startTestApp(): Promise<TestApp> {
     if (payload !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
     const res = await app.inject({ method, url, headers, payload });
     const body = res.body.length ? JSON.parse(res.body) : undefined;
-    return { status: res.statusCode, body, headers: res.headers };
+    return { status: res.statusCode, body, headers: res.headers as Response['headers'] };
   };
 
   return {
