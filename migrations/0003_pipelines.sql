@@ -5,6 +5,9 @@ create table pipelines (
   project_id text references projects (id),
   given_id text,
   name text not null,
+  description text,
+  -- The number of the newest version. POST /pipeline-versions locks this row to compute the next
+  -- number, so concurrent creations are serialized and never collide.
   latest_version integer not null default 1,
   created_by_id text,
   created_at timestamptz not null default now(),
@@ -12,6 +15,7 @@ create table pipelines (
   unique (organization_id, given_id)
 );
 create index pipelines_org_id_idx on pipelines (organization_id, id);
+create index pipelines_org_project_idx on pipelines (organization_id, project_id, id);
 
 create table pipeline_versions (
   id text primary key,
@@ -24,3 +28,5 @@ create table pipeline_versions (
   updated_at timestamptz not null default now(),
   unique (pipeline_id, version)
 );
+create index pipeline_versions_org_id_idx on pipeline_versions (organization_id, id);
+create index pipeline_versions_pipeline_id_idx on pipeline_versions (pipeline_id, id);

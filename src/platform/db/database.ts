@@ -64,10 +64,37 @@ export interface ApiKeysTable {
   updated_at: UpdatedAt;
 }
 
+export interface PipelinesTable {
+  id: string;
+  organization_id: string;
+  project_id: string | null;
+  given_id: string | null;
+  name: string;
+  description: string | null;
+  latest_version: Generated<number>;
+  created_by_id: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface PipelineVersionsTable {
+  id: string;
+  organization_id: string;
+  pipeline_id: string;
+  version: number;
+  /** A PipelineConfig (src/pipelines/pipeline-config.ts), written as JSON text. */
+  config: Json;
+  created_by_id: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
   memberships: MembershipsTable;
   service_accounts: ServiceAccountsTable;
   api_keys: ApiKeysTable;
+  pipelines: PipelinesTable;
+  pipeline_versions: PipelineVersionsTable;
 }

@@ -1,0 +1,224 @@
+import { sql } from 'kysely';
+import type { Executor, Trx } from '../platform/db/db.ts';
+import { newId } from '../platform/ids.ts';
+import { keyset, type PageRequest } from '../platform/pagination.ts';
+import type { PipelineConfig } from './pipeline-config.ts';
+
+export interface PipelineRow {
+  id: string;
+  organization_id: string;
+  project_id: string | null;
+  given_id: string | null;
+  name: string;
+  description: string | null;
+  latest_version: number;
+  latest_version_id: string;
+  created_by_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface PipelineVersionRow {
+  id: string;
+  organization_id: string;
+  pipeline_id: string;
+  version: number;
+  config: PipelineConfig;
+  created_by_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const VERSION_COLUMNS = [
+  'pipeline_versions.id',
+  'pipeline_versions.organization_id',
+  'pipeline_versions.pipeline_id',
+  'pipeline_versions.version',
+  'pipeline_versions.config',
+  'pipeline_versions.created_by_id',
+  'pipeline_versions.created_at',
+  'pipeline_versions.updated_at',
+] as const;
+
+/** Pipelines joined to their latest version, whose id the Pipeline resource carries. */
+function selectPipelines(db: Executor) {
+  return db
+    .selectFrom('pipelines')
+    .innerJoin('pipeline_versions as latest', (join) =>
+      join.onRef('latest.pipeline_id', '=', 'pipelines.id').onRef('latest.version', '=', 'pipelines.latest_version'),
+    )
+    .select([
+      'pipelines.id',
+      'pipelines.organization_id',
+      'pipelines.project_id',
+      'pipelines.given_id',
+      'pipelines.name',
+      'pipelines.description',
+      'pipelines.latest_version',
+      'latest.id as latest_version_id',
+      'pipelines.created_by_id',
+      'pipelines.created_at',
+      'pipelines.updated_at',
+    ]);
+}
+
+function selectVersions(db: Executor) {
+  return db.selectFrom('pipeline_versions').select(VERSION_COLUMNS);
+}
+
+/**
+ * insertPipelineWithFirstVersion creates a pipeline and its version 1 from an already validated
+ * config (see parsePipelineConfig). The caller owns the transaction, so a stack can create its change
+ * and destroy pipelines atomically with itself. A duplicate `givenId` raises the database's unique
+ * violation (23505) for the caller to map.
+ */
+export async function insertPipelineWithFirstVersion(
+  trx: Trx,
+  input: {
+    organizationId: string;
+    projectId?: string | null;
+    name: string;
+    givenId?: string | null;
+    description?: string | null;
+    config: PipelineConfig;
+    createdById?: string | null;
+  },
+): Promise<{ pipelineId: string; versionId: string }> {
+  const pipelineId = newId();
+  const versionId = newId();
+  await trx
+    .insertInto('pipelines')
+    .values({
+      id: pipelineId,
+      organization_id: input.organizationId,
+      project_id: input.projectId ?? null,
+      given_id: input.givenId ?? null,
+      name: input.name,
+      description: input.description ?? null,
+      latest_version: 1,
+      created_by_id: input.createdById ?? null,
+    })
+    .execute();
+  await insertPipelineVersion(trx, {
+    id: versionId,
+    organizationId: input.organizationId,
+    pipelineId,
+    version: 1,
+    config: input.config,
+    createdById: input.createdById ?? null,
+  });
+  return { pipelineId, versionId };
+}
+
+export function insertPipelineVersion(
+  db: Executor,
+  values: { id: string; organizationId: string; pipelineId: string; version: number; config: PipelineConfig; createdById: string | null },
+) {
+  return db
+    .insertInto('pipeline_versions')
+    .values({
+      id: values.id,
+      organization_id: values.organizationId,
+      pipeline_id: values.pipelineId,
+      version: values.version,
+      config: JSON.stringify(values.config),
+      created_by_id: values.createdById,
+    })
+    .execute();
+}
+
+/** findPipelineById reads one pipeline of the organization, with its latest version's id. */
+export function findPipelineById(db: Executor, organizationId: string, id: string): Promise<PipelineRow | undefined> {
+  return selectPipelines(db).where('pipelines.organization_id', '=', organizationId).where('pipelines.id', '=', id).executeTakeFirst();
+}
+
+export function findPipelinesPage(db: Executor, organizationId: string, filter: { projectId?: string }, page: PageRequest): Promise<PipelineRow[]> {
+  let query = selectPipelines(db).where('pipelines.organization_id', '=', organizationId);
+  if (filter.projectId !== undefined) query = query.where('pipelines.project_id', '=', filter.projectId);
+  return query.$call(keyset(page, 'pipelines.id')).execute();
+}
+
+/**
+ * lockPipelineById takes the pipeline's row lock for the rest of the transaction: it serializes
+ * version numbering, and a run or stack inserted concurrently (their foreign keys take a key-share
+ * lock on this row) waits for a delete to decide.
+ */
+export function lockPipelineById(trx: Trx, organizationId: string, id: string) {
+  return trx
+    .selectFrom('pipelines')
+    .select(['id', 'latest_version'])
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export function updatePipeline(db: Executor, id: string, changes: { name?: string; description?: string | null; latestVersion?: number }) {
+  return db
+    .updateTable('pipelines')
+    .set({
+      ...(changes.name !== undefined ? { name: changes.name } : {}),
+      ...(changes.description !== undefined ? { description: changes.description } : {}),
+      ...(changes.latestVersion !== undefined ? { latest_version: changes.latestVersion } : {}),
+      updated_at: new Date(),
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** Deletes the pipeline; its versions and runs (with their step executions) go by cascade. */
+export function deletePipelineById(db: Executor, id: string) {
+  return db.deleteFrom('pipelines').where('id', '=', id).execute();
+}
+
+/** findLatestPipelineVersion returns the newest version of a pipeline (the one a new run uses). */
+export function findLatestPipelineVersion(db: Executor, pipelineId: string): Promise<PipelineVersionRow | undefined> {
+  return selectVersions(db)
+    .innerJoin('pipelines', (join) =>
+      join.onRef('pipelines.id', '=', 'pipeline_versions.pipeline_id').onRef('pipelines.latest_version', '=', 'pipeline_versions.version'),
+    )
+    .where('pipeline_versions.pipeline_id', '=', pipelineId)
+    .executeTakeFirst() as Promise<PipelineVersionRow | undefined>;
+}
+
+/** findPipelineVersionById reads one version of a pipeline of the organization. */
+export function findPipelineVersionById(db: Executor, organizationId: string, id: string): Promise<PipelineVersionRow | undefined> {
+  return selectVersions(db)
+    .where('pipeline_versions.organization_id', '=', organizationId)
+    .where('pipeline_versions.id', '=', id)
+    .executeTakeFirst() as Promise<PipelineVersionRow | undefined>;
+}
+
+export function findPipelineVersionsPage(
+  db: Executor,
+  organizationId: string,
+  filter: { pipelineId?: string },
+  page: PageRequest,
+): Promise<PipelineVersionRow[]> {
+  let query = selectVersions(db).where('pipeline_versions.organization_id', '=', organizationId);
+  if (filter.pipelineId !== undefined) query = query.where('pipeline_versions.pipeline_id', '=', filter.pipelineId);
+  return query.$call(keyset(page, 'pipeline_versions.id')).execute() as Promise<PipelineVersionRow[]>;
+}
+
+/** projectExists tells whether the project belongs to the organization (projects are another domain's table). */
+export async function projectExists(db: Executor, organizationId: string, projectId: string): Promise<boolean> {
+  const { rows } = await sql<{ id: string }>`select id from projects where organization_id = ${organizationId} and id = ${projectId}`.execute(db);
+  return rows.length > 0;
+}
+
+/** Stacks using the pipeline as their change or destroy pipeline (the engine's table, read with plain SQL). */
+export async function findStacksUsingPipeline(db: Executor, pipelineId: string, limit = 10): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    select id from stacks where change_pipeline_id = ${pipelineId} or destroy_pipeline_id = ${pipelineId}
+     order by id limit ${limit}`.execute(db);
+  return rows.map((r) => r.id);
+}
+
+/** Runs of the pipeline that are not finished: deleting them would pull work out from under a worker. */
+export async function findActiveRunsOfPipeline(db: Executor, pipelineId: string, limit = 10): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    select id from pipeline_runs
+     where pipeline_id = ${pipelineId} and status in ('QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL')
+     order by id limit ${limit}`.execute(db);
+  return rows.map((r) => r.id);
+}
