@@ -1,7 +1,7 @@
 import type { InjectOptions } from 'fastify';
 import { loadConfig } from '../../src/platform/config.ts';
 import { createDb, type Db } from '../../src/platform/db/db.ts';
-import { buildApp, type App } from '../../src/platform/http/app.ts';
+import { buildApp, type App, type RoutePlugin } from '../../src/platform/http/app.ts';
 import { ensureAdmin } from '../../src/credentials/bootstrap.ts';
 import { ROUTES } from '../../src/routes.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -30,13 +30,18 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+export interface TestAppOptions {
+  /** Test-only route plugins registered after the product's own routes. */
+  extraRoutes?: RoutePlugin[];
+}
+
 /** startTestApp builds Plinth on a fresh database of its own, with the bootstrap admin in place. */
-export async function startTestApp(): Promise<TestApp> {
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const db = createDb(database.url);
   const config = { ...loadConfig({}), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
   await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
-  const app = await buildApp({ db, config, routes: ROUTES });
+  const app = await buildApp({ db, config, routes: [...ROUTES, ...(options.extraRoutes ?? [])] });
 
   const call = async <T = any>(method: InjectOptions['method'], url: string, options: CallOptions = {}): Promise<Response<T>> => {
     const token = options.token === undefined ? ADMIN_TOKEN : options.token;
