@@ -3,6 +3,7 @@ import type { Executor, Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { PipelineConfig } from './pipeline-config.ts';
+import type { Pipeline, PipelineVersion } from './pipelines.schema.ts';
 
 export interface PipelineRow {
   id: string;
@@ -27,6 +28,35 @@ export interface PipelineVersionRow {
   created_by_id: string | null;
   created_at: Date;
   updated_at: Date;
+}
+
+export function pipelineRowToPipeline(row: PipelineRow): Pipeline {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    latestVersion: row.latest_version,
+    latestVersionId: row.latest_version_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    ...(row.given_id !== null ? { givenId: row.given_id } : {}),
+    ...(row.project_id !== null ? { projectId: row.project_id } : {}),
+    ...(row.description !== null ? { description: row.description } : {}),
+    ...(row.created_by_id !== null ? { createdById: row.created_by_id } : {}),
+  };
+}
+
+export function pipelineVersionRowToPipelineVersion(row: PipelineVersionRow): PipelineVersion {
+  return {
+    id: row.id,
+    pipelineId: row.pipeline_id,
+    organizationId: row.organization_id,
+    version: row.version,
+    config: row.config as unknown as Record<string, unknown>,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    ...(row.created_by_id !== null ? { createdById: row.created_by_id } : {}),
+  };
 }
 
 const VERSION_COLUMNS = [

@@ -1,0 +1,58 @@
+import type { Principal } from '../platform/auth/principal.ts';
+import type { Db } from '../platform/db/db.ts';
+import { NotFoundError } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { toPage, type PageRequest } from '../platform/pagination.ts';
+import { diffConfigs } from './pipeline-config.diff.ts';
+import { parsePipelineConfig } from './pipeline-config.validate.ts';
+import {
+  findLatestPipelineVersion,
+  findPipelineVersionById,
+  findPipelineVersionsPage,
+  insertPipelineVersion,
+  lockPipelineById,
+  pipelineVersionRowToPipelineVersion,
+  updatePipeline,
+} from './pipelines.repo.ts';
+import type { CreatePipelineVersion, PipelineVersion, PipelineVersionDryRun } from './pipelines.schema.ts';
+import { getPipelineRow } from './pipelines.service.ts';
+
+export type CreateVersionResult = { kind: 'created'; version: PipelineVersion } | { kind: 'dryRun'; result: PipelineVersionDryRun };
+
+/**
+ * createPipelineVersion validates the config (422 listing every problem) and, unless `dryRun`, stores
+ * it as the pipeline's next version. A dry run creates nothing and returns the patch from the latest
+ * version to this config.
+ */
+export async function createPipelineVersion(db: Db, principal: Principal, input: CreatePipelineVersion): Promise<CreateVersionResult> {
+  const config = parsePipelineConfig(input.config);
+  if (input.dryRun) {
+    const pipeline = await getPipelineRow(db, principal, input.pipelineId);
+    const base = (await findLatestPipelineVersion(db, pipeline.id))!;
+    const patch = diffConfigs(base.config, config);
+    return { kind: 'dryRun', result: { pipelineId: pipeline.id, baseVersion: base.version, baseVersionId: base.id, patch } };
+  }
+  return db.transaction().execute(async (trx) => {
+    // The row lock serializes concurrent creations, so each reads the number the previous one wrote.
+    const pipeline = await lockPipelineById(trx, principal.organizationId, input.pipelineId);
+    if (!pipeline) throw new NotFoundError('Pipeline', input.pipelineId);
+    const id = newId();
+    const version = pipeline.latest_version + 1;
+    await insertPipelineVersion(trx, { id, organizationId: principal.organizationId, pipelineId: pipeline.id, version, config, createdById: principal.userId });
+    await updatePipeline(trx, pipeline.id, { latestVersion: version });
+    const row = (await findPipelineVersionById(trx, principal.organizationId, id))!;
+    return { kind: 'created' as const, version: pipelineVersionRowToPipelineVersion(row) };
+  });
+}
+
+export async function getPipelineVersion(db: Db, principal: Principal, id: string) {
+  const row = await findPipelineVersionById(db, principal.organizationId, id);
+  if (!row) throw new NotFoundError('PipelineVersion', id);
+  return pipelineVersionRowToPipelineVersion(row);
+}
+
+export async function listPipelineVersions(db: Db, principal: Principal, filter: { pipelineId?: string }, page: PageRequest) {
+  if (filter.pipelineId !== undefined) await getPipelineRow(db, principal, filter.pipelineId);
+  const { items, meta } = toPage(await findPipelineVersionsPage(db, principal.organizationId, filter, page), page, (r) => r.id);
+  return { items: items.map(pipelineVersionRowToPipelineVersion), meta };
+}
