@@ -33,6 +33,8 @@ export interface TestApp {
 export interface TestAppOptions {
   /** Test-only route plugins registered after the product's own routes. */
   extraRoutes?: RoutePlugin[];
+  /** Test-only plugins registered before the product's routes (e.g. an onRoute hook that records them). */
+  routesBefore?: RoutePlugin[];
 }
 
 /** startTestApp builds Plinth on a fresh database of its own, with the bootstrap admin in place. */
@@ -41,7 +43,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const db = createDb(database.url);
   const config = { ...loadConfig({}), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
   await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
-  const app = await buildApp({ db, config, routes: [...ROUTES, ...(options.extraRoutes ?? [])] });
+  const app = await buildApp({ db, config, routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])] });
 
   const call = async <T = any>(method: InjectOptions['method'], url: string, options: CallOptions = {}): Promise<Response<T>> => {
     const token = options.token === undefined ? ADMIN_TOKEN : options.token;
