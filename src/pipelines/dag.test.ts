@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { dependenciesOf, dependentsOf, descendantsOf, findCycles, readySteps, topologicalOrder } from './dag.ts';
+
+// build → (test, lint) → package → deploy; docs stands alone.
+const STEPS = [
+  { id: 'deploy', needs: ['package'] },
+  { id: 'build' },
+  { id: 'test', needs: ['build'] },
+  { id: 'lint', needs: ['build'] },
+  { id: 'package', needs: ['test', 'lint'] },
+  { id: 'docs' },
+];
+const ids = (steps: { id: string }[]) => steps.map((s) => s.id);
+
+describe('dag', () => {
+  it('topologicalOrder puts every step after what it needs, keeping config order among ready steps', () => {
+    assert.deepEqual(ids(topologicalOrder(STEPS)), ['build', 'docs', 'test', 'lint', 'package', 'deploy']);
+  });
+
+  it('topologicalOrder throws on a cycle instead of looping', () => {
+    assert.throws(() => topologicalOrder([{ id: 'a', needs: ['b'] }, { id: 'b', needs: ['a'] }]), /cannot be ordered/);
+  });
+
+  it('dependenciesOf and dependentsOf give the direct edges both ways', () => {
+    assert.deepEqual(dependenciesOf(STEPS, 'package'), ['test', 'lint']);
+    assert.deepEqual(dependenciesOf(STEPS, 'build'), []);
+    assert.deepEqual(dependentsOf(STEPS, 'build'), ['test', 'lint']);
+    assert.deepEqual(dependentsOf(STEPS, 'deploy'), []);
+  });
+
+  it('descendantsOf gives every step that transitively needs a step (what a failure skips)', () => {
+    assert.deepEqual(descendantsOf(STEPS, 'build'), ['deploy', 'test', 'lint', 'package']);
+    assert.deepEqual(descendantsOf(STEPS, 'lint'), ['deploy', 'package']);
+    assert.deepEqual(descendantsOf(STEPS, 'docs'), []);
+  });
+
+  it('readySteps returns the independent steps together, so they can run in parallel', () => {
+    assert.deepEqual(ids(readySteps(STEPS, new Set(), new Set())), ['build', 'docs']);
+    assert.deepEqual(ids(readySteps(STEPS, new Set(['build']), new Set(['build', 'docs']))), ['test', 'lint']);
+    assert.deepEqual(ids(readySteps(STEPS, new Set(['build', 'test']), new Set(['build', 'docs', 'test', 'lint']))), []);
+    assert.deepEqual(ids(readySteps(STEPS, new Set(['build', 'test', 'lint']), new Set(['build', 'docs', 'test', 'lint']))), ['package']);
+  });
+
+  it('findCycles finds none in a DAG and one walk per cyclic component otherwise', () => {
+    assert.deepEqual(findCycles(STEPS), []);
+    assert.deepEqual(findCycles([{ id: 'a', needs: ['b'] }, { id: 'b', needs: ['c'] }, { id: 'c', needs: ['a'] }, { id: 'x', needs: ['a'] }]), [['a', 'b', 'c', 'a']]);
+    assert.equal(findCycles([{ id: 'a', needs: ['b'] }, { id: 'b', needs: ['a'] }, { id: 'c', needs: ['d'] }, { id: 'd', needs: ['c'] }]).length, 2);
+  });
+
+  it('findCycles leaves self-needs and unknown needs to the validator', () => {
+    assert.deepEqual(findCycles([{ id: 'a', needs: ['a', 'ghost'] }]), []);
+  });
+});
