@@ -91,6 +91,8 @@ describe('pipelines: create, read, list, change', () => {
     const cleared = await t.call('PATCH', `/pipelines/${pipeline.id}`, { token: member.token, body: { data: { description: null } } });
     assert.equal(cleared.body.data.description, undefined);
     assert.equal(cleared.body.data.latestVersion, 1);
+    const untouched = await t.call('PATCH', `/pipelines/${pipeline.id}`, { token: member.token, body: { data: {} } });
+    assert.deepEqual(untouched.body.data, cleared.body.data);
     assertError(await t.call('PATCH', `/pipelines/${pipeline.id}`, { body: { data: { latestVersion: 5 } } }), 400);
     assertError(await t.call('PATCH', `/pipelines/${pipeline.id}`, { body: { data: { config: PLAN_APPROVE_APPLY } } }), 400);
   });

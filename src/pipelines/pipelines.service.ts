@@ -73,7 +73,8 @@ export async function listPipelines(db: Db, principal: Principal, filter: { proj
 export async function updatePipeline(db: Db, principal: Principal, id: string, changes: UpdatePipeline) {
   return db.transaction().execute(async (trx) => {
     if (!(await lockPipelineById(trx, principal.organizationId, id))) throw new NotFoundError('Pipeline', id);
-    await updatePipelineRow(trx, id, changes);
+    // An empty PATCH changes nothing, updatedAt included.
+    if (changes.name !== undefined || changes.description !== undefined) await updatePipelineRow(trx, id, changes);
     return pipelineRowToPipeline((await findPipelineById(trx, principal.organizationId, id))!);
   });
 }
