@@ -40,11 +40,20 @@ async function main(argv: string[]) {
 
   let stopping = false;
   const shutdown = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal means "now": skip the drain. The exit hook still stops an embedded Postgres.
+      log.warn({ signal }, 'stopping without draining');
+      process.exit(1);
+    }
     stopping = true;
     log.info({ signal }, 'draining');
-    await running.stop();
-    log.info('stopped');
+    try {
+      await running.stop();
+      log.info('stopped');
+    } catch (error) {
+      log.error({ err: error }, 'failed to stop cleanly');
+      process.exitCode = 1;
+    }
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));

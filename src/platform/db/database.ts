@@ -97,4 +97,85 @@ export interface Database {
   api_keys: ApiKeysTable;
   pipelines: PipelinesTable;
   pipeline_versions: PipelineVersionsTable;
+  projects: ProjectsTable;
+  cloud_accounts: CloudAccountsTable;
+  execution_environments: ExecutionEnvironmentsTable;
+  environments: EnvironmentsTable;
+  default_value_definitions: DefaultValueDefinitionsTable;
+  default_values: DefaultValuesTable;
+}
+
+/** The catalogue (migrations/0002_catalogue.sql). */
+export interface ProjectsTable {
+  id: string;
+  organization_id: string;
+  given_id: string;
+  name: string;
+  description: string | null;
+  error: Json | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface CloudAccountsTable {
+  id: string;
+  organization_id: string;
+  given_id: string;
+  name: string;
+  provider: Generated<string>;
+  account_id: string;
+  role_arn: string;
+  external_id: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface ExecutionEnvironmentsTable {
+  id: string;
+  organization_id: string;
+  given_id: string;
+  name: string;
+  type: string;
+  cloud_account_id: string | null;
+  region: string | null;
+  vpc_id: string | null;
+  subnet_id: string | null;
+  security_group_id: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface EnvironmentsTable {
+  id: string;
+  organization_id: string;
+  project_id: string;
+  given_id: string;
+  name: string;
+  description: string | null;
+  execution_environment_id: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface DefaultValueDefinitionsTable {
+  id: string;
+  organization_id: string;
+  given_id: string;
+  name: string;
+  description: string | null;
+  schema: Json;
+  created_by_type: Generated<string>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface DefaultValuesTable {
+  id: string;
+  organization_id: string;
+  default_value_definition_id: string;
+  parent_id: string;
+  parent_type: string;
+  value: Json | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
 }

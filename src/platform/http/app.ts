@@ -92,6 +92,16 @@ export async function buildApp(options: AppOptions): Promise<App> {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? json.title ?? `def-${i}`) },
   });
 
+  // A keep-alive connection whose request is in flight when close() starts would hold the shutdown
+  // open until the client drops it: its response says Connection: close, so draining ends with it.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('Connection', 'close');
+  });
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
     if (request.is404 || request.routeOptions.config.public) return;

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { isAlive, isListening, startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
+
+const TOKEN = 'plk_cli_process_test_token_0123456789abcdefghijklmnop';
+
+/** Waits until some session of the database is blocked on a lock: the request is in flight. */
+async function waitForBlockedQuery(client: pg.Client, database: string) {
+  for (let i = 0; i < 100; i++) {
+    const { rows } = await client.query(`select count(*)::int as n from pg_stat_activity where datname = $1 and wait_event_type = 'Lock'`, [database]);
+    if (rows[0].n > 0) return;
+    await sleep(50);
+  }
+  throw new Error('no request reached the database');
+}
+
+describe('plinth serve as a real process (DATABASE_URL)', () => {
+  let database: TestDatabase;
+  let plinth: PlinthProcess | undefined;
+  before(async () => {
+    database = await createTestDatabase();
+  });
+  after(async () => {
+    if (plinth && isAlive(plinth.pid)) plinth.child.kill('SIGKILL');
+    await database.drop();
+  });
+
+  it('starts, migrates, bootstraps PLINTH_ADMIN_TOKEN and answers whoami over HTTP', async () => {
+    plinth = await startPlinthProcess({ DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN });
+    const res = await fetch(`${plinth.baseUrl}/auth/whoami`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    assert.equal(body.data.globalRole, 'SUPER_ADMIN');
+    assert.equal(body.data.organizationName, 'Default');
+    assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+    const anonymous = await fetch(`${plinth.baseUrl}/auth/whoami`);
+    assert.equal(anonymous.status, 401);
+  });
+
+  it('on SIGTERM, a request in flight completes and the process exits 0, leaving nothing running', async () => {
+    assert.ok(plinth);
+    const port = Number(new URL(plinth.baseUrl).port);
+    const blocker = new pg.Client({ connectionString: database.url });
+    blocker.on('error', () => {});
+    await blocker.connect();
+    try {
+      // Hold the credentials table, so the next request waits inside the database until we let go.
+      await blocker.query('begin');
+      await blocker.query('lock table api_keys in access exclusive mode');
+      const inFlight = fetch(`${plinth.baseUrl}/auth/whoami`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      await waitForBlockedQuery(blocker, database.name);
+      plinth.child.kill('SIGTERM');
+      await sleep(300);
+      assert.ok(isAlive(plinth.pid), `plinth quit with a request in flight:\n${plinth.output()}`);
+      await blocker.query('commit');
+      const res = await inFlight;
+      assert.equal(res.status, 200);
+      assert.equal((await res.json()).data.email, 'admin@localhost');
+    } finally {
+      await blocker.end();
+    }
+    const { code, signal } = await plinth.stop();
+    assert.equal(signal, null, plinth.output());
+    assert.equal(code, 0, plinth.output());
+    assert.equal(isAlive(plinth.pid), false);
+    assert.equal(await isListening(port), false);
+  });
+});
