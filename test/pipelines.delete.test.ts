@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
+import { newId } from '../src/platform/ids.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { assertError, serviceAccountCaller, type ServiceAccountCaller } from './helpers/callers.ts';
 import { createPipeline, insertRun, insertStackUsing, PLAN_APPROVE_APPLY } from './pipelines.fixtures.ts';
@@ -55,6 +57,33 @@ describe('DELETE /pipelines/{id}', () => {
       assert.equal(await countRows(t, 'pipeline_runs', pipeline.id), 1);
     });
   }
+
+  it('a run inserted while the delete waits for the pipeline lock makes the delete 409, not an orphan', async () => {
+    const pipeline = await createPipeline(t);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let runId = '';
+    let inserted!: () => void;
+    const runInserted = new Promise<void>((resolve) => (inserted = resolve));
+    // The run's foreign key holds a key-share lock on the pipeline row until this transaction commits.
+    const writer = t.db.transaction().execute(async (trx) => {
+      runId = newId();
+      await sql`insert into pipeline_runs (id, organization_id, pipeline_id, pipeline_version_id, status)
+                values (${runId}, ${pipeline.organizationId}, ${pipeline.id}, ${pipeline.latestVersionId}, 'QUEUED')`.execute(trx);
+      inserted();
+      await gate;
+    });
+    await runInserted;
+    let settled = false;
+    const deletion = t.call('DELETE', `/pipelines/${pipeline.id}`, { token: member.token }).finally(() => (settled = true));
+    await sleep(150);
+    assert.equal(settled, false, 'the delete must wait for the uncommitted run');
+    release();
+    await writer;
+    const res = await deletion;
+    assertError(res, 409, 'Api:Pipeline:RUN_ACTIVE');
+    assert.match(res.body.message, new RegExp(runId));
+  });
 
   it('a VIEWER may not delete a pipeline (403)', async () => {
     const pipeline = await createPipeline(t);
