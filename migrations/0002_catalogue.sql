@@ -43,6 +43,8 @@ create table execution_environments (
   unique (organization_id, given_id)
 );
 create index execution_environments_org_id_idx on execution_environments (organization_id, id);
+-- Deleting a cloud account asks which execution environments still use it.
+create index execution_environments_cloud_account_idx on execution_environments (cloud_account_id);
 
 create table environments (
   id text primary key,
@@ -58,6 +60,8 @@ create table environments (
 );
 create index environments_org_id_idx on environments (organization_id, id);
 create index environments_project_idx on environments (project_id, id);
+-- Deleting an execution environment asks which environments still use it.
+create index environments_execution_environment_idx on environments (execution_environment_id);
 
 create table default_value_definitions (
   id text primary key,
@@ -86,3 +90,6 @@ create table default_values (
   unique (default_value_definition_id, parent_id)
 );
 create index default_values_org_id_idx on default_values (organization_id, id);
+-- Keyset pages of the values of one definition or one parent; the resolver reads by parent too.
+create index default_values_definition_idx on default_values (default_value_definition_id, id);
+create index default_values_parent_idx on default_values (parent_id, id);

@@ -1,10 +1,20 @@
 import type { RoutePlugin } from './platform/http/app.ts';
 import { credentialRoutes } from './credentials/credentials.routes.ts';
+import { cloudAccountRoutes } from './cloud-accounts/cloud-accounts.routes.ts';
+import { defaultValueRoutes } from './default-values/default-values.routes.ts';
+import { environmentRoutes } from './environments/environments.routes.ts';
+import { executionEnvironmentRoutes } from './execution-environments/execution-environments.routes.ts';
 import { healthRoutes } from './health/health.routes.ts';
 import { membershipRoutes } from './memberships/memberships.routes.ts';
 import { organizationRoutes } from './organizations/organizations.routes.ts';
 import { pipelineRoutes } from './pipelines/pipelines.routes.ts';
+import { projectRoutes } from './projects/projects.routes.ts';
+import { runRoutes } from './runs/runs.routes.ts';
+import { stepLogRoutes } from './runs/step-logs.routes.ts';
+import { stackRoutes } from './stacks/stacks.routes.ts';
 import { userRoutes } from './users/users.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
-export const ROUTES: RoutePlugin[] = [healthRoutes, credentialRoutes, organizationRoutes, membershipRoutes, userRoutes, pipelineRoutes];
+export const ROUTES: RoutePlugin[] = [healthRoutes, credentialRoutes, organizationRoutes, membershipRoutes, userRoutes, pipelineRoutes,
+  projectRoutes, environmentRoutes, cloudAccountRoutes, executionEnvironmentRoutes, defaultValueRoutes,
+  stackRoutes, runRoutes, stepLogRoutes];

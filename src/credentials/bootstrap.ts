@@ -7,6 +7,7 @@ import type { Db, Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
 import { insertMembership } from '../memberships/memberships.repo.ts';
 import { insertOrganization } from '../organizations/organizations.repo.ts';
+import { seedSystemDefinitions } from '../default-values/system-definitions.ts';
 import { insertUserIfAbsent, updateUserGlobalRole } from '../users/users.repo.ts';
 import { findApiKeyByHash, insertApiKey } from './api-keys.repo.ts';
 
@@ -44,6 +45,7 @@ async function ensureAdminHolds(trx: Trx, email: string, token: string): Promise
   const user = await insertUserIfAbsent(trx, { id: newId(), email, globalRole: SUPER_ADMIN });
   if (user.global_role !== SUPER_ADMIN) await updateUserGlobalRole(trx, user.id, SUPER_ADMIN);
   const organizationId = await defaultOrganizationOf(trx, user.id);
+  await seedSystemDefinitions(trx, organizationId);
   const tokenHash = hashToken(token);
   if (!(await findApiKeyByHash(trx, tokenHash))) {
     await insertApiKey(trx, {

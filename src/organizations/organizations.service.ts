@@ -5,6 +5,7 @@ import { ForbiddenError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { insertMembership, findMembershipOfUser } from '../memberships/memberships.repo.ts';
+import { seedSystemDefinitions } from '../default-values/system-definitions.ts';
 import {
   findOrganizationById,
   findOrganizationsOfUser,
@@ -34,6 +35,7 @@ export async function createOrganization(db: Db, principal: Principal, input: Cr
   return db.transaction().execute(async (trx) => {
     const org = await insertOrganization(trx, { id: newId(), name: input.name, billingEmail: input.billingEmail });
     await insertMembership(trx, { id: newId(), organizationId: org.id, userId: principal.userId, role: 'OWNER' });
+    await seedSystemDefinitions(trx, org.id);
     return organizationRowToOrganization(org);
   });
 }

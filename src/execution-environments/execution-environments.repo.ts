@@ -1,0 +1,104 @@
+import type { Executor } from '../platform/db/db.ts';
+import { keyset, type PageRequest } from '../platform/pagination.ts';
+import type { UsageRow } from '../projects/in-use.ts';
+import type { ExecutionEnvironment, ExecutionEnvironmentType } from './execution-environments.schema.ts';
+
+export interface ExecutionEnvironmentRow {
+  id: string;
+  organization_id: string;
+  given_id: string;
+  name: string;
+  type: string;
+  cloud_account_id: string | null;
+  region: string | null;
+  vpc_id: string | null;
+  subnet_id: string | null;
+  security_group_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface NetworkColumns {
+  cloud_account_id?: string;
+  region?: string;
+  vpc_id?: string;
+  subnet_id?: string;
+  security_group_id?: string;
+}
+
+export function executionEnvironmentRowToExecutionEnvironment(row: ExecutionEnvironmentRow): ExecutionEnvironment {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    givenId: row.given_id,
+    name: row.name,
+    type: row.type as ExecutionEnvironmentType,
+    cloudAccountId: row.cloud_account_id ?? '',
+    region: row.region ?? '',
+    vpcId: row.vpc_id ?? '',
+    subnetId: row.subnet_id ?? '',
+    securityGroupId: row.security_group_id ?? '',
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function insertExecutionEnvironment(
+  db: Executor,
+  v: { id: string; organizationId: string; givenId: string; name: string; type: string } & NetworkColumns,
+) {
+  return db
+    .insertInto('execution_environments')
+    .values({
+      id: v.id,
+      organization_id: v.organizationId,
+      given_id: v.givenId,
+      name: v.name,
+      type: v.type,
+      cloud_account_id: v.cloud_account_id ?? null,
+      region: v.region ?? null,
+      vpc_id: v.vpc_id ?? null,
+      subnet_id: v.subnet_id ?? null,
+      security_group_id: v.security_group_id ?? null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow() as Promise<ExecutionEnvironmentRow>;
+}
+
+export function findExecutionEnvironmentById(db: Executor, organizationId: string, id: string, lock = false) {
+  let query = db.selectFrom('execution_environments').selectAll().where('organization_id', '=', organizationId).where('id', '=', id);
+  if (lock) query = query.forUpdate();
+  return query.executeTakeFirst() as Promise<ExecutionEnvironmentRow | undefined>;
+}
+
+export function findExecutionEnvironmentsPage(db: Executor, organizationId: string, page: PageRequest, type?: string) {
+  let query = db.selectFrom('execution_environments').selectAll().where('organization_id', '=', organizationId);
+  if (type) query = query.where('type', '=', type);
+  return query.$call(keyset(page, 'execution_environments.id')).execute() as Promise<ExecutionEnvironmentRow[]>;
+}
+
+export function updateExecutionEnvironment(db: Executor, id: string, changes: { name?: string } & NetworkColumns) {
+  return db
+    .updateTable('execution_environments')
+    .set({ ...changes, updated_at: new Date() })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow() as Promise<ExecutionEnvironmentRow>;
+}
+
+export function deleteExecutionEnvironmentById(db: Executor, id: string) {
+  return db.deleteFrom('execution_environments').where('id', '=', id).execute();
+}
+
+/** The environments whose runs execute here. */
+export async function findExecutionEnvironmentUsers(db: Executor, id: string, sample = 10): Promise<UsageRow[]> {
+  const rows = await db
+    .selectFrom('environments')
+    .innerJoin('projects', 'projects.id', 'environments.project_id')
+    .select(['projects.given_id as project', 'environments.given_id as environment'])
+    .where('environments.execution_environment_id', '=', id)
+    .orderBy('environments.id')
+    .limit(sample + 1)
+    .execute();
+  return rows.map((r) => ({ kind: 'environments', ref: `${r.project}/${r.environment}` }));
+}

@@ -1,0 +1,27 @@
+/** PostgreSQL error codes the catalogue turns into typed errors. */
+const UNIQUE_VIOLATION = '23505';
+const FOREIGN_KEY_VIOLATION = '23503';
+
+function codeOf(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null ? (error as { code?: string }).code : undefined;
+}
+
+/** A unique constraint refused the write: a duplicate givenId, or a second value for the same parent. */
+export function isUniqueViolation(error: unknown): boolean {
+  return codeOf(error) === UNIQUE_VIOLATION;
+}
+
+/** A foreign key refused the write: what it references was deleted meanwhile, or something still uses the row. */
+export function isForeignKeyViolation(error: unknown): boolean {
+  return codeOf(error) === FOREIGN_KEY_VIOLATION;
+}
+
+/** rethrowAs runs a write and replaces the matching database error with a typed one. */
+export async function rethrowAs<T>(write: Promise<T>, when: (error: unknown) => boolean, make: () => Error): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if (when(error)) throw make();
+    throw error;
+  }
+}

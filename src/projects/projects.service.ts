@@ -1,0 +1,64 @@
+import type { Principal } from '../platform/auth/principal.ts';
+import type { Db, Executor } from '../platform/db/db.ts';
+import { ConflictError, NotFoundError } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { toPage, type PageRequest } from '../platform/pagination.ts';
+import { deleteDefaultValuesOfParent } from '../default-values/default-values.repo.ts';
+import { isUniqueViolation, rethrowAs } from './db-errors.ts';
+import { inUseError } from './in-use.ts';
+import {
+  deleteProjectById,
+  findProjectById,
+  findProjectsPage,
+  findProjectUsers,
+  insertProject,
+  lockProjectById,
+  projectRowToProject,
+  updateProject as updateProjectRow,
+} from './projects.repo.ts';
+import type { CreateProject, UpdateProject } from './projects.schema.ts';
+
+export async function getProjectRow(db: Executor, principal: Principal, id: string) {
+  const row = await findProjectById(db, principal.organizationId, id);
+  if (!row) throw new NotFoundError('Project', id);
+  return row;
+}
+
+/** createProject adds a project; its givenId is unique within the organization (409 otherwise). */
+export async function createProject(db: Db, principal: Principal, input: CreateProject) {
+  const row = await rethrowAs(
+    insertProject(db, { id: newId(), organizationId: principal.organizationId, ...input }),
+    isUniqueViolation,
+    () => new ConflictError('Project', 'ALREADY_EXISTS', `A project with givenId ${input.givenId} already exists`),
+  );
+  return projectRowToProject(row);
+}
+
+export async function getProject(db: Db, principal: Principal, id: string) {
+  return projectRowToProject(await getProjectRow(db, principal, id));
+}
+
+export async function listProjects(db: Db, principal: Principal, page: PageRequest) {
+  const { items, meta } = toPage(await findProjectsPage(db, principal.organizationId, page), page, (r) => r.id);
+  return { items: items.map(projectRowToProject), meta };
+}
+
+export async function updateProject(db: Db, principal: Principal, id: string, changes: UpdateProject) {
+  await getProjectRow(db, principal, id);
+  return projectRowToProject(await updateProjectRow(db, id, changes));
+}
+
+/**
+ * deleteProject removes a project that nothing uses any more, with the default values set on it.
+ * The row lock makes a concurrent environment or stack insert wait, then fail its foreign key.
+ */
+export async function deleteProject(db: Db, principal: Principal, id: string) {
+  await db.transaction().execute(async (trx) => {
+    const row = await lockProjectById(trx, principal.organizationId, id);
+    if (!row) throw new NotFoundError('Project', id);
+    const usages = await findProjectUsers(trx, id);
+    if (usages.length > 0) throw inUseError('Project', `Project ${row.given_id}`, usages);
+    await deleteDefaultValuesOfParent(trx, id);
+    await deleteProjectById(trx, id);
+  });
+}
