@@ -6,6 +6,9 @@ import { buildApp, type App } from './platform/http/app.ts';
 import type { Logger } from './platform/logger.ts';
 import { ensureAdmin } from './credentials/bootstrap.ts';
 import { ROUTES } from './routes.ts';
+import { loadEngineConfig } from './engine/engine-config.ts';
+import { installQueue } from './engine/queue.ts';
+import { EngineWorker } from './engine/worker.ts';
 
 export interface DatabaseHandle {
   db: Db;
@@ -43,6 +46,7 @@ export interface ProcessRoles {
 
 export interface RunningPlinth {
   app?: App;
+  worker?: EngineWorker;
   stop(): Promise<void>;
 }
 
@@ -59,6 +63,13 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     process.stdout.write(`\nPlinth admin token (shown once; also in ${config.dataDir}/admin-token):\n${boot.generatedToken}\n\n`);
   }
 
+  // The queue's schema is needed by API processes too: they enqueue a run's first steps.
+  await installQueue(database.url, log);
+  let worker: EngineWorker | undefined;
+  if (roles.worker) {
+    worker = new EngineWorker(database.db, database.url, loadEngineConfig(), log);
+    await worker.start();
+  }
   let app: App | undefined;
   if (roles.api) {
     app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES });
@@ -66,9 +77,12 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   }
   return {
     app,
+    worker,
     stop: async () => {
       // Close the listener first: in-flight requests finish, new ones are refused.
       if (app) await app.close();
+      // Then drain the worker: no new jobs, running attempts are stopped and handed back to the queue.
+      if (worker) await worker.stop();
       await database.close();
     },
   };

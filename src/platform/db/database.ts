@@ -89,7 +89,7 @@ export interface PipelineVersionsTable {
   updated_at: UpdatedAt;
 }
 
-export interface Database {
+export interface Database extends EngineTables {
   organizations: OrganizationsTable;
   users: UsersTable;
   memberships: MembershipsTable;
@@ -103,6 +103,104 @@ export interface Database {
   environments: EnvironmentsTable;
   default_value_definitions: DefaultValueDefinitionsTable;
   default_values: DefaultValuesTable;
+}
+
+export interface StacksTable {
+  id: string;
+  organization_id: string;
+  project_id: string;
+  environment_id: string;
+  given_id: string | null;
+  name: string;
+  type: Generated<string>;
+  source: Json | null;
+  variables: Json;
+  change_pipeline_id: string;
+  destroy_pipeline_id: string;
+  active_run_id: string | null;
+  latest_run_id: string | null;
+  output: Json | null;
+  first_applied_at: Date | string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface PipelineRunsTable {
+  id: string;
+  organization_id: string;
+  pipeline_id: string;
+  pipeline_version_id: string;
+  stack_id: string | null;
+  status: string;
+  action: string | null;
+  autoapprove: Generated<boolean>;
+  description: Generated<string>;
+  input: Json | null;
+  trigger_metadata: Json | null;
+  attempt_epoch: Generated<number>;
+  admitted_at: Date | string | null;
+  created_by_id: string | null;
+  started_at: Date | string | null;
+  completed_at: Date | string | null;
+  last_attempt_started_at: Date | string | null;
+  error: Json | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface StepExecutionsTable {
+  id: string;
+  organization_id: string;
+  pipeline_run_id: string;
+  step_id: string;
+  step_name: string;
+  step_type: string;
+  status: string;
+  attempt_epoch: number;
+  retry_attempt: Generated<number>;
+  is_last_retry: Generated<boolean>;
+  queue_reason: Generated<string>;
+  input_data: Json | null;
+  output_data: Json | null;
+  status_detail: Json | null;
+  error: Json | null;
+  engine_job_id: string | null;
+  dispatched_at: Date | string | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | string | null;
+  heartbeat_at: Date | string | null;
+  started_at: Date | string | null;
+  completed_at: Date | string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface StepLogsTable {
+  step_execution_id: string;
+  seq: number;
+  stream: string;
+  line: string;
+  created_at: CreatedAt;
+}
+
+export interface RunTransitionsTable {
+  id: Generated<number>;
+  pipeline_run_id: string;
+  step_execution_id: string | null;
+  from_status: string | null;
+  to_status: string;
+  reason: string;
+  actor: string | null;
+  created_at: CreatedAt;
+}
+
+/** The run engine's tables (migrations/0004_runs.sql). */
+export interface EngineTables {
+  stacks: StacksTable;
+  pipeline_runs: PipelineRunsTable;
+  step_executions: StepExecutionsTable;
+  step_logs: StepLogsTable;
+  run_transitions: RunTransitionsTable;
 }
 
 /** The catalogue (migrations/0002_catalogue.sql). */

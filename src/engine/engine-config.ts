@@ -1,0 +1,47 @@
+/**
+ * The worker's knobs, read from the environment (documented in docs/engine.md). The defaults meet the
+ * durability contract: a dead worker's lease expires after at most 30 s and the reaper looks every
+ * 5 s, so its attempt fails over well within 60 s. Tests shrink them to run in seconds.
+ */
+export interface EngineConfig {
+  /** Step executions one worker process runs at once (graphile-worker concurrency). */
+  concurrency: number;
+  /** How long a claimed attempt stays ours without a heartbeat. */
+  leaseMs: number;
+  /** How often a worker renews the leases of its running attempts. */
+  heartbeatMs: number;
+  /** How often a worker looks for expired leases and stale dispatches. */
+  reapMs: number;
+  /** A QUEUED execution dispatched longer ago than this is dispatched again (idempotent). */
+  redispatchMs: number;
+  /** graphile-worker's fallback poll when LISTEN/NOTIFY is missed. */
+  pollMs: number;
+  /** Grace between SIGTERM and SIGKILL when a step's process is stopped. */
+  killGraceMs: number;
+  /** Where each attempt gets its fresh working directory. */
+  workRoot: string | undefined;
+}
+
+function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  return value;
+}
+
+export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
+  const leaseMs = positiveInt(env, 'PLINTH_WORKER_LEASE_MS', 30_000);
+  const heartbeatMs = positiveInt(env, 'PLINTH_WORKER_HEARTBEAT_MS', Math.max(1, Math.floor(leaseMs / 3)));
+  if (heartbeatMs >= leaseMs) throw new Error('PLINTH_WORKER_HEARTBEAT_MS must be shorter than PLINTH_WORKER_LEASE_MS');
+  return {
+    concurrency: positiveInt(env, 'PLINTH_WORKER_CONCURRENCY', 16),
+    leaseMs,
+    heartbeatMs,
+    reapMs: positiveInt(env, 'PLINTH_WORKER_REAP_MS', 5_000),
+    redispatchMs: positiveInt(env, 'PLINTH_WORKER_REDISPATCH_MS', Math.max(leaseMs * 2, 60_000)),
+    pollMs: positiveInt(env, 'PLINTH_WORKER_POLL_MS', 2_000),
+    killGraceMs: positiveInt(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
+    workRoot: env.PLINTH_WORKER_WORK_ROOT || undefined,
+  };
+}

@@ -1,0 +1,254 @@
+import { sql } from 'kysely';
+import type { Executor, Trx } from '../platform/db/db.ts';
+import type { ErrorBody } from '../platform/schema.ts';
+import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
+
+/** SQL of the engine's hot paths. Every function takes the transaction that holds the run's lock. */
+export interface RunRow {
+  id: string;
+  organization_id: string;
+  pipeline_id: string;
+  pipeline_version_id: string;
+  stack_id: string | null;
+  status: string;
+  action: string | null;
+  autoapprove: boolean;
+  input: Record<string, unknown> | null;
+  attempt_epoch: number;
+  admitted_at: Date | null;
+  started_at: Date | null;
+  last_attempt_started_at: Date | null;
+}
+
+export interface LockedRunRow extends RunRow {
+  config: PipelineConfig;
+}
+
+export interface ExecutionRow {
+  id: string;
+  organization_id: string;
+  pipeline_run_id: string;
+  step_id: string;
+  step_name: string;
+  step_type: string;
+  status: string;
+  attempt_epoch: number;
+  retry_attempt: number;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+}
+
+const RUN_COLUMNS = sql.raw(`r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action,
+  r.autoapprove, r.input, r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at`);
+
+/** lockRunById takes the run's row lock: every transition of the run or of its steps is serialized on it. */
+export async function lockRunById(trx: Trx, runId: string): Promise<LockedRunRow | undefined> {
+  const { rows } = await sql<LockedRunRow>`
+    select ${RUN_COLUMNS}, v.config
+      from pipeline_runs r join pipeline_versions v on v.id = r.pipeline_version_id
+     where r.id = ${runId}
+       for update of r`.execute(trx);
+  return rows[0];
+}
+
+const EXECUTION_COLUMNS = [
+  'id',
+  'organization_id',
+  'pipeline_run_id',
+  'step_id',
+  'step_name',
+  'step_type',
+  'status',
+  'attempt_epoch',
+  'retry_attempt',
+  'lease_owner',
+  'lease_expires_at',
+] as const;
+
+export function findExecutionsOfEpoch(trx: Executor, runId: string, epoch: number): Promise<ExecutionRow[]> {
+  return trx
+    .selectFrom('step_executions')
+    .select(EXECUTION_COLUMNS)
+    .where('pipeline_run_id', '=', runId)
+    .where('attempt_epoch', '=', epoch)
+    .orderBy('id')
+    .execute() as Promise<ExecutionRow[]>;
+}
+
+/** The run an execution belongs to, read without a lock: callers then lock the run, and re-read. */
+export async function findRunIdOfExecution(db: Executor, executionId: string, organizationId?: string): Promise<string | undefined> {
+  let query = db.selectFrom('step_executions').select('pipeline_run_id').where('id', '=', executionId);
+  if (organizationId !== undefined) query = query.where('organization_id', '=', organizationId);
+  return (await query.executeTakeFirst())?.pipeline_run_id;
+}
+
+export function lockExecution(trx: Trx, executionId: string): Promise<ExecutionRow | undefined> {
+  return trx.selectFrom('step_executions').select(EXECUTION_COLUMNS).where('id', '=', executionId).forUpdate().executeTakeFirst() as Promise<
+    ExecutionRow | undefined
+  >;
+}
+
+export interface NewExecutionValues {
+  id: string;
+  organizationId: string;
+  runId: string;
+  stepId: string;
+  stepName: string;
+  stepType: string;
+  status: string;
+  attemptEpoch: number;
+  retryAttempt: number;
+  isLastRetry: boolean;
+  queueReason: string;
+  inputData: Record<string, unknown> | null;
+  statusDetail?: Record<string, unknown>;
+}
+
+export async function insertExecution(trx: Trx, v: NewExecutionValues): Promise<void> {
+  const terminal = v.status === 'SUCCEEDED' || v.status === 'SKIPPED';
+  await trx
+    .insertInto('step_executions')
+    .values({
+      id: v.id,
+      organization_id: v.organizationId,
+      pipeline_run_id: v.runId,
+      step_id: v.stepId,
+      step_name: v.stepName,
+      step_type: v.stepType,
+      status: v.status,
+      attempt_epoch: v.attemptEpoch,
+      retry_attempt: v.retryAttempt,
+      is_last_retry: v.isLastRetry,
+      queue_reason: v.queueReason,
+      input_data: v.inputData === null ? null : JSON.stringify(v.inputData),
+      status_detail: v.statusDetail ? JSON.stringify(v.statusDetail) : null,
+      completed_at: terminal ? sql<Date>`now()` : null,
+    })
+    .execute();
+}
+
+export interface ExecutionChanges {
+  status?: string;
+  error?: ErrorBody | null;
+  outputData?: Record<string, unknown> | null;
+  statusDetail?: Record<string, unknown> | null;
+  leaseOwner?: string | null;
+  leaseMs?: number | null;
+  started?: boolean | null;
+  completed?: boolean;
+}
+
+export async function updateExecution(trx: Trx, id: string, c: ExecutionChanges): Promise<void> {
+  await trx
+    .updateTable('step_executions')
+    .set({
+      updated_at: sql<Date>`now()`,
+      ...(c.status !== undefined ? { status: c.status } : {}),
+      ...(c.error !== undefined ? { error: c.error === null ? null : JSON.stringify(c.error) } : {}),
+      ...(c.outputData !== undefined ? { output_data: c.outputData === null ? null : JSON.stringify(c.outputData) } : {}),
+      ...(c.statusDetail !== undefined ? { status_detail: c.statusDetail === null ? null : JSON.stringify(c.statusDetail) } : {}),
+      ...(c.leaseOwner !== undefined ? { lease_owner: c.leaseOwner } : {}),
+      ...(c.leaseMs !== undefined
+        ? { lease_expires_at: c.leaseMs === null ? null : sql<Date>`now() + make_interval(secs => ${c.leaseMs / 1000})`, heartbeat_at: sql<Date>`now()` }
+        : {}),
+      ...(c.started === true ? { started_at: sql<Date>`now()` } : c.started === null ? { started_at: null } : {}),
+      ...(c.completed ? { completed_at: sql<Date>`now()` } : {}),
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+export interface RunChanges {
+  status?: string;
+  error?: ErrorBody | null;
+  admitted?: boolean;
+  started?: boolean;
+  completed?: boolean | null;
+  attemptEpoch?: number;
+}
+
+export async function updateRun(trx: Trx, id: string, c: RunChanges): Promise<void> {
+  await trx
+    .updateTable('pipeline_runs')
+    .set({
+      updated_at: sql<Date>`now()`,
+      ...(c.status !== undefined ? { status: c.status } : {}),
+      ...(c.error !== undefined ? { error: c.error === null ? null : JSON.stringify(c.error) } : {}),
+      ...(c.admitted === true ? { admitted_at: sql<Date>`now()` } : c.admitted === false ? { admitted_at: null } : {}),
+      ...(c.started === true ? { started_at: sql<Date>`coalesce(started_at, now())`, last_attempt_started_at: sql<Date>`now()` } : {}),
+      ...(c.started === false ? { last_attempt_started_at: null } : {}),
+      ...(c.completed === true ? { completed_at: sql<Date>`now()` } : c.completed === null ? { completed_at: null } : {}),
+      ...(c.attemptEpoch !== undefined ? { attempt_epoch: c.attemptEpoch } : {}),
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function insertTransition(
+  trx: Trx,
+  t: { runId: string; executionId?: string; from: string | null; to: string; reason: string; actor?: string },
+): Promise<void> {
+  await trx
+    .insertInto('run_transitions')
+    .values({
+      pipeline_run_id: t.runId,
+      step_execution_id: t.executionId ?? null,
+      from_status: t.from,
+      to_status: t.to,
+      reason: t.reason,
+      actor: t.actor ?? null,
+    })
+    .execute();
+}
+
+/**
+ * enqueueStepJob dispatches a QUEUED execution through graphile-worker, in the caller's transaction:
+ * the job exists exactly when the step does. The job key makes a redispatch replace a waiting job
+ * instead of adding one, and (graphile-worker's rule) add a fresh job when the old one is locked by a
+ * worker that died before it claimed the step.
+ */
+export async function enqueueStepJob(trx: Executor, executionId: string): Promise<string> {
+  const { rows } = await sql<{ id: string }>`
+    select (graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${executionId}::text),
+            max_attempts => 5, job_key => ${'step:' + executionId}, job_key_mode => 'preserve_run_at')).id::text as id`.execute(trx);
+  const jobId = rows[0].id;
+  await trx
+    .updateTable('step_executions')
+    .set({ engine_job_id: jobId, dispatched_at: sql<Date>`now()` })
+    .where('id', '=', executionId)
+    .execute();
+  return jobId;
+}
+
+/** Wakes the worker running the step so it kills the process now, not at its next heartbeat. */
+export async function notifyStepStopped(trx: Trx, executionId: string): Promise<void> {
+  await sql`select pg_notify('plinth_step_stop', ${executionId}::text)`.execute(trx);
+}
+
+export interface StackLockRow {
+  id: string;
+  active_run_id: string | null;
+}
+
+export function lockStack(trx: Trx, stackId: string): Promise<StackLockRow | undefined> {
+  return trx.selectFrom('stacks').select(['id', 'active_run_id']).where('id', '=', stackId).forUpdate().executeTakeFirst();
+}
+
+export async function setStackActiveRun(trx: Trx, stackId: string, runId: string | null): Promise<void> {
+  await trx.updateTable('stacks').set({ active_run_id: runId, updated_at: sql<Date>`now()` }).where('id', '=', stackId).execute();
+}
+
+/** The oldest run of the stack still waiting for admission (FIFO by time-ordered id). */
+export async function findNextWaitingRunId(trx: Trx, stackId: string): Promise<string | undefined> {
+  const row = await trx
+    .selectFrom('pipeline_runs')
+    .select('id')
+    .where('stack_id', '=', stackId)
+    .where('status', '=', 'QUEUED')
+    .where('admitted_at', 'is', null)
+    .orderBy('id')
+    .limit(1)
+    .forUpdate()
+    .executeTakeFirst();
+  return row?.id;
+}

@@ -1,0 +1,57 @@
+import { Logger as QueueLogger, run, runMigrations, type Runner, type Task } from 'graphile-worker';
+import type { Logger } from '../platform/logger.ts';
+
+/**
+ * The job catalogue: one job kind, `step.execute`, whose payload names a QUEUED step execution.
+ * Runs themselves are never jobs: their state lives in our tables and advances in transactions, so
+ * an approval waits without holding a worker and a job is only ever "go run this attempt".
+ */
+export const STEP_EXECUTE = 'step.execute';
+export interface StepExecutePayload {
+  stepExecutionId: string;
+}
+
+export function parseStepExecutePayload(payload: unknown): StepExecutePayload {
+  const id = (payload as { stepExecutionId?: unknown } | null)?.stepExecutionId;
+  if (typeof id !== 'string') throw new Error(`step.execute payload without a stepExecutionId: ${JSON.stringify(payload)}`);
+  return { stepExecutionId: id };
+}
+
+function queueLogger(log: Logger): QueueLogger {
+  return new QueueLogger((scope) => (level, message, meta) => {
+    const fields = { queue: 'graphile-worker', ...scope, ...(meta ?? {}) };
+    if (level === 'error') log.error(fields, message);
+    else if (level === 'warning') log.warn(fields, message);
+    else log.debug(fields, message);
+  });
+}
+
+/**
+ * installQueue creates or upgrades graphile-worker's own schema (`graphile_worker`). Every process
+ * calls it at start, API ones included: a stack run is enqueued inside the API's transaction.
+ */
+export async function installQueue(connectionString: string, log: Logger): Promise<void> {
+  await runMigrations({ connectionString, logger: queueLogger(log) });
+}
+
+export interface QueueOptions {
+  connectionString: string;
+  concurrency: number;
+  pollMs: number;
+  log: Logger;
+  executeStep: (payload: StepExecutePayload) => Promise<void>;
+}
+
+/** startQueue runs graphile-worker's pool; signals are ours to handle (the worker drains on SIGTERM). */
+export function startQueue(o: QueueOptions): Promise<Runner> {
+  const task: Task = async (payload) => o.executeStep(parseStepExecutePayload(payload));
+  return run({
+    connectionString: o.connectionString,
+    concurrency: o.concurrency,
+    maxPoolSize: o.concurrency + 2,
+    pollInterval: o.pollMs,
+    noHandleSignals: true,
+    logger: queueLogger(o.log),
+    taskList: { [STEP_EXECUTE]: task },
+  });
+}

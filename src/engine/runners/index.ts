@@ -1,0 +1,84 @@
+import type { StepOutcome, ClaimedStep } from '../step-lifecycle.ts';
+import { engineError } from '../transitions.ts';
+import type { LogSink } from '../log-sink.ts';
+import { runScript } from './script.ts';
+
+export interface RunnerContext {
+  sink: LogSink;
+  signal: AbortSignal;
+  killGraceMs: number;
+  workRoot?: string;
+  workerId: string;
+  onSpawn?: (pid: number) => void;
+}
+
+/** Variables every script sees; the worker's own environment is not passed on beyond PATH and HOME. */
+function scriptEnv(claimed: ClaimedStep, extra: Record<string, unknown> | undefined): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    PLINTH_RUN_ID: claimed.run.id,
+    PLINTH_STEP_ID: claimed.step.id,
+    PLINTH_STEP_EXECUTION_ID: claimed.executionId,
+    PLINTH_ATTEMPT_EPOCH: String(claimed.run.attempt_epoch),
+    PLINTH_RETRY_ATTEMPT: String(claimed.retryAttempt),
+    PLINTH_ACTION: claimed.run.action ?? '',
+    PLINTH_STACK_ID: claimed.run.stack_id ?? '',
+    PLINTH_INPUTS: JSON.stringify(claimed.run.input ?? {}),
+  };
+  for (const [k, v] of Object.entries(extra ?? {})) env[k] = String(v);
+  return env;
+}
+
+async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<StepOutcome> {
+  const w = claimed.step.with ?? {};
+  const result = await runScript({
+    command: String(w.command),
+    env: scriptEnv(claimed, w.env as Record<string, unknown> | undefined),
+    workingDirectory: typeof w.workingDirectory === 'string' ? w.workingDirectory : undefined,
+    timeoutMs: claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined,
+    killGraceMs: ctx.killGraceMs,
+    workRoot: ctx.workRoot,
+    sink: ctx.sink,
+    signal: ctx.signal,
+    onSpawn: ctx.onSpawn,
+  });
+  const statusDetail = { exitCode: result.exitCode, signal: result.signal, processMs: Math.round(result.processMs * 1000) / 1000, workerId: ctx.workerId };
+  const outputData = { exitCode: result.exitCode };
+  if (result.spawnError) return { status: 'FAILED', statusDetail, error: engineError('Engine:Script:SPAWN_FAILED', result.spawnError) };
+  if (result.timedOut) {
+    return { status: 'FAILED', statusDetail, outputData, error: engineError('Engine:Step:TIMED_OUT', `The step ran longer than its timeoutSeconds (${claimed.step.timeoutSeconds})`) };
+  }
+  if (result.exitCode === 0) return { status: 'SUCCEEDED', statusDetail, outputData };
+  const how = result.exitCode === null ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
+  return { status: 'FAILED', statusDetail, outputData, error: engineError('Engine:Script:FAILED', `The command ${how}`, { exitCode: result.exitCode }) };
+}
+
+/**
+ * runStep executes one claimed attempt by its step type. Only `script` runs on this engine today;
+ * the OpenTofu and module steps fail with a clear typed error rather than pretending to succeed.
+ */
+export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<StepOutcome> {
+  const envType = claimed.executionEnvironmentType ?? 'LOCAL';
+  if (envType !== 'LOCAL') {
+    return {
+      status: 'FAILED',
+      error: engineError('Engine:ExecutionEnvironment:UNSUPPORTED', `This worker runs steps only in LOCAL execution environments, not ${envType}`, { type: envType }),
+    };
+  }
+  switch (claimed.step.type) {
+    case 'script':
+      return runScriptStep(claimed, ctx);
+    case 'opentofu.plan':
+    case 'opentofu.apply':
+    case 'opentofu.destroy':
+    case 'module.deploy':
+      return {
+        status: 'FAILED',
+        error: engineError('Engine:StepType:NOT_IMPLEMENTED', `Step type ${claimed.step.type} is not implemented by this engine yet`, { stepType: claimed.step.type }),
+      };
+    case 'approval':
+      // Approvals are resolved by the engine itself and never dispatched to a worker.
+      return { status: 'FAILED', error: engineError('Engine:StepType:NOT_DISPATCHABLE', 'An approval step cannot run on a worker') };
+  }
+}

@@ -1,0 +1,101 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { LogSink } from '../log-sink.ts';
+
+export interface ScriptOptions {
+  command: string;
+  env: Record<string, string>;
+  workingDirectory?: string;
+  timeoutMs?: number;
+  killGraceMs: number;
+  workRoot?: string;
+  sink: LogSink;
+  /** Aborted when the engine wants the process gone (cancel, lost lease, drain). */
+  signal: AbortSignal;
+  onSpawn?: (pid: number) => void;
+}
+
+export interface ScriptResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  stopped: boolean;
+  /** Wall time of the process itself, spawn to exit: the engine's overhead is the rest of the step. */
+  processMs: number;
+  spawnError?: string;
+}
+
+/** Signals the whole process group: `sh -c` forks, and its children must go with it. */
+function killGroup(pid: number, signal: NodeJS.Signals) {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // The group is already gone.
+  }
+}
+
+/**
+ * runScript runs `sh -c <command>` in a fresh temporary working directory, in its own process group,
+ * streaming stdout and stderr line by line into the sink. It stops the group (SIGTERM, then SIGKILL
+ * after the grace period) on timeout or when `signal` aborts, and removes the directory afterwards.
+ */
+export async function runScript(o: ScriptOptions): Promise<ScriptResult> {
+  const workDir = await mkdtemp(path.join(o.workRoot ?? os.tmpdir(), 'plinth-step-'));
+  try {
+    const cwd = o.workingDirectory ? path.join(workDir, o.workingDirectory) : workDir;
+    if (o.workingDirectory) await mkdir(cwd, { recursive: true });
+    return await runInDirectory(o, cwd);
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+function runInDirectory(o: ScriptOptions, cwd: string): Promise<ScriptResult> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    let processMs = 0;
+    let timedOut = false;
+    let stopped = false;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
+    const child = spawn('sh', ['-c', o.command], { cwd, env: { ...o.env, PWD: cwd }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let killTimer: NodeJS.Timeout | undefined;
+    const stop = () => {
+      if (!child.pid || killTimer) return;
+      killGroup(child.pid, 'SIGTERM');
+      killTimer = setTimeout(() => killGroup(child.pid!, 'SIGKILL'), o.killGraceMs);
+    };
+    const onAbort = () => {
+      stopped = true;
+      stop();
+    };
+    const timeout = o.timeoutMs
+      ? setTimeout(() => {
+          timedOut = true;
+          stop();
+        }, o.timeoutMs)
+      : undefined;
+    const finish = (result: ScriptResult) => {
+      if (timeout) clearTimeout(timeout);
+      if (killTimer) clearTimeout(killTimer);
+      o.signal.removeEventListener('abort', onAbort);
+      // Whatever the shell left behind in its group goes too: a step leaves no process running.
+      if (child.pid) killGroup(child.pid, 'SIGKILL');
+      resolve(result);
+    };
+    child.on('error', (error) => finish({ exitCode: null, signal: null, timedOut, stopped, processMs: performance.now() - started, spawnError: error.message }));
+    if (child.pid) o.onSpawn?.(child.pid);
+    if (o.signal.aborted) onAbort();
+    else o.signal.addEventListener('abort', onAbort);
+    createInterface({ input: child.stdout! }).on('line', (line) => o.sink.write('stdout', line));
+    createInterface({ input: child.stderr! }).on('line', (line) => o.sink.write('stderr', line));
+    child.on('exit', (code, signal) => {
+      processMs = performance.now() - started;
+      exit = { code, signal };
+    });
+    // `close` comes after both pipes drained, so every line is in the sink before the result.
+    child.on('close', () => finish({ exitCode: exit.code, signal: exit.signal, timedOut, stopped, processMs }));
+  });
+}

@@ -1,0 +1,148 @@
+import type { Db, Trx } from '../platform/db/db.ts';
+import { newId } from '../platform/ids.ts';
+import type { StepConfig } from '../pipelines/pipeline-config.ts';
+import {
+  enqueueStepJob,
+  findExecutionsOfEpoch,
+  findNextWaitingRunId,
+  insertExecution,
+  insertTransition,
+  lockRunById,
+  lockStack,
+  notifyStepStopped,
+  setStackActiveRun,
+  updateExecution,
+  updateRun,
+  type ExecutionRow,
+  type LockedRunRow,
+} from './engine.repo.ts';
+import { isLastAttempt, isTerminalRun, planRun, type ExecutionState, type RunAction, type RunStatus, type StepStatus } from './transitions.ts';
+
+/**
+ * The one shape of every change to a run: a transaction, the run's row lock, the current executions,
+ * a pure decision (transitions.ts), the writes, commit. Concurrent approvals, cancels and completions
+ * of one run queue up on the lock, and each sees the state the previous one committed.
+ */
+export interface LockedRun {
+  run: LockedRunRow;
+  executions: ExecutionRow[];
+}
+
+export async function lockRun(trx: Trx, runId: string): Promise<LockedRun | undefined> {
+  const run = await lockRunById(trx, runId);
+  if (!run) return undefined;
+  return { run, executions: await findExecutionsOfEpoch(trx, runId, run.attempt_epoch) };
+}
+
+export function inTransaction<T>(db: Db, fn: (trx: Trx) => Promise<T>): Promise<T> {
+  return db.transaction().execute(fn);
+}
+
+export function stepOf(run: LockedRunRow, stepId: string): StepConfig {
+  const step = run.config.steps.find((s) => s.id === stepId);
+  if (!step) throw new Error(`step ${stepId} is not in pipeline version ${run.pipeline_version_id}`);
+  return step;
+}
+
+function stateOf(locked: LockedRun) {
+  return {
+    status: locked.run.status as RunStatus,
+    started: locked.run.last_attempt_started_at !== null,
+    action: locked.run.action as RunAction | null,
+    autoapprove: locked.run.autoapprove,
+    steps: locked.run.config.steps,
+    executions: locked.executions.map<ExecutionState>((e) => ({ id: e.id, stepId: e.step_id, status: e.status as StepStatus, retryAttempt: e.retry_attempt })),
+  };
+}
+
+/** Inserts one execution of a step (a first attempt or a retry), dispatching it when it is QUEUED. */
+export async function createExecution(
+  trx: Trx,
+  run: LockedRunRow,
+  step: StepConfig,
+  status: string,
+  reason: string,
+  retryAttempt = 0,
+  actor?: string,
+): Promise<string> {
+  const id = newId();
+  await insertExecution(trx, {
+    id,
+    organizationId: run.organization_id,
+    runId: run.id,
+    stepId: step.id,
+    stepName: step.name,
+    stepType: step.type,
+    status,
+    attemptEpoch: run.attempt_epoch,
+    retryAttempt,
+    isLastRetry: isLastAttempt(step, retryAttempt),
+    queueReason: reason,
+    inputData: { with: step.with ?? {}, ...(run.input ? { inputs: run.input } : {}) },
+    statusDetail: status === 'SUCCEEDED' && step.type === 'approval' ? { approvedBy: 'autoapprove' } : undefined,
+  });
+  await insertTransition(trx, { runId: run.id, executionId: id, from: null, to: status, reason, actor });
+  if (status === 'QUEUED') await enqueueStepJob(trx, id);
+  return id;
+}
+
+/** Moves an execution to a terminal status and records why; a running process is told to stop. */
+export async function finishExecution(trx: Trx, runId: string, e: ExecutionRow, to: string, reason: string, actor?: string) {
+  await updateExecution(trx, e.id, { status: to, leaseOwner: null, leaseMs: null, completed: true });
+  await insertTransition(trx, { runId, executionId: e.id, from: e.status, to, reason, actor });
+  if (e.status === 'RUNNING') await notifyStepStopped(trx, e.id);
+}
+
+/**
+ * advanceRun applies planRun to a locked run: starts the steps that became ready, settles the run's
+ * status, and when the run ends hands its stack to the next waiting run.
+ */
+export async function advanceRun(trx: Trx, runId: string, reason: string, actor?: string): Promise<void> {
+  const locked = (await lockRun(trx, runId))!;
+  const decision = planRun(stateOf(locked));
+  const { run } = locked;
+  for (const id of decision.cancel) {
+    const e = locked.executions.find((x) => x.id === id)!;
+    await finishExecution(trx, run.id, e, 'CANCELLED', 'the run failed', actor);
+  }
+  for (const c of decision.create) await createExecution(trx, run, stepOf(run, c.stepId), c.status, c.reason, 0, actor);
+  if (decision.runStatus === run.status) return;
+  const terminal = isTerminalRun(decision.runStatus);
+  await updateRun(trx, run.id, {
+    status: decision.runStatus,
+    ...(terminal ? { completed: true } : {}),
+    ...(decision.error ? { error: decision.error } : {}),
+    ...(decision.runStatus === 'RUNNING' && !run.last_attempt_started_at ? { started: true } : {}),
+  });
+  await insertTransition(trx, { runId: run.id, from: run.status, to: decision.runStatus, reason, actor });
+  if (terminal && run.stack_id) await releaseStack(trx, run.stack_id, run.id);
+}
+
+/** admitRun lets a run start its steps; for a stack run the caller holds the stack's row lock. */
+export async function admitRun(trx: Trx, runId: string, stackId: string | null, actor?: string): Promise<void> {
+  await updateRun(trx, runId, { admitted: true });
+  if (stackId) await setStackActiveRun(trx, stackId, runId);
+  await advanceRun(trx, runId, 'admitted', actor);
+}
+
+/**
+ * releaseStack frees the stack a finished run held and admits the oldest waiting run, so runs of one
+ * stack go one at a time in the order they were triggered.
+ */
+export async function releaseStack(trx: Trx, stackId: string, runId: string): Promise<void> {
+  const stack = await lockStack(trx, stackId);
+  if (!stack || stack.active_run_id !== runId) return;
+  const next = await findNextWaitingRunId(trx, stackId);
+  if (next) await admitRun(trx, next, stackId, 'engine');
+  else await setStackActiveRun(trx, stackId, null);
+}
+
+/**
+ * enterStackQueue admits a QUEUED run at once when its stack is free, else leaves it waiting in FIFO
+ * order. Takes the stack's row lock, which serializes admission with releaseStack.
+ */
+export async function enterStackQueue(trx: Trx, runId: string, stackId: string | null, actor?: string): Promise<void> {
+  if (!stackId) return admitRun(trx, runId, null, actor);
+  const stack = await lockStack(trx, stackId);
+  if (stack && stack.active_run_id === null) await admitRun(trx, runId, stackId, actor);
+}

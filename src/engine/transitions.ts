@@ -1,0 +1,182 @@
+import { ConflictError } from '../platform/errors.ts';
+import type { ErrorBody } from '../platform/schema.ts';
+import type { StepConfig } from '../pipelines/pipeline-config.ts';
+
+/**
+ * The engine's state machine as pure functions: given the locked state of a run and its step
+ * executions, compute the next state or refuse with a typed error. Callers (transition.ts) hold the
+ * run's row lock, call one of these, then write the result in the same transaction.
+ */
+export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const STEP_STATUSES = [...RUN_STATUSES, 'SKIPPED'] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
+export const RUN_ACTIONS = ['plan', 'apply', 'destroy'] as const;
+export type RunAction = (typeof RUN_ACTIONS)[number];
+
+const TERMINAL_RUN: ReadonlySet<string> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
+const TERMINAL_STEP: ReadonlySet<string> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'SKIPPED']);
+export const ACTIVE_RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL'] as const;
+
+export function isTerminalRun(status: string): boolean {
+  return TERMINAL_RUN.has(status);
+}
+
+export function isTerminalStep(status: string): boolean {
+  return TERMINAL_STEP.has(status);
+}
+
+export interface ExecutionState {
+  id: string;
+  stepId: string;
+  status: StepStatus;
+  retryAttempt: number;
+}
+
+export interface RunState {
+  status: RunStatus;
+  /** A step of this attempt has been claimed by a worker (the run left QUEUED once). */
+  started: boolean;
+  action: RunAction | null;
+  autoapprove: boolean;
+  steps: readonly StepConfig[];
+  /** Every execution of the run's current attempt epoch, retries included. */
+  executions: readonly ExecutionState[];
+}
+
+export type NewExecutionStatus = 'QUEUED' | 'WAITING_FOR_APPROVAL' | 'SUCCEEDED' | 'SKIPPED';
+
+export interface NewExecution {
+  stepId: string;
+  status: NewExecutionStatus;
+  reason: string;
+}
+
+export interface RunDecision {
+  runStatus: RunStatus;
+  create: NewExecution[];
+  /** Non-terminal executions to cancel: the run failed, so nothing else of it may go on. */
+  cancel: string[];
+  error?: ErrorBody;
+}
+
+export function engineError(code: string, message: string, metadata?: Record<string, unknown>): ErrorBody {
+  return metadata ? { code, message, metadata } : { code, message };
+}
+
+/** The latest attempt of each step: a retry supersedes the attempt it replaces. */
+function latestByStep(executions: readonly ExecutionState[]): Map<string, ExecutionState> {
+  const latest = new Map<string, ExecutionState>();
+  for (const e of executions) {
+    const seen = latest.get(e.stepId);
+    if (!seen || e.retryAttempt > seen.retryAttempt) latest.set(e.stepId, e);
+  }
+  return latest;
+}
+
+/** A `plan` run stops before approval gates: an approval step and everything after it is skipped. */
+function gatedSteps(state: RunState): Set<string> {
+  if (state.action !== 'plan') return new Set();
+  const gated = new Set(state.steps.filter((s) => s.type === 'approval').map((s) => s.id));
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const s of state.steps) {
+      if (!gated.has(s.id) && (s.needs ?? []).some((n) => gated.has(n))) {
+        gated.add(s.id);
+        grew = true;
+      }
+    }
+  }
+  return gated;
+}
+
+function initialStatus(step: StepConfig, autoapprove: boolean): NewExecutionStatus {
+  if (step.type !== 'approval') return 'QUEUED';
+  return autoapprove ? 'SUCCEEDED' : 'WAITING_FOR_APPROVAL';
+}
+
+/**
+ * planRun decides what happens next in a run: which steps start (DAG order, independent steps
+ * together), whether the run is done, and its status. Approval steps resolve here, without a worker.
+ */
+export function planRun(state: RunState): RunDecision {
+  if (isTerminalRun(state.status)) return { runStatus: state.status, create: [], cancel: [] };
+  const status = new Map([...latestByStep(state.executions)].map(([stepId, e]) => [stepId, e.status as string]));
+  const create: NewExecution[] = [];
+  const gated = gatedSteps(state);
+  const add = (stepId: string, s: NewExecutionStatus, reason: string) => {
+    create.push({ stepId, status: s, reason });
+    status.set(stepId, s);
+  };
+
+  const failedStep = state.steps.find((s) => status.get(s.id) === 'FAILED' || status.get(s.id) === 'CANCELLED');
+  if (failedStep) {
+    const cancel = state.executions.filter((e) => !isTerminalStep(e.status)).map((e) => e.id);
+    for (const s of state.steps) if (!status.has(s.id)) add(s.id, 'SKIPPED', `step "${failedStep.name}" failed`);
+    const error = engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed`, { stepId: failedStep.id });
+    return { runStatus: 'FAILED', create, cancel, error };
+  }
+
+  let progressed = true;
+  while (progressed) {
+    progressed = false;
+    for (const step of state.steps) {
+      if (status.has(step.id)) continue;
+      if (gated.has(step.id)) {
+        add(step.id, 'SKIPPED', 'a plan run stops before approval steps');
+        progressed = true;
+      } else if ((step.needs ?? []).every((n) => status.get(n) === 'SUCCEEDED')) {
+        const initial = initialStatus(step, state.autoapprove);
+        add(step.id, initial, initial === 'SUCCEEDED' ? 'approved automatically (autoapprove)' : 'its needs succeeded');
+        progressed ||= initial === 'SUCCEEDED';
+      }
+    }
+  }
+  return { runStatus: runStatusOf(state, status), create, cancel: [] };
+}
+
+function runStatusOf(state: RunState, status: Map<string, string>): RunStatus {
+  const values = state.steps.map((s) => status.get(s.id));
+  if (values.every((v) => v === 'SUCCEEDED' || v === 'SKIPPED')) return 'SUCCEEDED';
+  if (values.includes('RUNNING')) return 'RUNNING';
+  if (values.includes('QUEUED')) return state.started ? 'RUNNING' : 'QUEUED';
+  if (values.includes('WAITING_FOR_APPROVAL')) return 'WAITING_FOR_APPROVAL';
+  // Unreachable for a validated DAG: nothing runs, waits or can start, yet not every step is done.
+  return 'FAILED';
+}
+
+/** A retry of a failed attempt, when the step's policy allows another. */
+export function nextRetry(step: StepConfig, failedAttempt: number): { retryAttempt: number; isLastRetry: boolean } | undefined {
+  const maxAttempts = step.retry?.maxAttempts ?? 1;
+  const retryAttempt = failedAttempt + 1;
+  if (retryAttempt >= maxAttempts) return undefined;
+  return { retryAttempt, isLastRetry: retryAttempt === maxAttempts - 1 };
+}
+
+export function isLastAttempt(step: StepConfig, retryAttempt: number): boolean {
+  return retryAttempt >= (step.retry?.maxAttempts ?? 1) - 1;
+}
+
+/** Only a step waiting for approval can be approved or rejected; anything else is a 409. */
+export function assertAwaitingApproval(status: string, stepExecutionId: string): void {
+  if (status !== 'WAITING_FOR_APPROVAL') {
+    throw new ConflictError('StepExecution', 'NOT_WAITING_FOR_APPROVAL', `Step execution ${stepExecutionId} is ${status}, not WAITING_FOR_APPROVAL`, {
+      metadata: { status },
+    });
+  }
+}
+
+export function assertCancellable(status: string, runId: string): void {
+  if (isTerminalRun(status)) {
+    throw new ConflictError('PipelineRun', 'NOT_CANCELLABLE', `Pipeline run ${runId} is already ${status}`, { metadata: { status } });
+  }
+}
+
+export function assertRetryable(status: string, runId: string): void {
+  if (status !== 'FAILED' && status !== 'CANCELLED') {
+    throw new ConflictError('PipelineRun', 'NOT_RETRYABLE', `Pipeline run ${runId} is ${status}; only a FAILED or CANCELLED run can be retried`, {
+      metadata: { status },
+    });
+  }
+}

@@ -1,0 +1,117 @@
+import { isTerminalRun } from '../engine/transitions.ts';
+import type { ExecutionReadRow, RunReadRow } from './runs.repo.ts';
+import type { PipelineRun, StepExecution } from './runs.schema.ts';
+
+/**
+ * Row → API mapping of runs and step executions, with the engine fields spelled out once:
+ * engineWorkflowId `plinth-run-<runId>` names the run's workflow in the engine; engineRunId is the
+ * attempt (`<runId>.<attemptEpoch>`) for a run, and the graphile-worker job that dispatched it for a
+ * step execution (steps the engine resolves itself, approvals and skips, carry the run's attempt).
+ */
+export function engineWorkflowIdOf(runId: string): string {
+  return `plinth-run-${runId}`;
+}
+
+function attemptIdOf(runId: string, epoch: number): string {
+  return `${runId}.${epoch}`;
+}
+
+function queueReasonOf(row: RunReadRow): PipelineRun['queueReason'] {
+  if (isTerminalRun(row.status)) return 'FINISHED';
+  if (row.status === 'RUNNING') return 'RUNNING';
+  if (row.status === 'WAITING_FOR_APPROVAL') return 'WAITING_FOR_APPROVAL';
+  return row.admitted_at ? 'WAITING_FOR_WORKER' : 'WAITING_FOR_STACK';
+}
+
+const REASON_TEXT: Record<PipelineRun['queueReason'], string> = {
+  WAITING_FOR_STACK: 'Waiting for the stack: another run of it is not finished',
+  WAITING_FOR_WORKER: 'Admitted; waiting for a worker to start its first step',
+  RUNNING: 'Running',
+  WAITING_FOR_APPROVAL: 'Paused until an approval step is approved or rejected',
+  FINISHED: 'Finished',
+};
+
+function queueStateOf(row: RunReadRow, reason: PipelineRun['queueReason']): PipelineRun['queueState'] {
+  const conditionKey = queueConditionKeyOf(row);
+  const waiting = reason === 'WAITING_FOR_STACK';
+  const text =
+    waiting && row.stack_active_run_id ? `Waiting for run ${row.stack_active_run_id} of stack ${row.stack_id} to finish` : REASON_TEXT[reason];
+  return {
+    preflightBlockedByAdmissionCondition: waiting,
+    reason: text,
+    stackRunPreflightPending: waiting,
+    conditionKey,
+    ...(waiting ? { blockingEntityType: 'STACK' as const, blockingEntityId: row.stack_id! } : {}),
+    ...(row.stack_environment_id ? { environmentId: row.stack_environment_id } : {}),
+    ...(row.stack_project_id ? { projectId: row.stack_project_id } : {}),
+  };
+}
+
+function queueConditionKeyOf(row: RunReadRow): string {
+  return row.stack_id ? `stack:${row.stack_id}` : `run:${row.id}`;
+}
+
+export function runRowToRun(row: RunReadRow): PipelineRun {
+  const queueReason = queueReasonOf(row);
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    pipelineId: row.pipeline_id,
+    pipelineVersionId: row.pipeline_version_id,
+    status: row.status as PipelineRun['status'],
+    attemptEpoch: row.attempt_epoch,
+    description: row.description,
+    isCancellable: !isTerminalRun(row.status),
+    queueConditionKey: queueConditionKeyOf(row),
+    queueReason,
+    queueState: queueStateOf(row, queueReason),
+    engineWorkflowId: engineWorkflowIdOf(row.id),
+    variantId: row.stack_id && row.action ? `${row.stack_id}:${row.action}` : row.pipeline_id,
+    variantName: row.action ?? 'default',
+    autoapprove: row.autoapprove,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    ...(row.action ? { action: row.action as PipelineRun['action'] } : {}),
+    ...(row.stack_id ? { attachedEntityId: row.stack_id } : {}),
+    ...(row.completed_at ? { completedAt: row.completed_at } : {}),
+    ...(row.created_by_id ? { createdById: row.created_by_id } : {}),
+    ...(row.error ? { error: row.error } : {}),
+    ...(row.input ? { input: row.input } : {}),
+    ...(row.last_attempt_started_at ? { lastAttemptStartedAt: row.last_attempt_started_at } : {}),
+    ...(row.started_at ? { startedAt: row.started_at } : {}),
+    ...(row.admitted_at ? { engineRunId: attemptIdOf(row.id, row.attempt_epoch) } : {}),
+    ...(row.trigger_metadata ? { triggerMetadata: row.trigger_metadata } : {}),
+  };
+}
+
+export function executionRowToExecution(row: ExecutionReadRow): StepExecution {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    pipelineRunId: row.pipeline_run_id,
+    stepId: row.step_id,
+    stepName: row.step_name,
+    stepType: row.step_type,
+    status: row.status as StepExecution['status'],
+    attemptEpoch: row.attempt_epoch,
+    retryAttempt: row.retry_attempt,
+    isLastRetry: row.is_last_retry,
+    queueMetadata: {
+      ...(row.engine_job_id ? { jobId: row.engine_job_id, dispatchedAt: row.dispatched_at } : {}),
+      ...(row.lease_owner ? { workerId: row.lease_owner, leaseExpiresAt: row.lease_expires_at, heartbeatAt: row.heartbeat_at } : {}),
+    },
+    queueReason: row.queue_reason,
+    engineRunId: row.engine_job_id ?? attemptIdOf(row.pipeline_run_id, row.attempt_epoch),
+    engineWorkflowId: engineWorkflowIdOf(row.pipeline_run_id),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    ...(row.completed_at ? { completedAt: row.completed_at } : {}),
+    ...(row.started_at ? { startedAt: row.started_at } : {}),
+    ...(row.error ? { error: row.error } : {}),
+    ...(row.input_data ? { inputData: row.input_data } : {}),
+    ...(row.output_data ? { outputData: row.output_data } : {}),
+    ...(row.status_detail ? { statusDetail: row.status_detail } : {}),
+    // LOCAL steps log into Plinth itself: the "group" is the engine, the stream prefix is the URL to read them.
+    ...(row.step_type === 'script' ? { logs: { logGroupName: 'plinth-local', logStreamPrefix: `/pipeline-step-executions/${row.id}/logs` } } : {}),
+  };
+}

@@ -1,0 +1,137 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Id, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { RUN_ACTIONS, RUN_STATUSES, STEP_STATUSES } from '../engine/transitions.ts';
+
+const ErrorRef = Type.Unsafe<Record<string, unknown>>({ $ref: 'ErrorBody#' });
+const FreeObject = Type.Object({}, { additionalProperties: true });
+
+export const QueueState = Type.Object({
+  preflightBlockedByAdmissionCondition: Type.Boolean({ description: 'The run waits for an admission condition (its stack is busy)' }),
+  reason: Type.String({ description: 'Why the run is where it is in the queue, in words' }),
+  stackRunPreflightPending: Type.Boolean({ description: 'A stack run not yet admitted to its stack' }),
+  blockingEntityId: Type.Optional(Type.String()),
+  blockingEntityType: Type.Optional(StringEnum(['STACK'] as const)),
+  blockingModuleInstanceId: Type.Optional(Type.String()),
+  blockingModuleName: Type.Optional(Type.String()),
+  conditionKey: Type.Optional(Type.String()),
+  environmentId: Type.Optional(Type.String()),
+  projectId: Type.Optional(Type.String()),
+});
+
+export const QUEUE_REASONS = ['WAITING_FOR_STACK', 'WAITING_FOR_WORKER', 'RUNNING', 'WAITING_FOR_APPROVAL', 'FINISHED'] as const;
+
+export const PipelineRun = Type.Object(
+  {
+    id: Type.String(),
+    organizationId: Type.String(),
+    pipelineId: Type.String(),
+    pipelineVersionId: Type.String(),
+    status: StringEnum(RUN_STATUSES),
+    attemptEpoch: Type.Integer(),
+    description: Type.String(),
+    isCancellable: Type.Boolean(),
+    queueConditionKey: Type.String({ description: 'What the run queues on: stack:<id>, or run:<id> for a run with no stack' }),
+    queueReason: StringEnum(QUEUE_REASONS),
+    queueState: QueueState,
+    engineWorkflowId: Type.String(),
+    variantId: Type.String(),
+    variantName: Type.String(),
+    autoapprove: Type.Boolean(),
+    createdAt: UtcDateTime,
+    updatedAt: UtcDateTime,
+    action: Type.Optional(StringEnum(RUN_ACTIONS)),
+    attachedEntityId: Type.Optional(Type.String({ description: 'The stack the run belongs to' })),
+    completedAt: Type.Optional(UtcDateTime),
+    createdById: Type.Optional(Type.String()),
+    error: Type.Optional(ErrorRef),
+    input: Type.Optional(FreeObject),
+    lastAttemptStartedAt: Type.Optional(UtcDateTime),
+    startedAt: Type.Optional(UtcDateTime),
+    engineRunId: Type.Optional(Type.String()),
+    triggerMetadata: Type.Optional(Type.Object({ trigger_given_id: Type.Optional(Type.String()), webhook_event: Type.Optional(Type.String()) })),
+  },
+  { $id: 'PipelineRun', title: 'PipelineRun' },
+);
+export type PipelineRun = Static<typeof PipelineRun>;
+
+export const StepExecution = Type.Object(
+  {
+    id: Type.String(),
+    organizationId: Type.String(),
+    pipelineRunId: Type.String(),
+    stepId: Type.String(),
+    stepName: Type.String(),
+    stepType: Type.String(),
+    status: StringEnum(STEP_STATUSES),
+    attemptEpoch: Type.Integer(),
+    retryAttempt: Type.Integer({ description: '0 for the first attempt of the step, counting up per retry' }),
+    isLastRetry: Type.Boolean({ description: 'No further attempt follows if this one fails' }),
+    queueMetadata: FreeObject,
+    queueReason: Type.String(),
+    engineRunId: Type.String(),
+    engineWorkflowId: Type.String(),
+    createdAt: UtcDateTime,
+    updatedAt: UtcDateTime,
+    completedAt: Type.Optional(UtcDateTime),
+    startedAt: Type.Optional(UtcDateTime),
+    error: Type.Optional(ErrorRef),
+    inputData: Type.Optional(FreeObject),
+    outputData: Type.Optional(FreeObject),
+    statusDetail: Type.Optional(FreeObject),
+    logs: Type.Optional(
+      Type.Object({
+        cloudAccountId: Type.Optional(Type.String()),
+        logGroupName: Type.String(),
+        logStreamPrefix: Type.String(),
+        region: Type.Optional(Type.String()),
+      }),
+    ),
+  },
+  { $id: 'StepExecution', title: 'StepExecution' },
+);
+export type StepExecution = Static<typeof StepExecution>;
+
+export const RunListQuery = Type.Object(
+  {
+    ...PaginationQuery.properties,
+    pipelineId: Type.Optional(Id),
+    stackId: Type.Optional(Id),
+    status: Type.Optional(StringEnum(RUN_STATUSES)),
+  },
+  { additionalProperties: false },
+);
+export type RunListQuery = Static<typeof RunListQuery>;
+
+export const StepExecutionListQuery = Type.Object(
+  { ...PaginationQuery.properties, attemptEpoch: Type.Optional(Type.Integer({ minimum: 1 })) },
+  { additionalProperties: false },
+);
+export type StepExecutionListQuery = Static<typeof StepExecutionListQuery>;
+
+export const LogLine = Type.Object({
+  seq: Type.Integer({ description: 'Line number within the step execution, from 1' }),
+  stream: StringEnum(['stdout', 'stderr', 'system'] as const),
+  line: Type.String(),
+  createdAt: UtcDateTime,
+});
+export type LogLine = Static<typeof LogLine>;
+
+export const LogsQuery = Type.Object(
+  {
+    after: Type.Optional(Nullable(Type.Integer({ minimum: 0, description: 'Only lines with a greater seq' }))),
+    limit: Type.Optional(Nullable(Type.Integer({ format: 'int32' }))),
+    follow: Type.Optional(Type.Boolean({ description: 'Stream as Server-Sent Events until the step ends (same as Accept: text/event-stream)' })),
+  },
+  { additionalProperties: false },
+);
+export type LogsQuery = Static<typeof LogsQuery>;
+
+export const LogsPage = Type.Object({
+  data: Type.Array(LogLine),
+  meta: Type.Object({
+    limit: Type.Integer({ format: 'int32' }),
+    lastSeq: Type.Integer({ description: 'The seq to pass as `after` for the next lines' }),
+    complete: Type.Boolean({ description: 'The step has ended and every line is in this or an earlier page' }),
+    stepStatus: StringEnum(STEP_STATUSES),
+  }),
+});

@@ -1,0 +1,96 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Body, Description, GivenId, Id, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { RUN_ACTIONS } from '../engine/transitions.ts';
+
+export const STACK_TYPES = ['OPENTOFU'] as const;
+
+/** Where the stack's OpenTofu code lives: a code source, a Git ref and a path inside the repository. */
+export const StackSource = Type.Object(
+  {
+    codeSourceId: Type.Optional(Id),
+    ref: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    path: Type.Optional(Type.String({ maxLength: 1024 })),
+  },
+  { additionalProperties: false },
+);
+
+const Variables = Type.Object({}, { additionalProperties: true, description: 'OpenTofu input variables of the stack' });
+const FreeConfig = Type.Object({}, { additionalProperties: true, description: 'A pipeline config: {steps: [...]}' });
+
+export const Stack = Type.Object(
+  {
+    id: Type.String(),
+    organizationId: Type.String(),
+    projectId: Type.String(),
+    environmentId: Type.String(),
+    changePipelineId: Type.String(),
+    destroyPipelineId: Type.String(),
+    type: StringEnum(STACK_TYPES),
+    name: Type.String(),
+    variables: Variables,
+    createdAt: UtcDateTime,
+    updatedAt: UtcDateTime,
+    givenId: Type.Optional(Type.String()),
+    source: Type.Optional(StackSource),
+    firstAppliedAt: Type.Optional(UtcDateTime),
+    latestRunId: Type.Optional(Type.String()),
+    output: Type.Optional(Type.Object({}, { additionalProperties: true })),
+    serviceStateBackendWorkspace: Type.Optional(Type.String()),
+  },
+  { $id: 'Stack', title: 'Stack' },
+);
+export type Stack = Static<typeof Stack>;
+
+export const CreateStack = Body(
+  Type.Object(
+    {
+      projectId: Id,
+      environmentId: Id,
+      name: Name,
+      givenId: Type.Optional(GivenId),
+      source: Type.Optional(StackSource),
+      variables: Type.Optional(Variables),
+      pipelines: Type.Optional(
+        Type.Object(
+          { change: Type.Optional(FreeConfig), destroy: Type.Optional(FreeConfig) },
+          { additionalProperties: false, description: 'Configs for version 1 of the change and destroy pipelines, instead of the defaults' },
+        ),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
+export type CreateStack = Static<typeof CreateStack>['data'];
+
+export const UpdateStack = Body(
+  Type.Object(
+    { name: Type.Optional(Name), source: Type.Optional(StackSource), variables: Type.Optional(Variables) },
+    { additionalProperties: false },
+  ),
+);
+export type UpdateStack = Static<typeof UpdateStack>['data'];
+
+export const StackListQuery = Type.Object(
+  { ...PaginationQuery.properties, projectId: Type.Optional(Id), environmentId: Type.Optional(Id) },
+  { additionalProperties: false },
+);
+export type StackListQuery = Static<typeof StackListQuery>;
+
+/** The body of row 11. `action` picks the pipeline and how far it goes (docs/engine.md). */
+export const TriggerStackRun = Body(
+  Type.Object(
+    {
+      description: Type.Optional(Description),
+      autoapprove: Type.Optional(Type.Boolean()),
+      action: Type.Optional(
+        StringEnum(RUN_ACTIONS, {
+          default: 'apply',
+          description: 'apply: the change pipeline, every step; plan: the change pipeline up to its first approval; destroy: the destroy pipeline',
+        }),
+      ),
+      inputs: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Run inputs, given to steps as PLINTH_INPUTS' })),
+    },
+    { additionalProperties: false },
+  ),
+);
+export type TriggerStackRun = Static<typeof TriggerStackRun>['data'];

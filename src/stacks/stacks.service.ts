@@ -1,0 +1,145 @@
+import type { Principal } from '../platform/auth/principal.ts';
+import type { Db, Executor, Trx } from '../platform/db/db.ts';
+import { ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { toPage, type PageRequest } from '../platform/pagination.ts';
+import { parsePipelineConfig } from '../pipelines/pipeline-config.validate.ts';
+import { findLatestPipelineVersion, insertPipelineWithFirstVersion, projectExists } from '../pipelines/pipelines.repo.ts';
+import { triggerRun } from '../engine/run-commands.ts';
+import { getRun } from '../runs/runs.service.ts';
+import { DEFAULT_CHANGE_PIPELINE, DEFAULT_DESTROY_PIPELINE } from './default-pipelines.ts';
+import {
+  deleteStackById,
+  findEnvironmentProject,
+  findStackById,
+  findStacksPage,
+  hasActiveRun,
+  insertStack,
+  lockStackInOrg,
+  stackRowToStack,
+  updateStack as updateStackRow,
+} from './stacks.repo.ts';
+import type { CreateStack, StackListQuery, TriggerStackRun, UpdateStack } from './stacks.schema.ts';
+
+function isUniqueViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
+}
+
+async function getStackRow(db: Executor, principal: Principal, id: string) {
+  const row = await findStackById(db, principal.organizationId, id);
+  if (!row) throw new NotFoundError('Stack', id);
+  return row;
+}
+
+/** The project and environment must be the organization's (else 404), and the environment in the project (else 422). */
+async function assertPlacement(db: Executor, principal: Principal, projectId: string, environmentId: string) {
+  if (!(await projectExists(db, principal.organizationId, projectId))) throw new NotFoundError('Project', projectId);
+  const envProject = await findEnvironmentProject(db, principal.organizationId, environmentId);
+  if (envProject === undefined) throw new NotFoundError('Environment', environmentId);
+  if (envProject !== projectId) {
+    throw new RuleViolationError('Stack', 'ENVIRONMENT_NOT_IN_PROJECT', `Environment ${environmentId} belongs to another project`, [], {
+      environmentId,
+      projectId,
+    });
+  }
+}
+
+/** createStack creates the stack with its change and destroy pipelines, all in one transaction. */
+export async function createStack(db: Db, principal: Principal, input: CreateStack) {
+  const changeConfig = input.pipelines?.change ? parsePipelineConfig(input.pipelines.change) : DEFAULT_CHANGE_PIPELINE;
+  const destroyConfig = input.pipelines?.destroy ? parsePipelineConfig(input.pipelines.destroy) : DEFAULT_DESTROY_PIPELINE;
+  return db.transaction().execute(async (trx) => {
+    await assertPlacement(trx, principal, input.projectId, input.environmentId);
+    const pipeline = (kind: string, config: typeof changeConfig) =>
+      insertPipelineWithFirstVersion(trx, {
+        organizationId: principal.organizationId,
+        projectId: input.projectId,
+        name: `${input.name} (${kind})`,
+        config,
+        createdById: principal.userId,
+      });
+    const change = await pipeline('change', changeConfig);
+    const destroy = await pipeline('destroy', destroyConfig);
+    const id = newId();
+    try {
+      await insertStack(trx, {
+        id,
+        organizationId: principal.organizationId,
+        projectId: input.projectId,
+        environmentId: input.environmentId,
+        givenId: input.givenId ?? null,
+        name: input.name,
+        source: input.source ?? null,
+        variables: input.variables ?? {},
+        changePipelineId: change.pipelineId,
+        destroyPipelineId: destroy.pipelineId,
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ConflictError('Stack', 'ALREADY_EXISTS', `A stack with givenId "${input.givenId}" already exists`);
+      throw error;
+    }
+    return stackRowToStack((await findStackById(trx, principal.organizationId, id))!);
+  });
+}
+
+export async function getStack(db: Db, principal: Principal, id: string) {
+  return stackRowToStack(await getStackRow(db, principal, id));
+}
+
+export async function listStacks(db: Db, principal: Principal, query: StackListQuery, page: PageRequest) {
+  const rows = await findStacksPage(db, principal.organizationId, { projectId: query.projectId, environmentId: query.environmentId }, page);
+  const { items, meta } = toPage(rows, page, (r) => r.id);
+  return { items: items.map(stackRowToStack), meta };
+}
+
+export async function updateStack(db: Db, principal: Principal, id: string, input: UpdateStack) {
+  return db.transaction().execute(async (trx) => {
+    if (!(await lockStackInOrg(trx, principal.organizationId, id))) throw new NotFoundError('Stack', id);
+    await updateStackRow(trx, id, input);
+    return stackRowToStack((await findStackById(trx, principal.organizationId, id))!);
+  });
+}
+
+/** deleteStack removes the stack, its runs and its two pipelines; refused (409) while a run is not finished. */
+export async function deleteStack(db: Db, principal: Principal, id: string) {
+  await db.transaction().execute(async (trx: Trx) => {
+    // The stack's row lock also blocks a run being triggered meanwhile (triggers take it too).
+    const stack = await lockStackInOrg(trx, principal.organizationId, id);
+    if (!stack) throw new NotFoundError('Stack', id);
+    if (await hasActiveRun(trx, id)) {
+      throw new ConflictError('Stack', 'BUSY', `Stack ${id} has a run that is not finished; cancel it first`, { metadata: { activeRunId: stack.active_run_id } });
+    }
+    await deleteStackById(trx, id);
+    await trx.deleteFrom('pipelines').where('id', 'in', [stack.change_pipeline_id, stack.destroy_pipeline_id]).execute();
+  });
+}
+
+/**
+ * triggerStackRun queues a run of the stack's change pipeline (`plan`, `apply`) or destroy pipeline
+ * (`destroy`) at the pipeline's latest version. It starts at once when the stack is free, otherwise
+ * it waits behind the stack's earlier runs.
+ */
+export async function triggerStackRun(db: Db, principal: Principal, stackId: string, input: TriggerStackRun) {
+  const action = input.action ?? 'apply';
+  return db.transaction().execute(async (trx) => {
+    const stack = await lockStackInOrg(trx, principal.organizationId, stackId);
+    if (!stack) throw new NotFoundError('Stack', stackId);
+    const pipelineId = action === 'destroy' ? stack.destroy_pipeline_id : stack.change_pipeline_id;
+    const version = await findLatestPipelineVersion(trx, pipelineId);
+    if (!version) throw new NotFoundError('Pipeline', pipelineId);
+    const id = await triggerRun(trx, {
+      organizationId: principal.organizationId,
+      pipelineId,
+      pipelineVersionId: version.id,
+      stackId,
+      action,
+      autoapprove: input.autoapprove ?? false,
+      description: input.description ?? '',
+      input: input.inputs ?? null,
+      createdById: principal.userId,
+    });
+    await updateStackRow(trx, stackId, { latestRunId: id });
+    // Read inside the transaction: the response shows the run as triggered, before any worker saw it.
+    return getRun(trx, principal, id);
+  });
+}

@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { loadEngineConfig, type EngineConfig } from '../../src/engine/engine-config.ts';
+import { installQueue } from '../../src/engine/queue.ts';
+import { EngineWorker } from '../../src/engine/worker.ts';
+import { startTestApp, type TestApp } from './app.ts';
+
+/** Timings that keep engine tests in seconds; the defaults (docs/engine.md) are for production. */
+export const FAST_ENGINE_ENV: Record<string, string> = {
+  PLINTH_WORKER_LEASE_MS: '2000',
+  PLINTH_WORKER_HEARTBEAT_MS: '300',
+  PLINTH_WORKER_REAP_MS: '300',
+  PLINTH_WORKER_REDISPATCH_MS: '4000',
+  PLINTH_WORKER_POLL_MS: '500',
+  PLINTH_WORKER_KILL_GRACE_MS: '1000',
+  PLINTH_WORKER_CONCURRENCY: '8',
+};
+
+const silent = pino({ level: process.env.ENGINE_TEST_LOG ?? 'silent' });
+
+export interface EngineTestApp extends TestApp {
+  workers: EngineWorker[];
+  startWorker(overrides?: Partial<EngineConfig>): Promise<EngineWorker>;
+}
+
+/** isAlive tells whether a process id still names a live (non-zombie) process. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+/** startEngineTestApp is startTestApp plus the queue schema and in-process workers stopped (and leak-checked) by close(). */
+export async function startEngineTestApp(): Promise<EngineTestApp> {
+  const t = await startTestApp();
+  await installQueue(t.database.url, silent);
+  const workers: EngineWorker[] = [];
+  const startWorker = async (overrides: Partial<EngineConfig> = {}) => {
+    const worker = new EngineWorker(t.db, t.database.url, { ...loadEngineConfig(FAST_ENGINE_ENV), ...overrides }, silent, `test-worker-${workers.length + 1}`);
+    await worker.start();
+    workers.push(worker);
+    return worker;
+  };
+  return {
+    ...t,
+    workers,
+    startWorker,
+    close: async () => {
+      for (const w of workers) await w.stop();
+      const leaked = workers.flatMap((w) => w.spawnedPids).filter(isAlive);
+      await t.close();
+      assert.deepEqual(leaked, [], `processes left running by the engine: ${leaked.join(', ')}`);
+    },
+  };
+}
+
+/** waitFor polls until `probe` returns a value other than undefined, or fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+export interface StepSpec {
+  id: string;
+  type?: string;
+  command?: string;
+  needs?: string[];
+  retry?: { maxAttempts: number };
+  timeoutSeconds?: number;
+}
+
+/** A pipeline config from short step specs: script steps unless a type is given. */
+export function pipelineConfig(steps: StepSpec[]) {
+  return {
+    steps: steps.map((s) => ({
+      id: s.id,
+      name: s.id,
+      type: s.type ?? 'script',
+      ...(s.needs ? { needs: s.needs } : {}),
+      ...((s.type ?? 'script') === 'script' ? { with: { command: s.command ?? 'true' } } : {}),
+      ...(s.retry ? { retry: s.retry } : {}),
+      ...(s.timeoutSeconds ? { timeoutSeconds: s.timeoutSeconds } : {}),
+    })),
+  };
+}
+
+let counter = 0;
+
+/** createStack makes a project, an environment and a stack whose change pipeline is `steps`; returns the stack. */
+export async function createStack(t: TestApp, steps: StepSpec[], token?: string): Promise<{ id: string; changePipelineId: string }> {
+  const n = ++counter;
+  const project = await t.call('POST', '/projects', { token, body: { data: { givenId: `p${n}-${process.pid}`, name: `Project ${n}` } } });
+  assert.equal(project.status, 201, JSON.stringify(project.body));
+  const env = await t.call('POST', '/environments', { token, body: { data: { projectId: project.body.data.id, givenId: `e${n}`, name: `Env ${n}` } } });
+  assert.equal(env.status, 201, JSON.stringify(env.body));
+  const stack = await t.call('POST', '/stacks', {
+    token,
+    body: { data: { projectId: project.body.data.id, environmentId: env.body.data.id, name: `Stack ${n}`, pipelines: { change: pipelineConfig(steps) } } },
+  });
+  assert.equal(stack.status, 201, JSON.stringify(stack.body));
+  return stack.body.data;
+}
+
+export async function triggerRun(t: TestApp, stackId: string, data: Record<string, unknown> = {}, token?: string) {
+  const res = await t.call('POST', `/stacks/${stackId}/pipeline-run`, { token, body: { data } });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body.data;
+}
+
+export async function getRun(t: TestApp, runId: string) {
+  return (await t.call('GET', `/pipeline-runs/${runId}`)).body.data;
+}
+
+export async function stepsOf(t: TestApp, runId: string): Promise<any[]> {
+  return (await t.call('GET', `/pipeline-runs/${runId}/step-executions?limit=200`)).body.data;
+}
+
+/** waitForRunStatus waits until the run reaches `status` and returns it. */
+export function waitForRunStatus(t: TestApp, runId: string, status: string, timeoutMs?: number) {
+  return waitFor(`run ${runId} to be ${status}`, async () => {
+    const run = await getRun(t, runId);
+    return run.status === status ? run : undefined;
+  }, timeoutMs);
+}
+
+export function waitForStep(t: TestApp, runId: string, stepId: string, status: string, timeoutMs?: number) {
+  return waitFor(`step ${stepId} of run ${runId} to be ${status}`, async () => (await stepsOf(t, runId)).find((s) => s.stepId === stepId && s.status === status), timeoutMs);
+}
+
+export function tempDir(): string {
+  return mkdtempSync(path.join(os.tmpdir(), 'plinth-engine-test-'));
+}
+
+/** spawnWorkerProcess starts `plinth worker` as a real process against the test database. */
+export function spawnWorkerProcess(t: TestApp, env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
+    env: {
+      ...process.env,
+      ...FAST_ENGINE_ENV,
+      ...env,
+      DATABASE_URL: t.database.url,
+      PLINTH_ADMIN_TOKEN: t.adminToken,
+      PLINTH_DATA_DIR: tempDir(),
+      LOG_LEVEL: process.env.ENGINE_TEST_LOG ?? 'warn',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
