@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { checkInputProperty, defaultValueRefsOf } from './check-property.ts';
+import type { InputProperty } from './inputs.schema.ts';
+import { patternProblem } from './patterns.ts';
+
+const p = (x: Record<string, unknown>) => ({ id: 'x', label: 'X', ...x }) as InputProperty;
+
+describe('patternProblem', () => {
+  it('accepts ordinary patterns', () => {
+    assert.equal(patternProblem('^[a-z][a-z0-9-]{0,62}$'), undefined);
+    assert.equal(patternProblem('^subnet-[0-9a-f]+$'), undefined);
+  });
+  it('refuses nested quantifiers, backreferences, invalid and overlong patterns', () => {
+    assert.match(patternProblem('^(a+)+$')!, /backtrack catastrophically/);
+    assert.match(patternProblem('(x*)*y')!, /backtrack catastrophically/);
+    assert.match(patternProblem('^(a)\\1$')!, /backreference/);
+    assert.match(patternProblem('(')!, /not a valid regular expression/);
+    assert.match(patternProblem('a'.repeat(513))!, /longer than 512/);
+  });
+});
+
+describe('checkInputProperty', () => {
+  it('reports every problem with its path inside the property', () => {
+    const problems = checkInputProperty(
+      p({
+        type: 'object',
+        properties: [
+          { id: 'a', label: 'A', type: 'string', patterns: [{ pattern: '(a+)+', message: 'm' }] },
+          { id: 'a', label: 'A2', type: 'number', min: 5, max: 1 },
+          { id: 'b', label: 'B', type: 'boolean', show_when: { nope: true } },
+          { id: 'c', label: 'C', type: 'string', values: [{ value: 'v' }, { value: 'v' }] },
+        ],
+      }),
+    );
+    assert.deepEqual(
+      problems.map((x) => x.path),
+      ['/properties/1/id', '/properties/0/patterns/0/pattern', '/properties/1/min', '/properties/2/show_when/nope', '/properties/3/values/1/value'],
+    );
+  });
+
+  it('checks a literal default against its own property, and leaves references alone', () => {
+    assert.deepEqual(checkInputProperty(p({ type: 'number', max: 3, default: 5 })), [{ path: '/default', message: 'must be at most 3' }]);
+    assert.deepEqual(checkInputProperty(p({ type: 'number', max: 3, default: { $defaultValue: 'replicas' } })), []);
+  });
+
+  it('refuses nesting deeper than eight levels', () => {
+    let prop: Record<string, unknown> = { id: 'leaf', label: 'L', type: 'string' };
+    for (let i = 0; i < 10; i++) prop = { id: `o${i}`, label: 'O', type: 'object', properties: [prop] };
+    assert.equal(checkInputProperty(prop as InputProperty).length, 1);
+  });
+
+  it('compound options must be unique and may not define "kind"', () => {
+    const problems = checkInputProperty(
+      p({
+        type: 'compound',
+        options: [
+          { value: 'a', properties: [{ id: 'kind', label: 'K', type: 'string' }] },
+          { value: 'a', properties: [] },
+        ],
+      }),
+    );
+    assert.deepEqual(problems.map((x) => x.path), ['/options/1/value', '/options/0/properties']);
+  });
+
+  it('defaultValueRefsOf finds references at every depth', () => {
+    const prop = p({
+      type: 'object',
+      default: { $defaultValue: 'top' },
+      properties: [{ id: 'r', label: 'R', type: 'string', default: { $defaultValue: 'aws_region' } }],
+    });
+    assert.deepEqual(defaultValueRefsOf(prop), ['top', 'aws_region']);
+  });
+});
