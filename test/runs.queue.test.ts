@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createStack, getRun, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+
+describe('the stack queue', () => {
+  let t: EngineTestApp;
+  before(async () => {
+    t = await startEngineTestApp();
+    await t.startWorker();
+  });
+  after(() => t.close());
+
+  it('runs one run of a stack at a time, in the order triggered, with queueState explaining the wait', async () => {
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }, { id: 'work', needs: ['approve'] }]);
+    const first = await triggerRun(t, stack.id);
+    const second = await triggerRun(t, stack.id);
+    const third = await triggerRun(t, stack.id);
+    assert.equal(first.queueReason, 'WAITING_FOR_APPROVAL', 'an approval needs no worker: the run pauses at once');
+    for (const waiting of [second, third]) {
+      assert.equal(waiting.status, 'QUEUED');
+      assert.equal(waiting.queueReason, 'WAITING_FOR_STACK');
+      assert.equal(waiting.queueState.blockingEntityType, 'STACK');
+      assert.equal(waiting.queueState.blockingEntityId, stack.id);
+      assert.equal(waiting.queueState.preflightBlockedByAdmissionCondition, true);
+      assert.match(waiting.queueState.reason, new RegExp(first.id));
+      assert.equal(waiting.queueState.environmentId, (await t.call('GET', `/stacks/${stack.id}`)).body.data.environmentId);
+    }
+    const gate1 = await waitForStep(t, first.id, 'approve', 'WAITING_FOR_APPROVAL');
+    assert.deepEqual(await stepsOf(t, second.id), [], 'the second run starts nothing while the first holds the stack');
+
+    await t.call('POST', `/pipeline-step-executions/${gate1.id}/approve`);
+    await waitForRunStatus(t, first.id, 'SUCCEEDED');
+    const gate2 = await waitForStep(t, second.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const thirdNow = await getRun(t, third.id);
+    assert.equal(thirdNow.queueReason, 'WAITING_FOR_STACK');
+    assert.match(thirdNow.queueState.reason, new RegExp(second.id));
+
+    await t.call('POST', `/pipeline-step-executions/${gate2.id}/approve`);
+    await waitForRunStatus(t, second.id, 'SUCCEEDED');
+    const gate3 = await waitForStep(t, third.id, 'approve', 'WAITING_FOR_APPROVAL');
+    await t.call('POST', `/pipeline-step-executions/${gate3.id}/approve`);
+    const done = await waitForRunStatus(t, third.id, 'SUCCEEDED');
+    assert.equal(done.queueReason, 'FINISHED');
+  });
+
+  it('runs of different stacks do not wait for each other', async () => {
+    const a = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const b = await createStack(t, [{ id: 'work' }]);
+    await triggerRun(t, a.id);
+    const runB = await triggerRun(t, b.id);
+    await waitForRunStatus(t, runB.id, 'SUCCEEDED');
+  });
+
+  it('a stack with a run that is not finished cannot be deleted (409); once it is, it can', async () => {
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const run = await triggerRun(t, stack.id);
+    const res = await t.call('DELETE', `/stacks/${stack.id}`);
+    assert.equal(res.status, 409);
+    assert.equal(res.body.code, 'Api:Stack:BUSY');
+    await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+    assert.equal((await t.call('DELETE', `/stacks/${stack.id}`)).status, 204);
+    assert.equal((await t.call('GET', `/stacks/${stack.id}`)).status, 404);
+    assert.equal((await t.call('GET', `/pipelines/${stack.changePipelineId}`)).status, 404, 'its pipelines go with it');
+  });
+
+  it('lists runs filtered by stack, pipeline and status', async () => {
+    const stack = await createStack(t, [{ id: 'work' }]);
+    const run = await triggerRun(t, stack.id);
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+    const other = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const otherRun = await triggerRun(t, other.id);
+    const byStack = await t.call('GET', `/pipeline-runs?stackId=${stack.id}`);
+    assert.deepEqual(byStack.body.data.map((r: any) => r.id), [run.id]);
+    const byPipeline = await t.call('GET', `/pipeline-runs?pipelineId=${other.changePipelineId}`);
+    assert.deepEqual(byPipeline.body.data.map((r: any) => r.id), [otherRun.id]);
+    const succeeded = await t.call('GET', `/pipeline-runs?status=SUCCEEDED&limit=200`);
+    assert.ok(succeeded.body.data.some((r: any) => r.id === run.id));
+    assert.ok(!succeeded.body.data.some((r: any) => r.id === otherRun.id));
+    assert.equal((await t.call('GET', '/pipeline-runs?status=NOPE')).status, 400);
+  });
+});
