@@ -33,15 +33,23 @@ export interface PlinthProcess {
  * startPlinthProcess runs the real CLI (`node --import tsx src/cli.ts <command>`) with the given
  * environment on a free port, and resolves once GET /health answers 200.
  */
-export async function startPlinthProcess(env: Record<string, string>, options: { command?: string; readyTimeoutMs?: number } = {}): Promise<PlinthProcess> {
+export interface StartOptions {
+  /** The CLI command: serve (default), api, worker. */
+  command?: string;
+  readyTimeoutMs?: number;
+  /** Send stdout to /dev/null instead of keeping it (a benchmark's request logs would pile up). */
+  discardStdout?: boolean;
+}
+
+export async function startPlinthProcess(env: Record<string, string>, options: StartOptions = {}): Promise<PlinthProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', options.command ?? 'serve'], {
     cwd: ROOT,
     env: { ...cleanEnv(), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', options.discardStdout ? 'ignore' : 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stdout?.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const running: PlinthProcess = {

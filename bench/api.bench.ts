@@ -1,0 +1,197 @@
+/**
+ * npm run bench:api: Plinth's API under load, beside a bare Fastify + pg baseline doing the same SQL.
+ *
+ * Starts the real CLI (`plinth api`) on an embedded PostgreSQL in a temporary data directory, seeds one
+ * organization with 100,000 memberships, starts bench/api-baseline.ts as a separate process on the same
+ * database, then loads both on loopback with autocannon: GET /auth/whoami, and GET /memberships?limit=50
+ * at the first page and at the page near row 100,000. Prints requests/s, p50 and p99, the ratios, and
+ * Plinth's RSS after the load. Exits 1 when a target is missed. Everything it starts, it stops.
+ *
+ * BENCH_DURATION (s, default 5), BENCH_CONNECTIONS (default 10), BENCH_LOG_LEVEL (Plinth's, default info).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { encodeCursor } from '../src/platform/pagination.ts';
+import { freePort, ROOT, startPlinthProcess, type PlinthProcess } from '../test/helpers/plinth-process.ts';
+
+const MEMBERS = 100_000;
+const DURATION = Number(process.env.BENCH_DURATION || 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 10);
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info';
+const TARGETS = { whoamiRatio: 0.8, deepPageRatio: 1.2, rssMb: 200 };
+
+interface LoadResult {
+  requests: { average: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+}
+type Autocannon = (options: { url: string; connections: number; duration: number; headers?: Record<string, string> }) => Promise<LoadResult>;
+// autocannon ships no types; this is the one call the benchmark makes.
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+async function load(url: string, token: string): Promise<Figures> {
+  const headers = { authorization: `Bearer ${token}` };
+  await autocannon({ url, connections: CONNECTIONS, duration: 1, headers });
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers });
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx responses, ${result.errors} errors`);
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+}
+
+async function api(baseUrl: string, token: string, method: string, url: string, body?: unknown, orgId?: string) {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (orgId) headers['x-organization-id'] = orgId;
+  const res = await fetch(baseUrl + url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** One organization of MEMBERS users, inserted in two statements; ids in newId()'s time-ordered hex form. */
+async function seed(databaseUrl: string, orgId: string) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const id = `'0180' || lpad(to_hex(g), 28, '0')`;
+    await client.query(`insert into users (id, email) select ${id}, 'member-' || g || '@bench.example' from generate_series(1, ${MEMBERS}) g`);
+    await client.query(
+      `insert into memberships (id, organization_id, user_id, role) select ${id}, $1, ${id}, 'VIEWER' from generate_series(1, ${MEMBERS}) g`,
+      [orgId],
+    );
+    await client.query('analyze users');
+    await client.query('analyze memberships');
+    const { rows } = await client.query(`select id from memberships where organization_id = $1 order by id offset $2 limit 1`, [orgId, MEMBERS - 50]);
+    return encodeCursor(rows[0].id);
+  } finally {
+    await client.end();
+  }
+}
+
+async function startBaseline(databaseUrl: string, token: string): Promise<{ child: ChildProcess; baseUrl: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/api-baseline.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${baseUrl}/auth/whoami`, { headers: { authorization: `Bearer ${token}` } })).ok) return { child, baseUrl };
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  child.kill('SIGKILL');
+  throw new Error('the baseline did not start');
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)\s+kB/.exec(status)?.[1]);
+  return kb / 1024;
+}
+
+const fmt = (f: Figures) => `${f.rps.toFixed(0).padStart(8)} req/s  p50 ${String(f.p50).padStart(3)} ms  p99 ${String(f.p99).padStart(3)} ms`;
+const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+
+async function main() {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-bench-'));
+  const adminToken = `plk_bench_${randomBytes(24).toString('base64url')}`;
+  let plinth: PlinthProcess | undefined;
+  let baseline: ChildProcess | undefined;
+  try {
+    say(`starting plinth api on an embedded PostgreSQL in ${dataDir} ...`);
+    plinth = await startPlinthProcess(
+      { PLINTH_DATA_DIR: dataDir, PLINTH_PG_PORT: String(await freePort()), PLINTH_ADMIN_TOKEN: adminToken, LOG_LEVEL },
+      { command: 'api', readyTimeoutMs: 120_000, discardStdout: true },
+    );
+    const password = readFileSync(path.join(dataDir, 'pg-password'), 'utf8').trim();
+    const org = await api(plinth.baseUrl, adminToken, 'POST', '/organizations', { data: { name: 'Bench', billingEmail: 'bench@example.com' } });
+    const orgId: string = org.data.id;
+    const sa = await api(plinth.baseUrl, adminToken, 'POST', '/service-accounts', { data: { name: 'bench', role: 'VIEWER' } }, orgId);
+    const key = await api(plinth.baseUrl, adminToken, 'POST', '/api-keys', { data: { name: 'bench', serviceAccountId: sa.data.id } }, orgId);
+    const saToken: string = key.data.token;
+
+    const databaseUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${postgresPort(dataDir)}/postgres`;
+    say(`seeding ${MEMBERS.toLocaleString('en')} memberships ...`);
+    const deepCursor = await seed(databaseUrl, orgId);
+    const deepQuery = `/memberships?limit=50&cursor=${deepCursor}`;
+    const deep = await api(plinth.baseUrl, saToken, 'GET', deepQuery);
+    const first = await api(plinth.baseUrl, saToken, 'GET', '/memberships?limit=50');
+    if (first.data.length !== 50 || deep.data.length !== 50 || deep.meta.nextCursor) throw new Error('the seeded pages are not what the benchmark expects');
+
+    const idleRss = rssMb(plinth.pid);
+    say('starting the baseline (bare Fastify + pg) ...');
+    const started = await startBaseline(databaseUrl, adminToken);
+    baseline = started.child;
+
+    say(`loading each for 1 s warm-up + ${DURATION} s, ${CONNECTIONS} connections ...`);
+    const results = {
+      whoami: { plinth: await load(`${plinth.baseUrl}/auth/whoami`, adminToken), baseline: await load(`${started.baseUrl}/auth/whoami`, adminToken) },
+      first: { plinth: await load(`${plinth.baseUrl}/memberships?limit=50`, saToken), baseline: await load(`${started.baseUrl}/memberships?limit=50`, saToken) },
+      deep: { plinth: await load(plinth.baseUrl + deepQuery, saToken), baseline: await load(started.baseUrl + deepQuery, saToken) },
+    };
+    const rss = rssMb(plinth.pid);
+    const baselineRss = rssMb(baseline.pid!);
+
+    const whoamiRatio = results.whoami.plinth.rps / results.whoami.baseline.rps;
+    const deepRatio = results.first.plinth.rps / results.deep.plinth.rps;
+    const lines = [
+      '',
+      `Plinth API benchmark: ${MEMBERS.toLocaleString('en')} memberships, ${CONNECTIONS} connections, ${DURATION} s per load, loopback, ${os.availableParallelism()} cores`,
+      '',
+      `                                      plinth                                 | baseline (bare Fastify + pg)`,
+      `GET /auth/whoami                    ${fmt(results.whoami.plinth)} | ${fmt(results.whoami.baseline)}`,
+      `GET /memberships?limit=50 (first)   ${fmt(results.first.plinth)} | ${fmt(results.first.baseline)}`,
+      `GET /memberships?limit=50 (~100k)   ${fmt(results.deep.plinth)} | ${fmt(results.deep.baseline)}`,
+      '',
+      `whoami, plinth / baseline req/s:               ${whoamiRatio.toFixed(2)}x  (target >= ${TARGETS.whoamiRatio}x)  ${verdict(whoamiRatio >= TARGETS.whoamiRatio)}`,
+      `memberships, first page / page at ~100k req/s: ${deepRatio.toFixed(2)}x  (target <= ${TARGETS.deepPageRatio}x)  ${verdict(deepRatio <= TARGETS.deepPageRatio)}`,
+      `memberships first page, plinth / baseline:     ${(results.first.plinth.rps / results.first.baseline.rps).toFixed(2)}x`,
+      `memberships page ~100k, plinth / baseline:     ${(results.deep.plinth.rps / results.deep.baseline.rps).toFixed(2)}x`,
+      `plinth RSS after the load:                     ${rss.toFixed(0)} MB  (target < ${TARGETS.rssMb} MB)  ${verdict(rss < TARGETS.rssMb)}`,
+      `  (plinth idle before the load: ${idleRss.toFixed(0)} MB; baseline after its load: ${baselineRss.toFixed(0)} MB)`,
+      '',
+    ];
+    process.stdout.write(lines.join('\n'));
+    if (whoamiRatio < TARGETS.whoamiRatio || deepRatio > TARGETS.deepPageRatio || rss >= TARGETS.rssMb) process.exitCode = 1;
+  } finally {
+    if (baseline && baseline.exitCode === null) {
+      const exited = new Promise((resolve) => baseline!.once('exit', resolve));
+      baseline.kill('SIGTERM');
+      await Promise.race([exited, sleep(10_000).then(() => baseline!.kill('SIGKILL'))]);
+    }
+    if (plinth) {
+      const { code } = await plinth.stop(60_000);
+      if (code !== 0) say(`plinth exited with ${code}:\n${plinth.output()}`);
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The port the embedded PostgreSQL listens on, from its pid file. */
+function postgresPort(dataDir: string): number {
+  return Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3]);
+}
+
+main().catch((error) => {
+  say(`bench:api failed: ${error instanceof Error ? error.stack : String(error)}`);
+  process.exitCode = 1;
+});
