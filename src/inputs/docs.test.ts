@@ -29,7 +29,7 @@ describe('docs/inputs.md', () => {
 
   for (const { property, value } of pairs) {
     it(`the ${property.type} example is a valid property and its value passes the validator`, () => {
-      assert.ok(validateSchema(property), JSON.stringify(validateSchema.errors));
+      assert.equal(validateSchema(property), true, JSON.stringify(validateSchema.errors));
       assert.deepEqual(checkInputProperty(property), []);
       assert.deepEqual(validateValue(property, value), []);
     });
