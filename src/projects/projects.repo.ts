@@ -59,10 +59,13 @@ export function lockProjectById(db: Executor, organizationId: string, id: string
     .executeTakeFirst() as Promise<ProjectRow | undefined>;
 }
 
+/** One keyset page of the organization's projects; served by the (organization_id, id) index at any depth. */
+export function projectsPageQuery(db: Executor, organizationId: string, page: PageRequest) {
+  return db.selectFrom('projects').selectAll().where('organization_id', '=', organizationId).$call(keyset(page, 'projects.id'));
+}
+
 export function findProjectsPage(db: Executor, organizationId: string, page: PageRequest) {
-  return db.selectFrom('projects').selectAll().where('organization_id', '=', organizationId).$call(keyset(page, 'projects.id')).execute() as Promise<
-    ProjectRow[]
-  >;
+  return projectsPageQuery(db, organizationId, page).execute() as Promise<ProjectRow[]>;
 }
 
 export function updateProject(db: Executor, id: string, changes: { name?: string; description?: string }) {
