@@ -3,7 +3,7 @@ import type { Db, Executor } from '../platform/db/db.ts';
 import { ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
-import { isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
+import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
 import { inUseError } from '../projects/in-use.ts';
 import {
   cloudAccountRowToCloudAccount,
@@ -53,6 +53,7 @@ export async function listCloudAccounts(db: Db, principal: Principal, page: Page
 
 export async function updateCloudAccount(db: Db, principal: Principal, id: string, changes: UpdateCloudAccount) {
   const current = await getCloudAccountRow(db, principal, id);
+  if (isEmptyPatch(changes)) return cloudAccountRowToCloudAccount(current);
   if (changes.roleArn !== undefined) assertRoleInAccount(changes.roleArn, current.account_id);
   const row = await updateCloudAccountRow(db, id, { name: changes.name, role_arn: changes.roleArn, external_id: changes.externalId });
   return cloudAccountRowToCloudAccount(row);

@@ -6,7 +6,7 @@ import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { checkInputProperty, defaultValueRefsOf } from '../inputs/check-property.ts';
 import type { InputProperty } from '../inputs/inputs.schema.ts';
 import { formatProblems, validateValue } from '../inputs/validate-value.ts';
-import { isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
+import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
 import {
   definitionRowToDefinition,
   deleteDefinitionById,
@@ -101,6 +101,7 @@ export async function updateDefinitionFields(db: Db, principal: Principal, id: s
   return db.transaction().execute(async (trx) => {
     const current = await getDefinitionRow(trx, principal, id, 'update');
     assertUserOwned(current);
+    if (isEmptyPatch(changes)) return definitionRowToDefinition(current);
     if (changes.schema !== undefined) {
       await assertSchemaSound(trx, principal.organizationId, changes.schema, current.given_id);
       await assertValuesFit(trx, id, changes.schema);

@@ -5,7 +5,7 @@ import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { deleteDefaultValuesOfParent } from '../default-values/default-values.repo.ts';
 import { findExecutionEnvironmentById } from '../execution-environments/execution-environments.repo.ts';
-import { isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
+import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
 import { inUseError } from '../projects/in-use.ts';
 import { findProjectById } from '../projects/projects.repo.ts';
 import {
@@ -64,7 +64,8 @@ export async function listEnvironments(db: Db, principal: Principal, page: PageR
 }
 
 export async function updateEnvironment(db: Db, principal: Principal, id: string, changes: UpdateEnvironment) {
-  await getEnvironmentRow(db, principal, id);
+  const current = await getEnvironmentRow(db, principal, id);
+  if (isEmptyPatch(changes)) return environmentRowToEnvironment(current);
   await assertReferences(db, principal, { executionEnvironmentId: changes.executionEnvironmentId });
   const update = updateEnvironmentRow(db, id, {
     name: changes.name,

@@ -4,7 +4,7 @@ import { BadRequestError, ConflictError, NotFoundError, RuleViolationError } fro
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { findCloudAccountById } from '../cloud-accounts/cloud-accounts.repo.ts';
-import { isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
+import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
 import { inUseError } from '../projects/in-use.ts';
 import {
   deleteExecutionEnvironmentById,
@@ -88,6 +88,7 @@ export async function listExecutionEnvironments(db: Db, principal: Principal, pa
 
 export async function updateExecutionEnvironment(db: Db, principal: Principal, id: string, changes: UpdateExecutionEnvironment) {
   const current = await getExecutionEnvironmentRow(db, principal, id);
+  if (isEmptyPatch(changes)) return executionEnvironmentRowToExecutionEnvironment(current);
   assertNetworkFits(current.type, changes, false);
   await assertCloudAccount(db, principal, changes.cloudAccountId);
   const update = updateExecutionEnvironmentRow(db, id, { name: changes.name, ...networkColumns(changes) });

@@ -25,3 +25,8 @@ export async function rethrowAs<T>(write: Promise<T>, when: (error: unknown) => 
     throw error;
   }
 }
+
+/** A PATCH that supplies no field changes nothing, not even updatedAt. */
+export function isEmptyPatch(changes: object): boolean {
+  return Object.values(changes).every((v) => v === undefined);
+}

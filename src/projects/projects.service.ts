@@ -4,7 +4,7 @@ import { ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { deleteDefaultValuesOfParent } from '../default-values/default-values.repo.ts';
-import { isUniqueViolation, rethrowAs } from './db-errors.ts';
+import { isEmptyPatch, isUniqueViolation, rethrowAs } from './db-errors.ts';
 import { inUseError } from './in-use.ts';
 import {
   deleteProjectById,
@@ -44,7 +44,8 @@ export async function listProjects(db: Db, principal: Principal, page: PageReque
 }
 
 export async function updateProject(db: Db, principal: Principal, id: string, changes: UpdateProject) {
-  await getProjectRow(db, principal, id);
+  const current = await getProjectRow(db, principal, id);
+  if (isEmptyPatch(changes)) return projectRowToProject(current);
   return projectRowToProject(await updateProjectRow(db, id, changes));
 }
 
