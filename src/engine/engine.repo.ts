@@ -75,13 +75,6 @@ export function findExecutionsOfEpoch(trx: Executor, runId: string, epoch: numbe
     .execute() as Promise<ExecutionRow[]>;
 }
 
-/** The run an execution belongs to, read without a lock: callers then lock the run, and re-read. */
-export async function findRunIdOfExecution(db: Executor, executionId: string, organizationId?: string): Promise<string | undefined> {
-  let query = db.selectFrom('step_executions').select('pipeline_run_id').where('id', '=', executionId);
-  if (organizationId !== undefined) query = query.where('organization_id', '=', organizationId);
-  return (await query.executeTakeFirst())?.pipeline_run_id;
-}
-
 export function lockExecution(trx: Trx, executionId: string): Promise<ExecutionRow | undefined> {
   return trx.selectFrom('step_executions').select(EXECUTION_COLUMNS).where('id', '=', executionId).forUpdate().executeTakeFirst() as Promise<
     ExecutionRow | undefined
@@ -207,9 +200,9 @@ export async function insertTransition(
  * instead of adding one, and (graphile-worker's rule) add a fresh job when the old one is locked by a
  * worker that died before it claimed the step.
  */
-export async function enqueueStepJob(trx: Executor, executionId: string): Promise<string> {
+export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<string> {
   const { rows } = await sql<{ id: string }>`
-    select (graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${executionId}::text),
+    select (graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${executionId}::text, 'runId', ${runId}::text),
             max_attempts => 5, job_key => ${'step:' + executionId}, job_key_mode => 'preserve_run_at')).id::text as id`.execute(trx);
   const jobId = rows[0].id;
   await trx

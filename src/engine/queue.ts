@@ -9,12 +9,13 @@ import type { Logger } from '../platform/logger.ts';
 export const STEP_EXECUTE = 'step.execute';
 export interface StepExecutePayload {
   stepExecutionId: string;
+  runId: string;
 }
 
 export function parseStepExecutePayload(payload: unknown): StepExecutePayload {
-  const id = (payload as { stepExecutionId?: unknown } | null)?.stepExecutionId;
-  if (typeof id !== 'string') throw new Error(`step.execute payload without a stepExecutionId: ${JSON.stringify(payload)}`);
-  return { stepExecutionId: id };
+  const p = (payload ?? {}) as { stepExecutionId?: unknown; runId?: unknown };
+  if (typeof p.stepExecutionId !== 'string' || typeof p.runId !== 'string') throw new Error(`malformed step.execute payload: ${JSON.stringify(payload)}`);
+  return { stepExecutionId: p.stepExecutionId, runId: p.runId };
 }
 
 function queueLogger(log: Logger): QueueLogger {

@@ -2,7 +2,7 @@ import type { Trx } from '../platform/db/db.ts';
 import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { insertTransition, lockExecution, updateExecution, updateRun } from './engine.repo.ts';
-import { advanceRun, enterStackQueue, finishExecution, lockRun, releaseStack } from './transition.ts';
+import { advanceRun, enterStackQueue, finishExecution, lockRun, releaseStack, setLocalStatus } from './transition.ts';
 import { assertAwaitingApproval, assertCancellable, assertRetryable, engineError, isTerminalStep, type RunAction } from './transitions.ts';
 
 /**
@@ -46,28 +46,29 @@ export async function triggerRun(trx: Trx, v: NewRun): Promise<string> {
 }
 
 async function lockWaitingExecution(trx: Trx, runId: string, executionId: string) {
-  await lockRun(trx, runId);
+  const locked = await lockRun(trx, runId);
   const execution = await lockExecution(trx, executionId);
-  if (!execution) throw new NotFoundError('StepExecution', executionId);
+  if (!locked || !execution) throw new NotFoundError('StepExecution', executionId);
   assertAwaitingApproval(execution.status, executionId);
-  return execution;
+  return locked;
 }
 
 /** approveStep lets a run go on past an approval step; a second approval gets 409. */
 export async function approveStep(trx: Trx, runId: string, executionId: string, actor: string): Promise<void> {
-  await lockWaitingExecution(trx, runId, executionId);
+  const locked = await lockWaitingExecution(trx, runId, executionId);
   await updateExecution(trx, executionId, {
     status: 'SUCCEEDED',
     statusDetail: { approval: 'APPROVED', approvedBy: actor, decidedAt: new Date().toISOString() },
     completed: true,
   });
   await insertTransition(trx, { runId, executionId, from: 'WAITING_FOR_APPROVAL', to: 'SUCCEEDED', reason: 'approved', actor });
-  await advanceRun(trx, runId, 'a step was approved', actor);
+  setLocalStatus(locked, executionId, 'SUCCEEDED');
+  await advanceRun(trx, locked, 'a step was approved', actor);
 }
 
 /** rejectStep fails the approval step, and with it the run (approvals are never retried). */
 export async function rejectStep(trx: Trx, runId: string, executionId: string, actor: string): Promise<void> {
-  await lockWaitingExecution(trx, runId, executionId);
+  const locked = await lockWaitingExecution(trx, runId, executionId);
   await updateExecution(trx, executionId, {
     status: 'FAILED',
     statusDetail: { approval: 'REJECTED', rejectedBy: actor, decidedAt: new Date().toISOString() },
@@ -75,7 +76,8 @@ export async function rejectStep(trx: Trx, runId: string, executionId: string, a
     completed: true,
   });
   await insertTransition(trx, { runId, executionId, from: 'WAITING_FOR_APPROVAL', to: 'FAILED', reason: 'rejected', actor });
-  await advanceRun(trx, runId, 'a step was rejected', actor);
+  setLocalStatus(locked, executionId, 'FAILED');
+  await advanceRun(trx, locked, 'a step was rejected', actor);
 }
 
 /**

@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import type { Db, Trx } from '../platform/db/db.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import { enqueueStepJob, findRunIdOfExecution, insertTransition, lockExecution, updateExecution, type LockedRunRow } from './engine.repo.ts';
-import { advanceRun, createExecution, inTransaction, lockRun, stepOf } from './transition.ts';
+import { enqueueStepJob, insertTransition, lockExecution, updateExecution, type LockedRunRow } from './engine.repo.ts';
+import { advanceRun, createExecution, inTransaction, lockRun, setLocalStatus, stepOf, type LockedRun } from './transition.ts';
 import { engineError, nextRetry } from './transitions.ts';
 
 /** What a worker needs to run one claimed step execution. */
@@ -18,19 +18,15 @@ export interface ClaimedStep {
   nextLogSeq: number;
 }
 
-async function executionEnvironmentTypeOf(trx: Trx, stackId: string | null): Promise<string | null> {
-  if (!stackId) return null;
-  const { rows } = await sql<{ type: string | null }>`
-    select ee.type from stacks s
-      join environments e on e.id = s.environment_id
-      left join execution_environments ee on ee.id = e.execution_environment_id
-     where s.id = ${stackId}`.execute(trx);
-  return rows[0]?.type ?? null;
-}
-
-async function nextLogSeq(trx: Trx, executionId: string): Promise<number> {
-  const row = await trx.selectFrom('step_logs').select(sql<number>`coalesce(max(seq), 0)`.as('seq')).where('step_execution_id', '=', executionId).executeTakeFirst();
-  return Number(row?.seq ?? 0) + 1;
+/** The stack's execution environment type (null: none set, runs as LOCAL) and the step's next log line number. */
+async function placementOf(trx: Trx, stackId: string | null, executionId: string): Promise<{ type: string | null; nextSeq: number }> {
+  const { rows } = await sql<{ type: string | null; seq: number }>`
+    select (select ee.type from stacks s
+              join environments e on e.id = s.environment_id
+              left join execution_environments ee on ee.id = e.execution_environment_id
+             where s.id = ${stackId}) as type,
+           (select coalesce(max(seq), 0) from step_logs where step_execution_id = ${executionId}) as seq`.execute(trx);
+  return { type: rows[0]?.type ?? null, nextSeq: Number(rows[0]?.seq ?? 0) + 1 };
 }
 
 /**
@@ -38,24 +34,24 @@ async function nextLogSeq(trx: Trx, executionId: string): Promise<number> {
  * execution is no longer QUEUED (cancelled, or already claimed through a duplicate job): the job is
  * then a no-op, which is what makes a redispatch safe.
  */
-export async function claimStep(db: Db, executionId: string, workerId: string, leaseMs: number): Promise<ClaimedStep | undefined> {
-  const runId = await findRunIdOfExecution(db, executionId);
-  if (!runId) return undefined;
+export async function claimStep(db: Db, executionId: string, runId: string, workerId: string, leaseMs: number): Promise<ClaimedStep | undefined> {
   return inTransaction(db, async (trx) => {
     const locked = await lockRun(trx, runId);
     const execution = await lockExecution(trx, executionId);
-    if (!locked || !execution || execution.status !== 'QUEUED') return undefined;
+    if (!locked || !execution || execution.pipeline_run_id !== runId || execution.status !== 'QUEUED') return undefined;
     await updateExecution(trx, executionId, { status: 'RUNNING', leaseOwner: workerId, leaseMs, started: true });
     await insertTransition(trx, { runId, executionId, from: 'QUEUED', to: 'RUNNING', reason: 'claimed by a worker', actor: workerId });
-    await advanceRun(trx, runId, 'a step started', workerId);
+    setLocalStatus(locked, executionId, 'RUNNING');
+    await advanceRun(trx, locked, 'a step started', workerId);
     const { config, ...run } = locked.run;
+    const placement = await placementOf(trx, run.stack_id, executionId);
     return {
       executionId,
       run,
       step: stepOf(locked.run, execution.step_id),
       retryAttempt: execution.retry_attempt,
-      executionEnvironmentType: await executionEnvironmentTypeOf(trx, run.stack_id),
-      nextLogSeq: await nextLogSeq(trx, executionId),
+      executionEnvironmentType: placement.type,
+      nextLogSeq: placement.nextSeq,
     };
   });
 }
@@ -71,21 +67,19 @@ export interface StepOutcome {
  * failAttempt ends a failed attempt and follows the step's retry policy: another attempt as a new
  * QUEUED execution, or the step's final failure, which fails the run.
  */
-async function failAttempt(trx: Trx, runId: string, executionId: string, reason: string, actor: string) {
-  const locked = (await lockRun(trx, runId))!;
+async function failAttempt(trx: Trx, locked: LockedRun, executionId: string, reason: string, actor: string) {
+  setLocalStatus(locked, executionId, 'FAILED');
   const execution = locked.executions.find((e) => e.id === executionId)!;
   const step = stepOf(locked.run, execution.step_id);
   const retry = nextRetry(step, execution.retry_attempt);
-  if (retry) await createExecution(trx, locked.run, step, 'QUEUED', `retry ${retry.retryAttempt} after: ${reason}`, retry.retryAttempt, actor);
+  if (retry) await createExecution(trx, locked, step, 'QUEUED', `retry ${retry.retryAttempt} after: ${reason}`, retry.retryAttempt, actor);
 }
 
 /**
  * completeStep records the end of an attempt, if this worker still holds it: a step that was
  * cancelled, or whose lease expired and was failed over, is not this worker's to complete.
  */
-export async function completeStep(db: Db, executionId: string, workerId: string, outcome: StepOutcome): Promise<boolean> {
-  const runId = await findRunIdOfExecution(db, executionId);
-  if (!runId) return false;
+export async function completeStep(db: Db, executionId: string, runId: string, workerId: string, outcome: StepOutcome): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     const locked = await lockRun(trx, runId);
     const execution = await lockExecution(trx, executionId);
@@ -101,8 +95,9 @@ export async function completeStep(db: Db, executionId: string, workerId: string
     });
     const reason = outcome.status === 'SUCCEEDED' ? 'the step succeeded' : (outcome.error?.message ?? 'the step failed');
     await insertTransition(trx, { runId, executionId, from: 'RUNNING', to: outcome.status, reason, actor: workerId });
-    if (outcome.status === 'FAILED') await failAttempt(trx, runId, executionId, reason, workerId);
-    await advanceRun(trx, runId, reason, workerId);
+    if (outcome.status === 'FAILED') await failAttempt(trx, locked, executionId, reason, workerId);
+    else setLocalStatus(locked, executionId, outcome.status);
+    await advanceRun(trx, locked, reason, workerId);
     return true;
   });
 }
@@ -111,16 +106,14 @@ export async function completeStep(db: Db, executionId: string, workerId: string
  * handBackStep returns a RUNNING attempt to the queue when its worker drains (SIGTERM): the process
  * was stopped, the attempt did not fail, so it goes back to QUEUED for any worker to pick up.
  */
-export async function handBackStep(db: Db, executionId: string, workerId: string): Promise<boolean> {
-  const runId = await findRunIdOfExecution(db, executionId);
-  if (!runId) return false;
+export async function handBackStep(db: Db, executionId: string, runId: string, workerId: string): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     await lockRun(trx, runId);
     const execution = await lockExecution(trx, executionId);
     if (!execution || execution.status !== 'RUNNING' || execution.lease_owner !== workerId) return false;
     await updateExecution(trx, executionId, { status: 'QUEUED', leaseOwner: null, leaseMs: null, started: null });
     await insertTransition(trx, { runId, executionId, from: 'RUNNING', to: 'QUEUED', reason: 'handed back by a draining worker', actor: workerId });
-    await enqueueStepJob(trx, executionId);
+    await enqueueStepJob(trx, executionId, runId);
     return true;
   });
 }
@@ -138,7 +131,7 @@ export async function failLostSteps(db: Db, reaperId: string, limit = 50): Promi
   const failed: string[] = [];
   for (const row of rows) {
     const done = await inTransaction(db, async (trx) => {
-      await lockRun(trx, row.pipeline_run_id);
+      const locked = (await lockRun(trx, row.pipeline_run_id))!;
       const execution = await lockExecution(trx, row.id);
       if (!execution || execution.status !== 'RUNNING' || !execution.lease_expires_at || execution.lease_expires_at.getTime() > Date.now()) return false;
       const error = engineError('Engine:Worker:LOST', `Worker ${execution.lease_owner} stopped renewing its lease; the attempt is failed over`, {
@@ -146,8 +139,8 @@ export async function failLostSteps(db: Db, reaperId: string, limit = 50): Promi
       });
       await updateExecution(trx, row.id, { status: 'FAILED', error, leaseOwner: null, leaseMs: null, completed: true });
       await insertTransition(trx, { runId: row.pipeline_run_id, executionId: row.id, from: 'RUNNING', to: 'FAILED', reason: error.message, actor: reaperId });
-      await failAttempt(trx, row.pipeline_run_id, row.id, error.message, reaperId);
-      await advanceRun(trx, row.pipeline_run_id, error.message, reaperId);
+      await failAttempt(trx, locked, row.id, error.message, reaperId);
+      await advanceRun(trx, locked, error.message, reaperId);
       return true;
     });
     if (done) failed.push(row.id);
@@ -160,11 +153,11 @@ export async function failLostSteps(db: Db, reaperId: string, limit = 50): Promi
  * that died after taking the job but before claiming the step. The job key keeps this idempotent.
  */
 export async function redispatchStaleSteps(db: Db, staleMs: number, limit = 50): Promise<number> {
-  const { rows } = await sql<{ id: string }>`
-    select id from step_executions
+  const { rows } = await sql<{ id: string; pipeline_run_id: string }>`
+    select id, pipeline_run_id from step_executions
      where status = 'QUEUED' and dispatched_at < now() - make_interval(secs => ${staleMs / 1000})
      order by dispatched_at limit ${limit}`.execute(db);
-  for (const row of rows) await enqueueStepJob(db, row.id);
+  for (const row of rows) await enqueueStepJob(db, row.id, row.pipeline_run_id);
   return rows.length;
 }
 

@@ -38,6 +38,12 @@ export function inTransaction<T>(db: Db, fn: (trx: Trx) => Promise<T>): Promise<
   return db.transaction().execute(fn);
 }
 
+/** Records in the locked state a change just written, so the decision that follows sees it without a re-read. */
+export function setLocalStatus(locked: LockedRun, executionId: string, status: string): void {
+  const e = locked.executions.find((x) => x.id === executionId);
+  if (e) e.status = status;
+}
+
 export function stepOf(run: LockedRunRow, stepId: string): StepConfig {
   const step = run.config.steps.find((s) => s.id === stepId);
   if (!step) throw new Error(`step ${stepId} is not in pipeline version ${run.pipeline_version_id}`);
@@ -58,13 +64,14 @@ function stateOf(locked: LockedRun) {
 /** Inserts one execution of a step (a first attempt or a retry), dispatching it when it is QUEUED. */
 export async function createExecution(
   trx: Trx,
-  run: LockedRunRow,
+  locked: LockedRun,
   step: StepConfig,
   status: string,
   reason: string,
   retryAttempt = 0,
   actor?: string,
 ): Promise<string> {
+  const { run } = locked;
   const id = newId();
   await insertExecution(trx, {
     id,
@@ -82,7 +89,20 @@ export async function createExecution(
     statusDetail: status === 'SUCCEEDED' && step.type === 'approval' ? { approvedBy: 'autoapprove' } : undefined,
   });
   await insertTransition(trx, { runId: run.id, executionId: id, from: null, to: status, reason, actor });
-  if (status === 'QUEUED') await enqueueStepJob(trx, id);
+  if (status === 'QUEUED') await enqueueStepJob(trx, id, run.id);
+  locked.executions.push({
+    id,
+    organization_id: run.organization_id,
+    pipeline_run_id: run.id,
+    step_id: step.id,
+    step_name: step.name,
+    step_type: step.type,
+    status,
+    attempt_epoch: run.attempt_epoch,
+    retry_attempt: retryAttempt,
+    lease_owner: null,
+    lease_expires_at: null,
+  });
   return id;
 }
 
@@ -97,15 +117,15 @@ export async function finishExecution(trx: Trx, runId: string, e: ExecutionRow, 
  * advanceRun applies planRun to a locked run: starts the steps that became ready, settles the run's
  * status, and when the run ends hands its stack to the next waiting run.
  */
-export async function advanceRun(trx: Trx, runId: string, reason: string, actor?: string): Promise<void> {
-  const locked = (await lockRun(trx, runId))!;
+export async function advanceRun(trx: Trx, locked: LockedRun, reason: string, actor?: string): Promise<void> {
   const decision = planRun(stateOf(locked));
   const { run } = locked;
   for (const id of decision.cancel) {
     const e = locked.executions.find((x) => x.id === id)!;
     await finishExecution(trx, run.id, e, 'CANCELLED', 'the run failed', actor);
+    e.status = 'CANCELLED';
   }
-  for (const c of decision.create) await createExecution(trx, run, stepOf(run, c.stepId), c.status, c.reason, 0, actor);
+  for (const c of decision.create) await createExecution(trx, locked, stepOf(run, c.stepId), c.status, c.reason, 0, actor);
   if (decision.runStatus === run.status) return;
   const terminal = isTerminalRun(decision.runStatus);
   await updateRun(trx, run.id, {
@@ -115,6 +135,8 @@ export async function advanceRun(trx: Trx, runId: string, reason: string, actor?
     ...(decision.runStatus === 'RUNNING' && !run.last_attempt_started_at ? { started: true } : {}),
   });
   await insertTransition(trx, { runId: run.id, from: run.status, to: decision.runStatus, reason, actor });
+  if (decision.runStatus === 'RUNNING' && !run.last_attempt_started_at) run.last_attempt_started_at = new Date();
+  run.status = decision.runStatus;
   if (terminal && run.stack_id) await releaseStack(trx, run.stack_id, run.id);
 }
 
@@ -122,7 +144,7 @@ export async function advanceRun(trx: Trx, runId: string, reason: string, actor?
 export async function admitRun(trx: Trx, runId: string, stackId: string | null, actor?: string): Promise<void> {
   await updateRun(trx, runId, { admitted: true });
   if (stackId) await setStackActiveRun(trx, stackId, runId);
-  await advanceRun(trx, runId, 'admitted', actor);
+  await advanceRun(trx, (await lockRun(trx, runId))!, 'admitted', actor);
 }
 
 /**

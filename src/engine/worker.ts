@@ -112,9 +112,9 @@ export class EngineWorker {
     await redispatchStaleSteps(this.db, this.config.redispatchMs);
   }
 
-  private async executeStep({ stepExecutionId: id }: StepExecutePayload): Promise<void> {
+  private async executeStep({ stepExecutionId: id, runId }: StepExecutePayload): Promise<void> {
     if (this.draining) throw new Error('worker is draining');
-    const claimed = await claimStep(this.db, id, this.workerId, this.config.leaseMs);
+    const claimed = await claimStep(this.db, id, runId, this.workerId, this.config.leaseMs);
     if (!claimed) return;
     const attempt: RunningAttempt = { controller: new AbortController() };
     this.running.set(id, attempt);
@@ -137,8 +137,8 @@ export class EngineWorker {
     if (attempt.reason === 'drain') sink.write('system', `worker ${this.workerId} is shutting down; the step goes back to the queue`);
     await sink.close();
     if (sink.lastError) this.log.error({ err: sink.lastError, executionId: id }, 'failed to store log lines');
-    if (attempt.reason === 'drain') await handBackStep(this.db, id, this.workerId);
+    if (attempt.reason === 'drain') await handBackStep(this.db, id, runId, this.workerId);
     // A stopped attempt (cancelled, or failed over after a lost lease) was already settled by whoever stopped it.
-    else if (attempt.reason !== 'stopped') await completeStep(this.db, id, this.workerId, outcome);
+    else if (attempt.reason !== 'stopped') await completeStep(this.db, id, runId, this.workerId, outcome);
   }
 }
