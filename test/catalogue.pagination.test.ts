@@ -64,6 +64,15 @@ describe('catalogue pagination', () => {
     assert.equal(definitions.length, 1, 'the seeded aws_region definition');
   });
 
+  it('a larger limit is clamped to 200 and said so; limit 0 and a foreign cursor are 400', async () => {
+    const clamped = await t.call('GET', '/projects?limit=500');
+    assert.equal(clamped.status, 200);
+    assert.equal(clamped.body.meta.limit, 200);
+    assert.equal((await t.call('GET', '/default-value-definitions')).body.meta.limit, 50, 'default page size');
+    assert.equal((await t.call('GET', '/environments?limit=0')).status, 400);
+    assert.equal((await t.call('GET', '/default-values?cursor=not-ours')).status, 400);
+  });
+
   it('a walk stays complete and duplicate-free while rows are inserted concurrently', async () => {
     const org = await createOrganization(t, 'Busy');
     const h = inOrg(org);
