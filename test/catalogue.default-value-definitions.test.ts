@@ -76,6 +76,14 @@ describe('default-value definitions', () => {
   it('a default may reference another definition', async () => {
     const res = await create('region-copy', { id: 'r', label: 'Region', type: 'string', default: { $defaultValue: 'aws_region' } });
     assert.equal(res.status, 201, JSON.stringify(res.body));
+    const target = (await create('target', { id: 't', label: 'T', type: 'string' })).body.data;
+    const referrer = await create('referrer', {
+      id: 'o', label: 'O', type: 'object', properties: [{ id: 'n', label: 'N', type: 'string', default: { $defaultValue: 'target' } }],
+    });
+    assert.equal(referrer.status, 201, JSON.stringify(referrer.body));
+    const blocked = await t.call('DELETE', `/default-value-definitions/${target.id}?cascade=true`);
+    assert.equal(blocked.status, 409);
+    assert.deepEqual(blocked.body.details[0].items, ['definitions whose default refers to it: referrer']);
     const self = await create('selfish', { id: 's', label: 'S', type: 'string', default: { $defaultValue: 'selfish' } });
     assert.equal(self.status, 422);
   });

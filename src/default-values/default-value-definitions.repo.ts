@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from '../platform/db/db.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { InputProperty } from '../inputs/inputs.schema.ts';
@@ -104,4 +105,18 @@ export function updateDefinition(db: Executor, id: string, changes: { name?: str
 
 export function deleteDefinitionById(db: Executor, id: string) {
   return db.deleteFrom('default_value_definitions').where('id', '=', id).execute();
+}
+
+/** The definitions of the organization whose schema has a `$defaultValue` reference to `givenId`, at any depth. */
+export async function findDefinitionsReferencing(db: Executor, organizationId: string, givenId: string, sample = 10) {
+  const rows = await db
+    .selectFrom('default_value_definitions')
+    .select('given_id')
+    .where('organization_id', '=', organizationId)
+    .where('given_id', '<>', givenId)
+    .where(sql<boolean>`jsonb_path_exists(schema, '$.** ? (@."$defaultValue" == $g)', jsonb_build_object('g', ${givenId}::text))`)
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
+  return rows.map((r) => r.given_id);
 }

@@ -7,12 +7,14 @@ import { checkInputProperty, defaultValueRefsOf } from '../inputs/check-property
 import type { InputProperty } from '../inputs/inputs.schema.ts';
 import { formatProblems, validateValue } from '../inputs/validate-value.ts';
 import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
+import { inUseError } from '../projects/in-use.ts';
 import {
   definitionRowToDefinition,
   deleteDefinitionById,
   findDefinitionById,
   findDefinitionsByGivenIds,
   findDefinitionsPage,
+  findDefinitionsReferencing,
   insertDefinition,
   updateDefinition,
   type DefinitionRow,
@@ -110,11 +112,18 @@ export async function updateDefinitionFields(db: Db, principal: Principal, id: s
   });
 }
 
-/** deleteDefinition refuses (409) while values exist, unless `cascade` deletes them with it. */
+/**
+ * deleteDefinition refuses (409) while other definitions' defaults refer to it, and while values exist
+ * unless `cascade` deletes them with it.
+ */
 export async function deleteDefinition(db: Db, principal: Principal, id: string, cascade: boolean) {
   await db.transaction().execute(async (trx) => {
     const current = await getDefinitionRow(trx, principal, id, 'update');
     assertUserOwned(current);
+    const referencing = await findDefinitionsReferencing(trx, principal.organizationId, current.given_id);
+    if (referencing.length > 0) {
+      throw inUseError(ENTITY, `Definition ${current.given_id}`, referencing.map((ref) => ({ kind: 'definitions whose default refers to it', ref })));
+    }
     if (cascade) {
       await deleteDefaultValuesOfDefinition(trx, id);
     } else {
