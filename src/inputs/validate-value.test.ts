@@ -9,6 +9,9 @@ describe('validateValue', () => {
   it('a missing value is a problem only when required', () => {
     assert.deepEqual(validateValue(p({ type: 'string' }), undefined), []);
     assert.deepEqual(validateValue(p({ type: 'string', required: true }), null), [{ path: '', message: 'is required' }]);
+    assert.deepEqual(validateValue(p({ type: 'text', required: true }), ''), [{ path: '', message: 'is required' }], 'an empty text is missing');
+    const patterned = p({ type: 'string', patterns: [{ pattern: '^a', message: 'starts with a' }] });
+    assert.deepEqual(validateValue(patterned, ''), [], 'an empty optional string is not checked against patterns');
   });
 
   it('string: type, dropdown values and every failing pattern', () => {

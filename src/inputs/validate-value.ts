@@ -22,6 +22,11 @@ function isMissing(value: Json): boolean {
   return value === undefined || value === null;
 }
 
+/** For a text input an empty string is as good as nothing: a form sends "" for an untouched field. */
+function isMissingFor(property: InputProperty, value: Json): boolean {
+  return isMissing(value) || (value === '' && (property.type === 'string' || property.type === 'text'));
+}
+
 /** `show_when` holds sibling id → expected value or list of values; every entry must match. */
 export function isShown(property: { show_when?: Record<string, unknown> }, siblings: Record<string, Json>): boolean {
   if (!property.show_when) return true;
@@ -63,7 +68,7 @@ function checkFields(properties: InputProperty[], value: Record<string, Json>, p
   }
   for (const child of properties) {
     const childValue = value[child.id];
-    if (isMissing(childValue)) {
+    if (isMissingFor(child, childValue)) {
       if (child.required && isShown(child, value)) out.push({ path: pointer(path, child.id), message: 'is required' });
       continue;
     }
@@ -199,15 +204,12 @@ function check(p: InputProperty, value: Json, path: string, out: Problems): void
 
 /**
  * validateValue checks a value against an InputProperty and returns every problem, each with the JSON
- * Pointer of the offending part of the value. A missing (undefined or null) value is a problem only
- * when the property is required; defaults are not applied here.
+ * Pointer of the offending part of the value. A missing value (undefined, null, or "" for a text input)
+ * is a problem only when the property is required; defaults are not applied here.
  */
 export function validateValue(property: InputProperty, value: Json): Problem[] {
   const out: Problems = [];
-  if (isMissing(value)) {
-    if (property.required) out.push({ path: '', message: 'is required' });
-    return out;
-  }
+  if (isMissingFor(property, value)) return property.required ? [{ path: '', message: 'is required' }] : [];
   check(property, value, '', out);
   return out;
 }
