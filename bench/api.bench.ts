@@ -7,7 +7,8 @@
  * at the first page and at the page near row 100,000. Prints requests/s, p50 and p99, the ratios, and
  * Plinth's RSS after the load. Exits 1 when a target is missed. Everything it starts, it stops.
  *
- * BENCH_DURATION (s, default 5), BENCH_CONNECTIONS (default 10), BENCH_LOG_LEVEL (Plinth's, default info).
+ * BENCH_DURATION (s per load, default 3), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 10),
+ * BENCH_LOG_LEVEL (Plinth's LOG_LEVEL, default info as in production), BENCH_NODE_ARGS (flags for Plinth's node).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -21,7 +22,8 @@ import { encodeCursor } from '../src/platform/pagination.ts';
 import { freePort, ROOT, startPlinthProcess, type PlinthProcess } from '../test/helpers/plinth-process.ts';
 
 const MEMBERS = 100_000;
-const DURATION = Number(process.env.BENCH_DURATION || 5);
+const DURATION = Number(process.env.BENCH_DURATION || 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 10);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info';
 const TARGETS = { whoamiRatio: 0.8, deepPageRatio: 1.2, rssMb: 200 };
@@ -44,12 +46,39 @@ interface Figures {
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
-async function load(url: string, token: string): Promise<Figures> {
-  const headers = { authorization: `Bearer ${token}` };
-  await autocannon({ url, connections: CONNECTIONS, duration: 1, headers });
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers });
+async function load(url: string, token: string, duration = DURATION): Promise<Figures> {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration, headers: { authorization: `Bearer ${token}` } });
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx responses, ${result.errors} errors`);
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const medianFigures = (runs: Figures[]): Figures => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) });
+
+interface Scenario {
+  name: string;
+  path: string;
+  token: string;
+}
+
+/**
+ * Loads every scenario against both servers, ROUNDS times, alternating which goes first, so a burst
+ * of other work on the machine lands on both sides rather than on one. Ratios are taken per round and
+ * their median reported.
+ */
+async function loadAll(scenarios: Scenario[], plinthUrl: string, baselineUrl: string) {
+  for (const s of scenarios) {
+    await load(plinthUrl + s.path, s.token, 1);
+    await load(baselineUrl + s.path, s.token, 1);
+  }
+  const runs = scenarios.map(() => ({ plinth: [] as Figures[], baseline: [] as Figures[] }));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, s] of scenarios.entries()) {
+      const order = round % 2 === 0 ? (['plinth', 'baseline'] as const) : (['baseline', 'plinth'] as const);
+      for (const side of order) runs[i][side].push(await load((side === 'plinth' ? plinthUrl : baselineUrl) + s.path, s.token));
+    }
+  }
+  return runs;
 }
 
 async function api(baseUrl: string, token: string, method: string, url: string, body?: unknown, orgId?: string) {
@@ -120,7 +149,7 @@ async function main() {
     say(`starting plinth api on an embedded PostgreSQL in ${dataDir} ...`);
     plinth = await startPlinthProcess(
       { PLINTH_DATA_DIR: dataDir, PLINTH_PG_PORT: String(await freePort()), PLINTH_ADMIN_TOKEN: adminToken, LOG_LEVEL },
-      { command: 'api', readyTimeoutMs: 120_000, discardStdout: true },
+      { command: 'api', readyTimeoutMs: 120_000, discardStdout: true, nodeArgs: (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean) },
     );
     const password = readFileSync(path.join(dataDir, 'pg-password'), 'utf8').trim();
     const org = await api(plinth.baseUrl, adminToken, 'POST', '/organizations', { data: { name: 'Bench', billingEmail: 'bench@example.com' } });
@@ -133,39 +162,43 @@ async function main() {
     say(`seeding ${MEMBERS.toLocaleString('en')} memberships ...`);
     const deepCursor = await seed(databaseUrl, orgId);
     const deepQuery = `/memberships?limit=50&cursor=${deepCursor}`;
-    const deep = await api(plinth.baseUrl, saToken, 'GET', deepQuery);
-    const first = await api(plinth.baseUrl, saToken, 'GET', '/memberships?limit=50');
-    if (first.data.length !== 50 || deep.data.length !== 50 || deep.meta.nextCursor) throw new Error('the seeded pages are not what the benchmark expects');
+    const lastPage = await api(plinth.baseUrl, saToken, 'GET', deepQuery);
+    const firstPage = await api(plinth.baseUrl, saToken, 'GET', '/memberships?limit=50');
+    if (firstPage.data.length !== 50 || lastPage.data.length !== 50 || lastPage.meta.nextCursor) throw new Error('the seeded pages are not what the benchmark expects');
 
     const idleRss = rssMb(plinth.pid);
     say('starting the baseline (bare Fastify + pg) ...');
     const started = await startBaseline(databaseUrl, adminToken);
     baseline = started.child;
 
-    say(`loading each for 1 s warm-up + ${DURATION} s, ${CONNECTIONS} connections ...`);
-    const results = {
-      whoami: { plinth: await load(`${plinth.baseUrl}/auth/whoami`, adminToken), baseline: await load(`${started.baseUrl}/auth/whoami`, adminToken) },
-      first: { plinth: await load(`${plinth.baseUrl}/memberships?limit=50`, saToken), baseline: await load(`${started.baseUrl}/memberships?limit=50`, saToken) },
-      deep: { plinth: await load(plinth.baseUrl + deepQuery, saToken), baseline: await load(started.baseUrl + deepQuery, saToken) },
-    };
+    say(`loading: 1 s warm-up each, then ${ROUNDS} rounds of ${DURATION} s per scenario and server, ${CONNECTIONS} connections ...`);
+    const scenarios: Scenario[] = [
+      { name: 'GET /auth/whoami', path: '/auth/whoami', token: adminToken },
+      { name: 'GET /memberships?limit=50 (first)', path: '/memberships?limit=50', token: saToken },
+      { name: 'GET /memberships?limit=50 (~100k)', path: deepQuery, token: saToken },
+    ];
+    const [whoami, first, deepPage] = await loadAll(scenarios, plinth.baseUrl, started.baseUrl);
     const rss = rssMb(plinth.pid);
     const baselineRss = rssMb(baseline.pid!);
 
-    const whoamiRatio = results.whoami.plinth.rps / results.whoami.baseline.rps;
-    const deepRatio = results.first.plinth.rps / results.deep.plinth.rps;
+    const perRound = (f: (round: number) => number) => median(Array.from({ length: ROUNDS }, (_, round) => f(round)));
+    const whoamiRatio = perRound((r) => whoami.plinth[r].rps / whoami.baseline[r].rps);
+    const deepRatio = perRound((r) => first.plinth[r].rps / deepPage.plinth[r].rps);
+    const row = (name: string, runs: { plinth: Figures[]; baseline: Figures[] }) =>
+      `${name.padEnd(36)}${fmt(medianFigures(runs.plinth))} | ${fmt(medianFigures(runs.baseline))}`;
     const lines = [
       '',
-      `Plinth API benchmark: ${MEMBERS.toLocaleString('en')} memberships, ${CONNECTIONS} connections, ${DURATION} s per load, loopback, ${os.availableParallelism()} cores`,
+      `Plinth API benchmark: ${MEMBERS.toLocaleString('en')} memberships, ${CONNECTIONS} connections, median of ${ROUNDS} rounds of ${DURATION} s, loopback, ${os.availableParallelism()} cores, load average ${os.loadavg()[0].toFixed(1)}`,
       '',
-      `                                      plinth                                 | baseline (bare Fastify + pg)`,
-      `GET /auth/whoami                    ${fmt(results.whoami.plinth)} | ${fmt(results.whoami.baseline)}`,
-      `GET /memberships?limit=50 (first)   ${fmt(results.first.plinth)} | ${fmt(results.first.baseline)}`,
-      `GET /memberships?limit=50 (~100k)   ${fmt(results.deep.plinth)} | ${fmt(results.deep.baseline)}`,
+      `${''.padEnd(36)}${'plinth'.padEnd(41)}| baseline (bare Fastify + pg)`,
+      row(scenarios[0].name, whoami),
+      row(scenarios[1].name, first),
+      row(scenarios[2].name, deepPage),
       '',
       `whoami, plinth / baseline req/s:               ${whoamiRatio.toFixed(2)}x  (target >= ${TARGETS.whoamiRatio}x)  ${verdict(whoamiRatio >= TARGETS.whoamiRatio)}`,
       `memberships, first page / page at ~100k req/s: ${deepRatio.toFixed(2)}x  (target <= ${TARGETS.deepPageRatio}x)  ${verdict(deepRatio <= TARGETS.deepPageRatio)}`,
-      `memberships first page, plinth / baseline:     ${(results.first.plinth.rps / results.first.baseline.rps).toFixed(2)}x`,
-      `memberships page ~100k, plinth / baseline:     ${(results.deep.plinth.rps / results.deep.baseline.rps).toFixed(2)}x`,
+      `memberships first page, plinth / baseline:     ${perRound((r) => first.plinth[r].rps / first.baseline[r].rps).toFixed(2)}x`,
+      `memberships page ~100k, plinth / baseline:     ${perRound((r) => deepPage.plinth[r].rps / deepPage.baseline[r].rps).toFixed(2)}x`,
       `plinth RSS after the load:                     ${rss.toFixed(0)} MB  (target < ${TARGETS.rssMb} MB)  ${verdict(rss < TARGETS.rssMb)}`,
       `  (plinth idle before the load: ${idleRss.toFixed(0)} MB; baseline after its load: ${baselineRss.toFixed(0)} MB)`,
       '',

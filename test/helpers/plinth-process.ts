@@ -39,11 +39,13 @@ export interface StartOptions {
   readyTimeoutMs?: number;
   /** Send stdout to /dev/null instead of keeping it (a benchmark's request logs would pile up). */
   discardStdout?: boolean;
+  /** Extra flags for node itself, before `--import tsx`. */
+  nodeArgs?: string[];
 }
 
 export async function startPlinthProcess(env: Record<string, string>, options: StartOptions = {}): Promise<PlinthProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', options.command ?? 'serve'], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/cli.ts', options.command ?? 'serve'], {
     cwd: ROOT,
     env: { ...cleanEnv(), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
     stdio: ['ignore', options.discardStdout ? 'ignore' : 'pipe', 'pipe'],
