@@ -50,6 +50,8 @@ async function main(argv: string[]) {
     try {
       await running.stop();
       log.info('stopped');
+      // Everything is drained and closed; don't wait for idle timers of the queue's pools to unwind.
+      process.exit(process.exitCode ?? 0);
     } catch (error) {
       log.error({ err: error }, 'failed to stop cleanly');
       process.exitCode = 1;

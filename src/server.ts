@@ -79,10 +79,9 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     app,
     worker,
     stop: async () => {
-      // Close the listener first: in-flight requests finish, new ones are refused.
-      if (app) await app.close();
-      // Then drain the worker: no new jobs, running attempts are stopped and handed back to the queue.
-      if (worker) await worker.stop();
+      // Both drain at once: the listener refuses new requests while in-flight ones finish, and the
+      // worker takes no new jobs while its running attempts are stopped and handed back to the queue.
+      await Promise.all([app?.close(), worker?.stop()]);
       await database.close();
     },
   };

@@ -32,7 +32,8 @@ function queueLogger(log: Logger): QueueLogger {
  * calls it at start, API ones included: a stack run is enqueued inside the API's transaction.
  */
 export async function installQueue(connectionString: string, log: Logger): Promise<void> {
-  await runMigrations({ connectionString, logger: queueLogger(log) });
+  // noHandleSignals: graphile-worker would otherwise install process-wide signal handlers that re-raise SIGTERM.
+  await runMigrations({ connectionString, logger: queueLogger(log), noHandleSignals: true });
 }
 
 export interface QueueOptions {
