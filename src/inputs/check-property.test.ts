@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkInputProperty, defaultValueRefsOf } from './check-property.ts';
+import { checkInputProperties, checkInputProperty, defaultValueRefsOf } from './check-property.ts';
 import type { InputProperty } from './inputs.schema.ts';
 import { patternProblem } from './patterns.ts';
 
@@ -70,5 +70,13 @@ describe('checkInputProperty', () => {
       properties: [{ id: 'r', label: 'R', type: 'string', default: { $defaultValue: 'aws_region' } }],
     });
     assert.deepEqual(defaultValueRefsOf(prop), ['top', 'aws_region']);
+  });
+
+  it('checkInputProperties checks a list of sibling inputs', () => {
+    const problems = checkInputProperties([
+      { id: 'a', label: 'A', type: 'string' },
+      { id: 'a', label: 'A', type: 'number', min: 2, max: 1 },
+    ] as InputProperty[]);
+    assert.deepEqual(problems.map((x) => x.path), ['/1/id', '/1/min']);
   });
 });

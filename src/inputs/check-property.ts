@@ -97,6 +97,13 @@ export function checkInputProperty(property: InputProperty): Problem[] {
   return out;
 }
 
+/** checkInputProperties checks a list of sibling inputs (a module version's inputs): each one, unique ids, show_when. */
+export function checkInputProperties(properties: InputProperty[]): Problem[] {
+  const out: Problem[] = [];
+  checkChildren(properties, '', 0, out);
+  return out;
+}
+
 /** defaultValueRefsOf lists the definition givenIds that defaults inside the property refer to. */
 export function defaultValueRefsOf(property: InputProperty): string[] {
   const found: string[] = [];

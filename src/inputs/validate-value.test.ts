@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { InputProperty } from './inputs.schema.ts';
-import { validateValue } from './validate-value.ts';
+import { validateInputs, validateValue } from './validate-value.ts';
 
 const p = (x: Record<string, unknown>) => ({ id: 'x', label: 'X', ...x }) as InputProperty;
 
@@ -163,5 +163,17 @@ describe('validateValue', () => {
     const problems = validateValue(prop, 'a'.repeat(40) + '!');
     assert.ok(Date.now() - started < 2000);
     assert.deepEqual(problems, [{ path: '', message: 'took too long to match ^(a|a)*$' }]);
+  });
+
+  it('validateInputs checks a module-style input set keyed by input id', () => {
+    const inputs = [
+      { id: 'name', label: 'Name', type: 'string', required: true },
+      { id: 'size', label: 'Size', type: 'number', max: 5 },
+    ] as InputProperty[];
+    assert.deepEqual(validateInputs(inputs, { size: 9, other: 1 }), [
+      { path: '/other', message: 'is not an input of this schema' },
+      { path: '/name', message: 'is required' },
+      { path: '/size', message: 'must be at most 5' },
+    ]);
   });
 });

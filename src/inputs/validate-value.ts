@@ -214,6 +214,17 @@ export function validateValue(property: InputProperty, value: Json): Problem[] {
   return out;
 }
 
+/**
+ * validateInputs checks a set of input values (an object keyed by input id, e.g. a module instance's
+ * inputs) against a list of InputProperty, as the fields of one object: unknown ids, required inputs
+ * that are shown, and every value. Paths start at the input id (`/subnets/2`).
+ */
+export function validateInputs(properties: InputProperty[], values: Record<string, Json>): Problem[] {
+  const out: Problems = [];
+  checkFields(properties, values, '', out);
+  return out;
+}
+
 /** formatProblems renders problems as `<prefix><path>: <message>` lines for ErrorBody details. */
 export function formatProblems(problems: Problem[], prefix: string): string[] {
   return problems.map((p) => `${prefix}${p.path}: ${p.message}`);
