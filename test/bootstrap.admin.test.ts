@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { ensureAdmin } from '../src/credentials/bootstrap.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { createDb, type Db } from '../src/platform/db/db.ts';
@@ -33,16 +34,20 @@ describe('ensureAdmin (the PLINTH_ADMIN_TOKEN bootstrap)', () => {
   let database: TestDatabase;
   let db: Db;
   let dataDir: string;
-  beforeEach(async () => {
+  before(async () => {
     database = await createTestDatabase();
     db = createDb(database.url, 4);
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-boot-'));
   });
-  afterEach(async () => {
+  after(async () => {
     await db.destroy();
     await database.drop();
-    rmSync(dataDir, { recursive: true, force: true });
   });
+  // Each test starts from an empty database (cheaper than a new one per test).
+  beforeEach(async () => {
+    await sql`truncate organizations, users cascade`.execute(db);
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-boot-'));
+  });
+  afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('with a token, twice: one SUPER_ADMIN, OWNER of one Default organization, holding one key with exactly that token', async () => {
     const first = await ensureAdmin(db, { adminToken: TOKEN, adminEmail: EMAIL, dataDir });
