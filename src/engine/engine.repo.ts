@@ -202,15 +202,14 @@ export async function insertTransition(
  */
 export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<string> {
   const { rows } = await sql<{ id: string }>`
-    select (graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${executionId}::text, 'runId', ${runId}::text),
-            max_attempts => 5, job_key => ${'step:' + executionId}, job_key_mode => 'preserve_run_at')).id::text as id`.execute(trx);
-  const jobId = rows[0].id;
-  await trx
-    .updateTable('step_executions')
-    .set({ engine_job_id: jobId, dispatched_at: sql<Date>`now()` })
-    .where('id', '=', executionId)
-    .execute();
-  return jobId;
+    with job as (
+      select (graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${executionId}::text, 'runId', ${runId}::text),
+              max_attempts => 5, job_key => ${'step:' + executionId}, job_key_mode => 'preserve_run_at')).id::text as id
+    )
+    update step_executions set engine_job_id = job.id, dispatched_at = now() from job
+     where step_executions.id = ${executionId}
+    returning job.id`.execute(trx);
+  return rows[0].id;
 }
 
 /** Wakes the worker running the step so it kills the process now, not at its next heartbeat. */

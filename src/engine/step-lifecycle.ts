@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db, Trx } from '../platform/db/db.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import { enqueueStepJob, insertTransition, lockExecution, updateExecution, type LockedRunRow } from './engine.repo.ts';
+import { enqueueStepJob, insertTransition, updateExecution, type ExecutionRow, type LockedRunRow } from './engine.repo.ts';
 import { advanceRun, createExecution, inTransaction, lockRun, setLocalStatus, stepOf, type LockedRun } from './transition.ts';
 import { engineError, nextRetry } from './transitions.ts';
 
@@ -30,6 +30,14 @@ async function placementOf(trx: Trx, stackId: string | null, executionId: string
 }
 
 /**
+ * The execution as of the run's lock: every change to an execution holds that lock, so the list read
+ * under it is current. An execution of an older attempt epoch is not there, and is left alone.
+ */
+function executionIn(locked: LockedRun | undefined, executionId: string): ExecutionRow | undefined {
+  return locked?.executions.find((e) => e.id === executionId);
+}
+
+/**
  * claimStep moves a QUEUED execution to RUNNING under this worker's lease. Returns undefined when the
  * execution is no longer QUEUED (cancelled, or already claimed through a duplicate job): the job is
  * then a no-op, which is what makes a redispatch safe.
@@ -37,8 +45,8 @@ async function placementOf(trx: Trx, stackId: string | null, executionId: string
 export async function claimStep(db: Db, executionId: string, runId: string, workerId: string, leaseMs: number): Promise<ClaimedStep | undefined> {
   return inTransaction(db, async (trx) => {
     const locked = await lockRun(trx, runId);
-    const execution = await lockExecution(trx, executionId);
-    if (!locked || !execution || execution.pipeline_run_id !== runId || execution.status !== 'QUEUED') return undefined;
+    const execution = executionIn(locked, executionId);
+    if (!locked || !execution || execution.status !== 'QUEUED') return undefined;
     await updateExecution(trx, executionId, { status: 'RUNNING', leaseOwner: workerId, leaseMs, started: true });
     await insertTransition(trx, { runId, executionId, from: 'QUEUED', to: 'RUNNING', reason: 'claimed by a worker', actor: workerId });
     setLocalStatus(locked, executionId, 'RUNNING');
@@ -82,7 +90,7 @@ async function failAttempt(trx: Trx, locked: LockedRun, executionId: string, rea
 export async function completeStep(db: Db, executionId: string, runId: string, workerId: string, outcome: StepOutcome): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     const locked = await lockRun(trx, runId);
-    const execution = await lockExecution(trx, executionId);
+    const execution = executionIn(locked, executionId);
     if (!locked || !execution || execution.status !== 'RUNNING' || execution.lease_owner !== workerId) return false;
     await updateExecution(trx, executionId, {
       status: outcome.status,
@@ -108,8 +116,7 @@ export async function completeStep(db: Db, executionId: string, runId: string, w
  */
 export async function handBackStep(db: Db, executionId: string, runId: string, workerId: string): Promise<boolean> {
   return inTransaction(db, async (trx) => {
-    await lockRun(trx, runId);
-    const execution = await lockExecution(trx, executionId);
+    const execution = executionIn(await lockRun(trx, runId), executionId);
     if (!execution || execution.status !== 'RUNNING' || execution.lease_owner !== workerId) return false;
     await updateExecution(trx, executionId, { status: 'QUEUED', leaseOwner: null, leaseMs: null, started: null });
     await insertTransition(trx, { runId, executionId, from: 'RUNNING', to: 'QUEUED', reason: 'handed back by a draining worker', actor: workerId });
@@ -132,7 +139,7 @@ export async function failLostSteps(db: Db, reaperId: string, limit = 50): Promi
   for (const row of rows) {
     const done = await inTransaction(db, async (trx) => {
       const locked = (await lockRun(trx, row.pipeline_run_id))!;
-      const execution = await lockExecution(trx, row.id);
+      const execution = executionIn(locked, row.id);
       if (!execution || execution.status !== 'RUNNING' || !execution.lease_expires_at || execution.lease_expires_at.getTime() > Date.now()) return false;
       const error = engineError('Engine:Worker:LOST', `Worker ${execution.lease_owner} stopped renewing its lease; the attempt is failed over`, {
         workerId: execution.lease_owner,
