@@ -7,7 +7,10 @@ export interface StepRow {
   attempt_epoch: number;
   started_ms: number;
   completed_ms: number;
+  dispatched_ms: number;
   process_ms: number | null;
+  prepare_ms: number | null;
+  cleanup_ms: number | null;
   /** RUNNING transitions of this execution: more than one means it was claimed twice. */
   claims: number;
 }
@@ -26,6 +29,10 @@ export interface StepFigures {
   overhead: number[];
   overheadMean: number;
   process: number[];
+  prepare: number[];
+  cleanup: number[];
+  /** Per dispatched step: ms from its job being added to its claim. */
+  pickup: number[];
   /** Steps that should have run but have no SUCCEEDED execution. */
   lost: number;
   /** Executions claimed more than once, plus extra executions of one step in one attempt. */
@@ -37,6 +44,9 @@ export function stepFigures(rows: StepRow[], sentAt: Map<string, number>, stepsP
   const perStep = new Map<string, number>();
   const overhead: number[] = [];
   const processTimes: number[] = [];
+  const prepare: number[] = [];
+  const cleanup: number[] = [];
+  const pickup: number[] = [];
   let doublyRun = 0;
   for (const r of rows) {
     const prev = firstStart.get(r.run_id);
@@ -47,6 +57,9 @@ export function stepFigures(rows: StepRow[], sentAt: Map<string, number>, stepsP
     if (r.status === 'SUCCEEDED' && r.process_ms !== null) {
       overhead.push(r.completed_ms - r.started_ms - r.process_ms);
       processTimes.push(r.process_ms);
+      if (r.prepare_ms !== null) prepare.push(r.prepare_ms);
+      if (r.cleanup_ms !== null) cleanup.push(r.cleanup_ms);
+      if (!Number.isNaN(r.dispatched_ms)) pickup.push(r.started_ms - r.dispatched_ms);
     }
   }
   for (const count of perStep.values()) if (count > 1) doublyRun += count - 1;
@@ -57,6 +70,9 @@ export function stepFigures(rows: StepRow[], sentAt: Map<string, number>, stepsP
     overhead,
     overheadMean: overhead.reduce((a, b) => a + b, 0) / Math.max(1, overhead.length),
     process: processTimes,
+    prepare,
+    cleanup,
+    pickup,
     lost: sentAt.size * stepsPerRun - succeeded,
     doublyRun,
   };

@@ -124,12 +124,15 @@ async function stepRows(db: pg.Client, runIds: string[]): Promise<StepRow[]> {
     `select e.id, e.pipeline_run_id as run_id, e.step_id, e.status, e.attempt_epoch,
             extract(epoch from e.started_at) * 1000 as started_ms,
             extract(epoch from e.completed_at) * 1000 as completed_ms,
+            extract(epoch from e.dispatched_at) * 1000 as dispatched_ms,
             (e.status_detail->>'processMs')::float8 as process_ms,
+            (e.status_detail->>'prepareMs')::float8 as prepare_ms,
+            (e.status_detail->>'cleanupMs')::float8 as cleanup_ms,
             (select count(*)::int from run_transitions t where t.step_execution_id = e.id and t.to_status = 'RUNNING') as claims
        from step_executions e where e.pipeline_run_id = any($1)`,
     [runIds],
   );
-  return rows.map((r) => ({ ...r, started_ms: Number(r.started_ms), completed_ms: Number(r.completed_ms) }));
+  return rows.map((r) => ({ ...r, started_ms: Number(r.started_ms), completed_ms: Number(r.completed_ms), dispatched_ms: Number(r.dispatched_ms) }));
 }
 
 function memory(pid: number) {
@@ -195,7 +198,8 @@ async function main() {
       `  dispatch, POST to first step RUNNING:   p50 ${ms(p50)} (target < ${TARGETS.dispatchP50})  ${verdict(p50 < TARGETS.dispatchP50)}`,
       `                                          p99 ${ms(p99)} (target < ${TARGETS.dispatchP99})  ${verdict(p99 < TARGETS.dispatchP99)}`,
       `  engine overhead per step (wall - process): p50 ${ms(overhead)}  p99 ${ms(percentile(pacedFigures.overhead, 99))}  mean ${ms(pacedFigures.overheadMean)} (target < ${TARGETS.overheadMs})  ${verdict(overhead < TARGETS.overheadMs)}`,
-      `  step process time: p50 ${ms(percentile(pacedFigures.process, 50))}`,
+      `  step process time: p50 ${ms(percentile(pacedFigures.process, 50))}; of the overhead, work dir make p50 ${ms(percentile(pacedFigures.prepare, 50))}, remove p50 ${ms(percentile(pacedFigures.cleanup, 50))}`,
+      `  job pickup, dispatched to claimed:      p50 ${ms(percentile(pacedFigures.pickup, 50))}  p99 ${ms(percentile(pacedFigures.pickup, 99))}`,
       `burst phase (${RUNS} runs, ${CLIENTS} clients):`,
       `  runs completed per second:              ${runsPerSecond.toFixed(1)}`,
       `  dispatch under burst:                   p50 ${ms(percentile(burstFigures.dispatch, 50))}  p99 ${ms(percentile(burstFigures.dispatch, 99))}`,

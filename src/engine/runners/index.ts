@@ -43,7 +43,15 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<
     signal: ctx.signal,
     onSpawn: ctx.onSpawn,
   });
-  const statusDetail = { exitCode: result.exitCode, signal: result.signal, processMs: Math.round(result.processMs * 1000) / 1000, workerId: ctx.workerId };
+  const round = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 1000) / 1000);
+  const statusDetail = {
+    exitCode: result.exitCode,
+    signal: result.signal,
+    processMs: round(result.processMs),
+    prepareMs: round(result.prepareMs),
+    cleanupMs: round(result.cleanupMs),
+    workerId: ctx.workerId,
+  };
   const outputData = { exitCode: result.exitCode };
   if (result.spawnError) return { status: 'FAILED', statusDetail, error: engineError('Engine:Script:SPAWN_FAILED', result.spawnError) };
   if (result.timedOut) {

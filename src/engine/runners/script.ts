@@ -25,6 +25,9 @@ export interface ScriptResult {
   stopped: boolean;
   /** Wall time of the process itself, spawn to exit: the engine's overhead is the rest of the step. */
   processMs: number;
+  /** Making the working directory, and removing it afterwards: engine time, reported for the benchmark. */
+  prepareMs?: number;
+  cleanupMs?: number;
   spawnError?: string;
 }
 
@@ -43,13 +46,19 @@ function killGroup(pid: number, signal: NodeJS.Signals) {
  * after the grace period) on timeout or when `signal` aborts, and removes the directory afterwards.
  */
 export async function runScript(o: ScriptOptions): Promise<ScriptResult> {
+  const started = performance.now();
   const workDir = await mkdtemp(path.join(o.workRoot ?? os.tmpdir(), 'plinth-step-'));
+  let result: ScriptResult | undefined;
   try {
     const cwd = o.workingDirectory ? path.join(workDir, o.workingDirectory) : workDir;
     if (o.workingDirectory) await mkdir(cwd, { recursive: true });
-    return await runInDirectory(o, cwd);
+    const prepareMs = performance.now() - started;
+    result = { ...(await runInDirectory(o, cwd)), prepareMs };
+    return result;
   } finally {
+    const cleanupStarted = performance.now();
     await rm(workDir, { recursive: true, force: true });
+    if (result) result.cleanupMs = performance.now() - cleanupStarted;
   }
 }
 
