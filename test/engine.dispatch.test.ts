@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { createStack, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
+
+describe('dispatch', () => {
+  let t: EngineTestApp;
+  before(async () => (t = await startEngineTestApp()));
+  after(() => t.close());
+
+  it('a QUEUED step whose job was lost is dispatched again by the reaper, and runs once', async () => {
+    const stack = await createStack(t, [{ id: 'only', command: 'echo ran' }]);
+    const run = await triggerRun(t, stack.id);
+    const [step] = await stepsOf(t, run.id);
+    assert.equal(step.status, 'QUEUED');
+    // As if a worker took the job and died before claiming the step: the job is gone, the step still QUEUED.
+    await sql`select graphile_worker.remove_job(${'step:' + step.id})`.execute(t.db);
+    await sql`update step_executions set dispatched_at = now() - interval '1 hour' where id = ${step.id}`.execute(t.db);
+    await t.startWorker({ redispatchMs: 1_000 });
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+    const after = await stepsOf(t, run.id);
+    assert.equal(after.length, 1);
+    assert.notEqual(after[0].engineRunId, step.engineRunId, 'a new job dispatched it');
+    const logs = await t.call('GET', `/pipeline-step-executions/${step.id}/logs`);
+    assert.deepEqual(logs.body.data.map((l: any) => l.line), ['ran']);
+  });
+
+  it('a step of a CLOUD execution environment fails with a typed error: this worker runs LOCAL steps only', async () => {
+    const stack = await createStack(t, [{ id: 'only' }]);
+    const stackRow = (await t.call('GET', `/stacks/${stack.id}`)).body.data;
+    const org = stackRow.organizationId;
+    await sql`insert into execution_environments (id, organization_id, given_id, name, type) values ('ee-cloud', ${org}, 'cloud', 'Cloud', 'CLOUD')`.execute(t.db);
+    await sql`update environments set execution_environment_id = 'ee-cloud' where id = ${stackRow.environmentId}`.execute(t.db);
+    const run = await triggerRun(t, stack.id);
+    await waitForRunStatus(t, run.id, 'FAILED');
+    const [step] = await stepsOf(t, run.id);
+    assert.equal(step.error.code, 'Engine:ExecutionEnvironment:UNSUPPORTED');
+  });
+});
