@@ -38,6 +38,8 @@ describe('plinth serve with no DATABASE_URL (embedded PostgreSQL)', { timeout: 1
     assert.equal(statSync(file).mode & 0o777, 0o600);
     assert.ok(plinth.output().includes(token), 'the token is printed once on stdout');
     assert.ok(existsSync(path.join(dataDir, 'pg', 'PG_VERSION')));
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${postmasterPid(dataDir)}/status`, 'utf8'))![1]);
+    assert.notEqual(uid, 0, 'PostgreSQL never runs as root');
     const res = await fetch(`${plinth.baseUrl}/organizations`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },

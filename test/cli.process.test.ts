@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
-import { isAlive, isListening, startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
+import { spawnSync } from 'node:child_process';
+import { isAlive, isListening, ROOT, startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
 
 const TOKEN = 'plk_cli_process_test_token_0123456789abcdefghijklmnop';
 
@@ -67,5 +68,29 @@ describe('plinth serve as a real process (DATABASE_URL)', () => {
     assert.equal(code, 0, plinth.output());
     assert.equal(isAlive(plinth.pid), false);
     assert.equal(await isListening(port), false);
+  });
+});
+
+describe('plinth migrate and usage', () => {
+  let database: TestDatabase;
+  before(async () => {
+    database = await createTestDatabase();
+  });
+  after(() => database.drop());
+
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, encoding: 'utf8', timeout: 60_000 });
+
+  it('plinth migrate applies nothing on an up-to-date database and exits 0', () => {
+    const result = run(['migrate'], { DATABASE_URL: database.url });
+    assert.equal(result.status, 0, result.stderr);
+    assert.match(result.stdout, /database is up to date/);
+  });
+
+  it('an unknown command prints the usage and exits 2', () => {
+    const result = run(['bogus'], { DATABASE_URL: database.url });
+    assert.equal(result.status, 2);
+    assert.match(result.stderr, /usage: plinth <command>/);
+    for (const command of ['serve', 'api', 'worker', 'migrate']) assert.match(result.stderr, new RegExp(`\\b${command}\\b`));
   });
 });
