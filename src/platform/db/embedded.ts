@@ -1,3 +1,5 @@
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, promises as fs } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -41,6 +43,27 @@ async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
     }
   }
   return EmbeddedPostgres;
+}
+
+/** How long a stop waits for clients to disconnect before it ends their sessions. */
+const SMART_SHUTDOWN_MS = 5_000;
+
+/**
+ * stopPersistent asks PostgreSQL for a smart shutdown (SIGTERM: wait until every client has
+ * disconnected) and only then for a fast one. The package's own stop() is a fast shutdown, which cuts
+ * sessions still closing: a pool that some library ends in the background (graphile-worker ends its pool
+ * without awaiting it) then gets an error event after its listeners are gone, and the process crashes
+ * on the way out.
+ */
+async function stopPersistent(server: EmbeddedPostgresClass): Promise<void> {
+  // The package keeps the postmaster's ChildProcess in a private field; it has no gentler stop.
+  const child = (server as unknown as { process?: ChildProcess }).process;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGINT'), SMART_SHUTDOWN_MS);
+  await exited;
+  clearTimeout(timer);
 }
 
 /** The port of a live postmaster on this data directory, if one is already running. */
@@ -95,5 +118,6 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   });
   if (!existsSync(path.join(pgDir, 'PG_VERSION'))) await server.initialise();
   await server.start();
-  return { url: urlFor(options.port), stop: () => server.stop() };
+  // A throw-away cluster is deleted by the package's stop(); nothing is left to disconnect from it.
+  return { url: urlFor(options.port), stop: () => (options.ephemeral ? server.stop() : stopPersistent(server)) };
 }
