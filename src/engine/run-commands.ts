@@ -81,8 +81,9 @@ export async function rejectStep(trx: Trx, runId: string, executionId: string, a
 }
 
 /**
- * cancelRun ends a run that is not finished: running steps are cancelled (their worker is notified
- * and kills the process), unstarted ones skipped, and the stack goes to the next waiting run.
+ * cancelRun ends a run that is not finished: its queued, running and waiting steps are cancelled (a
+ * running step's worker is notified and kills the process), steps not reached never start, and the
+ * stack goes to the next waiting run.
  */
 export async function cancelRun(trx: Trx, runId: string, actor: string): Promise<void> {
   const locked = await lockRun(trx, runId);

@@ -13,7 +13,7 @@ async function getRunRow(db: Executor, principal: Principal, id: string) {
   return row;
 }
 
-async function getExecutionRow(db: Executor, principal: Principal, id: string) {
+export async function getExecutionRow(db: Executor, principal: Principal, id: string) {
   const row = await findExecutionById(db, principal.organizationId, id);
   if (!row) throw new NotFoundError('StepExecution', id);
   return row;
@@ -68,4 +68,3 @@ export async function decideApproval(db: Db, principal: Principal, id: string, d
   });
 }
 
-export { getExecutionRow };
