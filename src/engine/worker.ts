@@ -34,6 +34,7 @@ export class EngineWorker {
   private listener: pg.Client | undefined;
   private timers: NodeJS.Timeout[] = [];
   private draining = false;
+  private lastRenewal = Date.now();
 
   constructor(
     private readonly db: Db,
@@ -102,7 +103,16 @@ export class EngineWorker {
 
   private async heartbeat() {
     const ids = [...this.running.keys()];
-    const held = await renewLeases(this.db, this.workerId, ids, this.config.leaseMs);
+    let held: Set<string>;
+    try {
+      held = await renewLeases(this.db, this.workerId, ids, this.config.leaseMs);
+      this.lastRenewal = Date.now();
+    } catch (error) {
+      // Cut off from the database for longer than a lease: the reaper elsewhere has failed these
+      // attempts over by now, so their processes must not go on running beside the retries.
+      if (Date.now() - this.lastRenewal > this.config.leaseMs) for (const id of ids) this.stopAttempt(id, 'stopped');
+      throw error;
+    }
     for (const id of ids) if (!held.has(id) && this.running.has(id)) this.stopAttempt(id, 'stopped');
   }
 
