@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type QueryCreator } from 'kysely';
+import type { Database } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
@@ -22,6 +23,8 @@ export interface RunRow {
 
 export interface LockedRunRow extends RunRow {
   config: PipelineConfig;
+  /** The type of the stack's environment's execution environment; null when none is set. */
+  execution_environment_type: string | null;
 }
 
 export interface ExecutionRow {
@@ -36,6 +39,8 @@ export interface ExecutionRow {
   retry_attempt: number;
   lease_owner: string | null;
   lease_expires_at: Date | null;
+  /** The highest log line number written so far (0 for none): an attempt handed back keeps its lines. */
+  last_log_seq: number;
 }
 
 const RUN_COLUMNS = sql.raw(`r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action,
@@ -44,8 +49,11 @@ const RUN_COLUMNS = sql.raw(`r.id, r.organization_id, r.pipeline_id, r.pipeline_
 /** lockRunById takes the run's row lock: every transition of the run or of its steps is serialized on it. */
 export async function lockRunById(trx: Trx, runId: string): Promise<LockedRunRow | undefined> {
   const { rows } = await sql<LockedRunRow>`
-    select ${RUN_COLUMNS}, v.config
+    select ${RUN_COLUMNS}, v.config, ee.type as execution_environment_type
       from pipeline_runs r join pipeline_versions v on v.id = r.pipeline_version_id
+      left join stacks s on s.id = r.stack_id
+      left join environments en on en.id = s.environment_id
+      left join execution_environments ee on ee.id = en.execution_environment_id
      where r.id = ${runId}
        for update of r`.execute(trx);
   return rows[0];
@@ -69,15 +77,22 @@ export function findExecutionsOfEpoch(trx: Executor, runId: string, epoch: numbe
   return trx
     .selectFrom('step_executions')
     .select(EXECUTION_COLUMNS)
+    .select((eb) =>
+      eb
+        .selectFrom('step_logs')
+        .select(sql<number>`coalesce(max(seq), 0)`.as('seq'))
+        .whereRef('step_logs.step_execution_id', '=', 'step_executions.id')
+        .as('last_log_seq'),
+    )
     .where('pipeline_run_id', '=', runId)
     .where('attempt_epoch', '=', epoch)
     .orderBy('id')
     .execute() as Promise<ExecutionRow[]>;
 }
 
-export function lockExecution(trx: Trx, executionId: string): Promise<ExecutionRow | undefined> {
+export function lockExecution(trx: Trx, executionId: string): Promise<Omit<ExecutionRow, 'last_log_seq'> | undefined> {
   return trx.selectFrom('step_executions').select(EXECUTION_COLUMNS).where('id', '=', executionId).forUpdate().executeTakeFirst() as Promise<
-    ExecutionRow | undefined
+    Omit<ExecutionRow, 'last_log_seq'> | undefined
   >;
 }
 
@@ -97,9 +112,11 @@ export interface NewExecutionValues {
   statusDetail?: Record<string, unknown>;
 }
 
-export async function insertExecution(trx: Trx, v: NewExecutionValues): Promise<void> {
+/** insertExecution creates a step execution and, in the same statement, its first history row. */
+export async function insertExecution(trx: Trx, v: NewExecutionValues, transition: TransitionRecord): Promise<void> {
   const terminal = v.status === 'SUCCEEDED' || v.status === 'SKIPPED';
-  await trx
+  const insert = (db: QueryCreator<Database>) =>
+    db
     .insertInto('step_executions')
     .values({
       id: v.id,
@@ -117,7 +134,29 @@ export async function insertExecution(trx: Trx, v: NewExecutionValues): Promise<
       status_detail: v.statusDetail ? JSON.stringify(v.statusDetail) : null,
       completed_at: terminal ? sql<Date>`now()` : null,
     })
-    .execute();
+    .returning('id');
+  await trx.with('created', insert).insertInto('run_transitions').values(transitionValues({ ...transition, executionId: v.id })).execute();
+}
+
+/** One row of the append-only history, written by the same statement as the change it records. */
+export interface TransitionRecord {
+  runId: string;
+  executionId?: string;
+  from: string | null;
+  to: string;
+  reason: string;
+  actor?: string;
+}
+
+function transitionValues(t: TransitionRecord) {
+  return {
+    pipeline_run_id: t.runId,
+    step_execution_id: t.executionId ?? null,
+    from_status: t.from,
+    to_status: t.to,
+    reason: t.reason,
+    actor: t.actor ?? null,
+  };
 }
 
 export interface ExecutionChanges {
@@ -131,8 +170,8 @@ export interface ExecutionChanges {
   completed?: boolean;
 }
 
-export async function updateExecution(trx: Trx, id: string, c: ExecutionChanges): Promise<void> {
-  await trx
+function executionUpdate(db: QueryCreator<Database>, id: string, c: ExecutionChanges) {
+  return db
     .updateTable('step_executions')
     .set({
       updated_at: sql<Date>`now()`,
@@ -147,7 +186,15 @@ export async function updateExecution(trx: Trx, id: string, c: ExecutionChanges)
       ...(c.started === true ? { started_at: sql<Date>`now()` } : c.started === null ? { started_at: null } : {}),
       ...(c.completed ? { completed_at: sql<Date>`now()` } : {}),
     })
-    .where('id', '=', id)
+    .where('id', '=', id);
+}
+
+/** updateExecution writes a change of a step execution and, in the same statement, its history row. */
+export async function updateExecution(trx: Trx, id: string, c: ExecutionChanges, transition: TransitionRecord): Promise<void> {
+  await trx
+    .with('changed', (db) => executionUpdate(db, id, c).returning('id'))
+    .insertInto('run_transitions')
+    .values(transitionValues({ ...transition, executionId: id }))
     .execute();
 }
 
@@ -160,8 +207,8 @@ export interface RunChanges {
   attemptEpoch?: number;
 }
 
-export async function updateRun(trx: Trx, id: string, c: RunChanges): Promise<void> {
-  await trx
+function runUpdate(db: QueryCreator<Database>, id: string, c: RunChanges) {
+  return db
     .updateTable('pipeline_runs')
     .set({
       updated_at: sql<Date>`now()`,
@@ -173,25 +220,20 @@ export async function updateRun(trx: Trx, id: string, c: RunChanges): Promise<vo
       ...(c.completed === true ? { completed_at: sql<Date>`now()` } : c.completed === null ? { completed_at: null } : {}),
       ...(c.attemptEpoch !== undefined ? { attempt_epoch: c.attemptEpoch } : {}),
     })
-    .where('id', '=', id)
-    .execute();
+    .where('id', '=', id);
 }
 
-export async function insertTransition(
-  trx: Trx,
-  t: { runId: string; executionId?: string; from: string | null; to: string; reason: string; actor?: string },
-): Promise<void> {
-  await trx
-    .insertInto('run_transitions')
-    .values({
-      pipeline_run_id: t.runId,
-      step_execution_id: t.executionId ?? null,
-      from_status: t.from,
-      to_status: t.to,
-      reason: t.reason,
-      actor: t.actor ?? null,
-    })
-    .execute();
+/** updateRun writes a change of a run; a status change comes with its history row, in the same statement. */
+export async function updateRun(trx: Trx, id: string, c: RunChanges, transition?: TransitionRecord): Promise<void> {
+  if (!transition) {
+    await runUpdate(trx, id, c).execute();
+    return;
+  }
+  await trx.with('changed', (db) => runUpdate(db, id, c).returning('id')).insertInto('run_transitions').values(transitionValues(transition)).execute();
+}
+
+export async function insertTransition(trx: Trx, t: TransitionRecord): Promise<void> {
+  await trx.insertInto('run_transitions').values(transitionValues(t)).execute();
 }
 
 /**

@@ -60,8 +60,7 @@ export async function approveStep(trx: Trx, runId: string, executionId: string, 
     status: 'SUCCEEDED',
     statusDetail: { approval: 'APPROVED', approvedBy: actor, decidedAt: new Date().toISOString() },
     completed: true,
-  });
-  await insertTransition(trx, { runId, executionId, from: 'WAITING_FOR_APPROVAL', to: 'SUCCEEDED', reason: 'approved', actor });
+  }, { runId, from: 'WAITING_FOR_APPROVAL', to: 'SUCCEEDED', reason: 'approved', actor });
   setLocalStatus(locked, executionId, 'SUCCEEDED');
   await advanceRun(trx, locked, 'a step was approved', actor);
 }
@@ -74,8 +73,7 @@ export async function rejectStep(trx: Trx, runId: string, executionId: string, a
     statusDetail: { approval: 'REJECTED', rejectedBy: actor, decidedAt: new Date().toISOString() },
     error: engineError('Engine:Approval:REJECTED', `Rejected by ${actor}`, { rejectedBy: actor }),
     completed: true,
-  });
-  await insertTransition(trx, { runId, executionId, from: 'WAITING_FOR_APPROVAL', to: 'FAILED', reason: 'rejected', actor });
+  }, { runId, from: 'WAITING_FOR_APPROVAL', to: 'FAILED', reason: 'rejected', actor });
   setLocalStatus(locked, executionId, 'FAILED');
   await advanceRun(trx, locked, 'a step was rejected', actor);
 }
@@ -91,8 +89,8 @@ export async function cancelRun(trx: Trx, runId: string, actor: string): Promise
   const { run, executions } = locked;
   assertCancellable(run.status, runId);
   for (const e of executions) if (!isTerminalStep(e.status)) await finishExecution(trx, runId, e, 'CANCELLED', 'the run was cancelled', actor);
-  await updateRun(trx, runId, { status: 'CANCELLED', completed: true, error: engineError('Engine:Run:CANCELLED', `Cancelled by ${actor}`) });
-  await insertTransition(trx, { runId, from: run.status, to: 'CANCELLED', reason: 'cancelled', actor });
+  const error = engineError('Engine:Run:CANCELLED', `Cancelled by ${actor}`);
+  await updateRun(trx, runId, { status: 'CANCELLED', completed: true, error }, { runId, from: run.status, to: 'CANCELLED', reason: 'cancelled', actor });
   if (run.stack_id && run.admitted_at) await releaseStack(trx, run.stack_id, runId);
 }
 
@@ -105,7 +103,8 @@ export async function retryRun(trx: Trx, runId: string, actor: string): Promise<
   if (!locked) throw new NotFoundError('PipelineRun', runId);
   const { run } = locked;
   assertRetryable(run.status, runId);
-  await updateRun(trx, runId, { status: 'QUEUED', attemptEpoch: run.attempt_epoch + 1, admitted: false, started: false, completed: null, error: null });
-  await insertTransition(trx, { runId, from: run.status, to: 'QUEUED', reason: `retried as attempt ${run.attempt_epoch + 1}`, actor });
+  const epoch = run.attempt_epoch + 1;
+  const changes = { status: 'QUEUED', attemptEpoch: epoch, admitted: false, started: false, completed: null, error: null };
+  await updateRun(trx, runId, changes, { runId, from: run.status, to: 'QUEUED', reason: `retried as attempt ${epoch}`, actor });
   await enterStackQueue(trx, runId, run.stack_id, actor);
 }

@@ -2,31 +2,20 @@ import { sql } from 'kysely';
 import type { Db, Trx } from '../platform/db/db.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import { enqueueStepJob, insertTransition, updateExecution, type ExecutionRow, type LockedRunRow } from './engine.repo.ts';
+import { enqueueStepJob, updateExecution, type ExecutionRow, type LockedRunRow } from './engine.repo.ts';
 import { advanceRun, createExecution, inTransaction, lockRun, setLocalStatus, stepOf, type LockedRun } from './transition.ts';
 import { engineError, nextRetry } from './transitions.ts';
 
 /** What a worker needs to run one claimed step execution. */
 export interface ClaimedStep {
   executionId: string;
-  run: Omit<LockedRunRow, 'config'>;
+  run: Omit<LockedRunRow, 'config' | 'execution_environment_type'>;
   step: StepConfig;
   retryAttempt: number;
   /** The execution environment type of the stack's environment; null when none is set (runs as LOCAL). */
   executionEnvironmentType: string | null;
   /** The next log sequence number (an attempt handed back by a draining worker keeps its lines). */
   nextLogSeq: number;
-}
-
-/** The stack's execution environment type (null: none set, runs as LOCAL) and the step's next log line number. */
-async function placementOf(trx: Trx, stackId: string | null, executionId: string): Promise<{ type: string | null; nextSeq: number }> {
-  const { rows } = await sql<{ type: string | null; seq: number }>`
-    select (select ee.type from stacks s
-              join environments e on e.id = s.environment_id
-              left join execution_environments ee on ee.id = e.execution_environment_id
-             where s.id = ${stackId}) as type,
-           (select coalesce(max(seq), 0) from step_logs where step_execution_id = ${executionId}) as seq`.execute(trx);
-  return { type: rows[0]?.type ?? null, nextSeq: Number(rows[0]?.seq ?? 0) + 1 };
 }
 
 /**
@@ -47,19 +36,22 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
     const locked = await lockRun(trx, runId);
     const execution = executionIn(locked, executionId);
     if (!locked || !execution || execution.status !== 'QUEUED') return undefined;
-    await updateExecution(trx, executionId, { status: 'RUNNING', leaseOwner: workerId, leaseMs, started: true });
-    await insertTransition(trx, { runId, executionId, from: 'QUEUED', to: 'RUNNING', reason: 'claimed by a worker', actor: workerId });
+    await updateExecution(
+      trx,
+      executionId,
+      { status: 'RUNNING', leaseOwner: workerId, leaseMs, started: true },
+      { runId, from: 'QUEUED', to: 'RUNNING', reason: 'claimed by a worker', actor: workerId },
+    );
     setLocalStatus(locked, executionId, 'RUNNING');
     await advanceRun(trx, locked, 'a step started', workerId);
-    const { config, ...run } = locked.run;
-    const placement = await placementOf(trx, run.stack_id, executionId);
+    const { config, execution_environment_type, ...run } = locked.run;
     return {
       executionId,
       run,
       step: stepOf(locked.run, execution.step_id),
       retryAttempt: execution.retry_attempt,
-      executionEnvironmentType: placement.type,
-      nextLogSeq: placement.nextSeq,
+      executionEnvironmentType: execution_environment_type,
+      nextLogSeq: execution.last_log_seq + 1,
     };
   });
 }
@@ -92,7 +84,8 @@ export async function completeStep(db: Db, executionId: string, runId: string, w
     const locked = await lockRun(trx, runId);
     const execution = executionIn(locked, executionId);
     if (!locked || !execution || execution.status !== 'RUNNING' || execution.lease_owner !== workerId) return false;
-    await updateExecution(trx, executionId, {
+    const reason = outcome.status === 'SUCCEEDED' ? 'the step succeeded' : (outcome.error?.message ?? 'the step failed');
+    const changes = {
       status: outcome.status,
       error: outcome.error ?? null,
       outputData: outcome.outputData ?? null,
@@ -100,9 +93,8 @@ export async function completeStep(db: Db, executionId: string, runId: string, w
       leaseOwner: null,
       leaseMs: null,
       completed: true,
-    });
-    const reason = outcome.status === 'SUCCEEDED' ? 'the step succeeded' : (outcome.error?.message ?? 'the step failed');
-    await insertTransition(trx, { runId, executionId, from: 'RUNNING', to: outcome.status, reason, actor: workerId });
+    };
+    await updateExecution(trx, executionId, changes, { runId, from: 'RUNNING', to: outcome.status, reason, actor: workerId });
     if (outcome.status === 'FAILED') await failAttempt(trx, locked, executionId, reason, workerId);
     else setLocalStatus(locked, executionId, outcome.status);
     await advanceRun(trx, locked, reason, workerId);
@@ -118,8 +110,8 @@ export async function handBackStep(db: Db, executionId: string, runId: string, w
   return inTransaction(db, async (trx) => {
     const execution = executionIn(await lockRun(trx, runId), executionId);
     if (!execution || execution.status !== 'RUNNING' || execution.lease_owner !== workerId) return false;
-    await updateExecution(trx, executionId, { status: 'QUEUED', leaseOwner: null, leaseMs: null, started: null });
-    await insertTransition(trx, { runId, executionId, from: 'RUNNING', to: 'QUEUED', reason: 'handed back by a draining worker', actor: workerId });
+    const reason = 'handed back by a draining worker';
+    await updateExecution(trx, executionId, { status: 'QUEUED', leaseOwner: null, leaseMs: null, started: null }, { runId, from: 'RUNNING', to: 'QUEUED', reason, actor: workerId });
     await enqueueStepJob(trx, executionId, runId);
     return true;
   });
@@ -144,8 +136,8 @@ export async function failLostSteps(db: Db, reaperId: string, limit = 50): Promi
       const error = engineError('Engine:Worker:LOST', `Worker ${execution.lease_owner} stopped renewing its lease; the attempt is failed over`, {
         workerId: execution.lease_owner,
       });
-      await updateExecution(trx, row.id, { status: 'FAILED', error, leaseOwner: null, leaseMs: null, completed: true });
-      await insertTransition(trx, { runId: row.pipeline_run_id, executionId: row.id, from: 'RUNNING', to: 'FAILED', reason: error.message, actor: reaperId });
+      const transition = { runId: row.pipeline_run_id, from: 'RUNNING', to: 'FAILED', reason: error.message, actor: reaperId };
+      await updateExecution(trx, row.id, { status: 'FAILED', error, leaseOwner: null, leaseMs: null, completed: true }, transition);
       await failAttempt(trx, locked, row.id, error.message, reaperId);
       await advanceRun(trx, locked, error.message, reaperId);
       return true;

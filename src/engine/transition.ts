@@ -6,7 +6,6 @@ import {
   findExecutionsOfEpoch,
   findNextWaitingRunId,
   insertExecution,
-  insertTransition,
   lockRunById,
   lockStack,
   notifyStepStopped,
@@ -87,8 +86,7 @@ export async function createExecution(
     queueReason: reason,
     inputData: { with: step.with ?? {}, ...(run.input ? { inputs: run.input } : {}) },
     statusDetail: status === 'SUCCEEDED' && step.type === 'approval' ? { approvedBy: 'autoapprove' } : undefined,
-  });
-  await insertTransition(trx, { runId: run.id, executionId: id, from: null, to: status, reason, actor });
+  }, { runId: run.id, from: null, to: status, reason, actor });
   if (status === 'QUEUED') await enqueueStepJob(trx, id, run.id);
   locked.executions.push({
     id,
@@ -102,14 +100,14 @@ export async function createExecution(
     retry_attempt: retryAttempt,
     lease_owner: null,
     lease_expires_at: null,
+    last_log_seq: 0,
   });
   return id;
 }
 
 /** Moves an execution to a terminal status and records why; a running process is told to stop. */
 export async function finishExecution(trx: Trx, runId: string, e: ExecutionRow, to: string, reason: string, actor?: string) {
-  await updateExecution(trx, e.id, { status: to, leaseOwner: null, leaseMs: null, completed: true });
-  await insertTransition(trx, { runId, executionId: e.id, from: e.status, to, reason, actor });
+  await updateExecution(trx, e.id, { status: to, leaseOwner: null, leaseMs: null, completed: true }, { runId, from: e.status, to, reason, actor });
   if (e.status === 'RUNNING') await notifyStepStopped(trx, e.id);
 }
 
@@ -133,8 +131,7 @@ export async function advanceRun(trx: Trx, locked: LockedRun, reason: string, ac
     ...(terminal ? { completed: true } : {}),
     ...(decision.error ? { error: decision.error } : {}),
     ...(decision.runStatus === 'RUNNING' && !run.last_attempt_started_at ? { started: true } : {}),
-  });
-  await insertTransition(trx, { runId: run.id, from: run.status, to: decision.runStatus, reason, actor });
+  }, { runId: run.id, from: run.status, to: decision.runStatus, reason, actor });
   if (decision.runStatus === 'RUNNING' && !run.last_attempt_started_at) run.last_attempt_started_at = new Date();
   run.status = decision.runStatus;
   if (terminal && run.stack_id) await releaseStack(trx, run.stack_id, run.id);

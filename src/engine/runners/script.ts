@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, rmdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -57,8 +57,17 @@ export async function runScript(o: ScriptOptions): Promise<ScriptResult> {
     return result;
   } finally {
     const cleanupStarted = performance.now();
-    await rm(workDir, { recursive: true, force: true });
+    await removeDirectory(workDir);
     if (result) result.cleanupMs = performance.now() - cleanupStarted;
+  }
+}
+
+/** One syscall for the common empty directory; the recursive walk only when the step left files. */
+async function removeDirectory(dir: string) {
+  try {
+    await rmdir(dir);
+  } catch {
+    await rm(dir, { recursive: true, force: true });
   }
 }
 
