@@ -119,6 +119,12 @@ async function waitForRuns(db: pg.Client, runIds: string[], timeoutMs = 300_000)
   throw new Error('runs did not finish in time');
 }
 
+/** Per run: ms from sending the trigger to the API's transaction starting (the run's createdAt). */
+async function apiDelays(db: pg.Client, sentAt: Map<string, number>): Promise<number[]> {
+  const { rows } = await db.query(`select id, extract(epoch from created_at) * 1000 as created_ms from pipeline_runs where id = any($1)`, [[...sentAt.keys()]]);
+  return rows.map((r) => Number(r.created_ms) - sentAt.get(r.id)!);
+}
+
 async function stepRows(db: pg.Client, runIds: string[]): Promise<StepRow[]> {
   const { rows } = await db.query(
     `select e.id, e.pipeline_run_id as run_id, e.step_id, e.status, e.attempt_epoch,
@@ -175,6 +181,7 @@ async function main() {
     const paced = await trigger(plinth.baseUrl, adminToken, stacks, RUNS, RATE, CLIENTS);
     await waitForRuns(db, [...paced.keys()]);
     const pacedFigures = stepFigures(await stepRows(db, [...paced.keys()]), paced, CONFIG.steps.length);
+    const pacedApi = await apiDelays(db, paced);
 
     say(`burst phase: ${RUNS} runs from ${CLIENTS} concurrent clients ...`);
     const burstStart = Date.now();
@@ -199,6 +206,7 @@ async function main() {
       `                                          p99 ${ms(p99)} (target < ${TARGETS.dispatchP99})  ${verdict(p99 < TARGETS.dispatchP99)}`,
       `  engine overhead per step (wall - process): p50 ${ms(overhead)}  p99 ${ms(percentile(pacedFigures.overhead, 99))}  mean ${ms(pacedFigures.overheadMean)} (target < ${TARGETS.overheadMs})  ${verdict(overhead < TARGETS.overheadMs)}`,
       `  step process time: p50 ${ms(percentile(pacedFigures.process, 50))}; of the overhead, work dir make p50 ${ms(percentile(pacedFigures.prepare, 50))}, remove p50 ${ms(percentile(pacedFigures.cleanup, 50))}`,
+      `  of the dispatch: POST to the API's transaction p50 ${ms(percentile(pacedApi, 50))} p99 ${ms(percentile(pacedApi, 99))};`,
       `  job pickup, dispatched to claimed:      p50 ${ms(percentile(pacedFigures.pickup, 50))}  p99 ${ms(percentile(pacedFigures.pickup, 99))}`,
       `burst phase (${RUNS} runs, ${CLIENTS} clients):`,
       `  runs completed per second:              ${runsPerSecond.toFixed(1)}`,
