@@ -29,7 +29,7 @@ const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info';
 const TARGETS = { whoamiRatio: 0.8, deepPageRatio: 1.2, rssMb: 200 };
 
 interface LoadResult {
-  requests: { average: number };
+  requests: { average: number; total: number };
   latency: { p50: number; p99: number };
   non2xx: number;
   errors: number;
@@ -40,20 +40,35 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 interface Figures {
   rps: number;
+  /** CPU time the server process spent per request: steadier than req/s on a machine shared with other work. */
+  cpuUs: number;
   p50: number;
   p99: number;
 }
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
-async function load(url: string, token: string, duration = DURATION): Promise<Figures> {
+/** User + system CPU time of a process so far, in microseconds (from /proc; clock ticks of 10 ms). */
+function cpuTimeUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+async function load(url: string, token: string, pid: number, duration = DURATION): Promise<Figures> {
+  const cpuBefore = cpuTimeUs(pid);
   const result = await autocannon({ url, connections: CONNECTIONS, duration, headers: { authorization: `Bearer ${token}` } });
+  const cpuUs = (cpuTimeUs(pid) - cpuBefore) / Math.max(1, result.requests.total);
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx responses, ${result.errors} errors`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+  return { rps: result.requests.average, cpuUs, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const medianFigures = (runs: Figures[]): Figures => ({ rps: median(runs.map((r) => r.rps)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) });
+const medianFigures = (runs: Figures[]): Figures => ({
+  rps: median(runs.map((r) => r.rps)),
+  cpuUs: median(runs.map((r) => r.cpuUs)),
+  p50: median(runs.map((r) => r.p50)),
+  p99: median(runs.map((r) => r.p99)),
+});
 
 interface Scenario {
   name: string;
@@ -66,16 +81,21 @@ interface Scenario {
  * of other work on the machine lands on both sides rather than on one. Ratios are taken per round and
  * their median reported.
  */
-async function loadAll(scenarios: Scenario[], plinthUrl: string, baselineUrl: string) {
+interface Target {
+  url: string;
+  pid: number;
+}
+
+async function loadAll(scenarios: Scenario[], targets: { plinth: Target; baseline: Target }) {
   for (const s of scenarios) {
-    await load(plinthUrl + s.path, s.token, 1);
-    await load(baselineUrl + s.path, s.token, 1);
+    await load(targets.plinth.url + s.path, s.token, targets.plinth.pid, 1);
+    await load(targets.baseline.url + s.path, s.token, targets.baseline.pid, 1);
   }
   const runs = scenarios.map(() => ({ plinth: [] as Figures[], baseline: [] as Figures[] }));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, s] of scenarios.entries()) {
       const order = round % 2 === 0 ? (['plinth', 'baseline'] as const) : (['baseline', 'plinth'] as const);
-      for (const side of order) runs[i][side].push(await load((side === 'plinth' ? plinthUrl : baselineUrl) + s.path, s.token));
+      for (const side of order) runs[i][side].push(await load(targets[side].url + s.path, s.token, targets[side].pid));
     }
   }
   return runs;
@@ -137,7 +157,8 @@ function rssMb(pid: number): number {
   return kb / 1024;
 }
 
-const fmt = (f: Figures) => `${f.rps.toFixed(0).padStart(8)} req/s  p50 ${String(f.p50).padStart(3)} ms  p99 ${String(f.p99).padStart(3)} ms`;
+const fmt = (f: Figures) =>
+  `${f.rps.toFixed(0).padStart(6)} req/s  p50 ${String(f.p50).padStart(3)} ms  p99 ${String(f.p99).padStart(3)} ms  ${f.cpuUs.toFixed(0).padStart(4)} µs CPU/req`;
 const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
 
 async function main() {
@@ -177,7 +198,10 @@ async function main() {
       { name: 'GET /memberships?limit=50 (first)', path: '/memberships?limit=50', token: saToken },
       { name: 'GET /memberships?limit=50 (~100k)', path: deepQuery, token: saToken },
     ];
-    const [whoami, first, deepPage] = await loadAll(scenarios, plinth.baseUrl, started.baseUrl);
+    const [whoami, first, deepPage] = await loadAll(scenarios, {
+      plinth: { url: plinth.baseUrl, pid: plinth.pid },
+      baseline: { url: started.baseUrl, pid: started.child.pid! },
+    });
     const rss = rssMb(plinth.pid);
     const baselineRss = rssMb(baseline.pid!);
 
@@ -190,7 +214,7 @@ async function main() {
       '',
       `Plinth API benchmark: ${MEMBERS.toLocaleString('en')} memberships, ${CONNECTIONS} connections, median of ${ROUNDS} rounds of ${DURATION} s, loopback, ${os.availableParallelism()} cores, load average ${os.loadavg()[0].toFixed(1)}`,
       '',
-      `${''.padEnd(36)}${'plinth'.padEnd(41)}| baseline (bare Fastify + pg)`,
+      `${''.padEnd(36)}${'plinth'.padEnd(55)}| baseline (bare Fastify + pg)`,
       row(scenarios[0].name, whoami),
       row(scenarios[1].name, first),
       row(scenarios[2].name, deepPage),
@@ -199,6 +223,8 @@ async function main() {
       `memberships, first page / page at ~100k req/s: ${deepRatio.toFixed(2)}x  (target <= ${TARGETS.deepPageRatio}x)  ${verdict(deepRatio <= TARGETS.deepPageRatio)}`,
       `memberships first page, plinth / baseline:     ${perRound((r) => first.plinth[r].rps / first.baseline[r].rps).toFixed(2)}x`,
       `memberships page ~100k, plinth / baseline:     ${perRound((r) => deepPage.plinth[r].rps / deepPage.baseline[r].rps).toFixed(2)}x`,
+      `CPU per request, plinth / baseline:            whoami ${perRound((r) => whoami.plinth[r].cpuUs / whoami.baseline[r].cpuUs).toFixed(2)}x, ` +
+        `first page ${perRound((r) => first.plinth[r].cpuUs / first.baseline[r].cpuUs).toFixed(2)}x, page ~100k ${perRound((r) => deepPage.plinth[r].cpuUs / deepPage.baseline[r].cpuUs).toFixed(2)}x`,
       `plinth RSS after the load:                     ${rss.toFixed(0)} MB  (target < ${TARGETS.rssMb} MB)  ${verdict(rss < TARGETS.rssMb)}`,
       `  (plinth idle before the load: ${idleRss.toFixed(0)} MB; baseline after its load: ${baselineRss.toFixed(0)} MB)`,
       '',
