@@ -18,7 +18,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -147,6 +147,34 @@ function memory(pid: number) {
   return { rss: kb('VmRSS'), peak: kb('VmHWM') };
 }
 
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user + system) a process has used so far, from /proc; with its reaped children (the scripts) if asked. */
+function cpuSeconds(pid: number, withChildren = false): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const children = withChildren ? Number(fields[13]) + Number(fields[14]) : 0;
+    return (Number(fields[11]) + Number(fields[12]) + children) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of the PostgreSQL server: the postmaster and every backend it forked (live ones). */
+function postgresCpuSeconds(postmasterPid: number): number {
+  let total = cpuSeconds(postmasterPid);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
+      if (Number(fields[1]) === postmasterPid) total += (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}
+
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
 
@@ -184,11 +212,16 @@ async function main() {
     const pacedApi = await apiDelays(db, paced);
 
     say(`burst phase: ${RUNS} runs from ${CLIENTS} concurrent clients ...`);
+    const postmasterPid = Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const cpu = () => ({ api: cpuSeconds(plinth!.pid), workers: workers.reduce((sum, w) => sum + cpuSeconds(w.pid!, true), 0), postgres: postgresCpuSeconds(postmasterPid) });
+    const cpuBefore = cpu();
     const burstStart = Date.now();
     const burst = await trigger(plinth.baseUrl, adminToken, stacks, RUNS, 0, CLIENTS);
     const burstEnd = await waitForRuns(db, [...burst.keys()]);
     const burstFigures = stepFigures(await stepRows(db, [...burst.keys()]), burst, CONFIG.steps.length);
     const runsPerSecond = RUNS / ((burstEnd - burstStart) / 1000);
+    const cpuAfter = cpu();
+    const perStep = (k: keyof typeof cpuBefore) => ((cpuAfter[k] - cpuBefore[k]) * 1000) / (RUNS * CONFIG.steps.length);
     const mem = workers.map((w) => memory(w.pid!));
 
     const p50 = percentile(pacedFigures.dispatch, 50);
@@ -212,6 +245,7 @@ async function main() {
       `  runs completed per second:              ${runsPerSecond.toFixed(1)}`,
       `  dispatch under burst:                   p50 ${ms(percentile(burstFigures.dispatch, 50))}  p99 ${ms(percentile(burstFigures.dispatch, 99))}`,
       `  overhead per step under burst:          p50 ${ms(percentile(burstFigures.overhead, 50))}`,
+      `  CPU per step (burst): api ${ms(perStep('api'))}, workers ${ms(perStep('workers'))} (scripts included), postgres ${ms(perStep('postgres'))}`,
       `worker RSS at the end:                    ${mem.map((m) => `${m.rss.toFixed(0)} MB (peak ${m.peak.toFixed(0)} MB)`).join(', ')}`,
       `lost steps:                               ${lost}  ${verdict(lost === 0)}`,
       `steps run twice:                          ${twice}  ${verdict(twice === 0)}`,
