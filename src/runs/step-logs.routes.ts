@@ -8,6 +8,13 @@ function wantsStream(accept: string | undefined, follow: boolean | undefined): b
 }
 
 export async function stepLogRoutes(app: App) {
+  // Follow streams can last as long as a step: on shutdown they end (clients resume with Last-Event-ID)
+  // instead of holding the drain open.
+  let shuttingDown = false;
+  app.addHook('preClose', async () => {
+    shuttingDown = true;
+  });
+
   app.get('/pipeline-step-executions/:id/logs', {
     schema: {
       tags: ['pipeline-step-executions'],
@@ -37,7 +44,7 @@ export async function stepLogRoutes(app: App) {
       await followLogs(app.db, request.principal, request.params.id, after, {
         line: (line) => raw.write(`event: line\nid: ${line.seq}\ndata: ${JSON.stringify(line)}\n\n`),
         end: (status) => raw.write(`event: end\ndata: ${JSON.stringify({ status })}\n\n`),
-        closed: () => closed,
+        closed: () => closed || shuttingDown,
       });
     } catch (error) {
       request.log.error({ err: error }, 'failed to stream logs');
