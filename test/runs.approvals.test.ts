@@ -60,6 +60,28 @@ describe('approvals', () => {
     assert.equal((await t.call('POST', `/pipeline-step-executions/${step.id}/approve`, { token: member.token })).status, 200);
   });
 
+  it('an approval racing a cancel: exactly one order wins, and the run ends CANCELLED with nothing left running', async () => {
+    for (let i = 0; i < 5; i++) {
+      const stack = await approvalStack();
+      const run = await triggerRun(t, stack.id);
+      const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+      const [approve, cancel] = await Promise.all([
+        t.call('POST', `/pipeline-step-executions/${step.id}/approve`),
+        t.call('POST', `/pipeline-runs/${run.id}/cancel`),
+      ]);
+      assert.equal(cancel.status, 200);
+      assert.ok([200, 409].includes(approve.status));
+      const steps = await stepsOf(t, run.id);
+      const gate = steps.find((s) => s.stepId === 'approve');
+      if (approve.status === 200) assert.equal(gate.status, 'SUCCEEDED');
+      else assert.equal(gate.status, 'CANCELLED');
+      await new Promise((r) => setTimeout(r, 100));
+      const final = await t.call('GET', `/pipeline-runs/${run.id}`);
+      assert.equal(final.body.data.status, 'CANCELLED');
+      assert.ok((await stepsOf(t, run.id)).every((s) => ['SUCCEEDED', 'CANCELLED'].includes(s.status)));
+    }
+  });
+
   it('a step execution of another organization is 404', async () => {
     const stack = await approvalStack();
     const run = await triggerRun(t, stack.id);

@@ -119,7 +119,7 @@ export type LogLine = Static<typeof LogLine>;
 export const LogsQuery = Type.Object(
   {
     after: Type.Optional(Nullable(Type.Integer({ minimum: 0, description: 'Only lines with a greater seq' }))),
-    limit: Type.Optional(Nullable(Type.Integer({ format: 'int32' }))),
+    limit: Type.Optional(Nullable(Type.Integer({ format: 'int32', description: 'Lines per page: default 500, at most 2000' }))),
     follow: Type.Optional(Type.Boolean({ description: 'Stream as Server-Sent Events until the step ends (same as Accept: text/event-stream)' })),
   },
   { additionalProperties: false },
