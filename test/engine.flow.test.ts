@@ -50,6 +50,11 @@ describe('a stack run through the API', () => {
     assert.equal(logs.body.meta.complete, true);
     const stackNow = await t.call('GET', `/stacks/${stack.id}`);
     assert.equal(stackNow.body.data.latestRunId, queued.id);
+    const history = (await t.call('GET', `/pipeline-runs/${queued.id}/transitions?limit=200`)).body.data;
+    const runHistory = history.filter((h: any) => !h.stepExecutionId).map((h: any) => h.toStatus);
+    assert.deepEqual(runHistory, ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'RUNNING', 'SUCCEEDED']);
+    const approvalHistory = history.filter((h: any) => h.stepExecutionId === approval.id);
+    assert.deepEqual(approvalHistory.map((h: any) => [h.fromStatus ?? null, h.toStatus, h.reason]), [[null, 'WAITING_FOR_APPROVAL', 'its needs succeeded'], ['WAITING_FOR_APPROVAL', 'SUCCEEDED', 'approved']]);
   });
 
   it('runs independent steps in parallel and a step only after everything it needs', async () => {

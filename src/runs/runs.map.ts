@@ -1,6 +1,6 @@
 import { isTerminalRun } from '../engine/transitions.ts';
-import type { ExecutionReadRow, RunReadRow } from './runs.repo.ts';
-import type { PipelineRun, StepExecution } from './runs.schema.ts';
+import type { ExecutionReadRow, RunReadRow, TransitionRow } from './runs.repo.ts';
+import type { PipelineRun, RunTransition, StepExecution } from './runs.schema.ts';
 
 /**
  * Row → API mapping of runs and step executions, with the engine fields spelled out once:
@@ -113,5 +113,18 @@ export function executionRowToExecution(row: ExecutionReadRow): StepExecution {
     ...(row.status_detail ? { statusDetail: row.status_detail } : {}),
     // LOCAL steps log into Plinth itself: the "group" is the engine, the stream prefix is the URL to read them.
     ...(row.step_type === 'script' ? { logs: { logGroupName: 'plinth-local', logStreamPrefix: `/pipeline-step-executions/${row.id}/logs` } } : {}),
+  };
+}
+
+export function transitionRowToTransition(row: TransitionRow): RunTransition {
+  return {
+    id: String(row.id),
+    pipelineRunId: row.pipeline_run_id,
+    toStatus: row.to_status as RunTransition['toStatus'],
+    reason: row.reason,
+    createdAt: row.created_at,
+    ...(row.step_execution_id ? { stepExecutionId: row.step_execution_id } : {}),
+    ...(row.from_status ? { fromStatus: row.from_status as RunTransition['toStatus'] } : {}),
+    ...(row.actor ? { actor: row.actor } : {}),
   };
 }

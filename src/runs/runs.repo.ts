@@ -142,3 +142,21 @@ export async function findExecutionStatus(db: Executor, executionId: string): Pr
   const { rows } = await sql<{ status: string }>`select status from step_executions where id = ${executionId}`.execute(db);
   return rows[0]?.status;
 }
+
+export interface TransitionRow {
+  id: number;
+  pipeline_run_id: string;
+  step_execution_id: string | null;
+  from_status: string | null;
+  to_status: string;
+  reason: string;
+  actor: string | null;
+  created_at: Date;
+}
+
+/** The run's history, oldest first, keyed by the history's own sequence. */
+export function findTransitionsPage(db: Executor, runId: string, page: { limit: number; after?: string }): Promise<TransitionRow[]> {
+  let query = db.selectFrom('run_transitions').selectAll().where('pipeline_run_id', '=', runId);
+  if (page.after !== undefined) query = query.where('id', '>', Number(page.after));
+  return query.orderBy('id').limit(page.limit + 1).execute() as Promise<TransitionRow[]>;
+}

@@ -1,8 +1,8 @@
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
-import { Envelope, IdParams, ListEnvelope } from '../platform/schema.ts';
-import { PipelineRun, RunListQuery, StepExecution, StepExecutionListQuery } from './runs.schema.ts';
-import { cancelRun, decideApproval, getExecution, getRun, listExecutions, listRuns, retryRun } from './runs.service.ts';
+import { Envelope, IdParams, ListEnvelope, PaginationQuery } from '../platform/schema.ts';
+import { PipelineRun, RunListQuery, RunTransition, StepExecution, StepExecutionListQuery } from './runs.schema.ts';
+import { cancelRun, decideApproval, getExecution, getRun, listExecutions, listRuns, listTransitions, retryRun } from './runs.service.ts';
 
 export async function runRoutes(app: App) {
   const tags = ['pipeline-runs'];
@@ -38,6 +38,19 @@ export async function runRoutes(app: App) {
     },
   }, async (request) => {
     const { items, meta } = await listExecutions(app.db, request.principal, request.params.id, request.query, pageRequest(request.query));
+    return { data: items, meta };
+  });
+
+  app.get('/pipeline-runs/:id/transitions', {
+    schema: {
+      tags,
+      summary: "The run's append-only history: every status change of the run and its steps, with reason and actor",
+      params: IdParams,
+      querystring: PaginationQuery,
+      response: { 200: ListEnvelope(RunTransition) },
+    },
+  }, async (request) => {
+    const { items, meta } = await listTransitions(app.db, request.principal, request.params.id, pageRequest(request.query));
     return { data: items, meta };
   });
 

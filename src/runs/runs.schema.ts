@@ -135,3 +135,18 @@ export const LogsPage = Type.Object({
     stepStatus: StringEnum(STEP_STATUSES),
   }),
 });
+
+export const RunTransition = Type.Object(
+  {
+    id: Type.String(),
+    pipelineRunId: Type.String(),
+    stepExecutionId: Type.Optional(Type.String()),
+    fromStatus: Type.Optional(StringEnum(STEP_STATUSES)),
+    toStatus: StringEnum(STEP_STATUSES),
+    reason: Type.String(),
+    actor: Type.Optional(Type.String({ description: 'The user, service account or worker that made the change' })),
+    createdAt: UtcDateTime,
+  },
+  { $id: 'RunTransition', title: 'RunTransition' },
+);
+export type RunTransition = Static<typeof RunTransition>;
