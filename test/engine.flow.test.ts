@@ -94,6 +94,31 @@ describe('a stack run through the API', () => {
     assert.deepEqual(Object.fromEntries(steps.map((s) => [s.stepId, s.status])), { plan: 'SUCCEEDED', approve: 'SKIPPED', apply: 'SKIPPED' });
   });
 
+  it("a run uses the latest version of the stack's change pipeline, set through POST /pipeline-versions", async () => {
+    const stack = await createStack(t, [{ id: 'old', command: 'echo old' }]);
+    const version = await t.call('POST', '/pipeline-versions', {
+      body: { data: { pipelineId: stack.changePipelineId, config: { steps: [{ id: 'new', name: 'New', type: 'script', with: { command: 'echo new' } }] } } },
+    });
+    assert.equal(version.status, 201, JSON.stringify(version.body));
+    const run = await triggerRun(t, stack.id);
+    assert.equal(run.pipelineVersionId, version.body.data.id);
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+    assert.deepEqual((await stepsOf(t, run.id)).map((s) => s.stepId), ['new']);
+  });
+
+  it('a destroy run runs the stack\'s destroy pipeline', async () => {
+    const stack = await createStack(t, [{ id: 'change' }]);
+    const destroy = (await t.call('GET', `/stacks/${stack.id}`)).body.data.destroyPipelineId;
+    await t.call('POST', '/pipeline-versions', {
+      body: { data: { pipelineId: destroy, config: { steps: [{ id: 'teardown', name: 'Teardown', type: 'script', with: { command: 'echo bye' } }] } } },
+    });
+    const run = await triggerRun(t, stack.id, { action: 'destroy', inputs: { reason: 'decommission' } });
+    assert.equal(run.pipelineId, destroy);
+    assert.equal(run.variantName, 'destroy');
+    assert.deepEqual(run.input, { reason: 'decommission' });
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+  });
+
   it('opentofu steps fail with a typed not-implemented error instead of pretending to succeed', async () => {
     const stack = await createStack(t, [{ id: 'plan', type: 'opentofu.plan' }]);
     const run = await triggerRun(t, stack.id);
