@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { spawnSync } from 'node:child_process';
-import { isAlive, isListening, ROOT, startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
+import { readFileSync } from 'node:fs';
+import { isAlive, isListening, PLINTH_BIN, ROOT, startPlinthProcess, startScriptNodeFlags, type PlinthProcess } from './helpers/plinth-process.ts';
 
 const TOKEN = 'plk_cli_process_test_token_0123456789abcdefghijklmnop';
 
@@ -79,12 +80,17 @@ describe('plinth migrate and usage', () => {
   after(() => database.drop());
 
   const run = (args: string[], env: Record<string, string> = {}) =>
-    spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, encoding: 'utf8', timeout: 60_000 });
+    spawnSync(process.execPath, [PLINTH_BIN, ...args], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, encoding: 'utf8', timeout: 60_000 });
 
   it('plinth migrate applies nothing on an up-to-date database and exits 0', () => {
     const result = run(['migrate'], { DATABASE_URL: database.url });
     assert.equal(result.status, 0, result.stderr);
     assert.match(result.stdout, /database is up to date/);
+  });
+
+  it('npm start and the plinth executable give node the same flags', () => {
+    const shebang = readFileSync(PLINTH_BIN, 'utf8').split('\n')[0];
+    assert.equal(shebang, ['#!/usr/bin/env -S node', ...startScriptNodeFlags()].join(' '));
   });
 
   it('an unknown command prints the usage and exits 2', () => {

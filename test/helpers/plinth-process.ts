@@ -1,10 +1,22 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The `plinth` executable, which `npm start` runs too. */
+export const PLINTH_BIN = path.join(ROOT, 'bin', 'plinth.js');
+
+/** The node flags of `npm start` (`node <flags> bin/plinth.js serve`), so tests run Plinth as it ships. */
+export function startScriptNodeFlags(): string[] {
+  const start: string = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start;
+  const words = start.split(/\s+/);
+  const bin = words.indexOf('bin/plinth.js');
+  if (words[0] !== 'node' || bin < 0) throw new Error(`unexpected start script: ${start}`);
+  return words.slice(1, bin);
+}
 
 /** A port nobody listens on right now (the OS picks it). */
 export function freePort(): Promise<number> {
@@ -30,7 +42,7 @@ export interface PlinthProcess {
 }
 
 /**
- * startPlinthProcess runs the real CLI (`node --import tsx src/cli.ts <command>`) with the given
+ * startPlinthProcess runs the real CLI (`node bin/plinth.js <command>`, as `npm start` does) with the given
  * environment on a free port, and resolves once GET /health answers 200.
  */
 export interface StartOptions {
@@ -39,13 +51,13 @@ export interface StartOptions {
   readyTimeoutMs?: number;
   /** Send stdout to /dev/null instead of keeping it (a benchmark's request logs would pile up). */
   discardStdout?: boolean;
-  /** Extra flags for node itself, before `--import tsx`. */
+  /** Extra flags for node itself. */
   nodeArgs?: string[];
 }
 
 export async function startPlinthProcess(env: Record<string, string>, options: StartOptions = {}): Promise<PlinthProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/cli.ts', options.command ?? 'serve'], {
+  const child = spawn(process.execPath, [...startScriptNodeFlags(), ...(options.nodeArgs ?? []), PLINTH_BIN, options.command ?? 'serve'], {
     cwd: ROOT,
     env: { ...cleanEnv(), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
     stdio: ['ignore', options.discardStdout ? 'ignore' : 'pipe', 'pipe'],

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import type { Db } from '../db/db.ts';
 import { ForbiddenError, UnauthenticatedError } from '../errors.ts';
 import type { Role } from './roles.ts';
@@ -49,10 +49,10 @@ interface CredentialRow {
 /**
  * One round trip resolves the key, its owner, the organization the request acts in and the caller's
  * membership there. A service-account key always acts in its own organization; a user key in the
- * `X-Organization-Id` organization when sent, else the one it was created in.
+ * `X-Organization-Id` organization when sent, else the one it was created in. The text is fixed, so
+ * it is built once rather than through the query builder on every request (this runs on all of them).
  */
-async function findCredential(db: Db, tokenHash: string, requestedOrgId: string | null): Promise<CredentialRow | undefined> {
-  const { rows } = await sql<CredentialRow>`
+const CREDENTIAL_SQL = `
     select k.id as key_id, k.token_hash, k.user_id, k.service_account_id, k.expires_at, k.revoked_at,
            u.email, u.full_name, u.short_name, u.global_role,
            sa.name as sa_name, sa.role as sa_role,
@@ -63,9 +63,12 @@ async function findCredential(db: Db, tokenHash: string, requestedOrgId: string 
       left join service_accounts sa on sa.id = k.service_account_id
       left join organizations o on o.id = case when k.service_account_id is not null
                                                then sa.organization_id
-                                               else coalesce(${requestedOrgId}::text, k.organization_id) end
+                                               else coalesce($1::text, k.organization_id) end
       left join memberships m on m.user_id = k.user_id and m.organization_id = o.id
-     where k.token_hash = ${tokenHash}`.execute(db);
+     where k.token_hash = $2`;
+
+async function findCredential(db: Db, tokenHash: string, requestedOrgId: string | null): Promise<CredentialRow | undefined> {
+  const { rows } = await db.executeQuery(CompiledQuery.raw(CREDENTIAL_SQL, [requestedOrgId, tokenHash]) as CompiledQuery<CredentialRow>);
   return rows[0];
 }
 
