@@ -42,6 +42,12 @@ describe('GET /openapi.json', () => {
     assert.equal(typeof doc.info.title, 'string');
   });
 
+  it('the public routes answer whatever credential is sent, or none', async () => {
+    for (const url of ['/openapi.json', '/health']) {
+      for (const token of [null, 'plk_not_valid', t.adminToken]) assert.equal((await t.call('GET', url, { token })).status, 200, `${url} ${token}`);
+    }
+  });
+
   it('validates as an OpenAPI 3.0 document, and every $ref resolves', async () => {
     const validator = new Validator();
     const result = await validator.validate(structuredClone(doc));
