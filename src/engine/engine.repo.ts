@@ -232,6 +232,45 @@ export async function updateRun(trx: Trx, id: string, c: RunChanges, transition?
   await trx.with('changed', (db) => runUpdate(db, id, c).returning('id')).insertInto('run_transitions').values(transitionValues(transition)).execute();
 }
 
+export interface NewRunValues {
+  id: string;
+  organizationId: string;
+  pipelineId: string;
+  pipelineVersionId: string;
+  stackId: string | null;
+  action: string | null;
+  autoapprove: boolean;
+  description: string;
+  input: Record<string, unknown> | null;
+  createdById: string | null;
+}
+
+/** insertRun creates a QUEUED run and, in the same statement, its first history row. */
+export async function insertRun(trx: Trx, v: NewRunValues, transition: TransitionRecord): Promise<void> {
+  await trx
+    .with('created', (db) =>
+      db
+        .insertInto('pipeline_runs')
+        .values({
+          id: v.id,
+          organization_id: v.organizationId,
+          pipeline_id: v.pipelineId,
+          pipeline_version_id: v.pipelineVersionId,
+          stack_id: v.stackId,
+          status: 'QUEUED',
+          action: v.action,
+          autoapprove: v.autoapprove,
+          description: v.description,
+          input: v.input === null ? null : JSON.stringify(v.input),
+          created_by_id: v.createdById,
+        })
+        .returning('id'),
+    )
+    .insertInto('run_transitions')
+    .values(transitionValues(transition))
+    .execute();
+}
+
 export async function insertTransition(trx: Trx, t: TransitionRecord): Promise<void> {
   await trx.insertInto('run_transitions').values(transitionValues(t)).execute();
 }
@@ -266,6 +305,25 @@ export interface StackLockRow {
 
 export function lockStack(trx: Trx, stackId: string): Promise<StackLockRow | undefined> {
   return trx.selectFrom('stacks').select(['id', 'active_run_id']).where('id', '=', stackId).forUpdate().executeTakeFirst();
+}
+
+/**
+ * claimStackForRun makes the run the stack's active run when the stack has none, and returns the
+ * stack's active run afterwards: the run itself when it got the stack. The UPDATE's row lock
+ * serializes it with releaseStack. `latest` also records the run as the stack's latest.
+ */
+export async function claimStackForRun(trx: Trx, stackId: string, runId: string, latest: boolean): Promise<string | null> {
+  const row = await trx
+    .updateTable('stacks')
+    .set({
+      active_run_id: sql<string>`coalesce(active_run_id, ${runId})`,
+      ...(latest ? { latest_run_id: runId } : {}),
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', stackId)
+    .returning('active_run_id')
+    .executeTakeFirst();
+  return row?.active_run_id ?? null;
 }
 
 export async function setStackActiveRun(trx: Trx, stackId: string, runId: string | null): Promise<void> {

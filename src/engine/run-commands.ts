@@ -1,7 +1,7 @@
 import type { Trx } from '../platform/db/db.ts';
 import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
-import { insertTransition, lockExecution, updateExecution, updateRun } from './engine.repo.ts';
+import { insertRun, lockExecution, updateExecution, updateRun } from './engine.repo.ts';
 import { advanceRun, enterStackQueue, finishExecution, lockRun, releaseStack, setLocalStatus } from './transition.ts';
 import { assertAwaitingApproval, assertCancellable, assertRetryable, engineError, isTerminalStep, type RunAction } from './transitions.ts';
 
@@ -21,27 +21,15 @@ export interface NewRun {
   createdById: string | null;
 }
 
-/** triggerRun inserts a QUEUED run and admits it when its stack is free; otherwise it waits its turn. */
+/**
+ * triggerRun inserts a QUEUED run, records it as its stack's latest, and admits it when the stack is
+ * free; otherwise it waits its turn.
+ */
 export async function triggerRun(trx: Trx, v: NewRun): Promise<string> {
   const id = newId();
-  await trx
-    .insertInto('pipeline_runs')
-    .values({
-      id,
-      organization_id: v.organizationId,
-      pipeline_id: v.pipelineId,
-      pipeline_version_id: v.pipelineVersionId,
-      stack_id: v.stackId,
-      status: 'QUEUED',
-      action: v.action,
-      autoapprove: v.autoapprove,
-      description: v.description,
-      input: v.input === null ? null : JSON.stringify(v.input),
-      created_by_id: v.createdById,
-    })
-    .execute();
-  await insertTransition(trx, { runId: id, from: null, to: 'QUEUED', reason: 'triggered', actor: v.createdById ?? undefined });
-  await enterStackQueue(trx, id, v.stackId, v.createdById ?? undefined);
+  const actor = v.createdById ?? undefined;
+  await insertRun(trx, { id, ...v }, { runId: id, from: null, to: 'QUEUED', reason: 'triggered', actor });
+  await enterStackQueue(trx, id, v.stackId, actor, true);
   return id;
 }
 

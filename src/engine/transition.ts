@@ -2,6 +2,7 @@ import type { Db, Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
 import {
+  claimStackForRun,
   enqueueStepJob,
   findExecutionsOfEpoch,
   findNextWaitingRunId,
@@ -158,10 +159,11 @@ export async function releaseStack(trx: Trx, stackId: string, runId: string): Pr
 
 /**
  * enterStackQueue admits a QUEUED run at once when its stack is free, else leaves it waiting in FIFO
- * order. Takes the stack's row lock, which serializes admission with releaseStack.
+ * order (claimStackForRun's row lock serializes this with releaseStack). `latest` also records the
+ * run as the stack's latest run.
  */
-export async function enterStackQueue(trx: Trx, runId: string, stackId: string | null, actor?: string): Promise<void> {
-  if (!stackId) return admitRun(trx, runId, null, actor);
-  const stack = await lockStack(trx, stackId);
-  if (stack && stack.active_run_id === null) await admitRun(trx, runId, stackId, actor);
+export async function enterStackQueue(trx: Trx, runId: string, stackId: string | null, actor?: string, latest = false): Promise<void> {
+  if (stackId && (await claimStackForRun(trx, stackId, runId, latest)) !== runId) return;
+  await updateRun(trx, runId, { admitted: true });
+  await advanceRun(trx, (await lockRun(trx, runId))!, 'admitted', actor);
 }

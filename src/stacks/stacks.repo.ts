@@ -127,7 +127,7 @@ export function findStacksPage(
 export async function updateStack(
   db: Executor,
   id: string,
-  c: { name?: string; source?: Stack['source']; variables?: Record<string, unknown>; latestRunId?: string },
+  c: { name?: string; source?: Stack['source']; variables?: Record<string, unknown> },
 ): Promise<void> {
   await db
     .updateTable('stacks')
@@ -136,7 +136,6 @@ export async function updateStack(
       ...(c.name !== undefined ? { name: c.name } : {}),
       ...(c.source !== undefined ? { source: JSON.stringify(c.source) } : {}),
       ...(c.variables !== undefined ? { variables: JSON.stringify(c.variables) } : {}),
-      ...(c.latestRunId !== undefined ? { latest_run_id: c.latestRunId } : {}),
     })
     .where('id', '=', id)
     .execute();

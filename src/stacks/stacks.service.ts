@@ -138,7 +138,6 @@ export async function triggerStackRun(db: Db, principal: Principal, stackId: str
       input: input.inputs ?? null,
       createdById: principal.userId,
     });
-    await updateStackRow(trx, stackId, { latestRunId: id });
     // Read inside the transaction: the response shows the run as triggered, before any worker saw it.
     return getRun(trx, principal, id);
   });
