@@ -115,27 +115,37 @@ export interface NewExecutionValues {
 /** insertExecution creates a step execution and, in the same statement, its first history row. */
 export async function insertExecution(trx: Trx, v: NewExecutionValues, transition: TransitionRecord): Promise<void> {
   const terminal = v.status === 'SUCCEEDED' || v.status === 'SKIPPED';
-  const insert = (db: QueryCreator<Database>) =>
+  const dispatch = v.status === 'QUEUED';
+  const insert = (db: QueryCreator<Database & { job: { id: string } }>) =>
     db
-    .insertInto('step_executions')
-    .values({
-      id: v.id,
-      organization_id: v.organizationId,
-      pipeline_run_id: v.runId,
-      step_id: v.stepId,
-      step_name: v.stepName,
-      step_type: v.stepType,
-      status: v.status,
-      attempt_epoch: v.attemptEpoch,
-      retry_attempt: v.retryAttempt,
-      is_last_retry: v.isLastRetry,
-      queue_reason: v.queueReason,
-      input_data: v.inputData === null ? null : JSON.stringify(v.inputData),
-      status_detail: v.statusDetail ? JSON.stringify(v.statusDetail) : null,
-      completed_at: terminal ? sql<Date>`now()` : null,
-    })
-    .returning('id');
-  await trx.with('created', insert).insertInto('run_transitions').values(transitionValues({ ...transition, executionId: v.id })).execute();
+      .insertInto('step_executions')
+      .values({
+        id: v.id,
+        organization_id: v.organizationId,
+        pipeline_run_id: v.runId,
+        step_id: v.stepId,
+        step_name: v.stepName,
+        step_type: v.stepType,
+        status: v.status,
+        attempt_epoch: v.attemptEpoch,
+        retry_attempt: v.retryAttempt,
+        is_last_retry: v.isLastRetry,
+        queue_reason: v.queueReason,
+        input_data: v.inputData === null ? null : JSON.stringify(v.inputData),
+        status_detail: v.statusDetail ? JSON.stringify(v.statusDetail) : null,
+        completed_at: terminal ? sql<Date>`now()` : null,
+        ...(dispatch ? { engine_job_id: sql<string>`(select id from job)`, dispatched_at: sql<Date>`now()` } : {}),
+      })
+      .returning('id');
+  // A QUEUED execution and its job are created by the same statement: one never exists without the other.
+  const source = dispatch
+    ? trx.with('job', (db) => db.selectNoFrom(stepJob(v.id, v.runId).as('id')))
+    : trx.with('job', (db) => db.selectNoFrom(sql<string>`null`.as('id')));
+  await source
+    .with('created', insert)
+    .insertInto('run_transitions')
+    .values(transitionValues({ ...transition, executionId: v.id }))
+    .execute();
 }
 
 /** One row of the append-only history, written by the same statement as the change it records. */
@@ -276,17 +286,20 @@ export async function insertTransition(trx: Trx, t: TransitionRecord): Promise<v
 }
 
 /**
- * enqueueStepJob dispatches a QUEUED execution through graphile-worker, in the caller's transaction:
- * the job exists exactly when the step does. The job key makes a redispatch replace a waiting job
- * instead of adding one, and (graphile-worker's rule) add a fresh job when the old one is locked by a
- * worker that died before it claimed the step.
+ * The graphile-worker `add_job` call of a step execution, as an expression returning the job id. It
+ * runs in the caller's transaction, so the job exists exactly when the QUEUED step does. The job key
+ * makes a redispatch replace a waiting job instead of adding one, and (graphile-worker's rule) add a
+ * fresh job when the old one is locked by a worker that died before it claimed the step.
  */
+function stepJob(executionId: string, runId: string) {
+  return sql<string>`(graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${executionId}::text, 'runId', ${runId}::text),
+          max_attempts => 5, job_key => ${'step:' + executionId}, job_key_mode => 'preserve_run_at')).id::text`;
+}
+
+/** enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back) and records the job. */
 export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<string> {
   const { rows } = await sql<{ id: string }>`
-    with job as (
-      select (graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${executionId}::text, 'runId', ${runId}::text),
-              max_attempts => 5, job_key => ${'step:' + executionId}, job_key_mode => 'preserve_run_at')).id::text as id
-    )
+    with job as (select ${stepJob(executionId, runId)} as id)
     update step_executions set engine_job_id = job.id, dispatched_at = now() from job
      where step_executions.id = ${executionId}
     returning job.id`.execute(trx);

@@ -3,7 +3,6 @@ import { newId } from '../platform/ids.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
 import {
   claimStackForRun,
-  enqueueStepJob,
   findExecutionsOfEpoch,
   findNextWaitingRunId,
   insertExecution,
@@ -88,7 +87,6 @@ export async function createExecution(
     inputData: { with: step.with ?? {}, ...(run.input ? { inputs: run.input } : {}) },
     statusDetail: status === 'SUCCEEDED' && step.type === 'approval' ? { approvedBy: 'autoapprove' } : undefined,
   }, { runId: run.id, from: null, to: status, reason, actor });
-  if (status === 'QUEUED') await enqueueStepJob(trx, id, run.id);
   locked.executions.push({
     id,
     organization_id: run.organization_id,
