@@ -57,13 +57,16 @@ const SMART_SHUTDOWN_MS = 5_000;
  */
 async function stopPersistent(server: EmbeddedPostgresClass): Promise<void> {
   // The package keeps the postmaster's ChildProcess in a private field; it has no gentler stop.
-  const child = (server as unknown as { process?: ChildProcess }).process;
+  const handle = server as unknown as { process?: ChildProcess };
+  const child = handle.process;
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGINT'), SMART_SHUTDOWN_MS);
   await exited;
   clearTimeout(timer);
+  // As the package's stop() does: its exit hook would otherwise wait for an exit that already happened.
+  handle.process = undefined;
 }
 
 /** The port of a live postmaster on this data directory, if one is already running. */
