@@ -4,7 +4,7 @@
  * clones the template into a database of its own, so files never share state.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,9 +60,10 @@ async function main() {
   const filters = process.argv.slice(2);
   const files = [...findTests('test'), ...findTests('src')].filter((f) => filters.length === 0 || filters.some((x) => f.includes(x))).sort();
   let embedded: EmbeddedDatabase | undefined;
+  let dataDir: string | undefined;
   let baseUrl = process.env.TEST_DATABASE_URL;
   if (!baseUrl) {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-test-'));
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-test-'));
     embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), ephemeral: true });
     baseUrl = embedded.url;
   }
@@ -78,6 +79,7 @@ async function main() {
   const code: number = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
   await dropTemplate(baseUrl, template).catch(() => {});
   if (embedded) await embedded.stop();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   process.exit(code);
 }
 
