@@ -37,6 +37,8 @@ async function main(argv: string[]) {
   }
   const running = await runPlinth(config, roles, log);
   log.info({ command, url: roles.api ? `http://${config.host}:${config.port}` : undefined }, 'plinth started');
+  // Logs are written in batches; this line is what people and scripts wait for.
+  log.flush();
 
   let stopping = false;
   const shutdown = async (signal: string) => {
