@@ -53,6 +53,13 @@ describe('error conventions', () => {
     assert.equal(whoami.headers.allow, 'GET');
   });
 
+  it('error metadata is withheld from callers who are not super-administrators', async () => {
+    const denied = await t.call('POST', '/service-accounts', { token: viewer.token, body: { data: { name: 'x', role: 'VIEWER' } } });
+    assertError(denied, 403, 'Auth:Permission:DENIED');
+    assert.equal(denied.body.metadata, undefined);
+    assert.match(denied.body.message, /ADMIN/);
+  });
+
   it('a 500 shows a normal caller nothing of the cause', async () => {
     const res = await t.call('GET', '/test/boom', { token: viewer.token });
     assertError(res, 500, 'Api:Internal:ERROR');

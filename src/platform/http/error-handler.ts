@@ -28,7 +28,9 @@ function toAppError(error: FastifyError): AppError | undefined {
 
 /**
  * The one place errors become ErrorBody. Internal errors never show their cause, except to a
- * super-administrator, for whom `isInternal` marks the extra detail.
+ * super-administrator, for whom `isInternal` marks the extra detail. `metadata` (error parameters) is
+ * withheld from everyone else too (SPEC 7.4), so whatever a caller needs to act on an error is said in
+ * `message` or `details`, never only in `metadata`.
  */
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const known = toAppError(error);
@@ -36,7 +38,7 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     const body: ErrorBody = { code: known.code, message: known.message, requestId: request.id };
     if (known.description) body.description = known.description;
     if (known.details) body.details = known.details;
-    if (known.metadata) body.metadata = known.metadata;
+    if (known.metadata && request.principal?.isSuperAdmin) body.metadata = known.metadata;
     if (known.status === 405 && known.metadata?.allow) reply.header('Allow', String(known.metadata.allow));
     return reply.status(known.status).send(body);
   }
