@@ -107,6 +107,21 @@ describe('API keys', () => {
   });
   after(() => t.close());
 
+  it("a super-administrator issues an invited member's first key; nobody else may issue keys for another user", async () => {
+    const invited = await t.call('POST', '/memberships', { body: { data: { email: 'invitee@example.com', role: 'VIEWER' } } });
+    const userId = invited.body.data.userId;
+    const issued = await t.call('POST', '/api-keys', { body: { data: { name: 'first key', userId } } });
+    assert.equal(issued.status, 201);
+    assert.equal(issued.body.data.userId, userId);
+    const who = await t.call('GET', '/auth/whoami', { token: issued.body.data.token });
+    assert.equal(who.body.data.email, 'invitee@example.com');
+    assert.equal(who.body.data.role, 'VIEWER');
+    assertError(await t.call('POST', '/api-keys', { token: member.token, body: { data: { name: 'x', userId } } }), 403, 'Auth:Permission:DENIED');
+    const outsider = (await t.call('POST', '/memberships', { headers: inOrg(await createOrganization(t, 'Elsewhere')), body: { data: { email: 'outsider@example.com', role: 'OWNER' } } })).body.data.userId;
+    assertError(await t.call('POST', '/api-keys', { body: { data: { name: 'x', userId: outsider } } }), 404, 'Api:User:NOT_FOUND');
+    assertError(await t.call('POST', '/api-keys', { body: { data: { name: 'x', userId, serviceAccountId: viewerSa.serviceAccountId } } }), 422, 'Api:ApiKey:AMBIGUOUS_OWNER');
+  });
+
   it('a user creates a key for themselves: the plk_ token is shown once and stored only as its hash', async () => {
     const res = await t.call('POST', '/api-keys', { token: member.token, body: { data: { name: 'laptop' } } });
     assert.equal(res.status, 201);
@@ -212,7 +227,7 @@ describe('API keys', () => {
       { data: { name: '' } },
       { data: { name: ['x'] } },
       { data: { name: 'x', token: 'plk_mine' } },
-      { data: { name: 'x', userId: member.userId } },
+      { data: { name: 'x', userId: 5 } },
     ]) {
       assertError(await t.call('POST', '/api-keys', { body }), 400, 'Api:Request:INVALID');
     }

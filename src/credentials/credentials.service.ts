@@ -2,7 +2,8 @@ import type { Principal } from '../platform/auth/principal.ts';
 import { assertPermission, hasPermission, type Role } from '../platform/auth/roles.ts';
 import { generateToken, hashToken, tokenDisplayPrefix } from '../platform/auth/tokens.ts';
 import type { Db } from '../platform/db/db.ts';
-import { NotFoundError, RuleViolationError } from '../platform/errors.ts';
+import { ForbiddenError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
+import { findMembershipOfUser } from '../memberships/memberships.repo.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { apiKeyRowToApiKey, findApiKeyById, findApiKeysPage, insertApiKey, revokeApiKeyById } from './api-keys.repo.ts';
@@ -58,15 +59,22 @@ export async function deleteServiceAccount(db: Db, principal: Principal, id: str
 }
 
 /**
- * createApiKey issues a key, for a service account of the organization (ADMIN+) or for the caller in
- * the organization the request acts in. The token is returned here once and only its hash is kept.
+ * createApiKey issues a key, for a service account of the organization (ADMIN+), for a member of the
+ * organization (super-administrators only: an invited user has no other way to get a first key), or for
+ * the caller, in the organization the request acts in. The token is returned here once and only its
+ * hash is kept.
  */
 export async function createApiKey(db: Db, principal: Principal, input: CreateApiKey) {
   if (input.expiresAt && new Date(input.expiresAt).getTime() <= Date.now()) {
     throw new RuleViolationError('ApiKey', 'INVALID_EXPIRY', 'expiresAt must be in the future', ['data/expiresAt: is in the past']);
   }
+  if (input.serviceAccountId && input.userId) {
+    throw new RuleViolationError('ApiKey', 'AMBIGUOUS_OWNER', 'Give serviceAccountId or userId, not both', ['data: both serviceAccountId and userId']);
+  }
   let owner: { userId?: string; serviceAccountId?: string };
-  if (input.serviceAccountId) {
+  if (input.userId) {
+    owner = { userId: await memberForNewKey(db, principal, input.userId) };
+  } else if (input.serviceAccountId) {
     const account = await getServiceAccountRow(db, principal, input.serviceAccountId);
     assertMayGrant(principal, account.role as Role);
     owner = { serviceAccountId: account.id };
@@ -87,6 +95,17 @@ export async function createApiKey(db: Db, principal: Principal, input: CreateAp
     ...owner,
   });
   return { ...apiKeyRowToApiKey(row), token };
+}
+
+/** A key for another user: only a super-administrator issues one, and only to a member of the organization. */
+async function memberForNewKey(db: Db, principal: Principal, userId: string): Promise<string> {
+  const isSelf = principal.principalType === 'MEMBERSHIP' && principal.userId === userId;
+  if (isSelf) return userId;
+  if (!principal.isSuperAdmin) {
+    throw new ForbiddenError('Only a super-administrator can issue a key for another user', 'Auth:Permission:DENIED');
+  }
+  if (!(await findMembershipOfUser(db, principal.organizationId, userId))) throw new NotFoundError('User', userId);
+  return userId;
 }
 
 /** What a caller may see of keys: ADMIN+ sees the organization's; anyone else only their own. */

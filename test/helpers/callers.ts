@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
 import type { Role } from '../../src/platform/auth/roles.ts';
-import { generateToken, hashToken, tokenDisplayPrefix } from '../../src/platform/auth/tokens.ts';
-import { newId } from '../../src/platform/ids.ts';
-import { insertApiKey } from '../../src/credentials/api-keys.repo.ts';
 import type { TestApp } from './app.ts';
 
 /** Headers that make the super-admin act in another organization. */
@@ -38,25 +35,14 @@ export interface UserCaller {
   email: string;
 }
 
-/**
- * userCaller invites a user through the API and gives them a key. The API issues user keys only to the
- * user themselves, and a fresh invitee has none yet, so the first key is written with the product's
- * own repository function and token generator.
- */
+/** userCaller invites a user through the API, then the super-administrator issues them a first key. */
 export async function userCaller(t: TestApp, email: string, role: Role, organizationId?: string): Promise<UserCaller> {
   const headers = organizationId ? inOrg(organizationId) : undefined;
   const res = await t.call('POST', '/memberships', { headers, body: { data: { email, role } } });
   assert.equal(res.status, 201, JSON.stringify(res.body));
-  const token = generateToken();
-  await insertApiKey(t.db, {
-    id: newId(),
-    name: 'first key',
-    tokenHash: hashToken(token),
-    tokenPrefix: tokenDisplayPrefix(token),
-    organizationId: res.body.data.organizationId,
-    userId: res.body.data.userId,
-  });
-  return { token, userId: res.body.data.userId, membershipId: res.body.data.id, email };
+  const key = await t.call('POST', '/api-keys', { headers, body: { data: { name: 'first key', userId: res.body.data.userId } } });
+  assert.equal(key.status, 201, JSON.stringify(key.body));
+  return { token: key.body.data.token, userId: res.body.data.userId, membershipId: res.body.data.id, email };
 }
 
 /** Asserts an ErrorBody with the status, a `<Namespace>:<Entity>:<REASON>` code and the request id. */
