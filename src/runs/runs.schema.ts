@@ -80,10 +80,10 @@ export const StepExecution = Type.Object(
     statusDetail: Type.Optional(FreeObject),
     logs: Type.Optional(
       Type.Object({
-        cloudAccountId: Type.Optional(Type.String()),
+        cloudAccountId: Type.String(),
         logGroupName: Type.String(),
         logStreamPrefix: Type.String(),
-        region: Type.Optional(Type.String()),
+        region: Type.String(),
       }),
     ),
   },
