@@ -45,7 +45,7 @@ describe('a stack run through the API', () => {
     const plan = steps[0];
     assert.match(plan.engineRunId, /^\d+$/, 'a dispatched step carries its job id');
     assert.equal(plan.logs.logStreamPrefix, `/pipeline-step-executions/${plan.id}/logs`);
-    assert.deepEqual(Object.keys(plan.logs).sort(), ["cloudAccountId", "logGroupName", "logStreamPrefix", "region"]);
+    assert.deepEqual(Object.keys(plan.logs).sort(), ['cloudAccountId', 'logGroupName', 'logStreamPrefix', 'region']);
     const logs = await t.call('GET', `/pipeline-step-executions/${plan.id}/logs`);
     assert.deepEqual(logs.body.data.map((l: any) => [l.seq, l.stream, l.line]), [[1, 'stdout', 'planning']]);
     assert.equal(logs.body.meta.complete, true);
