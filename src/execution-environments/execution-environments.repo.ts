@@ -1,22 +1,11 @@
+import type { Selectable } from 'kysely';
+import type { ExecutionEnvironmentsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { UsageRow } from '../projects/in-use.ts';
 import type { ExecutionEnvironment, ExecutionEnvironmentType } from './execution-environments.schema.ts';
 
-export interface ExecutionEnvironmentRow {
-  id: string;
-  organization_id: string;
-  given_id: string;
-  name: string;
-  type: string;
-  cloud_account_id: string | null;
-  region: string | null;
-  vpc_id: string | null;
-  subnet_id: string | null;
-  security_group_id: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
+export type ExecutionEnvironmentRow = Selectable<ExecutionEnvironmentsTable>;
 
 export interface NetworkColumns {
   cloud_account_id?: string;
