@@ -74,17 +74,17 @@ describe('default values and the resolver', () => {
     assert.equal(dropdown.status, 422);
   });
 
-  it("a parent or definition of another organization is 422, like a missing one", async () => {
+  it('a parent or definition of another organization is 404, like a missing one', async () => {
     const other = await createOrganization(t, 'Other');
     const foreignProject = (await t.call('POST', '/projects', { headers: inOrg(other), body: { data: { givenId: 'x', name: 'X' } } })).body.data.id;
     const parent = await setValue(regionDef, foreignProject, 'eu-west-1');
-    assert.equal(parent.status, 422);
-    assert.match(parent.body.details[0].items[0], /^\/data\/parentId/);
-    assert.equal((await setValue(regionDef, other, 'eu-west-1')).status, 422, 'another organization as parent');
+    assert.equal(parent.status, 404);
+    assert.equal(parent.body.code, 'Api:Parent:NOT_FOUND');
+    assert.equal((await setValue(regionDef, other, 'eu-west-1')).status, 404, 'another organization as parent');
     const foreignDef = (await t.call('GET', '/default-value-definitions', { headers: inOrg(other) })).body.data[0].id;
     const def = await setValue(foreignDef, orgId, 'eu-west-1');
-    assert.equal(def.status, 422);
-    assert.match(def.body.details[0].items[0], /^\/data\/defaultValueDefinitionId/);
+    assert.equal(def.status, 404);
+    assert.equal(def.body.code, 'Api:DefaultValueDefinition:NOT_FOUND');
   });
 
   it('updates a value (validated) and deletes it', async () => {

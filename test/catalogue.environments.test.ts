@@ -47,17 +47,16 @@ describe('environments', () => {
     assert.deepEqual(res.body.data.map((e: { givenId: string }) => e.givenId), ['a', 'b', 'c']);
   });
 
-  it("a project or execution environment of another organization is 422, like a missing one", async () => {
+  it('a project or execution environment of another organization is 404, like a missing one', async () => {
     const orgId = await createOrganization(t, 'Elsewhere');
     const foreignProject = (await t.call('POST', '/projects', { headers: inOrg(orgId), body: { data: { givenId: 'f', name: 'F' } } })).body.data.id;
     const res = await create({ givenId: 'x', projectId: foreignProject });
-    assert.equal(res.status, 422);
-    assert.equal(res.body.code, 'Api:Environment:INVALID_REFERENCE');
-    assert.match(res.body.details[0].items[0], /^\/data\/projectId/);
+    assert.equal(res.status, 404);
+    assert.equal(res.body.code, 'Api:Project:NOT_FOUND');
     const foreignEe = await t.call('POST', '/execution-environments', { headers: inOrg(orgId), body: { data: { givenId: 'l', name: 'L', type: 'LOCAL' } } });
     const res2 = await create({ givenId: 'y', executionEnvironmentId: foreignEe.body.data.id });
-    assert.equal(res2.status, 422);
-    assert.match(res2.body.details[0].items[0], /^\/data\/executionEnvironmentId/);
+    assert.equal(res2.status, 404);
+    assert.equal(res2.body.code, 'Api:ExecutionEnvironment:NOT_FOUND');
   });
 
   it('attaches and detaches an execution environment', async () => {

@@ -95,15 +95,15 @@ describe('cloud accounts and execution environments', () => {
     assert.equal(type.status, 400, 'the type is fixed');
   });
 
-  it("a cloud account of another organization is 422, like a missing one", async () => {
+  it('a cloud account of another organization is 404, like a missing one', async () => {
     const orgId = await createOrganization(t, 'Foreign');
     const foreign = await t.call('POST', '/cloud-accounts', {
       headers: inOrg(orgId),
       body: { data: { givenId: 'f', name: 'F', accountId: '123456789012', roleArn: ROLE } },
     });
     const res = await t.call('POST', '/execution-environments', { body: { data: cloud('foreign', { cloudAccountId: foreign.body.data.id }) } });
-    assert.equal(res.status, 422);
-    assert.equal(res.body.code, 'Api:ExecutionEnvironment:INVALID_REFERENCE');
+    assert.equal(res.status, 404);
+    assert.equal(res.body.code, 'Api:CloudAccount:NOT_FOUND');
     assert.equal((await t.call('GET', `/cloud-accounts/${foreign.body.data.id}`)).status, 404);
   });
 

@@ -50,15 +50,11 @@ async function getValueRow(db: Db | Trx, principal: Principal, id: string) {
 export async function createDefaultValue(db: Db, principal: Principal, input: CreateDefaultValue) {
   return db.transaction().execute(async (trx) => {
     const definition = await lockDefinitionForValue(trx, principal, input.defaultValueDefinitionId, () =>
-      new RuleViolationError(ENTITY, 'INVALID_REFERENCE', `Definition ${input.defaultValueDefinitionId} does not exist in this organization`, [
-        `/data/defaultValueDefinitionId: no definition ${input.defaultValueDefinitionId} in this organization`,
-      ]),
+      new NotFoundError('DefaultValueDefinition', input.defaultValueDefinitionId),
     );
     const parentType = await lockParent(trx, principal.organizationId, input.parentId);
     if (!parentType) {
-      throw new RuleViolationError(ENTITY, 'INVALID_REFERENCE', `${input.parentId} is not an organization, project or environment of this organization`, [
-        `/data/parentId: no organization, project or environment ${input.parentId} here`,
-      ]);
+      throw new NotFoundError('Parent', input.parentId);
     }
     assertValueFits(definition, input.value);
     const insert = insertDefaultValue(trx, {

@@ -1,6 +1,6 @@
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
-import { ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
+import { AppError, ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { deleteDefaultValuesOfParent } from '../default-values/default-values.repo.ts';
@@ -19,20 +19,14 @@ import {
 } from './environments.repo.ts';
 import type { CreateEnvironment, EnvironmentListQuery, UpdateEnvironment } from './environments.schema.ts';
 
-function invalidReference(field: string, entity: string, id: string) {
-  return new RuleViolationError('Environment', 'INVALID_REFERENCE', `${entity} ${id} does not exist in this organization`, [
-    `/data/${field}: no ${entity.toLowerCase()} ${id} in this organization`,
-  ]);
-}
-
-/** References in a body must name resources of the caller's organization (another one's look missing: 422). */
+/** References in a body must name resources of the caller's organization; another one's look missing (404), as everywhere. */
 async function assertReferences(db: Executor, principal: Principal, refs: { projectId?: string; executionEnvironmentId?: string | null }) {
   if (refs.projectId !== undefined && !(await findProjectById(db, principal.organizationId, refs.projectId))) {
-    throw invalidReference('projectId', 'Project', refs.projectId);
+    throw new NotFoundError('Project', refs.projectId);
   }
   const eeId = refs.executionEnvironmentId;
   if (eeId && !(await findExecutionEnvironmentById(db, principal.organizationId, eeId))) {
-    throw invalidReference('executionEnvironmentId', 'Execution environment', eeId);
+    throw new NotFoundError('ExecutionEnvironment', eeId);
   }
 }
 
@@ -49,7 +43,7 @@ export async function createEnvironment(db: Db, principal: Principal, input: Cre
   const row = await rethrowAs(
     rethrowAs(insert, isUniqueViolation, () => new ConflictError('Environment', 'ALREADY_EXISTS', `The project already has an environment ${input.givenId}`)),
     isForeignKeyViolation,
-    () => new RuleViolationError('Environment', 'INVALID_REFERENCE', 'The project or execution environment was deleted meanwhile'),
+    () => new AppError(404, 'Api:Reference:NOT_FOUND', 'The project or execution environment was deleted meanwhile'),
   );
   return environmentRowToEnvironment(row);
 }
@@ -72,9 +66,7 @@ export async function updateEnvironment(db: Db, principal: Principal, id: string
     description: changes.description,
     execution_environment_id: changes.executionEnvironmentId,
   });
-  const row = await rethrowAs(update, isForeignKeyViolation, () =>
-    invalidReference('executionEnvironmentId', 'Execution environment', changes.executionEnvironmentId ?? ''),
-  );
+  const row = await rethrowAs(update, isForeignKeyViolation, () => new NotFoundError('ExecutionEnvironment', changes.executionEnvironmentId ?? ''));
   return environmentRowToEnvironment(row);
 }
 

@@ -1,6 +1,6 @@
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
-import { BadRequestError, ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
+import { BadRequestError, ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { findCloudAccountById } from '../cloud-accounts/cloud-accounts.repo.ts';
@@ -37,9 +37,7 @@ function assertNetworkFits(type: string, network: Network, requireAll: boolean) 
 }
 
 function cloudAccountMissing(id: string) {
-  return new RuleViolationError('ExecutionEnvironment', 'INVALID_REFERENCE', `Cloud account ${id} does not exist in this organization`, [
-    `/data/cloudAccountId: no cloud account ${id} in this organization`,
-  ]);
+  return new NotFoundError('CloudAccount', id);
 }
 
 /** A referenced cloud account must be one of the caller's organization; another organization's is "missing" too. */
