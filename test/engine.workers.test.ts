@@ -45,9 +45,11 @@ describe('workers that die, drain and share a queue', () => {
       const running = await waitForStep(t, run.id, 'deploy', 'RUNNING', 30_000);
       assert.match(running.queueMetadata.workerId, new RegExp(`-${child.pid}-`));
       await waitFor('the script to start', async () => (existsSync(path.join(dir, 'pid')) ? true : undefined));
+      const orphanPid = Number(readFileSync(path.join(dir, 'pid'), 'utf8'));
       child.kill('SIGKILL');
       await once(child, 'exit');
       const killedAt = Date.now();
+      await waitFor('the dead worker\'s script to be killed by its guard', async () => (isAlive(orphanPid) ? undefined : true));
       await t.startWorker();
 
       const done = await waitForRunStatus(t, run.id, 'SUCCEEDED', 20_000);
@@ -59,7 +61,7 @@ describe('workers that die, drain and share a queue', () => {
       assert.equal(done.attemptEpoch, 1);
     } finally {
       child.kill('SIGKILL');
-      // The dead worker's script outlives it (it ran in its own process group); clean it up.
+      // Should the guard have failed, leave nothing running behind the test.
       if (existsSync(path.join(dir, 'pid'))) killGroupQuietly(Number(readFileSync(path.join(dir, 'pid'), 'utf8')));
     }
   });

@@ -31,6 +31,20 @@ export interface ScriptResult {
   spawnError?: string;
 }
 
+/**
+ * The step runs under this wrapper. A guard in the step's own process group blocks reading a pipe whose
+ * other end only the worker holds; should the worker die (even by SIGKILL) the kernel closes that end,
+ * the guard reads end-of-file and kills the whole group, so no step process outlives its worker. The
+ * guard ignores SIGTERM so that it still stands while a stopped step has its grace period, and it keeps
+ * away from stdout and stderr, so it never holds the log pipes open. `exec` keeps the group leader's pid.
+ */
+const GUARDED_SHELL = [
+  'exec 3<&0',
+  "(trap '' TERM; while read -r _; do :; done; kill -KILL 0) <&3 >/dev/null 2>&1 &",
+  'exec 3<&-',
+  'exec sh -c "$1" </dev/null',
+].join('\n');
+
 /** Signals the whole process group: `sh -c` forks, and its children must go with it. */
 function killGroup(pid: number, signal: NodeJS.Signals) {
   try {
@@ -78,7 +92,9 @@ function runInDirectory(o: ScriptOptions, cwd: string): Promise<ScriptResult> {
     let timedOut = false;
     let stopped = false;
     let exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
-    const child = spawn('sh', ['-c', o.command], { cwd, env: { ...o.env, PWD: cwd }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('sh', ['-c', GUARDED_SHELL, 'plinth-step', o.command], { cwd, env: { ...o.env, PWD: cwd }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    // Nothing is ever written: the pipe exists only to close when this process dies.
+    child.stdin!.on('error', () => {});
     let killTimer: NodeJS.Timeout | undefined;
     const stop = () => {
       if (!child.pid || killTimer) return;
@@ -99,8 +115,9 @@ function runInDirectory(o: ScriptOptions, cwd: string): Promise<ScriptResult> {
       if (timeout) clearTimeout(timeout);
       if (killTimer) clearTimeout(killTimer);
       o.signal.removeEventListener('abort', onAbort);
-      // Whatever the shell left behind in its group goes too: a step leaves no process running.
+      // Whatever the shell left behind in its group goes too (the guard included): a step leaves no process running.
       if (child.pid) killGroup(child.pid, 'SIGKILL');
+      child.stdin!.destroy();
       resolve(result);
     };
     child.on('error', (error) => finish({ exitCode: null, signal: null, timedOut, stopped, processMs: performance.now() - started, spawnError: error.message }));
