@@ -69,4 +69,13 @@ describe('stacks', () => {
     assert.equal((await t.call('GET', `/stacks/${stack.id}`, { headers })).status, 404);
     assert.equal((await t.call('POST', `/stacks/${stack.id}/pipeline-run`, { headers, body: { data: {} } })).status, 404);
   });
+
+  it('a bare trigger with no body queues an apply run; a body without data is still 400', async () => {
+    const stack = (await t.call('POST', '/stacks', { body: { data: { projectId, environmentId, name: 'bare' } } })).body.data;
+    const bare = await t.call('POST', `/stacks/${stack.id}/pipeline-run`);
+    assert.equal(bare.status, 201, JSON.stringify(bare.body));
+    assert.equal(bare.body.data.action, 'apply');
+    assert.equal(bare.body.data.status, 'QUEUED');
+    assert.equal((await t.call('POST', `/stacks/${stack.id}/pipeline-run`, { body: {} })).status, 400);
+  });
 });

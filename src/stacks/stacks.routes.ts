@@ -39,6 +39,10 @@ export async function stackRoutes(app: App) {
 
   app.post('/stacks/:id/pipeline-run', {
     config: { permission: 'run:operate' },
+    // Every field is optional, so a bare POST (no body at all) means `{data: {}}`: an apply with defaults.
+    preValidation: async (request) => {
+      if (request.body === undefined) request.body = { data: {} };
+    },
     schema: {
       tags,
       summary: 'Trigger a run of the stack (queued; waits while another run of the stack is not finished)',
