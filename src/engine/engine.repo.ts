@@ -1,5 +1,5 @@
-import { sql, type QueryCreator } from 'kysely';
-import type { Database } from '../platform/db/database.ts';
+import { sql, type QueryCreator, type Selectable } from 'kysely';
+import type { Database, StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
@@ -27,21 +27,13 @@ export interface LockedRunRow extends RunRow {
   execution_environment_type: string | null;
 }
 
-export interface ExecutionRow {
-  id: string;
-  organization_id: string;
-  pipeline_run_id: string;
-  step_id: string;
-  step_name: string;
-  step_type: string;
-  status: string;
-  attempt_epoch: number;
-  retry_attempt: number;
-  lease_owner: string | null;
-  lease_expires_at: Date | null;
+export type ExecutionRow = Pick<
+  Selectable<StepExecutionsTable>,
+  'id' | 'organization_id' | 'pipeline_run_id' | 'step_id' | 'step_name' | 'step_type' | 'status' | 'attempt_epoch' | 'retry_attempt' | 'lease_owner' | 'lease_expires_at'
+> & {
   /** The highest log line number written so far (0 for none): an attempt handed back keeps its lines. */
   last_log_seq: number;
-}
+};
 
 const RUN_COLUMNS = sql.raw(`r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action,
   r.autoapprove, r.input, r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at`);

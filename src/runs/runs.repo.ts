@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import type { StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 
@@ -77,47 +78,20 @@ export function findRunsPage(
   return query.$call(keyset(page, 'r.id')).execute() as Promise<RunReadRow[]>;
 }
 
-export interface ExecutionReadRow {
-  id: string;
-  organization_id: string;
-  pipeline_run_id: string;
-  step_id: string;
-  step_name: string;
-  step_type: string;
-  status: string;
-  attempt_epoch: number;
-  retry_attempt: number;
-  is_last_retry: boolean;
-  queue_reason: string;
-  input_data: Record<string, unknown> | null;
-  output_data: Record<string, unknown> | null;
-  status_detail: Record<string, unknown> | null;
-  error: Record<string, unknown> | null;
-  engine_job_id: string | null;
-  dispatched_at: Date | null;
-  lease_owner: string | null;
-  lease_expires_at: Date | null;
-  heartbeat_at: Date | null;
-  started_at: Date | null;
-  completed_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
+export type ExecutionReadRow = Selectable<StepExecutionsTable>;
 
 function selectExecutions(db: Executor) {
   return db.selectFrom('step_executions').selectAll();
 }
 
 export function findExecutionById(db: Executor, organizationId: string, id: string): Promise<ExecutionReadRow | undefined> {
-  return selectExecutions(db).where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst() as Promise<
-    ExecutionReadRow | undefined
-  >;
+  return selectExecutions(db).where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
 }
 
 export function findExecutionsPage(db: Executor, runId: string, filter: { attemptEpoch?: number }, page: PageRequest): Promise<ExecutionReadRow[]> {
   let query = selectExecutions(db).where('pipeline_run_id', '=', runId);
   if (filter.attemptEpoch !== undefined) query = query.where('attempt_epoch', '=', filter.attemptEpoch);
-  return query.$call(keyset(page, 'step_executions.id')).execute() as Promise<ExecutionReadRow[]>;
+  return query.$call(keyset(page, 'step_executions.id')).execute();
 }
 
 export interface LogRow {

@@ -8,6 +8,9 @@ export type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 export type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 export type Json<T = unknown> = ColumnType<T, string, string>;
+/** A nullable timestamp: read as a Date (or null), written as a Date or an ISO string. */
+export type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+export type JsonObject = Record<string, unknown>;
 
 export interface OrganizationsTable {
   id: string;
@@ -160,17 +163,17 @@ export interface StepExecutionsTable {
   retry_attempt: Generated<number>;
   is_last_retry: Generated<boolean>;
   queue_reason: Generated<string>;
-  input_data: Json | null;
-  output_data: Json | null;
-  status_detail: Json | null;
-  error: Json | null;
+  input_data: Json<JsonObject> | null;
+  output_data: Json<JsonObject> | null;
+  status_detail: Json<JsonObject> | null;
+  error: Json<JsonObject> | null;
   engine_job_id: string | null;
-  dispatched_at: Date | string | null;
+  dispatched_at: NullableTimestamp;
   lease_owner: string | null;
-  lease_expires_at: Date | string | null;
-  heartbeat_at: Date | string | null;
-  started_at: Date | string | null;
-  completed_at: Date | string | null;
+  lease_expires_at: NullableTimestamp;
+  heartbeat_at: NullableTimestamp;
+  started_at: NullableTimestamp;
+  completed_at: NullableTimestamp;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
