@@ -1,3 +1,5 @@
+import { loadLogLimits, type LogLimits } from './log-sink.ts';
+
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). The defaults meet the
  * durability contract: a dead worker's lease expires after at most 30 s and the reaper looks every
@@ -20,6 +22,8 @@ export interface EngineConfig {
   killGraceMs: number;
   /** Where each attempt gets its fresh working directory. */
   workRoot: string | undefined;
+  /** Per-step log limits: PLINTH_STEP_LOG_MAX_BYTES, PLINTH_STEP_LOG_MAX_LINES. */
+  logLimits: LogLimits;
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -43,5 +47,6 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     pollMs: positiveInt(env, 'PLINTH_WORKER_POLL_MS', 2_000),
     killGraceMs: positiveInt(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
     workRoot: env.PLINTH_WORKER_WORK_ROOT || undefined,
+    logLimits: loadLogLimits((name, fallback) => positiveInt(env, name, fallback)),
   };
 }

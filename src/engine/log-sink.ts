@@ -1,18 +1,77 @@
 import { sql } from 'kysely';
 import type { Db } from '../platform/db/db.ts';
+import { withRetries, type RetryOptions } from '../platform/db/retry.ts';
+import { storedForm } from './log-bytes.ts';
 
 export type LogStream = 'stdout' | 'stderr' | 'system';
 
+/** The per-step log limits (docs/engine.md#worker-knobs). */
+export interface LogLimits {
+  /** Output bytes stored per step execution (newlines included); the rest is discarded behind a marker line. */
+  maxBytes: number;
+  /** Records stored per step execution, so that millions of tiny lines cannot fill the disk either. */
+  maxLines: number;
+}
+
+export const DEFAULT_LOG_LIMITS: LogLimits = { maxBytes: 50 * 1024 * 1024, maxLines: 500_000 };
+
+/** loadLogLimits reads the limits' knobs through the engine config's integer reader. */
+export function loadLogLimits(read: (name: string, fallback: number) => number): LogLimits {
+  return {
+    maxBytes: read('PLINTH_STEP_LOG_MAX_BYTES', DEFAULT_LOG_LIMITS.maxBytes),
+    maxLines: read('PLINTH_STEP_LOG_MAX_LINES', DEFAULT_LOG_LIMITS.maxLines),
+  };
+}
+
+/** A flush starts as soon as this much is pending, without waiting for the timer. */
+const FLUSH_BYTES = 256 * 1024;
+/** What a record costs beside its bytes (object, array slots), so tiny lines are accounted too. */
+const RECORD_OVERHEAD = 64;
+
+interface PendingRecord {
+  seq: number;
+  stream: LogStream;
+  line: string;
+  bytes: Buffer | null;
+  partial: boolean;
+  size: number;
+}
+
+export interface LogStats {
+  /** Output bytes the process wrote (newlines included), stored or not. */
+  bytesSeen: number;
+  bytesStored: number;
+  linesStored: number;
+  truncated: boolean;
+  /** Records whose flush failed for good (after retries): they are not in the database. */
+  linesLost: number;
+}
+
+export interface LogSinkOptions {
+  flushMs?: number;
+  limits?: LogLimits;
+  /** How a failed flush is retried (withRetries' defaults: transient faults for up to 60 s). */
+  retry?: RetryOptions;
+}
+
 /**
- * LogSink numbers a step's output lines and writes them in batches (one insert per flush, via unnest),
+ * LogSink numbers a step's output records and writes them in batches (one insert per flush, via unnest),
  * so a chatty process costs a few statements a second, and a reader sees lines within `flushMs`.
- * A line counts as acknowledged once its flush committed; `close` flushes the rest before the step's
- * completion is written, so a finished step never misses a line.
+ * A record counts as acknowledged once its flush committed; `close` flushes the rest before the step's
+ * completion is written, so a finished step never misses a line. `queuedBytes` (pending plus in flight)
+ * and `belowQueued` let the reader of the process pause it until the database has caught up.
  */
 export class LogSink {
-  private pending: { seq: number; stream: LogStream; line: string }[] = [];
+  private pending: PendingRecord[] = [];
+  private pendingSize = 0;
+  private inFlightSize = 0;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  private waiters: { limit: number; resolve: () => void }[] = [];
+  private readonly flushMs: number;
+  private readonly limits: LogLimits;
+  private readonly retry: RetryOptions;
+  readonly stats: LogStats = { bytesSeen: 0, bytesStored: 0, linesStored: 0, truncated: false, linesLost: 0 };
   /** The last failed write: the runner reports it on the step rather than pretending the lines landed. */
   lastError: Error | undefined;
 
@@ -20,25 +79,106 @@ export class LogSink {
     private readonly db: Db,
     private readonly executionId: string,
     private nextSeq: number,
-    private readonly flushMs = 100,
-  ) {}
+    options: LogSinkOptions | number = {},
+  ) {
+    const o = typeof options === 'number' ? { flushMs: options } : options;
+    this.flushMs = o.flushMs ?? 100;
+    this.limits = o.limits ?? DEFAULT_LOG_LIMITS;
+    this.retry = o.retry ?? {};
+  }
 
+  /** Bytes accepted but not yet committed (pending and in flight). */
+  get queuedBytes(): number {
+    return this.pendingSize + this.inFlightSize;
+  }
+
+  /** A line of the engine's own (stream `system`): never counted against the limits. */
   write(stream: LogStream, line: string): void {
-    this.pending.push({ seq: this.nextSeq++, stream, line: line.length > 16_384 ? `${line.slice(0, 16_384)}…` : line });
-    this.timer ??= setTimeout(() => void this.flush(), this.flushMs);
+    const bytes = Buffer.from(line, 'utf8');
+    if (stream === 'system') this.push(stream, bytes, false);
+    else this.writeOutput(stream, bytes, false);
+  }
+
+  /**
+   * writeOutput stores one record of the process's output, up to the limits: the record that crosses
+   * the byte limit is stored up to it, then one marker line says the output was truncated; everything
+   * after is only counted. Returns false once the log is truncated (the caller may stop splitting).
+   */
+  writeOutput(stream: 'stdout' | 'stderr' | 'system', bytes: Buffer, partial: boolean): boolean {
+    const size = bytes.length + (partial ? 0 : 1);
+    this.stats.bytesSeen += size;
+    if (this.stats.truncated) return false;
+    const room = this.limits.maxBytes - this.stats.bytesStored;
+    if (this.stats.linesStored >= this.limits.maxLines) return this.truncate(`${this.limits.maxLines} lines (PLINTH_STEP_LOG_MAX_LINES)`);
+    if (size > room) {
+      if (room > 0) this.store(stream, bytes.subarray(0, room), true, room);
+      return this.truncate(`${this.limits.maxBytes} bytes (PLINTH_STEP_LOG_MAX_BYTES)`);
+    }
+    this.store(stream, bytes, partial, size);
+    return true;
+  }
+
+  /** Output the process wrote after the log was truncated: counted, never stored. */
+  discard(byteCount: number): void {
+    this.stats.bytesSeen += byteCount;
+  }
+
+  private truncate(limit: string): false {
+    this.stats.truncated = true;
+    this.push('system', Buffer.from(`[plinth] output truncated at ${limit}: the rest of this step's output is discarded (statusDetail.logBytesSeen has its size)`), false);
+    return false;
+  }
+
+  private store(stream: LogStream, bytes: Buffer, partial: boolean, size: number) {
+    this.stats.bytesStored += size;
+    this.stats.linesStored++;
+    this.push(stream, bytes, partial);
+  }
+
+  private push(stream: LogStream, bytes: Buffer, partial: boolean) {
+    const { line, bytes: exact } = storedForm(bytes);
+    const size = bytes.length + RECORD_OVERHEAD;
+    this.pending.push({ seq: this.nextSeq++, stream, line, bytes: exact, partial, size });
+    this.pendingSize += size;
+    if (this.pendingSize >= FLUSH_BYTES) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), this.flushMs);
+  }
+
+  /** Resolves once no more than `limit` bytes are queued (at once when that is already so). */
+  belowQueued(limit: number): Promise<void> {
+    if (this.queuedBytes <= limit) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ limit, resolve }));
   }
 
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const batch = this.pending;
+    const size = this.pendingSize;
     this.pending = [];
+    this.pendingSize = 0;
     if (batch.length === 0) return this.flushing;
-    // Chained, so batches land in order even when a flush is slower than the interval.
-    this.flushing = this.flushing.then(() => insertLines(this.db, this.executionId, batch)).catch((error: Error) => {
-      this.lastError = error;
-    });
+    this.inFlightSize += size;
+    // Chained, so batches land in order even when a flush is slower than the interval. A retryable
+    // fault is retried (the insert is idempotent: `on conflict do nothing`); a batch that still fails is
+    // counted as lost, never dropped silently, and the later batches are still tried.
+    this.flushing = this.flushing
+      .then(() => withRetries(() => insertRecords(this.db, this.executionId, batch), this.retry))
+      .catch((error: Error) => {
+        this.lastError = error;
+        this.stats.linesLost += batch.length;
+      })
+      .finally(() => {
+        this.inFlightSize -= size;
+        this.wakeWaiters();
+      });
     return this.flushing;
+  }
+
+  private wakeWaiters() {
+    const ready = this.waiters.filter((w) => this.queuedBytes <= w.limit);
+    this.waiters = this.waiters.filter((w) => this.queuedBytes > w.limit);
+    for (const w of ready) w.resolve();
   }
 
   async close(): Promise<void> {
@@ -46,10 +186,11 @@ export class LogSink {
   }
 }
 
-async function insertLines(db: Db, executionId: string, batch: { seq: number; stream: LogStream; line: string }[]) {
+async function insertRecords(db: Db, executionId: string, batch: PendingRecord[]) {
   await sql`
-    insert into step_logs (step_execution_id, seq, stream, line)
-    select ${executionId}, s, st, l
-      from unnest(${batch.map((b) => b.seq)}::int[], ${batch.map((b) => b.stream)}::text[], ${batch.map((b) => b.line)}::text[]) as t(s, st, l)
+    insert into step_logs (step_execution_id, seq, stream, line, bytes, partial)
+    select ${executionId}, s, st, l, b, p
+      from unnest(${batch.map((r) => r.seq)}::int[], ${batch.map((r) => r.stream)}::text[], ${batch.map((r) => r.line)}::text[],
+                  ${batch.map((r) => r.bytes)}::bytea[], ${batch.map((r) => r.partial)}::boolean[]) as t(s, st, l, b, p)
     on conflict do nothing`.execute(db);
 }

@@ -94,24 +94,6 @@ export function findExecutionsPage(db: Executor, runId: string, filter: { attemp
   return query.$call(keyset(page, 'step_executions.id')).execute();
 }
 
-export interface LogRow {
-  seq: number;
-  stream: string;
-  line: string;
-  created_at: Date;
-}
-
-export function findLogLines(db: Executor, executionId: string, after: number, limit: number): Promise<LogRow[]> {
-  return db
-    .selectFrom('step_logs')
-    .select(['seq', 'stream', 'line', 'created_at'])
-    .where('step_execution_id', '=', executionId)
-    .where('seq', '>', after)
-    .orderBy('seq')
-    .limit(limit)
-    .execute();
-}
-
 export async function findExecutionStatus(db: Executor, executionId: string): Promise<string | undefined> {
   const { rows } = await sql<{ status: string }>`select status from step_executions where id = ${executionId}`.execute(db);
   return rows[0]?.status;

@@ -109,17 +109,37 @@ export const StepExecutionListQuery = Type.Object(
 export type StepExecutionListQuery = Static<typeof StepExecutionListQuery>;
 
 export const LogLine = Type.Object({
-  seq: Type.Integer({ description: 'Line number within the step execution, from 1' }),
+  seq: Type.Integer({ description: 'Record number within the step execution, from 1' }),
   stream: StringEnum(['stdout', 'stderr', 'system'] as const),
-  line: Type.String(),
+  line: Type.String({
+    description:
+      'The record as text, without its newline. When the output was valid UTF-8 without NUL bytes this is the text exactly; ' +
+      'otherwise `bytes` is present and this is a visible escape of them: `\\x00` for a NUL byte, `\\xNN` for a byte that is not ' +
+      'part of a valid UTF-8 character, `\\\\` for a backslash, everything else as is',
+  }),
+  bytes: Type.Optional(
+    Type.String({ format: 'byte', description: 'Base64 of the exact bytes of the record; present only when `line` is escaped (it had a NUL byte or invalid UTF-8)' }),
+  ),
+  partial: Type.Optional(
+    Type.Boolean({
+      description:
+        'Present (true) when the record was not ended by a newline: a line longer than 16 KiB goes on in the next record of the same stream, ' +
+        'or the output ended without a final newline. The exact output of a stream is its records in seq order, each followed by a newline unless partial',
+    }),
+  ),
   createdAt: UtcDateTime,
 });
 export type LogLine = Static<typeof LogLine>;
 
+/** The largest seq a query or Last-Event-ID may name (seq is a 32-bit integer). */
+export const MAX_LOG_SEQ = 2_147_483_647;
+
 export const LogsQuery = Type.Object(
   {
-    after: Type.Optional(Nullable(Type.Integer({ minimum: 0, description: 'Only lines with a greater seq' }))),
-    limit: Type.Optional(Nullable(Type.Integer({ format: 'int32', description: 'Lines per page: default 500, at most 2000' }))),
+    after: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: MAX_LOG_SEQ, description: 'Only lines with a greater seq' }))),
+    limit: Type.Optional(
+      Nullable(Type.Integer({ format: 'int32', description: 'Lines per page: default 500, at most 2000; a page also stops once it holds about 1 MiB' })),
+    ),
     follow: Type.Optional(Type.Boolean({ description: 'Stream as Server-Sent Events until the step ends (same as Accept: text/event-stream)' })),
   },
   { additionalProperties: false },

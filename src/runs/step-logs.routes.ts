@@ -1,18 +1,55 @@
+import type { ServerResponse } from 'node:http';
 import type { App } from '../platform/http/app.ts';
+import { BadRequestError } from '../platform/errors.ts';
 import { IdParams } from '../platform/schema.ts';
-import { LogsPage, LogsQuery } from './runs.schema.ts';
+import { LogsPage, LogsQuery, MAX_LOG_SEQ } from './runs.schema.ts';
 import { followLogs, readLogs } from './step-logs.service.ts';
+
+/** A follow client that takes nothing for this long is disconnected; it resumes with Last-Event-ID. */
+export const FOLLOW_STALL_MS = 60_000;
 
 function wantsStream(accept: string | undefined, follow: boolean | undefined): boolean {
   return follow === true || (accept ?? '').includes('text/event-stream');
 }
 
+/** The seq to resume after, from Last-Event-ID: a non-negative 32-bit integer, or a 400. */
+export function parseLastEventId(header: string | string[] | undefined): number | undefined {
+  if (header === undefined || header === '') return undefined;
+  const value = Array.isArray(header) ? header.join(',') : header;
+  const seq = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
+  if (!(seq <= MAX_LOG_SEQ)) {
+    throw new BadRequestError('Last-Event-ID must be the seq of a line: an integer from 0 to 2147483647', [`last-event-id: not a valid seq`]);
+  }
+  return seq;
+}
+
+/** Resolves once the socket can take more ('drain'), or has closed; a client stalled too long is cut off. */
+function drained(raw: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      raw.destroy();
+      done();
+    }, FOLLOW_STALL_MS);
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
+}
+
 export async function stepLogRoutes(app: App) {
   // Follow streams can last as long as a step: on shutdown they end (clients resume with Last-Event-ID)
   // instead of holding the drain open.
+  // A stream stalled on a client that reads nothing is cut at once, rather than after FOLLOW_STALL_MS.
   let shuttingDown = false;
+  const streams = new Set<ServerResponse>();
   app.addHook('preClose', async () => {
     shuttingDown = true;
+    for (const raw of streams) if (raw.writableNeedDrain) raw.destroy();
   });
 
   app.get('/pipeline-step-executions/:id/logs', {
@@ -20,16 +57,18 @@ export async function stepLogRoutes(app: App) {
       tags: ['pipeline-step-executions'],
       summary: 'Read the lines a step execution wrote, or follow them as Server-Sent Events while it runs',
       description:
-        'JSON: lines after `after` (seq), oldest first. With `follow=true` or `Accept: text/event-stream`: an SSE stream of ' +
-        '`line` events (id = seq, data = the line as JSON) that ends with an `end` event once the step has ended. ' +
-        'A reconnecting client sends Last-Event-ID to resume.',
+        'JSON: lines after `after` (seq), oldest first, at most `limit` and about 1 MiB per page. With `follow=true` or ' +
+        '`Accept: text/event-stream`: an SSE stream of `line` events (id = seq, data = the line as JSON) that ends with an `end` ' +
+        'event once the step has ended; the server sends the next lines only as fast as the client reads them, and disconnects a ' +
+        'client that reads nothing for 60 s. A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume. ' +
+        'Output is stored byte for byte: see `line`, `bytes` and `partial`; a step whose output exceeded the log limit ends with a ' +
+        '`system` line saying so, and its statusDetail has `logTruncated: true`.',
       params: IdParams,
       querystring: LogsQuery,
       response: { 200: LogsPage },
     },
   }, async (request, reply) => {
-    const lastEventId = Number(request.headers['last-event-id']);
-    const after = request.query.after ?? (Number.isInteger(lastEventId) && lastEventId > 0 ? lastEventId : 0);
+    const after = request.query.after ?? parseLastEventId(request.headers['last-event-id']) ?? 0;
     if (!wantsStream(request.headers.accept, request.query.follow)) {
       return readLogs(app.db, request.principal, request.params.id, after, request.query.limit);
     }
@@ -39,16 +78,23 @@ export async function stepLogRoutes(app: App) {
     const raw = reply.raw;
     raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': request.id });
     let closed = false;
-    raw.on('close', () => (closed = true));
+    streams.add(raw);
+    raw.on('close', () => {
+      closed = true;
+      streams.delete(raw);
+    });
+    const send = async (text: string) => {
+      if (!closed && !raw.write(text)) await drained(raw);
+    };
     try {
       await followLogs(app.db, request.principal, request.params.id, after, {
-        line: (line) => raw.write(`event: line\nid: ${line.seq}\ndata: ${JSON.stringify(line)}\n\n`),
-        end: (status) => raw.write(`event: end\ndata: ${JSON.stringify({ status })}\n\n`),
+        line: (line) => send(`event: line\nid: ${line.seq}\ndata: ${JSON.stringify(line)}\n\n`),
+        end: (status) => void send(`event: end\ndata: ${JSON.stringify({ status })}\n\n`),
         closed: () => closed || shuttingDown,
       });
     } catch (error) {
       request.log.error({ err: error }, 'failed to stream logs');
-      raw.write(`event: error\ndata: ${JSON.stringify({ code: 'Api:Internal:ERROR', message: 'The log stream failed', requestId: request.id })}\n\n`);
+      if (!closed) raw.write(`event: error\ndata: ${JSON.stringify({ code: 'Api:Internal:ERROR', message: 'The log stream failed', requestId: request.id })}\n\n`);
     }
     raw.end();
     return reply;

@@ -3,17 +3,47 @@ import type { Db } from '../platform/db/db.ts';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../platform/pagination.ts';
 import { BadRequestError } from '../platform/errors.ts';
 import { isTerminalStep, type StepStatus } from '../engine/transitions.ts';
-import { findExecutionStatus, findLogLines, type LogRow } from './runs.repo.ts';
+import { findExecutionStatus } from './runs.repo.ts';
 import { getExecutionRow } from './runs.service.ts';
 import type { LogLine } from './runs.schema.ts';
+import { findLogLines, type LogRow } from './step-logs.repo.ts';
+
+/** A JSON page stops once its records hold this many bytes (at least one record is always returned). */
+export const PAGE_MAX_BYTES = 1024 * 1024;
+/**
+ * A follow stream reads this many records (or bytes) per query, and the next page only once the client
+ * has taken the last one: a client that stops reading holds at most one page in this process.
+ */
+export const FOLLOW_PAGE_ROWS = 200;
+export const FOLLOW_PAGE_MAX_BYTES = 256 * 1024;
 
 function logRowToLine(row: LogRow): LogLine {
-  return { seq: row.seq, stream: row.stream as LogLine['stream'], line: row.line, createdAt: row.created_at };
+  return {
+    seq: row.seq,
+    stream: row.stream as LogLine['stream'],
+    line: row.line,
+    ...(row.bytes ? { bytes: row.bytes.toString('base64') } : {}),
+    ...(row.partial ? { partial: true } : {}),
+    createdAt: row.created_at,
+  };
 }
+
+const rowBytes = (rows: LogRow[]) => rows.reduce((sum, r) => sum + Buffer.byteLength(r.line) + (r.bytes?.length ?? 0), 0);
 
 function pageLimit(limit: number | null | undefined): number {
   if (limit !== undefined && limit !== null && limit < 1) throw new BadRequestError('limit must be at least 1', ['limit: must be >= 1']);
   return Math.min(limit ?? DEFAULT_PAGE_SIZE * 10, MAX_PAGE_SIZE * 10);
+}
+
+/**
+ * readPage reads up to `limit` records after `after` within `maxBytes`, and tells whether more may
+ * follow: one record past the limit is asked for, and a page cut by bytes may have more.
+ */
+async function readPage(db: Db, id: string, after: number, limit: number, maxBytes: number) {
+  const rows = await findLogLines(db, id, after, limit + 1, maxBytes);
+  const more = rows.length > limit || rowBytes(rows) >= maxBytes;
+  if (rows.length > limit) rows.length = limit;
+  return { rows, more };
 }
 
 /**
@@ -25,33 +55,38 @@ export async function readLogs(db: Db, principal: Principal, id: string, after: 
   await getExecutionRow(db, principal, id);
   const applied = pageLimit(limit);
   const status = (await findExecutionStatus(db, id))!;
-  const rows = await findLogLines(db, id, after, applied);
+  const { rows, more } = await readPage(db, id, after, applied, PAGE_MAX_BYTES);
   const lastSeq = rows.length ? rows[rows.length - 1].seq : after;
   return {
     data: rows.map(logRowToLine),
-    meta: { limit: applied, lastSeq, complete: isTerminalStep(status) && rows.length < applied, stepStatus: status as StepStatus },
+    meta: { limit: applied, lastSeq, complete: isTerminalStep(status) && !more, stepStatus: status as StepStatus },
   };
 }
 
 export interface LogStreamTarget {
-  line(line: LogLine): void;
+  /** Sends one line; resolves once the client can take more (or has gone). */
+  line(line: LogLine): Promise<void>;
   end(status: string): void;
   closed(): boolean;
 }
 
 /**
  * followLogs streams the step's lines as they are stored, polling every `pollMs`, and ends once the
- * step has ended and its last line was sent (or when the client goes away).
+ * step has ended and its last line was sent (or when the client goes away). It reads the next page only
+ * after the target took every line of the last one, so a stalled client stalls its own stream only.
  */
 export async function followLogs(db: Db, principal: Principal, id: string, after: number, target: LogStreamTarget, pollMs = 200) {
   await getExecutionRow(db, principal, id);
   let seq = after;
   while (!target.closed()) {
     const status = (await findExecutionStatus(db, id)) ?? 'CANCELLED';
-    const rows = await findLogLines(db, id, seq, 1000);
-    for (const row of rows) target.line(logRowToLine(row));
-    if (rows.length) seq = rows[rows.length - 1].seq;
-    if (rows.length === 1000) continue;
+    const { rows, more } = await readPage(db, id, seq, FOLLOW_PAGE_ROWS, FOLLOW_PAGE_MAX_BYTES);
+    for (const row of rows) {
+      if (target.closed()) return;
+      await target.line(logRowToLine(row));
+      seq = row.seq;
+    }
+    if (more) continue;
     if (isTerminalStep(status)) return target.end(status);
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }

@@ -1,6 +1,7 @@
 import type { StepOutcome, ClaimedStep } from '../step-lifecycle.ts';
 import { engineError } from '../transitions.ts';
 import type { LogSink } from '../log-sink.ts';
+import { logDetail, logStoreError } from './output-capture.ts';
 import { runScript } from './script.ts';
 
 export interface RunnerContext {
@@ -43,6 +44,8 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<
     signal: ctx.signal,
     onSpawn: ctx.onSpawn,
   });
+  // Every record committed (or counted lost) before the outcome is decided: a lost line fails the step.
+  await ctx.sink.flush();
   const round = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 1000) / 1000);
   const statusDetail = {
     exitCode: result.exitCode,
@@ -51,12 +54,14 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<
     prepareMs: round(result.prepareMs),
     cleanupMs: round(result.cleanupMs),
     workerId: ctx.workerId,
+    ...logDetail(ctx.sink.stats),
   };
   const outputData = { exitCode: result.exitCode };
   if (result.spawnError) return { status: 'FAILED', statusDetail, error: engineError('Engine:Script:SPAWN_FAILED', result.spawnError) };
   if (result.timedOut) {
     return { status: 'FAILED', statusDetail, outputData, error: engineError('Engine:Step:TIMED_OUT', `The step ran longer than its timeoutSeconds (${claimed.step.timeoutSeconds})`) };
   }
+  if (result.exitCode === 0 && ctx.sink.stats.linesLost) return { status: 'FAILED', statusDetail, outputData, error: logStoreError(ctx.sink.stats, ctx.sink.lastError) };
   if (result.exitCode === 0) return { status: 'SUCCEEDED', statusDetail, outputData };
   const how = result.exitCode === null ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
   return { status: 'FAILED', statusDetail, outputData, error: engineError('Engine:Script:FAILED', `The command ${how}`, { exitCode: result.exitCode }) };

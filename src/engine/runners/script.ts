@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, mkdir, rm, rmdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import type { LogSink } from '../log-sink.ts';
+import { captureOutput } from './output-capture.ts';
 
 export interface ScriptOptions {
   command: string;
@@ -56,7 +56,7 @@ function killGroup(pid: number, signal: NodeJS.Signals) {
 
 /**
  * runScript runs `sh -c <command>` in a fresh temporary working directory, in its own process group,
- * streaming stdout and stderr line by line into the sink. It stops the group (SIGTERM, then SIGKILL
+ * streaming stdout and stderr byte for byte into the sink. It stops the group (SIGTERM, then SIGKILL
  * after the grace period) on timeout or when `signal` aborts, and removes the directory afterwards.
  */
 export async function runScript(o: ScriptOptions): Promise<ScriptResult> {
@@ -124,8 +124,9 @@ function runInDirectory(o: ScriptOptions, cwd: string): Promise<ScriptResult> {
     if (child.pid) o.onSpawn?.(child.pid);
     if (o.signal.aborted) onAbort();
     else o.signal.addEventListener('abort', onAbort);
-    createInterface({ input: child.stdout! }).on('line', (line) => o.sink.write('stdout', line));
-    createInterface({ input: child.stderr! }).on('line', (line) => o.sink.write('stderr', line));
+    // As bytes, with backpressure and the log limits (output-capture.ts).
+    captureOutput(child.stdout!, 'stdout', o.sink);
+    captureOutput(child.stderr!, 'stderr', o.sink);
     child.on('exit', (code, signal) => {
       processMs = performance.now() - started;
       exit = { code, signal };

@@ -183,6 +183,9 @@ export interface StepLogsTable {
   seq: number;
   stream: string;
   line: string;
+  /** The record's exact bytes, only when `line` is an escaped form of them (0005_step_log_bytes.sql). */
+  bytes: ColumnType<Buffer | null, Buffer | null | undefined, never>;
+  partial: ColumnType<boolean, boolean | undefined, never>;
   created_at: CreatedAt;
 }
 

@@ -1,0 +1,54 @@
+import type { Readable } from 'node:stream';
+import type { ErrorBody } from '../../platform/schema.ts';
+import { LineSplitter } from '../log-bytes.ts';
+import type { LogSink, LogStats } from '../log-sink.ts';
+import { engineError } from '../transitions.ts';
+
+/**
+ * Reading a pipe pauses while the sink holds more than this (pending plus in flight), and resumes once
+ * its flushes have committed down to LOW_WATER_BYTES: a process that prints faster than the database
+ * stores is slowed to the database's pace (its writes block on the full pipe), and the worker's memory
+ * for a step's output stays near these few megabytes whatever the step prints.
+ */
+export const HIGH_WATER_BYTES = 2 * 1024 * 1024;
+export const LOW_WATER_BYTES = 512 * 1024;
+
+/**
+ * captureOutput reads one of the process's pipes as bytes (never decoding it), cuts it into records
+ * and writes them to the sink, with backpressure. Once the log is truncated the rest is read and only
+ * counted, at pipe speed, so the process never blocks on a pipe nobody reads.
+ */
+export function captureOutput(stream: Readable, name: 'stdout' | 'stderr', sink: LogSink): void {
+  const splitter = new LineSplitter();
+  const writeAll = (records: ReturnType<LineSplitter['push']>) => {
+    for (const record of records) sink.writeOutput(name, record.bytes, record.partial);
+  };
+  stream.on('data', (chunk: Buffer) => {
+    if (sink.stats.truncated) {
+      writeAll(splitter.end());
+      sink.discard(chunk.length);
+      return;
+    }
+    writeAll(splitter.push(chunk));
+    if (sink.queuedBytes > HIGH_WATER_BYTES && !sink.stats.truncated) {
+      stream.pause();
+      void sink.belowQueued(LOW_WATER_BYTES).then(() => stream.resume());
+    }
+  });
+  stream.on('end', () => writeAll(splitter.end()));
+}
+
+/** The step's statusDetail fields about its log: present only when something was left out. */
+export function logDetail(stats: LogStats): Record<string, unknown> {
+  return {
+    ...(stats.truncated ? { logTruncated: true, logBytesSeen: stats.bytesSeen, logBytesStored: stats.bytesStored } : {}),
+    ...(stats.linesLost ? { logLinesLost: stats.linesLost } : {}),
+  };
+}
+
+/** The error of a step whose log lines could not all be stored: it must not pass for a clean success. */
+export function logStoreError(stats: LogStats, cause: Error | undefined): ErrorBody {
+  return engineError('Engine:Log:STORE_FAILED', `${stats.linesLost} log line(s) of this step could not be stored: ${cause?.message ?? 'unknown error'}`, {
+    linesLost: stats.linesLost,
+  });
+}

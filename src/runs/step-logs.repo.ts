@@ -1,0 +1,32 @@
+import { sql } from 'kysely';
+import type { Executor } from '../platform/db/db.ts';
+
+export interface LogRow {
+  seq: number;
+  stream: string;
+  line: string;
+  bytes: Buffer | null;
+  partial: boolean;
+  created_at: Date;
+}
+
+/**
+ * findLogLines returns up to `limit` records after `after`, oldest first, and stops early once the
+ * records returned hold `maxBytes` (always at least one): a page's memory is bounded by bytes as well as
+ * by rows, since a record can be 16 KiB and its escaped form four times that. The running sum is
+ * computed on the index scan, which the limit stops, so nothing past the page is read.
+ */
+export async function findLogLines(db: Executor, executionId: string, after: number, limit: number, maxBytes: number): Promise<LogRow[]> {
+  const { rows } = await sql<LogRow>`
+    select seq, stream, line, bytes, partial, created_at
+      from (select seq, stream, line, bytes, partial, created_at,
+                   sum(octet_length(line) + coalesce(octet_length(bytes), 0)) over (order by seq) as upto,
+                   octet_length(line) + coalesce(octet_length(bytes), 0) as size
+              from step_logs
+             where step_execution_id = ${executionId} and seq > ${after}
+             order by seq
+             limit ${limit}) as page
+     where upto - size < ${maxBytes}
+     order by seq`.execute(db);
+  return rows;
+}
