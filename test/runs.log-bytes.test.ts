@@ -147,6 +147,30 @@ describe('step output stored byte for byte', () => {
     assert.equal(sink.stats.truncated, false);
   });
 
+  it('the byte and line limits store up to the limit, then one marker line, and count the rest', async () => {
+    const { step } = await runOneStep(t, 'true');
+    const run = (command: string, limits: { maxBytes: number; maxLines: number }, from: number) => {
+      const sink = new LogSink(t.db, step.id, from, { limits });
+      return runScript({ command, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, killGraceMs: 1000, sink, signal: new AbortController().signal })
+        .then(() => sink.close())
+        .then(() => sink.stats);
+    };
+    const byBytes = await run('echo 12345; echo 67890; echo abcde', { maxBytes: 9, maxLines: 100 }, 1);
+    assert.deepEqual(byBytes, { bytesSeen: 18, bytesStored: 9, linesStored: 2, truncated: true, linesLost: 0 });
+    const byLines = await run('seq 1 10', { maxBytes: 1000, maxLines: 3 }, 100);
+    assert.deepEqual([byLines.linesStored, byLines.bytesStored, byLines.bytesSeen, byLines.truncated], [3, 6, 21, true]);
+    const records = await allRecords(t, step.id);
+    assert.deepEqual(records.map((r) => [r.seq, r.stream, r.line.replace(/ \(.*/, ''), r.partial ?? false]), [
+      [1, 'stdout', '12345', false],
+      [2, 'stdout', '678', true],
+      [3, 'system', '[plinth] output truncated at 9 bytes', false],
+      [100, 'stdout', '1', false],
+      [101, 'stdout', '2', false],
+      [102, 'stdout', '3', false],
+      [103, 'system', '[plinth] output truncated at 3 lines', false],
+    ]);
+  });
+
   it('Last-Event-ID and after must be seqs: anything else is a 400 ErrorBody, never a 500', async () => {
     const { step } = await runOneStep(t, 'echo a; echo b');
     for (const header of ['abc', '-1', '1e3', '2147483648', '99999999999999999999', '1.5']) {
