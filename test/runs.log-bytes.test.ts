@@ -171,6 +171,36 @@ describe('step output stored byte for byte', () => {
     ]);
   });
 
+  it('one caller follows at most 32 log streams at once: the 33rd is a 429 ErrorBody until one ends', async () => {
+    const baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const stack = await createStack(t, [{ id: 'slow', command: 'echo started; sleep 30' }]);
+    const run = await triggerRun(t, stack.id);
+    const step = await waitForStep(t, run.id, 'slow', 'RUNNING');
+    const url = `${baseUrl}/pipeline-step-executions/${step.id}/logs?follow=true`;
+    const headers = { authorization: `Bearer ${t.adminToken}` };
+    const controllers = Array.from({ length: 32 }, () => new AbortController());
+    try {
+      const streams = await Promise.all(controllers.map((c) => fetch(url, { headers, signal: c.signal })));
+      assert.deepEqual([...new Set(streams.map((r) => r.status))], [200]);
+      const refused = await fetch(url, { headers });
+      assert.equal(refused.status, 429);
+      assert.equal((await refused.json()).code, 'Api:StepLogs:TOO_MANY_FOLLOWERS');
+      controllers[0].abort();
+      const late = new AbortController();
+      controllers.push(late);
+      const again = await waitFor('a slot to be given back', async () => {
+        const res = await fetch(url, { headers, signal: late.signal });
+        if (res.status === 200) return res;
+        await res.body?.cancel();
+        return undefined;
+      });
+      assert.equal(again.status, 200);
+    } finally {
+      for (const c of controllers) c.abort();
+      await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+    }
+  });
+
   it('Last-Event-ID and after must be seqs: anything else is a 400 ErrorBody, never a 500', async () => {
     const { step } = await runOneStep(t, 'echo a; echo b');
     for (const header of ['abc', '-1', '1e3', '2147483648', '99999999999999999999', '1.5']) {

@@ -1,9 +1,19 @@
 import type { ServerResponse } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Principal } from '../platform/auth/principal.ts';
 import type { App } from '../platform/http/app.ts';
 import { BadRequestError } from '../platform/errors.ts';
 import { IdParams } from '../platform/schema.ts';
+import { FollowSlots } from './follow-slots.ts';
 import { LogsPage, LogsQuery, MAX_LOG_SEQ } from './runs.schema.ts';
 import { followLogs, readLogs } from './step-logs.service.ts';
+
+interface StreamContext {
+  principal: Principal;
+  executionId: string;
+  requestId: string;
+  log: FastifyBaseLogger;
+}
 
 /** A follow client that takes nothing for this long is disconnected; it resumes with Last-Event-ID. */
 export const FOLLOW_STALL_MS = 60_000;
@@ -41,12 +51,37 @@ function drained(raw: ServerResponse): Promise<void> {
   });
 }
 
+/**
+ * streamLogs writes the step's lines to the hijacked response as Server-Sent Events, each write waiting
+ * for the socket to drain when its buffer is full, and ends the response.
+ */
+async function streamLogs(app: App, request: StreamContext, raw: ServerResponse, after: number, stopping: () => boolean) {
+  let closed = raw.destroyed;
+  raw.on('close', () => (closed = true));
+  raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': request.requestId });
+  const send = async (text: string) => {
+    if (!closed && !raw.write(text)) await drained(raw);
+  };
+  try {
+    await followLogs(app.db, request.principal, request.executionId, after, {
+      line: (line) => send(`event: line\nid: ${line.seq}\ndata: ${JSON.stringify(line)}\n\n`),
+      end: (status) => void send(`event: end\ndata: ${JSON.stringify({ status })}\n\n`),
+      closed: () => closed || stopping(),
+    });
+  } catch (error) {
+    request.log.error({ err: error }, 'failed to stream logs');
+    if (!closed) raw.write(`event: error\ndata: ${JSON.stringify({ code: 'Api:Internal:ERROR', message: 'The log stream failed', requestId: request.requestId })}\n\n`);
+  }
+  raw.end();
+}
+
 export async function stepLogRoutes(app: App) {
   // Follow streams can last as long as a step: on shutdown they end (clients resume with Last-Event-ID)
   // instead of holding the drain open.
   // A stream stalled on a client that reads nothing is cut at once, rather than after FOLLOW_STALL_MS.
   let shuttingDown = false;
   const streams = new Set<ServerResponse>();
+  const slots = new FollowSlots();
   app.addHook('preClose', async () => {
     shuttingDown = true;
     for (const raw of streams) if (raw.writableNeedDrain) raw.destroy();
@@ -60,7 +95,7 @@ export async function stepLogRoutes(app: App) {
         'JSON: lines after `after` (seq), oldest first, at most `limit` and about 1 MiB per page. With `follow=true` or ' +
         '`Accept: text/event-stream`: an SSE stream of `line` events (id = seq, data = the line as JSON) that ends with an `end` ' +
         'event once the step has ended; the server sends the next lines only as fast as the client reads them, and disconnects a ' +
-        'client that reads nothing for 60 s. A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume. ' +
+        'client that reads nothing for 60 s. One caller follows at most 32 streams at once per API process (429 beyond). A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume. ' +
         'Output is stored byte for byte: see `line`, `bytes` and `partial`; a step whose output exceeded the log limit ends with a ' +
         '`system` line saying so, and its statusDetail has `logTruncated: true`.',
       params: IdParams,
@@ -74,29 +109,16 @@ export async function stepLogRoutes(app: App) {
     }
     // The execution must exist before the stream opens, so a 404 is still an ErrorBody.
     await readLogs(app.db, request.principal, request.params.id, after, 1);
+    const release = slots.acquire(request.principal.userId);
     reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': request.id });
-    let closed = false;
-    streams.add(raw);
-    raw.on('close', () => {
-      closed = true;
-      streams.delete(raw);
+    streams.add(reply.raw);
+    reply.raw.on('close', () => {
+      streams.delete(reply.raw);
+      release();
     });
-    const send = async (text: string) => {
-      if (!closed && !raw.write(text)) await drained(raw);
-    };
-    try {
-      await followLogs(app.db, request.principal, request.params.id, after, {
-        line: (line) => send(`event: line\nid: ${line.seq}\ndata: ${JSON.stringify(line)}\n\n`),
-        end: (status) => void send(`event: end\ndata: ${JSON.stringify({ status })}\n\n`),
-        closed: () => closed || shuttingDown,
-      });
-    } catch (error) {
-      request.log.error({ err: error }, 'failed to stream logs');
-      if (!closed) raw.write(`event: error\ndata: ${JSON.stringify({ code: 'Api:Internal:ERROR', message: 'The log stream failed', requestId: request.id })}\n\n`);
-    }
-    raw.end();
+    const context = { principal: request.principal, executionId: request.params.id, requestId: request.id, log: request.log };
+    await streamLogs(app, context, reply.raw, after, () => shuttingDown);
+    release();
     return reply;
   });
 }
