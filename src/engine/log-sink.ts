@@ -92,7 +92,7 @@ export class LogSink {
     return this.pendingSize + this.inFlightSize;
   }
 
-  /** A line of the engine's own (stream `system`): never counted against the limits. */
+  /** A line given as a string: the engine's own (`system`, never counted against the limits), or output. */
   write(stream: LogStream, line: string): void {
     const bytes = Buffer.from(line, 'utf8');
     if (stream === 'system') this.push(stream, bytes, false);
@@ -104,7 +104,7 @@ export class LogSink {
    * the byte limit is stored up to it, then one marker line says the output was truncated; everything
    * after is only counted. Returns false once the log is truncated (the caller may stop splitting).
    */
-  writeOutput(stream: 'stdout' | 'stderr' | 'system', bytes: Buffer, partial: boolean): boolean {
+  writeOutput(stream: 'stdout' | 'stderr', bytes: Buffer, partial: boolean): boolean {
     const size = bytes.length + (partial ? 0 : 1);
     this.stats.bytesSeen += size;
     if (this.stats.truncated) return false;

@@ -65,6 +65,7 @@ async function streamLogs(app: App, request: StreamContext, raw: ServerResponse,
   try {
     await followLogs(app.db, request.principal, request.executionId, after, {
       line: (line) => send(`event: line\nid: ${line.seq}\ndata: ${JSON.stringify(line)}\n\n`),
+      keepAlive: () => send(': keep-alive\n\n'),
       end: (status) => void send(`event: end\ndata: ${JSON.stringify({ status })}\n\n`),
       closed: () => closed || stopping(),
     });

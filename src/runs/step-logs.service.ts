@@ -16,6 +16,8 @@ export const PAGE_MAX_BYTES = 1024 * 1024;
  */
 export const FOLLOW_PAGE_ROWS = 200;
 export const FOLLOW_PAGE_MAX_BYTES = 256 * 1024;
+/** A stream with nothing to send says so this often (an SSE comment), so proxies and dead clients show. */
+export const FOLLOW_KEEPALIVE_MS = 15_000;
 
 function logRowToLine(row: LogRow): LogLine {
   return {
@@ -66,6 +68,8 @@ export async function readLogs(db: Db, principal: Principal, id: string, after: 
 export interface LogStreamTarget {
   /** Sends one line; resolves once the client can take more (or has gone). */
   line(line: LogLine): Promise<void>;
+  /** Sends nothing but proof of life. */
+  keepAlive(): Promise<void>;
   end(status: string): void;
   closed(): boolean;
 }
@@ -78,6 +82,7 @@ export interface LogStreamTarget {
 export async function followLogs(db: Db, principal: Principal, id: string, after: number, target: LogStreamTarget, pollMs = 200) {
   await getExecutionRow(db, principal, id);
   let seq = after;
+  let lastSent = Date.now();
   while (!target.closed()) {
     const status = (await findExecutionStatus(db, id)) ?? 'CANCELLED';
     const { rows, more } = await readPage(db, id, seq, FOLLOW_PAGE_ROWS, FOLLOW_PAGE_MAX_BYTES);
@@ -85,9 +90,14 @@ export async function followLogs(db: Db, principal: Principal, id: string, after
       if (target.closed()) return;
       await target.line(logRowToLine(row));
       seq = row.seq;
+      lastSent = Date.now();
     }
     if (more) continue;
     if (isTerminalStep(status)) return target.end(status);
+    if (Date.now() - lastSent >= FOLLOW_KEEPALIVE_MS) {
+      await target.keepAlive();
+      lastSent = Date.now();
+    }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 }
