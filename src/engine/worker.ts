@@ -128,7 +128,8 @@ export class EngineWorker {
     if (!claimed) return;
     const attempt: RunningAttempt = { controller: new AbortController() };
     this.running.set(id, attempt);
-    const sink = new LogSink(this.db, id, claimed.nextLogSeq, { limits: this.config.logLimits, retry: { onRetry: (err) => this.log.warn({ err, executionId: id }, 'retrying a log flush') } });
+    const onRetry = (err: unknown) => this.log.warn({ err, executionId: id }, 'retrying a log flush');
+    const sink = new LogSink(this.db, id, claimed.nextLogSeq, { limits: this.config.logLimits, retry: { onRetry } });
     let outcome;
     try {
       outcome = await runStep(claimed, {
