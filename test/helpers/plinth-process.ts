@@ -73,7 +73,8 @@ export async function startPlinthProcess(env: Record<string, string>, options: S
     output: () => output,
     exited,
     stop: async (timeoutMs = 20_000) => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      // A second SIGTERM means "stop without draining" (exit 1): send one only if nobody has yet.
+      if (!child.killed && child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
       try {
         return await exited;
