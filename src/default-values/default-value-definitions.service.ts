@@ -6,8 +6,8 @@ import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { checkInputProperty, defaultValueRefsOf } from '../inputs/check-property.ts';
 import type { InputProperty } from '../inputs/inputs.schema.ts';
 import { formatProblems, validateValue } from '../inputs/validate-value.ts';
-import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
-import { inUseError } from '../projects/in-use.ts';
+import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
+import { inUseError } from '../platform/db/dependents.ts';
 import {
   definitionRowToDefinition,
   deleteDefinitionById,
