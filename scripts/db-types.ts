@@ -1,7 +1,8 @@
-// npm run db:types: regenerates src/platform/db/database.generated.ts, the Kysely view of the schema, from the
-// migrations. It migrates a throw-away database (on an embedded PostgreSQL in a temp directory, or on
-// the server TEST_DATABASE_URL names), introspects it with kysely-codegen, and writes the result.
-// test/db.types.test.ts renders the same against the test template and fails when the file is stale.
+// npm run db:types: regenerates src/platform/db/database.generated.ts, the Kysely view of the schema,
+// from the migrations. It migrates a throw-away database (on an embedded PostgreSQL in a temp directory,
+// or on the server TEST_DATABASE_URL names), introspects it with kysely-codegen, and writes the result.
+// test/db.types.test.ts renders the same against the test server and fails when the file is stale.
+
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,6 +1,7 @@
 // The folder-level import graph of src/: which top-level folder (a domain, `platform`, or `(root)` for
 // src/*.ts) imports which. test/conventions.layering.test.ts asserts it has no cycle and that platform
 // imports no domain. Run it (`node --import tsx scripts/import-graph.ts`) to print the graph.
+
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,13 +1,12 @@
+// Row → API mapping of runs and step executions, with the engine fields spelled out once:
+// engineWorkflowId `plinth-run-<runId>` names the run's workflow in the engine; engineRunId is the
+// attempt (`<runId>.<attemptEpoch>`) for a run, and the graphile-worker job that dispatched it for a
+// step execution (steps the engine resolves itself, approvals and skips, carry the run's attempt).
+
 import { isTerminalRun } from '../engine/transitions.ts';
 import type { ExecutionReadRow, RunReadRow, TransitionRow } from './runs.repo.ts';
 import type { PipelineRun, RunTransition, StepExecution } from './runs.schema.ts';
 
-/**
- * Row → API mapping of runs and step executions, with the engine fields spelled out once:
- * engineWorkflowId `plinth-run-<runId>` names the run's workflow in the engine; engineRunId is the
- * attempt (`<runId>.<attemptEpoch>`) for a run, and the graphile-worker job that dispatched it for a
- * step execution (steps the engine resolves itself, approvals and skips, carry the run's attempt).
- */
 export function engineWorkflowIdOf(runId: string): string {
   return `plinth-run-${runId}`;
 }

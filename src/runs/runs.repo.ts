@@ -1,3 +1,5 @@
+// Read side of runs and step executions; writes go through the engine (src/engine).
+
 import type { Selectable } from 'kysely';
 import type { PipelineRunsTable, RunTransitionsTable, StacksTable, StepExecutionsTable, StepLogsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
@@ -5,8 +7,6 @@ import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { ACTIVE_RUN_STATUSES, type RunStatus, type StepStatus } from '../platform/db/enums.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import { PIPELINE_USAGE } from '../pipelines/pipelines.service.ts';
-
-// Read side of runs and step executions; writes go through the engine (src/engine).
 
 /** The columns of a run's stack that its queue state shows, prefixed `stack_` (null for a run of a bare pipeline). */
 type RunStackColumns = { [K in 'active_run_id' | 'project_id' | 'environment_id' as `stack_${K}`]: Selectable<StacksTable>[K] | null };

@@ -1,6 +1,7 @@
 // Column types the generated Database interface (database.ts) refers to by name; scripts/db-types.ts
 // maps columns to them. A jsonb column is written as JSON text (JSON.stringify: `pg` would send a JS
 // array as a PostgreSQL array) and read back parsed.
+
 import type { ColumnType } from 'kysely';
 
 export type JsonPrimitive = boolean | number | string | null;

@@ -1,6 +1,7 @@
 // The Kysely view of the schema. The interface itself is generated from the migrations into
 // database.generated.ts (`npm run db:types`); this file gives it the names the code uses. A row type is
 // `Selectable<Database['table']>` (or a Pick of it) in the domain's repo, never a hand-written copy.
+
 import type { DB } from './database.generated.ts';
 
 export type Database = DB;

@@ -4,6 +4,7 @@
 // registers here, for each kind of row it points at, how to find its rows that use one (a delete is
 // refused with a 409 naming them) and which of its rows go with it. The referenced domain's service
 // asks through findUsages and deleteDependents, inside the transaction that holds the row's lock.
+
 import type { Executor } from './db.ts';
 import { ConflictError } from '../errors.ts';
 
