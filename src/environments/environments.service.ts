@@ -1,10 +1,10 @@
 import type { Principal } from '../platform/auth/principal.ts';
+import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
+import { deleteDependents, findUsages, inUseError } from '../platform/db/dependents.ts';
 import { AppError, ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
-import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
-import { deleteDependents, findUsages, inUseError } from '../platform/db/dependents.ts';
 import { getExecutionEnvironmentRow } from '../execution-environments/execution-environments.service.ts';
 import { getProjectRow } from '../projects/projects.service.ts';
 import {

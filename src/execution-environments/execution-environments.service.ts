@@ -1,10 +1,10 @@
 import type { Principal } from '../platform/auth/principal.ts';
+import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
+import { findUsages, inUseError } from '../platform/db/dependents.ts';
 import { BadRequestError, ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
-import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
-import { findUsages, inUseError } from '../platform/db/dependents.ts';
 import { findCloudAccountById } from '../cloud-accounts/cloud-accounts.repo.ts';
 import {
   deleteExecutionEnvironmentById,

@@ -12,6 +12,9 @@ export type PipelineRow = Selectable<PipelinesTable> & { latest_version_id: stri
 
 export type PipelineVersionRow = Selectable<PipelineVersionsTable>;
 
+/** The kinds of usages that keep a pipeline from being deleted; the stacks and runs repos register them (platform/db/dependents.ts). */
+export const PIPELINE_USAGE = { stacks: 'stacks', activeRuns: 'active runs' } as const;
+
 export function pipelineRowToPipeline(row: PipelineRow): Pipeline {
   return {
     id: row.id,

@@ -12,13 +12,11 @@ import {
   findPipelinesPage,
   insertPipelineWithFirstVersion,
   lockPipelineById,
+  PIPELINE_USAGE,
   pipelineRowToPipeline,
   updatePipeline as updatePipelineRow,
 } from './pipelines.repo.ts';
 import type { CreatePipeline, UpdatePipeline } from './pipelines.schema.ts';
-
-/** The kinds of usages that keep a pipeline (registered by the stacks and runs repos, see platform/db/dependents.ts). */
-export const PIPELINE_USAGE = { stacks: 'stacks', activeRuns: 'active runs' } as const;
 
 /** getPipelineRow reads a pipeline of the caller's organization; another organization's is a 404. */
 export async function getPipelineRow(db: Executor, principal: Principal, id: string) {

@@ -6,7 +6,7 @@ import type { Executor } from '../platform/db/db.ts';
 import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { ACTIVE_RUN_STATUSES, type RunStatus, type StepStatus } from '../platform/db/enums.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
-import { PIPELINE_USAGE } from '../pipelines/pipelines.service.ts';
+import { PIPELINE_USAGE } from '../pipelines/pipelines.repo.ts';
 
 /** The columns of a run's stack that its queue state shows, prefixed `stack_` (null for a run of a bare pipeline). */
 type RunStackColumns = { [K in 'active_run_id' | 'project_id' | 'environment_id' as `stack_${K}`]: Selectable<StacksTable>[K] | null };

@@ -3,7 +3,7 @@ import type { JsonObject, StacksTable } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
 import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
-import { PIPELINE_USAGE } from '../pipelines/pipelines.service.ts';
+import { PIPELINE_USAGE } from '../pipelines/pipelines.repo.ts';
 import type { Stack, StackSource } from './stacks.schema.ts';
 
 export type StackRow = Selectable<StacksTable>;
