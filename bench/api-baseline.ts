@@ -1,9 +1,8 @@
-/**
- * The benchmark's baseline: a bare Fastify server with `pg`, no Plinth machinery, doing what Plinth's
- * GET /auth/whoami and GET /memberships do in the database: the same key lookup as
- * src/platform/auth/principal.ts and the same keyset page query. Plinth's figures are read against it.
- * Run by bench/api.bench.ts as its own process: `DATABASE_URL=… PORT=… node --import tsx bench/api-baseline.ts`.
- */
+// The benchmark's baseline: a bare Fastify server with `pg`, no Plinth machinery, doing what Plinth's
+// GET /auth/whoami and GET /memberships do in the database: the same key lookup as
+// src/platform/auth/principal.ts and the same keyset page query. Plinth's figures are read against it.
+// Run by bench/api.bench.ts as its own process: `DATABASE_URL=… PORT=… node --import tsx bench/api-baseline.ts`.
+
 import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
 import pg from 'pg';

@@ -1,15 +1,12 @@
-/**
- * npm run bench:api: Plinth's API under load, beside a bare Fastify + pg baseline doing the same SQL.
- *
- * Starts the real CLI (`plinth api`) on an embedded PostgreSQL in a temporary data directory, seeds one
- * organization with 100,000 memberships, starts bench/api-baseline.ts as a separate process on the same
- * database, then loads both on loopback with autocannon: GET /auth/whoami, and GET /memberships?limit=50
- * at the first page and at the page near row 100,000. Prints requests/s, p50 and p99, the ratios, and
- * Plinth's RSS after the load. Exits 1 when a target is missed. Everything it starts, it stops.
- *
- * BENCH_DURATION (s per load, default 3), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 10),
- * BENCH_LOG_LEVEL (Plinth's LOG_LEVEL, default info as in production), BENCH_NODE_ARGS (flags for Plinth's node).
- */
+// npm run bench:api: Plinth's API under load, beside a bare Fastify + pg baseline doing the same SQL.
+// Starts the real CLI (`plinth api`) on an embedded PostgreSQL in a temporary data directory, seeds one
+// organization with 100,000 memberships, starts bench/api-baseline.ts as a separate process on the same
+// database, then loads both on loopback with autocannon: GET /auth/whoami, and GET /memberships?limit=50
+// at the first page and at the page near row 100,000. Prints requests/s, p50 and p99, the ratios, and
+// Plinth's RSS after the load. Exits 1 when a target is missed. Everything it starts, it stops.
+// BENCH_DURATION (s per load, default 3), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 10),
+// BENCH_LOG_LEVEL (Plinth's LOG_LEVEL, default info as in production), BENCH_NODE_ARGS (flags for Plinth's node).
+
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

@@ -1,4 +1,5 @@
-/** The arithmetic of bench/engine.bench.ts, apart from its process wrangling. */
+// The arithmetic of bench/engine.bench.ts, apart from its process wrangling.
+
 export interface StepRow {
   id: string;
   run_id: string;

@@ -1,21 +1,17 @@
-/**
- * npm run bench:engine: the run engine under load, with real processes end to end.
- *
- * Starts `plinth api` on an embedded PostgreSQL in a temporary data directory and two `plinth worker`
- * processes against it. Creates 100 stacks whose change pipeline is three `script` steps: `a` and `b`
- * (`true`, independent) then `c` (`true`, needs both). Then two phases of 500 runs each:
- *
- * - paced: runs triggered open-loop at BENCH_RATE runs/s (default 10), round-robin over the stacks, so
- *   a run rarely waits for its stack. Measures dispatch latency, from sending
- *   POST /stacks/{id}/pipeline-run to the run's first step RUNNING (its claim), p50 and p99; and the
- *   engine's overhead per step: step wall time (claim to completion) minus its process's own time.
- * - burst: 500 runs triggered as fast as BENCH_CLIENTS (default 20) concurrent clients can, measuring
- *   runs completed per second (first POST to last run SUCCEEDED).
- *
- * Then prints worker RSS, and counts of lost steps (a step of a run that never SUCCEEDED) and doubly
- * run steps (an execution claimed twice, or two executions of one step in one attempt). Exits 1 when a
- * target is missed. Everything it starts, it stops. BENCH_RUNS (default 500) per phase.
- */
+// npm run bench:engine: the run engine under load, with real processes end to end.
+// Starts `plinth api` on an embedded PostgreSQL in a temporary data directory and two `plinth worker`
+// processes against it. Creates 100 stacks whose change pipeline is three `script` steps: `a` and `b`
+// (`true`, independent) then `c` (`true`, needs both). Then two phases of 500 runs each:
+// - paced: runs triggered open-loop at BENCH_RATE runs/s (default 10), round-robin over the stacks, so
+//   a run rarely waits for its stack. Measures dispatch latency, from sending
+//   POST /stacks/{id}/pipeline-run to the run's first step RUNNING (its claim), p50 and p99; and the
+//   engine's overhead per step: step wall time (claim to completion) minus its process's own time.
+// - burst: 500 runs triggered as fast as BENCH_CLIENTS (default 20) concurrent clients can, measuring
+//   runs completed per second (first POST to last run SUCCEEDED).
+// Then prints worker RSS, and counts of lost steps (a step of a run that never SUCCEEDED) and doubly
+// run steps (an execution claimed twice, or two executions of one step in one attempt). Exits 1 when a
+// target is missed. Everything it starts, it stops. BENCH_RUNS (default 500) per phase.
+
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';

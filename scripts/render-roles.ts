@@ -1,7 +1,6 @@
-/**
- * npm run docs:roles: writes docs/roles.md from the role matrix in src/platform/auth/roles.ts, so the
- * docs cannot drift from the checks (a test fails when the committed file is out of date).
- */
+// npm run docs:roles: writes docs/roles.md from the role matrix in src/platform/auth/roles.ts, so the
+// docs cannot drift from the checks (a test fails when the committed file is out of date).
+
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

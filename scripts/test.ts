@@ -1,29 +1,16 @@
-/**
- * npm test: prepares one PostgreSQL server for the whole run (embedded, or TEST_DATABASE_URL), migrates
- * a template database once, then runs every test file in parallel with node's test runner. Each file
- * clones the template into a database of its own, so files never share state.
- */
+// npm test: prepares one PostgreSQL server for the whole run (embedded, or TEST_DATABASE_URL), migrates
+// a template database once, then runs every test file in parallel with node's test runner. Each file
+// clones the template into a database of its own, so files never share state.
+
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createDb } from '../src/platform/db/db.ts';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/platform/db/embedded.ts';
+import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/platform/db/embedded.ts';
 import { migrateToLatest } from '../src/platform/db/migrate.ts';
 import { databaseUrl } from '../test/helpers/database.ts';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 function findTests(dir: string): string[] {
   const found: string[] = [];

@@ -78,4 +78,31 @@ describe('stacks', () => {
     assert.equal(bare.body.data.status, 'QUEUED');
     assert.equal((await t.call('POST', `/stacks/${stack.id}/pipeline-run`, { body: {} })).status, 400);
   });
+
+  it('deleting a project with stacks is 409 naming its environments, stacks and pipelines, each asked of its own domain', async () => {
+    const project = (await t.call('POST', '/projects', { body: { data: { givenId: 'held', name: 'Held' } } })).body.data;
+    const env = (await t.call('POST', '/environments', { body: { data: { projectId: project.id, givenId: 'dev', name: 'Dev' } } })).body.data;
+    const stack = (await t.call('POST', '/stacks', { body: { data: { projectId: project.id, environmentId: env.id, name: 'db', givenId: 'db' } } })).body.data;
+    const res = await t.call('DELETE', `/projects/${project.id}`);
+    assert.equal(res.status, 409);
+    assert.equal(res.body.code, 'Api:Project:IN_USE');
+    assert.deepEqual([...res.body.details[0].items].sort(), [
+      'environments: dev',
+      `pipelines: ${[stack.changePipelineId, stack.destroyPipelineId].sort().join(', ')}`,
+      'stacks: db',
+    ]);
+    const envDelete = await t.call('DELETE', `/environments/${env.id}`);
+    assert.equal(envDelete.status, 409);
+    assert.deepEqual(envDelete.body.details[0].items, ['stacks: db']);
+    const pipelineDelete = await t.call('DELETE', `/pipelines/${stack.changePipelineId}`);
+    assert.equal(pipelineDelete.status, 409);
+    assert.equal(pipelineDelete.body.code, 'Api:Pipeline:IN_USE');
+    assert.deepEqual(pipelineDelete.body.metadata.stackIds, [stack.id]);
+
+    // Deleting the stack deletes its two pipelines (through the pipelines domain): then the project goes.
+    assert.equal((await t.call('DELETE', `/stacks/${stack.id}`)).status, 204);
+    assert.equal((await t.call('GET', `/pipelines/${stack.changePipelineId}`)).status, 404);
+    assert.equal((await t.call('DELETE', `/environments/${env.id}`)).status, 204);
+    assert.equal((await t.call('DELETE', `/projects/${project.id}`)).status, 204);
+  });
 });

@@ -1,7 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { CLOUD_PROVIDERS } from '../platform/db/enums.ts';
 import { Body, GivenId, Name, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
-
-export const CLOUD_PROVIDERS = ['AWS'] as const;
 
 const AccountId = Type.String({ pattern: '^[0-9]{12}$', description: 'The 12-digit AWS account id' });
 const RoleArn = Type.String({

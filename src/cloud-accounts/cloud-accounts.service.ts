@@ -1,16 +1,15 @@
 import type { Principal } from '../platform/auth/principal.ts';
+import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
+import { findUsages, inUseError } from '../platform/db/dependents.ts';
 import { ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
-import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
-import { inUseError } from '../projects/in-use.ts';
 import {
   cloudAccountRowToCloudAccount,
   deleteCloudAccountById,
   findCloudAccountById,
   findCloudAccountsPage,
-  findCloudAccountUsers,
   insertCloudAccount,
   updateCloudAccount as updateCloudAccountRow,
 } from './cloud-accounts.repo.ts';
@@ -64,7 +63,7 @@ export async function deleteCloudAccount(db: Db, principal: Principal, id: strin
   await db.transaction().execute(async (trx) => {
     const row = await findCloudAccountById(trx, principal.organizationId, id, true);
     if (!row) throw new NotFoundError('CloudAccount', id);
-    const usages = await findCloudAccountUsers(trx, id);
+    const usages = await findUsages(trx, 'CloudAccount', id);
     if (usages.length > 0) throw inUseError('CloudAccount', `Cloud account ${row.given_id}`, usages);
     await deleteCloudAccountById(trx, id);
   });

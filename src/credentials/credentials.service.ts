@@ -46,7 +46,7 @@ export async function listServiceAccounts(db: Db, principal: Principal, page: Pa
 
 export async function updateServiceAccount(db: Db, principal: Principal, id: string, changes: UpdateServiceAccount) {
   const current = await getServiceAccountRow(db, principal, id);
-  assertMayGrant(principal, current.role as Role);
+  assertMayGrant(principal, current.role);
   assertMayGrant(principal, changes.role);
   return serviceAccountRowToServiceAccount(await updateServiceAccountRow(db, id, changes));
 }
@@ -54,7 +54,7 @@ export async function updateServiceAccount(db: Db, principal: Principal, id: str
 /** deleteServiceAccount removes the account; its keys go with it and fail on their next request. */
 export async function deleteServiceAccount(db: Db, principal: Principal, id: string) {
   const current = await getServiceAccountRow(db, principal, id);
-  assertMayGrant(principal, current.role as Role);
+  assertMayGrant(principal, current.role);
   await deleteServiceAccountById(db, id);
 }
 
@@ -76,7 +76,7 @@ export async function createApiKey(db: Db, principal: Principal, input: CreateAp
     owner = { userId: await memberForNewKey(db, principal, input.userId) };
   } else if (input.serviceAccountId) {
     const account = await getServiceAccountRow(db, principal, input.serviceAccountId);
-    assertMayGrant(principal, account.role as Role);
+    assertMayGrant(principal, account.role);
     owner = { serviceAccountId: account.id };
   } else if (principal.principalType === 'SERVICE_ACCOUNT') {
     owner = { serviceAccountId: principal.serviceAccountId };

@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { ServiceAccountsTable } from '../platform/db/database.ts';
+import type { Role } from '../platform/auth/roles.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { ServiceAccount } from './credentials.schema.ts';
@@ -10,7 +11,7 @@ export function serviceAccountRowToServiceAccount(row: ServiceAccountRow): Servi
   return { id: row.id, organizationId: row.organization_id, name: row.name, role: row.role, createdAt: row.created_at, updatedAt: row.updated_at };
 }
 
-export function insertServiceAccount(db: Executor, values: { id: string; organizationId: string; name: string; role: string }) {
+export function insertServiceAccount(db: Executor, values: { id: string; organizationId: string; name: string; role: Role }) {
   return db
     .insertInto('service_accounts')
     .values({ id: values.id, organization_id: values.organizationId, name: values.name, role: values.role })
@@ -26,7 +27,7 @@ export function findServiceAccountsPage(db: Executor, organizationId: string, pa
   return db.selectFrom('service_accounts').selectAll().where('organization_id', '=', organizationId).$call(keyset(page, 'id')).execute();
 }
 
-export function updateServiceAccount(db: Executor, id: string, changes: { name?: string; role?: string }) {
+export function updateServiceAccount(db: Executor, id: string, changes: { name?: string; role?: Role }) {
   return db
     .updateTable('service_accounts')
     .set({ ...changes, updated_at: new Date() })

@@ -1,20 +1,12 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import type { DefaultValueDefinitionsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
+import type { CreatedByType } from '../platform/db/enums.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { InputProperty } from '../inputs/inputs.schema.ts';
-import type { CreatedByType, DefaultValueDefinition } from './default-value-definitions.schema.ts';
+import type { DefaultValueDefinition } from './default-value-definitions.schema.ts';
 
-export interface DefinitionRow {
-  id: string;
-  organization_id: string;
-  given_id: string;
-  name: string;
-  description: string | null;
-  schema: unknown;
-  created_by_type: string;
-  created_at: Date;
-  updated_at: Date;
-}
+export type DefinitionRow = Selectable<DefaultValueDefinitionsTable>;
 
 export function definitionRowToDefinition(row: DefinitionRow): DefaultValueDefinition {
   return {
@@ -25,7 +17,7 @@ export function definitionRowToDefinition(row: DefinitionRow): DefaultValueDefin
     givenId: row.given_id,
     name: row.name,
     schema: row.schema as InputProperty,
-    createdByType: row.created_by_type as CreatedByType,
+    createdByType: row.created_by_type,
     ...(row.description !== null ? { description: row.description } : {}),
   };
 }
@@ -53,7 +45,7 @@ function definitionValues(v: NewDefinition) {
 }
 
 export function insertDefinition(db: Executor, v: NewDefinition) {
-  return db.insertInto('default_value_definitions').values(definitionValues(v)).returningAll().executeTakeFirstOrThrow() as Promise<DefinitionRow>;
+  return db.insertInto('default_value_definitions').values(definitionValues(v)).returningAll().executeTakeFirstOrThrow();
 }
 
 /** Inserts a definition unless the organization already has that givenId (seeding is idempotent). */
@@ -70,23 +62,23 @@ export function findDefinitionById(db: Executor, organizationId: string, id: str
   let query = db.selectFrom('default_value_definitions').selectAll().where('organization_id', '=', organizationId).where('id', '=', id);
   if (lock === 'update') query = query.forUpdate();
   if (lock === 'share') query = query.forShare();
-  return query.executeTakeFirst() as Promise<DefinitionRow | undefined>;
+  return query.executeTakeFirst();
 }
 
 export function findDefinitionsByGivenIds(db: Executor, organizationId: string, givenIds: string[]) {
-  if (givenIds.length === 0) return Promise.resolve([] as DefinitionRow[]);
+  if (givenIds.length === 0) return Promise.resolve<DefinitionRow[]>([]);
   return db
     .selectFrom('default_value_definitions')
     .selectAll()
     .where('organization_id', '=', organizationId)
     .where('given_id', 'in', givenIds)
-    .execute() as Promise<DefinitionRow[]>;
+    .execute();
 }
 
 export function findDefinitionsPage(db: Executor, organizationId: string, page: PageRequest, givenId?: string) {
   let query = db.selectFrom('default_value_definitions').selectAll().where('organization_id', '=', organizationId);
   if (givenId !== undefined) query = query.where('given_id', '=', givenId);
-  return query.$call(keyset(page, 'default_value_definitions.id')).execute() as Promise<DefinitionRow[]>;
+  return query.$call(keyset(page, 'default_value_definitions.id')).execute();
 }
 
 export function updateDefinition(db: Executor, id: string, changes: { name?: string; description?: string; schema?: InputProperty }) {
@@ -100,7 +92,7 @@ export function updateDefinition(db: Executor, id: string, changes: { name?: str
     })
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirstOrThrow() as Promise<DefinitionRow>;
+    .executeTakeFirstOrThrow();
 }
 
 export function deleteDefinitionById(db: Executor, id: string) {

@@ -1,9 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { InputProperty } from '../inputs/inputs.schema.ts';
+import { CREATED_BY_TYPES } from '../platform/db/enums.ts';
 import { Body, Description, GivenId, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
-
-export const CREATED_BY_TYPES = ['SYSTEM', 'USER'] as const;
-export type CreatedByType = (typeof CREATED_BY_TYPES)[number];
 
 export const DefaultValueDefinition = Type.Object(
   {

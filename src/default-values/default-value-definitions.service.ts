@@ -1,13 +1,13 @@
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor, Trx } from '../platform/db/db.ts';
+import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
+import { inUseError } from '../platform/db/dependents.ts';
 import { ConflictError, ForbiddenError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { checkInputProperty, defaultValueRefsOf } from '../inputs/check-property.ts';
 import type { InputProperty } from '../inputs/inputs.schema.ts';
 import { formatProblems, validateValue } from '../inputs/validate-value.ts';
-import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
-import { inUseError } from '../projects/in-use.ts';
 import {
   definitionRowToDefinition,
   deleteDefinitionById,

@@ -1,17 +1,12 @@
+import type { Selectable } from 'kysely';
+import type { DefaultValuesTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
+import { registerDependent } from '../platform/db/dependents.ts';
+import type { ParentType } from '../platform/db/enums.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
-import type { DefaultValue, ParentType } from './default-values.schema.ts';
+import type { DefaultValue } from './default-values.schema.ts';
 
-export interface DefaultValueRow {
-  id: string;
-  organization_id: string;
-  default_value_definition_id: string;
-  parent_id: string;
-  parent_type: string;
-  value: unknown;
-  created_at: Date;
-  updated_at: Date;
-}
+export type DefaultValueRow = Selectable<DefaultValuesTable>;
 
 export function defaultValueRowToDefaultValue(row: DefaultValueRow): DefaultValue {
   return {
@@ -21,7 +16,7 @@ export function defaultValueRowToDefaultValue(row: DefaultValueRow): DefaultValu
     organizationId: row.organization_id,
     defaultValueDefinitionId: row.default_value_definition_id,
     parentId: row.parent_id,
-    parentType: row.parent_type as ParentType,
+    parentType: row.parent_type,
     value: row.value,
   };
 }
@@ -41,27 +36,25 @@ export function insertDefaultValue(
       value: JSON.stringify(v.value),
     })
     .returningAll()
-    .executeTakeFirstOrThrow() as Promise<DefaultValueRow>;
+    .executeTakeFirstOrThrow();
 }
 
 export function findDefaultValueById(db: Executor, organizationId: string, id: string) {
-  return db.selectFrom('default_values').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst() as Promise<
-    DefaultValueRow | undefined
-  >;
+  return db.selectFrom('default_values').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
 }
 
 export function findDefaultValuesPage(db: Executor, organizationId: string, page: PageRequest, filter: { definitionId?: string; parentId?: string }) {
   let query = db.selectFrom('default_values').selectAll().where('organization_id', '=', organizationId);
   if (filter.definitionId !== undefined) query = query.where('default_value_definition_id', '=', filter.definitionId);
   if (filter.parentId !== undefined) query = query.where('parent_id', '=', filter.parentId);
-  return query.$call(keyset(page, 'default_values.id')).execute() as Promise<DefaultValueRow[]>;
+  return query.$call(keyset(page, 'default_values.id')).execute();
 }
 
 /** The values of one definition, in id order, `limit` at a time after `afterId`: for re-validating them all. */
 export function findDefinitionValuesBatch(db: Executor, definitionId: string, afterId: string | undefined, limit: number) {
   let query = db.selectFrom('default_values').selectAll().where('default_value_definition_id', '=', definitionId);
   if (afterId !== undefined) query = query.where('id', '>', afterId);
-  return query.orderBy('id').limit(limit).execute() as Promise<DefaultValueRow[]>;
+  return query.orderBy('id').limit(limit).execute();
 }
 
 export function countDefinitionValues(db: Executor, definitionId: string) {
@@ -79,7 +72,7 @@ export function updateDefaultValue(db: Executor, id: string, value: unknown) {
     .set({ value: JSON.stringify(value), updated_at: new Date() })
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirstOrThrow() as Promise<DefaultValueRow>;
+    .executeTakeFirstOrThrow();
 }
 
 export function deleteDefaultValueById(db: Executor, id: string) {
@@ -91,46 +84,21 @@ export function deleteDefaultValuesOfDefinition(db: Executor, definitionId: stri
 }
 
 /** Values set on a project or environment go with it: nothing else refers to them. */
-export function deleteDefaultValuesOfParent(db: Executor, parentId: string) {
+function deleteDefaultValuesOfParent(db: Executor, parentId: string) {
   return db.deleteFrom('default_values').where('parent_id', '=', parentId).execute();
 }
 
-/**
- * What kind of scope an id is in the organization, or undefined when it is none of them there. The row
- * is locked `for key share`, so a project or environment being deleted meanwhile (it locks `for update`)
- * either waits for this value to exist and deletes it too, or is gone before it is looked up.
- */
-export async function lockParent(db: Executor, organizationId: string, parentId: string): Promise<ParentType | undefined> {
-  if (parentId === organizationId) {
-    const org = await db.selectFrom('organizations').select('id').where('id', '=', parentId).forKeyShare().executeTakeFirst();
-    return org ? 'ORGANIZATION' : undefined;
-  }
-  const project = await db
-    .selectFrom('projects')
-    .select('id')
-    .where('id', '=', parentId)
-    .where('organization_id', '=', organizationId)
-    .forKeyShare()
-    .executeTakeFirst();
-  if (project) return 'PROJECT';
-  const environment = await db
-    .selectFrom('environments')
-    .select('id')
-    .where('id', '=', parentId)
-    .where('organization_id', '=', organizationId)
-    .forKeyShare()
-    .executeTakeFirst();
-  return environment ? 'ENVIRONMENT' : undefined;
-}
+registerDependent('Project', { deleteWith: deleteDefaultValuesOfParent });
+registerDependent('Environment', { deleteWith: deleteDefaultValuesOfParent });
 
 /** The values of the given definitions set on any of the scopes (an environment, its project, the organization). */
 export function findValuesForScopes(db: Executor, organizationId: string, definitionIds: string[], scopeIds: string[]) {
-  if (definitionIds.length === 0) return Promise.resolve([] as DefaultValueRow[]);
+  if (definitionIds.length === 0) return Promise.resolve<DefaultValueRow[]>([]);
   return db
     .selectFrom('default_values')
     .selectAll()
     .where('organization_id', '=', organizationId)
     .where('default_value_definition_id', 'in', definitionIds)
     .where('parent_id', 'in', scopeIds)
-    .execute() as Promise<DefaultValueRow[]>;
+    .execute();
 }

@@ -1,9 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PARENT_TYPES } from '../platform/db/enums.ts';
 import { Body, Id, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
-
-/** Where a value is set; the nearest scope to an environment wins (environment, then project, then organization). */
-export const PARENT_TYPES = ['ORGANIZATION', 'PROJECT', 'ENVIRONMENT'] as const;
-export type ParentType = (typeof PARENT_TYPES)[number];
 
 const AnyJson = Type.Unknown({ description: 'any JSON value accepted by the definition schema' });
 

@@ -2,11 +2,13 @@ import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Trx } from '../platform/db/db.ts';
 import { ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
+import { isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
+import type { ParentType } from '../platform/db/enums.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import type { InputProperty } from '../inputs/inputs.schema.ts';
 import { formatProblems, validateValue } from '../inputs/validate-value.ts';
-import { isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
 import { findEnvironmentById } from '../environments/environments.repo.ts';
+import { findProjectById } from '../projects/projects.repo.ts';
 import { findDefinitionById, findDefinitionsPage, type DefinitionRow } from './default-value-definitions.repo.ts';
 import {
   defaultValueRowToDefaultValue,
@@ -14,7 +16,6 @@ import {
   findDefaultValueById,
   findDefaultValuesPage,
   insertDefaultValue,
-  lockParent,
   updateDefaultValue as updateDefaultValueRow,
 } from './default-values.repo.ts';
 import type { CreateDefaultValue, DefaultValueListQuery } from './default-values.schema.ts';
@@ -38,6 +39,18 @@ async function lockDefinitionForValue(trx: Trx, principal: Principal, id: string
   const definition = await findDefinitionById(trx, principal.organizationId, id, 'share');
   if (!definition) throw missing();
   return definition;
+}
+
+/**
+ * What kind of scope an id is in the organization, or undefined when it is none of them there. A
+ * project or environment is locked `for key share`, so one being deleted meanwhile (it locks `for
+ * update`) either waits for this value to exist and deletes it too, or is gone before it is looked up.
+ */
+async function lockParent(trx: Trx, organizationId: string, parentId: string): Promise<ParentType | undefined> {
+  if (parentId === organizationId) return 'ORGANIZATION';
+  if (await findProjectById(trx, organizationId, parentId, 'keyShare')) return 'PROJECT';
+  if (await findEnvironmentById(trx, organizationId, parentId, 'keyShare')) return 'ENVIRONMENT';
+  return undefined;
 }
 
 async function getValueRow(db: Db | Trx, principal: Principal, id: string) {

@@ -2,7 +2,8 @@ import type { Executor } from '../platform/db/db.ts';
 import { DEFAULT_VALUE_REF_KEY, type InputProperty } from '../inputs/inputs.schema.ts';
 import { findDefinitionsByGivenIds, type DefinitionRow } from './default-value-definitions.repo.ts';
 import { findValuesForScopes, type DefaultValueRow } from './default-values.repo.ts';
-import type { ParentType, ResolvedDefaultValue } from './default-values.schema.ts';
+import type { ParentType } from '../platform/db/enums.ts';
+import type { ResolvedDefaultValue } from './default-values.schema.ts';
 
 /** The scopes of an environment, nearest first: the environment, its project, its organization. */
 export interface Scopes {
@@ -52,7 +53,7 @@ export async function resolveDefinitions(db: Executor, scopes: Scopes, definitio
 async function resolveOne(db: Executor, scopes: Scopes, definition: DefinitionRow, values: DefaultValueRow[], seen: Set<string>): Promise<ResolvedDefaultValue | undefined> {
   const base = { defaultValueDefinitionId: definition.id, givenId: definition.given_id };
   const set = nearest(values.filter((v) => v.default_value_definition_id === definition.id), scopes);
-  if (set) return { ...base, value: set.value, source: { type: set.parent_type as ParentType, parentId: set.parent_id, defaultValueId: set.id } };
+  if (set) return { ...base, value: set.value, source: { type: set.parent_type, parentId: set.parent_id, defaultValueId: set.id } };
   const literal = literalDefaultOf(definition.schema as InputProperty);
   if ('value' in literal) return { ...base, value: literal.value, source: { type: 'DEFINITION' } };
   if (!literal.ref || seen.has(definition.given_id) || seen.size >= MAX_REFERENCE_HOPS) return undefined;

@@ -1,6 +1,7 @@
 import { sql, type QueryCreator, type Selectable } from 'kysely';
 import type { Database, StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
+import type { RunAction, RunStatus, StepStatus } from '../platform/db/enums.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
 
@@ -11,8 +12,8 @@ export interface RunRow {
   pipeline_id: string;
   pipeline_version_id: string;
   stack_id: string | null;
-  status: string;
-  action: string | null;
+  status: RunStatus;
+  action: RunAction | null;
   autoapprove: boolean;
   input: Record<string, unknown> | null;
   attempt_epoch: number;
@@ -95,7 +96,7 @@ export interface NewExecutionValues {
   stepId: string;
   stepName: string;
   stepType: string;
-  status: string;
+  status: StepStatus;
   attemptEpoch: number;
   retryAttempt: number;
   isLastRetry: boolean;
@@ -144,8 +145,8 @@ export async function insertExecution(trx: Trx, v: NewExecutionValues, transitio
 export interface TransitionRecord {
   runId: string;
   executionId?: string;
-  from: string | null;
-  to: string;
+  from: StepStatus | null;
+  to: StepStatus;
   reason: string;
   actor?: string;
 }
@@ -162,7 +163,7 @@ function transitionValues(t: TransitionRecord) {
 }
 
 export interface ExecutionChanges {
-  status?: string;
+  status?: StepStatus;
   error?: ErrorBody | null;
   outputData?: Record<string, unknown> | null;
   statusDetail?: Record<string, unknown> | null;
@@ -201,7 +202,7 @@ export async function updateExecution(trx: Trx, id: string, c: ExecutionChanges,
 }
 
 export interface RunChanges {
-  status?: string;
+  status?: RunStatus;
   error?: ErrorBody | null;
   admitted?: boolean;
   started?: boolean;
@@ -240,7 +241,7 @@ export interface NewRunValues {
   pipelineId: string;
   pipelineVersionId: string;
   stackId: string | null;
-  action: string | null;
+  action: RunAction | null;
   autoapprove: boolean;
   description: string;
   input: Record<string, unknown> | null;

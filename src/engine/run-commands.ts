@@ -1,7 +1,7 @@
 import type { Trx } from '../platform/db/db.ts';
 import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
-import { insertRun, lockExecution, updateExecution, updateRun } from './engine.repo.ts';
+import { insertRun, lockExecution, updateExecution, updateRun, type RunChanges } from './engine.repo.ts';
 import { advanceRun, enterStackQueue, finishExecution, lockRun, releaseStack, setLocalStatus } from './transition.ts';
 import { assertAwaitingApproval, assertCancellable, assertRetryable, engineError, isTerminalStep, type RunAction } from './transitions.ts';
 
@@ -92,7 +92,7 @@ export async function retryRun(trx: Trx, runId: string, actor: string): Promise<
   const { run } = locked;
   assertRetryable(run.status, runId);
   const epoch = run.attempt_epoch + 1;
-  const changes = { status: 'QUEUED', attemptEpoch: epoch, admitted: false, started: false, completed: null, error: null };
+  const changes: RunChanges = { status: 'QUEUED', attemptEpoch: epoch, admitted: false, started: false, completed: null, error: null };
   await updateRun(trx, runId, changes, { runId, from: run.status, to: 'QUEUED', reason: `retried as attempt ${epoch}`, actor });
   await enterStackQueue(trx, runId, run.stack_id, actor);
 }

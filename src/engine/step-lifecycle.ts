@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db, Trx } from '../platform/db/db.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import { enqueueStepJob, updateExecution, type ExecutionRow, type LockedRunRow } from './engine.repo.ts';
+import { enqueueStepJob, updateExecution, type ExecutionRow, type LockedRunRow, type TransitionRecord } from './engine.repo.ts';
 import { advanceRun, createExecution, inTransaction, lockRun, setLocalStatus, stepOf, type LockedRun } from './transition.ts';
 import { engineError, nextRetry } from './transitions.ts';
 
@@ -136,7 +136,7 @@ export async function failLostSteps(db: Db, reaperId: string, limit = 50): Promi
       const error = engineError('Engine:Worker:LOST', `Worker ${execution.lease_owner} stopped renewing its lease; the attempt is failed over`, {
         workerId: execution.lease_owner,
       });
-      const transition = { runId: row.pipeline_run_id, from: 'RUNNING', to: 'FAILED', reason: error.message, actor: reaperId };
+      const transition: TransitionRecord = { runId: row.pipeline_run_id, from: 'RUNNING', to: 'FAILED', reason: error.message, actor: reaperId };
       await updateExecution(trx, row.id, { status: 'FAILED', error, leaseOwner: null, leaseMs: null, completed: true }, transition);
       await failAttempt(trx, locked, row.id, error.message, reaperId);
       await advanceRun(trx, locked, error.message, reaperId);

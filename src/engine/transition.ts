@@ -38,7 +38,7 @@ export function inTransaction<T>(db: Db, fn: (trx: Trx) => Promise<T>): Promise<
 }
 
 /** Records in the locked state a change just written, so the decision that follows sees it without a re-read. */
-export function setLocalStatus(locked: LockedRun, executionId: string, status: string): void {
+export function setLocalStatus(locked: LockedRun, executionId: string, status: StepStatus): void {
   const e = locked.executions.find((x) => x.id === executionId);
   if (e) e.status = status;
 }
@@ -65,7 +65,7 @@ export async function createExecution(
   trx: Trx,
   locked: LockedRun,
   step: StepConfig,
-  status: string,
+  status: StepStatus,
   reason: string,
   retryAttempt = 0,
   actor?: string,
@@ -105,7 +105,7 @@ export async function createExecution(
 }
 
 /** Moves an execution to a terminal status and records why; a running process is told to stop. */
-export async function finishExecution(trx: Trx, runId: string, e: ExecutionRow, to: string, reason: string, actor?: string) {
+export async function finishExecution(trx: Trx, runId: string, e: ExecutionRow, to: StepStatus, reason: string, actor?: string) {
   await updateExecution(trx, e.id, { status: to, leaseOwner: null, leaseMs: null, completed: true }, { runId, from: e.status, to, reason, actor });
   if (e.status === 'RUNNING') await notifyStepStopped(trx, e.id);
 }

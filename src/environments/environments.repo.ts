@@ -1,20 +1,12 @@
-import { sql } from 'kysely';
+import type { Selectable } from 'kysely';
+import type { EnvironmentsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
+import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
-import type { UsageRow } from '../projects/in-use.ts';
+import { findProjectGivenIds } from '../projects/projects.repo.ts';
 import type { Environment } from './environments.schema.ts';
 
-export interface EnvironmentRow {
-  id: string;
-  organization_id: string;
-  project_id: string;
-  given_id: string;
-  name: string;
-  description: string | null;
-  execution_environment_id: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
+export type EnvironmentRow = Selectable<EnvironmentsTable>;
 
 export function environmentRowToEnvironment(row: EnvironmentRow): Environment {
   return {
@@ -46,19 +38,21 @@ export function insertEnvironment(
       execution_environment_id: v.executionEnvironmentId ?? null,
     })
     .returningAll()
-    .executeTakeFirstOrThrow() as Promise<EnvironmentRow>;
+    .executeTakeFirstOrThrow();
 }
 
-export function findEnvironmentById(db: Executor, organizationId: string, id: string, lock = false) {
+/** `lock`: `update` for its delete; `keyShare` for a write that needs it to exist until commit (a default value set on it). */
+export function findEnvironmentById(db: Executor, organizationId: string, id: string, lock?: 'update' | 'keyShare') {
   let query = db.selectFrom('environments').selectAll().where('organization_id', '=', organizationId).where('id', '=', id);
-  if (lock) query = query.forUpdate();
-  return query.executeTakeFirst() as Promise<EnvironmentRow | undefined>;
+  if (lock === 'update') query = query.forUpdate();
+  if (lock === 'keyShare') query = query.forKeyShare();
+  return query.executeTakeFirst();
 }
 
 export function findEnvironmentsPage(db: Executor, organizationId: string, page: PageRequest, projectId?: string) {
   let query = db.selectFrom('environments').selectAll().where('organization_id', '=', organizationId);
   if (projectId !== undefined) query = query.where('project_id', '=', projectId);
-  return query.$call(keyset(page, 'environments.id')).execute() as Promise<EnvironmentRow[]>;
+  return query.$call(keyset(page, 'environments.id')).execute();
 }
 
 export function updateEnvironment(
@@ -71,16 +65,31 @@ export function updateEnvironment(
     .set({ ...changes, updated_at: new Date() })
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirstOrThrow() as Promise<EnvironmentRow>;
+    .executeTakeFirstOrThrow();
 }
 
 export function deleteEnvironmentById(db: Executor, id: string) {
   return db.deleteFrom('environments').where('id', '=', id).execute();
 }
 
-/** The stacks that still live in this environment (their givenId, else their id). */
-export async function findEnvironmentUsers(db: Executor, id: string, sample = 10): Promise<UsageRow[]> {
-  const { rows } = await sql<{ ref: string }>`
-    select coalesce(given_id, name, id) as ref from stacks where environment_id = ${id} order by id limit ${sample + 1}`.execute(db);
-  return rows.map((r) => ({ kind: 'stacks', ref: r.ref }));
+/** The project's environments (a project with environments cannot be deleted). */
+async function findEnvironmentsOfProject(db: Executor, projectId: string, sample: number): Promise<UsageRow[]> {
+  const rows = await db.selectFrom('environments').select('given_id').where('project_id', '=', projectId).orderBy('id').limit(sample + 1).execute();
+  return rows.map((r) => ({ kind: 'environments', ref: r.given_id }));
 }
+
+/** The environments whose runs execute in the execution environment, as `<project>/<environment>`. */
+async function findEnvironmentsOfExecutionEnvironment(db: Executor, id: string, sample: number): Promise<UsageRow[]> {
+  const rows = await db
+    .selectFrom('environments')
+    .select(['project_id', 'given_id'])
+    .where('execution_environment_id', '=', id)
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
+  const projects = await findProjectGivenIds(db, [...new Set(rows.map((r) => r.project_id))]);
+  return rows.map((r) => ({ kind: 'environments', ref: `${projects.get(r.project_id) ?? r.project_id}/${r.given_id}` }));
+}
+
+registerDependent('Project', { findUsages: findEnvironmentsOfProject });
+registerDependent('ExecutionEnvironment', { findUsages: findEnvironmentsOfExecutionEnvironment });

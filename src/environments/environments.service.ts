@@ -1,19 +1,17 @@
 import type { Principal } from '../platform/auth/principal.ts';
+import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
+import { deleteDependents, findUsages, inUseError } from '../platform/db/dependents.ts';
 import { AppError, ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
-import { deleteDefaultValuesOfParent } from '../default-values/default-values.repo.ts';
-import { findExecutionEnvironmentById } from '../execution-environments/execution-environments.repo.ts';
-import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
-import { inUseError } from '../projects/in-use.ts';
-import { findProjectById } from '../projects/projects.repo.ts';
+import { getExecutionEnvironmentRow } from '../execution-environments/execution-environments.service.ts';
+import { getProjectRow } from '../projects/projects.service.ts';
 import {
   deleteEnvironmentById,
   environmentRowToEnvironment,
   findEnvironmentById,
   findEnvironmentsPage,
-  findEnvironmentUsers,
   insertEnvironment,
   updateEnvironment as updateEnvironmentRow,
 } from './environments.repo.ts';
@@ -21,17 +19,13 @@ import type { CreateEnvironment, EnvironmentListQuery, UpdateEnvironment } from 
 
 /** References in a body must name resources of the caller's organization; another one's look missing (404), as everywhere. */
 async function assertReferences(db: Executor, principal: Principal, refs: { projectId?: string; executionEnvironmentId?: string | null }) {
-  if (refs.projectId !== undefined && !(await findProjectById(db, principal.organizationId, refs.projectId))) {
-    throw new NotFoundError('Project', refs.projectId);
-  }
-  const eeId = refs.executionEnvironmentId;
-  if (eeId && !(await findExecutionEnvironmentById(db, principal.organizationId, eeId))) {
-    throw new NotFoundError('ExecutionEnvironment', eeId);
-  }
+  if (refs.projectId !== undefined) await getProjectRow(db, principal, refs.projectId);
+  if (refs.executionEnvironmentId) await getExecutionEnvironmentRow(db, principal, refs.executionEnvironmentId);
 }
 
-export async function getEnvironmentRow(db: Executor, principal: Principal, id: string) {
-  const row = await findEnvironmentById(db, principal.organizationId, id);
+/** getEnvironmentRow reads an environment of the caller's organization; another organization's is a 404 (a reference in a body too). */
+export async function getEnvironmentRow(db: Executor, principal: Principal, id: string, lock?: 'update' | 'keyShare') {
+  const row = await findEnvironmentById(db, principal.organizationId, id, lock);
   if (!row) throw new NotFoundError('Environment', id);
   return row;
 }
@@ -71,16 +65,16 @@ export async function updateEnvironment(db: Db, principal: Principal, id: string
 }
 
 /**
- * deleteEnvironment removes an environment without stacks, with the default values set on it. The row
- * lock makes a concurrent stack insert (its foreign key needs this row) wait, then fail.
+ * deleteEnvironment removes an environment without stacks, with what goes with it (the default values
+ * set on it; see platform/db/dependents.ts). The row lock makes a concurrent stack insert (its foreign
+ * key needs this row) wait, then fail.
  */
 export async function deleteEnvironment(db: Db, principal: Principal, id: string) {
   await db.transaction().execute(async (trx) => {
-    const row = await findEnvironmentById(trx, principal.organizationId, id, true);
-    if (!row) throw new NotFoundError('Environment', id);
-    const usages = await findEnvironmentUsers(trx, id);
+    const row = await getEnvironmentRow(trx, principal, id, 'update');
+    const usages = await findUsages(trx, 'Environment', id);
     if (usages.length > 0) throw inUseError('Environment', `Environment ${row.given_id}`, usages);
-    await deleteDefaultValuesOfParent(trx, id);
+    await deleteDependents(trx, 'Environment', id);
     await deleteEnvironmentById(trx, id);
   });
 }

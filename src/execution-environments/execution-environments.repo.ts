@@ -2,8 +2,9 @@ import type { Selectable } from 'kysely';
 import type { ExecutionEnvironmentsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
-import type { UsageRow } from '../projects/in-use.ts';
-import type { ExecutionEnvironment, ExecutionEnvironmentType } from './execution-environments.schema.ts';
+import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
+import type { ExecutionEnvironmentType } from '../platform/db/enums.ts';
+import type { ExecutionEnvironment } from './execution-environments.schema.ts';
 
 export type ExecutionEnvironmentRow = Selectable<ExecutionEnvironmentsTable>;
 
@@ -21,7 +22,7 @@ export function executionEnvironmentRowToExecutionEnvironment(row: ExecutionEnvi
     organizationId: row.organization_id,
     givenId: row.given_id,
     name: row.name,
-    type: row.type as ExecutionEnvironmentType,
+    type: row.type,
     cloudAccountId: row.cloud_account_id ?? '',
     region: row.region ?? '',
     vpcId: row.vpc_id ?? '',
@@ -34,7 +35,7 @@ export function executionEnvironmentRowToExecutionEnvironment(row: ExecutionEnvi
 
 export function insertExecutionEnvironment(
   db: Executor,
-  v: { id: string; organizationId: string; givenId: string; name: string; type: string } & NetworkColumns,
+  v: { id: string; organizationId: string; givenId: string; name: string; type: ExecutionEnvironmentType } & NetworkColumns,
 ) {
   return db
     .insertInto('execution_environments')
@@ -51,19 +52,19 @@ export function insertExecutionEnvironment(
       security_group_id: v.security_group_id ?? null,
     })
     .returningAll()
-    .executeTakeFirstOrThrow() as Promise<ExecutionEnvironmentRow>;
+    .executeTakeFirstOrThrow();
 }
 
 export function findExecutionEnvironmentById(db: Executor, organizationId: string, id: string, lock = false) {
   let query = db.selectFrom('execution_environments').selectAll().where('organization_id', '=', organizationId).where('id', '=', id);
   if (lock) query = query.forUpdate();
-  return query.executeTakeFirst() as Promise<ExecutionEnvironmentRow | undefined>;
+  return query.executeTakeFirst();
 }
 
-export function findExecutionEnvironmentsPage(db: Executor, organizationId: string, page: PageRequest, type?: string) {
+export function findExecutionEnvironmentsPage(db: Executor, organizationId: string, page: PageRequest, type?: ExecutionEnvironmentType) {
   let query = db.selectFrom('execution_environments').selectAll().where('organization_id', '=', organizationId);
   if (type) query = query.where('type', '=', type);
-  return query.$call(keyset(page, 'execution_environments.id')).execute() as Promise<ExecutionEnvironmentRow[]>;
+  return query.$call(keyset(page, 'execution_environments.id')).execute();
 }
 
 export function updateExecutionEnvironment(db: Executor, id: string, changes: { name?: string } & NetworkColumns) {
@@ -72,22 +73,23 @@ export function updateExecutionEnvironment(db: Executor, id: string, changes: { 
     .set({ ...changes, updated_at: new Date() })
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirstOrThrow() as Promise<ExecutionEnvironmentRow>;
+    .executeTakeFirstOrThrow();
 }
 
 export function deleteExecutionEnvironmentById(db: Executor, id: string) {
   return db.deleteFrom('execution_environments').where('id', '=', id).execute();
 }
 
-/** The environments whose runs execute here. */
-export async function findExecutionEnvironmentUsers(db: Executor, id: string, sample = 10): Promise<UsageRow[]> {
+/** The execution environments that run in the cloud account. */
+async function findExecutionEnvironmentsOfCloudAccount(db: Executor, cloudAccountId: string, sample: number): Promise<UsageRow[]> {
   const rows = await db
-    .selectFrom('environments')
-    .innerJoin('projects', 'projects.id', 'environments.project_id')
-    .select(['projects.given_id as project', 'environments.given_id as environment'])
-    .where('environments.execution_environment_id', '=', id)
-    .orderBy('environments.id')
+    .selectFrom('execution_environments')
+    .select('given_id')
+    .where('cloud_account_id', '=', cloudAccountId)
+    .orderBy('id')
     .limit(sample + 1)
     .execute();
-  return rows.map((r) => ({ kind: 'environments', ref: `${r.project}/${r.environment}` }));
+  return rows.map((r) => ({ kind: 'execution environments', ref: r.given_id }));
 }
+
+registerDependent('CloudAccount', { findUsages: findExecutionEnvironmentsOfCloudAccount });

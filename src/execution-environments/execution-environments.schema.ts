@@ -1,9 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { EXECUTION_ENVIRONMENT_TYPES } from '../platform/db/enums.ts';
 import { Body, GivenId, Id, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
-
-/** CLOUD runs steps in the organization's AWS network; LOCAL runs them on the worker host. */
-export const EXECUTION_ENVIRONMENT_TYPES = ['CLOUD', 'LOCAL'] as const;
-export type ExecutionEnvironmentType = (typeof EXECUTION_ENVIRONMENT_TYPES)[number];
 
 /** The network fields a CLOUD environment requires and a LOCAL one must not send. */
 export const CLOUD_FIELDS = ['cloudAccountId', 'region', 'vpcId', 'subnetId', 'securityGroupId'] as const;

@@ -1,17 +1,16 @@
 import type { Principal } from '../platform/auth/principal.ts';
+import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
+import { findUsages, inUseError } from '../platform/db/dependents.ts';
 import { BadRequestError, ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { findCloudAccountById } from '../cloud-accounts/cloud-accounts.repo.ts';
-import { isEmptyPatch, isForeignKeyViolation, isUniqueViolation, rethrowAs } from '../projects/db-errors.ts';
-import { inUseError } from '../projects/in-use.ts';
 import {
   deleteExecutionEnvironmentById,
   executionEnvironmentRowToExecutionEnvironment,
   findExecutionEnvironmentById,
   findExecutionEnvironmentsPage,
-  findExecutionEnvironmentUsers,
   insertExecutionEnvironment,
   updateExecutionEnvironment as updateExecutionEnvironmentRow,
   type NetworkColumns,
@@ -99,7 +98,7 @@ export async function deleteExecutionEnvironment(db: Db, principal: Principal, i
   await db.transaction().execute(async (trx) => {
     const row = await findExecutionEnvironmentById(trx, principal.organizationId, id, true);
     if (!row) throw new NotFoundError('ExecutionEnvironment', id);
-    const usages = await findExecutionEnvironmentUsers(trx, id);
+    const usages = await findUsages(trx, 'ExecutionEnvironment', id);
     if (usages.length > 0) throw inUseError('ExecutionEnvironment', `Execution environment ${row.given_id}`, usages);
     await deleteExecutionEnvironmentById(trx, id);
   });

@@ -1,3 +1,6 @@
+import type { Selectable } from 'kysely';
+import type { Role } from '../platform/auth/roles.ts';
+import type { MembershipsTable, UsersTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { Membership } from './memberships.schema.ts';
@@ -16,19 +19,8 @@ const MEMBERSHIP_COLUMNS = [
   'users.short_name',
 ] as const;
 
-export interface MembershipRow {
-  id: string;
-  organization_id: string;
-  user_id: string;
-  role: string;
-  invited_email: string | null;
-  invitation_id: string | null;
-  created_at: Date;
-  updated_at: Date;
-  email: string;
-  full_name: string | null;
-  short_name: string | null;
-}
+/** A membership with the columns of its user a Membership shows (a read-only join: pages of members stay one query). */
+export type MembershipRow = Selectable<MembershipsTable> & Pick<Selectable<UsersTable>, 'email' | 'full_name' | 'short_name'>;
 
 export function membershipRowToMembership(row: MembershipRow): Membership {
   return {
@@ -52,7 +44,7 @@ function selectMemberships(db: Executor) {
 
 export function insertMembership(
   db: Executor,
-  values: { id: string; organizationId: string; userId: string; role: string; invitedEmail?: string; invitationId?: string },
+  values: { id: string; organizationId: string; userId: string; role: Role; invitedEmail?: string; invitationId?: string },
 ) {
   return db
     .insertInto('memberships')
@@ -98,7 +90,7 @@ export async function lockOwnerIds(db: Executor, organizationId: string): Promis
   return rows.map((r) => r.id);
 }
 
-export function updateMembershipRole(db: Executor, id: string, role: string) {
+export function updateMembershipRole(db: Executor, id: string, role: Role) {
   return db.updateTable('memberships').set({ role, updated_at: new Date() }).where('id', '=', id).execute();
 }
 

@@ -1,8 +1,9 @@
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent, PaginationQuery } from '../platform/schema.ts';
+import { UserAuthSettings, UserIdParams } from '../users/users.schema.ts';
 import { InviteMember, Membership, UpdateMembership } from './memberships.schema.ts';
-import { changeMembershipRole, getMembership, inviteMember, listMemberships, removeMembership } from './memberships.service.ts';
+import { changeMembershipRole, getMembership, getUserAuthSettings, inviteMember, listMemberships, removeMembership } from './memberships.service.ts';
 
 export async function membershipRoutes(app: App) {
   const tags = ['memberships'];
@@ -35,4 +36,10 @@ export async function membershipRoutes(app: App) {
     await removeMembership(app.db, request.principal, request.params.id);
     return reply.code(204).send(null);
   });
+
+  // A users route, served here: who may read it is a membership rule (an ADMIN+ of an organization the user is in).
+  app.get('/users/:userId/identities', {
+    config: { permission: 'authenticated' },
+    schema: { tags: ['users'], summary: "How a user signs in (own, or ADMIN+ for the organization's members)", params: UserIdParams, response: { 200: Envelope(UserAuthSettings) } },
+  }, async (request) => ({ data: await getUserAuthSettings(app.db, request.principal, request.params.userId) }));
 }

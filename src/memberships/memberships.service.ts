@@ -4,10 +4,12 @@ import type { Db, Trx } from '../platform/db/db.ts';
 import { ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
-import { insertUserIfAbsent } from '../users/users.repo.ts';
+import { findUserById, insertUserIfAbsent } from '../users/users.repo.ts';
+import type { UserAuthSettings } from '../users/users.schema.ts';
 import {
   deleteMembershipById,
   findMembershipById,
+  findMembershipOfUser,
   findMembershipsPage,
   insertMembership,
   lockOwnerIds,
@@ -66,7 +68,7 @@ export async function listMemberships(db: Db, principal: Principal, page: PageRe
 export async function changeMembershipRole(db: Db, principal: Principal, id: string, role: Role) {
   return db.transaction().execute(async (trx) => {
     const current = await getMembershipRow(trx, principal, id);
-    assertMayManage(principal, current.role as Role, role);
+    assertMayManage(principal, current.role, role);
     if (current.role === 'OWNER' && role !== 'OWNER') await assertNotLastOwner(trx, principal.organizationId, id);
     await updateMembershipRole(trx, id, role);
     return membershipRowToMembership((await findMembershipById(trx, principal.organizationId, id))!);
@@ -76,8 +78,26 @@ export async function changeMembershipRole(db: Db, principal: Principal, id: str
 export async function removeMembership(db: Db, principal: Principal, id: string) {
   await db.transaction().execute(async (trx) => {
     const current = await getMembershipRow(trx, principal, id);
-    assertMayManage(principal, current.role as Role);
+    assertMayManage(principal, current.role);
     if (current.role === 'OWNER') await assertNotLastOwner(trx, principal.organizationId, id);
     await deleteMembershipById(trx, id);
   });
+}
+
+/**
+ * getUserAuthSettings tells how a user can sign in (it lives here because who may read it is a rule of
+ * memberships). A user may read their own; an ADMIN or higher may read those of members of the
+ * organization the request acts in. Anyone else is told it doesn't exist.
+ */
+export async function getUserAuthSettings(db: Db, principal: Principal, userId: string): Promise<UserAuthSettings> {
+  const isSelf = principal.principalType === 'MEMBERSHIP' && principal.userId === userId;
+  if (!isSelf) {
+    const membership = principal.isSuperAdmin ? true : await findMembershipOfUser(db, principal.organizationId, userId);
+    if (!membership) throw new NotFoundError('User', userId);
+    assertPermission(principal.role, 'membership:manage');
+  }
+  const user = await findUserById(db, userId);
+  if (!user) throw new NotFoundError('User', userId);
+  // Plinth signs users in with API keys only; no external identity provider is connected yet.
+  return { hasPassword: user.password_hash !== null, identityProviders: [] };
 }

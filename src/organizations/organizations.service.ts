@@ -24,7 +24,7 @@ export async function roleInOrganization(db: Executor, principal: Principal, org
   if (principal.principalType === 'SERVICE_ACCOUNT') return undefined;
   if (principal.isSuperAdmin) return 'OWNER';
   const membership = await findMembershipOfUser(db, organizationId, principal.userId);
-  return membership?.role as Role | undefined;
+  return membership?.role;
 }
 
 /** createOrganization makes a new organization whose OWNER is the calling user. */

@@ -1,8 +1,7 @@
-/**
- * Graph helpers over a pipeline's steps. A step depends on the steps it `needs`; the engine starts a
- * step once all of them succeeded. The functions take the minimal `{id, needs}` shape so the validator
- * can run them on a config it has not finished checking.
- */
+// Graph helpers over a pipeline's steps. A step depends on the steps it `needs`; the engine starts a
+// step once all of them succeeded. The functions take the minimal `{id, needs}` shape so the validator
+// can run them on a config it has not finished checking.
+
 export interface DagNode {
   id: string;
   needs?: readonly string[];

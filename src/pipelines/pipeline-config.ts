@@ -1,8 +1,7 @@
-/**
- * The pipeline config (CONTRACT part 5): a DAG of steps. A step starts when every step it `needs` has
- * succeeded; independent steps run in parallel. The validator that turns untrusted JSON into this type,
- * listing every problem, lives beside it (pipeline-config.validate.ts).
- */
+// The pipeline config (CONTRACT part 5): a DAG of steps. A step starts when every step it `needs` has
+// succeeded; independent steps run in parallel. The validator that turns untrusted JSON into this type,
+// listing every problem, lives beside it (pipeline-config.validate.ts).
+
 export const STEP_TYPES = ['approval', 'script', 'opentofu.plan', 'opentofu.apply', 'opentofu.destroy', 'module.deploy'] as const;
 export type StepType = (typeof STEP_TYPES)[number];
 

@@ -29,7 +29,8 @@ export async function createPipelineVersion(db: Db, principal: Principal, input:
   if (input.dryRun) {
     const pipeline = await getPipelineRow(db, principal, input.pipelineId);
     const base = (await findLatestPipelineVersion(db, pipeline.id))!;
-    const patch = diffConfigs(base.config, config);
+    // The stored config goes back through the parser that let it in: the database hands back plain JSON.
+    const patch = diffConfigs(parsePipelineConfig(base.config), config);
     return { kind: 'dryRun', result: { pipelineId: pipeline.id, baseVersion: base.version, baseVersionId: base.id, patch } };
   }
   return db.transaction().execute(async (trx) => {

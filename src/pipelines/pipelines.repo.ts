@@ -1,34 +1,19 @@
-import { sql } from 'kysely';
+import type { Selectable } from 'kysely';
+import type { PipelinesTable, PipelineVersionsTable } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
+import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { newId } from '../platform/ids.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { PipelineConfig } from './pipeline-config.ts';
 import type { Pipeline, PipelineVersion } from './pipelines.schema.ts';
 
-export interface PipelineRow {
-  id: string;
-  organization_id: string;
-  project_id: string | null;
-  given_id: string | null;
-  name: string;
-  description: string | null;
-  latest_version: number;
-  latest_version_id: string;
-  created_by_id: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
+/** A pipeline with the id of its latest version, which the Pipeline resource carries. */
+export type PipelineRow = Selectable<PipelinesTable> & { latest_version_id: string };
 
-export interface PipelineVersionRow {
-  id: string;
-  organization_id: string;
-  pipeline_id: string;
-  version: number;
-  config: PipelineConfig;
-  created_by_id: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
+export type PipelineVersionRow = Selectable<PipelineVersionsTable>;
+
+/** The kinds of usages that keep a pipeline from being deleted; the stacks and runs repos register them (platform/db/dependents.ts). */
+export const PIPELINE_USAGE = { stacks: 'stacks', activeRuns: 'active runs' } as const;
 
 export function pipelineRowToPipeline(row: PipelineRow): Pipeline {
   return {
@@ -52,7 +37,7 @@ export function pipelineVersionRowToPipelineVersion(row: PipelineVersionRow): Pi
     pipelineId: row.pipeline_id,
     organizationId: row.organization_id,
     version: row.version,
-    config: row.config as unknown as Record<string, unknown>,
+    config: row.config,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     ...(row.created_by_id !== null ? { createdById: row.created_by_id } : {}),
@@ -196,9 +181,9 @@ export function updatePipeline(db: Executor, id: string, changes: { name?: strin
     .execute();
 }
 
-/** Deletes the pipeline; its versions and runs (with their step executions) go by cascade. */
-export function deletePipelineById(db: Executor, id: string) {
-  return db.deleteFrom('pipelines').where('id', '=', id).execute();
+/** Deletes the pipelines; their versions and runs (with their step executions) go by cascade. */
+export function deletePipelinesByIds(db: Executor, ids: string[]) {
+  return db.deleteFrom('pipelines').where('id', 'in', ids).execute();
 }
 
 /** findLatestPipelineVersion returns the newest version of a pipeline (the one a new run uses). */
@@ -208,7 +193,7 @@ export function findLatestPipelineVersion(db: Executor, pipelineId: string): Pro
       join.onRef('pipelines.id', '=', 'pipeline_versions.pipeline_id').onRef('pipelines.latest_version', '=', 'pipeline_versions.version'),
     )
     .where('pipeline_versions.pipeline_id', '=', pipelineId)
-    .executeTakeFirst() as Promise<PipelineVersionRow | undefined>;
+    .executeTakeFirst();
 }
 
 /** findPipelineVersionById reads one version of a pipeline of the organization. */
@@ -216,7 +201,7 @@ export function findPipelineVersionById(db: Executor, organizationId: string, id
   return selectVersions(db)
     .where('pipeline_versions.organization_id', '=', organizationId)
     .where('pipeline_versions.id', '=', id)
-    .executeTakeFirst() as Promise<PipelineVersionRow | undefined>;
+    .executeTakeFirst();
 }
 
 export function findPipelineVersionsPage(
@@ -227,28 +212,13 @@ export function findPipelineVersionsPage(
 ): Promise<PipelineVersionRow[]> {
   let query = selectVersions(db).where('pipeline_versions.organization_id', '=', organizationId);
   if (filter.pipelineId !== undefined) query = query.where('pipeline_versions.pipeline_id', '=', filter.pipelineId);
-  return query.$call(keyset(page, 'pipeline_versions.id')).execute() as Promise<PipelineVersionRow[]>;
+  return query.$call(keyset(page, 'pipeline_versions.id')).execute();
 }
 
-/** projectExists tells whether the project belongs to the organization (projects are another domain's table). */
-export async function projectExists(db: Executor, organizationId: string, projectId: string): Promise<boolean> {
-  const { rows } = await sql<{ id: string }>`select id from projects where organization_id = ${organizationId} and id = ${projectId}`.execute(db);
-  return rows.length > 0;
+/** The project's pipelines (a project with pipelines cannot be deleted). */
+async function findPipelinesOfProject(db: Executor, projectId: string, sample: number): Promise<UsageRow[]> {
+  const rows = await db.selectFrom('pipelines').select(['id', 'given_id']).where('project_id', '=', projectId).orderBy('id').limit(sample + 1).execute();
+  return rows.map((r) => ({ kind: 'pipelines', ref: r.given_id ?? r.id }));
 }
 
-/** Stacks using the pipeline as their change or destroy pipeline (the engine's table, read with plain SQL). */
-export async function findStacksUsingPipeline(db: Executor, pipelineId: string, limit = 10): Promise<string[]> {
-  const { rows } = await sql<{ id: string }>`
-    select id from stacks where change_pipeline_id = ${pipelineId} or destroy_pipeline_id = ${pipelineId}
-     order by id limit ${limit}`.execute(db);
-  return rows.map((r) => r.id);
-}
-
-/** Runs of the pipeline that are not finished: deleting them would pull work out from under a worker. */
-export async function findActiveRunsOfPipeline(db: Executor, pipelineId: string, limit = 10): Promise<string[]> {
-  const { rows } = await sql<{ id: string }>`
-    select id from pipeline_runs
-     where pipeline_id = ${pipelineId} and status in ('QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL')
-     order by id limit ${limit}`.execute(db);
-  return rows.map((r) => r.id);
-}
+registerDependent('Project', { findUsages: findPipelinesOfProject });

@@ -1,25 +1,22 @@
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
+import { isUniqueViolation } from '../platform/db/db-errors.ts';
+import { findUsages } from '../platform/db/dependents.ts';
 import { ConflictError, NotFoundError } from '../platform/errors.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
+import { getProjectRow } from '../projects/projects.service.ts';
 import { parsePipelineConfig } from './pipeline-config.validate.ts';
 import {
-  deletePipelineById,
-  findActiveRunsOfPipeline,
+  deletePipelinesByIds,
   findPipelineById,
   findPipelinesPage,
-  findStacksUsingPipeline,
   insertPipelineWithFirstVersion,
   lockPipelineById,
+  PIPELINE_USAGE,
   pipelineRowToPipeline,
-  projectExists,
   updatePipeline as updatePipelineRow,
 } from './pipelines.repo.ts';
 import type { CreatePipeline, UpdatePipeline } from './pipelines.schema.ts';
-
-function isUniqueViolation(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
-}
 
 /** getPipelineRow reads a pipeline of the caller's organization; another organization's is a 404. */
 export async function getPipelineRow(db: Executor, principal: Principal, id: string) {
@@ -28,16 +25,11 @@ export async function getPipelineRow(db: Executor, principal: Principal, id: str
   return row;
 }
 
-/** A projectId in a body or a filter must name a project of the caller's organization, else 404. */
-async function assertProjectVisible(db: Executor, principal: Principal, projectId: string) {
-  if (!(await projectExists(db, principal.organizationId, projectId))) throw new NotFoundError('Project', projectId);
-}
-
 /** createPipeline validates the config, then creates the pipeline and its version 1 in one transaction. */
 export async function createPipeline(db: Db, principal: Principal, input: CreatePipeline) {
   const config = parsePipelineConfig(input.config);
   return db.transaction().execute(async (trx) => {
-    if (input.projectId !== undefined) await assertProjectVisible(trx, principal, input.projectId);
+    if (input.projectId !== undefined) await getProjectRow(trx, principal, input.projectId);
     try {
       const { pipelineId } = await insertPipelineWithFirstVersion(trx, {
         organizationId: principal.organizationId,
@@ -65,7 +57,7 @@ export async function getPipeline(db: Db, principal: Principal, id: string) {
 }
 
 export async function listPipelines(db: Db, principal: Principal, filter: { projectId?: string }, page: PageRequest) {
-  if (filter.projectId !== undefined) await assertProjectVisible(db, principal, filter.projectId);
+  if (filter.projectId !== undefined) await getProjectRow(db, principal, filter.projectId);
   const { items, meta } = toPage(await findPipelinesPage(db, principal.organizationId, filter, page), page, (r) => r.id);
   return { items: items.map(pipelineRowToPipeline), meta };
 }
@@ -87,18 +79,20 @@ export async function updatePipeline(db: Db, principal: Principal, id: string, c
 export async function deletePipeline(db: Db, principal: Principal, id: string) {
   await db.transaction().execute(async (trx) => {
     if (!(await lockPipelineById(trx, principal.organizationId, id))) throw new NotFoundError('Pipeline', id);
-    const stackIds = await findStacksUsingPipeline(trx, id);
+    const usages = await findUsages(trx, 'Pipeline', id);
+    const refsOf = (kind: string) => usages.filter((u) => u.kind === kind).map((u) => u.ref).slice(0, 10);
+    const stackIds = refsOf(PIPELINE_USAGE.stacks);
     if (stackIds.length > 0) {
       throw new ConflictError('Pipeline', 'IN_USE', `The pipeline is used by stack ${stackIds.join(', ')}; change or delete the stack first`, {
         metadata: { stackIds },
       });
     }
-    const runIds = await findActiveRunsOfPipeline(trx, id);
+    const runIds = refsOf(PIPELINE_USAGE.activeRuns);
     if (runIds.length > 0) {
       throw new ConflictError('Pipeline', 'RUN_ACTIVE', `Run ${runIds.join(', ')} of the pipeline is still active; cancel it or wait for it to end`, {
         metadata: { runIds },
       });
     }
-    await deletePipelineById(trx, id);
+    await deletePipelinesByIds(trx, [id]);
   });
 }

@@ -1,7 +1,6 @@
-/**
- * The typed errors of Plinth. Each carries its HTTP status and its `<Namespace>:<Entity>:<REASON>` code;
- * the one error handler in http/error-handler.ts turns them into ErrorBody.
- */
+// The typed errors of Plinth. Each carries its HTTP status and its `<Namespace>:<Entity>:<REASON>` code;
+// the one error handler in http/error-handler.ts turns them into ErrorBody.
+
 export interface ErrorDetailSection {
   title: string;
   render: 'list' | 'object';

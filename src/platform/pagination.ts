@@ -1,4 +1,4 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder, type StringReference } from 'kysely';
 import { BadRequestError } from './errors.ts';
 import type { PaginationQuery } from './schema.ts';
 
@@ -45,13 +45,15 @@ export function pageRequest(query: PaginationQuery): PageRequest {
 /**
  * keyset restricts a query to one page ordered by a unique, time-ordered key column. It fetches one row
  * more than asked, so `toPage` can tell whether another page exists without counting: a page costs the
- * same at row one million as at row one.
+ * same at row one million as at row one. `keyColumn` must name a column of the query's tables: a
+ * misspelt one does not type-check (the query is then not a valid argument).
  */
-export function keyset(page: PageRequest, keyColumn: string) {
-  return <QB extends SelectQueryBuilder<any, any, any>>(qb: QB): QB => {
-    let next = qb.orderBy(sql.ref(keyColumn), 'asc').limit(page.limit + 1);
-    if (page.after !== undefined) next = next.where(sql.ref(keyColumn), '>', page.after);
-    return next as QB;
+export function keyset<K extends string>(page: PageRequest, keyColumn: K) {
+  return <DB, TB extends keyof DB, O>(qb: K extends StringReference<DB, TB> ? SelectQueryBuilder<DB, TB, O> : never): SelectQueryBuilder<DB, TB, O> => {
+    const query: SelectQueryBuilder<DB, TB, O> = qb;
+    const key = sql.ref(keyColumn);
+    const ordered = query.orderBy(key, 'asc').limit(page.limit + 1);
+    return page.after === undefined ? ordered : ordered.where(key, '>', page.after);
   };
 }
 

@@ -1,19 +1,10 @@
-import { sql } from 'kysely';
+import type { Selectable } from 'kysely';
+import type { ProjectsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { Project } from './projects.schema.ts';
-import type { UsageRow } from './in-use.ts';
 
-export interface ProjectRow {
-  id: string;
-  organization_id: string;
-  given_id: string;
-  name: string;
-  description: string | null;
-  error: unknown;
-  created_at: Date;
-  updated_at: Date;
-}
+export type ProjectRow = Selectable<ProjectsTable>;
 
 export function projectRowToProject(row: ProjectRow): Project {
   return {
@@ -24,7 +15,7 @@ export function projectRowToProject(row: ProjectRow): Project {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     ...(row.description !== null ? { description: row.description } : {}),
-    ...(row.error ? { error: row.error as Record<string, unknown> } : {}),
+    ...(row.error ? { error: row.error } : {}),
   };
 }
 
@@ -39,24 +30,26 @@ export function insertProject(db: Executor, values: { id: string; organizationId
       description: values.description ?? null,
     })
     .returningAll()
-    .executeTakeFirstOrThrow() as Promise<ProjectRow>;
+    .executeTakeFirstOrThrow();
 }
 
-export function findProjectById(db: Executor, organizationId: string, id: string) {
-  return db.selectFrom('projects').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst() as Promise<
-    ProjectRow | undefined
-  >;
+/**
+ * findProjectById reads one project of the organization. `lock`: `update` for its delete (a concurrent
+ * insert of something referencing it waits, then fails its foreign key); `keyShare` for a write that
+ * needs it to exist until commit without a foreign key to say so (a default value set on it).
+ */
+export function findProjectById(db: Executor, organizationId: string, id: string, lock?: 'update' | 'keyShare') {
+  let query = db.selectFrom('projects').selectAll().where('organization_id', '=', organizationId).where('id', '=', id);
+  if (lock === 'update') query = query.forUpdate();
+  if (lock === 'keyShare') query = query.forKeyShare();
+  return query.executeTakeFirst();
 }
 
-/** Locks the project row so a concurrent environment insert (whose foreign key needs it) waits for the delete. */
-export function lockProjectById(db: Executor, organizationId: string, id: string) {
-  return db
-    .selectFrom('projects')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .forUpdate()
-    .executeTakeFirst() as Promise<ProjectRow | undefined>;
+/** The givenIds of the given projects, by id: for naming what belongs to them. */
+export async function findProjectGivenIds(db: Executor, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('projects').select(['id', 'given_id']).where('id', 'in', ids).execute();
+  return new Map(rows.map((r) => [r.id, r.given_id]));
 }
 
 /** One keyset page of the organization's projects; served by the (organization_id, id) index at any depth. */
@@ -65,7 +58,7 @@ export function projectsPageQuery(db: Executor, organizationId: string, page: Pa
 }
 
 export function findProjectsPage(db: Executor, organizationId: string, page: PageRequest) {
-  return projectsPageQuery(db, organizationId, page).execute() as Promise<ProjectRow[]>;
+  return projectsPageQuery(db, organizationId, page).execute();
 }
 
 export function updateProject(db: Executor, id: string, changes: { name?: string; description?: string }) {
@@ -74,22 +67,9 @@ export function updateProject(db: Executor, id: string, changes: { name?: string
     .set({ ...changes, updated_at: new Date() })
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirstOrThrow() as Promise<ProjectRow>;
+    .executeTakeFirstOrThrow();
 }
 
 export function deleteProjectById(db: Executor, id: string) {
   return db.deleteFrom('projects').where('id', '=', id).execute();
-}
-
-/** What still uses a project: its environments, stacks and pipelines (givenIds or ids, a few of each). */
-export async function findProjectUsers(db: Executor, id: string, sample = 10) {
-  const { rows } = await sql<UsageRow>`
-    select kind, ref from (
-      (select 'environments' as kind, given_id as ref from environments where project_id = ${id} order by id limit ${sample + 1})
-      union all
-      (select 'stacks', coalesce(given_id, id) from stacks where project_id = ${id} order by id limit ${sample + 1})
-      union all
-      (select 'pipelines', coalesce(given_id, id) from pipelines where project_id = ${id} order by id limit ${sample + 1})
-    ) used`.execute(db);
-  return rows;
 }

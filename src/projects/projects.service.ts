@@ -1,25 +1,23 @@
 import type { Principal } from '../platform/auth/principal.ts';
+import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
+import { deleteDependents, findUsages, inUseError } from '../platform/db/dependents.ts';
 import { ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
-import { deleteDefaultValuesOfParent } from '../default-values/default-values.repo.ts';
-import { isEmptyPatch, isUniqueViolation, rethrowAs } from './db-errors.ts';
-import { inUseError } from './in-use.ts';
 import {
   deleteProjectById,
   findProjectById,
   findProjectsPage,
-  findProjectUsers,
   insertProject,
-  lockProjectById,
   projectRowToProject,
   updateProject as updateProjectRow,
 } from './projects.repo.ts';
 import type { CreateProject, UpdateProject } from './projects.schema.ts';
 
-export async function getProjectRow(db: Executor, principal: Principal, id: string) {
-  const row = await findProjectById(db, principal.organizationId, id);
+/** getProjectRow reads a project of the caller's organization; another organization's is a 404 (a reference in a body too). */
+export async function getProjectRow(db: Executor, principal: Principal, id: string, lock?: 'update' | 'keyShare') {
+  const row = await findProjectById(db, principal.organizationId, id, lock);
   if (!row) throw new NotFoundError('Project', id);
   return row;
 }
@@ -50,16 +48,16 @@ export async function updateProject(db: Db, principal: Principal, id: string, ch
 }
 
 /**
- * deleteProject removes a project that nothing uses any more, with the default values set on it.
- * The row lock makes a concurrent environment or stack insert wait, then fail its foreign key.
+ * deleteProject removes a project that nothing uses any more (its environments, stacks and pipelines
+ * say, see platform/db/dependents.ts), with what goes with it (the default values set on it). The row
+ * lock makes a concurrent environment or stack insert wait, then fail its foreign key.
  */
 export async function deleteProject(db: Db, principal: Principal, id: string) {
   await db.transaction().execute(async (trx) => {
-    const row = await lockProjectById(trx, principal.organizationId, id);
-    if (!row) throw new NotFoundError('Project', id);
-    const usages = await findProjectUsers(trx, id);
+    const row = await getProjectRow(trx, principal, id, 'update');
+    const usages = await findUsages(trx, 'Project', id);
     if (usages.length > 0) throw inUseError('Project', `Project ${row.given_id}`, usages);
-    await deleteDefaultValuesOfParent(trx, id);
+    await deleteDependents(trx, 'Project', id);
     await deleteProjectById(trx, id);
   });
 }

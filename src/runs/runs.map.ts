@@ -1,13 +1,12 @@
+// Row → API mapping of runs and step executions, with the engine fields spelled out once:
+// engineWorkflowId `plinth-run-<runId>` names the run's workflow in the engine; engineRunId is the
+// attempt (`<runId>.<attemptEpoch>`) for a run, and the graphile-worker job that dispatched it for a
+// step execution (steps the engine resolves itself, approvals and skips, carry the run's attempt).
+
 import { isTerminalRun } from '../engine/transitions.ts';
 import type { ExecutionReadRow, RunReadRow, TransitionRow } from './runs.repo.ts';
 import type { PipelineRun, RunTransition, StepExecution } from './runs.schema.ts';
 
-/**
- * Row → API mapping of runs and step executions, with the engine fields spelled out once:
- * engineWorkflowId `plinth-run-<runId>` names the run's workflow in the engine; engineRunId is the
- * attempt (`<runId>.<attemptEpoch>`) for a run, and the graphile-worker job that dispatched it for a
- * step execution (steps the engine resolves itself, approvals and skips, carry the run's attempt).
- */
 export function engineWorkflowIdOf(runId: string): string {
   return `plinth-run-${runId}`;
 }
@@ -58,7 +57,7 @@ export function runRowToRun(row: RunReadRow): PipelineRun {
     organizationId: row.organization_id,
     pipelineId: row.pipeline_id,
     pipelineVersionId: row.pipeline_version_id,
-    status: row.status as PipelineRun['status'],
+    status: row.status,
     attemptEpoch: row.attempt_epoch,
     description: row.description,
     isCancellable: !isTerminalRun(row.status),
@@ -71,7 +70,7 @@ export function runRowToRun(row: RunReadRow): PipelineRun {
     autoapprove: row.autoapprove,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-    ...(row.action ? { action: row.action as PipelineRun['action'] } : {}),
+    ...(row.action ? { action: row.action } : {}),
     ...(row.stack_id ? { attachedEntityId: row.stack_id } : {}),
     ...(row.completed_at ? { completedAt: row.completed_at } : {}),
     ...(row.created_by_id ? { createdById: row.created_by_id } : {}),
@@ -92,7 +91,7 @@ export function executionRowToExecution(row: ExecutionReadRow): StepExecution {
     stepId: row.step_id,
     stepName: row.step_name,
     stepType: row.step_type,
-    status: row.status as StepExecution['status'],
+    status: row.status,
     attemptEpoch: row.attempt_epoch,
     retryAttempt: row.retry_attempt,
     isLastRetry: row.is_last_retry,
@@ -121,11 +120,11 @@ export function transitionRowToTransition(row: TransitionRow): RunTransition {
   return {
     id: String(row.id),
     pipelineRunId: row.pipeline_run_id,
-    toStatus: row.to_status as RunTransition['toStatus'],
+    toStatus: row.to_status,
     reason: row.reason,
     createdAt: row.created_at,
     ...(row.step_execution_id ? { stepExecutionId: row.step_execution_id } : {}),
-    ...(row.from_status ? { fromStatus: row.from_status as RunTransition['toStatus'] } : {}),
+    ...(row.from_status ? { fromStatus: row.from_status } : {}),
     ...(row.actor ? { actor: row.actor } : {}),
   };
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
-import { RUN_ACTIONS, RUN_STATUSES, STEP_STATUSES } from '../engine/transitions.ts';
+import { LOG_STREAMS, RUN_ACTIONS, RUN_STATUSES, STEP_STATUSES } from '../platform/db/enums.ts';
 
 const ErrorRef = Type.Unsafe<Record<string, unknown>>({ $ref: 'ErrorBody#' });
 const FreeObject = Type.Object({}, { additionalProperties: true });
@@ -110,7 +110,7 @@ export type StepExecutionListQuery = Static<typeof StepExecutionListQuery>;
 
 export const LogLine = Type.Object({
   seq: Type.Integer({ description: 'Record number within the step execution, from 1' }),
-  stream: StringEnum(['stdout', 'stderr', 'system'] as const),
+  stream: StringEnum(LOG_STREAMS),
   line: Type.String({
     description:
       'The record as text, without its newline. When the output was valid UTF-8 without NUL bytes this is the text exactly; ' +

@@ -1,14 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import type { StepLogsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 
-export interface LogRow {
-  seq: number;
-  stream: string;
-  line: string;
-  bytes: Buffer | null;
-  partial: boolean;
-  created_at: Date;
-}
+export type LogRow = Pick<Selectable<StepLogsTable>, 'seq' | 'stream' | 'line' | 'bytes' | 'partial' | 'created_at'>;
 
 /**
  * findLogLines returns up to `limit` records after `after`, oldest first, and stops early once the

@@ -22,7 +22,7 @@ export const FOLLOW_KEEPALIVE_MS = 15_000;
 function logRowToLine(row: LogRow): LogLine {
   return {
     seq: row.seq,
-    stream: row.stream as LogLine['stream'],
+    stream: row.stream,
     line: row.line,
     ...(row.bytes ? { bytes: row.bytes.toString('base64') } : {}),
     ...(row.partial ? { partial: true } : {}),

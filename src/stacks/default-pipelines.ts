@@ -1,10 +1,9 @@
+// The pipelines a stack gets when its creator supplies none. Change: plan, a human approval, then
+// apply. Destroy: a destroy plan's approval, then destroy. Both use OpenTofu steps, which this engine
+// does not run yet (they fail with Engine:StepType:NOT_IMPLEMENTED until the OpenTofu issue lands).
+
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
 
-/**
- * The pipelines a stack gets when its creator supplies none. Change: plan, a human approval, then
- * apply. Destroy: a destroy plan's approval, then destroy. Both use OpenTofu steps, which this engine
- * does not run yet (they fail with Engine:StepType:NOT_IMPLEMENTED until the OpenTofu issue lands).
- */
 export const DEFAULT_CHANGE_PIPELINE: PipelineConfig = {
   steps: [
     { id: 'plan', name: 'Plan', type: 'opentofu.plan' },

@@ -1,47 +1,22 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import type { JsonObject, StacksTable } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
+import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
-import type { Stack } from './stacks.schema.ts';
+import { PIPELINE_USAGE } from '../pipelines/pipelines.repo.ts';
+import type { Stack, StackSource } from './stacks.schema.ts';
 
-export interface StackRow {
-  id: string;
-  organization_id: string;
-  project_id: string;
-  environment_id: string;
-  given_id: string | null;
-  name: string;
-  type: string;
-  source: Stack['source'] | null;
-  variables: Record<string, unknown>;
-  change_pipeline_id: string;
-  destroy_pipeline_id: string;
-  active_run_id: string | null;
-  latest_run_id: string | null;
-  output: Record<string, unknown> | null;
-  first_applied_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
+export type StackRow = Selectable<StacksTable>;
+
+/** The stack's source as the API shows it: only the fields a StackSource has (the column holds what was written from one). */
+function stackSourceOf(json: JsonObject): StackSource {
+  const { codeSourceId, ref, path } = json;
+  return {
+    ...(typeof codeSourceId === 'string' ? { codeSourceId } : {}),
+    ...(typeof ref === 'string' ? { ref } : {}),
+    ...(typeof path === 'string' ? { path } : {}),
+  };
 }
-
-const STACK_COLUMNS = [
-  'id',
-  'organization_id',
-  'project_id',
-  'environment_id',
-  'given_id',
-  'name',
-  'type',
-  'source',
-  'variables',
-  'change_pipeline_id',
-  'destroy_pipeline_id',
-  'active_run_id',
-  'latest_run_id',
-  'output',
-  'first_applied_at',
-  'created_at',
-  'updated_at',
-] as const;
 
 export function stackRowToStack(row: StackRow): Stack {
   return {
@@ -51,7 +26,7 @@ export function stackRowToStack(row: StackRow): Stack {
     environmentId: row.environment_id,
     changePipelineId: row.change_pipeline_id,
     destroyPipelineId: row.destroy_pipeline_id,
-    type: row.type as Stack['type'],
+    type: row.type,
     name: row.name,
     variables: row.variables,
     createdAt: row.created_at,
@@ -59,7 +34,7 @@ export function stackRowToStack(row: StackRow): Stack {
     // The state backend workspace of the stack: named after it, served from the OpenTofu issue on.
     serviceStateBackendWorkspace: `stack-${row.id}`,
     ...(row.given_id ? { givenId: row.given_id } : {}),
-    ...(row.source ? { source: row.source } : {}),
+    ...(row.source ? { source: stackSourceOf(row.source) } : {}),
     ...(row.first_applied_at ? { firstAppliedAt: row.first_applied_at } : {}),
     ...(row.latest_run_id ? { latestRunId: row.latest_run_id } : {}),
     ...(row.output ? { output: row.output } : {}),
@@ -67,7 +42,7 @@ export function stackRowToStack(row: StackRow): Stack {
 }
 
 function selectStacks(db: Executor) {
-  return db.selectFrom('stacks').select(STACK_COLUMNS);
+  return db.selectFrom('stacks').selectAll();
 }
 
 export async function insertStack(
@@ -79,7 +54,7 @@ export async function insertStack(
     environmentId: string;
     givenId: string | null;
     name: string;
-    source: Stack['source'] | null;
+    source: StackSource | null;
     variables: Record<string, unknown>;
     changePipelineId: string;
     destroyPipelineId: string;
@@ -103,13 +78,11 @@ export async function insertStack(
 }
 
 export function findStackById(db: Executor, organizationId: string, id: string): Promise<StackRow | undefined> {
-  return selectStacks(db).where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst() as Promise<StackRow | undefined>;
+  return selectStacks(db).where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
 }
 
 export function lockStackInOrg(trx: Trx, organizationId: string, id: string): Promise<StackRow | undefined> {
-  return selectStacks(trx).where('organization_id', '=', organizationId).where('id', '=', id).forUpdate().executeTakeFirst() as Promise<
-    StackRow | undefined
-  >;
+  return selectStacks(trx).where('organization_id', '=', organizationId).where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
 export function findStacksPage(
@@ -121,13 +94,13 @@ export function findStacksPage(
   let query = selectStacks(db).where('organization_id', '=', organizationId);
   if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
   if (filter.environmentId !== undefined) query = query.where('environment_id', '=', filter.environmentId);
-  return query.$call(keyset(page, 'stacks.id')).execute() as Promise<StackRow[]>;
+  return query.$call(keyset(page, 'stacks.id')).execute();
 }
 
 export async function updateStack(
   db: Executor,
   id: string,
-  c: { name?: string; source?: Stack['source']; variables?: Record<string, unknown> },
+  c: { name?: string; source?: StackSource; variables?: Record<string, unknown> },
 ): Promise<void> {
   await db
     .updateTable('stacks')
@@ -145,21 +118,30 @@ export async function deleteStackById(trx: Trx, id: string): Promise<void> {
   await trx.deleteFrom('stacks').where('id', '=', id).execute();
 }
 
-/** Whether the stack has a run that is not finished (admitted or waiting). */
-export async function hasActiveRun(db: Executor, stackId: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('pipeline_runs')
-    .select('id')
-    .where('stack_id', '=', stackId)
-    .where('status', 'in', ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL'])
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+/** The stacks of a project (its givenId, else its id). */
+async function findStacksOfProject(db: Executor, projectId: string, sample: number): Promise<UsageRow[]> {
+  const rows = await db.selectFrom('stacks').select(['id', 'given_id']).where('project_id', '=', projectId).orderBy('id').limit(sample + 1).execute();
+  return rows.map((r) => ({ kind: 'stacks', ref: r.given_id ?? r.id }));
 }
 
-/** The environment, checked to be the organization's and in the project (environments are another domain's table). */
-export async function findEnvironmentProject(db: Executor, organizationId: string, environmentId: string): Promise<string | undefined> {
-  const { rows } = await sql<{ project_id: string }>`
-    select project_id from environments where organization_id = ${organizationId} and id = ${environmentId}`.execute(db);
-  return rows[0]?.project_id;
+/** The stacks that live in an environment (their givenId, else their name). */
+async function findStacksOfEnvironment(db: Executor, environmentId: string, sample: number): Promise<UsageRow[]> {
+  const rows = await db.selectFrom('stacks').select(['given_id', 'name']).where('environment_id', '=', environmentId).orderBy('id').limit(sample + 1).execute();
+  return rows.map((r) => ({ kind: 'stacks', ref: r.given_id ?? r.name }));
 }
+
+/** The stacks using a pipeline as their change or destroy pipeline (by id). */
+async function findStacksOfPipeline(db: Executor, pipelineId: string, sample: number): Promise<UsageRow[]> {
+  const rows = await db
+    .selectFrom('stacks')
+    .select('id')
+    .where((eb) => eb.or([eb('change_pipeline_id', '=', pipelineId), eb('destroy_pipeline_id', '=', pipelineId)]))
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
+  return rows.map((r) => ({ kind: PIPELINE_USAGE.stacks, ref: r.id }));
+}
+
+registerDependent('Project', { findUsages: findStacksOfProject });
+registerDependent('Environment', { findUsages: findStacksOfEnvironment });
+registerDependent('Pipeline', { findUsages: findStacksOfPipeline });

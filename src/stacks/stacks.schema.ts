@@ -1,8 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Body, Description, GivenId, Id, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
-import { RUN_ACTIONS } from '../engine/transitions.ts';
-
-export const STACK_TYPES = ['OPENTOFU'] as const;
+import { RUN_ACTIONS, STACK_TYPES } from '../platform/db/enums.ts';
 
 /** Where the stack's OpenTofu code lives: a code source, a Git ref and a path inside the repository. */
 export const StackSource = Type.Object(
@@ -13,6 +11,7 @@ export const StackSource = Type.Object(
   },
   { additionalProperties: false },
 );
+export type StackSource = Static<typeof StackSource>;
 
 const Variables = Type.Object({}, { additionalProperties: true, description: 'OpenTofu input variables of the stack' });
 const FreeConfig = Type.Object({}, { additionalProperties: true, description: 'A pipeline config: {steps: [...]}' });

@@ -1,29 +1,27 @@
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor, Trx } from '../platform/db/db.ts';
+import { isUniqueViolation } from '../platform/db/db-errors.ts';
 import { ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
+import { getEnvironmentRow } from '../environments/environments.service.ts';
 import { parsePipelineConfig } from '../pipelines/pipeline-config.validate.ts';
-import { findLatestPipelineVersion, insertPipelineWithFirstVersion, projectExists } from '../pipelines/pipelines.repo.ts';
+import { deletePipelinesByIds, findLatestPipelineVersion, insertPipelineWithFirstVersion } from '../pipelines/pipelines.repo.ts';
+import { getProjectRow } from '../projects/projects.service.ts';
 import { triggerRun } from '../engine/run-commands.ts';
+import { hasActiveRunOfStack } from '../runs/runs.repo.ts';
 import { getRun } from '../runs/runs.service.ts';
 import { DEFAULT_CHANGE_PIPELINE, DEFAULT_DESTROY_PIPELINE } from './default-pipelines.ts';
 import {
   deleteStackById,
-  findEnvironmentProject,
   findStackById,
   findStacksPage,
-  hasActiveRun,
   insertStack,
   lockStackInOrg,
   stackRowToStack,
   updateStack as updateStackRow,
 } from './stacks.repo.ts';
 import type { CreateStack, StackListQuery, TriggerStackRun, UpdateStack } from './stacks.schema.ts';
-
-function isUniqueViolation(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
-}
 
 async function getStackRow(db: Executor, principal: Principal, id: string) {
   const row = await findStackById(db, principal.organizationId, id);
@@ -33,10 +31,9 @@ async function getStackRow(db: Executor, principal: Principal, id: string) {
 
 /** The project and environment must be the organization's (else 404), and the environment in the project (else 422). */
 async function assertPlacement(db: Executor, principal: Principal, projectId: string, environmentId: string) {
-  if (!(await projectExists(db, principal.organizationId, projectId))) throw new NotFoundError('Project', projectId);
-  const envProject = await findEnvironmentProject(db, principal.organizationId, environmentId);
-  if (envProject === undefined) throw new NotFoundError('Environment', environmentId);
-  if (envProject !== projectId) {
+  await getProjectRow(db, principal, projectId);
+  const environment = await getEnvironmentRow(db, principal, environmentId);
+  if (environment.project_id !== projectId) {
     throw new RuleViolationError('Stack', 'ENVIRONMENT_NOT_IN_PROJECT', `Environment ${environmentId} belongs to another project`, [], {
       environmentId,
       projectId,
@@ -106,11 +103,11 @@ export async function deleteStack(db: Db, principal: Principal, id: string) {
     // The stack's row lock also blocks a run being triggered meanwhile (triggers take it too).
     const stack = await lockStackInOrg(trx, principal.organizationId, id);
     if (!stack) throw new NotFoundError('Stack', id);
-    if (await hasActiveRun(trx, id)) {
+    if (await hasActiveRunOfStack(trx, id)) {
       throw new ConflictError('Stack', 'BUSY', `Stack ${id} has a run that is not finished; cancel it first`, { metadata: { activeRunId: stack.active_run_id } });
     }
     await deleteStackById(trx, id);
-    await trx.deleteFrom('pipelines').where('id', 'in', [stack.change_pipeline_id, stack.destroy_pipeline_id]).execute();
+    await deletePipelinesByIds(trx, [stack.change_pipeline_id, stack.destroy_pipeline_id]);
   });
 }
 

@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { UsersTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
+import type { GlobalRole } from '../platform/db/enums.ts';
 import type { User } from './users.schema.ts';
 
 export type UserRow = Selectable<UsersTable>;
@@ -26,7 +27,7 @@ export function findUserByEmail(db: Executor, email: string) {
 }
 
 /** insertUserIfAbsent creates a user for the email, or returns the one that already has it (any case). */
-export async function insertUserIfAbsent(db: Executor, values: { id: string; email: string; globalRole?: string }) {
+export async function insertUserIfAbsent(db: Executor, values: { id: string; email: string; globalRole?: GlobalRole }) {
   await db
     .insertInto('users')
     .values({ id: values.id, email: values.email, global_role: values.globalRole ?? 'USER' })
@@ -35,6 +36,6 @@ export async function insertUserIfAbsent(db: Executor, values: { id: string; ema
   return (await findUserByEmail(db, values.email))!;
 }
 
-export function updateUserGlobalRole(db: Executor, id: string, globalRole: string) {
+export function updateUserGlobalRole(db: Executor, id: string, globalRole: GlobalRole) {
   return db.updateTable('users').set({ global_role: globalRole, updated_at: new Date() }).where('id', '=', id).execute();
 }

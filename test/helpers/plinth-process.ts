@@ -1,9 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../src/platform/db/embedded.ts';
+
+/** A port nobody listens on right now (the OS picks it). */
+export { freePort };
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The `plinth` executable, which `npm start` runs too. */
@@ -16,18 +19,6 @@ export function startScriptNodeFlags(): string[] {
   const bin = words.indexOf('bin/plinth.js');
   if (words[0] !== 'node' || bin < 0) throw new Error(`unexpected start script: ${start}`);
   return words.slice(1, bin);
-}
-
-/** A port nobody listens on right now (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }
 
 export interface PlinthProcess {

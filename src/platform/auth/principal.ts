@@ -1,5 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../db/db.ts';
+import type { GlobalRole } from '../db/enums.ts';
 import { ForbiddenError, UnauthenticatedError } from '../errors.ts';
 import type { Role } from './roles.ts';
 import { tokenMatches } from './tokens.ts';
@@ -37,13 +38,13 @@ interface CredentialRow {
   email: string | null;
   full_name: string | null;
   short_name: string | null;
-  global_role: string | null;
+  global_role: GlobalRole | null;
   sa_name: string | null;
-  sa_role: string | null;
+  sa_role: Role | null;
   org_id: string | null;
   org_name: string | null;
   membership_id: string | null;
-  membership_role: string | null;
+  membership_role: Role | null;
 }
 
 /**
@@ -87,7 +88,7 @@ export async function resolvePrincipal(db: Db, token: string, tokenHash: string,
       membershipId: row.service_account_id,
       organizationId: row.org_id!,
       organizationName: row.org_name!,
-      role: row.sa_role as Role,
+      role: row.sa_role!,
       globalRole: 'USER',
       email: `${row.service_account_id}@service-accounts.plinth`,
       fullName: row.sa_name ?? undefined,
@@ -106,7 +107,7 @@ export async function resolvePrincipal(db: Db, token: string, tokenHash: string,
     membershipId: row.membership_id ?? '',
     organizationId: row.org_id,
     organizationName: row.org_name!,
-    role: isSuperAdmin ? 'OWNER' : (row.membership_role as Role),
+    role: isSuperAdmin ? 'OWNER' : row.membership_role!,
     globalRole: row.global_role ?? 'USER',
     email: row.email!,
     fullName: row.full_name ?? undefined,

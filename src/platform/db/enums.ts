@@ -1,0 +1,42 @@
+// The value sets of the database's enum-like text columns, each listed once. The generated Database
+// interface (database.ts) types those columns with the unions below (scripts/db-types.ts maps them), and
+// the generator refuses to run when a column's SQL check constraint lists other values than its list here.
+// TypeBox schemas take their StringEnum from the same lists, so SQL, the row types and the API agree.
+
+export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** A step execution's status: a run's, plus SKIPPED (a step whose run went another way). */
+export const STEP_STATUSES = [...RUN_STATUSES, 'SKIPPED'] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
+
+/** The statuses of a run that is not finished: it holds (or waits for) its stack, and blocks deletes. */
+export const ACTIVE_RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL'] as const satisfies readonly RunStatus[];
+
+export const RUN_ACTIONS = ['plan', 'apply', 'destroy'] as const;
+export type RunAction = (typeof RUN_ACTIONS)[number];
+
+export const LOG_STREAMS = ['stdout', 'stderr', 'system'] as const;
+export type LogStream = (typeof LOG_STREAMS)[number];
+
+export const STACK_TYPES = ['OPENTOFU'] as const;
+export type StackType = (typeof STACK_TYPES)[number];
+
+/** CLOUD runs steps in the organization's AWS network; LOCAL runs them on the worker host. */
+export const EXECUTION_ENVIRONMENT_TYPES = ['CLOUD', 'LOCAL'] as const;
+export type ExecutionEnvironmentType = (typeof EXECUTION_ENVIRONMENT_TYPES)[number];
+
+export const CLOUD_PROVIDERS = ['AWS'] as const;
+export type CloudProvider = (typeof CLOUD_PROVIDERS)[number];
+
+/** Where a default value is set; the nearest scope to an environment wins (environment, then project, then organization). */
+export const PARENT_TYPES = ['ORGANIZATION', 'PROJECT', 'ENVIRONMENT'] as const;
+export type ParentType = (typeof PARENT_TYPES)[number];
+
+/** SYSTEM definitions are seeded by Plinth and read-only to users. */
+export const CREATED_BY_TYPES = ['SYSTEM', 'USER'] as const;
+export type CreatedByType = (typeof CREATED_BY_TYPES)[number];
+
+/** A user's role across organizations: a SUPER_ADMIN acts as OWNER in every one. */
+export const GLOBAL_ROLES = ['USER', 'SUPER_ADMIN'] as const;
+export type GlobalRole = (typeof GLOBAL_ROLES)[number];
