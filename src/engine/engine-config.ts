@@ -1,3 +1,6 @@
+import { createSandbox, type StepSandbox } from './sandbox/index.ts';
+import { loadSandboxSettings } from './sandbox/settings.ts';
+
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). The defaults meet the
  * durability contract: a dead worker's lease expires after at most 30 s and the reaper looks every
@@ -20,6 +23,8 @@ export interface EngineConfig {
   killGraceMs: number;
   /** Where each attempt gets its fresh working directory. */
   workRoot: string | undefined;
+  /** Where and as whom step processes run (PLINTH_SANDBOX*, PLINTH_STEP_*), probed at worker start. */
+  sandbox: StepSandbox;
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -34,6 +39,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
   const leaseMs = positiveInt(env, 'PLINTH_WORKER_LEASE_MS', 30_000);
   const heartbeatMs = positiveInt(env, 'PLINTH_WORKER_HEARTBEAT_MS', Math.max(1, Math.floor(leaseMs / 3)));
   if (heartbeatMs >= leaseMs) throw new Error('PLINTH_WORKER_HEARTBEAT_MS must be shorter than PLINTH_WORKER_LEASE_MS');
+  const workRoot = env.PLINTH_WORKER_WORK_ROOT || undefined;
   return {
     concurrency: positiveInt(env, 'PLINTH_WORKER_CONCURRENCY', 16),
     leaseMs,
@@ -42,6 +48,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     redispatchMs: positiveInt(env, 'PLINTH_WORKER_REDISPATCH_MS', Math.max(leaseMs * 2, 60_000)),
     pollMs: positiveInt(env, 'PLINTH_WORKER_POLL_MS', 2_000),
     killGraceMs: positiveInt(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
-    workRoot: env.PLINTH_WORKER_WORK_ROOT || undefined,
+    workRoot,
+    sandbox: createSandbox(loadSandboxSettings(env, workRoot)),
   };
 }
