@@ -128,8 +128,8 @@ export async function getRun(t: TestApp, runId: string) {
   return (await t.call('GET', `/pipeline-runs/${runId}`)).body.data;
 }
 
-export async function stepsOf(t: TestApp, runId: string): Promise<any[]> {
-  return (await t.call('GET', `/pipeline-runs/${runId}/step-executions?limit=200`)).body.data;
+export async function stepsOf(t: TestApp, runId: string, token?: string): Promise<any[]> {
+  return (await t.call('GET', `/pipeline-runs/${runId}/step-executions?limit=200`, { token })).body.data;
 }
 
 /** waitForRunStatus waits until the run reaches `status` and returns it. */
@@ -145,14 +145,14 @@ export function waitForStep(t: TestApp, runId: string, stepId: string, status: s
 }
 
 /** logLines returns the stored output lines of a step execution (up to 1000). */
-export async function logLines(t: TestApp, executionId: string): Promise<string[]> {
-  const res = await t.call('GET', `/pipeline-step-executions/${executionId}/logs?limit=1000`);
+export async function logLines(t: TestApp, executionId: string, token?: string): Promise<string[]> {
+  const res = await t.call('GET', `/pipeline-step-executions/${executionId}/logs?limit=1000`, { token });
   return res.body.data.map((l: { line: string }) => l.line);
 }
 
 /** waitForLine waits until a step execution has logged a line matching `pattern`. */
-export function waitForLine(t: TestApp, executionId: string, pattern: RegExp, timeoutMs?: number): Promise<string> {
-  return waitFor(`a line matching ${pattern} from step execution ${executionId}`, async () => (await logLines(t, executionId)).find((l) => pattern.test(l)), timeoutMs);
+export function waitForLine(t: TestApp, executionId: string, pattern: RegExp, timeoutMs?: number, token?: string): Promise<string> {
+  return waitFor(`a line matching ${pattern} from step execution ${executionId}`, async () => (await logLines(t, executionId, token)).find((l) => pattern.test(l)), timeoutMs);
 }
 
 interface HostProcess {
