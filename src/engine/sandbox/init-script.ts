@@ -7,7 +7,8 @@
  * 2. builds the step's filesystem on a fresh tmpfs: `/usr` (and `/bin`, `/lib*`, `/sbin` where they
  *    are directories) bound read-only, a minimal `/etc` (the worker's template: name service, TLS
  *    roots, alternatives; a passwd naming the step's uid), a `/dev` of null, zero, full, random, urandom
- *    and tty, a `/proc` of the new PID namespace, a private `/tmp` and `/dev/shm`, and the step's
+ *    and tty (device nodes copied from the template: the step cannot make others, it has no
+ *    CAP_MKNOD), a `/proc` of the new PID namespace, a private `/tmp` and `/dev/shm`, and the step's
  *    workspace at `/workspace`; nothing else of the host (no data directory, no other workspace, no
  *    worker file, no `/sys`);
  * 3. makes that root read-only and pivots into it, detaching the host's filesystem entirely;
@@ -30,7 +31,7 @@ export const SANDBOX_INIT = String.raw`set -eu
 root=$1 workspace=$2 uid=$3 nproc=$4 cgroups=$5 template=$6
 for f in $cgroups; do echo 0 > "$f"; done
 echo plinth-step > /proc/sys/kernel/hostname
-mount -t tmpfs -o mode=0755,nosuid,nodev,size=16m plinth-root "$root"
+mount -t tmpfs -o mode=0755,nosuid,size=16m plinth-root "$root"
 cd "$root"
 cp -a "$template"/. .
 cp -L /etc/resolv.conf /etc/hosts etc/ 2>/dev/null || :
@@ -39,12 +40,11 @@ for d in usr bin sbin lib lib32 lib64 libx32; do
 done
 printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nplinth:x:%s:%s:plinth step:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' "$uid" "$uid" > etc/passwd
 printf 'root:x:0:\nplinth:x:%s:\nnogroup:x:65534:\n' "$uid" > etc/group
-for n in null zero full random urandom tty; do mount --bind "/dev/$n" "dev/$n"; done
 mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m plinth-shm dev/shm
 mount -t proc -o nosuid,nodev,noexec proc proc
 mount -t tmpfs -o mode=1777,nosuid,nodev,size="$9"m plinth-tmp tmp
 mount --bind -o nosuid,nodev "$workspace" workspace
-mount -o remount,ro,nosuid,nodev "$root"
+mount -o remount,ro,nosuid "$root"
 pivot_root . .
 umount -l .
 cd /workspace

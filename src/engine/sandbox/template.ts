@@ -1,8 +1,11 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { cp, lstat, mkdir, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { TEMPLATE_DEVICES, TEMPLATE_ETC_DIRS, TEMPLATE_ETC_FILES } from './init-script.ts';
 
+const run = promisify(execFile);
 const TOP_LEVEL = ['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
 
 /**
@@ -36,7 +39,8 @@ async function build(root: string): Promise<string> {
     else if (info?.isDirectory()) await mkdir(path.join(dir, name));
   }
   for (const name of ['etc', 'dev', 'dev/shm', 'proc', 'tmp', 'workspace']) await mkdir(path.join(dir, name));
-  for (const device of TEMPLATE_DEVICES) await writeFile(path.join(dir, 'dev', device), '');
+  // Device nodes, copied as nodes (cp -a as root): each step's root gets them with its one `cp -a`.
+  await run('cp', ['-a', ...TEMPLATE_DEVICES.map((d) => `/dev/${d}`), path.join(dir, 'dev')]);
   for (const [link, target] of [['fd', '/proc/self/fd'], ['stdin', '/proc/self/fd/0'], ['stdout', '/proc/self/fd/1'], ['stderr', '/proc/self/fd/2']]) {
     await symlink(target, path.join(dir, 'dev', link));
   }
