@@ -106,7 +106,8 @@ describe('workers that die, drain and share a queue', () => {
     const record = 'echo "ran $PLINTH_STEP_EXECUTION_ID"; sleep 0.05';
     const stacks = await Promise.all(Array.from({ length: 12 }, () => createStack(t, [{ id: 'a', command: record }, { id: 'b', command: record }, { id: 'c', command: record, needs: ['a', 'b'] }])));
     const runs = await Promise.all(stacks.map((s) => triggerRun(t, s.id)));
-    await Promise.all(runs.map((r) => waitForRunStatus(t, r.id, 'SUCCEEDED', 30_000)));
+    // 36 sandboxed steps: each costs a fifth of a second of setup on a loaded 2-core machine.
+    await Promise.all(runs.map((r) => waitForRunStatus(t, r.id, 'SUCCEEDED', 90_000)));
 
     const executions = (await Promise.all(runs.map((r) => stepsOf(t, r.id)))).flat();
     assert.equal(executions.length, 36);

@@ -157,14 +157,20 @@ describe('a hostile step is contained by the sandbox', () => {
   });
 
   it('a fork bomb is held to the process limit, fails, and the worker runs the next step', async () => {
+    // Per uid: steps of other test files may be running beside this one, each under its own uid.
     let peak = 0;
-    const sampler = setInterval(() => (peak = Math.max(peak, sandboxProcesses().length)), 200);
-    const { run, step, output } = await runAttack(onlyIfSandboxed('bomb() { bomb | bomb & }; bomb; sleep 30'), member, 3).finally(() => clearInterval(sampler));
+    const sampler = setInterval(() => {
+      const perUid = new Map<number, number>();
+      for (const p of sandboxProcesses()) perUid.set(p.uid, (perUid.get(p.uid) ?? 0) + 1);
+      peak = Math.max(peak, ...perUid.values());
+    }, 200);
+    const { run, step, output } = await runAttack(onlyIfSandboxed('bomb() { bomb | bomb & }; bomb; sleep 30'), member, 5).finally(() => clearInterval(sampler));
     assert.doesNotMatch(output, /NOT SANDBOXED/);
     assert.equal(run.status, 'FAILED');
     assert.equal(step.error.code, 'Engine:Step:TIMED_OUT');
     assert.ok(peak <= MAX_PROCESSES, `at most PLINTH_STEP_MAX_PROCESSES (${MAX_PROCESSES}) processes at once, saw ${peak}`);
-    assert.ok(peak >= MAX_PROCESSES / 2, `the bomb did fork (peak ${peak})`);
+    // The shell says when the kernel refused it a process: the limit was reached, and held.
+    assert.match(output, /Cannot fork|Resource temporarily unavailable/);
     await waitFor('the bomb to be gone', async () => (sandboxProcesses().length === 0 ? true : undefined), 10_000);
     const next = await runAttack('echo still working');
     assert.equal(next.run.status, 'SUCCEEDED');

@@ -56,8 +56,8 @@ export interface CgroupHost {
   enforced: { maxProcesses: boolean; memory: boolean; cpu: boolean };
   detail: string;
   create(name: string, limits: StepLimits): Promise<StepCgroup | undefined>;
-  /** Removes step cgroups a dead worker left (empty ones only). */
-  sweep(): Promise<void>;
+  /** Removes step cgroups a dead worker left: empty ones that `isStale` (by name) says nobody uses. */
+  sweep(isStale: (name: string) => boolean): Promise<void>;
 }
 
 async function killAll(procsFile: string) {
@@ -138,10 +138,11 @@ function hostFor(version: 'v1' | 'v2', bases: Map<Controller, string>, detail: s
         },
       };
     },
-    async sweep() {
+    async sweep(isStale) {
       for (const base of new Set(bases.values())) {
         for (const entry of await readdir(base, { withFileTypes: true }).catch(() => [])) {
-          if (entry.isDirectory() && /^\d+$/.test(entry.name)) await rmdir(path.join(base, entry.name)).catch(() => {});
+          // rmdir refuses a cgroup that still holds a process: only empty ones go.
+          if (entry.isDirectory() && /^\d+$/.test(entry.name) && isStale(entry.name)) await rmdir(path.join(base, entry.name)).catch(() => {});
         }
       }
     },

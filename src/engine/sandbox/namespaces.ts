@@ -97,7 +97,8 @@ export class NamespaceSandbox implements StepSandbox {
       await sweepStaleWorkspaces(this.root, this.settings.uidBase, this.settings.uidCount);
       this.template = await buildTemplate(this.root);
       this.cgroups = await detectCgroups();
-      await this.cgroups.sweep();
+      // A cgroup whose workspace still exists may belong to a step another worker is starting.
+      await this.cgroups.sweep((name) => !existsSync(path.join(this.root, name)));
       const output = await this.tryOnce();
       if (output !== undefined) return failed(`a probe step failed: ${output}`);
     } catch (error) {
@@ -165,6 +166,7 @@ export class NamespaceSandbox implements StepSandbox {
       env: { PATH: SYSTEM_PATH },
       cwd: claim.dir,
       fd3: shellAssignments({ HOME: '/workspace', ...env }),
+      groupOutlivesLeader: false,
     });
   }
 }

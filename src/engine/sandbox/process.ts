@@ -17,6 +17,12 @@ export interface GuardedSpawn {
   cwd: string;
   /** Written to the child's fd 3 and closed: how the namespaced sandbox hands the step its environment. */
   fd3?: string;
+  /**
+   * Whether the group can hold processes after its leader exited (the unisolated guard does, and is
+   * killed then). A namespaced step's group cannot: once the sandbox exited its pid may name another
+   * process's group, which must not be signalled.
+   */
+  groupOutlivesLeader: boolean;
 }
 
 /**
@@ -24,7 +30,7 @@ export interface GuardedSpawn {
  * nothing is ever written to it, it exists to reach end-of-file when the worker dies (even by SIGKILL),
  * which the guard inside the sandbox takes as the order to kill the step.
  */
-export function spawnGuarded(o: GuardedSpawn, onKill?: (signal: NodeJS.Signals) => void): SandboxedProcess {
+export function spawnGuarded(o: GuardedSpawn): SandboxedProcess {
   const stdio: StdioPipe[] = o.fd3 === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe'];
   const child: ChildProcess = spawn(o.file, o.args, { cwd: o.cwd, env: o.env, detached: true, stdio });
   child.stdin!.on('error', () => {});
@@ -35,9 +41,9 @@ export function spawnGuarded(o: GuardedSpawn, onKill?: (signal: NodeJS.Signals) 
     envPipe.end(o.fd3);
   }
   const signal = (s: NodeJS.Signals) => {
-    if (!child.pid) return;
+    const exited = child.exitCode !== null || child.signalCode !== null;
+    if (!child.pid || (exited && !o.groupOutlivesLeader)) return;
     killGroup(child.pid, s);
-    onKill?.(s);
   };
   child.once('close', () => child.stdin!.destroy());
   return { child, terminate: () => signal('SIGTERM'), kill: () => signal('SIGKILL') };

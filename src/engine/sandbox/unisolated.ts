@@ -47,7 +47,8 @@ export class UnisolatedSandbox implements StepSandbox {
         file: 'sh',
         args: ['-c', GUARDED_SHELL, 'plinth-step', spec.command, relativeWorkingDirectory(spec.workingDirectory)],
         cwd: workDir,
-        env: { ...spec.env, PWD: workDir },
+        env: { HOME: workDir, ...spec.env, PWD: workDir },
+        groupOutlivesLeader: true,
       }),
       dispose: () => removeTree(workDir),
     };
