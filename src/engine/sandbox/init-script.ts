@@ -8,7 +8,8 @@
  *    are directories) bound read-only, a minimal `/etc` (the worker's template: name service, TLS
  *    roots, alternatives; a passwd naming the step's uid), a `/dev` of null, zero, full, random, urandom
  *    and tty (device nodes copied from the template: the step cannot make others, it has no
- *    CAP_MKNOD), a `/proc` of the new PID namespace, a private `/tmp` and `/dev/shm`, and the step's
+ *    CAP_MKNOD), a `/proc` of the new PID namespace (hidepid: the root init and guard are not even
+ *    listed, their command lines included), a private `/tmp` and `/dev/shm`, and the step's
  *    workspace at `/workspace`; nothing else of the host (no data directory, no other workspace, no
  *    worker file, no `/sys`);
  * 3. makes that root read-only and pivots into it, detaching the host's filesystem entirely;
@@ -41,7 +42,7 @@ done
 printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nplinth:x:%s:%s:plinth step:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' "$uid" "$uid" > etc/passwd
 printf 'root:x:0:\nplinth:x:%s:\nnogroup:x:65534:\n' "$uid" > etc/group
 mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m plinth-shm dev/shm
-mount -t proc -o nosuid,nodev,noexec proc proc
+mount -t proc -o nosuid,nodev,noexec,hidepid=2 proc proc
 mount -t tmpfs -o mode=1777,nosuid,nodev,size="$9"m plinth-tmp tmp
 mount --bind -o nosuid,nodev "$workspace" workspace
 mount -o remount,ro,nosuid "$root"
