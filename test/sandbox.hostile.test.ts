@@ -93,6 +93,8 @@ describe('a hostile step is contained by the sandbox', () => {
     const { output } = await runAttack([
       'ls / | tr "\\n" " "; echo',
       'find / -xdev \\( -name pg-password -o -name admin-token -o -name "postmaster.pid" \\) 2>/dev/null | sed "s/^/found: /"',
+      // Where the test's own database keeps its password on the host (scripts/test.ts), and the usual data directory.
+      'cat /tmp/plinth-test-*/pg-password .plinth/pg-password /work/*/.plinth/pg-password 2>/dev/null',
       'for d in /work /home /root /var /opt /run /srv /sys /proc/1/root/work; do ls "$d" >/dev/null 2>&1 && echo "listed $d"; done',
       'touch /usr/x /etc/x 2>/dev/null && echo "wrote system dirs"',
       'echo done',
