@@ -11,7 +11,7 @@ import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, sweepStale
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
-const TOOLS = ['unshare', 'setpriv', 'prlimit', 'pivot_root', 'mount', 'umount', 'cp', 'sh'];
+const TOOLS = ['unshare', 'setpriv', 'prlimit', 'pivot_root', 'mount', 'umount', 'cp', 'tar', 'sh'];
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
 export type HostCheck = () => Promise<string | undefined>;
@@ -126,7 +126,8 @@ export class NamespaceSandbox implements StepSandbox {
       let output = '';
       proc.child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
       proc.child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-      const timer = setTimeout(() => proc.kill(), 10_000);
+      // Generous: a probe that fails only because the host was busy would leave this worker unable to run steps.
+      const timer = setTimeout(() => proc.kill(), 30_000);
       const code = await new Promise<number | null>((resolve) => proc.child.on('close', (c) => resolve(c)));
       clearTimeout(timer);
       return code === 0 ? undefined : (output.trim().split('\n').slice(-3).join('; ') || `exit ${code}`);

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { cp, lstat, mkdir, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { TEMPLATE_DEVICES, TEMPLATE_ETC_DIRS, TEMPLATE_ETC_FILES } from './init-script.ts';
 
@@ -44,13 +44,9 @@ async function build(root: string): Promise<string> {
   for (const [link, target] of [['fd', '/proc/self/fd'], ['stdin', '/proc/self/fd/0'], ['stdout', '/proc/self/fd/1'], ['stderr', '/proc/self/fd/2']]) {
     await symlink(target, path.join(dir, 'dev', link));
   }
-  for (const name of [...TEMPLATE_ETC_DIRS, ...TEMPLATE_ETC_FILES]) {
-    const host = path.join('/etc', name);
-    if (!existsSync(host)) continue;
-    await mkdir(path.dirname(path.join(dir, 'etc', name)), { recursive: true });
-    // Links stay links (they point into /usr, which the step sees); a linked file outside it is copied.
-    await cp(host, path.join(dir, 'etc', name), { recursive: true, verbatimSymlinks: true, dereference: false });
-  }
+  // One tar pipe for all of /etc's entries: links stay links (they point into /usr, which the step sees).
+  const etc = [...TEMPLATE_ETC_DIRS, ...TEMPLATE_ETC_FILES].map((name) => `etc/${name}`).filter((p) => existsSync(`/${p}`));
+  if (etc.length) await run('sh', ['-c', 'tar -C / -cf - "$@" | tar -C "$0" -xpf -', dir, ...etc]);
   await writeFile(path.join(dir, 'etc', 'hostname'), 'plinth-step\n');
   return dir;
 }

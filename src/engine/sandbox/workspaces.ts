@@ -86,19 +86,21 @@ export async function liveUids(): Promise<Set<number>> {
  * uid runs no process is nobody's any more (a claim becomes a running process within milliseconds).
  */
 export async function sweepStaleWorkspaces(root: string, uidBase: number, uidCount: number): Promise<number> {
-  const live = await liveUids();
-  let removed = 0;
+  const old: number[] = [];
   for (const entry of await readdir(root)) {
     const uid = Number(entry);
-    if (!Number.isInteger(uid) || uid < uidBase || uid >= uidBase + uidCount || live.has(uid)) continue;
-    const dir = path.join(root, entry);
-    try {
-      if (Date.now() - (await stat(dir)).mtimeMs < 60_000) continue;
-      await rm(dir, { recursive: true, force: true });
-      removed++;
-    } catch {
-      // Another worker swept it first.
-    }
+    if (!Number.isInteger(uid) || uid < uidBase || uid >= uidBase + uidCount) continue;
+    const info = await stat(path.join(root, entry)).catch(() => undefined);
+    if (info && Date.now() - info.mtimeMs >= 60_000) old.push(uid);
+  }
+  if (old.length === 0) return 0;
+  const live = await liveUids();
+  let removed = 0;
+  for (const uid of old) {
+    if (live.has(uid)) continue;
+    // force: another worker may be sweeping it at the same moment.
+    await rm(path.join(root, String(uid)), { recursive: true, force: true });
+    removed++;
   }
   return removed;
 }
