@@ -1,4 +1,4 @@
-import { loadConfig } from './platform/config.ts';
+import { loadConfig, scrubSecretEnv } from './platform/config.ts';
 import { createLogger } from './platform/logger.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import { openDatabase, runPlinth, type ProcessRoles } from './server.ts';
@@ -20,6 +20,8 @@ const COMMAND_ROLES: Record<string, ProcessRoles> = {
 async function main(argv: string[]) {
   const command = argv[0] ?? 'serve';
   const config = loadConfig();
+  // Read once; from here on no child process of this one can inherit them (docs/engine.md#secrets).
+  scrubSecretEnv();
   const log = createLogger(config.logLevel);
 
   if (command === 'migrate') {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createStack, startEngineTestApp, stepsOf, tempDir, triggerRun, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
+import { createStack, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
 
 describe('retries and timeouts', () => {
   let t: EngineTestApp;
@@ -23,9 +23,8 @@ describe('retries and timeouts', () => {
   });
 
   it('a retry that succeeds lets the run go on', async () => {
-    const dir = tempDir();
     const stack = await createStack(t, [
-      { id: 'flaky', command: `if [ -f ${dir}/seen ]; then exit 0; fi; touch ${dir}/seen; exit 1`, retry: { maxAttempts: 2 } },
+      { id: 'flaky', command: 'test "$PLINTH_RETRY_ATTEMPT" = 1', retry: { maxAttempts: 2 } },
       { id: 'next', needs: ['flaky'] },
     ]);
     const run = await triggerRun(t, stack.id);
@@ -45,16 +44,14 @@ describe('retries and timeouts', () => {
   });
 
   it('retrying a failed run starts every step afresh as the next attempt epoch; a running one cannot be retried', async () => {
-    const dir = tempDir();
-    const stack = await createStack(t, [{ id: 'first' }, { id: 'second', command: `test -f ${dir}/fixed`, needs: ['first'] }]);
+    // The third attempt epoch is the first to pass: as though someone fixed the world in between.
+    const stack = await createStack(t, [{ id: 'first' }, { id: 'second', command: 'test "$PLINTH_ATTEMPT_EPOCH" -ge 3', needs: ['first'] }]);
     const run = await triggerRun(t, stack.id);
     await waitForRunStatus(t, run.id, 'FAILED');
     assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/retry`)).status, 200);
     const again = await waitForRunStatus(t, run.id, 'FAILED');
     assert.equal(again.attemptEpoch, 2);
 
-    const { writeFileSync } = await import('node:fs');
-    writeFileSync(`${dir}/fixed`, '');
     const retried = await t.call('POST', `/pipeline-runs/${run.id}/retry`);
     assert.equal(retried.body.data.attemptEpoch, 3);
     assert.equal(retried.body.data.isCancellable, true);

@@ -5,6 +5,11 @@ import { LogSink } from '../src/engine/log-sink.ts';
 import { HIGH_WATER_BYTES } from '../src/engine/runners/output-capture.ts';
 import { runScript } from '../src/engine/runners/script.ts';
 import { createStack, getRun, startEngineTestApp, triggerRun, waitFor, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+import { createSandbox } from '../src/engine/sandbox/index.ts';
+import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
+
+// These tests drive the output capture directly; isolation is the sandbox suites' concern.
+const CAPTURE_SANDBOX = createSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'off' }, undefined));
 
 /** Every record of a step, all pages. */
 async function allRecords(t: EngineTestApp, executionId: string): Promise<any[]> {
@@ -134,6 +139,7 @@ describe('step output stored byte for byte', () => {
         command: `yes "$(head -c 999 /dev/zero | tr '\\0' a)" | head -c 10000000`,
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
         killGraceMs: 1000,
+        sandbox: CAPTURE_SANDBOX,
         sink,
         signal: new AbortController().signal,
       });
@@ -153,7 +159,7 @@ describe('step output stored byte for byte', () => {
     const { step } = await runOneStep(t, 'true');
     const run = (command: string, limits: { maxBytes: number; maxLines: number }, from: number) => {
       const sink = new LogSink(t.db, step.id, from, { limits });
-      return runScript({ command, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, killGraceMs: 1000, sink, signal: new AbortController().signal })
+      return runScript({ command, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, killGraceMs: 1000, sandbox: CAPTURE_SANDBOX, sink, signal: new AbortController().signal })
         .then(() => sink.close())
         .then(() => sink.stats);
     };

@@ -1,4 +1,6 @@
 import { loadLogLimits, type LogLimits } from './log-sink.ts';
+import { createSandbox, type StepSandbox } from './sandbox/index.ts';
+import { loadSandboxSettings } from './sandbox/settings.ts';
 
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). The defaults meet the
@@ -24,6 +26,8 @@ export interface EngineConfig {
   workRoot: string | undefined;
   /** Per-step log limits: PLINTH_STEP_LOG_MAX_BYTES, PLINTH_STEP_LOG_MAX_LINES. */
   logLimits: LogLimits;
+  /** Where and as whom step processes run (PLINTH_SANDBOX*, PLINTH_STEP_*), probed at worker start. */
+  sandbox: StepSandbox;
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -38,6 +42,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
   const leaseMs = positiveInt(env, 'PLINTH_WORKER_LEASE_MS', 30_000);
   const heartbeatMs = positiveInt(env, 'PLINTH_WORKER_HEARTBEAT_MS', Math.max(1, Math.floor(leaseMs / 3)));
   if (heartbeatMs >= leaseMs) throw new Error('PLINTH_WORKER_HEARTBEAT_MS must be shorter than PLINTH_WORKER_LEASE_MS');
+  const workRoot = env.PLINTH_WORKER_WORK_ROOT || undefined;
   return {
     concurrency: positiveInt(env, 'PLINTH_WORKER_CONCURRENCY', 16),
     leaseMs,
@@ -46,7 +51,8 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     redispatchMs: positiveInt(env, 'PLINTH_WORKER_REDISPATCH_MS', Math.max(leaseMs * 2, 60_000)),
     pollMs: positiveInt(env, 'PLINTH_WORKER_POLL_MS', 2_000),
     killGraceMs: positiveInt(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
-    workRoot: env.PLINTH_WORKER_WORK_ROOT || undefined,
     logLimits: loadLogLimits((name, fallback) => positiveInt(env, name, fallback)),
+    workRoot,
+    sandbox: createSandbox(loadSandboxSettings(env, workRoot)),
   };
 }

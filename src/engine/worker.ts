@@ -8,6 +8,7 @@ import type { EngineConfig } from './engine-config.ts';
 import { LogSink } from './log-sink.ts';
 import { startQueue, type StepExecutePayload } from './queue.ts';
 import { runStep } from './runners/index.ts';
+import { startSandbox } from './sandbox/index.ts';
 import { claimStep, completeStep, failLostSteps, handBackStep, redispatchStaleSteps, renewLeases } from './step-lifecycle.ts';
 import { engineError } from './transitions.ts';
 
@@ -47,6 +48,7 @@ export class EngineWorker {
   }
 
   async start(): Promise<void> {
+    await startSandbox(this.config.sandbox, this.log);
     this.listener = new pg.Client({ connectionString: this.connectionString });
     this.listener.on('error', (error) => this.log.warn({ err: error }, 'lost the step-stop listener'));
     await this.listener.connect();
@@ -136,7 +138,7 @@ export class EngineWorker {
         sink,
         signal: attempt.controller.signal,
         killGraceMs: this.config.killGraceMs,
-        workRoot: this.config.workRoot,
+        sandbox: this.config.sandbox,
         workerId: this.workerId,
         onSpawn: (pid) => this.spawnedPids.push(pid),
       });

@@ -1,19 +1,36 @@
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
+import { currentIsolation } from '../engine/sandbox/index.ts';
 import type { App } from '../platform/http/app.ts';
 
-const Health = Type.Object({ status: Type.String(), database: Type.String() }, { $id: 'Health', title: 'Health' });
+const NullableNumber = Type.Union([Type.Number(), Type.Null()]);
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+/** How this process's worker isolates steps (docs/engine.md#the-step-sandbox), as probed once at its start. */
+const Isolation = Type.Object({
+  mode: Type.Union([Type.Literal('namespaces'), Type.Literal('off'), Type.Literal('unavailable'), Type.Literal('no-worker')], {
+    description: '`namespaces`: steps are isolated; `off`: the single-tenant opt-out (PLINTH_SANDBOX=off); `unavailable`: this host cannot isolate and script steps fail; `no-worker`: this process runs no steps',
+  }),
+  requested: NullableString,
+  network: NullableString,
+  cgroup: NullableString,
+  limits: Type.Object({ maxProcesses: NullableNumber, memoryMb: NullableNumber, cpus: NullableNumber }, { description: 'limits enforced on every step; null where not enforced' }),
+  detail: Type.String(),
+});
+
+const Health = Type.Object({ status: Type.String(), database: Type.String(), isolation: Isolation }, { $id: 'Health', title: 'Health' });
 
 export async function healthRoutes(app: App) {
   app.get('/health', {
     config: { public: true },
-    schema: { tags: ['health'], summary: 'Liveness and database reachability (no credential)', response: { 200: Health, 503: Health } },
+    schema: { tags: ['health'], summary: 'Liveness, database reachability and step isolation (no credential)', response: { 200: Health, 503: Health } },
   }, async (_request, reply) => {
+    const isolation = currentIsolation();
     try {
       await sql`select 1`.execute(app.db);
-      return { status: 'ok', database: 'ok' };
+      return { status: 'ok', database: 'ok', isolation };
     } catch {
-      return reply.status(503).send({ status: 'degraded', database: 'unreachable' });
+      return reply.status(503).send({ status: 'degraded', database: 'unreachable', isolation });
     }
   });
 }

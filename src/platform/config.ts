@@ -38,3 +38,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: env.PLINTH_PUBLIC_URL || `http://${host}:${port}`,
   };
 }
+
+/**
+ * The variables that hold the platform's secrets. Once the configuration is read they are removed from
+ * the process's environment, so nothing started later (a library's child process, a step in the
+ * unisolated mode) inherits them. Steps never get the worker's environment anyway; this is the second line.
+ */
+export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL'] as const;
+
+/** scrubSecretEnv deletes SECRET_ENV_NAMES from `env` (the process's own by default). */
+export function scrubSecretEnv(env: NodeJS.ProcessEnv = process.env): void {
+  for (const name of SECRET_ENV_NAMES) delete env[name];
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -128,8 +128,8 @@ export async function getRun(t: TestApp, runId: string) {
   return (await t.call('GET', `/pipeline-runs/${runId}`)).body.data;
 }
 
-export async function stepsOf(t: TestApp, runId: string): Promise<any[]> {
-  return (await t.call('GET', `/pipeline-runs/${runId}/step-executions?limit=200`)).body.data;
+export async function stepsOf(t: TestApp, runId: string, token?: string): Promise<any[]> {
+  return (await t.call('GET', `/pipeline-runs/${runId}/step-executions?limit=200`, { token })).body.data;
 }
 
 /** waitForRunStatus waits until the run reaches `status` and returns it. */
@@ -142,6 +142,57 @@ export function waitForRunStatus(t: TestApp, runId: string, status: string, time
 
 export function waitForStep(t: TestApp, runId: string, stepId: string, status: string, timeoutMs?: number) {
   return waitFor(`step ${stepId} of run ${runId} to be ${status}`, async () => (await stepsOf(t, runId)).find((s) => s.stepId === stepId && s.status === status), timeoutMs);
+}
+
+/** logLines returns the stored output lines of a step execution (up to 1000). */
+export async function logLines(t: TestApp, executionId: string, token?: string): Promise<string[]> {
+  const res = await t.call('GET', `/pipeline-step-executions/${executionId}/logs?limit=1000`, { token });
+  return res.body.data.map((l: { line: string }) => l.line);
+}
+
+/** waitForLine waits until a step execution has logged a line matching `pattern`. */
+export function waitForLine(t: TestApp, executionId: string, pattern: RegExp, timeoutMs?: number, token?: string): Promise<string> {
+  return waitFor(`a line matching ${pattern} from step execution ${executionId}`, async () => (await logLines(t, executionId, token)).find((l) => pattern.test(l)), timeoutMs);
+}
+
+interface HostProcess {
+  pid: number;
+  ppid: number;
+  comm: string;
+  uid: number;
+}
+
+/** hostProcesses lists every process of the host as the host sees it. */
+export function hostProcesses(): HostProcess[] {
+  const found: HostProcess[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))![1]);
+      found.push({ pid: Number(entry), ppid, comm, uid });
+    } catch {
+      // It ended while we looked.
+    }
+  }
+  return found;
+}
+
+/** processTree returns `pid` and every live descendant of it, as host pids. */
+export function processTree(pid: number): number[] {
+  const all = hostProcesses();
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) for (const p of all) if (p.ppid === tree[i]) tree.push(p.pid);
+  return tree.filter(isAlive);
+}
+
+/** stepProcessesOf returns the host pids of every step process a worker process has running (its sandboxes and all they hold). */
+export function stepProcessesOf(workerPid: number): number[] {
+  const sandboxes = hostProcesses().filter((p) => p.ppid === workerPid && (p.comm === 'unshare' || p.comm === 'sh'));
+  return sandboxes.flatMap((p) => processTree(p.pid));
 }
 
 export function tempDir(): string {

@@ -2,22 +2,28 @@ import type { StepOutcome, ClaimedStep } from '../step-lifecycle.ts';
 import { engineError } from '../transitions.ts';
 import type { LogSink } from '../log-sink.ts';
 import { logDetail, logStoreError } from './output-capture.ts';
-import { runScript } from './script.ts';
+import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';
+import { runScript, type ScriptResult } from './script.ts';
 
 export interface RunnerContext {
   sink: LogSink;
   signal: AbortSignal;
   killGraceMs: number;
-  workRoot?: string;
+  sandbox: StepSandbox;
   workerId: string;
   onSpawn?: (pid: number) => void;
 }
 
-/** Variables every script sees; the worker's own environment is not passed on beyond PATH and HOME. */
+/** The PATH every step starts with: fixed, so nothing of the worker's environment reaches a step. */
+export const STEP_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
+ * Variables every script sees, built from nothing: none of the worker's environment is passed on (the
+ * sandbox adds HOME, its workspace). A step gets only what its pipeline and run give it.
+ */
 function scriptEnv(claimed: ClaimedStep, extra: Record<string, unknown> | undefined): Record<string, string> {
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: process.env.HOME ?? '/tmp',
+    PATH: STEP_PATH,
     PLINTH_RUN_ID: claimed.run.id,
     PLINTH_STEP_ID: claimed.step.id,
     PLINTH_STEP_EXECUTION_ID: claimed.executionId,
@@ -33,17 +39,23 @@ function scriptEnv(claimed: ClaimedStep, extra: Record<string, unknown> | undefi
 
 async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<StepOutcome> {
   const w = claimed.step.with ?? {};
-  const result = await runScript({
-    command: String(w.command),
-    env: scriptEnv(claimed, w.env as Record<string, unknown> | undefined),
-    workingDirectory: typeof w.workingDirectory === 'string' ? w.workingDirectory : undefined,
-    timeoutMs: claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined,
-    killGraceMs: ctx.killGraceMs,
-    workRoot: ctx.workRoot,
-    sink: ctx.sink,
-    signal: ctx.signal,
-    onSpawn: ctx.onSpawn,
-  });
+  let result: ScriptResult;
+  try {
+    result = await runScript({
+      command: String(w.command),
+      env: scriptEnv(claimed, w.env as Record<string, unknown> | undefined),
+      workingDirectory: typeof w.workingDirectory === 'string' ? w.workingDirectory : undefined,
+      timeoutMs: claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined,
+      killGraceMs: ctx.killGraceMs,
+      sandbox: ctx.sandbox,
+      sink: ctx.sink,
+      signal: ctx.signal,
+      onSpawn: ctx.onSpawn,
+    });
+  } catch (error) {
+    if (error instanceof SandboxUnavailableError) return { status: 'FAILED', error: engineError(error.code, error.message) };
+    throw error;
+  }
   // Every record committed (or counted lost) before the outcome is decided: a lost line fails the step.
   await ctx.sink.flush();
   const round = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 1000) / 1000);

@@ -1,8 +1,5 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, mkdir, rm, rmdir } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import type { LogSink } from '../log-sink.ts';
+import type { StepSandbox, StepWorkspace } from '../sandbox/index.ts';
 import { captureOutput } from './output-capture.ts';
 
 export interface ScriptOptions {
@@ -11,7 +8,8 @@ export interface ScriptOptions {
   workingDirectory?: string;
   timeoutMs?: number;
   killGraceMs: number;
-  workRoot?: string;
+  /** Where the process runs: its workspace, user, namespaces and limits (src/engine/sandbox). */
+  sandbox: StepSandbox;
   sink: LogSink;
   /** Aborted when the engine wants the process gone (cancel, lost lease, drain). */
   signal: AbortSignal;
@@ -32,74 +30,41 @@ export interface ScriptResult {
 }
 
 /**
- * The step runs under this wrapper. A guard in the step's own process group blocks reading a pipe whose
- * other end only the worker holds; should the worker die (even by SIGKILL) the kernel closes that end,
- * the guard reads end-of-file and kills the whole group, so no step process outlives its worker. The
- * guard ignores SIGTERM so that it still stands while a stopped step has its grace period, and it keeps
- * away from stdout and stderr, so it never holds the log pipes open. `exec` keeps the group leader's pid.
- */
-const GUARDED_SHELL = [
-  'exec 3<&0',
-  "(trap '' TERM; while read -r _; do :; done; kill -KILL 0) <&3 >/dev/null 2>&1 &",
-  'exec 3<&-',
-  'exec sh -c "$1" </dev/null',
-].join('\n');
-
-/** Signals the whole process group: `sh -c` forks, and its children must go with it. */
-function killGroup(pid: number, signal: NodeJS.Signals) {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // The group is already gone.
-  }
-}
-
-/**
- * runScript runs `sh -c <command>` in a fresh temporary working directory, in its own process group,
- * streaming stdout and stderr byte for byte into the sink. It stops the group (SIGTERM, then SIGKILL
- * after the grace period) on timeout or when `signal` aborts, and removes the directory afterwards.
+ * runScript runs `sh -c <command>` in a fresh workspace of the sandbox, streaming stdout and stderr
+ * byte for byte into the sink. It stops the step (SIGTERM to every process, then SIGKILL after the grace
+ * period) on timeout or when `signal` aborts, and disposes of the workspace afterwards: whatever of the
+ * step still runs is killed and its files removed. Throws SandboxUnavailableError when steps cannot
+ * run isolated on this host.
  */
 export async function runScript(o: ScriptOptions): Promise<ScriptResult> {
   const started = performance.now();
-  const workDir = await mkdtemp(path.join(o.workRoot ?? os.tmpdir(), 'plinth-step-'));
+  const workspace = await o.sandbox.open();
   let result: ScriptResult | undefined;
   try {
-    const cwd = o.workingDirectory ? path.join(workDir, o.workingDirectory) : workDir;
-    if (o.workingDirectory) await mkdir(cwd, { recursive: true });
     const prepareMs = performance.now() - started;
-    result = { ...(await runInDirectory(o, cwd)), prepareMs };
+    result = { ...(await runInWorkspace(o, workspace)), prepareMs };
     return result;
   } finally {
     const cleanupStarted = performance.now();
-    await removeDirectory(workDir);
+    await workspace.dispose();
     if (result) result.cleanupMs = performance.now() - cleanupStarted;
   }
 }
 
-/** One syscall for the common empty directory; the recursive walk only when the step left files. */
-async function removeDirectory(dir: string) {
-  try {
-    await rmdir(dir);
-  } catch {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-function runInDirectory(o: ScriptOptions, cwd: string): Promise<ScriptResult> {
+function runInWorkspace(o: ScriptOptions, workspace: StepWorkspace): Promise<ScriptResult> {
   return new Promise((resolve) => {
     const started = performance.now();
     let processMs = 0;
     let timedOut = false;
     let stopped = false;
     let exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
-    const child = spawn('sh', ['-c', GUARDED_SHELL, 'plinth-step', o.command], { cwd, env: { ...o.env, PWD: cwd }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-    // Nothing is ever written: the pipe exists only to close when this process dies.
-    child.stdin!.on('error', () => {});
+    const proc = workspace.spawn({ command: o.command, env: o.env, workingDirectory: o.workingDirectory });
+    const child = proc.child;
     let killTimer: NodeJS.Timeout | undefined;
     const stop = () => {
       if (!child.pid || killTimer) return;
-      killGroup(child.pid, 'SIGTERM');
-      killTimer = setTimeout(() => killGroup(child.pid!, 'SIGKILL'), o.killGraceMs);
+      proc.terminate();
+      killTimer = setTimeout(() => proc.kill(), o.killGraceMs);
     };
     const onAbort = () => {
       stopped = true;
@@ -115,9 +80,8 @@ function runInDirectory(o: ScriptOptions, cwd: string): Promise<ScriptResult> {
       if (timeout) clearTimeout(timeout);
       if (killTimer) clearTimeout(killTimer);
       o.signal.removeEventListener('abort', onAbort);
-      // Whatever the shell left behind in its group goes too (the guard included): a step leaves no process running.
-      if (child.pid) killGroup(child.pid, 'SIGKILL');
-      child.stdin!.destroy();
+      // Whatever the step left behind goes too (the guard included): a step leaves no process running.
+      proc.kill();
       resolve(result);
     };
     child.on('error', (error) => finish({ exitCode: null, signal: null, timedOut, stopped, processMs: performance.now() - started, spawnError: error.message }));

@@ -21,7 +21,11 @@ export interface EmbeddedOptions {
 }
 
 async function readOrCreatePassword(file: string): Promise<string> {
-  if (existsSync(file)) return (await fs.readFile(file, 'utf8')).trim();
+  if (existsSync(file)) {
+    // Only the service's user may read it, whatever an older version or an operator left.
+    await fs.chmod(file, 0o600);
+    return (await fs.readFile(file, 'utf8')).trim();
+  }
   const password = randomBytes(24).toString('base64url');
   await fs.writeFile(file, password + '\n', { mode: 0o600 });
   return password;
@@ -105,9 +109,10 @@ async function runningPostmasterPort(pgDir: string): Promise<number | undefined>
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const pgDir = path.join(options.dataDir, 'pg');
-  await fs.mkdir(options.dataDir, { recursive: true, mode: 0o755 });
-  // As root the server runs as `postgres`, which must be able to reach its directory.
-  if (process.getuid?.() === 0) await fs.chmod(options.dataDir, 0o755);
+  // Nobody but the service's user lists or reads the data directory. As root the server runs as
+  // `postgres`, which must pass through it to reach `pg/` (0711: through, not list; its files are 0600).
+  await fs.mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  await fs.chmod(options.dataDir, process.getuid?.() === 0 ? 0o711 : 0o700);
   const password = await readOrCreatePassword(path.join(options.dataDir, 'pg-password'));
   const urlFor = (port: number) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 

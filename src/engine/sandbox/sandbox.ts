@@ -1,0 +1,82 @@
+import type { ChildProcess } from 'node:child_process';
+
+/**
+ * The step sandbox: where and as whom a step's processes run. Every runner (script today; OpenTofu and
+ * Git next) starts its processes through a StepSandbox, so another mechanism (a container, a cloud
+ * executor) is one more implementation of this interface. docs/engine.md#the-step-sandbox describes it.
+ */
+
+/** `PLINTH_SANDBOX`: `auto` isolates when the host can and refuses script steps when it cannot. */
+export const SANDBOX_MODES = ['auto', 'namespaces', 'off'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+/** `PLINTH_SANDBOX_NETWORK`: `host` shares the worker host's network; `none` gives each step an empty network namespace. */
+export const SANDBOX_NETWORKS = ['host', 'none'] as const;
+export type SandboxNetwork = (typeof SANDBOX_NETWORKS)[number];
+
+export interface StepLimits {
+  /** Processes and threads at once (cgroup pids, and RLIMIT_NPROC of the step's own uid). */
+  maxProcesses: number;
+  memoryMb: number;
+  /** CPU time per wall second, in CPUs (1.5 = one and a half cores). */
+  cpus: number;
+}
+
+export interface SandboxSettings {
+  mode: SandboxMode;
+  network: SandboxNetwork;
+  limits: StepLimits;
+  /** Each running step gets its own uid from [uidBase, uidBase + uidCount). */
+  uidBase: number;
+  uidCount: number;
+  /** Where workspaces are made (PLINTH_WORKER_WORK_ROOT, else the OS temp directory). */
+  workRoot: string | undefined;
+}
+
+/** What `GET /health` and the worker's start line say about the isolation of this process's steps. */
+export interface IsolationReport {
+  /** `namespaces`: steps are isolated; `off`: the operator's single-tenant opt-out; `unavailable`: script steps fail. */
+  mode: 'namespaces' | 'off' | 'unavailable' | 'no-worker';
+  requested: SandboxMode | null;
+  network: SandboxNetwork | null;
+  cgroup: 'v2' | 'v1' | 'none' | null;
+  /** Limits actually enforced on every step; null where this host cannot enforce one. */
+  limits: { maxProcesses: number | null; memoryMb: number | null; cpus: number | null };
+  detail: string;
+}
+
+export interface StepProcessSpec {
+  command: string;
+  env: Record<string, string>;
+  /** Relative to the workspace; created when missing. */
+  workingDirectory?: string;
+}
+
+/** One running step process tree. */
+export interface SandboxedProcess {
+  /** Its stdout and stderr carry the step's output; `close` fires once both drained. */
+  readonly child: ChildProcess;
+  /** Asks every process of the step to stop (SIGTERM); `kill` follows after the grace period. */
+  terminate(): void;
+  /** Kills every process of the step (SIGKILL). */
+  kill(): void;
+}
+
+/** A step's workspace, from which its process is started once, and which dispose() removes. */
+export interface StepWorkspace {
+  spawn(spec: StepProcessSpec): SandboxedProcess;
+  /** Kills whatever of the step is still running and removes the workspace (and its cgroup). */
+  dispose(): Promise<void>;
+}
+
+export interface StepSandbox {
+  /** Probes the mechanism once (memoized) and reports what is active. */
+  start(): Promise<IsolationReport>;
+  /** Makes a fresh workspace; throws SandboxUnavailableError when steps cannot run isolated here. */
+  open(): Promise<StepWorkspace>;
+}
+
+/** Script steps refused because no isolation works on this host and the operator did not opt out. */
+export class SandboxUnavailableError extends Error {
+  readonly code = 'Engine:Sandbox:UNAVAILABLE';
+}

@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { shellAssignments } from './init-script.ts';
+import { loadSandboxSettings } from './settings.ts';
+
+describe('sandbox settings', () => {
+  it('default to auto, the host network, 512 processes, 2048 MiB and one CPU', () => {
+    const s = loadSandboxSettings({}, undefined);
+    assert.equal(s.mode, 'auto');
+    assert.equal(s.network, 'host');
+    assert.deepEqual(s.limits, { maxProcesses: 512, memoryMb: 2048, cpus: 1 });
+    assert.deepEqual([s.uidBase, s.uidCount], [200_000, 50_000]);
+  });
+
+  it('read every knob, and refuse a value that is not one', () => {
+    const s = loadSandboxSettings({ PLINTH_SANDBOX: 'off', PLINTH_SANDBOX_NETWORK: 'none', PLINTH_STEP_MAX_PROCESSES: '64', PLINTH_STEP_MEMORY_MB: '256', PLINTH_STEP_CPUS: '0.5', PLINTH_SANDBOX_UID_BASE: '300000', PLINTH_SANDBOX_UID_COUNT: '10' }, '/srv/work');
+    assert.deepEqual(s, { mode: 'off', network: 'none', limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 }, uidBase: 300_000, uidCount: 10, workRoot: '/srv/work' });
+    assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX: 'bwrap' }, undefined), /PLINTH_SANDBOX must be one of auto, namespaces, off/);
+    assert.throws(() => loadSandboxSettings({ PLINTH_STEP_MAX_PROCESSES: '1.5' }, undefined), /PLINTH_STEP_MAX_PROCESSES must be a positive integer/);
+    assert.throws(() => loadSandboxSettings({ PLINTH_STEP_CPUS: '0' }, undefined), /PLINTH_STEP_CPUS/);
+    assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_UID_BASE: '0' }, undefined), /PLINTH_SANDBOX_UID_BASE/);
+  });
+});
+
+describe('the step environment handed to the sandbox', () => {
+  it('arrives byte for byte through sh, quotes, newlines and $ included, and never as code', () => {
+    const env = { A: "it's", B: 'two\nlines', C: '$(touch /tmp/pwned) `x` $HOME', 'BAD NAME': 'dropped' };
+    const script = `${shellAssignments(env)}printf '%s|' "$A" "$B" "$C"; env | grep -c '^BAD' || true`;
+    const out = spawnSync('sh', ['-c', script], { env: {}, encoding: 'utf8' }).stdout;
+    assert.equal(out, `it's|two\nlines|$(touch /tmp/pwned) \`x\` $HOME|0\n`);
+  });
+});

@@ -1,0 +1,37 @@
+import { SANDBOX_MODES, SANDBOX_NETWORKS, type SandboxMode, type SandboxNetwork, type SandboxSettings } from './sandbox.ts';
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const found = allowed.find((a) => a === raw);
+  if (!found) throw new Error(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return found;
+}
+
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, integer: boolean, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || value > max || (integer && !Number.isInteger(value))) {
+    throw new Error(`${name} must be a positive ${integer ? 'integer' : 'number'}${max < Number.MAX_SAFE_INTEGER ? ` up to ${max}` : ''}, got "${raw}"`);
+  }
+  return value;
+}
+
+/** loadSandboxSettings reads the `PLINTH_SANDBOX*` and `PLINTH_STEP_*` knobs (defaults in docs/engine.md). */
+export function loadSandboxSettings(env: NodeJS.ProcessEnv, workRoot: string | undefined): SandboxSettings {
+  const uidBase = positive(env, 'PLINTH_SANDBOX_UID_BASE', 200_000, true, 4_000_000_000);
+  const uidCount = positive(env, 'PLINTH_SANDBOX_UID_COUNT', 50_000, true, 4_294_967_294 - uidBase);
+  return {
+    mode: oneOf<SandboxMode>(env, 'PLINTH_SANDBOX', SANDBOX_MODES, 'auto'),
+    network: oneOf<SandboxNetwork>(env, 'PLINTH_SANDBOX_NETWORK', SANDBOX_NETWORKS, 'host'),
+    limits: {
+      maxProcesses: positive(env, 'PLINTH_STEP_MAX_PROCESSES', 512, true),
+      memoryMb: positive(env, 'PLINTH_STEP_MEMORY_MB', 2048, true),
+      cpus: positive(env, 'PLINTH_STEP_CPUS', 1, false, 1024),
+    },
+    uidBase,
+    uidCount,
+    workRoot,
+  };
+}

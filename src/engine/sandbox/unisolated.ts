@@ -1,0 +1,56 @@
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnGuarded } from './process.ts';
+import type { IsolationReport, SandboxSettings, StepSandbox, StepWorkspace } from './sandbox.ts';
+import { relativeWorkingDirectory, removeTree } from './workspaces.ts';
+
+/**
+ * In the unisolated mode the step runs as the worker's own user, on the worker's filesystem, under this
+ * wrapper. A guard in the step's own process group blocks reading a pipe whose other end only the
+ * worker holds; should the worker die (even by SIGKILL) the kernel closes that end, the guard reads
+ * end-of-file and kills the whole group. The guard ignores SIGTERM so that it still stands while a
+ * stopped step has its grace period, and it keeps away from stdout and stderr, so it never holds the log
+ * pipes open. `exec` keeps the group leader's pid. A step that leaves its group (setsid) escapes it:
+ * that, and everything else the sandbox prevents, is what this mode gives up.
+ */
+const GUARDED_SHELL = [
+  'exec 3<&0',
+  "(trap '' TERM; while read -r _; do :; done; kill -KILL 0) <&3 >/dev/null 2>&1 &",
+  'exec 3<&-',
+  'mkdir -p -- "$2" && cd -- "$2" || exit 1',
+  'exec sh -c "$1" </dev/null',
+].join('\n');
+
+/**
+ * UnisolatedSandbox is `PLINTH_SANDBOX=off`: the explicit single-tenant opt-out, where every step can
+ * read what the worker can (its environment, the data directory, other steps' files).
+ */
+export class UnisolatedSandbox implements StepSandbox {
+  constructor(private readonly settings: SandboxSettings) {}
+
+  async start(): Promise<IsolationReport> {
+    return {
+      mode: 'off',
+      requested: 'off',
+      network: 'host',
+      cgroup: 'none',
+      limits: { maxProcesses: null, memoryMb: null, cpus: null },
+      detail: 'PLINTH_SANDBOX=off: single-tenant mode, steps run unisolated as the worker\'s own user and can read everything it can',
+    };
+  }
+
+  async open(): Promise<StepWorkspace> {
+    const workDir = await mkdtemp(path.join(this.settings.workRoot ?? os.tmpdir(), 'plinth-step-'));
+    return {
+      spawn: (spec) => spawnGuarded({
+        file: 'sh',
+        args: ['-c', GUARDED_SHELL, 'plinth-step', spec.command, relativeWorkingDirectory(spec.workingDirectory)],
+        cwd: workDir,
+        env: { HOME: workDir, ...spec.env, PWD: workDir },
+        groupOutlivesLeader: true,
+      }),
+      dispose: () => removeTree(workDir),
+    };
+  }
+}

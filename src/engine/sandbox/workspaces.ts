@@ -1,0 +1,106 @@
+import { randomInt } from 'node:crypto';
+import { chmod, chown, lstat, mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * relativeWorkingDirectory turns `with.workingDirectory` into a path inside the workspace. Pipeline
+ * validation already refuses absolute paths and `..`; this holds the line again where it matters.
+ */
+export function relativeWorkingDirectory(workingDirectory: string | undefined): string {
+  if (!workingDirectory) return '.';
+  const normal = path.posix.normalize(workingDirectory);
+  if (path.posix.isAbsolute(normal) || normal === '..' || normal.startsWith('../')) throw new Error(`workingDirectory "${workingDirectory}" leaves the workspace`);
+  return normal;
+}
+
+/** One syscall for the common empty directory; the recursive walk only when the step left files. */
+export async function removeTree(dir: string) {
+  try {
+    await rmdir(dir);
+  } catch {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * ensurePrivateRoot makes the directory that holds every workspace: owned by the service's user, mode
+ * 0700, and not a symlink, so no other user of the host can list, enter or swap it.
+ */
+export async function ensurePrivateRoot(root: string): Promise<void> {
+  await mkdir(root, { recursive: true, mode: 0o700 });
+  const info = await lstat(root);
+  if (!info.isDirectory() || info.uid !== process.getuid?.()) throw new Error(`${root} must be a directory owned by the service's user`);
+  await chmod(root, 0o700);
+}
+
+export interface ClaimedWorkspace {
+  uid: number;
+  /** `<root>/<uid>`: holds `workspace/` (the step's, mode 0700) and `root/` (where its filesystem view is mounted). */
+  dir: string;
+  workspace: string;
+  mountPoint: string;
+}
+
+/**
+ * claimWorkspace picks a free uid for one step and makes its directories. `mkdir` of `<root>/<uid>` is
+ * the claim: atomic across every worker process on the host, so two running steps never share a uid,
+ * and so never each other's files or processes.
+ */
+export async function claimWorkspace(root: string, uidBase: number, uidCount: number): Promise<ClaimedWorkspace> {
+  for (let tries = 0; tries < 64; tries++) {
+    const uid = uidBase + randomInt(uidCount);
+    const dir = path.join(root, String(uid));
+    try {
+      await mkdir(dir, { mode: 0o700 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw error;
+    }
+    const workspace = path.join(dir, 'workspace');
+    const mountPoint = path.join(dir, 'root');
+    await Promise.all([mkdir(workspace, { mode: 0o700 }), mkdir(mountPoint, { mode: 0o700 })]);
+    await chown(workspace, uid, uid);
+    return { uid, dir, workspace, mountPoint };
+  }
+  throw new Error(`no free sandbox uid in ${uidBase}..${uidBase + uidCount - 1}`);
+}
+
+/** The uids of every live process on the host. */
+export async function liveUids(): Promise<Set<number>> {
+  const uids = new Set<number>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const status = await readFile(`/proc/${entry}/status`, 'utf8');
+      const match = /^Uid:\s+(\d+)/m.exec(status);
+      if (match) uids.add(Number(match[1]));
+    } catch {
+      // It ended while we looked.
+    }
+  }
+  return uids;
+}
+
+/**
+ * sweepStaleWorkspaces removes what a worker killed mid-step left: a claim older than a minute whose
+ * uid runs no process is nobody's any more (a claim becomes a running process within milliseconds).
+ */
+export async function sweepStaleWorkspaces(root: string, uidBase: number, uidCount: number): Promise<number> {
+  const old: number[] = [];
+  for (const entry of await readdir(root)) {
+    const uid = Number(entry);
+    if (!Number.isInteger(uid) || uid < uidBase || uid >= uidBase + uidCount) continue;
+    const info = await stat(path.join(root, entry)).catch(() => undefined);
+    if (info && Date.now() - info.mtimeMs >= 60_000) old.push(uid);
+  }
+  if (old.length === 0) return 0;
+  const live = await liveUids();
+  let removed = 0;
+  for (const uid of old) {
+    if (live.has(uid)) continue;
+    // force: another worker may be sweeping it at the same moment.
+    await rm(path.join(root, String(uid)), { recursive: true, force: true });
+    removed++;
+  }
+  return removed;
+}

@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { createOrganization, userCaller } from './helpers/callers.ts';
+import {
+  createStack,
+  hostProcesses,
+  logLines,
+  spawnWorkerProcess,
+  startEngineTestApp,
+  stepsOf,
+  triggerRun,
+  waitFor,
+  waitForLine,
+  type EngineTestApp,
+} from './helpers/engine.ts';
+
+/** The default uid range of step sandboxes (PLINTH_SANDBOX_UID_BASE, PLINTH_SANDBOX_UID_COUNT). */
+const SANDBOX_UIDS = { from: 200_000, to: 250_000 };
+const MAX_PROCESSES = 64;
+const sandboxProcesses = () => hostProcesses().filter((p) => p.uid >= SANDBOX_UIDS.from && p.uid < SANDBOX_UIDS.to);
+/**
+ * Prefixes an attack that would harm the host if it ran unisolated (kill -1 as root kills every process
+ * of the machine, a fork bomb starves it): it refuses to run unless it is inside a sandbox uid.
+ */
+const onlyIfSandboxed = (command: string) => `if [ "$(id -u)" -lt ${SANDBOX_UIDS.from} ]; then echo "NOT SANDBOXED: refusing to run"; exit 97; fi\n${command}`;
+
+/**
+ * Every attack of issue 8, run as a real step by a MEMBER of a fresh organization through the API,
+ * against a real `plinth worker` process whose own environment holds the admin token and the database
+ * URL with its password, as a production worker's does.
+ */
+describe('a hostile step is contained by the sandbox', () => {
+  let t: EngineTestApp;
+  let worker: ChildProcess;
+  let member: string;
+  let rival: string;
+  const dbUrl = new URL(process.env.PLINTH_TEST_DATABASE_URL!);
+  const secrets = () => [t.adminToken, decodeURIComponent(dbUrl.password)].filter((s) => s.length >= 8);
+
+  /** runAttack runs `command` as a one-step pipeline of `token`'s organization and returns its run, step and output. */
+  async function runAttack(command: string, token = member, timeoutSeconds = 20) {
+    const stack = await createStack(t, [{ id: 'attack', command, timeoutSeconds }], token);
+    const run = await triggerRun(t, stack.id, {}, token);
+    const done = await waitFor(`run ${run.id} to end`, async () => {
+      const r = (await t.call('GET', `/pipeline-runs/${run.id}`, { token })).body.data;
+      return ['SUCCEEDED', 'FAILED'].includes(r.status) ? r : undefined;
+    }, 30_000, 100);
+    const [step] = await stepsOf(t, run.id, token);
+    const output = (await logLines(t, step.id, token)).join('\n');
+    for (const secret of secrets()) assert.ok(!output.includes(secret), `a platform secret reached the step's output:\n${output}`);
+    return { run: done, step, output };
+  }
+
+  before(async () => {
+    t = await startEngineTestApp();
+    const orgA = await createOrganization(t, 'Tenant A');
+    const orgB = await createOrganization(t, 'Tenant B');
+    member = (await userCaller(t, 'mallory@a.test', 'MEMBER', orgA)).token;
+    rival = (await userCaller(t, 'victim@b.test', 'MEMBER', orgB)).token;
+    // namespaces, not auto: should this host not isolate, the worker refuses to start and no attack runs.
+    // Small process and CPU limits keep the fork bomb from slowing the other test files down.
+    worker = spawnWorkerProcess(t, { PLINTH_WORKER_CONCURRENCY: '8', PLINTH_SANDBOX: 'namespaces', PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES), PLINTH_STEP_CPUS: '0.5' });
+  });
+  after(async () => {
+    worker.kill('SIGKILL');
+    await t.close();
+  });
+
+  it('runs the step as an unprivileged uid of its own, neither root nor the worker\'s user', async () => {
+    const { run, output } = await runAttack('id -u; id -G');
+    assert.equal(run.status, 'SUCCEEDED', output);
+    const [uid, groups] = output.split('\n').map((l) => l.trim());
+    assert.ok(Number(uid) >= SANDBOX_UIDS.from && Number(uid) < SANDBOX_UIDS.to, `uid ${uid}`);
+    assert.equal(groups, uid, 'no supplementary groups');
+  });
+
+  it('cannot read the worker\'s environment, nor any other process\'s', async () => {
+    const { output } = await runAttack([
+      'tr "\\0" "\\n" < /proc/$PPID/environ; echo "ppid environ: $?"',
+      'for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ 2>/dev/null; done',
+      'env',
+      `echo "worker visible: $(test -e /proc/${worker.pid}/environ && echo yes || echo no)"`,
+    ].join('\n'));
+    assert.doesNotMatch(output, /PLINTH_ADMIN_TOKEN|DATABASE_URL|PLINTH_SECRET_KEY|PGPASSWORD/);
+    assert.match(output, /ppid environ: [1-9]/, 'the parent (the sandbox init) is not readable');
+    assert.match(output, /worker visible: no/);
+    assert.match(output, /^HOME=\/workspace$/m);
+  });
+
+  it('sees no data directory, no worker file and no host directory; system directories are read-only', async () => {
+    const { output } = await runAttack([
+      'ls / | tr "\\n" " "; echo',
+      'find / -xdev \\( -name pg-password -o -name admin-token -o -name "postmaster.pid" \\) 2>/dev/null | sed "s/^/found: /"',
+      // Where the test's own database keeps its password on the host (scripts/test.ts), and the usual data directory.
+      'cat /tmp/plinth-test-*/pg-password .plinth/pg-password /work/*/.plinth/pg-password 2>/dev/null',
+      'for d in /work /home /root /var /opt /run /srv /sys /proc/1/root/work; do ls "$d" >/dev/null 2>&1 && echo "listed $d"; done',
+      'touch /usr/x /etc/x 2>/dev/null && echo "wrote system dirs"',
+      'echo done',
+    ].join('\n'));
+    assert.match(output, /^bin dev etc lib\S* .*proc .*tmp usr workspace $/m);
+    assert.doesNotMatch(output, /^found: |^listed |wrote system dirs/m);
+    assert.match(output, /^done$/m);
+  });
+
+  it('cannot connect to the platform\'s database with anything it can read', async () => {
+    const { output } = await runAttack([
+      `for user in postgres plinth "$(id -un)"; do PGCONNECT_TIMEOUT=5 psql -w -h 127.0.0.1 -p ${dbUrl.port} -U "$user" -d postgres -Atc "select 'connected'" 2>&1; echo "psql as $user: $?"; done`,
+    ].join('\n'));
+    if (/psql: not found|command not found/.test(output)) return;
+    assert.doesNotMatch(output, /^connected$/m);
+    assert.match(output, /psql as postgres: 2/);
+  });
+
+  it('cannot read or list a sibling workspace of another organization', async () => {
+    const victim = await createStack(t, [{ id: 'victim', command: 'echo "tenant-b-secret-$PLINTH_RUN_ID" > "$HOME/secret"; echo written; sleep 4' }], rival);
+    const victimRun = await triggerRun(t, victim.id, {}, rival);
+    const victimStep = await waitFor('the victim step to run', async () => (await stepsOf(t, victimRun.id, rival)).find((s) => s.status === 'RUNNING'));
+    await waitForLine(t, victimStep.id, /^written$/, 15_000, rival);
+    const { output } = await runAttack([
+      'ls -la "$(dirname "$PWD")"',
+      'cat "$(dirname "$PWD")"/*/secret 2>&1',
+      'find / -path /proc -prune -o -name secret -print 2>/dev/null | sed "s/^/found: /"',
+      'grep -rs tenant-b-secret /workspace /tmp /etc /usr/local 2>/dev/null | head -3',
+    ].join('\n'));
+    assert.doesNotMatch(output, /tenant-b-secret|^found: /m);
+    await waitFor('the victim run to succeed', async () => ((await t.call('GET', `/pipeline-runs/${victimRun.id}`, { token: rival })).body.data.status === 'SUCCEEDED' ? true : undefined));
+  });
+
+  it('sees and signals only its own processes: not the host\'s, not the worker', async () => {
+    const { run, output } = await runAttack(onlyIfSandboxed([
+      'ps -e -o pid=,user=,comm= | sed "s/^/ps: /"',
+      `kill -0 ${worker.pid} 2>/dev/null; echo "kill worker: $?"`,
+      'kill -0 1 2>/dev/null; echo "kill init: $?"',
+      'kill -KILL -1 2>/dev/null; echo "kill all: survived"',
+    ].join('\n')));
+    assert.doesNotMatch(output, /NOT SANDBOXED/);
+    const ps = output.split('\n').filter((l) => l.startsWith('ps: '));
+    assert.ok(ps.length > 0 && ps.length < 10, `only the step's own processes:\n${ps.join('\n')}`);
+    assert.ok(!ps.some((l) => /node|postgres|plinth worker/.test(l)), ps.join('\n'));
+    assert.match(output, /kill worker: 1/);
+    assert.match(output, /kill init: 1/);
+    // `kill -1` reached only the step's own processes (its shell included, so the run fails): the worker lives.
+    assert.ok(['SUCCEEDED', 'FAILED'].includes(run.status));
+    assert.equal(worker.exitCode, null, 'the worker is alive');
+  });
+
+  it('leaves no process behind: setsid, double forks and nohup die with the step', async () => {
+    const { run, output } = await runAttack([
+      'setsid sleep 601 &',
+      '(sleep 602 &) &',
+      'nohup sh -c "sleep 603" >/dev/null 2>&1 &',
+      'sh -c "setsid sh -c \\"sleep 604 & exit 0\\" &"',
+      'sleep 0.3; echo spawned',
+    ].join('\n'));
+    assert.equal(run.status, 'SUCCEEDED', output);
+    await waitFor('every process of the step to be gone', async () => (hostProcesses().some((p) => p.comm === 'sleep' && p.uid >= SANDBOX_UIDS.from && p.uid < SANDBOX_UIDS.to) ? undefined : true), 5_000);
+  });
+
+  it('a fork bomb is held to the process limit, fails, and the worker runs the next step', async () => {
+    // Per uid: steps of other test files may be running beside this one, each under its own uid.
+    let peak = 0;
+    const sampler = setInterval(() => {
+      const perUid = new Map<number, number>();
+      for (const p of sandboxProcesses()) perUid.set(p.uid, (perUid.get(p.uid) ?? 0) + 1);
+      peak = Math.max(peak, ...perUid.values());
+    }, 200);
+    const { run, step, output } = await runAttack(onlyIfSandboxed('bomb() { bomb | bomb & }; bomb; sleep 30'), member, 5).finally(() => clearInterval(sampler));
+    assert.doesNotMatch(output, /NOT SANDBOXED/);
+    assert.equal(run.status, 'FAILED');
+    assert.equal(step.error.code, 'Engine:Step:TIMED_OUT');
+    assert.ok(peak <= MAX_PROCESSES, `at most PLINTH_STEP_MAX_PROCESSES (${MAX_PROCESSES}) processes at once, saw ${peak}`);
+    // The shell says when the kernel refused it a process: the limit was reached, and held.
+    assert.match(output, /Cannot fork|Resource temporarily unavailable/);
+    await waitFor('the bomb to be gone', async () => (sandboxProcesses().length === 0 ? true : undefined), 10_000);
+    const next = await runAttack('echo still working');
+    assert.equal(next.run.status, 'SUCCEEDED');
+    assert.match(next.output, /still working/);
+  });
+
+  it('after every attack the worker and the API are healthy and no step process is left', async () => {
+    const { run } = await runAttack('true');
+    assert.equal(run.status, 'SUCCEEDED');
+    assert.equal((await t.call('GET', '/health', { token: null })).status, 200);
+    assert.equal(worker.exitCode, null);
+    assert.deepEqual(sandboxProcesses(), []);
+    worker.kill('SIGTERM');
+    const [code] = await once(worker, 'exit');
+    assert.equal(code, 0, 'the worker drains and exits cleanly');
+  });
+});
