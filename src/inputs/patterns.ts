@@ -1,5 +1,7 @@
+import { performance } from 'node:perf_hooks';
 import vm from 'node:vm';
 import safeRegex from 'safe-regex2';
+import { AppError } from '../platform/errors.ts';
 
 /**
  * Safe `patterns`. Two layers, because no static check catches every slow expression:
@@ -9,9 +11,37 @@ import safeRegex from 'safe-regex2';
  * 2. Every match runs in a separate V8 context with a MATCH_TIMEOUT_MS time bound, which catches what the
  *    static check misses (e.g. overlapping alternation `(a|a)*$`). A timed-out match is reported as a
  *    problem of the value, never as a pass.
+ * 3. All the matches of one request share a PatternBudget of REQUEST_PATTERN_BUDGET_MS: many slow
+ *    matches (many values, many patterns, or a schema change re-checking every stored value) cannot add
+ *    up to a blocked server. A request that spends it is a 422 `Api:Request:CHECK_BUDGET_EXCEEDED`.
  */
 export const MAX_PATTERN_LENGTH = 512;
-export const MATCH_TIMEOUT_MS = 50;
+export const MATCH_TIMEOUT_MS = 25;
+export const REQUEST_PATTERN_BUDGET_MS = 50;
+
+/** 422: the request's pattern checks needed more time than one request may spend on them. */
+export class PatternBudgetExceededError extends AppError {
+  constructor(budgetMs: number) {
+    super(422, 'Api:Request:CHECK_BUDGET_EXCEEDED', `Checking the values against their patterns took longer than this request may spend (${budgetMs} ms in all); use simpler patterns or fewer, shorter values`);
+  }
+}
+
+/** The time one request may still spend matching patterns; every match draws on it. */
+export class PatternBudget {
+  private remainingMs: number;
+  constructor(readonly totalMs = REQUEST_PATTERN_BUDGET_MS) {
+    this.remainingMs = totalMs;
+  }
+  get remaining(): number {
+    return this.remainingMs;
+  }
+  spend(ms: number): void {
+    this.remainingMs -= ms;
+  }
+  exceeded(): PatternBudgetExceededError {
+    return new PatternBudgetExceededError(this.totalMs);
+  }
+}
 
 // Patterns are compiled without flags: `u` would change what a stored pattern means between engines.
 const BACKREFERENCE = /\\[1-9]|\\k</;
@@ -47,8 +77,13 @@ const runTest = new vm.Script('re.test(input)');
 
 export type MatchResult = 'match' | 'no-match' | 'timeout' | 'invalid';
 
-/** matchPattern tests a value against a pattern within MATCH_TIMEOUT_MS. */
-export function matchPattern(pattern: string, input: string): MatchResult {
+/**
+ * matchPattern tests a value against a pattern within MATCH_TIMEOUT_MS and what is left of the budget;
+ * it throws PatternBudgetExceededError once the budget is spent.
+ */
+export function matchPattern(pattern: string, input: string, budget: PatternBudget = new PatternBudget()): MatchResult {
+  if (budget.remaining <= 0) throw budget.exceeded();
+  const limit = Math.min(MATCH_TIMEOUT_MS, budget.remaining);
   let re: RegExp;
   try {
     re = compile(pattern);
@@ -58,12 +93,15 @@ export function matchPattern(pattern: string, input: string): MatchResult {
   re.lastIndex = 0;
   sandbox.re = re;
   sandbox.input = input;
+  const started = performance.now();
   try {
-    return runTest.runInContext(sandbox, { timeout: MATCH_TIMEOUT_MS }) ? 'match' : 'no-match';
+    return runTest.runInContext(sandbox, { timeout: Math.max(1, Math.ceil(limit)) }) ? 'match' : 'no-match';
   } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') return 'timeout';
-    throw error;
+    if ((error as { code?: string }).code !== 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw error;
+    if (limit < MATCH_TIMEOUT_MS) throw budget.exceeded();
+    return 'timeout';
   } finally {
     sandbox.input = '';
+    budget.spend(performance.now() - started);
   }
 }

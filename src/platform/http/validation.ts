@@ -14,6 +14,8 @@ function makeAjv(coerceTypes: boolean) {
     removeAdditional: false,
     useDefaults: true,
     strict: false,
+    // Discriminated unions (InputProperty) are checked against their one matching variant: see inputs.schema.ts.
+    discriminator: true,
   });
   addFormats.default(ajv);
   // OpenAPI 3.0 keywords that TypeBox schemas may carry.
