@@ -62,6 +62,14 @@ describe('hostile input is a 4xx ErrorBody, never a 500', () => {
     assertError(await t.call('GET', `/projects?cursor=${forged}`), 400, 'Api:Cursor:INVALID');
   });
 
+  it('a URL that is not valid percent-encoded UTF-8 is a 400 ErrorBody, and a missing organization a 404 even for a super-administrator', async () => {
+    for (const url of ['/projects/%ED%A0%80', '/projects/%FF', `/projects/${'x'.repeat(120)}`]) {
+      const res = await t.call('GET', url);
+      assertError(res, 400, 'Api:Request:INVALID');
+    }
+    assertError(await t.call('PATCH', '/organizations/99999999999999999999', { body: { data: { name: 'x' } } }), 404, 'Api:Organization:NOT_FOUND');
+  });
+
   it('integers past PostgreSQL range are 400, and a huge numeric transitions cursor too', async () => {
     assertError(await t.call('GET', `/pipeline-runs/${runId}/step-executions?attemptEpoch=2147483648`), 400, 'Api:Request:INVALID');
     assertError(await t.call('GET', `/pipeline-runs/${runId}/step-executions?attemptEpoch=99999999999999999999`), 400, 'Api:Request:INVALID');

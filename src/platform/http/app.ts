@@ -80,6 +80,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
     bodyLimit: 1024 * 1024,
     exposeHeadRoutes: false,
     logController: new AccessLog(),
+    // A URL Fastify cannot route (bad percent-encoding, a path parameter past maxParamLength) is an ErrorBody too.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('X-Request-Id', request.id);
+      return handleError(error, request, reply);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('db', options.db);
