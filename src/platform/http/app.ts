@@ -8,6 +8,7 @@ import type { Db } from '../db/db.ts';
 import { AppError, NotFoundError } from '../errors.ts';
 import { ErrorBody } from '../schema.ts';
 import { authenticate } from '../auth/authenticate.ts';
+import { CredentialStore } from '../auth/credential-store.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Permission } from '../auth/roles.ts';
 import { handleError } from './error-handler.ts';
@@ -39,6 +40,8 @@ export interface AppOptions {
   config: Config;
   logger?: FastifyBaseLogger;
   routes: RoutePlugin[];
+  /** The database to LISTEN on for credential changes (defaults to config.databaseUrl); none: no credential cache. */
+  listenUrl?: string;
 }
 
 const ERROR_RESPONSES = { '4XX': { $ref: 'ErrorBody#' }, '5XX': { $ref: 'ErrorBody#' } };
@@ -130,10 +133,18 @@ export async function buildApp(options: AppOptions): Promise<App> {
     if (closing) reply.header('Connection', 'close');
   });
 
+  const credentials = new CredentialStore(options.db, { listenUrl: options.listenUrl ?? options.config.databaseUrl, log: options.logger });
+  await credentials.start();
+  app.addHook('onClose', async () => credentials.close());
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
     if (request.is404 || request.routeOptions.config.public) return;
-    await authenticate(app.db, request);
+    await authenticate(credentials, request);
+  });
+  // A write may have changed a credential: this process forgets them before the caller hears back, so
+  // the caller's next request sees the change (other processes hear of it through NOTIFY).
+  app.addHook('onSend', async (request) => {
+    if (request.method !== 'GET') credentials.invalidate();
   });
 
   // Path and query text obeys the same rule as body text; the body's was checked by its parser.
