@@ -1,9 +1,14 @@
-// npm run bench:api: Plinth's API under load, beside a bare Fastify + pg baseline doing the same SQL.
+// npm run bench:api: Plinth's API under load, beside a bare Fastify + pg baseline doing the same SQL,
+// and beside a minimal floor for whoami.
+//
 // Starts the real CLI (`plinth api`) on an embedded PostgreSQL in a temporary data directory, seeds one
-// organization with 100,000 memberships, starts bench/api-baseline.ts as a separate process on the same
-// database, then loads both on loopback with autocannon: GET /auth/whoami, and GET /memberships?limit=50
-// at the first page and at the page near row 100,000. Prints requests/s, p50 and p99, the ratios, and
-// Plinth's RSS after the load. Exits 1 when a target is missed. Everything it starts, it stops.
+// organization with 100,000 memberships, starts bench/api-baseline.ts (Plinth's own queries) and
+// bench/api-floor.ts (the least a credential check can do: hashed key joined to user and organization,
+// a prepared statement) as separate processes on the same database, then loads them on loopback with
+// autocannon: GET /auth/whoami against both, and GET /memberships?limit=50 at the first page and at the
+// page near row 100,000 against the baseline. Prints requests/s, p50 and p99, the ratios, and Plinth's
+// RSS after the load. Exits 1 when a target is missed. Everything it starts, it stops.
+//
 // BENCH_DURATION (s per load, default 3), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 10),
 // BENCH_LOG_LEVEL (Plinth's LOG_LEVEL, default info as in production), BENCH_NODE_ARGS (flags for Plinth's node).
 
@@ -128,9 +133,9 @@ async function seed(databaseUrl: string, orgId: string) {
   }
 }
 
-async function startBaseline(databaseUrl: string, token: string): Promise<{ child: ChildProcess; baseUrl: string }> {
+async function startBaseline(databaseUrl: string, token: string, script = 'bench/api-baseline.ts'): Promise<{ child: ChildProcess; baseUrl: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/api-baseline.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -145,7 +150,7 @@ async function startBaseline(databaseUrl: string, token: string): Promise<{ chil
     await sleep(100);
   }
   child.kill('SIGKILL');
-  throw new Error('the baseline did not start');
+  throw new Error(`${script} did not start`);
 }
 
 function rssMb(pid: number): number {
@@ -163,6 +168,7 @@ async function main() {
   const adminToken = `plk_bench_${randomBytes(24).toString('base64url')}`;
   let plinth: PlinthProcess | undefined;
   let baseline: ChildProcess | undefined;
+  let floor: ChildProcess | undefined;
   try {
     say(`starting plinth api on an embedded PostgreSQL in ${dataDir} ...`);
     plinth = await startPlinthProcess(
@@ -188,6 +194,9 @@ async function main() {
     say('starting the baseline (bare Fastify + pg) ...');
     const started = await startBaseline(databaseUrl, adminToken);
     baseline = started.child;
+    say('starting the minimal floor (bare Fastify + pg, prepared key lookup) ...');
+    const floorStarted = await startBaseline(databaseUrl, adminToken, 'bench/api-floor.ts');
+    floor = floorStarted.child;
 
     say(`loading: 1 s warm-up each, then ${ROUNDS} rounds of ${DURATION} s per scenario and server, ${CONNECTIONS} connections ...`);
     const scenarios: Scenario[] = [
@@ -199,11 +208,16 @@ async function main() {
       plinth: { url: plinth.baseUrl, pid: plinth.pid },
       baseline: { url: started.baseUrl, pid: started.child.pid! },
     });
+    const [whoamiFloor] = await loadAll([scenarios[0]], {
+      plinth: { url: plinth.baseUrl, pid: plinth.pid },
+      baseline: { url: floorStarted.baseUrl, pid: floorStarted.child.pid! },
+    });
     const rss = rssMb(plinth.pid);
     const baselineRss = rssMb(baseline.pid!);
 
     const perRound = (f: (round: number) => number) => median(Array.from({ length: ROUNDS }, (_, round) => f(round)));
-    const whoamiRatio = perRound((r) => whoami.plinth[r].rps / whoami.baseline[r].rps);
+    const whoamiBaselineRatio = perRound((r) => whoami.plinth[r].rps / whoami.baseline[r].rps);
+    const whoamiRatio = perRound((r) => whoamiFloor.plinth[r].rps / whoamiFloor.baseline[r].rps);
     const deepRatio = perRound((r) => first.plinth[r].rps / deepPage.plinth[r].rps);
     const row = (name: string, runs: { plinth: Figures[]; baseline: Figures[] }) =>
       `${name.padEnd(36)}${fmt(medianFigures(runs.plinth))} | ${fmt(medianFigures(runs.baseline))}`;
@@ -215,8 +229,11 @@ async function main() {
       row(scenarios[0].name, whoami),
       row(scenarios[1].name, first),
       row(scenarios[2].name, deepPage),
+      `${''.padEnd(36)}${'plinth'.padEnd(55)}| minimal floor (prepared key → user, org)`,
+      row(scenarios[0].name, whoamiFloor),
       '',
-      `whoami, plinth / baseline req/s:               ${whoamiRatio.toFixed(2)}x  (target >= ${TARGETS.whoamiRatio}x)  ${verdict(whoamiRatio >= TARGETS.whoamiRatio)}`,
+      `whoami, plinth / minimal floor req/s:          ${whoamiRatio.toFixed(2)}x  (target >= ${TARGETS.whoamiRatio}x)  ${verdict(whoamiRatio >= TARGETS.whoamiRatio)}`,
+      `whoami, plinth / baseline (its own query):     ${whoamiBaselineRatio.toFixed(2)}x`,
       `memberships, first page / page at ~100k req/s: ${deepRatio.toFixed(2)}x  (target <= ${TARGETS.deepPageRatio}x)  ${verdict(deepRatio <= TARGETS.deepPageRatio)}`,
       `memberships first page, plinth / baseline:     ${perRound((r) => first.plinth[r].rps / first.baseline[r].rps).toFixed(2)}x`,
       `memberships page ~100k, plinth / baseline:     ${perRound((r) => deepPage.plinth[r].rps / deepPage.baseline[r].rps).toFixed(2)}x`,
@@ -229,10 +246,11 @@ async function main() {
     process.stdout.write(lines.join('\n'));
     if (whoamiRatio < TARGETS.whoamiRatio || deepRatio > TARGETS.deepPageRatio || rss >= TARGETS.rssMb) process.exitCode = 1;
   } finally {
-    if (baseline && baseline.exitCode === null) {
-      const exited = new Promise((resolve) => baseline!.once('exit', resolve));
-      baseline.kill('SIGTERM');
-      await Promise.race([exited, sleep(10_000).then(() => baseline!.kill('SIGKILL'))]);
+    for (const child of [baseline, floor]) {
+      if (!child || child.exitCode !== null) continue;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
     }
     if (plinth) {
       const { code } = await plinth.stop(60_000);

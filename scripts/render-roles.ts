@@ -17,8 +17,10 @@ Every organization member and service account holds one role: \`VIEWER\`, \`MEMB
 \`OWNER\`, each holding everything the roles before it hold. A route declares the permission it needs;
 a caller whose role lacks it gets 403. A super-administrator acts as \`OWNER\` in every organization.
 Any authenticated user may create an organization and becomes its \`OWNER\`; an \`ADMIN\` may not grant
-\`OWNER\` nor change or remove an \`OWNER\` membership or service account; an organization always keeps
-at least one \`OWNER\`.
+\`OWNER\` nor change or remove an \`OWNER\` membership or service account, nor revoke their keys; an
+organization always keeps at least one \`OWNER\`. A user's API key acts in every organization the user
+belongs to, so only that user or a super-administrator revokes it (an organization removes the
+membership instead); a super-administrator's keys likewise.
 
 ${renderRoleMatrix()}`;
 }

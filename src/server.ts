@@ -72,7 +72,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   }
   let app: App | undefined;
   if (roles.api) {
-    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES });
+    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url });
     await app.listen({ host: config.host, port: config.port });
   }
   return {

@@ -25,8 +25,9 @@ describe('the catalogue in the OpenAPI document', () => {
     }
   });
 
-  it('InputProperty is one component with all fourteen variants, and definitions use it', () => {
-    const variants = doc.components.schemas.InputProperty.anyOf;
+  it('InputProperty is one component with all fourteen variants, discriminated by type, and definitions use it', () => {
+    assert.deepEqual(doc.components.schemas.InputProperty.discriminator, { propertyName: 'type' });
+    const variants = doc.components.schemas.InputProperty.oneOf;
     assert.deepEqual(variants.map((v: any) => v.properties.type.enum[0]).sort(), [...INPUT_TYPES].sort());
     const body = doc.paths['/default-value-definitions'].post.requestBody.content['application/json'].schema;
     assert.deepEqual(body.properties.data.properties.schema, { $ref: '#/components/schemas/InputProperty' });

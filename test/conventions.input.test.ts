@@ -82,10 +82,10 @@ describe('bad input is always a 4xx ErrorBody', () => {
     });
   }
 
-  it('a prototype-pollution key is stripped, not obeyed', async () => {
+  it('a prototype-pollution key is a 400 like any unknown key, not obeyed', async () => {
     const rawBody = '{"data": {"name": "P", "billingEmail": "p@example.com", "__proto__": {"isSuperAdmin": true}}}';
     const res = await t.call('POST', '/organizations', { rawBody });
-    assert.ok(res.status === 201 || res.status === 400, String(res.status));
+    assertError(res, 400, 'Api:Request:INVALID');
     assert.equal(({} as Record<string, unknown>).isSuperAdmin, undefined);
   });
 

@@ -62,6 +62,11 @@ export function findApiKeyById(db: Executor, organizationId: string, id: string)
   return db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
 }
 
+/** A key by id in any organization: only for its owner, who may revoke it from wherever they act. */
+export function findApiKeyByIdAnywhere(db: Executor, id: string) {
+  return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 /** A page of the organization's keys, optionally only one user's or one service account's. */
 export function findApiKeysPage(
   db: Executor,
@@ -73,6 +78,18 @@ export function findApiKeysPage(
   if (filter.userId) query = query.where('user_id', '=', filter.userId);
   if (filter.serviceAccountId) query = query.where('service_account_id', '=', filter.serviceAccountId);
   return query.$call(keyset(page, 'id')).execute();
+}
+
+/**
+ * The bootstrap key is ensured at every start: revoked, expired or moved to another owner, it is made
+ * the super-administrator's working key again (PLINTH_ADMIN_TOKEN is the operator's statement that it works).
+ */
+export function restoreApiKey(db: Executor, id: string, userId: string) {
+  return db
+    .updateTable('api_keys')
+    .set({ revoked_at: null, expires_at: null, user_id: userId, service_account_id: null, updated_at: new Date() })
+    .where('id', '=', id)
+    .execute();
 }
 
 export function revokeApiKeyById(db: Executor, id: string) {

@@ -9,7 +9,7 @@ import { insertMembership } from '../memberships/memberships.repo.ts';
 import { insertOrganization } from '../organizations/organizations.repo.ts';
 import { seedSystemDefinitions } from '../default-values/system-definitions.ts';
 import { insertUserIfAbsent, updateUserGlobalRole } from '../users/users.repo.ts';
-import { findApiKeyByHash, insertApiKey } from './api-keys.repo.ts';
+import { findApiKeyByHash, insertApiKey, restoreApiKey } from './api-keys.repo.ts';
 
 export const DEFAULT_ORGANIZATION_NAME = 'Default';
 
@@ -47,7 +47,10 @@ async function ensureAdminHolds(trx: Trx, email: string, token: string): Promise
   const organizationId = await defaultOrganizationOf(trx, user.id);
   await seedSystemDefinitions(trx, organizationId);
   const tokenHash = hashToken(token);
-  if (!(await findApiKeyByHash(trx, tokenHash))) {
+  const existing = await findApiKeyByHash(trx, tokenHash);
+  if (existing && (existing.revoked_at || existing.expires_at || existing.user_id !== user.id)) {
+    await restoreApiKey(trx, existing.id, user.id);
+  } else if (!existing) {
     await insertApiKey(trx, {
       id: newId(),
       name: 'bootstrap',
@@ -62,7 +65,8 @@ async function ensureAdminHolds(trx: Trx, email: string, token: string): Promise
 
 /**
  * ensureAdmin makes sure a super-administrator exists who owns the `Default` organization and holds a
- * key. With PLINTH_ADMIN_TOKEN that key's token is exactly the configured value; without it, and only
+ * key. With PLINTH_ADMIN_TOKEN that key's token is exactly the configured value, and a key with that
+ * token that was revoked or expired since is restored; without it, and only
  * on a database with no user yet, a token is generated and written to `<data dir>/admin-token`.
  * Idempotent, and safe when several processes start at once (one advisory lock serializes them).
  */

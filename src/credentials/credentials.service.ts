@@ -6,7 +6,7 @@ import { ForbiddenError, NotFoundError, RuleViolationError } from '../platform/e
 import { findMembershipOfUser } from '../memberships/memberships.repo.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
-import { apiKeyRowToApiKey, findApiKeyById, findApiKeysPage, insertApiKey, revokeApiKeyById } from './api-keys.repo.ts';
+import { apiKeyRowToApiKey, findApiKeyById, findApiKeyByIdAnywhere, findApiKeysPage, insertApiKey, revokeApiKeyById, type ApiKeyRow } from './api-keys.repo.ts';
 import type { CreateApiKey, CreateServiceAccount, UpdateServiceAccount } from './credentials.schema.ts';
 import {
   deleteServiceAccountById,
@@ -137,8 +137,38 @@ export async function getApiKey(db: Db, principal: Principal, id: string) {
   return apiKeyRowToApiKey(await getVisibleApiKeyRow(db, principal, id));
 }
 
-/** revokeApiKey takes effect on the key's very next request. Revoking twice is harmless. */
+function isOwnKey(principal: Principal, key: { user_id: string | null; service_account_id: string | null }) {
+  if (principal.principalType === 'SERVICE_ACCOUNT') return key.service_account_id === principal.serviceAccountId;
+  return key.user_id === principal.userId;
+}
+
+/**
+ * Who may revoke a key (docs/api-conventions.md, "Credentials and tenancy"): its owner, from any
+ * organization; a service account's key, whoever may manage that account (ADMIN+, OWNER for an OWNER
+ * account); another user's key, a super-administrator only. A user key acts in every organization its
+ * user belongs to, so no organization's ADMIN or OWNER may revoke it: they end a member's access to
+ * their own organization by removing the membership, which touches no other organization.
+ */
+async function assertMayRevoke(db: Db, principal: Principal, key: ApiKeyRow) {
+  if (key.service_account_id) {
+    const account = await findServiceAccountById(db, principal.organizationId, key.service_account_id);
+    if (!account) throw new NotFoundError('ApiKey', key.id);
+    assertMayGrant(principal, account.role as Role);
+    return;
+  }
+  if (!principal.isSuperAdmin) {
+    throw new ForbiddenError(
+      "A user's API key is revoked by that user or a super-administrator; remove the membership to end the user's access to this organization",
+      'Auth:Permission:DENIED',
+    );
+  }
+}
+
+/** revokeApiKey takes effect on the key's very next request, in every process. Revoking twice is harmless. */
 export async function revokeApiKey(db: Db, principal: Principal, id: string) {
-  await getVisibleApiKeyRow(db, principal, id);
+  const own = await findApiKeyByIdAnywhere(db, id);
+  if (own && isOwnKey(principal, own)) return void (await revokeApiKeyById(db, id));
+  const key = await getVisibleApiKeyRow(db, principal, id);
+  await assertMayRevoke(db, principal, key);
   await revokeApiKeyById(db, id);
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { InputProperty } from '../inputs/inputs.schema.ts';
+import { InputProperty, StoredInputProperty } from '../inputs/inputs.schema.ts';
 import { CREATED_BY_TYPES } from '../platform/db/enums.ts';
 import { Body, Description, GivenId, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
@@ -11,7 +11,7 @@ export const DefaultValueDefinition = Type.Object(
     organizationId: Type.String(),
     givenId: GivenId,
     name: Type.String({ minLength: 1 }),
-    schema: InputProperty,
+    schema: StoredInputProperty,
     createdByType: StringEnum(CREATED_BY_TYPES, { description: 'SYSTEM definitions are seeded by Plinth and read-only to users', default: 'USER' }),
     description: Type.Optional(Type.String()),
   },

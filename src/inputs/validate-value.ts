@@ -1,4 +1,4 @@
-import { matchPattern } from './patterns.ts';
+import { matchPattern, PatternBudget } from './patterns.ts';
 import type { InputProperty, InputPropertyOf } from './inputs.schema.ts';
 
 /** One problem of a value: where (a JSON Pointer into the value, '' for the value itself) and what. */
@@ -8,7 +8,12 @@ export interface Problem {
 }
 
 type Json = unknown;
-type Problems = Problem[];
+/** The problems found so far, and the pattern budget of the request the check runs for. */
+type Problems = Problem[] & { readonly budget: PatternBudget };
+
+function problemList(budget: PatternBudget): Problems {
+  return Object.defineProperty([] as Problem[], 'budget', { value: budget, enumerable: false }) as Problems;
+}
 
 function isObject(value: Json): value is Record<string, Json> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -42,7 +47,7 @@ function deepEqual(a: Json, b: Json): boolean {
 
 function checkPatterns(patterns: { pattern: string; message: string }[] | undefined, input: string, path: string, out: Problems) {
   for (const { pattern, message } of patterns ?? []) {
-    const result = matchPattern(pattern, input);
+    const result = matchPattern(pattern, input, out.budget);
     if (result === 'no-match') out.push({ path, message });
     else if (result === 'timeout') out.push({ path, message: `took too long to match ${pattern}` });
     else if (result === 'invalid') out.push({ path, message: `cannot be checked: ${pattern} is not a valid pattern` });
@@ -119,7 +124,7 @@ function checkMap(p: InputPropertyOf<'object_map'> | InputPropertyOf<'key_value'
   for (const [key, entry] of entries) {
     const at = pointer(path, key);
     for (const { pattern, message } of p.key_patterns ?? []) {
-      const result = matchPattern(pattern, key);
+      const result = matchPattern(pattern, key, out.budget);
       if (result !== 'match') out.push({ path: at, message: result === 'timeout' ? `key took too long to match ${pattern}` : `key: ${message}` });
     }
     if (p.type === 'key_value') {
@@ -205,13 +210,14 @@ function check(p: InputProperty, value: Json, path: string, out: Problems): void
 /**
  * validateValue checks a value against an InputProperty and returns every problem, each with the JSON
  * Pointer of the offending part of the value. A missing value (undefined, null, or "" for a text input)
- * is a problem only when the property is required; defaults are not applied here.
+ * is a problem only when the property is required; defaults are not applied here. Pattern matches draw
+ * on `budget` (one per request: pass the same one to every check a request makes).
  */
-export function validateValue(property: InputProperty, value: Json): Problem[] {
-  const out: Problems = [];
+export function validateValue(property: InputProperty, value: Json, budget = new PatternBudget()): Problem[] {
+  const out = problemList(budget);
   if (isMissingFor(property, value)) return property.required ? [{ path: '', message: 'is required' }] : [];
   check(property, value, '', out);
-  return out;
+  return [...out];
 }
 
 /**
@@ -219,10 +225,10 @@ export function validateValue(property: InputProperty, value: Json): Problem[] {
  * inputs) against a list of InputProperty, as the fields of one object: unknown ids, required inputs
  * that are shown, and every value. Paths start at the input id (`/subnets/2`).
  */
-export function validateInputs(properties: InputProperty[], values: Record<string, Json>): Problem[] {
-  const out: Problems = [];
+export function validateInputs(properties: InputProperty[], values: Record<string, Json>, budget = new PatternBudget()): Problem[] {
+  const out = problemList(budget);
   checkFields(properties, values, '', out);
-  return out;
+  return [...out];
 }
 
 /** formatProblems renders problems as `<prefix><path>: <message>` lines for ErrorBody details. */

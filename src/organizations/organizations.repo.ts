@@ -28,7 +28,7 @@ export function updateOrganization(db: Executor, id: string, changes: { name?: s
     .set({ name: changes.name, billing_email: changes.billingEmail, updated_at: new Date() })
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
 }
 
 /** The organizations a user belongs to, one keyset page. */

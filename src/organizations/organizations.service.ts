@@ -62,5 +62,8 @@ export async function updateOrganization(db: Db, principal: Principal, id: strin
   const role = await roleInOrganization(db, principal, id);
   if (!role) throw new NotFoundError('Organization', id);
   assertPermission(role, 'organization:manage');
-  return organizationRowToOrganization(await updateOrganizationRow(db, id, changes));
+  // A super-administrator holds a role in every id, existing or not: the update itself says whether it exists.
+  const row = await updateOrganizationRow(db, id, changes);
+  if (!row) throw new NotFoundError('Organization', id);
+  return organizationRowToOrganization(row);
 }

@@ -20,15 +20,24 @@ export function encodeCursor(lastKey: string): string {
   return Buffer.from(JSON.stringify({ k: lastKey }), 'utf8').toString('base64url');
 }
 
+/** Every key a cursor carries is an id (hex) or a serial number: anything else was not issued here. */
+const CURSOR_KEY = /^[A-Za-z0-9_-]{1,64}$/;
+
 export function decodeCursor(cursor: string): string {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (parsed && typeof parsed === 'object' && typeof (parsed as { k?: unknown }).k === 'string') {
-      return (parsed as { k: string }).k;
-    }
+    const key = parsed && typeof parsed === 'object' ? (parsed as { k?: unknown }).k : undefined;
+    if (typeof key === 'string' && CURSOR_KEY.test(key)) return key;
   } catch {
     // fall through to the typed error
   }
+  throw new BadRequestError('The cursor is not one this service issued', ['cursor: does not decode'], 'Api:Cursor:INVALID');
+}
+
+/** A key of a serial (bigint) column: decimal digits within PostgreSQL's bigint, or a 400 like any forged cursor. */
+export function serialCursorKey(key: string | undefined): string | undefined {
+  if (key === undefined) return undefined;
+  if (/^[0-9]{1,19}$/.test(key) && BigInt(key) <= 9223372036854775807n) return key;
   throw new BadRequestError('The cursor is not one this service issued', ['cursor: does not decode'], 'Api:Cursor:INVALID');
 }
 

@@ -1,7 +1,7 @@
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
-import { BadRequestError, NotFoundError } from '../platform/errors.ts';
-import { toPage, type PageRequest } from '../platform/pagination.ts';
+import { NotFoundError } from '../platform/errors.ts';
+import { serialCursorKey, toPage, type PageRequest } from '../platform/pagination.ts';
 import { approveStep, cancelRun as cancelRunCommand, rejectStep, retryRun as retryRunCommand } from '../engine/run-commands.ts';
 import { findExecutionById, findExecutionsPage, findRunById, findRunsPage, findTransitionsPage } from './runs.repo.ts';
 import { executionRowToExecution, runRowToRun, transitionRowToTransition } from './runs.map.ts';
@@ -57,8 +57,8 @@ export async function listExecutions(db: Db, principal: Principal, runId: string
 /** listTransitions reads the run's append-only history of status changes, oldest first. */
 export async function listTransitions(db: Db, principal: Principal, runId: string, page: PageRequest) {
   await getRunRow(db, principal, runId);
-  if (page.after !== undefined && !/^\d+$/.test(page.after)) throw new BadRequestError('The cursor is not one this service issued', ['cursor: does not decode'], 'Api:Cursor:INVALID');
-  const { items, meta } = toPage(await findTransitionsPage(db, runId, page), page, (r) => String(r.id));
+  const after = serialCursorKey(page.after);
+  const { items, meta } = toPage(await findTransitionsPage(db, runId, { ...page, after }), page, (r) => String(r.id));
   return { items: items.map(transitionRowToTransition), meta };
 }
 

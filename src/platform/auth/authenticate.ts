@@ -1,24 +1,37 @@
 import type { FastifyRequest } from 'fastify';
-import type { Db } from '../db/db.ts';
-import { UnauthenticatedError } from '../errors.ts';
-import { resolvePrincipal } from './principal.ts';
+import type { CredentialStore } from './credential-store.ts';
+import { BadRequestError, UnauthenticatedError } from '../errors.ts';
 import { assertPermission } from './roles.ts';
 import { hashToken } from './tokens.ts';
 
+/** An organization id as Plinth issues them, with room for longer ones: letters, digits, `_`, `-`. */
+const ORGANIZATION_SELECTOR = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The X-Organization-Id header: absent is null; present but not an organization id is a 400, never ignored. */
+function organizationSelector(header: string | string[] | undefined): string | null {
+  if (header === undefined) return null;
+  if (typeof header !== 'string' || !ORGANIZATION_SELECTOR.test(header)) {
+    throw new BadRequestError('X-Organization-Id must be one organization id (1 to 64 letters, digits, "_" or "-")', [
+      'headers/x-organization-id: is not an organization id',
+    ], 'Api:Request:INVALID_HEADER');
+  }
+  return header;
+}
+
 /**
  * authenticate sets `request.principal` from the bearer credential and checks the route's permission.
- * Nothing is cached between requests, so a revoked or expired key fails on the very next one, in any
- * process.
+ * The credential store serves it from memory only while no change can have been missed (see
+ * credential-store.ts): a revoked or expired key fails on its next request in this process, and within
+ * milliseconds (at most a second) in every other.
  */
-export async function authenticate(db: Db, request: FastifyRequest): Promise<void> {
+export async function authenticate(credentials: CredentialStore, request: FastifyRequest): Promise<void> {
   const header = request.headers.authorization;
   if (!header) throw new UnauthenticatedError('MISSING', 'An Authorization: Bearer credential is required');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match || match[1].length > 512) throw new UnauthenticatedError('INVALID', 'The Authorization header must be "Bearer <token>"');
   const token = match[1];
-  const orgHeader = request.headers['x-organization-id'];
-  const requestedOrg = typeof orgHeader === 'string' && orgHeader.length > 0 && orgHeader.length <= 64 ? orgHeader : null;
-  request.principal = await resolvePrincipal(db, token, hashToken(token), requestedOrg);
+  const requestedOrg = organizationSelector(request.headers['x-organization-id']);
+  request.principal = await credentials.resolve(token, hashToken(token), requestedOrg);
   const permission = request.routeOptions.config.permission ?? 'read';
   if (permission !== 'authenticated') assertPermission(request.principal.role, permission);
 }

@@ -10,10 +10,22 @@ export type Executor = Db | Trx;
 // Return timestamps as Date (default) but int8 as number: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (value) => Number(value));
 
+const pools = new WeakMap<Db, pg.Pool>();
+
 export function createDb(connectionString: string, max = 10): Db {
   const pool = new pg.Pool({ connectionString, max });
   pool.on('error', () => {
     // An idle client lost its connection; the pool replaces it on next use.
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  pools.set(db, pool);
+  return db;
+}
+
+/**
+ * The pg pool under a Db made by createDb, for the few queries that need what Kysely does not offer:
+ * a named (server-side prepared) statement on the hot path of every request.
+ */
+export function poolOf(db: Db): pg.Pool | undefined {
+  return pools.get(db);
 }

@@ -3,15 +3,17 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
-import sjson from 'secure-json-parse';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
-import { AppError, BadRequestError, NotFoundError } from '../errors.ts';
+import { AppError, NotFoundError } from '../errors.ts';
 import { ErrorBody } from '../schema.ts';
 import { authenticate } from '../auth/authenticate.ts';
+import { CredentialStore } from '../auth/credential-store.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Permission } from '../auth/roles.ts';
 import { handleError } from './error-handler.ts';
+import { assertTextParts, parseJsonBody } from './input-rules.ts';
+import { boundIntegers } from './schema-rules.ts';
 import { validatorCompiler } from './validation.ts';
 
 declare module 'fastify' {
@@ -38,6 +40,8 @@ export interface AppOptions {
   config: Config;
   logger?: FastifyBaseLogger;
   routes: RoutePlugin[];
+  /** The database to LISTEN on for credential changes (defaults to config.databaseUrl); none: no credential cache. */
+  listenUrl?: string;
 }
 
 const ERROR_RESPONSES = { '4XX': { $ref: 'ErrorBody#' }, '5XX': { $ref: 'ErrorBody#' } };
@@ -56,15 +60,20 @@ class AccessLog extends LogController {
   }
 }
 
-/** Empty bodies are allowed (rows such as approve and redeploy take none); anything else must be JSON. */
+/**
+ * Empty bodies are allowed (rows such as approve and redeploy take none); anything else must be JSON
+ * that obeys the input rules (input-rules.ts): limited depth, no NUL or lone surrogate, no prototype key.
+ */
 function parseJson(_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void) {
-  if (body.trim() === '') return done(null, undefined);
   try {
-    done(null, sjson.parse(body, undefined, { protoAction: 'remove', constructorAction: 'remove' }));
-  } catch {
-    done(new BadRequestError('The request body is not valid JSON', [], 'Api:Request:MALFORMED_JSON'));
+    done(null, parseJsonBody(body));
+  } catch (error) {
+    done(error as Error);
   }
 }
+
+/** The request parts whose schemas the input rules bound (integers within PostgreSQL's range). */
+const REQUEST_PARTS = ['body', 'querystring', 'params', 'headers'] as const;
 
 /** buildApp assembles the HTTP API: conventions, authentication, the OpenAPI document and every domain's routes. */
 export async function buildApp(options: AppOptions): Promise<App> {
@@ -74,13 +83,19 @@ export async function buildApp(options: AppOptions): Promise<App> {
     bodyLimit: 1024 * 1024,
     exposeHeadRoutes: false,
     logController: new AccessLog(),
+    // A URL Fastify cannot route (bad percent-encoding, a path parameter past maxParamLength) is an ErrorBody too.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('X-Request-Id', request.id);
+      return handleError(error, request, reply);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('db', options.db);
   app.decorate('config', options.config);
   app.decorateRequest('principal', null as unknown as Principal);
   app.setValidatorCompiler(validatorCompiler);
-  app.removeContentTypeParser('application/json');
+  // Only JSON bodies: Fastify's default text/plain parser would hand a string to the schema (a 400); it is a 415.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJson);
   app.addSchema(ErrorBody);
   app.setErrorHandler(handleError);
@@ -93,6 +108,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
       throw new Error(`${methods.join(',')} ${route.url} must declare a permission`);
     }
     for (const method of methods) knownRoutes.on(method as 'GET', route.url, () => {});
+    for (const part of REQUEST_PARTS) boundIntegers(route.schema?.[part]);
     route.schema = { ...(route.schema ?? {}), response: { ...ERROR_RESPONSES, ...(route.schema?.response ?? {}) } };
     if (config.public) route.schema = { ...route.schema, security: [] };
   });
@@ -117,10 +133,23 @@ export async function buildApp(options: AppOptions): Promise<App> {
     if (closing) reply.header('Connection', 'close');
   });
 
+  const credentials = new CredentialStore(options.db, { listenUrl: options.listenUrl ?? options.config.databaseUrl, log: options.logger });
+  await credentials.start();
+  app.addHook('onClose', async () => credentials.close());
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
     if (request.is404 || request.routeOptions.config.public) return;
-    await authenticate(app.db, request);
+    await authenticate(credentials, request);
+  });
+  // A write may have changed a credential: this process forgets them before the caller hears back, so
+  // the caller's next request sees the change (other processes hear of it through NOTIFY).
+  app.addHook('onSend', async (request) => {
+    if (request.method !== 'GET') credentials.invalidate();
+  });
+
+  // Path and query text obeys the same rule as body text; the body's was checked by its parser.
+  app.addHook('preValidation', async (request) => {
+    assertTextParts({ querystring: request.query, params: request.params });
   });
 
   app.setNotFoundHandler((request) => {

@@ -10,6 +10,8 @@ const FASTIFY_CODES: Record<string, { status: number; code: string }> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'Api:Request:INVALID' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'Api:Request:INVALID' },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'Api:Request:MALFORMED_JSON' },
+  FST_ERR_BAD_URL: { status: 400, code: 'Api:Request:INVALID' },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 400, code: 'Api:Request:INVALID' },
 };
 
 function toAppError(error: FastifyError): AppError | undefined {

@@ -1,0 +1,116 @@
+import pg from 'pg';
+import type { Db } from '../db/db.ts';
+import { resolveCredential, type Principal } from './principal.ts';
+
+/** How long a resolved credential may be served from memory, even if no change notification arrives. */
+export const CREDENTIAL_CACHE_TTL_MS = 1000;
+/** Most credentials (key × selected organization) one process keeps. */
+export const CREDENTIAL_CACHE_MAX_ENTRIES = 10_000;
+/** The channel migrations/0008_credential_notify.sql notifies on any change to a credential's tables. */
+export const CREDENTIAL_CHANNEL = 'plinth_credentials';
+const RECONNECT_MS = 1000;
+
+interface Entry {
+  principal: Principal;
+  keyExpiresAtMs: number | null;
+  cachedAtMs: number;
+}
+
+/**
+ * CredentialStore resolves a bearer token to a Principal, from memory when it can. What is served from
+ * memory is never older than the last change any process made to api_keys, users, memberships,
+ * service_accounts or organizations, give or take notification latency (milliseconds), and never older
+ * than CREDENTIAL_CACHE_TTL_MS in any case:
+ * - a LISTEN connection hears the triggers' NOTIFY and empties the cache; while that connection is
+ *   down, nothing is served from memory;
+ * - a request that changes anything (any method but GET) empties this process's cache before its
+ *   response is sent, so the caller's next request sees the change even before the notification lands;
+ * - an entry older than the TTL, or whose key has expired, is looked up again;
+ * - a lookup that started before an invalidation is not cached (a generation counter).
+ * Failures (401, 403) are never cached. Without a listen URL, every request looks the key up.
+ */
+export class CredentialStore {
+  private readonly entries = new Map<string, Entry>();
+  private generation = 0;
+  private listening = false;
+  private client?: pg.Client;
+  private closed = false;
+  private reconnectTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: { listenUrl?: string; log?: { warn(obj: object, msg: string): void }; ttlMs?: number; maxEntries?: number } = {},
+  ) {}
+
+  /** Starts listening for changes; resolves once the first LISTEN is in place (or failed: then it retries). */
+  async start(): Promise<void> {
+    if (this.options.listenUrl) await this.connect();
+  }
+
+  async resolve(token: string, tokenHash: string, requestedOrgId: string | null): Promise<Principal> {
+    const key = requestedOrgId === null ? tokenHash : `${tokenHash}\u0000${requestedOrgId}`;
+    const now = Date.now();
+    const hit = this.listening ? this.entries.get(key) : undefined;
+    if (hit && now - hit.cachedAtMs < (this.options.ttlMs ?? CREDENTIAL_CACHE_TTL_MS) && (hit.keyExpiresAtMs === null || hit.keyExpiresAtMs > now)) {
+      return { ...hit.principal };
+    }
+    if (hit) this.entries.delete(key);
+    const generation = this.generation;
+    const resolved = await resolveCredential(this.db, token, tokenHash, requestedOrgId);
+    if (this.listening && generation === this.generation) {
+      if (this.entries.size >= (this.options.maxEntries ?? CREDENTIAL_CACHE_MAX_ENTRIES)) this.entries.delete(this.entries.keys().next().value!);
+      this.entries.set(key, { principal: resolved.principal, keyExpiresAtMs: resolved.expiresAtMs, cachedAtMs: Date.now() });
+    }
+    return { ...resolved.principal };
+  }
+
+  /** Forgets every cached credential; lookups in flight are not cached. */
+  invalidate(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listening = false;
+    clearTimeout(this.reconnectTimer);
+    this.invalidate();
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => {});
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.options.listenUrl });
+    client.on('notification', () => this.invalidate());
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
+    try {
+      await client.connect();
+      await client.query(`listen ${CREDENTIAL_CHANNEL}`);
+    } catch (error) {
+      this.options.log?.warn({ err: error }, 'credential cache: cannot listen for changes; looking every key up until it can');
+      this.lost(client);
+      return;
+    }
+    if (this.closed) return void (await client.end().catch(() => {}));
+    this.client = client;
+    // Anything cached before this LISTEN may have missed a notification.
+    this.invalidate();
+    this.listening = true;
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== undefined && this.client !== client) return;
+    this.listening = false;
+    this.invalidate();
+    this.client = undefined;
+    client.end().catch(() => {});
+    if (this.closed || this.reconnectTimer) return;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (!this.closed) void this.connect();
+    }, RECONNECT_MS);
+    this.reconnectTimer.unref();
+  }
+}

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { CredentialStore } from '../src/platform/auth/credential-store.ts';
+import { hashToken } from '../src/platform/auth/tokens.ts';
+import { createDb, type Db } from '../src/platform/db/db.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { serviceAccountCaller, userCaller } from './helpers/callers.ts';
+
+/** Polls until `resolve` throws (or returns something `done` accepts); returns how long it took. */
+async function msUntil(check: () => Promise<boolean>, limitMs = 3000): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < limitMs) {
+    if (await check()) return Date.now() - started;
+    await sleep(5);
+  }
+  return Infinity;
+}
+
+const codeOf = (store: CredentialStore, token: string, org: string | null = null) =>
+  store.resolve(token, hashToken(token), org).then(() => 'ok', (error: { code?: string }) => error.code ?? 'error');
+
+/**
+ * The credential cache of every API process: a change made anywhere (another process, or SQL) reaches
+ * it through LISTEN/NOTIFY. Each store here stands for a separate process, with its own pool and its own
+ * listening connection, and a TTL of a minute, so only a notification can explain what it sees.
+ */
+describe('credential cache: a revocation, expiry, role change or removal is seen by every process within 1 s', () => {
+  let t: TestApp;
+  let otherDb: Db;
+  let other: CredentialStore;
+  before(async () => {
+    t = await startTestApp();
+    otherDb = createDb(t.database.url, 2);
+    other = new CredentialStore(otherDb, { listenUrl: t.database.url, ttlMs: 60_000 });
+    await other.start();
+  });
+  after(async () => {
+    await other.close();
+    await otherDb.destroy();
+    await t.close();
+  });
+
+  it('a key revoked through the API stops working in another process within 1 s', async () => {
+    const sa = await serviceAccountCaller(t, 'MEMBER');
+    assert.equal(await codeOf(other, sa.token), 'ok');
+    assert.equal((await t.call('DELETE', `/api-keys/${sa.keyId}`)).status, 204);
+    const ms = await msUntil(async () => (await codeOf(other, sa.token)) === 'Auth:Credential:REVOKED');
+    assert.ok(ms < 1000, `seen after ${ms} ms`);
+  });
+
+  it('a role change and a membership removal made in SQL reach it too', async () => {
+    const user = await userCaller(t, 'cached@example.com', 'MEMBER');
+    const role = async () => (await other.resolve(user.token, hashToken(user.token), null)).role;
+    assert.equal(await role(), 'MEMBER');
+    await sql`update memberships set role = 'VIEWER' where id = ${user.membershipId}`.execute(t.db);
+    assert.ok((await msUntil(async () => (await role()) === 'VIEWER')) < 1000);
+    await sql`delete from memberships where id = ${user.membershipId}`.execute(t.db);
+    assert.ok((await msUntil(async () => (await codeOf(other, user.token)) === 'Auth:Organization:FORBIDDEN')) < 1000);
+  });
+
+  it('a cached key stops at its expiry, with no notification at all', async () => {
+    const expiresAt = new Date(Date.now() + 400).toISOString();
+    const key = (await t.call('POST', '/api-keys', { body: { data: { name: 'short', expiresAt } } })).body.data;
+    assert.equal(await codeOf(other, key.token), 'ok');
+    await sleep(Date.parse(expiresAt) - Date.now() + 20);
+    assert.equal(await codeOf(other, key.token), 'Auth:Credential:EXPIRED');
+  });
+
+  it('serves from memory while nothing changes, and looks every key up when it cannot listen', async () => {
+    const sa = await serviceAccountCaller(t, 'VIEWER');
+    // Let the notifications of creating it land first: each empties the cache.
+    await sleep(300);
+    assert.equal(await codeOf(other, sa.token), 'ok');
+    // Held in memory: an update that bypasses the triggers is not seen (only a notification would tell).
+    await sql`alter table api_keys disable trigger api_keys_notify_credentials`.execute(t.db);
+    try {
+      await sql`update api_keys set revoked_at = now() where id = ${sa.keyId}`.execute(t.db);
+      assert.equal(await codeOf(other, sa.token), 'ok');
+      const deaf = new CredentialStore(otherDb, { listenUrl: 'postgres://nobody@127.0.0.1:1/none', ttlMs: 60_000 });
+      await deaf.start();
+      assert.equal(await codeOf(deaf, sa.token), 'Auth:Credential:REVOKED');
+      await deaf.close();
+    } finally {
+      await sql`alter table api_keys enable trigger api_keys_notify_credentials`.execute(t.db);
+    }
+  });
+});
