@@ -1,4 +1,4 @@
-import { isTerminalRun } from '../engine/transitions.ts';
+import { isTerminalRun } from '../engine/run-state.ts';
 import type { ExecutionReadRow, RunReadRow, TransitionRow } from './runs.repo.ts';
 import type { PipelineRun, RunTransition, StepExecution } from './runs.schema.ts';
 

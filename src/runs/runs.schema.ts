@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
-import { RUN_ACTIONS, RUN_STATUSES, STEP_STATUSES } from '../engine/transitions.ts';
+import { RUN_ACTIONS, RUN_STATUSES, STEP_STATUSES } from '../engine/run-state.ts';
 
 const ErrorRef = Type.Unsafe<Record<string, unknown>>({ $ref: 'ErrorBody#' });
 const FreeObject = Type.Object({}, { additionalProperties: true });

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Body, Description, GivenId, Id, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
-import { RUN_ACTIONS } from '../engine/transitions.ts';
+import { RUN_ACTIONS } from '../engine/run-state.ts';
 
 export const STACK_TYPES = ['OPENTOFU'] as const;
 

@@ -170,6 +170,8 @@ export interface StepExecutionsTable {
   engine_job_id: string | null;
   dispatched_at: NullableTimestamp;
   lease_owner: string | null;
+  /** The lease's fencing token: bumped by every claim (migrations/0006_lease_epoch.sql). */
+  lease_epoch: Generated<number>;
   lease_expires_at: NullableTimestamp;
   heartbeat_at: NullableTimestamp;
   started_at: NullableTimestamp;

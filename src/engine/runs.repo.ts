@@ -1,0 +1,164 @@
+import { sql, type QueryCreator } from 'kysely';
+import type { Database } from '../platform/db/database.ts';
+import type { Executor, Trx } from '../platform/db/db.ts';
+import type { ErrorBody } from '../platform/schema.ts';
+import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
+
+/** SQL of the engine's runs and of the history rows every change writes beside itself. */
+export interface LockedRunRow {
+  id: string;
+  organization_id: string;
+  pipeline_id: string;
+  pipeline_version_id: string;
+  stack_id: string | null;
+  status: string;
+  action: string | null;
+  autoapprove: boolean;
+  input: Record<string, unknown> | null;
+  attempt_epoch: number;
+  admitted_at: Date | null;
+  started_at: Date | null;
+  last_attempt_started_at: Date | null;
+  config: PipelineConfig;
+  /** The type of the stack's environment's execution environment; null when none is set. */
+  execution_environment_type: string | null;
+  executions: ExecutionJson[];
+}
+
+/** One execution as the run's read returns it (JSON, so the run and its steps are one round trip). */
+export interface ExecutionJson {
+  id: string;
+  step_id: string;
+  status: string;
+  attempt_epoch: number;
+  retry_attempt: number;
+  lease_owner: string | null;
+  lease_epoch: number;
+  lease_expired: boolean;
+  /** For a QUEUED execution: the highest log line number so far (a handed-back attempt keeps its lines). */
+  last_log_seq: number | null;
+}
+
+/**
+ * readRun reads a run, its pipeline version's config and all its executions in one statement.
+ * `lock: 'update'` first takes `for no key update` of the run row, the lock every change of the run
+ * or its steps takes first (it does not block the key-share locks of inserts that reference the
+ * run); the read is a statement of its own so that its snapshot is taken after the lock was granted
+ * and sees what the previous holder committed. `none` is for a claim that needs no run change.
+ */
+export async function readRun(trx: Trx, runId: string, lock: 'update' | 'none'): Promise<LockedRunRow | undefined> {
+  if (lock === 'update') {
+    const locked = await sql`select id from pipeline_runs where id = ${runId} for no key update`.execute(trx);
+    if (locked.rows.length === 0) return undefined;
+  }
+  const { rows } = await sql<LockedRunRow>`
+    select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
+           r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, v.config, ee.type as execution_environment_type,
+           coalesce((select json_agg(json_build_object(
+               'id', e.id, 'step_id', e.step_id, 'status', e.status, 'attempt_epoch', e.attempt_epoch,
+               'retry_attempt', e.retry_attempt, 'lease_owner', e.lease_owner, 'lease_epoch', e.lease_epoch,
+               'lease_expired', coalesce(e.lease_expires_at < now(), false),
+               'last_log_seq', case when e.status = 'QUEUED' then (select coalesce(max(seq), 0) from step_logs where step_execution_id = e.id) end
+             ) order by e.id)
+             from step_executions e where e.pipeline_run_id = r.id), '[]') as executions
+      from pipeline_runs r join pipeline_versions v on v.id = r.pipeline_version_id
+      left join stacks s on s.id = r.stack_id
+      left join environments en on en.id = s.environment_id
+      left join execution_environments ee on ee.id = en.execution_environment_id
+     where r.id = ${runId}`.execute(trx);
+  return rows[0];
+}
+
+/** One row of the append-only history, written by the same statement as the change it records. */
+export interface TransitionRecord {
+  runId: string;
+  executionId?: string;
+  from: string | null;
+  to: string;
+  reason: string;
+  actor?: string;
+}
+
+export function transitionValues(t: TransitionRecord) {
+  return {
+    pipeline_run_id: t.runId,
+    step_execution_id: t.executionId ?? null,
+    from_status: t.from,
+    to_status: t.to,
+    reason: t.reason,
+    actor: t.actor ?? null,
+  };
+}
+
+export interface RunChanges {
+  status?: string;
+  error?: ErrorBody | null;
+  admitted?: boolean;
+  started?: boolean;
+  completed?: boolean | null;
+  attemptEpoch?: number;
+}
+
+function runUpdate(db: QueryCreator<Database>, id: string, c: RunChanges) {
+  return db
+    .updateTable('pipeline_runs')
+    .set({
+      updated_at: sql<Date>`now()`,
+      ...(c.status !== undefined ? { status: c.status } : {}),
+      ...(c.error !== undefined ? { error: c.error === null ? null : JSON.stringify(c.error) } : {}),
+      ...(c.admitted === true ? { admitted_at: sql<Date>`now()` } : c.admitted === false ? { admitted_at: null } : {}),
+      ...(c.started === true ? { started_at: sql<Date>`coalesce(started_at, now())`, last_attempt_started_at: sql<Date>`now()` } : {}),
+      ...(c.started === false ? { last_attempt_started_at: null } : {}),
+      ...(c.completed === true ? { completed_at: sql<Date>`now()` } : c.completed === null ? { completed_at: null } : {}),
+      ...(c.attemptEpoch !== undefined ? { attempt_epoch: c.attemptEpoch } : {}),
+    })
+    .where('id', '=', id);
+}
+
+/** updateRun writes a change of a run; a status change comes with its history row, in the same statement. */
+export async function updateRun(trx: Trx, id: string, c: RunChanges, transition?: TransitionRecord): Promise<void> {
+  if (!transition) {
+    await runUpdate(trx, id, c).execute();
+    return;
+  }
+  await trx.with('changed', (db) => runUpdate(db, id, c).returning('id')).insertInto('run_transitions').values(transitionValues(transition)).execute();
+}
+
+export interface NewRunValues {
+  id: string;
+  organizationId: string;
+  pipelineId: string;
+  pipelineVersionId: string;
+  stackId: string | null;
+  action: string | null;
+  autoapprove: boolean;
+  description: string;
+  input: Record<string, unknown> | null;
+  createdById: string | null;
+}
+
+/** insertRun creates a QUEUED run and, in the same statement, its first history row. */
+export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<void> {
+  await trx
+    .with('created', (db) =>
+      db
+        .insertInto('pipeline_runs')
+        .values({
+          id: v.id,
+          organization_id: v.organizationId,
+          pipeline_id: v.pipelineId,
+          pipeline_version_id: v.pipelineVersionId,
+          stack_id: v.stackId,
+          status: 'QUEUED',
+          action: v.action,
+          autoapprove: v.autoapprove,
+          description: v.description,
+          input: v.input === null ? null : JSON.stringify(v.input),
+          created_by_id: v.createdById,
+        })
+        .returning('id'),
+    )
+    .insertInto('run_transitions')
+    .values(transitionValues(transition))
+    .execute();
+}
