@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { redispatchStaleSteps } from '../src/engine/step-lifecycle.ts';
 import { createStack, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
 
 describe('dispatch', () => {
@@ -23,6 +24,38 @@ describe('dispatch', () => {
     assert.notEqual(after[0].engineRunId, step.engineRunId, 'a new job dispatched it');
     const logs = await t.call('GET', `/pipeline-step-executions/${step.id}/logs`);
     assert.deepEqual(logs.body.data.map((l: any) => l.line), ['ran']);
+  });
+
+  it('a job taken by a worker that died before claiming its step is dispatched again after the redispatch delay, and the step runs once', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'only', command: 'echo ran' }]);
+    const run = await triggerRun(t, stack.id);
+    const [step] = await stepsOf(t, run.id);
+    // As graphile-worker does when a worker takes a job; the worker then dies before its claim.
+    await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead-worker', attempts = attempts + 1 where key = ${'step:' + step.id}`.execute(t.db);
+    const since = Date.now();
+    await t.startWorker({ redispatchMs: 1_500 });
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+    assert.ok(Date.now() - since >= 1_000, 'not before the job was stale');
+    const after = await stepsOf(t, run.id);
+    assert.deepEqual(after.map((s) => [s.retryAttempt, s.status]), [[0, 'SUCCEEDED']]);
+    assert.notEqual(after[0].engineRunId, step.engineRunId, 'a new job dispatched it');
+    const logs = await t.call('GET', `/pipeline-step-executions/${step.id}/logs`);
+    assert.deepEqual(logs.body.data.map((l: any) => l.line), ['ran']);
+  });
+
+  it('a job merely waiting for a free worker is not dispatched again', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'only' }]);
+    const run = await triggerRun(t, stack.id);
+    const [step] = await stepsOf(t, run.id);
+    await sql`update step_executions set dispatched_at = now() - interval '1 hour' where id = ${step.id}`.execute(t.db);
+    const redispatched = await redispatchStaleSteps(t.db, 1_000);
+    assert.equal(redispatched, 0);
+    await t.startWorker();
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
   });
 
   it('a step of a CLOUD execution environment fails with a typed error: this worker runs LOCAL steps only', async () => {
