@@ -63,7 +63,7 @@ describe('a 5 s database outage while steps finish', () => {
       const res = await fetch(`${api.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' }, body: '{"data":{}}' });
       return { status: res.status, body: (await res.json()) as { data: { id: string } } };
     };
-    const runs = [];
+    const runs: string[] = [];
     for (const s of stacks) {
       const res = await post(`/stacks/${s.id}/pipeline-run`);
       assert.equal(res.status, 201, JSON.stringify(res.body));
