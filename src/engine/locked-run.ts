@@ -20,10 +20,10 @@ export interface LockedRun {
 
 export type Decide<R> = (snapshot: RunSnapshot, ctx: DecideContext, row: LockedRunRow) => Decision<R>;
 
-/** A guarded write found the row changed under it: only possible for a claim read without the lock. */
+/** A guarded write found its row changed under it: only possible for a claim read without the lock. */
 export class StaleWriteError extends Error {
-  constructor(executionId: string) {
-    super(`step execution ${executionId} changed before the write`);
+  constructor(id: string) {
+    super(`${id} changed between the read and the write`);
   }
 }
 
@@ -102,8 +102,12 @@ async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, actor?: string)
       return;
     }
     case 'run': {
-      const transition = w.status ? { runId: s.id, from: w.status.from, to: w.status.to, reason: w.status.reason, actor } : undefined;
-      await updateRun(trx, s.id, { ...(w.status ? { status: w.status.to } : {}), ...w.set }, transition);
+      if (!w.status) {
+        await updateRun(trx, s.id, w.set);
+        return;
+      }
+      const { from, to, reason } = w.status;
+      if (!(await updateRun(trx, s.id, { status: to, ...w.set }, { runId: s.id, from, to, reason, actor }))) throw new StaleWriteError(s.id);
       return;
     }
     case 'dispatch':

@@ -60,18 +60,16 @@ const kinds = (writes: RunWrite[]) =>
   writes.map((w) => (w.kind === 'execution' ? `${w.id}:${w.status.to}` : w.kind === 'newExecution' ? `+${w.stepId}:${w.status}` : w.kind === 'run' ? `run:${w.status?.to ?? 'set'}` : w.kind));
 
 describe('decideClaim', () => {
-  it('the first claim of an attempt also starts the run, so it needs the run lock', () => {
+  it('the first claim of an attempt also starts the run, and writes the run first (the lock order of every command)', () => {
     const s = run([exec('e1', 'a', 'QUEUED'), exec('e2', 'b', 'QUEUED')], { status: 'QUEUED', started: false });
     const d = decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: false }, ctx());
-    assert.deepEqual(kinds(d.writes), ['e1:RUNNING', 'run:RUNNING']);
-    assert.equal(d.needsRunLock, true);
+    assert.deepEqual(kinds(d.writes), ['run:RUNNING', 'e1:RUNNING']);
     assert.deepEqual(d.result, { kind: 'claimed', leaseEpoch: 1, retryAttempt: 0, stepId: 'a' });
   });
 
   it('a later claim writes only its execution: parallel steps do not wait on the run', () => {
     const d = decideClaim(run([exec('e1', 'a', 'RUNNING'), exec('e2', 'b', 'QUEUED')]), 'e2', { id: 'w2', leaseMs: 1000, mayAdopt: false }, ctx());
     assert.deepEqual(kinds(d.writes), ['e2:RUNNING']);
-    assert.equal(d.needsRunLock, false);
   });
 
   it('an execution that is not QUEUED is skipped, even one this worker holds, unless its own unacknowledged claim is being retried', () => {

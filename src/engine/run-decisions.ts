@@ -79,6 +79,7 @@ export type RunWrite =
   /** A change of an execution, guarded: it applies only while the row still has `from` and `leaseEpoch`. */
   | { kind: 'execution'; id: string; leaseEpoch: number; status: StatusChange<StepStatus>; set: ExecutionSet }
   | { kind: 'newExecution'; id: string; stepId: string; status: NewExecutionStatus; retryAttempt: number; reason: string }
+  /** A change of the run; with a status change, guarded: it applies only while the run still has `from`. */
   | { kind: 'run'; status?: StatusChange<RunStatus>; set: RunSet }
   /** Dispatch a job for an existing QUEUED execution (a hand-back). */
   | { kind: 'dispatch'; id: string }
@@ -238,25 +239,25 @@ export type ClaimResult =
   | { kind: 'skip'; status: string };
 
 /**
- * claim moves a QUEUED execution to RUNNING under the worker's lease, with a new epoch. `mayAdopt`
- * is set when an earlier try of the same claim failed without knowing whether it committed: an
- * execution this worker already holds is then its own claim. `runLocked` says whether the run row
- * is locked; a claim that must also move the run (its first claimed step) needs it.
+ * claim moves a QUEUED execution to RUNNING under the worker's lease, with a new epoch. It is
+ * decided on a run read without its lock (parallel steps of a run claim side by side), so its
+ * writes are guarded: each applies only if its row is still as read. The first claim of an attempt
+ * also moves the run to RUNNING; that write comes first, so a claim locks the run before its
+ * execution, in the order every locked command does. `mayAdopt` is set when an earlier try of the
+ * same claim failed without knowing whether it committed: an execution this worker already holds
+ * is then its own claim.
  */
-export function decideClaim(
-  s: RunSnapshot,
-  executionId: string,
-  worker: { id: string; leaseMs: number; mayAdopt: boolean },
-  ctx: DecideContext,
-): Decision<ClaimResult> & { needsRunLock: boolean } {
+export function decideClaim(s: RunSnapshot, executionId: string, worker: { id: string; leaseMs: number; mayAdopt: boolean }, ctx: DecideContext): Decision<ClaimResult> {
   const e = s.executions.find((x) => x.id === executionId);
   if (e && worker.mayAdopt && e.status === 'RUNNING' && e.leaseOwner === worker.id) {
-    return { writes: [], needsRunLock: false, result: { kind: 'claimed', leaseEpoch: e.leaseEpoch, retryAttempt: e.retryAttempt, stepId: e.stepId } };
+    return { writes: [], result: { kind: 'claimed', leaseEpoch: e.leaseEpoch, retryAttempt: e.retryAttempt, stepId: e.stepId } };
   }
-  if (!e || e.status !== 'QUEUED') return { writes: [], needsRunLock: false, result: { kind: 'skip', status: e?.status ?? 'SUPERSEDED' } };
+  if (!e || e.status !== 'QUEUED') return { writes: [], result: { kind: 'skip', status: e?.status ?? 'SUPERSEDED' } };
   const claim = executionWrite(e, 'RUNNING', 'claimed by a worker', { lease: { owner: worker.id, ms: worker.leaseMs }, started: true });
-  const writes = thenAdvance(s, [claim], 'a step started', ctx);
-  return { writes, needsRunLock: writes.length > 1, result: { kind: 'claimed', leaseEpoch: e.leaseEpoch + 1, retryAttempt: e.retryAttempt, stepId: e.stepId } };
+  const run = advance(applyWrites(s, [claim]), 'a step started', ctx);
+  // A claim finishes nothing, so all it can change besides its execution is the run's status.
+  if (run.some((w) => w.kind !== 'run')) throw new Error(`a claim of ${executionId} would change more than its run`);
+  return { writes: [...run, claim], result: { kind: 'claimed', leaseEpoch: e.leaseEpoch + 1, retryAttempt: e.retryAttempt, stepId: e.stepId } };
 }
 
 export interface StepOutcome {

@@ -115,13 +115,35 @@ function runUpdate(db: QueryCreator<Database>, id: string, c: RunChanges) {
     .where('id', '=', id);
 }
 
-/** updateRun writes a change of a run; a status change comes with its history row, in the same statement. */
-export async function updateRun(trx: Trx, id: string, c: RunChanges, transition?: TransitionRecord): Promise<void> {
+/**
+ * updateRun writes a change of a run. A status change comes with its history row, in the same
+ * statement, and applies only while the run has the status it changes from: false when it had not.
+ */
+export async function updateRun(trx: Trx, id: string, c: RunChanges, transition?: TransitionRecord): Promise<boolean> {
   if (!transition) {
     await runUpdate(trx, id, c).execute();
-    return;
+    return true;
   }
-  await trx.with('changed', (db) => runUpdate(db, id, c).returning('id')).insertInto('run_transitions').values(transitionValues(transition)).execute();
+  const rows = await trx
+    .with('changed', (db) => runUpdate(db, id, c).where('status', '=', transition.from ?? '').returning('id'))
+    .insertInto('run_transitions')
+    .columns(['pipeline_run_id', 'step_execution_id', 'from_status', 'to_status', 'reason', 'actor'])
+    .expression((eb) => {
+      const t = transitionValues(transition);
+      return eb
+        .selectFrom('changed')
+        .select([
+          sql<string>`${t.pipeline_run_id}::text`.as('pipeline_run_id'),
+          sql<string | null>`null::text`.as('step_execution_id'),
+          sql<string | null>`${t.from_status}::text`.as('from_status'),
+          sql<string>`${t.to_status}::text`.as('to_status'),
+          sql<string>`${t.reason}::text`.as('reason'),
+          sql<string | null>`${t.actor}::text`.as('actor'),
+        ]);
+    })
+    .returning('id')
+    .execute();
+  return rows.length === 1;
 }
 
 export interface NewRunValues {

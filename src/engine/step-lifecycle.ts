@@ -34,41 +34,33 @@ export interface ClaimWorker {
   leaseMs: number;
 }
 
-const NEEDS_RUN_LOCK = Symbol('needs the run lock');
-
 /**
  * claimStep moves a QUEUED execution to RUNNING under this worker's lease and a new lease epoch.
  * Undefined when it is no longer QUEUED (cancelled, claimed through a duplicate job): the job is
- * then a no-op, which makes a redispatch safe. A claim whose commit went unacknowledged is retried
- * and recognizes its own lease (mayAdopt), so a claim is never lost to a dropped connection.
+ * then a no-op, which makes a redispatch safe. A claim reads the run without locking it; should its
+ * guarded writes find the rows changed, or its commit go unacknowledged, it is decided again (and
+ * recognizes its own lease, mayAdopt), so a claim is neither doubled nor lost to a fault.
  */
 export async function claimStep(db: Db, executionId: string, runId: string, worker: ClaimWorker, retry: RetryOptions = {}): Promise<ClaimedStep | undefined> {
   return withRetries(
     (attempt) =>
-      db.transaction().execute(async (trx) => {
-        const claimIn = (lock: 'none' | 'update') =>
-          withLockedRun<ClaimedStep | typeof NEEDS_RUN_LOCK | undefined>(trx, runId, (s, ctx, row) => {
-            const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt: attempt > 1 }, ctx);
-            if (d.needsRunLock && lock === 'none') return { writes: [], result: NEEDS_RUN_LOCK };
-            if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
-            const { config, execution_environment_type, executions, ...run } = row;
-            const claimed: ClaimedStep = {
-              executionId,
-              leaseEpoch: d.result.leaseEpoch,
-              run,
-              step: stepOf(s, d.result.stepId),
-              retryAttempt: d.result.retryAttempt,
-              executionEnvironmentType: execution_environment_type,
-              nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
-            };
-            return { writes: d.writes, result: claimed };
-          }, { actor: worker.id, lock });
-        // Most claims change only their own execution and take no run lock, so parallel steps of a
-        // run claim side by side; the first claim of an attempt also moves the run, under its lock.
-        const first = await claimIn('none');
-        const claimed = first === NEEDS_RUN_LOCK ? await claimIn('update') : first;
-        return claimed === NEEDS_RUN_LOCK ? undefined : claimed;
-      }),
+      db.transaction().execute((trx) =>
+        withLockedRun<ClaimedStep | undefined>(trx, runId, (s, ctx, row) => {
+          const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt: attempt > 1 }, ctx);
+          if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
+          const { config, execution_environment_type, executions, ...run } = row;
+          const claimed: ClaimedStep = {
+            executionId,
+            leaseEpoch: d.result.leaseEpoch,
+            run,
+            step: stepOf(s, d.result.stepId),
+            retryAttempt: d.result.retryAttempt,
+            executionEnvironmentType: execution_environment_type,
+            nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
+          };
+          return { writes: d.writes, result: claimed };
+        }, { actor: worker.id, lock: 'none' }),
+      ),
     { ...retry, isRetryable: (e) => e instanceof StaleWriteError || isRetryableDbError(e) },
   );
 }
