@@ -16,7 +16,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,6 +33,8 @@ const TARGETS = { ratio: 2, startP99: 100, overheadP99: 25, runsPerSecond: 40 };
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 const work = mkdtempSync(path.join(os.tmpdir(), 'plinth-bench-engine-'));
+// PostgreSQL runs as its own user under root: it must reach the data directory inside.
+chmodSync(work, 0o755);
 const MARKS = path.join(work, 'marks');
 /** The step: its first and its last instruction record the time (ns); nothing in between. */
 const mark = (then = '') => `echo "s $PLINTH_STEP_EXECUTION_ID $(date +%s%N)" >> ${MARKS};${then} echo "e $PLINTH_STEP_EXECUTION_ID $(date +%s%N)" >> ${MARKS}`;

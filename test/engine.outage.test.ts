@@ -38,7 +38,7 @@ describe('a 5 s database outage while steps finish', () => {
       PLINTH_WORKER_POLL_MS: '500',
       PLINTH_WORKER_CONCURRENCY: '8',
     };
-    api = await startPlinthProcess(env, { command: 'api' });
+    api = await startPlinthProcess(env, { command: 'api', readyTimeoutMs: 90_000 });
     for (let i = 0; i < 2; i++) {
       const child = spawn(process.execPath, [PLINTH_BIN, 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: process.env.ENGINE_TEST_LOG ?? 'error' }, stdio: ['ignore', 'ignore', 'inherit'] });
       child.on('exit', (code, signal) => exits.push(`worker ${i + 1} exited (${code ?? signal})`));
@@ -69,7 +69,7 @@ describe('a 5 s database outage while steps finish', () => {
       assert.equal(res.status, 201, JSON.stringify(res.body));
       runs.push(res.body.data.id);
     }
-    await waitFor('every first step to be running', async () => (processStarts(dir, 'a') === runs.length ? true : undefined), 30_000);
+    await waitFor('every first step to be running', async () => (processStarts(dir, 'a') === runs.length ? true : undefined), 90_000);
 
     // The steps (sleep 2) finish in the middle of the outage.
     await sleep(500);

@@ -13,11 +13,6 @@ import { claimStackForRun, findNextWaitingRunId, lockStack, setStackActiveRun } 
  * what the previous one committed. A claim reads without the lock (`lock: 'none'`): its own write
  * is guarded, so parallel steps of one run claim side by side.
  */
-export interface LockedRun {
-  row: LockedRunRow;
-  snapshot: RunSnapshot;
-}
-
 export type Decide<R> = (snapshot: RunSnapshot, ctx: DecideContext, row: LockedRunRow) => Decision<R>;
 
 /** A guarded write found its row changed under it: only possible for a claim read without the lock. */
@@ -27,7 +22,7 @@ export class StaleWriteError extends Error {
   }
 }
 
-export function snapshotOf(row: LockedRunRow): RunSnapshot {
+function snapshotOf(row: LockedRunRow): RunSnapshot {
   const current = row.executions.filter((e) => e.attempt_epoch === row.attempt_epoch);
   return {
     id: row.id,
@@ -66,7 +61,7 @@ export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R
 }
 
 /** applyDecision makes the writes of a decision, in order; the snapshot names what a new execution needs. */
-export async function applyDecision(trx: Trx, snapshot: RunSnapshot, writes: readonly RunWrite[], actor?: string): Promise<void> {
+async function applyDecision(trx: Trx, snapshot: RunSnapshot, writes: readonly RunWrite[], actor?: string): Promise<void> {
   let state = snapshot;
   for (const w of writes) {
     await applyWrite(trx, state, w, actor);

@@ -17,7 +17,6 @@ export type RunAction = (typeof RUN_ACTIONS)[number];
 
 const TERMINAL_RUN: ReadonlySet<string> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const TERMINAL_STEP: ReadonlySet<string> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'SKIPPED']);
-export const ACTIVE_RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL'] as const;
 
 export function isTerminalRun(status: string): boolean {
   return TERMINAL_RUN.has(status);

@@ -177,15 +177,20 @@ export class EngineWorker {
     } catch (error) {
       outcome = { status: 'FAILED', error: engineError('Engine:Worker:ERROR', error instanceof Error ? error.message : String(error)) };
     }
-    if (attempt.reason === 'drain') sink.write('system', `worker ${this.workerId} is shutting down; the step goes back to the queue`);
+    // Why the process ended, if this worker ended it. A stop that comes after the process exited on
+    // its own changes nothing: its outcome is known and is committed (a drained worker must not hand
+    // back a step that finished, nor a worker cut off from the database drop a known outcome). A
+    // process that succeeded was not stopped, whatever arrived while it was exiting.
+    const stoppedBy = outcome.status === 'SUCCEEDED' ? undefined : attempt.reason;
+    if (stoppedBy === 'drain') sink.write('system', `worker ${this.workerId} is shutting down; the step goes back to the queue`);
     await sink.close();
     if (sink.lastError) this.log.error({ err: sink.lastError, executionId: id }, 'failed to store log lines');
-    if (attempt.reason === 'drain') {
+    if (stoppedBy === 'drain') {
       await handBackStep(this.db, held, runId, this.retry('hand-back', this.config.leaseMs));
       return;
     }
-    // A stopped attempt (cancelled, or taken from this worker) was settled by whoever stopped it.
-    if (attempt.reason === 'stopped') return;
+    // Killed because the attempt was cancelled or taken from this worker: whoever did so settled it.
+    if (stoppedBy === 'stopped') return;
     const committed = await completeStep(this.db, held, runId, outcome, this.retry('completion', undefined, attempt.lease.signal)).catch((error) => {
       if (attempt.lease.signal.aborted) return false;
       throw error;
