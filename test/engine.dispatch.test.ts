@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { redispatchStaleSteps } from '../src/engine/step-lifecycle.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { claimStep, redispatchStaleSteps } from '../src/engine/step-lifecycle.ts';
 import { createStack, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
 
 describe('dispatch', () => {
@@ -56,6 +57,36 @@ describe('dispatch', () => {
     assert.equal(redispatched, 0);
     await t.startWorker();
     await waitForRunStatus(t, run.id, 'SUCCEEDED');
+  });
+
+  it('a claim does not wait for the run row lock: a step of a run is claimed while another transaction holds the run', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
+    const run = await triggerRun(t, stack.id);
+    const [a, b] = await stepsOf(t, run.id);
+    const worker = { id: 'claim-test', leaseMs: 60_000 };
+    assert.ok(await claimStep(t.db, a.id, run.id, worker), 'the first claim moves the run to RUNNING');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    const holder = t.db.transaction().execute(async (trx) => {
+      await sql`select id from pipeline_runs where id = ${run.id} for no key update`.execute(trx);
+      locked();
+      await held;
+    });
+    await lockTaken;
+    try {
+      const claimed = await Promise.race([claimStep(t.db, b.id, run.id, worker), sleep(5_000).then(() => 'blocked' as const)]);
+      assert.notEqual(claimed, 'blocked', 'the claim waited for the run lock');
+      assert.equal(claimed && claimed !== 'blocked' ? claimed.executionId : undefined, b.id);
+    } finally {
+      release();
+      await holder;
+    }
+    assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
+    await t.startWorker();
   });
 
   it('a step of a CLOUD execution environment fails with a typed error: this worker runs LOCAL steps only', async () => {

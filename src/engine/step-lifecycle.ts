@@ -42,27 +42,35 @@ export interface ClaimWorker {
  * recognizes its own lease, mayAdopt), so a claim is neither doubled nor lost to a fault.
  */
 export async function claimStep(db: Db, executionId: string, runId: string, worker: ClaimWorker, retry: RetryOptions = {}): Promise<ClaimedStep | undefined> {
-  return withRetries(
-    (attempt) =>
-      db.transaction().execute((trx) =>
-        withLockedRun<ClaimedStep | undefined>(trx, runId, (s, ctx, row) => {
-          const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt: attempt > 1 }, ctx);
-          if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
-          const { config, execution_environment_type, executions, ...run } = row;
-          const claimed: ClaimedStep = {
-            executionId,
-            leaseEpoch: d.result.leaseEpoch,
-            run,
-            step: stepOf(s, d.result.stepId),
-            retryAttempt: d.result.retryAttempt,
-            executionEnvironmentType: execution_environment_type,
-            nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
-          };
-          return { writes: d.writes, result: claimed };
-        }, { actor: worker.id, lock: 'none' }),
-      ),
-    { ...retry, isRetryable: (e) => e instanceof StaleWriteError || isRetryableDbError(e) },
-  );
+  const claimOnce = (mayAdopt: boolean) =>
+    db.transaction().execute((trx) =>
+      withLockedRun<ClaimedStep | undefined>(trx, runId, (s, ctx, row) => {
+        const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt }, ctx);
+        if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
+        const { config, execution_environment_type, executions, ...run } = row;
+        const claimed: ClaimedStep = {
+          executionId,
+          leaseEpoch: d.result.leaseEpoch,
+          run,
+          step: stepOf(s, d.result.stepId),
+          retryAttempt: d.result.retryAttempt,
+          executionEnvironmentType: execution_environment_type,
+          nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
+        };
+        return { writes: d.writes, result: claimed };
+      }, { actor: worker.id, lock: 'none' }),
+    );
+  return withRetries(async (attempt) => {
+    // A stale read (the first claims of two parallel steps both moving the run) is decided again at
+    // once: it was rolled back for certain, and the next read sees what changed.
+    for (let stale = 0; ; stale++) {
+      try {
+        return await claimOnce(attempt > 1);
+      } catch (error) {
+        if (!(error instanceof StaleWriteError) || stale >= 3) throw error;
+      }
+    }
+  }, { ...retry, isRetryable: (e) => e instanceof StaleWriteError || isRetryableDbError(e) });
 }
 
 /**
