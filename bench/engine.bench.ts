@@ -225,7 +225,8 @@ async function main() {
     say(`kill phase: ${KILL_RUNS} runs of a 2 s step; one worker is SIGKILLed mid-step and replaced ...`);
     const slow = await trigger(KILL_RUNS, 0, KILL_RUNS, post(slowStacks));
     const victim = workers[0];
-    await waitFor(db, `select count(*) > 0 as done from step_executions where status = 'RUNNING' and lease_owner like $1`, [`%-${victim.pid}-%`]);
+    // Should every step have gone to the other worker, the kill still happens (and is reported as such).
+    await waitFor(db, `select count(*) > 0 as done from step_executions where status = 'RUNNING' and lease_owner like $1`, [`%-${victim.pid}-%`], 10_000).catch(() => {});
     const killedAt = Date.now();
     victim.kill('SIGKILL');
     children.push(await startWorker());
