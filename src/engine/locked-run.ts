@@ -121,9 +121,12 @@ function actorOf(w: Extract<RunWrite, { kind: 'execution' }>, actor?: string): s
   return w.set.lease ? w.set.lease.owner : actor;
 }
 
-/** admitRun lets a run start its steps; for a stack run the caller holds the stack's row lock. */
-async function admitRun(trx: Trx, runId: string, actor?: string): Promise<void> {
-  await withLockedRun(trx, runId, (s, ctx) => decideAdmit(s, ctx), { actor });
+/**
+ * admitRun lets a run start its steps; for a stack run the caller holds the stack's row lock. A run
+ * inserted by this very transaction is visible to no one else, so it needs no lock (`fresh`).
+ */
+async function admitRun(trx: Trx, runId: string, actor?: string, fresh = false): Promise<void> {
+  await withLockedRun(trx, runId, (s, ctx) => decideAdmit(s, ctx), { actor, lock: fresh ? 'none' : 'update' });
 }
 
 /**
@@ -143,10 +146,10 @@ async function releaseStack(trx: Trx, stackId: string, runId: string): Promise<v
 
 /**
  * enterStackQueue admits a QUEUED run at once when its stack is free, else leaves it waiting in FIFO
- * order (claimStackForRun's row lock serializes this with releaseStack). `latest` also records the
- * run as the stack's latest run.
+ * order (claimStackForRun's row lock serializes this with releaseStack). `triggered`: the run was
+ * just inserted by this transaction, and is recorded as the stack's latest run.
  */
-export async function enterStackQueue(trx: Trx, runId: string, stackId: string | null, actor?: string, latest = false): Promise<void> {
-  if (stackId && (await claimStackForRun(trx, stackId, runId, latest)) !== runId) return;
-  await admitRun(trx, runId, actor);
+export async function enterStackQueue(trx: Trx, runId: string, stackId: string | null, actor?: string, triggered = false): Promise<void> {
+  if (stackId && (await claimStackForRun(trx, stackId, runId, triggered)) !== runId) return;
+  await admitRun(trx, runId, actor, triggered);
 }
