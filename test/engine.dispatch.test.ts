@@ -89,6 +89,36 @@ describe('dispatch', () => {
     await t.startWorker();
   });
 
+  it('a cancel that meets a claim in flight waits for it and cancels the claimed step (no lost race, no 500)', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
+    const run = await triggerRun(t, stack.id);
+    const [, b] = await stepsOf(t, run.id);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let claimed!: () => void;
+    const claimWritten = new Promise<void>((resolve) => (claimed = resolve));
+    // A claim's write, as claimStep makes it (it locks only its own execution), not yet committed.
+    const claim = t.db.transaction().execute(async (trx) => {
+      await sql`update step_executions set status = 'RUNNING', lease_owner = 'w', lease_epoch = lease_epoch + 1 where id = ${b.id} and status = 'QUEUED'`.execute(trx);
+      claimed();
+      await held;
+    });
+    await claimWritten;
+    const cancel = t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+    await sleep(300);
+    release();
+    await claim;
+    const res = await cancel;
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const steps = await stepsOf(t, run.id);
+    assert.deepEqual(steps.map((s) => s.status), ['CANCELLED', 'CANCELLED']);
+    const history = await sql<{ from_status: string }>`select from_status from run_transitions where step_execution_id = ${b.id} and to_status = 'CANCELLED'`.execute(t.db);
+    assert.deepEqual(history.rows.map((r) => r.from_status), ['RUNNING'], 'the cancel saw the claim it waited for');
+    await t.startWorker();
+  });
+
   it('a step of a CLOUD execution environment fails with a typed error: this worker runs LOCAL steps only', async () => {
     const stack = await createStack(t, [{ id: 'only' }]);
     const stackRow = (await t.call('GET', `/stacks/${stack.id}`)).body.data;

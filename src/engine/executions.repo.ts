@@ -154,14 +154,24 @@ export async function notifyStepStopped(trx: Trx, executionId: string): Promise<
   await sql`select pg_notify('plinth_step_stop', ${executionId}::text)`.execute(trx);
 }
 
-/** renewLeases extends the leases a worker holds at the epochs it claimed; returns the ids it still holds. */
+/**
+ * renewLeases extends the leases a worker holds at the epochs it claimed; returns the ids it still
+ * holds. The rows are locked in id order, the order commands lock a run's executions in, so a
+ * heartbeat and a command never deadlock.
+ */
 export async function renewLeases(db: Db, workerId: string, held: { id: string; leaseEpoch: number }[], leaseMs: number): Promise<Set<string>> {
   if (held.length === 0) return new Set();
   const { rows } = await sql<{ id: string }>`
+    with locked as (
+      select e.id from step_executions e
+        join unnest(${held.map((h) => h.id)}::text[], ${held.map((h) => h.leaseEpoch)}::int[]) as h(id, epoch) on e.id = h.id and e.lease_epoch = h.epoch
+       where e.status = 'RUNNING' and e.lease_owner = ${workerId}
+       order by e.id
+         for no key update of e)
     update step_executions e
        set lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), heartbeat_at = now()
-      from unnest(${held.map((h) => h.id)}::text[], ${held.map((h) => h.leaseEpoch)}::int[]) as h(id, epoch)
-     where e.id = h.id and e.lease_epoch = h.epoch and e.status = 'RUNNING' and e.lease_owner = ${workerId}
+      from locked
+     where e.id = locked.id
      returning e.id`.execute(db);
   return new Set(rows.map((r) => r.id));
 }

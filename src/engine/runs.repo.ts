@@ -39,32 +39,41 @@ export interface ExecutionJson {
   last_log_seq: number | null;
 }
 
+const RUN_SELECT = sql`
+  select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
+         r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, v.config, ee.type as execution_environment_type`;
+const RUN_FROM = sql`
+    from pipeline_runs r join pipeline_versions v on v.id = r.pipeline_version_id
+    left join stacks s on s.id = r.stack_id
+    left join environments en on en.id = s.environment_id
+    left join execution_environments ee on ee.id = en.execution_environment_id`;
+const EXECUTION_FIELDS = sql`e.id, e.step_id, e.status, e.attempt_epoch, e.retry_attempt, e.lease_owner, e.lease_epoch,
+  coalesce(e.lease_expires_at < now(), false) as lease_expired,
+  case when e.status = 'QUEUED' then (select coalesce(max(seq), 0) from step_logs where step_execution_id = e.id) end as last_log_seq`;
+
 /**
- * readRun reads a run, its pipeline version's config and all its executions in one statement.
- * `lock: 'update'` first takes `for no key update` of the run row, the lock every change of the run
- * or its steps takes first (it does not block the key-share locks of inserts that reference the
- * run); the read is a statement of its own so that its snapshot is taken after the lock was granted
- * and sees what the previous holder committed. `none` is for a claim that needs no run change.
+ * readRun reads a run, its pipeline version's config and all its executions.
+ *
+ * `lock: 'update'` is the lock of every command: `for no key update` of the run row (which does
+ * not block the key-share locks of inserts that reference the run), then of its executions, in id
+ * order, by a second statement whose snapshot is taken once the run lock is granted: it sees what
+ * the previous holder committed, and waits for a claim in flight (claims lock only their own
+ * execution), so a command's guarded writes always find the rows as it read them.
+ *
+ * `lock: 'none'` is the claim's read, one statement and no lock: its writes are guarded instead.
  */
 export async function readRun(trx: Trx, runId: string, lock: 'update' | 'none'): Promise<LockedRunRow | undefined> {
   if (lock === 'update') {
-    const locked = await sql`select id from pipeline_runs where id = ${runId} for no key update`.execute(trx);
-    if (locked.rows.length === 0) return undefined;
+    const { rows } = await sql<Omit<LockedRunRow, 'executions'>>`${RUN_SELECT} ${RUN_FROM} where r.id = ${runId} for no key update of r`.execute(trx);
+    if (rows.length === 0) return undefined;
+    const executions = await sql<ExecutionJson>`
+      select ${EXECUTION_FIELDS} from step_executions e where e.pipeline_run_id = ${runId} order by e.id for no key update of e`.execute(trx);
+    return { ...rows[0], executions: executions.rows };
   }
   const { rows } = await sql<LockedRunRow>`
-    select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
-           r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, v.config, ee.type as execution_environment_type,
-           coalesce((select json_agg(json_build_object(
-               'id', e.id, 'step_id', e.step_id, 'status', e.status, 'attempt_epoch', e.attempt_epoch,
-               'retry_attempt', e.retry_attempt, 'lease_owner', e.lease_owner, 'lease_epoch', e.lease_epoch,
-               'lease_expired', coalesce(e.lease_expires_at < now(), false),
-               'last_log_seq', case when e.status = 'QUEUED' then (select coalesce(max(seq), 0) from step_logs where step_execution_id = e.id) end
-             ) order by e.id)
-             from step_executions e where e.pipeline_run_id = r.id), '[]') as executions
-      from pipeline_runs r join pipeline_versions v on v.id = r.pipeline_version_id
-      left join stacks s on s.id = r.stack_id
-      left join environments en on en.id = s.environment_id
-      left join execution_environments ee on ee.id = en.execution_environment_id
+    ${RUN_SELECT},
+           coalesce((select json_agg(x order by x.id) from (select ${EXECUTION_FIELDS} from step_executions e where e.pipeline_run_id = r.id) x), '[]') as executions
+    ${RUN_FROM}
      where r.id = ${runId}`.execute(trx);
   return rows[0];
 }

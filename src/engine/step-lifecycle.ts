@@ -29,6 +29,9 @@ export interface ClaimedStep {
   nextLogSeq: number;
 }
 
+/** A guarded write that found its row changed is decided again on a fresh read, like a deadlock. */
+const retryable = (e: unknown) => e instanceof StaleWriteError || isRetryableDbError(e);
+
 export interface ClaimWorker {
   id: string;
   leaseMs: number;
@@ -70,7 +73,7 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
         if (!(error instanceof StaleWriteError) || stale >= 3) throw error;
       }
     }
-  }, { ...retry, isRetryable: (e) => e instanceof StaleWriteError || isRetryableDbError(e) });
+  }, { ...retry, isRetryable: retryable });
 }
 
 /**
@@ -81,7 +84,7 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
 export async function completeStep(db: Db, held: HeldAttempt, runId: string, outcome: StepOutcome, retry: RetryOptions = {}): Promise<boolean> {
   const done = await withRetries(
     () => db.transaction().execute((trx) => withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId })),
-    { maxElapsedMs: Number.POSITIVE_INFINITY, ...retry },
+    { maxElapsedMs: Number.POSITIVE_INFINITY, ...retry, isRetryable: retryable },
   );
   return done ?? false;
 }
@@ -91,7 +94,10 @@ export async function completeStep(db: Db, held: HeldAttempt, runId: string, out
  * was stopped, the attempt did not fail, so it goes back to QUEUED (a new job) for any worker.
  */
 export async function handBackStep(db: Db, held: HeldAttempt, runId: string, retry: RetryOptions = {}): Promise<boolean> {
-  const done = await withRetries(() => db.transaction().execute((trx) => withLockedRun(trx, runId, (s) => decideHandBack(s, held), { actor: held.workerId })), retry);
+  const done = await withRetries(() => db.transaction().execute((trx) => withLockedRun(trx, runId, (s) => decideHandBack(s, held), { actor: held.workerId })), {
+    ...retry,
+    isRetryable: retryable,
+  });
   return done ?? false;
 }
 
@@ -107,7 +113,7 @@ export async function reapLostSteps(db: Db, reaperId: string, retry: RetryOption
   for (const row of expired) {
     const done = await withRetries(
       () => db.transaction().execute((trx) => withLockedRun(trx, row.pipeline_run_id, (s, ctx) => decideReap(s, row.id, ctx), { actor: reaperId })),
-      retry,
+      { ...retry, isRetryable: retryable },
     );
     if (done) reaped.push(row.id);
   }
