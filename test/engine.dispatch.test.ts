@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { claimStep, redispatchStaleSteps } from '../src/engine/step-lifecycle.ts';
 import { createStack, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
 
 describe('dispatch', () => {
@@ -23,6 +25,98 @@ describe('dispatch', () => {
     assert.notEqual(after[0].engineRunId, step.engineRunId, 'a new job dispatched it');
     const logs = await t.call('GET', `/pipeline-step-executions/${step.id}/logs`);
     assert.deepEqual(logs.body.data.map((l: any) => l.line), ['ran']);
+  });
+
+  it('a job taken by a worker that died before claiming its step is dispatched again after the redispatch delay, and the step runs once', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'only', command: 'echo ran' }]);
+    const run = await triggerRun(t, stack.id);
+    const [step] = await stepsOf(t, run.id);
+    // As graphile-worker does when a worker takes a job; the worker then dies before its claim.
+    await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead-worker', attempts = attempts + 1 where key = ${'step:' + step.id}`.execute(t.db);
+    const since = Date.now();
+    await t.startWorker({ redispatchMs: 1_500 });
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+    assert.ok(Date.now() - since >= 1_000, 'not before the job was stale');
+    const after = await stepsOf(t, run.id);
+    assert.deepEqual(after.map((s) => [s.retryAttempt, s.status]), [[0, 'SUCCEEDED']]);
+    assert.notEqual(after[0].engineRunId, step.engineRunId, 'a new job dispatched it');
+    const logs = await t.call('GET', `/pipeline-step-executions/${step.id}/logs`);
+    assert.deepEqual(logs.body.data.map((l: any) => l.line), ['ran']);
+  });
+
+  it('a job merely waiting for a free worker is not dispatched again', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'only' }]);
+    const run = await triggerRun(t, stack.id);
+    const [step] = await stepsOf(t, run.id);
+    await sql`update step_executions set dispatched_at = now() - interval '1 hour' where id = ${step.id}`.execute(t.db);
+    const redispatched = await redispatchStaleSteps(t.db, 1_000);
+    assert.equal(redispatched, 0);
+    await t.startWorker();
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+  });
+
+  it('a claim does not wait for the run row lock: a step of a run is claimed while another transaction holds the run', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
+    const run = await triggerRun(t, stack.id);
+    const [a, b] = await stepsOf(t, run.id);
+    const worker = { id: 'claim-test', leaseMs: 60_000 };
+    assert.ok(await claimStep(t.db, a.id, run.id, worker), 'the first claim moves the run to RUNNING');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    const holder = t.db.transaction().execute(async (trx) => {
+      await sql`select id from pipeline_runs where id = ${run.id} for no key update`.execute(trx);
+      locked();
+      await held;
+    });
+    await lockTaken;
+    try {
+      const claimed = await Promise.race([claimStep(t.db, b.id, run.id, worker), sleep(5_000).then(() => 'blocked' as const)]);
+      assert.notEqual(claimed, 'blocked', 'the claim waited for the run lock');
+      assert.equal(claimed && claimed !== 'blocked' ? claimed.executionId : undefined, b.id);
+    } finally {
+      release();
+      await holder;
+    }
+    assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
+    await t.startWorker();
+  });
+
+  it('a cancel that meets a claim in flight waits for it and cancels the claimed step (no lost race, no 500)', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
+    const run = await triggerRun(t, stack.id);
+    const [, b] = await stepsOf(t, run.id);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let claimed!: () => void;
+    const claimWritten = new Promise<void>((resolve) => (claimed = resolve));
+    // A claim's write, as claimStep makes it (it locks only its own execution), not yet committed.
+    const claim = t.db.transaction().execute(async (trx) => {
+      await sql`update step_executions set status = 'RUNNING', lease_owner = 'w', lease_epoch = lease_epoch + 1 where id = ${b.id} and status = 'QUEUED'`.execute(trx);
+      claimed();
+      await held;
+    });
+    await claimWritten;
+    const cancel = t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+    await sleep(300);
+    release();
+    await claim;
+    const res = await cancel;
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const steps = await stepsOf(t, run.id);
+    assert.deepEqual(steps.map((s) => s.status), ['CANCELLED', 'CANCELLED']);
+    const history = await sql<{ from_status: string }>`select from_status from run_transitions where step_execution_id = ${b.id} and to_status = 'CANCELLED'`.execute(t.db);
+    assert.deepEqual(history.rows.map((r) => r.from_status), ['RUNNING'], 'the cancel saw the claim it waited for');
+    await t.startWorker();
   });
 
   it('a step of a CLOUD execution environment fails with a typed error: this worker runs LOCAL steps only', async () => {

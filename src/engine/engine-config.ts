@@ -4,8 +4,9 @@ import { loadSandboxSettings } from './sandbox/settings.ts';
 
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). The defaults meet the
- * durability contract: a dead worker's lease expires after at most 30 s and the reaper looks every
- * 5 s, so its attempt fails over well within 60 s. Tests shrink them to run in seconds.
+ * durability contract: a dead worker's lease expires after at most 30 s, a job it took without claiming
+ * is redispatched after 20 s, and the reaper looks every 5 s, so every lost step is recovered within
+ * 35 s, inside the 60 s of the contract. Tests shrink them to run in seconds.
  */
 export interface EngineConfig {
   /** Step executions one worker process runs at once (graphile-worker concurrency). */
@@ -16,7 +17,10 @@ export interface EngineConfig {
   heartbeatMs: number;
   /** How often a worker looks for expired leases and stale dispatches. */
   reapMs: number;
-  /** A QUEUED execution dispatched longer ago than this is dispatched again (idempotent). */
+  /**
+   * A QUEUED execution whose job was taken this long ago without a claim (its worker died), or whose
+   * job is gone, is dispatched again (idempotent).
+   */
   redispatchMs: number;
   /** graphile-worker's fallback poll when LISTEN/NOTIFY is missed. */
   pollMs: number;
@@ -48,7 +52,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     leaseMs,
     heartbeatMs,
     reapMs: positiveInt(env, 'PLINTH_WORKER_REAP_MS', 5_000),
-    redispatchMs: positiveInt(env, 'PLINTH_WORKER_REDISPATCH_MS', Math.max(leaseMs * 2, 60_000)),
+    redispatchMs: positiveInt(env, 'PLINTH_WORKER_REDISPATCH_MS', 20_000),
     pollMs: positiveInt(env, 'PLINTH_WORKER_POLL_MS', 2_000),
     killGraceMs: positiveInt(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
     logLimits: loadLogLimits((name, fallback) => positiveInt(env, name, fallback)),

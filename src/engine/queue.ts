@@ -44,16 +44,63 @@ export interface QueueOptions {
   executeStep: (payload: StepExecutePayload) => Promise<void>;
 }
 
-/** startQueue runs graphile-worker's pool; signals are ours to handle (the worker drains on SIGTERM). */
-export function startQueue(o: QueueOptions): Promise<Runner> {
+export interface Queue {
+  stop(): Promise<void>;
+}
+
+/**
+ * graphile-worker 0.17 settings that let a worker ride out a database outage. Without batching, a
+ * job's completeJob/failJob is a promise nobody awaits (worker.js), so ECONNREFUSED while the
+ * database restarts is an unhandled rejection that ends the process; the batched path (delay 0: no
+ * added latency) retries it with backoff instead and reports a final failure as a pool error.
+ */
+const OUTAGE_SAFE_PRESET = { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } };
+
+/**
+ * startQueue runs graphile-worker's pool; signals are ours to handle (the worker drains on SIGTERM).
+ * Should the pool give up (its retries of a job's release ran out during a long outage), it is
+ * started again: jobs it held are redispatched by the reaper, and no step loses its state.
+ */
+export async function startQueue(o: QueueOptions): Promise<Queue> {
   const task: Task = async (payload) => o.executeStep(parseStepExecutePayload(payload));
-  return run({
-    connectionString: o.connectionString,
-    concurrency: o.concurrency,
-    maxPoolSize: o.concurrency + 2,
-    pollInterval: o.pollMs,
-    noHandleSignals: true,
-    logger: queueLogger(o.log),
-    taskList: { [STEP_EXECUTE]: task },
-  });
+  let stopping = false;
+  let runner: Runner | undefined;
+  let restartTimer: NodeJS.Timeout | undefined;
+  const launch = async (): Promise<void> => {
+    runner = await run({
+      connectionString: o.connectionString,
+      concurrency: o.concurrency,
+      maxPoolSize: o.concurrency + 2,
+      pollInterval: o.pollMs,
+      noHandleSignals: true,
+      logger: queueLogger(o.log),
+      preset: OUTAGE_SAFE_PRESET,
+      taskList: { [STEP_EXECUTE]: task },
+    });
+    const current = runner;
+    current.promise.then(
+      () => !stopping && restart(new Error('the job queue stopped')),
+      (error: unknown) => !stopping && restart(error),
+    );
+    function restart(error: unknown) {
+      if (runner !== current) return;
+      o.log.error({ err: error }, 'the job queue stopped; starting it again');
+      const again = () => {
+        if (stopping) return;
+        launch().catch((e: unknown) => {
+          o.log.warn({ err: e }, 'could not start the job queue; trying again');
+          restartTimer = setTimeout(again, 2_000);
+        });
+      };
+      restartTimer = setTimeout(again, 1_000);
+    }
+  };
+  await launch();
+  return {
+    stop: async () => {
+      stopping = true;
+      clearTimeout(restartTimer);
+      await runner?.stop().catch((error: unknown) => o.log.warn({ err: error }, 'the job queue stopped with an error'));
+    },
+  };
 }

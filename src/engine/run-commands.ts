@@ -1,13 +1,14 @@
 import type { Trx } from '../platform/db/db.ts';
 import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
-import { insertRun, lockExecution, updateExecution, updateRun, type RunChanges } from './engine.repo.ts';
-import { advanceRun, enterStackQueue, finishExecution, lockRun, releaseStack, setLocalStatus } from './transition.ts';
-import { assertAwaitingApproval, assertCancellable, assertRetryable, engineError, isTerminalStep, type RunAction } from './transitions.ts';
+import { enterStackQueue, withLockedRun, type Decide } from './locked-run.ts';
+import { decideApprove, decideCancel, decideReject, decideRetry } from './run-decisions.ts';
+import type { RunAction } from './run-state.ts';
+import { insertRun } from './runs.repo.ts';
 
 /**
  * The commands callers give the engine (trigger, approve, reject, cancel, retry). Each runs inside
- * the caller's transaction, under the run's row lock, and refuses an illegal move with a typed error.
+ * the caller's transaction as one withLockedRun, and refuses an illegal move with a typed error.
  */
 export interface NewRun {
   organizationId: string;
@@ -33,37 +34,19 @@ export async function triggerRun(trx: Trx, v: NewRun): Promise<string> {
   return id;
 }
 
-async function lockWaitingExecution(trx: Trx, runId: string, executionId: string) {
-  const locked = await lockRun(trx, runId);
-  const execution = await lockExecution(trx, executionId);
-  if (!locked || !execution) throw new NotFoundError('StepExecution', executionId);
-  assertAwaitingApproval(execution.status, executionId);
-  return locked;
+async function command(trx: Trx, runId: string, actor: string, decide: Decide<void>): Promise<void> {
+  const found = await withLockedRun(trx, runId, (s, ctx, row) => ({ ...decide(s, ctx, row), result: true }), { actor });
+  if (!found) throw new NotFoundError('PipelineRun', runId);
 }
 
 /** approveStep lets a run go on past an approval step; a second approval gets 409. */
-export async function approveStep(trx: Trx, runId: string, executionId: string, actor: string): Promise<void> {
-  const locked = await lockWaitingExecution(trx, runId, executionId);
-  await updateExecution(trx, executionId, {
-    status: 'SUCCEEDED',
-    statusDetail: { approval: 'APPROVED', approvedBy: actor, decidedAt: new Date().toISOString() },
-    completed: true,
-  }, { runId, from: 'WAITING_FOR_APPROVAL', to: 'SUCCEEDED', reason: 'approved', actor });
-  setLocalStatus(locked, executionId, 'SUCCEEDED');
-  await advanceRun(trx, locked, 'a step was approved', actor);
+export function approveStep(trx: Trx, runId: string, executionId: string, actor: string): Promise<void> {
+  return command(trx, runId, actor, (s, ctx) => decideApprove(s, executionId, new Date().toISOString(), ctx));
 }
 
 /** rejectStep fails the approval step, and with it the run (approvals are never retried). */
-export async function rejectStep(trx: Trx, runId: string, executionId: string, actor: string): Promise<void> {
-  const locked = await lockWaitingExecution(trx, runId, executionId);
-  await updateExecution(trx, executionId, {
-    status: 'FAILED',
-    statusDetail: { approval: 'REJECTED', rejectedBy: actor, decidedAt: new Date().toISOString() },
-    error: engineError('Engine:Approval:REJECTED', `Rejected by ${actor}`, { rejectedBy: actor }),
-    completed: true,
-  }, { runId, from: 'WAITING_FOR_APPROVAL', to: 'FAILED', reason: 'rejected', actor });
-  setLocalStatus(locked, executionId, 'FAILED');
-  await advanceRun(trx, locked, 'a step was rejected', actor);
+export function rejectStep(trx: Trx, runId: string, executionId: string, actor: string): Promise<void> {
+  return command(trx, runId, actor, (s, ctx) => decideReject(s, executionId, new Date().toISOString(), ctx));
 }
 
 /**
@@ -71,28 +54,14 @@ export async function rejectStep(trx: Trx, runId: string, executionId: string, a
  * running step's worker is notified and kills the process), steps not reached never start, and the
  * stack goes to the next waiting run.
  */
-export async function cancelRun(trx: Trx, runId: string, actor: string): Promise<void> {
-  const locked = await lockRun(trx, runId);
-  if (!locked) throw new NotFoundError('PipelineRun', runId);
-  const { run, executions } = locked;
-  assertCancellable(run.status, runId);
-  for (const e of executions) if (!isTerminalStep(e.status)) await finishExecution(trx, runId, e, 'CANCELLED', 'the run was cancelled', actor);
-  const error = engineError('Engine:Run:CANCELLED', `Cancelled by ${actor}`);
-  await updateRun(trx, runId, { status: 'CANCELLED', completed: true, error }, { runId, from: run.status, to: 'CANCELLED', reason: 'cancelled', actor });
-  if (run.stack_id && run.admitted_at) await releaseStack(trx, run.stack_id, runId);
+export function cancelRun(trx: Trx, runId: string, actor: string): Promise<void> {
+  return command(trx, runId, actor, (s, ctx) => decideCancel(s, ctx));
 }
 
 /**
  * retryRun starts a finished, unsuccessful run again as a new attempt epoch: every step runs afresh
  * (a plan is never applied from a stale attempt), in the stack's queue like a new run.
  */
-export async function retryRun(trx: Trx, runId: string, actor: string): Promise<void> {
-  const locked = await lockRun(trx, runId);
-  if (!locked) throw new NotFoundError('PipelineRun', runId);
-  const { run } = locked;
-  assertRetryable(run.status, runId);
-  const epoch = run.attempt_epoch + 1;
-  const changes: RunChanges = { status: 'QUEUED', attemptEpoch: epoch, admitted: false, started: false, completed: null, error: null };
-  await updateRun(trx, runId, changes, { runId, from: run.status, to: 'QUEUED', reason: `retried as attempt ${epoch}`, actor });
-  await enterStackQueue(trx, runId, run.stack_id, actor);
+export function retryRun(trx: Trx, runId: string, actor: string): Promise<void> {
+  return command(trx, runId, actor, (s) => decideRetry(s));
 }

@@ -1,15 +1,26 @@
-import { sql } from 'kysely';
-import type { Db, Trx } from '../platform/db/db.ts';
-import type { ErrorBody } from '../platform/schema.ts';
+import type { Db } from '../platform/db/db.ts';
+import { isRetryableDbError, withRetries, type RetryOptions } from '../platform/db/retry.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import { enqueueStepJob, updateExecution, type ExecutionRow, type LockedRunRow, type TransitionRecord } from './engine.repo.ts';
-import { advanceRun, createExecution, inTransaction, lockRun, setLocalStatus, stepOf, type LockedRun } from './transition.ts';
-import { engineError, nextRetry } from './transitions.ts';
+import { enqueueStepJob, findExpiredLeases, findStaleDispatches, renewLeases } from './executions.repo.ts';
+import { StaleWriteError, withLockedRun } from './locked-run.ts';
+import { decideClaim, decideComplete, decideHandBack, decideReap, stepOf, type HeldAttempt, type StepOutcome } from './run-decisions.ts';
+import type { LockedRunRow } from './runs.repo.ts';
+
+export type { HeldAttempt, StepOutcome } from './run-decisions.ts';
+
+/**
+ * What a worker does to a step execution: claim, complete, hand back; and what every worker does
+ * for all of them: renew its leases, reap the attempts of dead workers, redispatch lost jobs. Every
+ * one of these retries through transient database faults (a deadlock, a dropped connection, the
+ * server restarting): a write that failed was rolled back, and each is safe to run again.
+ */
 
 /** What a worker needs to run one claimed step execution. */
 export interface ClaimedStep {
   executionId: string;
-  run: Omit<LockedRunRow, 'config' | 'execution_environment_type'>;
+  /** The fencing token of this worker's lease on the attempt. */
+  leaseEpoch: number;
+  run: Omit<LockedRunRow, 'config' | 'execution_environment_type' | 'executions'>;
   step: StepConfig;
   retryAttempt: number;
   /** The execution environment type of the stack's environment; null when none is set (runs as LOCAL). */
@@ -18,155 +29,109 @@ export interface ClaimedStep {
   nextLogSeq: number;
 }
 
-/**
- * The execution as of the run's lock: every change to an execution holds that lock, so the list read
- * under it is current. An execution of an older attempt epoch is not there, and is left alone.
- */
-function executionIn(locked: LockedRun | undefined, executionId: string): ExecutionRow | undefined {
-  return locked?.executions.find((e) => e.id === executionId);
+/** A guarded write that found its row changed is decided again on a fresh read, like a deadlock. */
+const retryable = (e: unknown) => e instanceof StaleWriteError || isRetryableDbError(e);
+
+export interface ClaimWorker {
+  id: string;
+  leaseMs: number;
 }
 
 /**
- * claimStep moves a QUEUED execution to RUNNING under this worker's lease. Returns undefined when the
- * execution is no longer QUEUED (cancelled, or already claimed through a duplicate job): the job is
- * then a no-op, which is what makes a redispatch safe.
+ * claimStep moves a QUEUED execution to RUNNING under this worker's lease and a new lease epoch.
+ * Undefined when it is no longer QUEUED (cancelled, claimed through a duplicate job): the job is
+ * then a no-op, which makes a redispatch safe. A claim reads the run without locking it; should its
+ * guarded writes find the rows changed, or its commit go unacknowledged, it is decided again (and
+ * recognizes its own lease, mayAdopt), so a claim is neither doubled nor lost to a fault.
  */
-export async function claimStep(db: Db, executionId: string, runId: string, workerId: string, leaseMs: number): Promise<ClaimedStep | undefined> {
-  return inTransaction(db, async (trx) => {
-    const locked = await lockRun(trx, runId);
-    const execution = executionIn(locked, executionId);
-    if (!locked || !execution || execution.status !== 'QUEUED') return undefined;
-    await updateExecution(
-      trx,
-      executionId,
-      { status: 'RUNNING', leaseOwner: workerId, leaseMs, started: true },
-      { runId, from: 'QUEUED', to: 'RUNNING', reason: 'claimed by a worker', actor: workerId },
+export async function claimStep(db: Db, executionId: string, runId: string, worker: ClaimWorker, retry: RetryOptions = {}): Promise<ClaimedStep | undefined> {
+  const claimOnce = (mayAdopt: boolean) =>
+    db.transaction().execute((trx) =>
+      withLockedRun<ClaimedStep | undefined>(trx, runId, (s, ctx, row) => {
+        const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt }, ctx);
+        if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
+        const { config, execution_environment_type, executions, ...run } = row;
+        const claimed: ClaimedStep = {
+          executionId,
+          leaseEpoch: d.result.leaseEpoch,
+          run,
+          step: stepOf(s, d.result.stepId),
+          retryAttempt: d.result.retryAttempt,
+          executionEnvironmentType: execution_environment_type,
+          nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
+        };
+        return { writes: d.writes, result: claimed };
+      }, { actor: worker.id, lock: 'none' }),
     );
-    setLocalStatus(locked, executionId, 'RUNNING');
-    await advanceRun(trx, locked, 'a step started', workerId);
-    const { config, execution_environment_type, ...run } = locked.run;
-    return {
-      executionId,
-      run,
-      step: stepOf(locked.run, execution.step_id),
-      retryAttempt: execution.retry_attempt,
-      executionEnvironmentType: execution_environment_type,
-      nextLogSeq: execution.last_log_seq + 1,
-    };
-  });
-}
-
-export interface StepOutcome {
-  status: 'SUCCEEDED' | 'FAILED';
-  error?: ErrorBody;
-  outputData?: Record<string, unknown>;
-  statusDetail?: Record<string, unknown>;
+  return withRetries(async (attempt) => {
+    // A stale read (the first claims of two parallel steps both moving the run) is decided again at
+    // once: it was rolled back for certain, and the next read sees what changed.
+    for (let stale = 0; ; stale++) {
+      try {
+        return await claimOnce(attempt > 1);
+      } catch (error) {
+        if (!(error instanceof StaleWriteError) || stale >= 3) throw error;
+      }
+    }
+  }, { ...retry, isRetryable: retryable });
 }
 
 /**
- * failAttempt ends a failed attempt and follows the step's retry policy: another attempt as a new
- * QUEUED execution, or the step's final failure, which fails the run.
+ * completeStep records the end of an attempt if this worker still holds it at its lease epoch. A
+ * step that was cancelled, or failed over after its lease ran out, is not this worker's to complete
+ * (false). It retries until the outcome is committed or `retry.signal` says the lease is lost.
  */
-async function failAttempt(trx: Trx, locked: LockedRun, executionId: string, reason: string, actor: string) {
-  setLocalStatus(locked, executionId, 'FAILED');
-  const execution = locked.executions.find((e) => e.id === executionId)!;
-  const step = stepOf(locked.run, execution.step_id);
-  const retry = nextRetry(step, execution.retry_attempt);
-  if (retry) await createExecution(trx, locked, step, 'QUEUED', `retry ${retry.retryAttempt} after: ${reason}`, retry.retryAttempt, actor);
-}
-
-/**
- * completeStep records the end of an attempt, if this worker still holds it: a step that was
- * cancelled, or whose lease expired and was failed over, is not this worker's to complete.
- */
-export async function completeStep(db: Db, executionId: string, runId: string, workerId: string, outcome: StepOutcome): Promise<boolean> {
-  return inTransaction(db, async (trx) => {
-    const locked = await lockRun(trx, runId);
-    const execution = executionIn(locked, executionId);
-    if (!locked || !execution || execution.status !== 'RUNNING' || execution.lease_owner !== workerId) return false;
-    const reason = outcome.status === 'SUCCEEDED' ? 'the step succeeded' : (outcome.error?.message ?? 'the step failed');
-    const changes = {
-      status: outcome.status,
-      error: outcome.error ?? null,
-      outputData: outcome.outputData ?? null,
-      statusDetail: outcome.statusDetail ?? null,
-      leaseOwner: null,
-      leaseMs: null,
-      completed: true,
-    };
-    await updateExecution(trx, executionId, changes, { runId, from: 'RUNNING', to: outcome.status, reason, actor: workerId });
-    if (outcome.status === 'FAILED') await failAttempt(trx, locked, executionId, reason, workerId);
-    else setLocalStatus(locked, executionId, outcome.status);
-    await advanceRun(trx, locked, reason, workerId);
-    return true;
-  });
+export async function completeStep(db: Db, held: HeldAttempt, runId: string, outcome: StepOutcome, retry: RetryOptions = {}): Promise<boolean> {
+  const done = await withRetries(
+    () => db.transaction().execute((trx) => withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId })),
+    { maxElapsedMs: Number.POSITIVE_INFINITY, ...retry, isRetryable: retryable },
+  );
+  return done ?? false;
 }
 
 /**
  * handBackStep returns a RUNNING attempt to the queue when its worker drains (SIGTERM): the process
- * was stopped, the attempt did not fail, so it goes back to QUEUED for any worker to pick up.
+ * was stopped, the attempt did not fail, so it goes back to QUEUED (a new job) for any worker.
  */
-export async function handBackStep(db: Db, executionId: string, runId: string, workerId: string): Promise<boolean> {
-  return inTransaction(db, async (trx) => {
-    const execution = executionIn(await lockRun(trx, runId), executionId);
-    if (!execution || execution.status !== 'RUNNING' || execution.lease_owner !== workerId) return false;
-    const reason = 'handed back by a draining worker';
-    await updateExecution(trx, executionId, { status: 'QUEUED', leaseOwner: null, leaseMs: null, started: null }, { runId, from: 'RUNNING', to: 'QUEUED', reason, actor: workerId });
-    await enqueueStepJob(trx, executionId, runId);
-    return true;
+export async function handBackStep(db: Db, held: HeldAttempt, runId: string, retry: RetryOptions = {}): Promise<boolean> {
+  const done = await withRetries(() => db.transaction().execute((trx) => withLockedRun(trx, runId, (s) => decideHandBack(s, held), { actor: held.workerId })), {
+    ...retry,
+    isRetryable: retryable,
   });
+  return done ?? false;
 }
 
 /**
- * failLostSteps is the reaper: a RUNNING attempt whose lease expired belongs to a worker that died
- * (or lost the database for longer than the lease). Its attempt fails with Engine:Worker:LOST and
- * follows the retry policy. Each one is its own transaction, re-checked under the run's lock.
+ * reapLostSteps fails every RUNNING attempt whose lease ran out (its worker died, or lost the
+ * database for longer than the lease) with Engine:Worker:LOST; each follows its retry policy. Each
+ * is its own transaction, decided again under the run's lock, so two reapers or a late completion
+ * cannot both act.
  */
-export async function failLostSteps(db: Db, reaperId: string, limit = 50): Promise<string[]> {
-  const { rows } = await sql<{ id: string; pipeline_run_id: string }>`
-    select id, pipeline_run_id from step_executions
-     where status = 'RUNNING' and lease_expires_at < now()
-     order by lease_expires_at limit ${limit}`.execute(db);
-  const failed: string[] = [];
-  for (const row of rows) {
-    const done = await inTransaction(db, async (trx) => {
-      const locked = (await lockRun(trx, row.pipeline_run_id))!;
-      const execution = executionIn(locked, row.id);
-      if (!execution || execution.status !== 'RUNNING' || !execution.lease_expires_at || execution.lease_expires_at.getTime() > Date.now()) return false;
-      const error = engineError('Engine:Worker:LOST', `Worker ${execution.lease_owner} stopped renewing its lease; the attempt is failed over`, {
-        workerId: execution.lease_owner,
-      });
-      const transition: TransitionRecord = { runId: row.pipeline_run_id, from: 'RUNNING', to: 'FAILED', reason: error.message, actor: reaperId };
-      await updateExecution(trx, row.id, { status: 'FAILED', error, leaseOwner: null, leaseMs: null, completed: true }, transition);
-      await failAttempt(trx, locked, row.id, error.message, reaperId);
-      await advanceRun(trx, locked, error.message, reaperId);
-      return true;
-    });
-    if (done) failed.push(row.id);
+export async function reapLostSteps(db: Db, reaperId: string, retry: RetryOptions = {}, limit = 50): Promise<string[]> {
+  const expired = await withRetries(() => findExpiredLeases(db, limit), retry);
+  const reaped: string[] = [];
+  for (const row of expired) {
+    const done = await withRetries(
+      () => db.transaction().execute((trx) => withLockedRun(trx, row.pipeline_run_id, (s, ctx) => decideReap(s, row.id, ctx), { actor: reaperId })),
+      { ...retry, isRetryable: retryable },
+    );
+    if (done) reaped.push(row.id);
   }
-  return failed;
+  return reaped;
 }
 
 /**
- * redispatchStaleSteps re-adds the job of QUEUED executions dispatched long ago: it covers a worker
- * that died after taking the job but before claiming the step. The job key keeps this idempotent.
+ * redispatchStaleSteps dispatches again the QUEUED executions whose job cannot run them any more (a
+ * worker took it and died before claiming; it failed for good). The job key and the claim's QUEUED
+ * check make this idempotent: a duplicate job finds nothing to do.
  */
-export async function redispatchStaleSteps(db: Db, staleMs: number, limit = 50): Promise<number> {
-  const { rows } = await sql<{ id: string; pipeline_run_id: string }>`
-    select id, pipeline_run_id from step_executions
-     where status = 'QUEUED' and dispatched_at < now() - make_interval(secs => ${staleMs / 1000})
-     order by dispatched_at limit ${limit}`.execute(db);
-  for (const row of rows) await enqueueStepJob(db, row.id, row.pipeline_run_id);
-  return rows.length;
+export async function redispatchStaleSteps(db: Db, staleMs: number, retry: RetryOptions = {}, limit = 50): Promise<number> {
+  const stale = await withRetries(() => findStaleDispatches(db, staleMs, limit), retry);
+  for (const row of stale) await withRetries(() => enqueueStepJob(db, row.id, row.pipeline_run_id), retry);
+  return stale.length;
 }
 
-/** renewLeases extends this worker's leases; returns the executions it still holds (the rest were stopped). */
-export async function renewLeases(db: Db, workerId: string, executionIds: string[], leaseMs: number): Promise<Set<string>> {
-  if (executionIds.length === 0) return new Set();
-  const { rows } = await sql<{ id: string }>`
-    update step_executions
-       set lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), heartbeat_at = now()
-     where id = any(${executionIds}::text[]) and status = 'RUNNING' and lease_owner = ${workerId}
-     returning id`.execute(db);
-  return new Set(rows.map((r) => r.id));
+/** renewHeldLeases extends this worker's leases; returns the executions it still holds (the rest were taken from it). */
+export function renewHeldLeases(db: Db, workerId: string, held: { id: string; leaseEpoch: number }[], leaseMs: number, retry: RetryOptions = {}): Promise<Set<string>> {
+  return withRetries(() => renewLeases(db, workerId, held, leaseMs), retry);
 }

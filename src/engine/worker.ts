@@ -1,38 +1,48 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import pg from 'pg';
-import type { Runner } from 'graphile-worker';
 import type { Db } from '../platform/db/db.ts';
+import type { RetryOptions } from '../platform/db/retry.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { EngineConfig } from './engine-config.ts';
+import { engineError } from './engine-errors.ts';
 import { LogSink } from './log-sink.ts';
-import { startQueue, type StepExecutePayload } from './queue.ts';
+import { startQueue, type Queue, type StepExecutePayload } from './queue.ts';
 import { runStep } from './runners/index.ts';
 import { startSandbox } from './sandbox/index.ts';
-import { claimStep, completeStep, failLostSteps, handBackStep, redispatchStaleSteps, renewLeases } from './step-lifecycle.ts';
-import { engineError } from './transitions.ts';
+import { claimStep, completeStep, handBackStep, reapLostSteps, redispatchStaleSteps, renewHeldLeases, type HeldAttempt, type StepOutcome } from './step-lifecycle.ts';
+import { StopListener } from './stop-listener.ts';
 
 type StopReason = 'stopped' | 'drain';
 
+/**
+ * One attempt this worker has taken on, from before its claim until its outcome is committed: while
+ * it is here, its lease is renewed, and no second job of this worker takes the same execution.
+ */
 interface RunningAttempt {
-  controller: AbortController;
+  /** Stops the step's process. */
+  process: AbortController;
+  /** Aborted once the lease is known lost: an outcome still being committed is given up. */
+  lease: AbortController;
   reason?: StopReason;
+  /** Set once the claim committed. */
+  leaseEpoch?: number;
 }
 
 /**
  * EngineWorker is one worker process's engine: it takes `step.execute` jobs from graphile-worker,
- * claims the step under a lease, runs it, and records the outcome. Beside the jobs it keeps three
+ * claims the step under a lease, runs it, and commits the outcome. Beside the jobs it keeps three
  * loops: the heartbeat (renews its leases, stops attempts it no longer holds), a LISTEN on
  * `plinth_step_stop` (stops a cancelled step at once), and the reaper (fails attempts of dead workers
- * over, redispatches stale jobs).
+ * over, redispatches lost jobs). Database faults never end it: every write retries, and the queue is
+ * restarted should graphile-worker give up.
  */
 export class EngineWorker {
   readonly workerId: string;
   /** Every process this worker spawned, for the tests' leak check. */
   readonly spawnedPids: number[] = [];
   private readonly running = new Map<string, RunningAttempt>();
-  private runner: Runner | undefined;
-  private listener: pg.Client | undefined;
+  private queue: Queue | undefined;
+  private readonly listener: StopListener;
   private timers: NodeJS.Timeout[] = [];
   private draining = false;
   private lastRenewal = Date.now();
@@ -45,16 +55,13 @@ export class EngineWorker {
     workerId?: string,
   ) {
     this.workerId = workerId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    this.listener = new StopListener(connectionString, log, (id) => this.stopAttempt(id, 'stopped'));
   }
 
   async start(): Promise<void> {
     await startSandbox(this.config.sandbox, this.log);
-    this.listener = new pg.Client({ connectionString: this.connectionString });
-    this.listener.on('error', (error) => this.log.warn({ err: error }, 'lost the step-stop listener'));
-    await this.listener.connect();
-    this.listener.on('notification', (n) => n.payload && this.stopAttempt(n.payload, 'stopped'));
-    await this.listener.query('listen plinth_step_stop');
-    this.runner = await startQueue({
+    await this.listener.start();
+    this.queue = await startQueue({
       connectionString: this.connectionString,
       concurrency: this.config.concurrency,
       pollMs: this.config.pollMs,
@@ -74,9 +81,9 @@ export class EngineWorker {
     if (this.draining) return;
     this.draining = true;
     for (const id of this.running.keys()) this.stopAttempt(id, 'drain');
-    await this.runner?.stop();
+    await this.queue?.stop();
     for (const timer of this.timers) clearInterval(timer);
-    await this.listener?.end().catch(() => {});
+    await this.listener.stop();
     this.log.info({ workerId: this.workerId }, 'stopped worker');
   }
 
@@ -96,62 +103,101 @@ export class EngineWorker {
     this.timers.push(timer);
   }
 
+  private retry(what: string, maxElapsedMs?: number, signal?: AbortSignal): RetryOptions {
+    return {
+      maxElapsedMs,
+      signal,
+      onRetry: (error, attempt, delayMs) => this.log.warn({ err: error, workerId: this.workerId, attempt, delayMs }, `${what}: retrying after a database fault`),
+    };
+  }
+
   private stopAttempt(executionId: string, reason: StopReason) {
     const attempt = this.running.get(executionId);
     if (!attempt || attempt.reason) return;
     attempt.reason = reason;
-    attempt.controller.abort();
+    attempt.process.abort();
   }
 
   private async heartbeat() {
-    const ids = [...this.running.keys()];
-    let held: Set<string>;
+    const held = [...this.running].flatMap(([id, a]) => (a.leaseEpoch === undefined ? [] : [{ id, leaseEpoch: a.leaseEpoch }]));
+    let renewed: Set<string>;
     try {
-      held = await renewLeases(this.db, this.workerId, ids, this.config.leaseMs);
+      renewed = await renewHeldLeases(this.db, this.workerId, held, this.config.leaseMs, this.retry('heartbeat', this.config.heartbeatMs));
       this.lastRenewal = Date.now();
     } catch (error) {
-      // Cut off from the database for longer than a lease: the reaper elsewhere has failed these
-      // attempts over by now, so their processes must not go on running beside the retries.
-      if (Date.now() - this.lastRenewal > this.config.leaseMs) for (const id of ids) this.stopAttempt(id, 'stopped');
+      // Cut off from the database for longer than a lease: another worker's reaper may fail these
+      // attempts over, so their processes must not go on running beside the retries. An attempt whose
+      // process already exited keeps trying to commit its outcome; the lease epoch decides.
+      if (Date.now() - this.lastRenewal > this.config.leaseMs) for (const { id } of held) this.stopAttempt(id, 'stopped');
       throw error;
     }
-    for (const id of ids) if (!held.has(id) && this.running.has(id)) this.stopAttempt(id, 'stopped');
+    for (const { id, leaseEpoch } of held) {
+      const attempt = this.running.get(id);
+      if (renewed.has(id) || !attempt || attempt.leaseEpoch !== leaseEpoch) continue;
+      this.stopAttempt(id, 'stopped');
+      attempt.lease.abort();
+    }
   }
 
   private async reap() {
-    const lost = await failLostSteps(this.db, this.workerId);
+    const retry = this.retry('reaper', this.config.reapMs);
+    const lost = await reapLostSteps(this.db, this.workerId, retry);
     if (lost.length) this.log.warn({ workerId: this.workerId, executions: lost }, 'failed over attempts of a lost worker');
-    await redispatchStaleSteps(this.db, this.config.redispatchMs);
+    await redispatchStaleSteps(this.db, this.config.redispatchMs, retry);
   }
 
   private async executeStep({ stepExecutionId: id, runId }: StepExecutePayload): Promise<void> {
     if (this.draining) throw new Error('worker is draining');
-    const claimed = await claimStep(this.db, id, runId, this.workerId, this.config.leaseMs);
-    if (!claimed) return;
-    const attempt: RunningAttempt = { controller: new AbortController() };
+    // A duplicate job of an attempt this worker already has in hand: the first one carries it.
+    if (this.running.has(id)) return;
+    const attempt: RunningAttempt = { process: new AbortController(), lease: new AbortController() };
     this.running.set(id, attempt);
+    try {
+      await this.runAttempt(id, runId, attempt);
+    } finally {
+      // Only now, with the outcome committed (or the lease known lost), do heartbeats stop.
+      this.running.delete(id);
+    }
+  }
+
+  private async runAttempt(id: string, runId: string, attempt: RunningAttempt): Promise<void> {
+    const claimed = await claimStep(this.db, id, runId, { id: this.workerId, leaseMs: this.config.leaseMs }, this.retry('claim', this.config.leaseMs));
+    if (!claimed) return;
+    attempt.leaseEpoch = claimed.leaseEpoch;
+    const held: HeldAttempt = { executionId: id, workerId: this.workerId, leaseEpoch: claimed.leaseEpoch };
     const onRetry = (err: unknown) => this.log.warn({ err, executionId: id }, 'retrying a log flush');
     const sink = new LogSink(this.db, id, claimed.nextLogSeq, { limits: this.config.logLimits, retry: { onRetry } });
-    let outcome;
+    let outcome: StepOutcome;
     try {
       outcome = await runStep(claimed, {
         sink,
-        signal: attempt.controller.signal,
+        signal: attempt.process.signal,
         killGraceMs: this.config.killGraceMs,
         sandbox: this.config.sandbox,
         workerId: this.workerId,
         onSpawn: (pid) => this.spawnedPids.push(pid),
       });
     } catch (error) {
-      outcome = { status: 'FAILED' as const, error: engineError('Engine:Worker:ERROR', error instanceof Error ? error.message : String(error)) };
-    } finally {
-      this.running.delete(id);
+      outcome = { status: 'FAILED', error: engineError('Engine:Worker:ERROR', error instanceof Error ? error.message : String(error)) };
     }
-    if (attempt.reason === 'drain') sink.write('system', `worker ${this.workerId} is shutting down; the step goes back to the queue`);
+    // Why the process ended, if this worker ended it. A stop that comes after the process exited on
+    // its own changes nothing: its outcome is known and is committed (a drained worker must not hand
+    // back a step that finished, nor a worker cut off from the database drop a known outcome). A
+    // process that succeeded was not stopped, whatever arrived while it was exiting.
+    const stoppedBy = outcome.status === 'SUCCEEDED' ? undefined : attempt.reason;
+    if (stoppedBy === 'drain') sink.write('system', `worker ${this.workerId} is shutting down; the step goes back to the queue`);
     await sink.close();
     if (sink.lastError) this.log.error({ err: sink.lastError, executionId: id }, 'failed to store log lines');
-    if (attempt.reason === 'drain') await handBackStep(this.db, id, runId, this.workerId);
-    // A stopped attempt (cancelled, or failed over after a lost lease) was already settled by whoever stopped it.
-    else if (attempt.reason !== 'stopped') await completeStep(this.db, id, runId, this.workerId, outcome);
+    if (stoppedBy === 'drain') {
+      await handBackStep(this.db, held, runId, this.retry('hand-back', this.config.leaseMs));
+      return;
+    }
+    // Killed because the attempt was cancelled or taken from this worker: whoever did so settled it.
+    if (stoppedBy === 'stopped') return;
+    const committed = await completeStep(this.db, held, runId, outcome, this.retry('completion', undefined, attempt.lease.signal)).catch((error) => {
+      if (attempt.lease.signal.aborted) return false;
+      throw error;
+    });
+    if (!committed) this.log.warn({ workerId: this.workerId, executionId: id, outcome: outcome.status }, 'the attempt was no longer this worker\'s; its outcome is not recorded');
   }
 }

@@ -3,7 +3,7 @@
 // attempt (`<runId>.<attemptEpoch>`) for a run, and the graphile-worker job that dispatched it for a
 // step execution (steps the engine resolves itself, approvals and skips, carry the run's attempt).
 
-import { isTerminalRun } from '../engine/transitions.ts';
+import { isTerminalRun } from '../engine/run-state.ts';
 import type { ExecutionReadRow, RunReadRow, TransitionRow } from './runs.repo.ts';
 import type { PipelineRun, RunTransition, StepExecution } from './runs.schema.ts';
 

@@ -2,7 +2,7 @@ import type { Principal } from '../platform/auth/principal.ts';
 import type { Db } from '../platform/db/db.ts';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../platform/pagination.ts';
 import { BadRequestError } from '../platform/errors.ts';
-import { isTerminalStep, type StepStatus } from '../engine/transitions.ts';
+import { isTerminalStep, type StepStatus } from '../engine/run-state.ts';
 import { findExecutionStatus } from './runs.repo.ts';
 import { getExecutionRow } from './runs.service.ts';
 import type { LogLine } from './runs.schema.ts';

@@ -1,5 +1,5 @@
 import type { StepOutcome, ClaimedStep } from '../step-lifecycle.ts';
-import { engineError } from '../transitions.ts';
+import { engineError } from '../engine-errors.ts';
 import type { LogSink } from '../log-sink.ts';
 import { logDetail, logStoreError } from './output-capture.ts';
 import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';

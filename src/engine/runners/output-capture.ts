@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { ErrorBody } from '../../platform/schema.ts';
 import { LineSplitter } from '../log-bytes.ts';
 import type { LogSink, LogStats } from '../log-sink.ts';
-import { engineError } from '../transitions.ts';
+import { engineError } from '../engine-errors.ts';
 
 /**
  * Reading a pipe pauses while the sink holds more than this (pending plus in flight), and resumes once

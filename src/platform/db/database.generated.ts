@@ -219,6 +219,7 @@ export interface StepExecutions {
   id: string;
   input_data: JsonObjectColumn | null;
   is_last_retry: Generated<boolean>;
+  lease_epoch: Generated<number>;
   lease_expires_at: Timestamp | null;
   lease_owner: string | null;
   organization_id: string;

@@ -17,6 +17,9 @@ export function createDb(connectionString: string, max = 10): Db {
   pool.on('error', () => {
     // An idle client lost its connection; the pool replaces it on next use.
   });
+  // A checked-out client has no listener of the pool's: a connection lost between two statements would
+  // otherwise be an uncaught 'error' that ends the process. The next query on it fails instead.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   pools.set(db, pool);
   return db;

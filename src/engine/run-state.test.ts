@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import { assertAwaitingApproval, assertCancellable, assertRetryable, nextRetry, planRun, type ExecutionState, type RunState } from './transitions.ts';
+import { assertAwaitingApproval, assertCancellable, assertRetryable, nextRetry, planRun, type ExecutionState, type RunState } from './run-state.ts';
 
 const steps: StepConfig[] = [
   { id: 'a', name: 'A', type: 'script', with: { command: 'true' } },

@@ -1,22 +1,18 @@
 import { ConflictError } from '../platform/errors.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
+import { engineError } from './engine-errors.ts';
+import type { RunAction, RunStatus, StepStatus } from '../platform/db/enums.ts';
 
 /**
- * The engine's state machine as pure functions: given the locked state of a run and its step
- * executions, compute the next state or refuse with a typed error. Callers (transition.ts) hold the
- * run's row lock, call one of these, then write the result in the same transaction.
+ * The engine's rules as pure functions of a run's state: what starts next (planRun), whether a
+ * failed attempt is retried (nextRetry), and which moves a caller may make (assert…, a typed 409).
+ * The decisions of every command (run-decisions.ts) are built from these; locked-run.ts applies them.
  */
-export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
-export const STEP_STATUSES = [...RUN_STATUSES, 'SKIPPED'] as const;
-export type StepStatus = (typeof STEP_STATUSES)[number];
-export const RUN_ACTIONS = ['plan', 'apply', 'destroy'] as const;
-export type RunAction = (typeof RUN_ACTIONS)[number];
+export { RUN_ACTIONS, RUN_STATUSES, STEP_STATUSES, type RunAction, type RunStatus, type StepStatus } from '../platform/db/enums.ts';
 
 const TERMINAL_RUN: ReadonlySet<string> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const TERMINAL_STEP: ReadonlySet<string> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'SKIPPED']);
-export const ACTIVE_RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL'] as const;
 
 export function isTerminalRun(status: string): boolean {
   return TERMINAL_RUN.has(status);
@@ -58,10 +54,6 @@ export interface RunDecision {
   /** Non-terminal executions to cancel: the run failed, so nothing else of it may go on. */
   cancel: string[];
   error?: ErrorBody;
-}
-
-export function engineError(code: string, message: string, metadata?: Record<string, unknown>): ErrorBody {
-  return metadata ? { code, message, metadata } : { code, message };
 }
 
 /** The latest attempt of each step: a retry supersedes the attempt it replaces. */

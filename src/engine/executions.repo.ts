@@ -1,0 +1,207 @@
+import { sql, type QueryCreator } from 'kysely';
+import type { Database } from '../platform/db/database.ts';
+import type { Db, Executor, Trx } from '../platform/db/db.ts';
+import type { ErrorBody } from '../platform/schema.ts';
+import type { StepStatus } from '../platform/db/enums.ts';
+import { transitionValues, type TransitionRecord } from './runs.repo.ts';
+
+/** SQL of step executions: their rows, their history rows, their jobs and their leases. */
+export interface NewExecutionValues {
+  id: string;
+  organizationId: string;
+  runId: string;
+  stepId: string;
+  stepName: string;
+  stepType: string;
+  status: StepStatus;
+  attemptEpoch: number;
+  retryAttempt: number;
+  isLastRetry: boolean;
+  queueReason: string;
+  inputData: Record<string, unknown> | null;
+  statusDetail?: Record<string, unknown>;
+}
+
+/** insertExecution creates a step execution and, in the same statement, its first history row (and its job when QUEUED). */
+export async function insertExecution(trx: Trx, v: NewExecutionValues, transition: TransitionRecord): Promise<void> {
+  const terminal = v.status === 'SUCCEEDED' || v.status === 'SKIPPED';
+  const dispatch = v.status === 'QUEUED';
+  const insert = (db: QueryCreator<Database & { job: { id: string } }>) =>
+    db
+      .insertInto('step_executions')
+      .values({
+        id: v.id,
+        organization_id: v.organizationId,
+        pipeline_run_id: v.runId,
+        step_id: v.stepId,
+        step_name: v.stepName,
+        step_type: v.stepType,
+        status: v.status,
+        attempt_epoch: v.attemptEpoch,
+        retry_attempt: v.retryAttempt,
+        is_last_retry: v.isLastRetry,
+        queue_reason: v.queueReason,
+        input_data: v.inputData === null ? null : JSON.stringify(v.inputData),
+        status_detail: v.statusDetail ? JSON.stringify(v.statusDetail) : null,
+        completed_at: terminal ? sql<Date>`now()` : null,
+        ...(dispatch ? { engine_job_id: sql<string>`(select id from job)`, dispatched_at: sql<Date>`now()` } : {}),
+      })
+      .returning('id');
+  // A QUEUED execution and its job are created by the same statement: one never exists without the other.
+  const source = dispatch
+    ? trx.with('job', (db) => db.selectNoFrom(stepJob(v.id, v.runId).as('id')))
+    : trx.with('job', (db) => db.selectNoFrom(sql<string>`null`.as('id')));
+  await source
+    .with('created', insert)
+    .insertInto('run_transitions')
+    .values(transitionValues({ ...transition, executionId: v.id }))
+    .execute();
+}
+
+export interface ExecutionChanges {
+  status: StepStatus;
+  error?: ErrorBody | null;
+  outputData?: Record<string, unknown> | null;
+  statusDetail?: Record<string, unknown> | null;
+  /** Take the lease (a new epoch) or drop it. */
+  lease?: { owner: string; ms: number } | null;
+  started?: true | null;
+  completed?: true;
+}
+
+/** The row must still be as the decision saw it: this status, at this lease epoch. */
+export interface ExecutionGuard {
+  status: StepStatus;
+  leaseEpoch: number;
+}
+
+function executionUpdate(db: QueryCreator<Database>, id: string, c: ExecutionChanges, guard: ExecutionGuard) {
+  const lease =
+    c.lease === undefined
+      ? {}
+      : c.lease === null
+        ? { lease_owner: null, lease_expires_at: null }
+        : {
+            lease_owner: c.lease.owner,
+            lease_epoch: sql<number>`lease_epoch + 1`,
+            lease_expires_at: sql<Date>`now() + make_interval(secs => ${c.lease.ms / 1000})`,
+            heartbeat_at: sql<Date>`now()`,
+          };
+  return db
+    .updateTable('step_executions')
+    .set({
+      updated_at: sql<Date>`now()`,
+      status: c.status,
+      ...(c.error !== undefined ? { error: c.error === null ? null : JSON.stringify(c.error) } : {}),
+      ...(c.outputData !== undefined ? { output_data: c.outputData === null ? null : JSON.stringify(c.outputData) } : {}),
+      ...(c.statusDetail !== undefined ? { status_detail: c.statusDetail === null ? null : JSON.stringify(c.statusDetail) } : {}),
+      ...lease,
+      ...(c.started === true ? { started_at: sql<Date>`now()` } : c.started === null ? { started_at: null } : {}),
+      ...(c.completed ? { completed_at: sql<Date>`now()` } : {}),
+    })
+    .where('id', '=', id)
+    .where('status', '=', guard.status)
+    .where('lease_epoch', '=', guard.leaseEpoch);
+}
+
+/**
+ * updateExecution writes a change of a step execution and, in the same statement, its history row,
+ * only while the row matches `guard`. Returns whether it did: false means someone changed it first.
+ */
+export async function updateExecution(trx: Trx, id: string, c: ExecutionChanges, guard: ExecutionGuard, transition: TransitionRecord): Promise<boolean> {
+  const rows = await trx
+    .with('changed', (db) => executionUpdate(db, id, c, guard).returning('id'))
+    .insertInto('run_transitions')
+    .columns(['pipeline_run_id', 'step_execution_id', 'from_status', 'to_status', 'reason', 'actor'])
+    .expression((eb) => {
+      const t = transitionValues({ ...transition, executionId: id });
+      return eb
+        .selectFrom('changed')
+        .select([
+          sql<string>`${t.pipeline_run_id}::text`.as('pipeline_run_id'),
+          sql<string>`${t.step_execution_id}::text`.as('step_execution_id'),
+          sql<string | null>`${t.from_status}::text`.as('from_status'),
+          sql<string>`${t.to_status}::text`.as('to_status'),
+          sql<string>`${t.reason}::text`.as('reason'),
+          sql<string | null>`${t.actor}::text`.as('actor'),
+        ]);
+    })
+    .returning('id')
+    .execute();
+  return rows.length === 1;
+}
+
+/**
+ * The graphile-worker `add_job` call of a step execution, as an expression returning the job id. It
+ * runs in the caller's transaction, so the job exists exactly when the QUEUED step does. The job key
+ * makes a redispatch replace a waiting job instead of adding one, and (graphile-worker's rule) add a
+ * fresh job when the old one is locked by a worker that died before it claimed the step.
+ */
+function stepJob(executionId: string, runId: string) {
+  return sql<string>`(graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${executionId}::text, 'runId', ${runId}::text),
+          max_attempts => 5, job_key => ${'step:' + executionId}, job_key_mode => 'preserve_run_at')).id::text`;
+}
+
+/** enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back) and records the job. */
+export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<void> {
+  await sql`
+    with job as (select ${stepJob(executionId, runId)} as id)
+    update step_executions set engine_job_id = job.id, dispatched_at = now() from job
+     where step_executions.id = ${executionId} and step_executions.status = 'QUEUED'`.execute(trx);
+}
+
+/** Wakes the worker running the step so it kills the process now, not at its next heartbeat. */
+export async function notifyStepStopped(trx: Trx, executionId: string): Promise<void> {
+  await sql`select pg_notify('plinth_step_stop', ${executionId}::text)`.execute(trx);
+}
+
+/**
+ * renewLeases extends the leases a worker holds at the epochs it claimed; returns the ids it still
+ * holds. The rows are locked in id order, the order commands lock a run's executions in, so a
+ * heartbeat and a command never deadlock.
+ */
+export async function renewLeases(db: Db, workerId: string, held: { id: string; leaseEpoch: number }[], leaseMs: number): Promise<Set<string>> {
+  if (held.length === 0) return new Set();
+  const { rows } = await sql<{ id: string }>`
+    with locked as (
+      select e.id from step_executions e
+        join unnest(${held.map((h) => h.id)}::text[], ${held.map((h) => h.leaseEpoch)}::int[]) as h(id, epoch) on e.id = h.id and e.lease_epoch = h.epoch
+       where e.status = 'RUNNING' and e.lease_owner = ${workerId}
+       order by e.id
+         for no key update of e)
+    update step_executions e
+       set lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), heartbeat_at = now()
+      from locked
+     where e.id = locked.id
+     returning e.id`.execute(db);
+  return new Set(rows.map((r) => r.id));
+}
+
+export interface ExecutionRef {
+  id: string;
+  pipeline_run_id: string;
+}
+
+/** RUNNING executions whose lease ran out by the database's clock. */
+export async function findExpiredLeases(db: Db, limit: number): Promise<ExecutionRef[]> {
+  const { rows } = await sql<ExecutionRef>`
+    select id, pipeline_run_id from step_executions
+     where status = 'RUNNING' and lease_expires_at < now()
+     order by lease_expires_at limit ${limit}`.execute(db);
+  return rows;
+}
+
+/**
+ * QUEUED executions dispatched longer ago than `staleMs` whose job cannot run them: the job is gone
+ * (failed for good, or removed), or a worker took it that long ago and never claimed the step (it
+ * died in between). A job merely waiting for a free worker is left alone.
+ */
+export async function findStaleDispatches(db: Db, staleMs: number, limit: number): Promise<ExecutionRef[]> {
+  const { rows } = await sql<ExecutionRef>`
+    select e.id, e.pipeline_run_id from step_executions e
+      left join graphile_worker.jobs j on j.id::text = e.engine_job_id
+     where e.status = 'QUEUED' and e.dispatched_at < now() - make_interval(secs => ${staleMs / 1000})
+       and (j.id is null or j.locked_at < now() - make_interval(secs => ${staleMs / 1000}) or j.attempts >= j.max_attempts)
+     order by e.dispatched_at limit ${limit}`.execute(db);
+  return rows;
+}

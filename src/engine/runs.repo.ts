@@ -1,0 +1,201 @@
+import { sql, type QueryCreator } from 'kysely';
+import type { Database } from '../platform/db/database.ts';
+import type { Executor, Trx } from '../platform/db/db.ts';
+import type { ErrorBody } from '../platform/schema.ts';
+import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
+import { RUN_STATUSES, type RunAction, type RunStatus, type StepStatus } from '../platform/db/enums.ts';
+
+/** SQL of the engine's runs and of the history rows every change writes beside itself. */
+export interface LockedRunRow {
+  id: string;
+  organization_id: string;
+  pipeline_id: string;
+  pipeline_version_id: string;
+  stack_id: string | null;
+  status: RunStatus;
+  action: RunAction | null;
+  autoapprove: boolean;
+  input: Record<string, unknown> | null;
+  attempt_epoch: number;
+  admitted_at: Date | null;
+  started_at: Date | null;
+  last_attempt_started_at: Date | null;
+  config: PipelineConfig;
+  /** The type of the stack's environment's execution environment; null when none is set. */
+  execution_environment_type: string | null;
+  executions: ExecutionJson[];
+}
+
+/** One execution as the run's read returns it (JSON, so the run and its steps are one round trip). */
+export interface ExecutionJson {
+  id: string;
+  step_id: string;
+  status: StepStatus;
+  attempt_epoch: number;
+  retry_attempt: number;
+  lease_owner: string | null;
+  lease_epoch: number;
+  lease_expired: boolean;
+  /** For a QUEUED execution: the highest log line number so far (a handed-back attempt keeps its lines). */
+  last_log_seq: number | null;
+}
+
+const RUN_SELECT = sql`
+  select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
+         r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, v.config, ee.type as execution_environment_type`;
+const RUN_FROM = sql`
+    from pipeline_runs r join pipeline_versions v on v.id = r.pipeline_version_id
+    left join stacks s on s.id = r.stack_id
+    left join environments en on en.id = s.environment_id
+    left join execution_environments ee on ee.id = en.execution_environment_id`;
+const EXECUTION_FIELDS = sql`e.id, e.step_id, e.status, e.attempt_epoch, e.retry_attempt, e.lease_owner, e.lease_epoch,
+  coalesce(e.lease_expires_at < now(), false) as lease_expired,
+  case when e.status = 'QUEUED' then (select coalesce(max(seq), 0) from step_logs where step_execution_id = e.id) end as last_log_seq`;
+
+/**
+ * readRun reads a run, its pipeline version's config and all its executions.
+ *
+ * `lock: 'update'` is the lock of every command: `for no key update` of the run row (which does
+ * not block the key-share locks of inserts that reference the run), then of its executions, in id
+ * order, by a second statement whose snapshot is taken once the run lock is granted: it sees what
+ * the previous holder committed, and waits for a claim in flight (claims lock only their own
+ * execution), so a command's guarded writes always find the rows as it read them.
+ *
+ * `lock: 'none'` is the claim's read, one statement and no lock: its writes are guarded instead.
+ */
+export async function readRun(trx: Trx, runId: string, lock: 'update' | 'none'): Promise<LockedRunRow | undefined> {
+  if (lock === 'update') {
+    const { rows } = await sql<Omit<LockedRunRow, 'executions'>>`${RUN_SELECT} ${RUN_FROM} where r.id = ${runId} for no key update of r`.execute(trx);
+    if (rows.length === 0) return undefined;
+    const executions = await sql<ExecutionJson>`
+      select ${EXECUTION_FIELDS} from step_executions e where e.pipeline_run_id = ${runId} order by e.id for no key update of e`.execute(trx);
+    return { ...rows[0], executions: executions.rows };
+  }
+  const { rows } = await sql<LockedRunRow>`
+    ${RUN_SELECT},
+           coalesce((select json_agg(x order by x.id) from (select ${EXECUTION_FIELDS} from step_executions e where e.pipeline_run_id = r.id) x), '[]') as executions
+    ${RUN_FROM}
+     where r.id = ${runId}`.execute(trx);
+  return rows[0];
+}
+
+/** One row of the append-only history, written by the same statement as the change it records. */
+export interface TransitionRecord {
+  runId: string;
+  executionId?: string;
+  from: StepStatus | null;
+  to: StepStatus;
+  reason: string;
+  actor?: string;
+}
+
+export function transitionValues(t: TransitionRecord) {
+  return {
+    pipeline_run_id: t.runId,
+    step_execution_id: t.executionId ?? null,
+    from_status: t.from,
+    to_status: t.to,
+    reason: t.reason,
+    actor: t.actor ?? null,
+  };
+}
+
+const isRunStatus = (status: StepStatus): status is RunStatus => (RUN_STATUSES as readonly string[]).includes(status);
+
+export interface RunChanges {
+  status?: RunStatus;
+  error?: ErrorBody | null;
+  admitted?: boolean;
+  started?: boolean;
+  completed?: boolean | null;
+  attemptEpoch?: number;
+}
+
+function runUpdate(db: QueryCreator<Database>, id: string, c: RunChanges) {
+  return db
+    .updateTable('pipeline_runs')
+    .set({
+      updated_at: sql<Date>`now()`,
+      ...(c.status !== undefined ? { status: c.status } : {}),
+      ...(c.error !== undefined ? { error: c.error === null ? null : JSON.stringify(c.error) } : {}),
+      ...(c.admitted === true ? { admitted_at: sql<Date>`now()` } : c.admitted === false ? { admitted_at: null } : {}),
+      ...(c.started === true ? { started_at: sql<Date>`coalesce(started_at, now())`, last_attempt_started_at: sql<Date>`now()` } : {}),
+      ...(c.started === false ? { last_attempt_started_at: null } : {}),
+      ...(c.completed === true ? { completed_at: sql<Date>`now()` } : c.completed === null ? { completed_at: null } : {}),
+      ...(c.attemptEpoch !== undefined ? { attempt_epoch: c.attemptEpoch } : {}),
+    })
+    .where('id', '=', id);
+}
+
+/**
+ * updateRun writes a change of a run. A status change comes with its history row, in the same
+ * statement, and applies only while the run has the status it changes from: false when it had not.
+ */
+export async function updateRun(trx: Trx, id: string, c: RunChanges, transition?: TransitionRecord): Promise<boolean> {
+  if (!transition) {
+    await runUpdate(trx, id, c).execute();
+    return true;
+  }
+  const from = transition.from;
+  // A run only ever changes from a run status; anything else matches no row.
+  if (from === null || !isRunStatus(from)) return false;
+  const rows = await trx
+    .with('changed', (db) => runUpdate(db, id, c).where('status', '=', from).returning('id'))
+    .insertInto('run_transitions')
+    .columns(['pipeline_run_id', 'step_execution_id', 'from_status', 'to_status', 'reason', 'actor'])
+    .expression((eb) => {
+      const t = transitionValues(transition);
+      return eb
+        .selectFrom('changed')
+        .select([
+          sql<string>`${t.pipeline_run_id}::text`.as('pipeline_run_id'),
+          sql<string | null>`null::text`.as('step_execution_id'),
+          sql<string | null>`${t.from_status}::text`.as('from_status'),
+          sql<string>`${t.to_status}::text`.as('to_status'),
+          sql<string>`${t.reason}::text`.as('reason'),
+          sql<string | null>`${t.actor}::text`.as('actor'),
+        ]);
+    })
+    .returning('id')
+    .execute();
+  return rows.length === 1;
+}
+
+export interface NewRunValues {
+  id: string;
+  organizationId: string;
+  pipelineId: string;
+  pipelineVersionId: string;
+  stackId: string | null;
+  action: RunAction | null;
+  autoapprove: boolean;
+  description: string;
+  input: Record<string, unknown> | null;
+  createdById: string | null;
+}
+
+/** insertRun creates a QUEUED run and, in the same statement, its first history row. */
+export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<void> {
+  await trx
+    .with('created', (db) =>
+      db
+        .insertInto('pipeline_runs')
+        .values({
+          id: v.id,
+          organization_id: v.organizationId,
+          pipeline_id: v.pipelineId,
+          pipeline_version_id: v.pipelineVersionId,
+          stack_id: v.stackId,
+          status: 'QUEUED',
+          action: v.action,
+          autoapprove: v.autoapprove,
+          description: v.description,
+          input: v.input === null ? null : JSON.stringify(v.input),
+          created_by_id: v.createdById,
+        })
+        .returning('id'),
+    )
+    .insertInto('run_transitions')
+    .values(transitionValues(transition))
+    .execute();
+}

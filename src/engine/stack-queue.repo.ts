@@ -1,0 +1,50 @@
+import { sql } from 'kysely';
+import type { Trx } from '../platform/db/db.ts';
+
+/** SQL of the stack queue: a stack's one admitted run (`active_run_id`) and the runs waiting for it. */
+export interface StackLockRow {
+  id: string;
+  active_run_id: string | null;
+}
+
+export function lockStack(trx: Trx, stackId: string): Promise<StackLockRow | undefined> {
+  return trx.selectFrom('stacks').select(['id', 'active_run_id']).where('id', '=', stackId).forUpdate().executeTakeFirst();
+}
+
+/**
+ * claimStackForRun makes the run the stack's active run when the stack has none, and returns the
+ * stack's active run afterwards: the run itself when it got the stack. The UPDATE's row lock
+ * serializes it with releaseStack. `latest` also records the run as the stack's latest.
+ */
+export async function claimStackForRun(trx: Trx, stackId: string, runId: string, latest: boolean): Promise<string | null> {
+  const row = await trx
+    .updateTable('stacks')
+    .set({
+      active_run_id: sql<string>`coalesce(active_run_id, ${runId})`,
+      ...(latest ? { latest_run_id: runId } : {}),
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', stackId)
+    .returning('active_run_id')
+    .executeTakeFirst();
+  return row?.active_run_id ?? null;
+}
+
+export async function setStackActiveRun(trx: Trx, stackId: string, runId: string | null): Promise<void> {
+  await trx.updateTable('stacks').set({ active_run_id: runId, updated_at: sql<Date>`now()` }).where('id', '=', stackId).execute();
+}
+
+/** The oldest run of the stack still waiting for admission (FIFO by time-ordered id). */
+export async function findNextWaitingRunId(trx: Trx, stackId: string): Promise<string | undefined> {
+  const row = await trx
+    .selectFrom('pipeline_runs')
+    .select('id')
+    .where('stack_id', '=', stackId)
+    .where('status', '=', 'QUEUED')
+    .where('admitted_at', 'is', null)
+    .orderBy('id')
+    .limit(1)
+    .forUpdate()
+    .executeTakeFirst();
+  return row?.id;
+}

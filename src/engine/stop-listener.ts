@@ -1,0 +1,64 @@
+import pg from 'pg';
+import type { Logger } from '../platform/logger.ts';
+
+/**
+ * StopListener keeps a LISTEN on `plinth_step_stop` (a cancelled step's worker kills its process at
+ * once) through database restarts: a lost connection is reopened with backoff. Notifications sent
+ * while it was away are missed; the heartbeat notices those within PLINTH_WORKER_HEARTBEAT_MS.
+ */
+export class StopListener {
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+
+  constructor(
+    private readonly connectionString: string,
+    private readonly log: Logger,
+    private readonly onStop: (executionId: string) => void,
+  ) {}
+
+  /** start connects once; a failure here is the caller's (the worker does not start without its database). */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    await this.client?.end().catch(() => {});
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString });
+    let lost = false;
+    const onLost = (error?: Error) => {
+      if (lost) return;
+      lost = true;
+      if (this.client === client) this.client = undefined;
+      if (this.stopped) return;
+      this.log.warn({ err: error }, 'lost the step-stop listener; reconnecting');
+      this.scheduleReconnect();
+    };
+    client.on('error', onLost);
+    client.on('end', () => onLost());
+    client.on('notification', (n) => n.payload && this.onStop(n.payload));
+    try {
+      await client.connect();
+      await client.query('listen plinth_step_stop');
+    } catch (error) {
+      client.end().catch(() => {});
+      throw error;
+    }
+    this.client = client;
+    this.failures = 0;
+  }
+
+  private scheduleReconnect() {
+    const delay = Math.min(5_000, 100 * 2 ** this.failures++);
+    this.retryTimer = setTimeout(() => {
+      if (this.stopped) return;
+      this.connect().catch(() => this.scheduleReconnect());
+    }, delay);
+  }
+}
