@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { assertHistoryConsistent, injectFault, markedCommand, processStarts, type FaultKind } from './helpers/faults.ts';
-import { createStack, startEngineTestApp, stepsOf, tempDir, triggerRun, waitFor, waitForRunStatus, type EngineTestApp, type StepSpec } from './helpers/engine.ts';
+import { loadEngineConfig } from '../src/engine/engine-config.ts';
+import { FAST_ENGINE_ENV, createStack, startEngineTestApp, stepsOf, tempDir, triggerRun, waitFor, waitForRunStatus, type EngineTestApp, type StepSpec } from './helpers/engine.ts';
 
 // Steps here write marker files on the host; a sandbox must not hide them.
-process.env.PLINTH_SANDBOX = 'off';
+const UNSANDBOXED = { sandbox: loadEngineConfig({ ...FAST_ENGINE_ENV, PLINTH_SANDBOX: 'off' }).sandbox };
 
 /**
  * One injected failure at each engine write (docs/engine.md, "Exactly once"): the write is retried,
@@ -16,7 +17,7 @@ describe('a single database fault at any engine write', () => {
   let t: EngineTestApp;
   before(async () => {
     t = await startEngineTestApp();
-    await t.startWorker();
+    await t.startWorker(UNSANDBOXED);
   });
   after(() => t.close());
 
@@ -91,7 +92,7 @@ describe('a single database fault at any engine write', () => {
                  where id = ${queued.id}`.execute(t.db);
       const fault = await injectFault(t.db, { table: 'step_executions', on: 'update', when: `old.status = 'RUNNING' and new.status = 'FAILED' and new.step_id = '${stepId}'`, kind });
       try {
-        await t.startWorker();
+        await t.startWorker(UNSANDBOXED);
         await waitForRunStatus(t, run.id, 'SUCCEEDED', 20_000);
         assert.equal(await fault.fired(), true, 'the fault was injected');
       } finally {
@@ -122,7 +123,7 @@ describe('a single database fault at any engine write', () => {
       assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
     } finally {
       await fault.remove();
-      await t.startWorker();
+      await t.startWorker(UNSANDBOXED);
     }
   });
 });
