@@ -12,7 +12,9 @@
  * bare (a bare graphile-worker job doing the same `sh -c` on the same database, paced the same; the
  * ratio of trigger → process started), kill (BENCH_KILL_RUNS slow runs; one worker is SIGKILLed
  * mid-step and replaced). Steps run twice are counted from the real process starts the steps record,
- * not from history rows. Exits 1 when a target is missed.
+ * not from history rows (a Plinth step prints its marks into its own log, since a sandboxed step sees
+ * no host file). The workers run with PLINTH_SANDBOX=BENCH_SANDBOX (default auto, the product's default;
+ * `BENCH_SANDBOX=off` measures the engine without the sandbox). Exits 1 when a target is missed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,11 +38,18 @@ const work = mkdtempSync(path.join(os.tmpdir(), 'plinth-bench-engine-'));
 // PostgreSQL runs as its own user under root: it must reach the data directory inside.
 chmodSync(work, 0o755);
 const MARKS = path.join(work, 'marks');
-/** The step: its first and its last instruction record the time (ns); nothing in between. */
+/** The bare job: its first and its last instruction record the time (ns) in a host file; nothing in between. */
 const mark = (then = '') => `echo "s $PLINTH_STEP_EXECUTION_ID $(date +%s%N)" >> ${MARKS};${then} echo "e $PLINTH_STEP_EXECUTION_ID $(date +%s%N)" >> ${MARKS}`;
+/**
+ * A Plinth step does the same on its stdout: a sandboxed step sees no host file, and its log is stored
+ * before its outcome is committed, so every mark of a finished attempt is in step_logs.
+ */
+const logMark = (then = '') => `echo "s $PLINTH_STEP_EXECUTION_ID $(date +%s%N)";${then} echo "e $PLINTH_STEP_EXECUTION_ID $(date +%s%N)"`;
 const step = (id: string, command: string, extra: Record<string, unknown> = {}) => ({ id, name: id, type: 'script', with: { command }, ...extra });
-const CONFIG = { steps: [step('a', mark()), step('b', mark()), { ...step('c', mark()), needs: ['a', 'b'] }] };
-const SLOW = { steps: [step('a', mark(' sleep 2;'), { retry: { maxAttempts: 2 } })] };
+const CONFIG = { steps: [step('a', logMark()), step('b', logMark()), { ...step('c', logMark()), needs: ['a', 'b'] }] };
+const SLOW = { steps: [step('a', logMark(' sleep 2;'), { retry: { maxAttempts: 2 } })] };
+/** The workers' PLINTH_SANDBOX: the product's default unless BENCH_SANDBOX says otherwise (e.g. off). */
+const SANDBOX = process.env.BENCH_SANDBOX || 'auto';
 
 async function api(baseUrl: string, token: string, method: string, url: string, body?: unknown) {
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
@@ -148,6 +157,8 @@ async function times(db: pg.Client, sentAt: Map<string, number>): Promise<{ runs
 }
 
 const marks = () => parseMarks(readFileSync(MARKS, 'utf8'));
+const stepMarks = async (db: pg.Client) =>
+  parseMarks((await db.query<{ line: string }>(`select line from step_logs where stream = 'stdout' and line ~ '^[se] '`)).rows.map((r) => r.line).join('\n'));
 const fmt = (s: Summary) => `p50 ${s.p50.toFixed(1).padStart(7)}  p99 ${s.p99.toFixed(1).padStart(7)}  max ${s.max.toFixed(1).padStart(7)} ms  (n ${s.n})`;
 const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
 
@@ -180,7 +191,7 @@ async function main() {
     say('restarting it with track_commit_timestamp = on ...');
     await plinth.stop(60_000);
     plinth = await startApi();
-    const workerEnv = { DATABASE_URL: databaseUrl, PLINTH_ADMIN_TOKEN: adminToken, PLINTH_DATA_DIR: dataDir, LOG_LEVEL: 'info', PLINTH_SANDBOX: 'off' };
+    const workerEnv = { DATABASE_URL: databaseUrl, PLINTH_ADMIN_TOKEN: adminToken, PLINTH_DATA_DIR: dataDir, LOG_LEVEL: 'info', PLINTH_SANDBOX: SANDBOX };
     const startWorker = () => startChild(['src/cli.ts', 'worker'], workerEnv, 'plinth started');
     say('starting two worker processes ...');
     const workers = [await startWorker(), await startWorker()];
@@ -199,13 +210,13 @@ async function main() {
     const paced = await trigger(RUNS, RATE, CLIENTS, post(stacks));
     await runsDone(db, [...paced.keys()]);
     const pacedT = await times(db, paced);
-    const pacedF = phaseFigures(pacedT.runs, pacedT.executions, marks(), ['a', 'b'], 'c');
+    const pacedF = phaseFigures(pacedT.runs, pacedT.executions, await stepMarks(db), ['a', 'b'], 'c');
 
     say(`burst phase: ${RUNS} runs from ${CLIENTS} concurrent clients ...`);
     const burst = await trigger(RUNS, 0, CLIENTS, post(stacks));
     await runsDone(db, [...burst.keys()]);
     const burstT = await times(db, burst);
-    const burstF = phaseFigures(burstT.runs, burstT.executions, marks(), ['a', 'b'], 'c');
+    const burstF = phaseFigures(burstT.runs, burstT.executions, await stepMarks(db), ['a', 'b'], 'c');
     const burstSeconds = (Math.max(...burstT.runs.map((r) => r.endedCommitMs)) - Math.min(...burst.values())) / 1000;
     const runsPerSecond = RUNS / burstSeconds;
 
@@ -233,7 +244,7 @@ async function main() {
     await runsDone(db, [...slow.keys()], 120_000);
     const slowT = await times(db, slow);
     const recoveredMs = Math.max(...slowT.runs.map((r) => r.endedCommitMs)) - killedAt;
-    const killMarks = marks();
+    const killMarks = await stepMarks(db);
     const killF = phaseFigures(slowT.runs, slowT.executions, killMarks, [], 'a');
     const starts = slowT.executions.reduce((n, e) => n + (killMarks.starts.get(e.id)?.length ?? 0), 0);
     const lostAttempts = slowT.executions.filter((e) => e.status === 'FAILED').length;
@@ -243,7 +254,7 @@ async function main() {
     const startP99 = pacedF.edges['trigger → process started'].p99;
     const lines = [
       '',
-      `Plinth engine benchmark: ${STACKS} stacks, a and b in parallel then c, 2 worker processes, ${os.availableParallelism()} cores`,
+      `Plinth engine benchmark: ${STACKS} stacks, a and b in parallel then c, 2 worker processes (PLINTH_SANDBOX=${SANDBOX}), ${os.availableParallelism()} cores`,
       `load average before: ${loadBefore}, after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews every figure)`,
       '',
     ];
