@@ -1,40 +1,29 @@
-import { sql, type QueryCreator } from 'kysely';
-import type { Database } from '../platform/db/database.ts';
+import { sql, type QueryCreator, type Selectable } from 'kysely';
+import type { Database, PipelineRunsTable, StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
-import { RUN_STATUSES, type RunAction, type RunStatus, type StepStatus } from '../platform/db/enums.ts';
+import { RUN_STATUSES, type ExecutionEnvironmentType, type RunAction, type RunStatus, type StepStatus } from '../platform/db/enums.ts';
 
 /** SQL of the engine's runs and of the history rows every change writes beside itself. */
-export interface LockedRunRow {
-  id: string;
-  organization_id: string;
-  pipeline_id: string;
-  pipeline_version_id: string;
-  stack_id: string | null;
-  status: RunStatus;
-  action: RunAction | null;
-  autoapprove: boolean;
+type RunColumns = Pick<
+  Selectable<PipelineRunsTable>,
+  | 'id' | 'organization_id' | 'pipeline_id' | 'pipeline_version_id' | 'stack_id' | 'status' | 'action' | 'autoapprove'
+  | 'attempt_epoch' | 'admitted_at' | 'started_at' | 'last_attempt_started_at'
+>;
+
+/** A run as every command reads it: its columns, its pipeline version's config and all its executions. */
+export interface LockedRunRow extends RunColumns {
   input: Record<string, unknown> | null;
-  attempt_epoch: number;
-  admitted_at: Date | null;
-  started_at: Date | null;
-  last_attempt_started_at: Date | null;
   config: PipelineConfig;
   /** The type of the stack's environment's execution environment; null when none is set. */
-  execution_environment_type: string | null;
+  execution_environment_type: ExecutionEnvironmentType | null;
   executions: ExecutionJson[];
 }
 
 /** One execution as the run's read returns it (JSON, so the run and its steps are one round trip). */
-export interface ExecutionJson {
-  id: string;
-  step_id: string;
-  status: StepStatus;
-  attempt_epoch: number;
-  retry_attempt: number;
-  lease_owner: string | null;
-  lease_epoch: number;
+export interface ExecutionJson
+  extends Pick<Selectable<StepExecutionsTable>, 'id' | 'step_id' | 'status' | 'attempt_epoch' | 'retry_attempt' | 'lease_owner' | 'lease_epoch'> {
   lease_expired: boolean;
   /** For a QUEUED execution: the highest log line number so far (a handed-back attempt keeps its lines). */
   last_log_seq: number | null;

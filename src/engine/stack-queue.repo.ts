@@ -1,11 +1,9 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import type { StacksTable } from '../platform/db/database.ts';
 import type { Trx } from '../platform/db/db.ts';
 
 /** SQL of the stack queue: a stack's one admitted run (`active_run_id`) and the runs waiting for it. */
-export interface StackLockRow {
-  id: string;
-  active_run_id: string | null;
-}
+export type StackLockRow = Pick<Selectable<StacksTable>, 'id' | 'active_run_id'>;
 
 export function lockStack(trx: Trx, stackId: string): Promise<StackLockRow | undefined> {
   return trx.selectFrom('stacks').select(['id', 'active_run_id']).where('id', '=', stackId).forUpdate().executeTakeFirst();
