@@ -5,6 +5,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stronglyConnectedComponents } from '../src/platform/graph.ts';
 
 export const SRC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src');
 
@@ -43,37 +44,9 @@ export function folderImportGraph(srcDir = SRC_DIR): FolderGraph {
 
 /** The strongly connected components of more than one folder: each is a set of folders that import each other. */
 export function folderCycles(graph: FolderGraph): string[][] {
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const cycles: string[][] = [];
-  const visit = (node: string) => {
-    index.set(node, index.size);
-    low.set(node, index.get(node)!);
-    stack.push(node);
-    onStack.add(node);
-    for (const next of graph.get(node) ?? []) {
-      if (!index.has(next)) {
-        visit(next);
-        low.set(node, Math.min(low.get(node)!, low.get(next)!));
-      } else if (onStack.has(next)) {
-        low.set(node, Math.min(low.get(node)!, index.get(next)!));
-      }
-    }
-    if (low.get(node) === index.get(node)) {
-      const component: string[] = [];
-      let member: string;
-      do {
-        member = stack.pop()!;
-        onStack.delete(member);
-        component.push(member);
-      } while (member !== node);
-      if (component.length > 1) cycles.push(component.sort());
-    }
-  };
-  for (const node of [...graph.keys()].sort()) if (!index.has(node)) visit(node);
-  return cycles;
+  return stronglyConnectedComponents([...graph.keys()].sort(), graph)
+    .filter((component) => component.length > 1)
+    .map((component) => component.sort());
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

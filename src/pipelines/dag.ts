@@ -2,6 +2,8 @@
 // step once all of them succeeded. The functions take the minimal `{id, needs}` shape so the validator
 // can run them on a config it has not finished checking.
 
+import { stronglyConnectedComponents } from '../platform/graph.ts';
+
 export interface DagNode {
   id: string;
   needs?: readonly string[];
@@ -77,44 +79,6 @@ export function findCycles(steps: readonly DagNode[]): string[][] {
   return stronglyConnectedComponents(steps.map((s) => s.id), edges)
     .filter((component) => component.length > 1)
     .map((component) => cycleThrough(component, edges));
-}
-
-function stronglyConnectedComponents(ids: string[], edges: Map<string, string[]>): string[][] {
-  const index = new Map<string, number>();
-  const lowLink = new Map<string, number>();
-  const onStack = new Set<string>();
-  const stack: string[] = [];
-  const components: string[][] = [];
-  let counter = 0;
-
-  // Recursion depth is bounded by the step count, which the validator caps.
-  const visit = (id: string) => {
-    index.set(id, counter);
-    lowLink.set(id, counter);
-    counter++;
-    stack.push(id);
-    onStack.add(id);
-    for (const next of edges.get(id) ?? []) {
-      if (!index.has(next)) {
-        visit(next);
-        lowLink.set(id, Math.min(lowLink.get(id)!, lowLink.get(next)!));
-      } else if (onStack.has(next)) {
-        lowLink.set(id, Math.min(lowLink.get(id)!, index.get(next)!));
-      }
-    }
-    if (lowLink.get(id) === index.get(id)) {
-      const component: string[] = [];
-      let member: string;
-      do {
-        member = stack.pop()!;
-        onStack.delete(member);
-        component.push(member);
-      } while (member !== id);
-      components.push(component);
-    }
-  };
-  for (const id of ids) if (!index.has(id)) visit(id);
-  return components;
 }
 
 /** A closed walk inside one component, starting at its first step in config order. */
