@@ -3,7 +3,7 @@ import type { Database } from '../platform/db/database.ts';
 import type { Db, Executor, Trx } from '../platform/db/db.ts';
 import type { ErrorBody } from '../platform/schema.ts';
 import type { StepStatus } from '../platform/db/enums.ts';
-import { transitionValues, type TransitionRecord } from './runs.repo.ts';
+import { TRANSITION_COLUMNS, transitionSelection, transitionValues, type TransitionRecord } from './runs.repo.ts';
 
 /** SQL of step executions: their rows, their history rows, their jobs and their leases. */
 export interface NewExecutionValues {
@@ -112,20 +112,8 @@ export async function updateExecution(trx: Trx, id: string, c: ExecutionChanges,
   const rows = await trx
     .with('changed', (db) => executionUpdate(db, id, c, guard).returning('id'))
     .insertInto('run_transitions')
-    .columns(['pipeline_run_id', 'step_execution_id', 'from_status', 'to_status', 'reason', 'actor'])
-    .expression((eb) => {
-      const t = transitionValues({ ...transition, executionId: id });
-      return eb
-        .selectFrom('changed')
-        .select([
-          sql<string>`${t.pipeline_run_id}::text`.as('pipeline_run_id'),
-          sql<string>`${t.step_execution_id}::text`.as('step_execution_id'),
-          sql<string | null>`${t.from_status}::text`.as('from_status'),
-          sql<string>`${t.to_status}::text`.as('to_status'),
-          sql<string>`${t.reason}::text`.as('reason'),
-          sql<string | null>`${t.actor}::text`.as('actor'),
-        ]);
-    })
+    .columns(TRANSITION_COLUMNS)
+    .expression((eb) => eb.selectFrom('changed').select(transitionSelection({ ...transition, executionId: id })))
     .returning('id')
     .execute();
   return rows.length === 1;

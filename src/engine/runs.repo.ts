@@ -89,6 +89,25 @@ export function transitionValues(t: TransitionRecord) {
   };
 }
 
+/** The columns of a history row written beside a guarded change (see transitionSelection). */
+export const TRANSITION_COLUMNS = ['pipeline_run_id', 'step_execution_id', 'from_status', 'to_status', 'reason', 'actor'] as const;
+
+/**
+ * The history row of a change as the columns of `select … from changed`, where `changed` is the
+ * guarded update's CTE: the row is written only when the change itself wrote its row.
+ */
+export function transitionSelection(transition: TransitionRecord) {
+  const t = transitionValues(transition);
+  return [
+    sql<string>`${t.pipeline_run_id}::text`.as('pipeline_run_id'),
+    sql<string | null>`${t.step_execution_id}::text`.as('step_execution_id'),
+    sql<string | null>`${t.from_status}::text`.as('from_status'),
+    sql<string>`${t.to_status}::text`.as('to_status'),
+    sql<string>`${t.reason}::text`.as('reason'),
+    sql<string | null>`${t.actor}::text`.as('actor'),
+  ];
+}
+
 const isRunStatus = (status: StepStatus): status is RunStatus => (RUN_STATUSES as readonly string[]).includes(status);
 
 export interface RunChanges {
@@ -131,20 +150,8 @@ export async function updateRun(trx: Trx, id: string, c: RunChanges, transition?
   const rows = await trx
     .with('changed', (db) => runUpdate(db, id, c).where('status', '=', from).returning('id'))
     .insertInto('run_transitions')
-    .columns(['pipeline_run_id', 'step_execution_id', 'from_status', 'to_status', 'reason', 'actor'])
-    .expression((eb) => {
-      const t = transitionValues(transition);
-      return eb
-        .selectFrom('changed')
-        .select([
-          sql<string>`${t.pipeline_run_id}::text`.as('pipeline_run_id'),
-          sql<string | null>`null::text`.as('step_execution_id'),
-          sql<string | null>`${t.from_status}::text`.as('from_status'),
-          sql<string>`${t.to_status}::text`.as('to_status'),
-          sql<string>`${t.reason}::text`.as('reason'),
-          sql<string | null>`${t.actor}::text`.as('actor'),
-        ]);
-    })
+    .columns(TRANSITION_COLUMNS)
+    .expression((eb) => eb.selectFrom('changed').select(transitionSelection(transition)))
     .returning('id')
     .execute();
   return rows.length === 1;
