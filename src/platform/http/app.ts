@@ -92,7 +92,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   app.decorate('db', options.db);
   app.decorate('config', options.config);
-  app.decorateRequest('principal', null as unknown as Principal);
+  // Null until the credential hook sets it; declared up front so every request object has the same shape.
+  app.decorateRequest('principal', null, []);
   app.setValidatorCompiler(validatorCompiler);
   // Only JSON bodies: Fastify's default text/plain parser would hand a string to the schema (a 400); it is a 415.
   app.removeAllContentTypeParsers();
