@@ -1,8 +1,8 @@
 import { sql, type QueryCreator } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import type { Db, Executor, Trx } from '../platform/db/db.ts';
-import type { ErrorBody } from '../platform/schema.ts';
 import type { StepStatus } from '../platform/db/enums.ts';
+import type { ExecutionSet } from './run-decisions.ts';
 import { TRANSITION_COLUMNS, transitionSelection, transitionValues, type TransitionRecord } from './runs.repo.ts';
 
 /** SQL of step executions: their rows, their history rows, their jobs and their leases. */
@@ -58,16 +58,8 @@ export async function insertExecution(trx: Trx, v: NewExecutionValues, transitio
     .execute();
 }
 
-export interface ExecutionChanges {
-  status: StepStatus;
-  error?: ErrorBody | null;
-  outputData?: Record<string, unknown> | null;
-  statusDetail?: Record<string, unknown> | null;
-  /** Take the lease (a new epoch) or drop it. */
-  lease?: { owner: string; ms: number } | null;
-  started?: true | null;
-  completed?: true;
-}
+/** A change of a step execution: its new status and what the decision sets beside it. */
+export type ExecutionChanges = ExecutionSet & { status: StepStatus };
 
 /** The row must still be as the decision saw it: this status, at this lease epoch. */
 export interface ExecutionGuard {

@@ -4,23 +4,13 @@ import { newId } from '../platform/ids.ts';
 import { enterStackQueue, withLockedRun, type Decide } from './locked-run.ts';
 import { decideApprove, decideCancel, decideReject, decideRetry } from './run-decisions.ts';
 import type { RunAction } from './run-state.ts';
-import { insertRun } from './runs.repo.ts';
+import { insertRun, type NewRunValues } from './runs.repo.ts';
 
 /**
  * The commands callers give the engine (trigger, approve, reject, cancel, retry). Each runs inside
  * the caller's transaction as one withLockedRun, and refuses an illegal move with a typed error.
  */
-export interface NewRun {
-  organizationId: string;
-  pipelineId: string;
-  pipelineVersionId: string;
-  stackId: string | null;
-  action: RunAction | null;
-  autoapprove: boolean;
-  description: string;
-  input: Record<string, unknown> | null;
-  createdById: string | null;
-}
+export type NewRun = Omit<NewRunValues, 'id'>;
 
 /**
  * triggerRun inserts a QUEUED run, records it as its stack's latest, and admits it when the stack is

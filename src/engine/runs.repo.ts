@@ -1,8 +1,8 @@
 import { sql, type QueryCreator, type Selectable } from 'kysely';
 import type { Database, PipelineRunsTable, StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
-import type { ErrorBody } from '../platform/schema.ts';
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
+import type { RunSet } from './run-decisions.ts';
 import { RUN_STATUSES, type ExecutionEnvironmentType, type RunAction, type RunStatus, type StepStatus } from '../platform/db/enums.ts';
 
 /** SQL of the engine's runs and of the history rows every change writes beside itself. */
@@ -110,14 +110,8 @@ export function transitionSelection(transition: TransitionRecord) {
 
 const isRunStatus = (status: StepStatus): status is RunStatus => (RUN_STATUSES as readonly string[]).includes(status);
 
-export interface RunChanges {
-  status?: RunStatus;
-  error?: ErrorBody | null;
-  admitted?: boolean;
-  started?: boolean;
-  completed?: boolean | null;
-  attemptEpoch?: number;
-}
+/** A change of a run: its new status, if any, and what the decision sets beside it. */
+export type RunChanges = RunSet & { status?: RunStatus };
 
 function runUpdate(db: QueryCreator<Database>, id: string, c: RunChanges) {
   return db
