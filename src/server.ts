@@ -9,6 +9,7 @@ import { ROUTES } from './routes.ts';
 import { loadEngineConfig } from './engine/engine-config.ts';
 import { installQueue } from './engine/queue.ts';
 import { EngineWorker } from './engine/worker.ts';
+import { openSecretBox } from './platform/secrets/key-file.ts';
 
 export interface DatabaseHandle {
   db: Db;
@@ -63,16 +64,17 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     process.stdout.write(`\nPlinth admin token (shown once; also in ${config.dataDir}/admin-token):\n${boot.generatedToken}\n\n`);
   }
 
+  const secrets = openSecretBox(config);
   // The queue's schema is needed by API processes too: they enqueue a run's first steps.
   await installQueue(database.url, log);
   let worker: EngineWorker | undefined;
   if (roles.worker) {
-    worker = new EngineWorker(database.db, database.url, loadEngineConfig(), log);
+    worker = new EngineWorker(database.db, database.url, loadEngineConfig(), log, secrets);
     await worker.start();
   }
   let app: App | undefined;
   if (roles.api) {
-    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url });
+    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets });
     await app.listen({ host: config.host, port: config.port });
   }
   return {

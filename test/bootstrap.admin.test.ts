@@ -10,6 +10,7 @@ import { createDb, type Db } from '../src/platform/db/db.ts';
 import { buildApp } from '../src/platform/http/app.ts';
 import { ROUTES } from '../src/routes.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { TEST_SECRETS } from './helpers/app.ts';
 
 const TOKEN = 'plk_bootstrap_test_token_abcdefghijklmnopqrstuvwxyz012345';
 const EMAIL = 'root@example.com';
@@ -21,7 +22,7 @@ async function counts(db: Db) {
 }
 
 async function whoami(db: Db, token: string) {
-  const app = await buildApp({ db, config: loadConfig({}), routes: ROUTES });
+  const app = await buildApp({ db, config: loadConfig({}), routes: ROUTES, secrets: TEST_SECRETS });
   try {
     const res = await app.inject({ method: 'GET', url: '/auth/whoami', headers: { authorization: `Bearer ${token}` } });
     return { status: res.statusCode, body: res.json() };

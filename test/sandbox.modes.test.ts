@@ -6,6 +6,7 @@ import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
 import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
 import { EngineWorker } from '../src/engine/worker.ts';
 import { createStack, FAST_ENGINE_ENV, getRun, logLines, startEngineTestApp, stepsOf, triggerRun, waitFor, type EngineTestApp } from './helpers/engine.ts';
+import { TEST_SECRETS } from './helpers/app.ts';
 
 const cannotIsolate = async () => 'this host cannot isolate (a test says so)';
 
@@ -41,7 +42,7 @@ describe('sandbox modes', () => {
 
   it('PLINTH_SANDBOX=namespaces on a host that cannot isolate refuses to start the worker', async () => {
     const config = { ...loadEngineConfig(FAST_ENGINE_ENV), sandbox: new NamespaceSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces' }, undefined), cannotIsolate) };
-    const worker = new EngineWorker(t.db, t.database.url, config, pino({ level: 'silent' }), 'refused-worker');
+    const worker = new EngineWorker(t.db, t.database.url, config, pino({ level: 'silent' }), TEST_SECRETS, 'refused-worker');
     await assert.rejects(worker.start(), /PLINTH_SANDBOX=namespaces, but this host cannot isolate steps/);
   });
 

@@ -11,6 +11,7 @@ import { runStep } from './runners/index.ts';
 import { startSandbox } from './sandbox/index.ts';
 import { claimStep, completeStep, handBackStep, reapLostSteps, redispatchStaleSteps, renewHeldLeases, type HeldAttempt, type StepOutcome } from './step-lifecycle.ts';
 import { StopListener } from './stop-listener.ts';
+import type { SecretBox } from '../platform/secrets/secret-box.ts';
 
 type StopReason = 'stopped' | 'drain';
 
@@ -52,6 +53,8 @@ export class EngineWorker {
     private readonly connectionString: string,
     private readonly config: EngineConfig,
     private readonly log: Logger,
+    /** Opens the secrets a step needs (Git credentials, sensitive variables). */
+    readonly secrets: SecretBox,
     workerId?: string,
   ) {
     this.workerId = workerId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;

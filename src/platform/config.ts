@@ -11,6 +11,10 @@ export interface Config {
   adminEmail: string;
   logLevel: string;
   publicUrl: string;
+  /** PLINTH_SECRET_KEY; unset: a generated key file in the data directory (src/platform/secrets). */
+  secretKey: string | undefined;
+  /** PLINTH_SECRET_KEY_PREVIOUS: comma-separated keys still accepted for opening (key rotation). */
+  previousSecretKeys: string[];
 }
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -36,6 +40,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminEmail: env.PLINTH_ADMIN_EMAIL || 'admin@localhost',
     logLevel: env.LOG_LEVEL || 'info',
     publicUrl: env.PLINTH_PUBLIC_URL || `http://${host}:${port}`,
+    secretKey: env.PLINTH_SECRET_KEY || undefined,
+    previousSecretKeys: (env.PLINTH_SECRET_KEY_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
   };
 }
 
@@ -44,7 +50,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * the process's environment, so nothing started later (a library's child process, a step in the
  * unisolated mode) inherits them. Steps never get the worker's environment anyway; this is the second line.
  */
-export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL'] as const;
+export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL'] as const;
 
 /** scrubSecretEnv deletes SECRET_ENV_NAMES from `env` (the process's own by default). */
 export function scrubSecretEnv(env: NodeJS.ProcessEnv = process.env): void {

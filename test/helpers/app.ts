@@ -4,7 +4,12 @@ import { createDb, type Db } from '../../src/platform/db/db.ts';
 import { buildApp, type App, type RoutePlugin } from '../../src/platform/http/app.ts';
 import { ensureAdmin } from '../../src/credentials/bootstrap.ts';
 import { ROUTES } from '../../src/routes.ts';
+import { SecretBox, keyIdOf } from '../../src/platform/secrets/secret-box.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
+
+/** A fixed key: tests that read sealed columns open them with TEST_SECRETS. */
+const TEST_KEY = Buffer.alloc(32, 7);
+export const TEST_SECRETS = new SecretBox({ id: keyIdOf(TEST_KEY), bytes: TEST_KEY });
 
 export const ADMIN_TOKEN = 'plk_test_admin_token_0123456789abcdefghijklmnopqrstuv';
 
@@ -43,7 +48,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const db = createDb(database.url);
   const config = { ...loadConfig({}), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
   await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
-  const app = await buildApp({ db, config, routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])] });
+  const app = await buildApp({ db, config, routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])], secrets: TEST_SECRETS });
 
   const call = async <T = any>(method: InjectOptions['method'], url: string, options: CallOptions = {}): Promise<Response<T>> => {
     const token = options.token === undefined ? ADMIN_TOKEN : options.token;

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { loadEngineConfig, type EngineConfig } from '../../src/engine/engine-config.ts';
 import { installQueue } from '../../src/engine/queue.ts';
 import { EngineWorker } from '../../src/engine/worker.ts';
-import { startTestApp, type TestApp } from './app.ts';
+import { startTestApp, TEST_SECRETS, type TestApp } from './app.ts';
 
 /** Timings that keep engine tests in seconds; the defaults (docs/engine.md) are for production. */
 export const FAST_ENGINE_ENV: Record<string, string> = {
@@ -43,7 +43,7 @@ export async function startEngineTestApp(): Promise<EngineTestApp> {
   await installQueue(t.database.url, silent);
   const workers: EngineWorker[] = [];
   const startWorker = async (overrides: Partial<EngineConfig> = {}) => {
-    const worker = new EngineWorker(t.db, t.database.url, { ...loadEngineConfig(FAST_ENGINE_ENV), ...overrides }, silent, `test-worker-${workers.length + 1}`);
+    const worker = new EngineWorker(t.db, t.database.url, { ...loadEngineConfig(FAST_ENGINE_ENV), ...overrides }, silent, TEST_SECRETS, `test-worker-${workers.length + 1}`);
     await worker.start();
     workers.push(worker);
     return worker;

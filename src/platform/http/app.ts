@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
+import type { SecretBox } from '../secrets/secret-box.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { AppError, NotFoundError } from '../errors.ts';
@@ -29,6 +30,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     db: Db;
     config: Config;
+    /** Seals and opens secrets at rest (tokens, sensitive variables, state). */
+    secrets: SecretBox;
   }
 }
 
@@ -40,6 +43,7 @@ export interface AppOptions {
   config: Config;
   logger?: FastifyBaseLogger;
   routes: RoutePlugin[];
+  secrets: SecretBox;
   /** The database to LISTEN on for credential changes (defaults to config.databaseUrl); none: no credential cache. */
   listenUrl?: string;
 }
@@ -92,6 +96,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   app.decorate('db', options.db);
   app.decorate('config', options.config);
+  app.decorate('secrets', options.secrets);
   // Null until the credential hook sets it; declared up front so every request object has the same shape.
   app.decorateRequest('principal', null, []);
   app.setValidatorCompiler(validatorCompiler);
