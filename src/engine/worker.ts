@@ -178,6 +178,8 @@ export class EngineWorker {
         killGraceMs: this.config.killGraceMs,
         sandbox: this.config.sandbox,
         workerId: this.workerId,
+        db: this.db,
+        secrets: this.secrets,
         onSpawn: (pid) => this.spawnedPids.push(pid),
       });
     } catch (error) {

@@ -4,9 +4,15 @@ import type { LogSink } from '../log-sink.ts';
 import { logDetail, logStoreError } from './output-capture.ts';
 import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';
 import { runScript, type ScriptResult } from './script.ts';
+import type { Db } from '../../platform/db/db.ts';
+import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 
 export interface RunnerContext {
   sink: LogSink;
+  /** For runners that read what their step needs (a stack's source, its variables, a state credential). */
+  db: Db;
+  /** Opens the sealed secrets a step needs; nothing sealed reaches a step's environment unless it needs it. */
+  secrets: SecretBox;
   signal: AbortSignal;
   killGraceMs: number;
   sandbox: StepSandbox;
