@@ -97,7 +97,7 @@ describe('plinth migrate and usage', () => {
   it('an unknown command prints the usage and exits 2', () => {
     const result = run(['bogus'], { DATABASE_URL: database.url });
     assert.equal(result.status, 2);
-    assert.match(result.stderr, /usage: plinth <command>/);
+    assert.match(result.stderr, /Usage: plinth <command>/);
     for (const command of ['serve', 'api', 'worker', 'migrate']) assert.match(result.stderr, new RegExp(`\\b${command}\\b`));
   });
 });
