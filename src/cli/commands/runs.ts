@@ -84,7 +84,7 @@ export function runCommands(program: Command) {
       await waitThenFinish(s, started.id, Boolean(o.follow), o);
     }));
 
-  run.command('list').description('runs, newest first')
+  run.command('list').description('runs, in the order the API keeps them (id)')
     .option('--stack <id>').option('--pipeline <id>').option('--status <status>')
     .action(action(async (s: Session, o: { stack?: string; pipeline?: string; status?: PipelineRun['status'] }) => {
       const query = { ...(o.stack ? { stackId: o.stack } : {}), ...(o.pipeline ? { pipelineId: o.pipeline } : {}), ...(o.status ? { status: o.status } : {}) };
