@@ -98,10 +98,17 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
   });
 
   it('an expired key exits 3 and says to log in again', async () => {
-    const expiresAt = new Date(Date.now() + 1500).toISOString();
-    const key = await user.json(['api', 'POST', '/api-keys', '-d', '-'], { input: JSON.stringify({ data: { name: 'short-lived', expiresAt } }) });
-    await new Promise((r) => setTimeout(r, 2000));
-    const result = await user.run(['whoami'], { env: { PLINTH_TOKEN: key.data.token } });
+    // Made over HTTP, not through the CLI: a CLI start on a loaded machine could outlast a short expiry.
+    const expiresAt = Date.now() + 2000;
+    const res = await fetch(`${plinth.baseUrl}/api-keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: { name: 'short-lived', expiresAt: new Date(expiresAt).toISOString() } }),
+    });
+    assert.equal(res.status, 201);
+    const { token } = (await res.json()).data;
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now()) + 100));
+    const result = await user.run(['whoami'], { env: { PLINTH_TOKEN: token } });
     assert.equal(result.code, 3);
     assert.match(result.stderr, /^plinth: The credential has expired \(Auth:Credential:EXPIRED\): run plinth login\n$/);
     assert.equal(result.stdout, '');

@@ -118,14 +118,16 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
     await user.json(['run', 'cancel', startedRunId(timedOut.stderr)!]);
   });
 
-  it('an interrupted wait exits 130', async () => {
+  it('an interrupted follow exits 130', async () => {
     const slow = await stackWith('interrupted', { change: { steps: [{ id: 'sleep', name: 'Sleep', type: 'script', with: { command: 'sleep 30' } }] } });
-    const run = await user.json(['run', 'start', slow]);
-    let pid = 0;
-    const waiting = user.run(['run', 'wait', run.id], { onSpawn: (p) => (pid = p) });
-    await new Promise((r) => setTimeout(r, 2500));
-    process.kill(pid, 'SIGINT');
-    assert.equal((await waiting).code, 130);
-    await user.json(['run', 'cancel', run.id]);
+    let runId: string | undefined;
+    // SIGINT once the run has started: the command is then following it, with its handler in place.
+    const following = await user.run(['run', 'start', slow, '--follow'], {
+      onStderr: (stderr, pid) => {
+        if (runId === undefined && (runId = startedRunId(stderr))) process.kill(pid, 'SIGINT');
+      },
+    });
+    assert.equal(following.code, 130, following.stderr);
+    await user.json(['run', 'cancel', runId!]);
   });
 });

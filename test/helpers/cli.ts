@@ -16,8 +16,8 @@ export interface CliOptions {
   /** Written to the CLI's standard input, which is then closed. */
   input?: string;
   timeoutMs?: number;
-  /** Called once the process is spawned (to signal it). */
-  onSpawn?: (pid: number) => void;
+  /** Called with everything written to stderr so far, at each write, and the pid (to signal it). */
+  onStderr?: (stderr: string, pid: number) => void;
 }
 
 /** A user of the CLI: a config directory of their own ($XDG_CONFIG_HOME) and the environment they run it in. */
@@ -51,7 +51,10 @@ export function cliUser(env: Record<string, string> = {}): CliUser {
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c) => (stdout += c));
-      child.stderr.on('data', (c) => (stderr += c));
+      child.stderr.on('data', (c) => {
+        stderr += c;
+        options.onStderr?.(stderr, child.pid!);
+      });
       const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
       child.on('error', reject);
       child.on('close', (code, signal) => {
@@ -59,7 +62,6 @@ export function cliUser(env: Record<string, string> = {}): CliUser {
         resolve({ code, signal, stdout, stderr });
       });
       child.stdin.end(options.input ?? '');
-      options.onSpawn?.(child.pid!);
     });
   return {
     configHome,
