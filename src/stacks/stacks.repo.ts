@@ -142,6 +142,19 @@ async function findStacksOfPipeline(db: Executor, pipelineId: string, sample: nu
   return rows.map((r) => ({ kind: PIPELINE_USAGE.stacks, ref: r.id }));
 }
 
+/** The stacks that check out a code source (their givenId, else their id). */
+async function findStacksOfCodeSource(db: Executor, codeSourceId: string, sample: number): Promise<UsageRow[]> {
+  const rows = await db
+    .selectFrom('stacks')
+    .select(['id', 'given_id'])
+    .where(sql<string>`source ->> 'codeSourceId'`, '=', codeSourceId)
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
+  return rows.map((r) => ({ kind: 'stacks', ref: r.given_id ?? r.id }));
+}
+
 registerDependent('Project', { findUsages: findStacksOfProject });
+registerDependent('CodeSource', { findUsages: findStacksOfCodeSource });
 registerDependent('Environment', { findUsages: findStacksOfEnvironment });
 registerDependent('Pipeline', { findUsages: findStacksOfPipeline });

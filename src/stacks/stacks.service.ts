@@ -8,6 +8,7 @@ import { getEnvironmentRow } from '../environments/environments.service.ts';
 import { parsePipelineConfig } from '../pipelines/pipeline-config.validate.ts';
 import { deletePipelinesByIds, findLatestPipelineVersion, insertPipelineWithFirstVersion } from '../pipelines/pipelines.repo.ts';
 import { getProjectRow } from '../projects/projects.service.ts';
+import { assertCodeSourceUsable } from '../code-sources/code-sources.service.ts';
 import { triggerRun } from '../engine/run-commands.ts';
 import { hasActiveRunOfStack } from '../runs/runs.repo.ts';
 import { getRun } from '../runs/runs.service.ts';
@@ -47,6 +48,7 @@ export async function createStack(db: Db, principal: Principal, input: CreateSta
   const destroyConfig = input.pipelines?.destroy ? parsePipelineConfig(input.pipelines.destroy) : DEFAULT_DESTROY_PIPELINE;
   return db.transaction().execute(async (trx) => {
     await assertPlacement(trx, principal, input.projectId, input.environmentId);
+    if (input.source?.codeSourceId) await assertCodeSourceUsable(trx, principal, input.source.codeSourceId);
     const pipeline = (kind: string, config: typeof changeConfig) =>
       insertPipelineWithFirstVersion(trx, {
         organizationId: principal.organizationId,
@@ -92,6 +94,7 @@ export async function listStacks(db: Db, principal: Principal, query: StackListQ
 export async function updateStack(db: Db, principal: Principal, id: string, input: UpdateStack) {
   return db.transaction().execute(async (trx) => {
     if (!(await lockStackInOrg(trx, principal.organizationId, id))) throw new NotFoundError('Stack', id);
+    if (input.source?.codeSourceId) await assertCodeSourceUsable(trx, principal, input.source.codeSourceId);
     await updateStackRow(trx, id, input);
     return stackRowToStack((await findStackById(trx, principal.organizationId, id))!);
   });
