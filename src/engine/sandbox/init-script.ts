@@ -26,7 +26,7 @@
  * assignments that the unprivileged step shell sources.
  *
  * Arguments: mount point, workspace, uid, process limit, cgroup.procs files, template, command, working
- * directory, size of /tmp in MiB.
+ * directory, size of /tmp in MiB, binds (`source<TAB>target<TAB>rw|ro` lines).
  */
 export const SANDBOX_INIT = String.raw`set -eu
 root=$1 workspace=$2 uid=$3 nproc=$4 cgroups=$5 template=$6
@@ -45,6 +45,12 @@ mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m plinth-shm dev/shm
 mount -t proc -o nosuid,nodev,noexec,hidepid=2 proc proc
 mount -t tmpfs -o mode=1777,nosuid,nodev,size="$9"m plinth-tmp tmp
 mount --bind -o nosuid,nodev "$workspace" workspace
+printf '%s\n' "${'$'}{10:-}" | while IFS='	' read -r src target mode; do
+  [ -n "$src" ] || continue
+  mkdir -p ".$target"
+  mount --bind -o nosuid,nodev "$src" ".$target"
+  [ "$mode" = rw ] || mount -o remount,bind,ro,nosuid,nodev ".$target"
+done
 mount -o remount,ro,nosuid "$root"
 pivot_root . .
 umount -l .

@@ -45,11 +45,20 @@ export interface IsolationReport {
   detail: string;
 }
 
+/** A host path mounted into the step's root at `target` (under `/plinth/`), read-only unless writable. */
+export interface StepBind {
+  source: string;
+  target: string;
+  writable: boolean;
+}
+
 export interface StepProcessSpec {
   command: string;
   env: Record<string, string>;
   /** Relative to the workspace; created when missing. */
   workingDirectory?: string;
+  /** Host paths this process (only) sees, nosuid and nodev. */
+  binds?: StepBind[];
 }
 
 /** One running step process tree. */
@@ -62,9 +71,11 @@ export interface SandboxedProcess {
   kill(): void;
 }
 
-/** A step's workspace, from which its process is started once, and which dispose() removes. */
+/** A step's workspace: processes are started in it one after another (its files persist); dispose() removes it. */
 export interface StepWorkspace {
   spawn(spec: StepProcessSpec): SandboxedProcess;
+  /** Where a process sees a bind's target: the target itself when isolated, the host source when not. */
+  pathOf(bind: StepBind): string;
   /** Kills whatever of the step is still running and removes the workspace (and its cgroup). */
   dispose(): Promise<void>;
 }

@@ -50,6 +50,8 @@ export class UnisolatedSandbox implements StepSandbox {
         env: { HOME: workDir, ...spec.env, PWD: workDir },
         groupOutlivesLeader: true,
       }),
+      // Nothing is mounted in this mode: a process reaches a bind at its host path.
+      pathOf: (bind) => bind.source,
       dispose: () => removeTree(workDir),
     };
   }
