@@ -102,7 +102,7 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
   const bind = (writable: boolean): StepBind => ({ source: cacheHost, target: CACHE_TARGET, writable });
   const cacheHost = await cacheDirOf(ctx, source.id);
   const fetch = async (commit: string) => {
-    const env = gitEnv(credential, { PLINTH_GIT_CACHE: workspace.pathOf(bind(true)), PLINTH_GIT_URL: source.url, PLINTH_GIT_REF: ref, PLINTH_GIT_COMMIT: commit });
+    const env = gitEnv(credential, { PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(true)]), PLINTH_GIT_URL: source.url, PLINTH_GIT_REF: ref, PLINTH_GIT_COMMIT: commit });
     return runCaptured(workspace, { command: FETCH_SCRIPT, env, binds: [bind(true)] }, ctx);
   };
   ctx.sink.write('system', `checking out ${run.commit_sha ?? ref} of ${source.url}`);
@@ -121,7 +121,7 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
     }
   }
   // Credential-free: the extraction sees the cache read-only and gets nothing but what it needs.
-  const extractEnv = gitEnv(null, { PLINTH_GIT_CACHE: workspace.pathOf(bind(false)), PLINTH_GIT_COMMIT: commitSha, PLINTH_CHECKOUT_DIR: CHECKOUT_DIR });
+  const extractEnv = gitEnv(null, { PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(false)]), PLINTH_GIT_COMMIT: commitSha, PLINTH_CHECKOUT_DIR: CHECKOUT_DIR });
   const extracted = await runCaptured(workspace, { command: EXTRACT_SCRIPT, env: extractEnv, binds: [bind(false)] }, ctx);
   if (extracted.error) return failed('Engine:Checkout:FAILED', `The checkout of ${commitSha} ${extracted.error}`);
   ctx.sink.write('system', `checked out ${commitSha} into ${workingDirectory}`);

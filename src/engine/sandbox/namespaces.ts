@@ -3,29 +3,16 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
+import { bindArgs, checkBinds, insideBinds } from './binds.ts';
 import { SANDBOX_INIT, shellAssignments } from './init-script.ts';
 import { spawnGuarded } from './process.ts';
-import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepBind, type StepSandbox, type StepWorkspace } from './sandbox.ts';
+import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepProcessSpec, type StepSandbox, type StepWorkspace } from './sandbox.ts';
 import { buildTemplate } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 const TOOLS = ['unshare', 'setpriv', 'prlimit', 'pivot_root', 'mount', 'umount', 'cp', 'tar', 'sh'];
-
-/**
- * bindLines renders binds for the init (one `source<TAB>target<TAB>rw|ro` line each); a target must be
- * an absolute path under /plinth/ without `..`, and neither part may hold a tab or a newline.
- */
-export function bindLines(binds: StepBind[] | undefined): string {
-  return (binds ?? [])
-    .map((b) => {
-      const target = path.posix.normalize(b.target);
-      if (!target.startsWith('/plinth/') || target !== b.target || /[\t\n]/.test(b.source + b.target)) throw new Error(`bind target ${b.target} must be an absolute path under /plinth/`);
-      return `${b.source}\t${target}\t${b.writable ? 'rw' : 'ro'}`;
-    })
-    .join('\n');
-}
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
 export type HostCheck = () => Promise<string | undefined>;
@@ -160,32 +147,34 @@ export class NamespaceSandbox implements StepSandbox {
       await rm(claim.dir, { recursive: true, force: true });
       throw error;
     }
-    const procs: SandboxedProcess[] = [];
+    const running = new Set<SandboxedProcess>();
     return {
+      uid: claim.uid,
       spawn: (spec) => {
-        const proc = this.spawnIn(claim, cgroup, spec.command, spec.env, relativeWorkingDirectory(spec.workingDirectory), bindLines(spec.binds));
-        procs.push(proc);
+        const proc = this.spawnIn(claim, cgroup, spec, relativeWorkingDirectory(spec.workingDirectory));
+        running.add(proc);
+        proc.child.once('exit', () => running.delete(proc));
         return proc;
       },
-      pathOf: (bind) => bind.target,
+      pathOf: insideBinds,
       dispose: async () => {
-        for (const proc of procs) proc.kill();
+        for (const proc of running) proc.kill();
         await cgroup?.destroy();
         await rm(claim.dir, { recursive: true, force: true });
       },
     };
   }
 
-  private spawnIn(claim: ClaimedWorkspace, cgroup: StepCgroup | undefined, command: string, env: Record<string, string>, cwd: string, binds = ''): SandboxedProcess {
+  private spawnIn(claim: ClaimedWorkspace, cgroup: StepCgroup | undefined, spec: StepProcessSpec, cwd: string): SandboxedProcess {
     const { limits, network } = this.settings;
     const namespaces = ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : [])];
-    const initArgs = [claim.mountPoint, claim.workspace, String(claim.uid), String(limits.maxProcesses), (cgroup?.procsFiles ?? []).join(' '), this.template, command, cwd, String(limits.memoryMb), binds];
+    const initArgs = [claim.mountPoint, claim.workspace, String(claim.uid), String(limits.maxProcesses), (cgroup?.procsFiles ?? []).join(' '), this.template, spec.command, cwd, String(limits.memoryMb), ...bindArgs(checkBinds(spec.binds))];
     return spawnGuarded({
       file: 'unshare',
       args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...initArgs],
       env: { PATH: SYSTEM_PATH },
       cwd: claim.dir,
-      fd3: shellAssignments({ HOME: '/workspace', ...env }),
+      fd3: shellAssignments({ HOME: '/workspace', ...spec.env }),
       groupOutlivesLeader: false,
     });
   }
