@@ -131,6 +131,22 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     assert.equal((await t.call('GET', `/git-self-hosted-servers/${server.id}`)).body.data.connected, false);
   });
 
+  it('self-hosted servers are listed, patched and deleted by ADMINs; the client secret is never returned', async () => {
+    const server = await register('crud');
+    assert.equal(server.tokenUrl, `${oauth.issuer.url}/token`);
+    const derived = await t.call('PATCH', `/git-self-hosted-servers/${server.id}`, { body: { data: { authorizeUrl: null, tokenUrl: null, clientSecret: 'rotated-secret-value' } } });
+    assert.equal(derived.status, 200, JSON.stringify(derived.body));
+    assert.equal(derived.body.data.authorizeUrl, `${oauth.issuer.url}/oauth/authorize`, 'GitLab\'s endpoints derive from the base URL');
+    const row = await t.db.selectFrom('git_self_hosted_servers').selectAll().where('id', '=', server.id).executeTakeFirstOrThrow();
+    assert.equal(TEST_SECRETS.open(row.client_secret_sealed, `git_self_hosted_servers.client_secret:${server.id}`), 'rotated-secret-value');
+    assert.ok(!JSON.stringify((await t.call('GET', '/git-self-hosted-servers')).body).includes('secret-value'));
+    const viewer = await serviceAccountCaller(t, 'VIEWER');
+    assert.equal((await t.call('GET', `/git-self-hosted-servers/${server.id}`, { token: viewer.token })).status, 200);
+    assertError(await t.call('PATCH', `/git-self-hosted-servers/${server.id}`, { token: viewer.token, body: { data: { name: 'x' } } }), 403);
+    assert.equal((await t.call('DELETE', `/git-self-hosted-servers/${server.id}`)).status, 204);
+    assertError(await t.call('GET', `/git-self-hosted-servers/${server.id}`), 404, 'Api:GitSelfHostedServer:NOT_FOUND');
+  });
+
   it('login is for ADMINs of the server\'s organization, and returns only to this service', async () => {
     const server = await register('gitlab-rules');
     const member = await serviceAccountCaller(t, 'MEMBER');
