@@ -1,6 +1,7 @@
 import { loadLogLimits, type LogLimits } from './log-sink.ts';
 import { createSandbox, type StepSandbox } from './sandbox/index.ts';
 import { loadSandboxSettings } from './sandbox/settings.ts';
+import { loadGitConfig, type GitConfig } from '../platform/git-config.ts';
 
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). The defaults meet the
@@ -32,6 +33,8 @@ export interface EngineConfig {
   logLimits: LogLimits;
   /** Where and as whom step processes run (PLINTH_SANDBOX*, PLINTH_STEP_*), probed at worker start. */
   sandbox: StepSandbox;
+  /** The checkout's timeout and cache, and what mints Git credentials (PLINTH_GIT_*, docs/git.md). */
+  git: GitConfig;
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -58,5 +61,6 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     logLimits: loadLogLimits((name, fallback) => positiveInt(env, name, fallback)),
     workRoot,
     sandbox: createSandbox(loadSandboxSettings(env, workRoot)),
+    git: loadGitConfig(env),
   };
 }

@@ -22,6 +22,12 @@ export const ENGINE_ERROR_CODES = [
   'Engine:Sandbox:UNAVAILABLE',
   /** Some of the step's output could not be stored after retries: a step never succeeds with lines missing. */
   'Engine:Log:STORE_FAILED',
+  /** The checkout of the stack's source failed: the code source is gone, its credential refused, the ref unknown... */
+  'Engine:Checkout:FAILED',
+  /** The stack's source names a ref or path Plinth refuses (an option, a refspec, a path leaving the checkout). */
+  'Engine:Checkout:INVALID_SOURCE',
+  /** The attempt's lease was taken from this worker before it could record the run's commit. */
+  'Engine:Checkout:FENCED',
 ] as const;
 export type EngineErrorCode = (typeof ENGINE_ERROR_CODES)[number];
 

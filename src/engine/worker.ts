@@ -180,6 +180,8 @@ export class EngineWorker {
         workerId: this.workerId,
         db: this.db,
         secrets: this.secrets,
+        git: this.config.git,
+        workRoot: this.config.workRoot,
         onSpawn: (pid) => this.spawnedPids.push(pid),
       });
     } catch (error) {

@@ -546,6 +546,367 @@ export interface paths {
         };
         trace?: never;
     };
+    "/code-source/{id}/branches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every branch of the repository with its head commit, over the Git protocol (422 refused credential or no such repository, 502 unreachable, 504 timeout) */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string | null;
+                    limit?: number | null;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["Branch"][];
+                            meta: {
+                                /** Format: int32 */
+                                limit: number;
+                                nextCursor?: string;
+                                /** Format: int32 */
+                                totalCount?: number;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/code-sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's code sources */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string | null;
+                    limit?: number | null;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["CodeSource"][];
+                            meta: {
+                                /** Format: int32 */
+                                limit: number;
+                                nextCursor?: string;
+                                /** Format: int32 */
+                                totalCount?: number;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Link a Git repository (its token and webhook secret are stored sealed and never returned) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        data: {
+                            /**
+                             * @description NONE; TOKEN (needs token); APP_INSTALLATION (needs gitAppInstallationId); OAUTH (needs gitSelfHostedServerId)
+                             * @default NONE
+                             * @enum {string}
+                             */
+                            authType?: "NONE" | "TOKEN" | "APP_INSTALLATION" | "OAUTH";
+                            gitAppInstallationId?: string;
+                            gitSelfHostedServerId?: string;
+                            /** @description Caller-chosen identifier */
+                            givenId?: string;
+                            name: string;
+                            /**
+                             * @default GENERIC
+                             * @enum {string}
+                             */
+                            provider?: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
+                            /** @description Write-only: stored sealed, never returned */
+                            token?: string;
+                            /** @description The repository over HTTP(S) smart protocol, without credentials in it */
+                            url: string;
+                            /** @description Write-only: the secret push webhooks are verified with (at least 16 characters) */
+                            webhookSecret?: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["CodeSource"];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/code-sources/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a code source */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["CodeSource"];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a code source no stack uses (409 names those that do) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description No content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Change a code source (token or webhookSecret null removes it) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            authType?: "NONE" | "TOKEN" | "APP_INSTALLATION" | "OAUTH";
+                            gitAppInstallationId?: string | null;
+                            gitSelfHostedServerId?: string | null;
+                            name?: string;
+                            /** @enum {string} */
+                            provider?: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
+                            /** @description Write-only: stored sealed, never returned */
+                            token?: string | null;
+                            /** @description The repository over HTTP(S) smart protocol, without credentials in it */
+                            url?: string;
+                            /** @description Write-only: the secret push webhooks are verified with (at least 16 characters) */
+                            webhookSecret?: string | null;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["CodeSource"];
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/default-value-definitions": {
         parameters: {
             query?: never;
@@ -1703,6 +2064,579 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/git-app-installations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's Git app installations */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string | null;
+                    limit?: number | null;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["GitAppInstallation"][];
+                            meta: {
+                                /** Format: int32 */
+                                limit: number;
+                                nextCursor?: string;
+                                /** Format: int32 */
+                                totalCount?: number;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/git-self-hosted-servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's self-hosted Git servers */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string | null;
+                    limit?: number | null;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["GitSelfHostedServer"][];
+                            meta: {
+                                /** Format: int32 */
+                                limit: number;
+                                nextCursor?: string;
+                                /** Format: int32 */
+                                totalCount?: number;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Register a self-hosted Git server and its OAuth client */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description An http(s) URL */
+                            authorizeUrl?: string;
+                            /** @description An http(s) URL */
+                            baseUrl: string;
+                            /** @description The OAuth client id the server issued */
+                            clientId: string;
+                            /** @description Write-only: stored sealed, never returned */
+                            clientSecret: string;
+                            name: string;
+                            /** @enum {string} */
+                            provider: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
+                            scopes?: string;
+                            /** @description An http(s) URL */
+                            tokenUrl?: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["GitSelfHostedServer"];
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/git-self-hosted-servers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a self-hosted Git server */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["GitSelfHostedServer"];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a self-hosted Git server no code source uses (409 otherwise) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description No content */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Change a self-hosted Git server */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description An http(s) URL */
+                            authorizeUrl?: string | null;
+                            /** @description The OAuth client id the server issued */
+                            clientId?: string;
+                            /** @description Write-only: stored sealed, never returned */
+                            clientSecret?: string;
+                            name?: string;
+                            scopes?: string;
+                            /** @description An http(s) URL */
+                            tokenUrl?: string | null;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["GitSelfHostedServer"];
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/gitapp/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The app install's return leg (the app's Setup URL; no credential): records the installation, 302 to the original URL */
+        get: {
+            parameters: {
+                query?: {
+                    installation_id?: string;
+                    setup_action?: string;
+                    state?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A redirect: the Location header says where */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gitapp/install": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Install the configured Git app (302 to the provider's installation page, with a signed state) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Where the browser goes at the end: a path, or a URL on PLINTH_PUBLIC_URL (default: PLINTH_PUBLIC_URL) */
+                    returnTo?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A redirect: the Location header says where */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gitoauth/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed, 302 to the original URL */
+        get: {
+            parameters: {
+                query?: {
+                    code?: string;
+                    error?: string;
+                    error_description?: string;
+                    state?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A redirect: the Location header says where */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gitoauth/self-hosted/{gitSelfHostedServerId}/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Start OAuth with a self-hosted Git server (302 to its authorization page, with state and PKCE) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Where the browser goes at the end: a path, or a URL on PLINTH_PUBLIC_URL (default: PLINTH_PUBLIC_URL) */
+                    returnTo?: string;
+                };
+                header?: never;
+                path: {
+                    gitSelfHostedServerId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A redirect: the Location header says where */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/health": {
@@ -4034,6 +4968,12 @@ export interface paths {
                             projectId: string;
                             source?: {
                                 codeSourceId?: string;
+                                /**
+                                 * @description What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing
+                                 * @default apply
+                                 * @enum {string}
+                                 */
+                                onPush?: "apply" | "plan" | "none";
                                 path?: string;
                                 ref?: string;
                             };
@@ -4193,6 +5133,12 @@ export interface paths {
                             name?: string;
                             source?: {
                                 codeSourceId?: string;
+                                /**
+                                 * @description What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing
+                                 * @default apply
+                                 * @enum {string}
+                                 */
+                                onPush?: "apply" | "plan" | "none";
                                 path?: string;
                                 ref?: string;
                             };
@@ -4429,6 +5375,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/git/{codeSourceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Push webhook of a code source (GitHub, GitLab, Gitea; no credential): verified with its webhook secret, idempotent by delivery id
+         * @description GitHub: X-Hub-Signature-256; Gitea: X-Gitea-Signature (HMAC-SHA256 of the raw body); GitLab: X-Gitlab-Token. Anything unverified is 401 and stores nothing. A push to a stack's tracked branch (its source ref) that touches its path triggers a run at the pushed commit.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    codeSourceId: string;
+                };
+                cookie?: never;
+            };
+            /** @description The provider's push event, as JSON */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                deliveryId: string;
+                                /** @description The delivery id was handled before: nothing was triggered again */
+                                duplicate: boolean;
+                                ignored?: string;
+                                runIds: string[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4464,6 +5484,11 @@ export interface components {
             updatedAt: string;
             userId?: string;
         };
+        /** Branch */
+        Branch: {
+            commitSha: string;
+            name: string;
+        };
         /** CloudAccount */
         CloudAccount: {
             accountId: string;
@@ -4486,6 +5511,34 @@ export interface components {
              * @description RFC 3339 timestamp in UTC, with a trailing Z
              */
             updatedAt: string;
+        };
+        /** CodeSource */
+        CodeSource: {
+            /** @enum {string} */
+            authType: "NONE" | "TOKEN" | "APP_INSTALLATION" | "OAUTH";
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            gitAppInstallationId?: string;
+            gitSelfHostedServerId?: string;
+            givenId?: string;
+            hasToken: boolean;
+            hasWebhookSecret: boolean;
+            id: string;
+            name: string;
+            organizationId: string;
+            /** @enum {string} */
+            provider: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            updatedAt: string;
+            url: string;
+            /** @description Where the Git server sends push events (POST) */
+            webhookUrl: string;
         };
         /** CreatedApiKey */
         CreatedApiKey: {
@@ -4649,6 +5702,46 @@ export interface components {
             updatedAt: string;
             /** @description Empty string for a LOCAL execution environment */
             vpcId: string;
+        };
+        /** GitAppInstallation */
+        GitAppInstallation: {
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            id: string;
+            installationId: string;
+            organizationId: string;
+        };
+        /** GitSelfHostedServer */
+        GitSelfHostedServer: {
+            /** @description The OAuth authorization endpoint in use (given, or derived from baseUrl and provider) */
+            authorizeUrl: string;
+            baseUrl: string;
+            clientId: string;
+            /** @description Whether the organization holds OAuth tokens for this server */
+            connected: boolean;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            id: string;
+            /** @description GET it (authenticated, ADMIN) to connect the organization through OAuth */
+            loginUrl: string;
+            name: string;
+            organizationId: string;
+            /** @enum {string} */
+            provider: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
+            scopes: string;
+            /** @description The OAuth token endpoint in use */
+            tokenUrl: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            updatedAt: string;
         };
         /** InputProperty */
         InputProperty: {
@@ -5212,6 +6305,8 @@ export interface components {
             attachedEntityId?: string;
             attemptEpoch: number;
             autoapprove: boolean;
+            /** @description The commit of the stack's code source the run checked out: resolved by its first step (or given by the push that triggered it), then used by every step and retry */
+            commitSha?: string;
             /**
              * Format: date-time
              * @description RFC 3339 timestamp in UTC, with a trailing Z
@@ -5426,6 +6521,12 @@ export interface components {
             serviceStateBackendWorkspace?: string;
             source?: {
                 codeSourceId?: string;
+                /**
+                 * @description What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing
+                 * @default apply
+                 * @enum {string}
+                 */
+                onPush: "apply" | "plan" | "none";
                 path?: string;
                 ref?: string;
             };
