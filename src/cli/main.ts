@@ -8,7 +8,7 @@ import { authCommands } from './commands/auth.ts';
 import { miscCommands } from './commands/misc.ts';
 import { resourceCommands } from './commands/resources.ts';
 import { runCommands } from './commands/runs.ts';
-import { OUTPUT_FORMATS } from './output.ts';
+import { OUTPUT_FORMATS, terminalSafe } from './output.ts';
 import { CLI_VERSION } from './session.ts';
 
 export const SERVER_COMMANDS = {
@@ -47,7 +47,7 @@ export function buildProgram(runServer: ServerRunner): Command {
 }
 
 function fail(code: number, message: string): number {
-  if (message) process.stderr.write(`plinth: ${message}\n`);
+  if (message) process.stderr.write(`plinth: ${terminalSafe(message)}\n`);
   return code;
 }
 

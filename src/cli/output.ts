@@ -42,9 +42,9 @@ export class Output {
     return status;
   }
 
-  /** A line for people, on stderr. */
+  /** A line for people, on stderr (what it quotes of the server's is made terminal-safe). */
   info(message: string) {
-    this.stderr.write(`${message}\n`);
+    this.stderr.write(`${terminalSafe(message)}\n`);
   }
 
   /** A structured document (json or yaml) on stdout. */
@@ -73,8 +73,28 @@ export class Output {
   }
 }
 
+/** Control characters: C0 but tab, DEL, and C1 (a lone 0x9b is a CSI on some terminals). */
+const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g;
+const SGR = /\u001b\[[0-9;]*m/g;
+
+function visible(char: string): string {
+  return `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`;
+}
+
+/**
+ * terminalSafe makes text another tenant wrote (a name, a step's output) harmless to print on a
+ * terminal: every control character becomes a visible `\xNN`, so no escape sequence can move the
+ * cursor, retitle the window or hide text. Colour sequences (SGR) of log lines are kept when
+ * `keepColour`, since tools such as OpenTofu colour their output, and dropped otherwise.
+ */
+export function terminalSafe(text: string, keepColour = false): string {
+  const parts = text.split(SGR);
+  const colours = text.match(SGR) ?? [];
+  return parts.map((part, i) => part.replace(CONTROL, visible) + (i < colours.length && keepColour ? colours[i] : '')).join('');
+}
+
 function cell(value: unknown): string {
   if (value === undefined || value === null) return '';
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value).replace(/[\r\n\t]+/g, ' ');
+  if (typeof value === 'object') return terminalSafe(JSON.stringify(value));
+  return terminalSafe(String(value).replace(/[\r\n\t]+/g, ' '));
 }

@@ -3,6 +3,7 @@
 
 import { PlinthTimeoutError, TERMINAL_RUN_STATUSES, type LogLine, type PipelineRun, type Plinth, type StepExecution } from '@plinth/sdk';
 import { all } from './command-kit.ts';
+import { terminalSafe, useColour } from './output.ts';
 import type { Session } from './session.ts';
 
 /** The step executions of a run, every page. */
@@ -24,7 +25,7 @@ export function waitOutcome(plinth: Plinth, runId: string, timeoutMs?: number): 
  * line otherwise (on stderr then, since stdout carries the run document at the end).
  */
 export function printLine(s: Session, step: StepExecution, line: LogLine, stream: NodeJS.WriteStream) {
-  if (s.out.format === 'table') stream.write(`${s.out.paint(`[${step.stepId}]`, 'blue', stream)} ${line.line}\n`);
+  if (s.out.format === 'table') stream.write(`${s.out.paint(`[${terminalSafe(step.stepId)}]`, 'blue', stream)} ${terminalSafe(line.line, useColour(stream))}\n`);
   else stream.write(`${JSON.stringify({ stepId: step.stepId, stepExecutionId: step.id, ...line })}\n`);
 }
 
