@@ -37,16 +37,16 @@ function streamable(step: StepExecution): boolean {
 /**
  * followRun streams the logs of every step of the run as it starts, one step at a time (steps that ran
  * in parallel follow one another), and returns the run once it has ended or waits for approval with
- * every started step's output printed. The run is read before its steps, so a final status seen means
+ * every started step's output printed (of `stepId` only, when given). The run is read before its steps, so a final status seen means
  * the step list read after it is final too.
  */
-export async function followRun(s: Session, runId: string, timeoutMs?: number): Promise<PipelineRun> {
+export async function followRun(s: Session, runId: string, timeoutMs?: number, stepId?: string): Promise<PipelineRun> {
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
   const stream = s.out.format === 'table' ? s.out.stdout : s.out.stderr;
   const done = new Set<string>();
   for (;;) {
     const run = await s.plinth.runs.get(runId);
-    const pending = (await stepsOfRun(s.plinth, runId)).filter((e) => streamable(e) && !done.has(e.id));
+    const pending = (await stepsOfRun(s.plinth, runId)).filter((e) => streamable(e) && !done.has(e.id) && (stepId === undefined || e.stepId === stepId));
     for (const step of pending) {
       for await (const line of s.plinth.logs.follow(step.id, { signal: AbortSignal.timeout(Math.max(1, Math.min(2 ** 31 - 1, deadline - Date.now()))) })) {
         printLine(s, step, line, stream);

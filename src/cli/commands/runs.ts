@@ -43,9 +43,9 @@ function finish(s: Session, run: PipelineRun): never {
 }
 
 /** waitThenFinish waits (quietly, or following the logs) until the run ends or waits for a person. */
-async function waitThenFinish(s: Session, runId: string, follow: boolean, flags: WaitFlags): Promise<never> {
+async function waitThenFinish(s: Session, runId: string, follow: boolean, flags: WaitFlags, stepId?: string): Promise<never> {
   const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout);
-  const run = follow ? await followRun(s, runId, timeoutMs) : await waitOutcome(s.plinth, runId, timeoutMs);
+  const run = follow ? await followRun(s, runId, timeoutMs, stepId) : await waitOutcome(s.plinth, runId, timeoutMs);
   return finish(s, run);
 }
 
@@ -112,7 +112,7 @@ export function runCommands(program: Command) {
     .option('-f, --follow', 'keep printing until the run ends or waits for approval (exit code as run wait)')
     .option('--step <stepId>', 'only this step')
     .action(action(async (s: Session, id: string, o: { follow?: boolean; step?: string }) => {
-      if (o.follow) return void (await waitThenFinish(s, id, true, {}));
+      if (o.follow) return void (await waitThenFinish(s, id, true, {}, o.step));
       const steps = (await stepsOfRun(s.plinth, id)).filter((e) => (o.step === undefined || e.stepId === o.step) && e.stepType !== 'approval');
       if (o.step !== undefined && steps.length === 0) throw new CliExit(EXIT.NOT_FOUND, `run ${id} has no step "${o.step}"`);
       const lines: (LogLine & { stepId: string; stepExecutionId: string })[] = [];
