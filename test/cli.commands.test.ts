@@ -53,6 +53,10 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.equal((await user.json(['stack', 'get', stack.id])).name, 'site');
     assert.deepEqual((await user.json(['stack', 'list', '--project', project.id])).map((s: { id: string }) => s.id), [stack.id]);
     assert.deepEqual(await user.json(['stack', 'outputs', stack.id]), {});
+    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'region=eu-west-1', 'replicas=3']), [{ name: 'region', value: 'eu-west-1' }, { name: 'replicas', value: 3 }]);
+    assert.deepEqual(await user.json(['stack', 'var', 'unset', stack.id, 'replicas']), [{ name: 'region', value: 'eu-west-1' }]);
+    assert.deepEqual(await user.json(['stack', 'var', 'list', stack.id]), [{ name: 'region', value: 'eu-west-1' }]);
+    assert.deepEqual((await user.json(['stack', 'get', stack.id])).variables, { region: 'eu-west-1' });
 
     assert.ok((await user.json(['pipeline', 'list'])).some((p: { id: string }) => p.id === stack.changePipelineId));
     assert.equal((await user.json(['pipeline', 'get', stack.changePipelineId])).id, stack.changePipelineId);

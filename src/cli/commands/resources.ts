@@ -6,6 +6,7 @@ import { action, all, readDocument } from '../command-kit.ts';
 import { UsageError } from '../exit-codes.ts';
 import type { Column } from '../output.ts';
 import type { Session } from '../session.ts';
+import { stackVarCommands } from './stack-vars.ts';
 
 const orgColumns: Column<Organization>[] = [['ID', (o) => o.id], ['NAME', (o) => o.name], ['BILLING EMAIL', (o) => o.billingEmail]];
 const projectColumns: Column<Project>[] = [['ID', (p) => p.id], ['GIVEN ID', (p) => p.givenId], ['NAME', (p) => p.name]];
@@ -83,6 +84,7 @@ function stackCommands(stack: Command) {
       const data = { projectId: s.requireProject(), environmentId: o.env, name: o.name, givenId: o.givenId, ...(pipelines ? { pipelines: pipelines as Record<string, Record<string, unknown>> } : {}) };
       s.out.item((await unwrap(s.plinth.api.POST('/stacks', { body: { data } }))).data);
     }));
+  stackVarCommands(stack);
   stack.command('outputs <id>').description("the stack's outputs, as its last apply left them").action(action(async (s: Session, id: string) => {
     const output = (await unwrap(s.plinth.api.GET('/stacks/{id}', { params: { path: { id } } }))).data.output ?? {};
     if (s.out.format !== 'table') return s.out.document(output);
