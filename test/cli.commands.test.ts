@@ -20,7 +20,8 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
   before(async () => {
     database = await createTestDatabase();
     dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-cli-commands-'));
-    plinth = await startPlinthProcess({ ...FAST_ENGINE_ENV, DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir });
+    // Generous: under a full parallel npm test a start can take far longer than on a quiet machine.
+    plinth = await startPlinthProcess({ ...FAST_ENGINE_ENV, DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir }, { readyTimeoutMs: 120_000 });
     user = cliUser();
     const login = await user.json(['login', '--host', plinth.baseUrl, '--with-token'], { input: TOKEN });
     assert.equal(login.email, 'admin@localhost');
@@ -38,6 +39,9 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.equal((await user.json(['org', 'get', org.id])).name, 'Acme');
     assert.ok((await user.json(['org', 'list'])).some((o: { id: string }) => o.id === org.id));
     assert.equal((await user.json(['context', 'set', 'acme', '--host', plinth.baseUrl, '--org', org.id])).organization, org.id);
+    assert.equal((await user.run(['whoami', '--context', 'acmee'])).code, 2);
+    assert.equal((await user.json(['login', '--context', 'second', '--host', plinth.baseUrl, '--with-token'], { input: TOKEN })).email, 'admin@localhost');
+    assert.equal((await user.json(['context', 'show', '--context', 'second'])).host, plinth.baseUrl);
     assert.equal((await user.json(['context', 'use', 'default'])).name, 'default');
 
     const project = await user.json(['project', 'create', '--given-id', 'web', '--name', 'Web']);

@@ -31,7 +31,7 @@ describe('plinth serve as a real process (DATABASE_URL)', () => {
   });
 
   it('starts, migrates, bootstraps PLINTH_ADMIN_TOKEN and answers whoami over HTTP', async () => {
-    plinth = await startPlinthProcess({ DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN });
+    plinth = await startPlinthProcess({ DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN }, { readyTimeoutMs: 120_000 });
     const res = await fetch(`${plinth.baseUrl}/auth/whoami`, { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(res.status, 200);
     const body = await res.json();

@@ -39,7 +39,8 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
   before(async () => {
     database = await createTestDatabase();
     dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-cli-runs-'));
-    plinth = await startPlinthProcess({ ...FAST_ENGINE_ENV, DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir });
+    // Generous: under a full parallel npm test a start can take far longer than on a quiet machine.
+    plinth = await startPlinthProcess({ ...FAST_ENGINE_ENV, DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir }, { readyTimeoutMs: 120_000 });
     user = cliUser();
   });
   after(async () => {

@@ -15,7 +15,7 @@ type Handler<A extends unknown[]> = (session: Session, ...args: A) => Promise<vo
 export function action<A extends unknown[]>(handler: Handler<A>) {
   return async (...args: unknown[]) => {
     const command = args[args.length - 1] as Command;
-    const session = new Session(command.optsWithGlobals<GlobalOptions>());
+    const session = new Session(command.optsWithGlobals<GlobalOptions>(), process.env, command.name() === 'login');
     await handler(session, ...(args.slice(0, -1) as A));
   };
 }

@@ -39,10 +39,11 @@ export function normaliseHost(host: string): string {
 }
 
 /** resolveSettings applies the precedence flag > PLINTH_* environment > context. */
-export function resolveSettings(options: GlobalOptions, store: ConfigStore, env: NodeJS.ProcessEnv = process.env): Settings {
+export function resolveSettings(options: GlobalOptions, store: ConfigStore, env: NodeJS.ProcessEnv = process.env, allowNewContext = false): Settings {
   const config = store.read();
   const contextName = options.context ?? env.PLINTH_CONTEXT ?? config.current ?? DEFAULT_CONTEXT;
-  if (options.context !== undefined && !config.contexts[contextName]) throw new UsageError(`no context named "${contextName}" (plinth context list)`);
+  // A misspelt --context would otherwise act with no credential and no host of its own; login creates one.
+  if (options.context !== undefined && !allowNewContext && !config.contexts[contextName]) throw new UsageError(`no context named "${contextName}" (plinth context list)`);
   const context = config.contexts[contextName] ?? {};
   return {
     contextName,
@@ -64,11 +65,11 @@ export class Session {
   private client?: Plinth;
 
   /** `flags`: the options as given on the command line, before the environment and context fill in. */
-  constructor(readonly flags: GlobalOptions, env: NodeJS.ProcessEnv = process.env) {
+  constructor(readonly flags: GlobalOptions, env: NodeJS.ProcessEnv = process.env, allowNewContext = false) {
     const options = flags;
     this.store = new ConfigStore();
     this.out = new Output(parseFormat(options.output ?? env.PLINTH_OUTPUT ?? 'table'));
-    this.settings = resolveSettings(options, this.store, env);
+    this.settings = resolveSettings(options, this.store, env, allowNewContext);
   }
 
   /** The API client, with the credential; no credential at all is exit 3 before any request. */
