@@ -13,9 +13,10 @@ import { runRoutes } from './runs/runs.routes.ts';
 import { stepLogRoutes } from './runs/step-logs.routes.ts';
 import { stackRoutes } from './stacks/stacks.routes.ts';
 import { stateRoutes } from './state/state.routes.ts';
+import { stackVariableRoutes } from './stacks/stack-variables.routes.ts';
 import { userRoutes } from './users/users.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
 export const ROUTES: RoutePlugin[] = [healthRoutes, credentialRoutes, organizationRoutes, membershipRoutes, userRoutes, pipelineRoutes,
   projectRoutes, environmentRoutes, cloudAccountRoutes, executionEnvironmentRoutes, defaultValueRoutes,
-  stackRoutes, runRoutes, stepLogRoutes, stateRoutes];
+  stackRoutes, runRoutes, stepLogRoutes, stateRoutes, stackVariableRoutes];

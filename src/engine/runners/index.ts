@@ -4,8 +4,11 @@ import type { LogSink } from '../log-sink.ts';
 import { logDetail, logStoreError } from './output-capture.ts';
 import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';
 import { runScript, type ScriptResult } from './script.ts';
+import { runOpenTofuStep } from './opentofu/opentofu-step.ts';
+import type { PreparedStep } from './prepared-step.ts';
 import type { Db } from '../../platform/db/db.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
+import type { TofuSettings } from '../engine-config.ts';
 
 export interface RunnerContext {
   sink: LogSink;
@@ -17,6 +20,8 @@ export interface RunnerContext {
   killGraceMs: number;
   sandbox: StepSandbox;
   workerId: string;
+  /** The OpenTofu CLI and the state backend's address (PLINTH_TOFU_BIN, PLINTH_STATE_BACKEND_URL). */
+  tofu: TofuSettings;
   onSpawn?: (pid: number) => void;
 }
 
@@ -86,8 +91,27 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<
 }
 
 /**
- * runStep executes one claimed attempt by its step type. Only `script` runs on this engine today;
- * the OpenTofu and module steps fail with a clear typed error rather than pretending to succeed.
+ * withPreparedStep opens the attempt's workspace for a runner that spawns several processes in it, and
+ * disposes of it afterwards. The checkout of the stack's source is the Git issue's (it fills `checkout`).
+ */
+async function withPreparedStep(ctx: RunnerContext, run: (prepared: PreparedStep) => Promise<StepOutcome>): Promise<StepOutcome> {
+  let workspace;
+  try {
+    workspace = await ctx.sandbox.open();
+  } catch (error) {
+    if (error instanceof SandboxUnavailableError) return { status: 'FAILED', error: engineError(error.code, error.message) };
+    throw error;
+  }
+  try {
+    return await run({ workspace, checkout: null });
+  } finally {
+    await workspace.dispose();
+  }
+}
+
+/**
+ * runStep executes one claimed attempt by its step type: `script` and the OpenTofu steps run here;
+ * `module.deploy` fails with a clear typed error rather than pretending to succeed.
  */
 export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<StepOutcome> {
   const envType = claimed.executionEnvironmentType ?? 'LOCAL';
@@ -103,6 +127,7 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
     case 'opentofu.plan':
     case 'opentofu.apply':
     case 'opentofu.destroy':
+      return withPreparedStep(ctx, (prepared) => runOpenTofuStep(claimed, ctx, prepared));
     case 'module.deploy':
       return {
         status: 'FAILED',

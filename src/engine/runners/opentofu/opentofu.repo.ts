@@ -52,8 +52,15 @@ export interface LiveRunCredential {
 }
 
 /**
+ * A cancelled step is interrupted, not killed: OpenTofu then writes its state and releases its lock, after
+ * the run has ended. Its credential holds for this long after the end of its run, and never past its expiry.
+ */
+export const STOPPING_STEP_WINDOW_MS = 120_000;
+
+/**
  * findLiveRunCredential resolves a run credential by its token's hash: only while it has not expired and
- * its run is not finished, so a run's credentials die with the run even when its worker died first.
+ * its run is not finished (or finished less than STOPPING_STEP_WINDOW_MS ago), so a run's credentials die
+ * with the run even when its worker died first.
  */
 export function findLiveRunCredential(db: Executor, tokenHash: string): Promise<LiveRunCredential | undefined> {
   return db
@@ -62,7 +69,12 @@ export function findLiveRunCredential(db: Executor, tokenHash: string): Promise<
     .select(['c.organization_id', 'c.stack_id', 'c.run_id'])
     .where('c.token_hash', '=', tokenHash)
     .where('c.expires_at', '>', sql<Date>`now()`)
-    .where('r.status', 'in', ACTIVE_RUN_STATUSES)
+    .where((eb) =>
+      eb.or([
+        eb('r.status', 'in', ACTIVE_RUN_STATUSES),
+        eb('r.completed_at', '>', sql<Date>`now() - ${STOPPING_STEP_WINDOW_MS} * interval '1 millisecond'`),
+      ]),
+    )
     .executeTakeFirst();
 }
 
@@ -93,14 +105,14 @@ export function findPlan(db: Executor, runId: string, attemptEpoch: number): Pro
   return db.selectFrom('stack_plans').selectAll().where('run_id', '=', runId).where('attempt_epoch', '=', attemptEpoch).executeTakeFirst();
 }
 
-/** recordApply writes what an apply leaves on its stack: outputs, the latest run, and the first apply's time once. */
-export async function recordApply(db: Executor, stackId: string, runId: string, output: Record<string, unknown> | null): Promise<void> {
+/** recordApply writes what an apply (or destroy) leaves on its stack: outputs, the latest run, and the first apply's time once. */
+export async function recordApply(db: Executor, stackId: string, runId: string, output: Record<string, unknown>, isApply: boolean): Promise<void> {
   await db
     .updateTable('stacks')
     .set({
-      output: output === null ? null : JSON.stringify(output),
+      output: JSON.stringify(output),
       latest_run_id: runId,
-      first_applied_at: sql<Date>`coalesce(first_applied_at, now())`,
+      ...(isApply ? { first_applied_at: sql<Date>`coalesce(first_applied_at, now())` } : {}),
       updated_at: sql<Date>`now()`,
     })
     .where('id', '=', stackId)
