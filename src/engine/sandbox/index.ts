@@ -3,7 +3,7 @@ import { NamespaceSandbox } from './namespaces.ts';
 import type { IsolationReport, SandboxSettings, StepSandbox } from './sandbox.ts';
 import { UnisolatedSandbox } from './unisolated.ts';
 
-export type { IsolationReport, SandboxSettings, StepSandbox, StepWorkspace } from './sandbox.ts';
+export type { IsolationReport, SandboxSettings, StepBind, StepProcessSpec, StepSandbox, StepWorkspace } from './sandbox.ts';
 export { SandboxUnavailableError } from './sandbox.ts';
 
 /**

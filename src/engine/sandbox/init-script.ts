@@ -10,7 +10,8 @@
  *    and tty (device nodes copied from the template: the step cannot make others, it has no
  *    CAP_MKNOD), a `/proc` of the new PID namespace (hidepid: the root init and guard are not even
  *    listed, their command lines included), a private `/tmp` and `/dev/shm`, and the step's
- *    workspace at `/workspace`; nothing else of the host (no data directory, no other workspace, no
+ *    workspace at `/workspace`, and the runner's binds under `/plinth/` (`nosuid,nodev`, read-only
+ *    unless asked otherwise); nothing else of the host (no data directory, no other workspace, no
  *    worker file, no `/sys`);
  * 3. makes that root read-only and pivots into it, detaching the host's filesystem entirely;
  * 4. starts the step as its own uid with no capabilities, no supplementary groups and no_new_privs
@@ -26,10 +27,13 @@
  * assignments that the unprivileged step shell sources.
  *
  * Arguments: mount point, workspace, uid, process limit, cgroup.procs files, template, command, working
- * directory, size of /tmp in MiB.
+ * directory, size of /tmp in MiB, then four per bind: `ro`|`rw`, `dir`|`file`, host source, target
+ * (checked by binds.ts: under `/plinth/`, none inside another, so every mount point is made on the
+ * fresh tmpfs and never inside a bound host directory).
  */
 export const SANDBOX_INIT = String.raw`set -eu
-root=$1 workspace=$2 uid=$3 nproc=$4 cgroups=$5 template=$6
+root=$1 workspace=$2 uid=$3 nproc=$4 cgroups=$5 template=$6 command=$7 cwd=$8 tmpsize=$9
+shift 9
 for f in $cgroups; do echo 0 > "$f"; done
 echo plinth-step > /proc/sys/kernel/hostname
 mount -t tmpfs -o mode=0755,nosuid,size=16m plinth-root "$root"
@@ -43,8 +47,13 @@ printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nplinth:x:%s:%s:plinth step:/wor
 printf 'root:x:0:\nplinth:x:%s:\nnogroup:x:65534:\n' "$uid" > etc/group
 mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m plinth-shm dev/shm
 mount -t proc -o nosuid,nodev,noexec,hidepid=2 proc proc
-mount -t tmpfs -o mode=1777,nosuid,nodev,size="$9"m plinth-tmp tmp
+mount -t tmpfs -o mode=1777,nosuid,nodev,size="$tmpsize"m plinth-tmp tmp
 mount --bind -o nosuid,nodev "$workspace" workspace
+while [ $# -ge 4 ]; do
+  if [ "$2" = dir ]; then mkdir -p -- ".$4"; else mkdir -p -- "$(dirname -- ".$4")"; : > ".$4"; fi
+  if [ "$1" = rw ]; then mount --bind -o nosuid,nodev -- "$3" ".$4"; else mount --bind -o ro,nosuid,nodev -- "$3" ".$4"; fi
+  shift 4
+done
 mount -o remount,ro,nosuid "$root"
 pivot_root . .
 umount -l .
@@ -52,7 +61,7 @@ cd /workspace
 unset OLDPWD
 exec 4<&0
 prlimit --nproc="$nproc" --core=0 setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \
-  sh -c 'eval "$(cat <&3)"; exec 3<&-; mkdir -p -- "$2" && cd -- "$2" || exit 1; exec sh -c "$1"' plinth-step "$7" "$8" </dev/null 4<&- &
+  sh -c 'eval "$(cat <&3)"; exec 3<&-; mkdir -p -- "$2" && cd -- "$2" || exit 1; exec sh -c "$1"' plinth-step "$command" "$cwd" </dev/null 4<&- &
 child=$!
 (trap '' TERM; while read -r _; do :; done; kill -KILL -1) <&4 >/dev/null 2>&1 3<&- &
 exec 3<&- 4<&- </dev/null

@@ -3,9 +3,10 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
+import { bindArgs, checkBinds, insideBinds } from './binds.ts';
 import { SANDBOX_INIT, shellAssignments } from './init-script.ts';
 import { spawnGuarded } from './process.ts';
-import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
+import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepProcessSpec, type StepSandbox, type StepWorkspace } from './sandbox.ts';
 import { buildTemplate } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
@@ -146,27 +147,34 @@ export class NamespaceSandbox implements StepSandbox {
       await rm(claim.dir, { recursive: true, force: true });
       throw error;
     }
-    let proc: SandboxedProcess | undefined;
+    const running = new Set<SandboxedProcess>();
     return {
-      spawn: (spec) => (proc = this.spawnIn(claim, cgroup, spec.command, spec.env, relativeWorkingDirectory(spec.workingDirectory))),
+      uid: claim.uid,
+      spawn: (spec) => {
+        const proc = this.spawnIn(claim, cgroup, spec, relativeWorkingDirectory(spec.workingDirectory));
+        running.add(proc);
+        proc.child.once('exit', () => running.delete(proc));
+        return proc;
+      },
+      pathOf: insideBinds,
       dispose: async () => {
-        proc?.kill();
+        for (const proc of running) proc.kill();
         await cgroup?.destroy();
         await rm(claim.dir, { recursive: true, force: true });
       },
     };
   }
 
-  private spawnIn(claim: ClaimedWorkspace, cgroup: StepCgroup | undefined, command: string, env: Record<string, string>, cwd: string): SandboxedProcess {
+  private spawnIn(claim: ClaimedWorkspace, cgroup: StepCgroup | undefined, spec: StepProcessSpec, cwd: string): SandboxedProcess {
     const { limits, network } = this.settings;
     const namespaces = ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : [])];
-    const initArgs = [claim.mountPoint, claim.workspace, String(claim.uid), String(limits.maxProcesses), (cgroup?.procsFiles ?? []).join(' '), this.template, command, cwd, String(limits.memoryMb)];
+    const initArgs = [claim.mountPoint, claim.workspace, String(claim.uid), String(limits.maxProcesses), (cgroup?.procsFiles ?? []).join(' '), this.template, spec.command, cwd, String(limits.memoryMb), ...bindArgs(checkBinds(spec.binds))];
     return spawnGuarded({
       file: 'unshare',
       args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...initArgs],
       env: { PATH: SYSTEM_PATH },
       cwd: claim.dir,
-      fd3: shellAssignments({ HOME: '/workspace', ...env }),
+      fd3: shellAssignments({ HOME: '/workspace', ...spec.env }),
       groupOutlivesLeader: false,
     });
   }

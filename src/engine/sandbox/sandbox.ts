@@ -45,11 +45,26 @@ export interface IsolationReport {
   detail: string;
 }
 
+/**
+ * A host path made visible to one process at `target`: a Git source's cache, the configured OpenTofu
+ * binary. `target` is absolute and lies under `/plinth/` (anything else is refused, as are overlapping
+ * targets). Namespaced, it is a bind mount, `nosuid,nodev`, read-only unless `writable`; a writable
+ * source must be writable by the step's uid (`StepWorkspace.uid`). Unisolated (`off`), nothing can be
+ * mounted: the process reaches the host path itself, read-only is not enforced, and the runner asks
+ * `StepWorkspace.pathOf` where a target is.
+ */
+export interface StepBind {
+  source: string;
+  target: string;
+  writable: boolean;
+}
+
 export interface StepProcessSpec {
   command: string;
   env: Record<string, string>;
   /** Relative to the workspace; created when missing. */
   workingDirectory?: string;
+  binds?: StepBind[];
 }
 
 /** One running step process tree. */
@@ -64,10 +79,22 @@ export interface SandboxedProcess {
   kill(): void;
 }
 
-/** A step's workspace, from which its process is started once, and which dispose() removes. */
+/**
+ * A step's workspace. A runner may `spawn` several processes in it one after another (a checkout, then
+ * `tofu init`, then `tofu plan`): each runs in namespaces of its own (its own `/tmp`, its own binds),
+ * as the same uid and in the same cgroup, and only the workspace's files persist from one to the next.
+ * dispose() ends them all and removes the workspace. A workspace serves one step and is never reused.
+ */
 export interface StepWorkspace {
+  /** The uid the step's processes run as (the worker's own when unisolated). */
+  readonly uid: number;
   spawn(spec: StepProcessSpec): SandboxedProcess;
-  /** Kills whatever of the step is still running and removes the workspace (and its cgroup). */
+  /**
+   * Where a process spawned with `binds` finds `target` (a path under one of their targets): `target`
+   * itself when namespaced, the host path when unisolated. Throws when `target` is under no bind.
+   */
+  pathOf(target: string, binds: readonly StepBind[]): string;
+  /** Kills every process of the step still running (of every spawn) and removes the workspace (and its cgroup). */
   dispose(): Promise<void>;
 }
 

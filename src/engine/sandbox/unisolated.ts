@@ -2,7 +2,8 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnGuarded } from './process.ts';
-import type { IsolationReport, SandboxSettings, StepSandbox, StepWorkspace } from './sandbox.ts';
+import { checkBinds, hostPathOf } from './binds.ts';
+import type { IsolationReport, SandboxedProcess, SandboxSettings, StepSandbox, StepWorkspace } from './sandbox.ts';
 import { relativeWorkingDirectory, removeTree } from './workspaces.ts';
 
 /**
@@ -42,15 +43,29 @@ export class UnisolatedSandbox implements StepSandbox {
 
   async open(): Promise<StepWorkspace> {
     const workDir = await mkdtemp(path.join(this.settings.workRoot ?? os.tmpdir(), 'plinth-step-'));
+    const running = new Set<SandboxedProcess>();
     return {
-      spawn: (spec) => spawnGuarded({
-        file: 'sh',
-        args: ['-c', GUARDED_SHELL, 'plinth-step', spec.command, relativeWorkingDirectory(spec.workingDirectory)],
-        cwd: workDir,
-        env: { HOME: workDir, ...spec.env, PWD: workDir },
-        groupOutlivesLeader: true,
-      }),
-      dispose: () => removeTree(workDir),
+      uid: process.getuid?.() ?? -1,
+      spawn: (spec) => {
+        // Binds cannot be mounted here: checked all the same, and reached at their sources (pathOf).
+        checkBinds(spec.binds);
+        const proc = spawnGuarded({
+          file: 'sh',
+          args: ['-c', GUARDED_SHELL, 'plinth-step', spec.command, relativeWorkingDirectory(spec.workingDirectory)],
+          cwd: workDir,
+          env: { HOME: workDir, ...spec.env, PWD: workDir },
+          groupOutlivesLeader: true,
+        });
+        running.add(proc);
+        // `close`, not `exit`: the group (the guard) may outlive its leader until the runner kills it.
+        proc.child.once('close', () => running.delete(proc));
+        return proc;
+      },
+      pathOf: hostPathOf,
+      dispose: async () => {
+        for (const proc of running) proc.kill();
+        await removeTree(workDir);
+      },
     };
   }
 }
