@@ -1,4 +1,6 @@
+import { realpathSync } from 'node:fs';
 import path from 'node:path';
+import type { StepBind } from '../../sandbox/index.ts';
 import type { ErrorBody } from '../../../platform/schema.ts';
 import { engineError, type EngineErrorCode } from '../../engine-errors.ts';
 import type { ClaimedStep, StepOutcome } from '../../step-lifecycle.ts';
@@ -27,8 +29,28 @@ const PLAN_CHUNK_BYTES = 72 * 1024;
  */
 const WRITE_BACKEND = `mkdir -p "$HOME/.plinth" && printf 'terraform {\\n  backend "http" {}\\n}\\n' > plinth_backend_override.tf`;
 
+/** Where a configured OpenTofu path is shown to steps: one file, read-only (OpenTofu is a single binary). */
+const TOFU_TARGET = '/plinth/bin/tofu';
+
+/**
+ * tofuBinary says how steps run PLINTH_TOFU_BIN: a name is looked up on the steps' PATH; a path is bound
+ * read-only into each process (the sandbox shows steps only /usr, /bin and /lib* of the host otherwise).
+ */
+function tofuBinary(bin: string, prepared: PreparedStep): { command: string; binds: StepBind[] } | undefined {
+  if (!bin.includes('/')) return { command: bin, binds: [] };
+  let source: string;
+  try {
+    source = realpathSync(bin);
+  } catch {
+    return undefined;
+  }
+  const binds = [{ source, target: TOFU_TARGET, writable: false }];
+  return { command: prepared.workspace.pathOf(TOFU_TARGET, binds), binds };
+}
+
 interface StepRun {
   claimed: ClaimedStep;
+  binds: StepBind[];
   ctx: RunnerContext;
   proc: TofuProcessContext;
   env: Record<string, string>;
@@ -66,6 +88,8 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
   const stackId = claimed.run.stack_id;
   const stack = stackId ? await findStackForStep(ctx.db, stackId) : undefined;
   if (!stack) return fail('OpenTofu:Step:NO_STACK', 'OpenTofu steps run only in the runs of a stack');
+  const binary = tofuBinary(ctx.tofu.bin, prepared);
+  if (!binary) return fail('OpenTofu:Command:FAILED', `PLINTH_TOFU_BIN (${ctx.tofu.bin}) does not exist on worker ${ctx.workerId}`);
   const timeoutMs = claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined;
   const credential = await mintRunCredential(ctx.db, { organizationId: stack.organization_id, stackId: stack.id, runId: claimed.run.id, stepExecutionId: claimed.executionId, timeoutMs });
   try {
@@ -73,6 +97,7 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
     const state = `${ctx.tofu.backendUrl}/state-backend/stack-${stack.id}`;
     const run: StepRun = {
       claimed,
+      binds: binary.binds,
       ctx,
       stack,
       variables: values,
@@ -95,7 +120,7 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
         TF_HTTP_UNLOCK_ADDRESS: `${state}/lock`,
         TF_HTTP_USERNAME: 'plinth-run',
         TF_HTTP_PASSWORD: credential.token,
-        PLINTH_TOFU: ctx.tofu.bin,
+        PLINTH_TOFU: binary.command,
         PLINTH_RUN_ID: claimed.run.id,
         PLINTH_STEP_EXECUTION_ID: claimed.executionId,
         PLINTH_STACK_ID: stack.id,
@@ -127,7 +152,7 @@ function commandFailure(what: string, result: TofuProcessResult, timeoutSeconds:
 }
 
 function tofu(run: StepRun, what: string, command: string, extraEnv: Record<string, string> = {}, captureMaxBytes?: number) {
-  return runTofuProcess(run.proc, { command, env: { ...run.env, ...extraEnv }, workingDirectory: run.workingDirectory, captureMaxBytes }).then((result) => ({
+  return runTofuProcess(run.proc, { command, env: { ...run.env, ...extraEnv }, workingDirectory: run.workingDirectory, binds: run.binds, captureMaxBytes }).then((result) => ({
     result,
     failure: commandFailure(what, result, run.claimed.step.timeoutSeconds),
   }));

@@ -1,11 +1,13 @@
 import type { LogSink } from '../../log-sink.ts';
-import type { StepWorkspace } from '../../sandbox/index.ts';
+import type { StepBind, StepWorkspace } from '../../sandbox/index.ts';
 import { captureOutput } from '../output-capture.ts';
 
 export interface TofuProcessSpec {
   command: string;
   env: Record<string, string>;
   workingDirectory?: string;
+  /** Host paths shown to the process (the configured OpenTofu binary). */
+  binds?: StepBind[];
   /** Take stdout out of the process instead of logging it (stderr is still logged), up to this many bytes. */
   captureMaxBytes?: number;
 }
@@ -43,7 +45,7 @@ export function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessSpec): 
     let stopped = false;
     let timedOut = false;
     let killTimer: NodeJS.Timeout | undefined;
-    const proc = ctx.workspace.spawn({ command: spec.command, env: spec.env, workingDirectory: spec.workingDirectory });
+    const proc = ctx.workspace.spawn({ command: spec.command, env: spec.env, workingDirectory: spec.workingDirectory, binds: spec.binds });
     const child = proc.child;
     const stop = () => {
       if (killTimer) return;
