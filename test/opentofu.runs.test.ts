@@ -73,6 +73,20 @@ describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () =
     assert.equal(await latestState(t, stack.id), undefined, 'nothing was applied');
   });
 
+  it('an ADMIN force-unlocking a run\'s lock is recorded in that run\'s history; the run\'s next write is refused', async () => {
+    const stack = await createTofuStack(t);
+    const run = await triggerRun(t, stack.id, { autoapprove: true });
+    const apply = await waitForStep(t, run.id, 'apply', 'RUNNING', 30_000);
+    await waitForLine(t, apply.id, /standin_server\.a: Creating/, 30_000);
+    const held = (await t.call('GET', `/stacks/${stack.id}/state-lock`)).body.data.lock;
+    assert.equal(held.runId, run.id);
+    assert.equal((await t.call('DELETE', `/stacks/${stack.id}/state-lock`)).status, 204);
+    const history = (await t.call('GET', `/pipeline-runs/${run.id}/transitions?limit=200`)).body.data;
+    assert.ok(history.some((h: { reason: string }) => h.reason.startsWith(`state lock ${held.id} force-unlocked by`)), JSON.stringify(history));
+    await waitForRunStatus(t, run.id, 'FAILED', 30_000);
+    assert.ok((await logLines(t, apply.id)).some((l) => /HTTP error: 409/.test(l)));
+  });
+
   it('a cancelled apply is interrupted: OpenTofu writes what it applied and releases the lock', async () => {
     const stack = await createTofuStack(t);
     const run = await triggerRun(t, stack.id, { autoapprove: true });

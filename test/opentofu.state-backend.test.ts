@@ -98,6 +98,9 @@ describe('the OpenTofu http state backend', () => {
     assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(0, lineage))).json.code, 'OpenTofu:State:STALE_SERIAL');
     assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(2, randomUUID()))).json.code, 'OpenTofu:State:LINEAGE_MISMATCH');
     assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, '{"serial": "x"}')).status, 400);
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(2, 'a\u0000b'))).status, 400);
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, { ID: 'x\ud800' })).status, 400);
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, 'not json')).status, 400);
     assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(2, lineage))).status, 200);
     assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, member, held)).status, 200);
 

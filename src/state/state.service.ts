@@ -3,6 +3,7 @@ import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
 import { isUniqueViolation } from '../platform/db/db-errors.ts';
 import { AppError, BadRequestError, NotFoundError } from '../platform/errors.ts';
+import { textProblem } from '../platform/http/input-rules.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
@@ -73,6 +74,8 @@ function stateHeader(body: Buffer): { serial: number; lineage: string } {
   const { serial, lineage } = state;
   if (typeof serial !== 'number' || !Number.isSafeInteger(serial) || serial < 0) throw new BadRequestError('The state has no valid serial', ['serial: must be a non-negative integer'], 'OpenTofu:State:INVALID');
   if (typeof lineage !== 'string' || lineage.length === 0 || lineage.length > 256) throw new BadRequestError('The state has no valid lineage', ['lineage: must be a non-empty string'], 'OpenTofu:State:INVALID');
+  const problem = textProblem(lineage);
+  if (problem) throw new BadRequestError('The state has no valid lineage', [`lineage: ${problem}`], 'OpenTofu:State:INVALID');
   return { serial, lineage };
 }
 
@@ -130,9 +133,15 @@ export async function writeState(db: Db, secrets: SecretBox, caller: StateCaller
   }
 }
 
+/** Lock info is a few hundred bytes; anything much larger is not OpenTofu's. */
+const MAX_LOCK_INFO_BYTES = 64 * 1024;
+
 function lockIdOf(body: Buffer): { id: string; info: string } {
+  if (body.length > MAX_LOCK_INFO_BYTES) throw new BadRequestError(`The lock info must be at most ${MAX_LOCK_INFO_BYTES} bytes`, [], 'OpenTofu:StateLock:INVALID');
   const info = parseJsonObject(body, 'lock info');
   if (typeof info.ID !== 'string' || info.ID.length === 0 || info.ID.length > 256) throw new BadRequestError('The lock info has no ID', ['ID: must be a non-empty string'], 'OpenTofu:StateLock:INVALID');
+  const problem = textProblem(info.ID);
+  if (problem) throw new BadRequestError('The lock info has no valid ID', [`ID: ${problem}`], 'OpenTofu:StateLock:INVALID');
   return { id: info.ID, info: body.toString('utf8') };
 }
 

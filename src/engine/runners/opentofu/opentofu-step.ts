@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { StepBind } from '../../sandbox/index.ts';
 import type { ErrorBody } from '../../../platform/schema.ts';
+import { treeProblems } from '../../../platform/http/input-rules.ts';
 import { engineError, type EngineErrorCode } from '../../engine-errors.ts';
 import type { ClaimedStep, StepOutcome } from '../../step-lifecycle.ts';
 import { logDetail, logStoreError } from '../output-capture.ts';
@@ -166,6 +167,11 @@ function parseJson(bytes: Buffer | undefined): unknown {
   }
 }
 
+/** What the database cannot store (NUL, a lone surrogate: the step's own output chose it) is refused like unreadable JSON. */
+function storable<T>(value: T | undefined): T | undefined {
+  return value !== undefined && treeProblems(value, '').length === 0 ? value : undefined;
+}
+
 const planContext = (runId: string, attemptEpoch: number) => `stack_plans:${runId}:${attemptEpoch}`;
 
 /**
@@ -184,7 +190,7 @@ async function planStep(run: StepRun): Promise<StepOutcome> {
   if (planned.failure) return planned.failure;
   const shown = await tofu(run, 'show -json', `"$PLINTH_TOFU" show -json -no-color ${PLAN_FILE}`, {}, MAX_CAPTURE_BYTES);
   if (shown.failure) return shown.failure;
-  const summary = summarizePlan(parseJson(shown.result.stdout));
+  const summary = storable(summarizePlan(parseJson(shown.result.stdout)));
   if (!summary) return fail('OpenTofu:Output:INVALID', 'tofu show -json did not print a plan in OpenTofu\'s JSON format');
   const file = await tofu(run, 'plan file', `base64 < ${PLAN_FILE}`, {}, MAX_CAPTURE_BYTES);
   if (file.failure) return file.failure;
@@ -262,7 +268,7 @@ async function applyStep(run: StepRun, isDestroy: boolean): Promise<StepOutcome>
   if (applied.failure) return applied.failure;
   const out = await tofu(run, 'output -json', `"$PLINTH_TOFU" output -json -no-color`, {}, MAX_CAPTURE_BYTES);
   if (out.failure) return out.failure;
-  const output = stackOutputs(parseJson(out.result.stdout));
+  const output = storable(stackOutputs(parseJson(out.result.stdout)));
   if (!output) return fail('OpenTofu:Output:INVALID', 'tofu output -json did not print outputs in OpenTofu\'s JSON format');
   await recordApply(run.ctx.db, run.stack.id, claimed.run.id, output, !isDestroy);
   return { status: 'SUCCEEDED', outputData: { applied: true, isDestroy, outputs: Object.keys(output) } };
