@@ -12,6 +12,8 @@ create table stack_state_versions (
   lineage text not null,
   md5 text not null,
   size_bytes integer not null,
+  -- Managed resource instances the state holds: a stack whose current state holds any is not deleted.
+  resource_count integer not null,
   sealed_state text not null,
   -- The run whose credential wrote it (null: an API key from outside a run), and who wrote it.
   run_id text references pipeline_runs (id) on delete set null,

@@ -57,6 +57,9 @@ describe('an OpenTofu stack through the API: plan, approve, apply, outputs, a ch
     assert.equal(versions[0].runId, run.id);
     assert.equal(versions[0].principalId, `run:${run.id}`);
     assert.equal((await t.call('GET', `/stacks/${stackId}/state-lock`)).body.data.locked, false);
+    const deleted = await t.call('DELETE', `/stacks/${stackId}`);
+    assert.equal(deleted.status, 409, 'a stack whose state holds resources is not deleted');
+    assert.equal(deleted.body.code, 'Api:Stack:IN_USE');
   });
 
   it('a plan with no changes lets the run finish without waiting for approval', async () => {
@@ -119,5 +122,9 @@ describe('an OpenTofu stack through the API: plan, approve, apply, outputs, a ch
     assert.ok(!JSON.stringify((await t.call('GET', `/stacks/${stackId}`)).body).includes(SECRET));
     const stored = await t.db.selectFrom('stack_sensitive_variables').select('sealed_value').execute();
     assert.ok(stored.every((r) => !r.sealed_value.includes(SECRET)));
+  });
+
+  it('once destroyed, the stack can be deleted', async () => {
+    assert.equal((await t.call('DELETE', `/stacks/${stackId}`)).status, 204);
   });
 });

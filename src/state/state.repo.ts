@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { StackStateLocksTable, StackStateVersionsTable } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
+import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 
 export type StateVersionRow = Selectable<StackStateVersionsTable>;
@@ -21,7 +22,19 @@ export function findStateVersionsPage(db: Executor, stackId: string, page: PageR
 
 export async function insertStateVersion(
   trx: Trx,
-  v: { id: string; organizationId: string; stackId: string; serial: number; lineage: string; md5: string; sizeBytes: number; sealedState: string; runId: string | null; principalId: string },
+  v: {
+    id: string;
+    organizationId: string;
+    stackId: string;
+    serial: number;
+    lineage: string;
+    md5: string;
+    sizeBytes: number;
+    resourceCount: number;
+    sealedState: string;
+    runId: string | null;
+    principalId: string;
+  },
 ): Promise<void> {
   await trx
     .insertInto('stack_state_versions')
@@ -33,6 +46,7 @@ export async function insertStateVersion(
       lineage: v.lineage,
       md5: v.md5,
       size_bytes: v.sizeBytes,
+      resource_count: v.resourceCount,
       sealed_state: v.sealedState,
       run_id: v.runId,
       principal_id: v.principalId,
@@ -66,3 +80,11 @@ export async function insertStateLock(
 export async function deleteStateLock(trx: Trx, stackId: string): Promise<void> {
   await trx.deleteFrom('stack_state_locks').where('stack_id', '=', stackId).execute();
 }
+
+/** A stack whose current state still holds resources: deleting it would lose track of them. */
+async function findResourcesOfStack(db: Executor, stackId: string): Promise<UsageRow[]> {
+  const latest = await findLatestStateVersion(db, stackId);
+  return latest && latest.resource_count > 0 ? [{ kind: 'resources in its OpenTofu state (destroy them first)', ref: `${latest.resource_count} in state serial ${latest.serial}` }] : [];
+}
+
+registerDependent('Stack', { findUsages: findResourcesOfStack });

@@ -68,15 +68,28 @@ function parseJsonObject(body: Buffer, what: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/** The managed resource instances a state holds (its `resources`, OpenTofu's state format version 4). */
+function resourceCount(state: Record<string, unknown>): number {
+  const resources = Array.isArray(state.resources) ? state.resources : [];
+  let count = 0;
+  for (const r of resources) {
+    if (r && typeof r === 'object' && (r as Record<string, unknown>).mode !== 'data') {
+      const instances = (r as Record<string, unknown>).instances;
+      count += Array.isArray(instances) ? instances.length : 0;
+    }
+  }
+  return count;
+}
+
 /** The serial and lineage a state write must carry: OpenTofu's state file format, version 4. */
-function stateHeader(body: Buffer): { serial: number; lineage: string } {
+function stateHeader(body: Buffer): { serial: number; lineage: string; resources: number } {
   const state = parseJsonObject(body, 'state');
   const { serial, lineage } = state;
   if (typeof serial !== 'number' || !Number.isSafeInteger(serial) || serial < 0) throw new BadRequestError('The state has no valid serial', ['serial: must be a non-negative integer'], 'OpenTofu:State:INVALID');
   if (typeof lineage !== 'string' || lineage.length === 0 || lineage.length > 256) throw new BadRequestError('The state has no valid lineage', ['lineage: must be a non-empty string'], 'OpenTofu:State:INVALID');
   const problem = textProblem(lineage);
   if (problem) throw new BadRequestError('The state has no valid lineage', [`lineage: ${problem}`], 'OpenTofu:State:INVALID');
-  return { serial, lineage };
+  return { serial, lineage, resources: resourceCount(state) };
 }
 
 function stateConflict(reason: 'STALE_SERIAL' | 'LINEAGE_MISMATCH' | 'NOT_HELD', message: string): AppError {
@@ -103,7 +116,7 @@ function assertMayWrite(lock: StateLockRow | undefined, lockId: string | undefin
  * current version are an idempotent success (OpenTofu retries a write whose answer it lost).
  */
 export async function writeState(db: Db, secrets: SecretBox, caller: StateCaller, stack: StateStack, lockId: string | undefined, body: Buffer): Promise<void> {
-  const { serial, lineage } = stateHeader(body);
+  const { serial, lineage, resources } = stateHeader(body);
   const md5 = createHash('md5').update(body).digest('hex');
   try {
     await db.transaction().execute(async (trx) => {
@@ -122,6 +135,7 @@ export async function writeState(db: Db, secrets: SecretBox, caller: StateCaller
         lineage,
         md5,
         sizeBytes: body.length,
+        resourceCount: resources,
         sealedState: secrets.seal(body, sealContext(id)),
         runId: caller.kind === 'run' ? caller.runId : null,
         principalId: caller.principalId,

@@ -245,6 +245,7 @@ export interface StackStateVersions {
   md5: string;
   organization_id: string;
   principal_id: string;
+  resource_count: number;
   run_id: string | null;
   sealed_state: string;
   serial: number;
