@@ -39,6 +39,11 @@ const ENUM_COLUMNS: Record<string, readonly [string, string, readonly string[]]>
   'users.global_role': ['GlobalRole', './enums.ts', enums.GLOBAL_ROLES],
   'memberships.role': ['Role', '../auth/roles.ts', ROLES],
   'service_accounts.role': ['Role', '../auth/roles.ts', ROLES],
+  'git_self_hosted_servers.provider': ['GitProvider', './enums.ts', enums.GIT_PROVIDERS],
+  'code_sources.provider': ['GitProvider', './enums.ts', enums.GIT_PROVIDERS],
+  'code_sources.auth_type': ['GitAuthType', './enums.ts', enums.GIT_AUTH_TYPES],
+  'git_webhook_deliveries.provider': ['GitProvider', './enums.ts', enums.GIT_PROVIDERS],
+  'git_flow_states.kind': ['GitFlowKind', './enums.ts', enums.GIT_FLOW_KINDS],
 };
 
 /** jsonb columns that always hold an object (the rest read as any JSON value). */

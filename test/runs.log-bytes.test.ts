@@ -43,6 +43,16 @@ async function runOneStep(t: EngineTestApp, command: string) {
   return { run: ended, step };
 }
 
+/** runScript in a fresh workspace of CAPTURE_SANDBOX, disposed of afterwards (what runStep does). */
+async function runInFreshWorkspace(o: Omit<Parameters<typeof runScript>[0], 'workspace'>) {
+  const workspace = await CAPTURE_SANDBOX.open();
+  try {
+    return await runScript({ ...o, workspace });
+  } finally {
+    await workspace.dispose();
+  }
+}
+
 describe('step output stored byte for byte', () => {
   let t: EngineTestApp;
   before(async () => {
@@ -135,11 +145,10 @@ describe('step output stored byte for byte', () => {
     }
     const sink = new WatchedSink(t.db, step.id, 1);
     try {
-      const result = await runScript({
+      const result = await runInFreshWorkspace({
         command: `yes "$(head -c 999 /dev/zero | tr '\\0' a)" | head -c 10000000`,
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
         killGraceMs: 1000,
-        sandbox: CAPTURE_SANDBOX,
         sink,
         signal: new AbortController().signal,
       });
@@ -159,7 +168,7 @@ describe('step output stored byte for byte', () => {
     const { step } = await runOneStep(t, 'true');
     const run = (command: string, limits: { maxBytes: number; maxLines: number }, from: number) => {
       const sink = new LogSink(t.db, step.id, from, { limits });
-      return runScript({ command, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, killGraceMs: 1000, sandbox: CAPTURE_SANDBOX, sink, signal: new AbortController().signal })
+      return runInFreshWorkspace({ command, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, killGraceMs: 1000, sink, signal: new AbortController().signal })
         .then(() => sink.close())
         .then(() => sink.stats);
     };

@@ -2,6 +2,7 @@ import { loadConfig } from '../platform/config.ts';
 import { loadLogLimits, type LogLimits } from './log-sink.ts';
 import { createSandbox, type StepSandbox } from './sandbox/index.ts';
 import { loadSandboxSettings } from './sandbox/settings.ts';
+import { loadGitConfig, type GitConfig } from '../platform/git-config.ts';
 
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). The defaults meet the
@@ -35,6 +36,8 @@ export interface EngineConfig {
   sandbox: StepSandbox;
   /** The OpenTofu CLI and the state backend's address its steps use (docs/opentofu.md). */
   tofu: TofuSettings;
+  /** The checkout's timeout and cache, and what mints Git credentials (PLINTH_GIT_*, docs/git.md). */
+  git: GitConfig;
 }
 
 export interface TofuSettings {
@@ -69,5 +72,6 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     workRoot,
     sandbox: createSandbox(loadSandboxSettings(env, workRoot)),
     tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl: (env.PLINTH_STATE_BACKEND_URL || loadConfig(env).publicUrl).replace(/\/+$/, '') },
+    git: loadGitConfig(env),
   };
 }

@@ -34,6 +34,12 @@ export const ENGINE_ERROR_CODES = [
   'OpenTofu:Plan:WRONG_KIND',
   /** What `show -json`, `output -json` or the plan file gave back is not what OpenTofu writes, or too large. */
   'OpenTofu:Output:INVALID',
+  /** The checkout of the stack's source failed: the code source is gone, its credential refused, the ref unknown... */
+  'Engine:Checkout:FAILED',
+  /** The stack's source names a ref or path Plinth refuses (an option, a refspec, a path leaving the checkout). */
+  'Engine:Checkout:INVALID_SOURCE',
+  /** The attempt's lease was taken from this worker before it could record the run's commit. */
+  'Engine:Checkout:FENCED',
 ] as const;
 export type EngineErrorCode = (typeof ENGINE_ERROR_CODES)[number];
 

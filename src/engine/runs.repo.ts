@@ -165,6 +165,9 @@ export interface NewRunValues {
   description: string;
   input: Record<string, unknown> | null;
   createdById: string | null;
+  /** The commit to check out, when the trigger knows it (a push); else the run's first step resolves it. */
+  commitSha?: string | null;
+  triggerMetadata?: { trigger_given_id?: string; webhook_event?: string } | null;
 }
 
 /** insertRun creates a QUEUED run and, in the same statement, its first history row. */
@@ -185,6 +188,8 @@ export async function insertRun(trx: Executor, v: NewRunValues, transition: Tran
           description: v.description,
           input: v.input === null ? null : JSON.stringify(v.input),
           created_by_id: v.createdById,
+          commit_sha: v.commitSha ?? null,
+          trigger_metadata: v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null,
         })
         .returning('id'),
     )

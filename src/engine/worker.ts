@@ -181,6 +181,8 @@ export class EngineWorker {
         tofu: this.config.tofu,
         db: this.db,
         secrets: this.secrets,
+        git: this.config.git,
+        workRoot: this.config.workRoot,
         onSpawn: (pid) => this.spawnedPids.push(pid),
       });
     } catch (error) {

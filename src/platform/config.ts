@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { loadGitConfig, type GitConfig } from './git-config.ts';
 
 /** Everything Plinth reads from its environment, parsed once at start. Documented in README.md. */
 export interface Config {
@@ -15,6 +16,8 @@ export interface Config {
   secretKey: string | undefined;
   /** PLINTH_SECRET_KEY_PREVIOUS: comma-separated keys still accepted for opening (key rotation). */
   previousSecretKeys: string[];
+  /** PLINTH_GIT_* and PLINTH_GITAPP_*: timeouts, the checkout cache and the Git app (git-config.ts). */
+  git: GitConfig;
 }
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -42,6 +45,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: env.PLINTH_PUBLIC_URL || `http://${host}:${port}`,
     secretKey: env.PLINTH_SECRET_KEY || undefined,
     previousSecretKeys: (env.PLINTH_SECRET_KEY_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+    git: loadGitConfig(env),
   };
 }
 
@@ -50,7 +54,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * the process's environment, so nothing started later (a library's child process, a step in the
  * unisolated mode) inherits them. Steps never get the worker's environment anyway; this is the second line.
  */
-export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL'] as const;
+export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL', 'PLINTH_GITAPP_PRIVATE_KEY'] as const;
 
 /** scrubSecretEnv deletes SECRET_ENV_NAMES from `env` (the process's own by default). */
 export function scrubSecretEnv(env: NodeJS.ProcessEnv = process.env): void {

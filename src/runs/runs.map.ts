@@ -80,6 +80,7 @@ export function runRowToRun(row: RunReadRow): PipelineRun {
     ...(row.started_at ? { startedAt: row.started_at } : {}),
     ...(row.admitted_at ? { engineRunId: attemptIdOf(row.id, row.attempt_epoch) } : {}),
     ...(row.trigger_metadata ? { triggerMetadata: row.trigger_metadata } : {}),
+    ...(row.commit_sha ? { commitSha: row.commit_sha } : {}),
   };
 }
 

@@ -49,6 +49,7 @@ export const PipelineRun = Type.Object(
     startedAt: Type.Optional(UtcDateTime),
     engineRunId: Type.Optional(Type.String()),
     triggerMetadata: Type.Optional(Type.Object({ trigger_given_id: Type.Optional(Type.String()), webhook_event: Type.Optional(Type.String()) })),
+    commitSha: Type.Optional(Type.String({ description: "The commit of the stack's code source the run checked out: resolved by its first step (or given by the push that triggered it), then used by every step and retry" })),
   },
   { $id: 'PipelineRun', title: 'PipelineRun' },
 );

@@ -4,17 +4,19 @@ import type { Executor, Trx } from '../platform/db/db.ts';
 import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import { PIPELINE_USAGE } from '../pipelines/pipelines.repo.ts';
-import type { Stack, StackSource } from './stacks.schema.ts';
+import { PUSH_ACTIONS, type Stack, type StackSource } from './stacks.schema.ts';
 
 export type StackRow = Selectable<StacksTable>;
 
 /** The stack's source as the API shows it: only the fields a StackSource has (the column holds what was written from one). */
 function stackSourceOf(json: JsonObject): StackSource {
-  const { codeSourceId, ref, path } = json;
+  const { codeSourceId, ref, path, onPush } = json;
+  const pushAction = PUSH_ACTIONS.find((a) => a === onPush);
   return {
     ...(typeof codeSourceId === 'string' ? { codeSourceId } : {}),
     ...(typeof ref === 'string' ? { ref } : {}),
     ...(typeof path === 'string' ? { path } : {}),
+    ...(pushAction ? { onPush: pushAction } : {}),
   };
 }
 
@@ -142,6 +144,29 @@ async function findStacksOfPipeline(db: Executor, pipelineId: string, sample: nu
   return rows.map((r) => ({ kind: PIPELINE_USAGE.stacks, ref: r.id }));
 }
 
+/** The stacks of an organization whose source is the code source, locked in id order (a push triggers runs of them). */
+export function lockStacksOfCodeSource(trx: Trx, organizationId: string, codeSourceId: string): Promise<StackRow[]> {
+  return selectStacks(trx)
+    .where('organization_id', '=', organizationId)
+    .where(sql<string>`source ->> 'codeSourceId'`, '=', codeSourceId)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}
+
+/** The stacks that check out a code source (their givenId, else their id). */
+async function findStacksOfCodeSource(db: Executor, codeSourceId: string, sample: number): Promise<UsageRow[]> {
+  const rows = await db
+    .selectFrom('stacks')
+    .select(['id', 'given_id'])
+    .where(sql<string>`source ->> 'codeSourceId'`, '=', codeSourceId)
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
+  return rows.map((r) => ({ kind: 'stacks', ref: r.given_id ?? r.id }));
+}
+
 registerDependent('Project', { findUsages: findStacksOfProject });
+registerDependent('CodeSource', { findUsages: findStacksOfCodeSource });
 registerDependent('Environment', { findUsages: findStacksOfEnvironment });
 registerDependent('Pipeline', { findUsages: findStacksOfPipeline });

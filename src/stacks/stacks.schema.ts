@@ -2,12 +2,18 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Body, Description, GivenId, Id, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 import { RUN_ACTIONS, STACK_TYPES } from '../platform/db/enums.ts';
 
+/** What a push webhook triggers on a stack that tracks the pushed branch. */
+export const PUSH_ACTIONS = ['apply', 'plan', 'none'] as const;
+
 /** Where the stack's OpenTofu code lives: a code source, a Git ref and a path inside the repository. */
 export const StackSource = Type.Object(
   {
     codeSourceId: Type.Optional(Id),
     ref: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     path: Type.Optional(Type.String({ maxLength: 1024 })),
+    onPush: Type.Optional(
+      StringEnum(PUSH_ACTIONS, { default: 'apply', description: 'What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -9,6 +9,7 @@ import { getEnvironmentRow } from '../environments/environments.service.ts';
 import { parsePipelineConfig } from '../pipelines/pipeline-config.validate.ts';
 import { deletePipelinesByIds, findLatestPipelineVersion, insertPipelineWithFirstVersion } from '../pipelines/pipelines.repo.ts';
 import { getProjectRow } from '../projects/projects.service.ts';
+import { assertCodeSourceUsable } from '../code-sources/code-sources.service.ts';
 import { triggerRun } from '../engine/run-commands.ts';
 import { hasActiveRunOfStack } from '../runs/runs.repo.ts';
 import { getRun } from '../runs/runs.service.ts';
@@ -19,6 +20,7 @@ import {
   findStacksPage,
   insertStack,
   lockStackInOrg,
+  lockStacksOfCodeSource,
   stackRowToStack,
   updateStack as updateStackRow,
 } from './stacks.repo.ts';
@@ -48,6 +50,7 @@ export async function createStack(db: Db, principal: Principal, input: CreateSta
   const destroyConfig = input.pipelines?.destroy ? parsePipelineConfig(input.pipelines.destroy) : DEFAULT_DESTROY_PIPELINE;
   return db.transaction().execute(async (trx) => {
     await assertPlacement(trx, principal, input.projectId, input.environmentId);
+    if (input.source?.codeSourceId) await assertCodeSourceUsable(trx, principal, input.source.codeSourceId);
     const pipeline = (kind: string, config: typeof changeConfig) =>
       insertPipelineWithFirstVersion(trx, {
         organizationId: principal.organizationId,
@@ -93,6 +96,7 @@ export async function listStacks(db: Db, principal: Principal, query: StackListQ
 export async function updateStack(db: Db, principal: Principal, id: string, input: UpdateStack) {
   return db.transaction().execute(async (trx) => {
     if (!(await lockStackInOrg(trx, principal.organizationId, id))) throw new NotFoundError('Stack', id);
+    if (input.source?.codeSourceId) await assertCodeSourceUsable(trx, principal, input.source.codeSourceId);
     await updateStackRow(trx, id, input);
     return stackRowToStack((await findStackById(trx, principal.organizationId, id))!);
   });
@@ -144,4 +148,51 @@ export async function triggerStackRun(db: Db, principal: Principal, stackId: str
     // Read inside the transaction: the response shows the run as triggered, before any worker saw it.
     return getRun(trx, principal, id);
   });
+}
+
+/** A push to a branch of a code source, as the webhook verified and read it. */
+export interface PushTrigger {
+  organizationId: string;
+  codeSourceId: string;
+  branch: string;
+  commitSha: string;
+  author: string;
+  message: string;
+  deliveryId: string;
+  provider: string;
+  /** Whether the push changed anything under a stack's path. */
+  touches: (stackPath: string | undefined) => boolean;
+}
+
+/**
+ * triggerStackRunsForPush queues, through the stacks' normal queue, a run at the pushed commit of every
+ * stack that tracks the pushed branch of the code source (its `ref`) and whose path the push touched:
+ * `apply` unless the stack's `onPush` says `plan` (or `none`). Returns the runs' ids.
+ */
+export async function triggerStackRunsForPush(trx: Trx, push: PushTrigger): Promise<string[]> {
+  const runIds: string[] = [];
+  for (const stack of await lockStacksOfCodeSource(trx, push.organizationId, push.codeSourceId)) {
+    const source = stack.source ? stackRowToStack(stack).source : undefined;
+    const tracked = source?.ref === push.branch || source?.ref === `refs/heads/${push.branch}`;
+    const action = source?.onPush ?? 'apply';
+    if (!tracked || action === 'none' || !push.touches(source?.path)) continue;
+    const version = await findLatestPipelineVersion(trx, stack.change_pipeline_id);
+    if (!version) continue;
+    runIds.push(
+      await triggerRun(trx, {
+        organizationId: push.organizationId,
+        pipelineId: stack.change_pipeline_id,
+        pipelineVersionId: version.id,
+        stackId: stack.id,
+        action,
+        autoapprove: false,
+        description: `Push of ${push.commitSha.slice(0, 12)} to ${push.branch} by ${push.author}${push.message ? `: ${push.message}` : ''}`.slice(0, 4096),
+        input: null,
+        createdById: null,
+        commitSha: push.commitSha,
+        triggerMetadata: { webhook_event: `${push.provider.toLowerCase()}:push`, trigger_given_id: push.deliveryId },
+      }),
+    );
+  }
+  return runIds;
 }

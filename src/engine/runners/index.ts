@@ -5,10 +5,12 @@ import { logDetail, logStoreError } from './output-capture.ts';
 import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';
 import { runScript, type ScriptResult } from './script.ts';
 import { runOpenTofuStep } from './opentofu/opentofu-step.ts';
-import type { PreparedStep } from './prepared-step.ts';
 import type { Db } from '../../platform/db/db.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import type { TofuSettings } from '../engine-config.ts';
+import type { GitConfig } from '../../platform/git-config.ts';
+import { prepareCheckout } from './checkout.ts';
+import type { PreparedStep } from './prepared-step.ts';
 
 export interface RunnerContext {
   sink: LogSink;
@@ -19,6 +21,10 @@ export interface RunnerContext {
   signal: AbortSignal;
   killGraceMs: number;
   sandbox: StepSandbox;
+  /** The checkout's timeout and per-source cache, and what mints Git credentials. */
+  git: GitConfig;
+  /** PLINTH_WORKER_WORK_ROOT: where the Git cache lives unless PLINTH_GIT_CACHE_DIR says otherwise. */
+  workRoot: string | undefined;
   workerId: string;
   /** The OpenTofu CLI and the state backend's address (PLINTH_TOFU_BIN, PLINTH_STATE_BACKEND_URL). */
   tofu: TofuSettings;
@@ -32,7 +38,7 @@ export const STEP_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
  * Variables every script sees, built from nothing: none of the worker's environment is passed on (the
  * sandbox adds HOME, its workspace). A step gets only what its pipeline and run give it.
  */
-function scriptEnv(claimed: ClaimedStep, extra: Record<string, unknown> | undefined): Record<string, string> {
+function scriptEnv(claimed: ClaimedStep, prepared: PreparedStep, extra: Record<string, unknown> | undefined): Record<string, string> {
   const env: Record<string, string> = {
     PATH: STEP_PATH,
     PLINTH_RUN_ID: claimed.run.id,
@@ -43,30 +49,27 @@ function scriptEnv(claimed: ClaimedStep, extra: Record<string, unknown> | undefi
     PLINTH_ACTION: claimed.run.action ?? '',
     PLINTH_STACK_ID: claimed.run.stack_id ?? '',
     PLINTH_INPUTS: JSON.stringify(claimed.run.input ?? {}),
+    ...(prepared.checkout ? { PLINTH_COMMIT_SHA: prepared.checkout.commitSha, PLINTH_CHECKOUT_DIR: `/workspace/${prepared.checkout.workingDirectory}` } : {}),
   };
   for (const [k, v] of Object.entries(extra ?? {})) env[k] = String(v);
   return env;
 }
 
-async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<StepOutcome> {
+async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared: PreparedStep): Promise<StepOutcome> {
   const w = claimed.step.with ?? {};
-  let result: ScriptResult;
-  try {
-    result = await runScript({
-      command: String(w.command),
-      env: scriptEnv(claimed, w.env as Record<string, unknown> | undefined),
-      workingDirectory: typeof w.workingDirectory === 'string' ? w.workingDirectory : undefined,
-      timeoutMs: claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined,
-      killGraceMs: ctx.killGraceMs,
-      sandbox: ctx.sandbox,
-      sink: ctx.sink,
-      signal: ctx.signal,
-      onSpawn: ctx.onSpawn,
-    });
-  } catch (error) {
-    if (error instanceof SandboxUnavailableError) return { status: 'FAILED', error: engineError(error.code, error.message) };
-    throw error;
-  }
+  // A step of a stack with a source starts in the stack's path of the checkout, unless it says otherwise.
+  const workingDirectory = typeof w.workingDirectory === 'string' ? w.workingDirectory : prepared.checkout?.workingDirectory;
+  const result: ScriptResult = await runScript({
+    command: String(w.command),
+    env: scriptEnv(claimed, prepared, w.env as Record<string, unknown> | undefined),
+    workingDirectory,
+    timeoutMs: claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined,
+    killGraceMs: ctx.killGraceMs,
+    workspace: prepared.workspace,
+    sink: ctx.sink,
+    signal: ctx.signal,
+    onSpawn: ctx.onSpawn,
+  });
   // Every record committed (or counted lost) before the outcome is decided: a lost line fails the step.
   await ctx.sink.flush();
   const round = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 1000) / 1000);
@@ -74,8 +77,6 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<
     exitCode: result.exitCode,
     signal: result.signal,
     processMs: round(result.processMs),
-    prepareMs: round(result.prepareMs),
-    cleanupMs: round(result.cleanupMs),
     workerId: ctx.workerId,
     ...logDetail(ctx.sink.stats),
   };
@@ -90,28 +91,26 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<
   return { status: 'FAILED', statusDetail, outputData, error: engineError('Engine:Script:FAILED', `The command ${how}`, { exitCode: result.exitCode }) };
 }
 
-/**
- * withPreparedStep opens the attempt's workspace for a runner that spawns several processes in it, and
- * disposes of it afterwards. The checkout of the stack's source is the Git issue's (it fills `checkout`).
- */
-async function withPreparedStep(ctx: RunnerContext, run: (prepared: PreparedStep) => Promise<StepOutcome>): Promise<StepOutcome> {
-  let workspace;
-  try {
-    workspace = await ctx.sandbox.open();
-  } catch (error) {
-    if (error instanceof SandboxUnavailableError) return { status: 'FAILED', error: engineError(error.code, error.message) };
-    throw error;
-  }
-  try {
-    return await run({ workspace, checkout: null });
-  } finally {
-    await workspace.dispose();
+/** The runner of each step type that runs on a worker, given the attempt's prepared workspace. */
+function runPrepared(claimed: ClaimedStep, ctx: RunnerContext, prepared: PreparedStep): Promise<StepOutcome> {
+  switch (claimed.step.type) {
+    case 'script':
+      return runScriptStep(claimed, ctx, prepared);
+    case 'opentofu.plan':
+    case 'opentofu.apply':
+    case 'opentofu.destroy':
+      return runOpenTofuStep(claimed, ctx, prepared);
+    default:
+      throw new Error(`no runner for ${claimed.step.type}`);
   }
 }
 
 /**
- * runStep executes one claimed attempt by its step type: `script` and the OpenTofu steps run here;
- * `module.deploy` fails with a clear typed error rather than pretending to succeed.
+ * runStep executes one claimed attempt by its step type: it opens the attempt's workspace once, checks
+ * the stack's source out into it when the run's stack has one (the same commit for every step of the
+ * run), hands the prepared workspace to the step's runner, and disposes of it afterwards. `script` and
+ * the OpenTofu steps run here; `module.deploy` fails with a clear typed error rather than pretending to
+ * succeed.
  */
 export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<StepOutcome> {
   const envType = claimed.executionEnvironmentType ?? 'LOCAL';
@@ -123,11 +122,10 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
   }
   switch (claimed.step.type) {
     case 'script':
-      return runScriptStep(claimed, ctx);
     case 'opentofu.plan':
     case 'opentofu.apply':
     case 'opentofu.destroy':
-      return withPreparedStep(ctx, (prepared) => runOpenTofuStep(claimed, ctx, prepared));
+      break;
     case 'module.deploy':
       return {
         status: 'FAILED',
@@ -136,5 +134,31 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
     case 'approval':
       // Approvals are resolved by the engine itself and never dispatched to a worker.
       return { status: 'FAILED', error: engineError('Engine:StepType:NOT_DISPATCHABLE', 'An approval step cannot run on a worker') };
+  }
+  const started = performance.now();
+  let workspace;
+  try {
+    workspace = await ctx.sandbox.open();
+  } catch (error) {
+    if (error instanceof SandboxUnavailableError) return { status: 'FAILED', error: engineError(error.code, error.message) };
+    throw error;
+  }
+  let outcome: StepOutcome | undefined;
+  try {
+    const checkout = await prepareCheckout(claimed, ctx, workspace);
+    if ('outcome' in checkout) {
+      await ctx.sink.flush();
+      outcome = checkout.outcome;
+      return outcome;
+    }
+    const prepareMs = performance.now() - started;
+    outcome = await runPrepared(claimed, ctx, { workspace, checkout: checkout.checkout });
+    if (outcome.statusDetail) outcome.statusDetail.prepareMs = Math.round(prepareMs * 1000) / 1000;
+    return outcome;
+  } finally {
+    const cleanupStarted = performance.now();
+    await workspace.dispose();
+    // Removing the workspace is engine time too, reported for the benchmark.
+    if (outcome?.statusDetail) outcome.statusDetail.cleanupMs = Math.round((performance.now() - cleanupStarted) * 1000) / 1000;
   }
 }

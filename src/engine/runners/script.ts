@@ -1,5 +1,5 @@
 import type { LogSink } from '../log-sink.ts';
-import type { StepSandbox, StepWorkspace } from '../sandbox/index.ts';
+import type { StepWorkspace } from '../sandbox/index.ts';
 import { captureOutput } from './output-capture.ts';
 
 export interface ScriptOptions {
@@ -8,8 +8,8 @@ export interface ScriptOptions {
   workingDirectory?: string;
   timeoutMs?: number;
   killGraceMs: number;
-  /** Where the process runs: its workspace, user, namespaces and limits (src/engine/sandbox). */
-  sandbox: StepSandbox;
+  /** The attempt's prepared workspace (src/engine/sandbox): where, as whom and within which limits it runs. */
+  workspace: StepWorkspace;
   sink: LogSink;
   /** Aborted when the engine wants the process gone (cancel, lost lease, drain). */
   signal: AbortSignal;
@@ -23,32 +23,16 @@ export interface ScriptResult {
   stopped: boolean;
   /** Wall time of the process itself, spawn to exit: the engine's overhead is the rest of the step. */
   processMs: number;
-  /** Making the working directory, and removing it afterwards: engine time, reported for the benchmark. */
-  prepareMs?: number;
-  cleanupMs?: number;
   spawnError?: string;
 }
 
 /**
- * runScript runs `sh -c <command>` in a fresh workspace of the sandbox, streaming stdout and stderr
- * byte for byte into the sink. It stops the step (SIGTERM to every process, then SIGKILL after the grace
- * period) on timeout or when `signal` aborts, and disposes of the workspace afterwards: whatever of the
- * step still runs is killed and its files removed. Throws SandboxUnavailableError when steps cannot
- * run isolated on this host.
+ * runScript runs `sh -c <command>` in the attempt's workspace, streaming stdout and stderr byte for byte
+ * into the sink. It stops the step (SIGTERM to every process, then SIGKILL after the grace period) on
+ * timeout or when `signal` aborts. The workspace is the caller's to dispose of (runStep).
  */
-export async function runScript(o: ScriptOptions): Promise<ScriptResult> {
-  const started = performance.now();
-  const workspace = await o.sandbox.open();
-  let result: ScriptResult | undefined;
-  try {
-    const prepareMs = performance.now() - started;
-    result = { ...(await runInWorkspace(o, workspace)), prepareMs };
-    return result;
-  } finally {
-    const cleanupStarted = performance.now();
-    await workspace.dispose();
-    if (result) result.cleanupMs = performance.now() - cleanupStarted;
-  }
+export function runScript(o: ScriptOptions): Promise<ScriptResult> {
+  return runInWorkspace(o, o.workspace);
 }
 
 function runInWorkspace(o: ScriptOptions, workspace: StepWorkspace): Promise<ScriptResult> {

@@ -3,7 +3,7 @@
 
 import type { Role } from "../auth/roles.ts";
 import type { JsonColumn, JsonObjectColumn } from "./column-types.ts";
-import type { CloudProvider, CreatedByType, ExecutionEnvironmentType, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
+import type { CloudProvider, CreatedByType, ExecutionEnvironmentType, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
 import type { ColumnType } from "kysely";
 
 export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
@@ -39,6 +39,22 @@ export interface CloudAccounts {
   provider: Generated<CloudProvider>;
   role_arn: string;
   updated_at: Generated<Timestamp>;
+}
+
+export interface CodeSources {
+  auth_type: GitAuthType;
+  created_at: Generated<Timestamp>;
+  git_app_installation_id: string | null;
+  git_self_hosted_server_id: string | null;
+  given_id: string | null;
+  id: string;
+  name: string;
+  organization_id: string;
+  provider: GitProvider;
+  token_sealed: string | null;
+  updated_at: Generated<Timestamp>;
+  url: string;
+  webhook_secret_sealed: string | null;
 }
 
 export interface DefaultValueDefinitions {
@@ -91,6 +107,60 @@ export interface ExecutionEnvironments {
   vpc_id: string | null;
 }
 
+export interface GitAppInstallations {
+  created_at: Generated<Timestamp>;
+  id: string;
+  installation_id: string;
+  installed_by_id: string | null;
+  organization_id: string;
+}
+
+export interface GitFlowStates {
+  code_verifier_sealed: string | null;
+  created_at: Generated<Timestamp>;
+  expires_at: Timestamp;
+  kind: GitFlowKind;
+  nonce: string;
+  organization_id: string;
+  used_at: Timestamp | null;
+}
+
+export interface GitOauthConnections {
+  access_token_sealed: string;
+  connected_by_id: string | null;
+  created_at: Generated<Timestamp>;
+  expires_at: Timestamp | null;
+  id: string;
+  organization_id: string;
+  refresh_token_sealed: string | null;
+  server_id: string;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface GitSelfHostedServers {
+  authorize_url: string | null;
+  base_url: string;
+  client_id: string;
+  client_secret_sealed: string;
+  created_at: Generated<Timestamp>;
+  id: string;
+  name: string;
+  organization_id: string;
+  provider: GitProvider;
+  scopes: Generated<string>;
+  token_url: string | null;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface GitWebhookDeliveries {
+  code_source_id: string;
+  commit_sha: string | null;
+  delivery_id: string;
+  provider: GitProvider;
+  received_at: Generated<Timestamp>;
+  run_ids: Generated<JsonColumn>;
+}
+
 export interface Memberships {
   created_at: Generated<Timestamp>;
   id: string;
@@ -115,6 +185,7 @@ export interface PipelineRuns {
   admitted_at: Timestamp | null;
   attempt_epoch: Generated<number>;
   autoapprove: Generated<boolean>;
+  commit_sha: string | null;
   completed_at: Timestamp | null;
   created_at: Generated<Timestamp>;
   created_by_id: string | null;
@@ -316,10 +387,16 @@ export interface Users {
 export interface DB {
   api_keys: ApiKeys;
   cloud_accounts: CloudAccounts;
+  code_sources: CodeSources;
   default_value_definitions: DefaultValueDefinitions;
   default_values: DefaultValues;
   environments: Environments;
   execution_environments: ExecutionEnvironments;
+  git_app_installations: GitAppInstallations;
+  git_flow_states: GitFlowStates;
+  git_oauth_connections: GitOauthConnections;
+  git_self_hosted_servers: GitSelfHostedServers;
+  git_webhook_deliveries: GitWebhookDeliveries;
   memberships: Memberships;
   organizations: Organizations;
   pipeline_runs: PipelineRuns;

@@ -40,3 +40,15 @@ export type CreatedByType = (typeof CREATED_BY_TYPES)[number];
 /** A user's role across organizations: a SUPER_ADMIN acts as OWNER in every one. */
 export const GLOBAL_ROLES = ['USER', 'SUPER_ADMIN'] as const;
 export type GlobalRole = (typeof GLOBAL_ROLES)[number];
+
+/** The Git hosting a code source or self-hosted server speaks (branches, webhooks, OAuth endpoints). */
+export const GIT_PROVIDERS = ['GITHUB', 'GITLAB', 'BITBUCKET', 'GITEA', 'GENERIC'] as const;
+export type GitProvider = (typeof GIT_PROVIDERS)[number];
+
+/** How a code source authenticates: nothing, a token, a Git app installation, or an OAuth connection. */
+export const GIT_AUTH_TYPES = ['NONE', 'TOKEN', 'APP_INSTALLATION', 'OAUTH'] as const;
+export type GitAuthType = (typeof GIT_AUTH_TYPES)[number];
+
+/** What a single-use Git state was issued for. */
+export const GIT_FLOW_KINDS = ['OAUTH', 'APP_INSTALL'] as const;
+export type GitFlowKind = (typeof GIT_FLOW_KINDS)[number];

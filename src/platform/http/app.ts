@@ -58,7 +58,9 @@ class AccessLog extends LogController {
   override incomingRequest() {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
-    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+    // A public route's query may carry a secret of someone else's (an OAuth code, a state): logged without it.
+    const url = request.routeOptions.config?.public ? request.url.split('?')[0] : request.url;
+    const fields = { method: request.method, url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) };
     if (error) reply.log.error({ ...fields, err: error }, 'request failed');
     else reply.log.info(fields, 'served request');
   }

@@ -1,0 +1,168 @@
+import { chmod, mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { gitCredential } from '../../code-sources/credentials.ts';
+import { findCodeSourceById } from '../../code-sources/code-sources.repo.ts';
+import { gitEnv, type GitCredential } from '../../code-sources/git-remote.ts';
+import { AppError } from '../../platform/errors.ts';
+import { withRetries } from '../../platform/db/retry.ts';
+import { engineError } from '../engine-errors.ts';
+import { findRunSource, recordRunCommit } from '../run-commit.repo.ts';
+import type { StepBind, StepWorkspace } from '../sandbox/index.ts';
+import { ensurePrivateRoot, relativeWorkingDirectory } from '../sandbox/workspaces.ts';
+import type { ClaimedStep, StepOutcome } from '../step-lifecycle.ts';
+import type { StepCheckout } from './prepared-step.ts';
+import type { RunnerContext } from './index.ts';
+
+/**
+ * The checkout of a stack's source into a step's workspace (docs/git.md#the-checkout). Two sandboxed
+ * processes, before the step's own:
+ *
+ * 1. the fetch: the only process that gets the credential (in its environment, as git's
+ *    http.extraHeader), with the source's cache on the worker host bind-mounted writable at
+ *    /plinth/git-cache. Under a lock on the cache it fetches, shallow, only the commit it needs (the
+ *    ref on the run's first step, the recorded commit afterwards), and prints the commit.
+ * 2. the extraction: no credential, the cache read-only; `git archive` of the commit into `src/`.
+ *
+ * No git ever runs on the host against the cache: its content came from a tenant's repository.
+ */
+
+/** Where the checkout is, relative to the workspace. */
+export const CHECKOUT_DIR = 'src';
+const CACHE_TARGET = '/plinth/git-cache';
+
+/** A branch, tag or commit: no option (`-x`), no refspec (`a:b`, `+a`), nothing git would read otherwise. */
+const REF_PATTERN = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,255}$/;
+
+const FETCH_SCRIPT = String.raw`set -eu
+cache=$PLINTH_GIT_CACHE
+exec 9<"$cache"
+flock -w 600 9
+[ -f "$cache/HEAD" ] || git init -q --bare --shared=0777 "$cache"
+cd "$cache"
+if [ -n "$PLINTH_GIT_COMMIT" ]; then
+  git cat-file -e "$PLINTH_GIT_COMMIT^{commit}" 2>/dev/null || git fetch -q --depth=1 --no-tags --no-write-fetch-head -- "$PLINTH_GIT_URL" "$PLINTH_GIT_COMMIT"
+  git rev-parse --verify "$PLINTH_GIT_COMMIT^{commit}"
+else
+  git fetch -q --depth=1 --no-tags -- "$PLINTH_GIT_URL" "$PLINTH_GIT_REF"
+  git rev-parse --verify "FETCH_HEAD^{commit}"
+fi
+`;
+
+const EXTRACT_SCRIPT = String.raw`set -eu
+mkdir -p "$PLINTH_CHECKOUT_DIR"
+git --git-dir="$PLINTH_GIT_CACHE" archive --format=tar "$PLINTH_GIT_COMMIT" | tar -x -f - -C "$PLINTH_CHECKOUT_DIR"
+`;
+
+type Prepared = { checkout: StepCheckout | null } | { outcome: StepOutcome };
+
+const failed = (code: 'Engine:Checkout:FAILED' | 'Engine:Checkout:INVALID_SOURCE' | 'Engine:Checkout:FENCED', message: string, metadata?: Record<string, unknown>): Prepared => ({
+  outcome: { status: 'FAILED', error: engineError(code, message, metadata) },
+});
+
+/** The per-source cache directory on the worker host: under a private root, writable by the step uids. */
+async function cacheDirOf(ctx: RunnerContext, codeSourceId: string): Promise<string> {
+  const root = ctx.git.cacheDir ?? path.join(ctx.workRoot ?? os.tmpdir(), 'plinth-git-cache');
+  await ensurePrivateRoot(root);
+  const dir = path.join(root, codeSourceId);
+  await mkdir(dir, { recursive: true });
+  // Each step runs as a uid of its own: any of them may fetch into the cache of a source its run uses.
+  await chmod(dir, 0o777);
+  return dir;
+}
+
+/**
+ * prepareCheckout checks the run's stack source out into the workspace, or says why it could not. A
+ * run without a source gets no checkout. The first step of a run records the commit its ref resolved
+ * to (fenced by its lease); every later step, and every retry, checks that commit out.
+ */
+export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, workspace: StepWorkspace): Promise<Prepared> {
+  const run = await withRetries(() => findRunSource(ctx.db, claimed.run.id));
+  const codeSourceId = run?.source?.codeSourceId;
+  if (!run || typeof codeSourceId !== 'string') return { checkout: null };
+  const ref = typeof run.source?.ref === 'string' && run.source.ref ? run.source.ref : 'HEAD';
+  if (ref !== 'HEAD' && !REF_PATTERN.test(ref)) return failed('Engine:Checkout:INVALID_SOURCE', `The stack's ref "${ref}" is not a branch, tag or commit name`);
+  let workingDirectory: string;
+  try {
+    workingDirectory = relativeWorkingDirectory(path.posix.join(CHECKOUT_DIR, typeof run.source?.path === 'string' ? run.source.path : ''));
+  } catch {
+    return failed('Engine:Checkout:INVALID_SOURCE', "The stack's path leaves the repository");
+  }
+  if (!workingDirectory.startsWith(CHECKOUT_DIR)) return failed('Engine:Checkout:INVALID_SOURCE', "The stack's path leaves the repository");
+  const source = await withRetries(() => findCodeSourceById(ctx.db, codeSourceId));
+  if (!source || source.organization_id !== claimed.run.organization_id) return failed('Engine:Checkout:FAILED', `Code source ${codeSourceId} no longer exists`);
+  let credential: GitCredential | null;
+  try {
+    credential = await gitCredential(ctx.db, ctx.secrets, ctx.git, source);
+  } catch (error) {
+    if (error instanceof AppError) return failed('Engine:Checkout:FAILED', error.message, { code: error.code });
+    throw error;
+  }
+  if (!/^[A-Za-z0-9_-]+$/.test(source.id)) return failed('Engine:Checkout:FAILED', 'The code source id cannot name a cache');
+  const bind = (writable: boolean): StepBind => ({ source: cacheHost, target: CACHE_TARGET, writable });
+  const cacheHost = await cacheDirOf(ctx, source.id);
+  const fetch = async (commit: string) => {
+    const env = gitEnv(credential, { PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(true)]), PLINTH_GIT_URL: source.url, PLINTH_GIT_REF: ref, PLINTH_GIT_COMMIT: commit });
+    return runCaptured(workspace, { command: FETCH_SCRIPT, env, binds: [bind(true)] }, ctx);
+  };
+  ctx.sink.write('system', `checking out ${run.commit_sha ?? ref} of ${source.url}`);
+  let fetched = await fetch(run.commit_sha ?? '');
+  if (fetched.error) return failed('Engine:Checkout:FAILED', `The fetch of ${source.url} ${fetched.error}`);
+  let commitSha = fetched.stdout.trim();
+  if (!run.commit_sha) {
+    const fence = { runId: claimed.run.id, executionId: claimed.executionId, workerId: ctx.workerId, leaseEpoch: claimed.leaseEpoch };
+    const recorded = await withRetries(() => recordRunCommit(ctx.db, fence, commitSha));
+    if (!recorded) return failed('Engine:Checkout:FENCED', 'The attempt was taken from this worker before it recorded the run\'s commit');
+    // A parallel first step recorded its commit first: this one checks that out too.
+    if (recorded !== commitSha) {
+      fetched = await fetch(recorded);
+      if (fetched.error) return failed('Engine:Checkout:FAILED', `The fetch of ${source.url} ${fetched.error}`);
+      commitSha = recorded;
+    }
+  }
+  // Credential-free: the extraction sees the cache read-only and gets nothing but what it needs.
+  const extractEnv = gitEnv(null, { PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(false)]), PLINTH_GIT_COMMIT: commitSha, PLINTH_CHECKOUT_DIR: CHECKOUT_DIR });
+  const extracted = await runCaptured(workspace, { command: EXTRACT_SCRIPT, env: extractEnv, binds: [bind(false)] }, ctx);
+  if (extracted.error) return failed('Engine:Checkout:FAILED', `The checkout of ${commitSha} ${extracted.error}`);
+  ctx.sink.write('system', `checked out ${commitSha} into ${workingDirectory}`);
+  return { checkout: { commitSha, workingDirectory } };
+}
+
+interface Captured {
+  stdout: string;
+  /** Why it failed (for the step's error), when it did. */
+  error?: string;
+}
+
+/**
+ * runCaptured runs one sandboxed process of the checkout: its stdout (a commit id) is kept, bounded, its
+ * stderr goes to the step's log; it is stopped by the step's signal and by PLINTH_GIT_FETCH_TIMEOUT_MS.
+ */
+function runCaptured(workspace: StepWorkspace, spec: Parameters<StepWorkspace['spawn']>[0], ctx: RunnerContext): Promise<Captured> {
+  return new Promise((resolve) => {
+    const proc = workspace.spawn(spec);
+    if (proc.child.pid) ctx.onSpawn?.(proc.child.pid);
+    let stdout = '';
+    let timedOut = false;
+    proc.child.stdout!.on('data', (d: Buffer) => (stdout = (stdout + d.toString('utf8')).slice(0, 4096)));
+    proc.child.stderr!.on('data', (d: Buffer) => {
+      for (const line of d.toString('utf8').split('\n')) if (line.trim()) ctx.sink.write('stderr', line);
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      proc.kill();
+    }, ctx.git.fetchTimeoutMs);
+    const onAbort = () => proc.kill();
+    ctx.signal.addEventListener('abort', onAbort);
+    proc.child.on('error', (error) => resolve({ stdout, error: `could not start: ${error.message}` }));
+    proc.child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      ctx.signal.removeEventListener('abort', onAbort);
+      proc.kill();
+      if (timedOut) resolve({ stdout, error: `took longer than ${ctx.git.fetchTimeoutMs} ms (PLINTH_GIT_FETCH_TIMEOUT_MS)` });
+      else if (ctx.signal.aborted) resolve({ stdout, error: 'was stopped' });
+      else if (code !== 0) resolve({ stdout, error: `failed (${code === null ? signal : `exit ${code}`}); the step's log has git's message` });
+      else resolve({ stdout });
+    });
+  });
+}

@@ -1,0 +1,55 @@
+/**
+ * The Git knobs (README configuration table, docs/git.md). The app install is configured only when its
+ * install URL is set; its private key is a platform secret, scrubbed from the environment once read.
+ */
+export interface GitConfig {
+  /** PLINTH_GIT_TIMEOUT_MS: how long listing a repository's branches may take before it is a 504. */
+  remoteTimeoutMs: number;
+  /** PLINTH_GIT_FETCH_TIMEOUT_MS: how long a step's checkout may take before the step fails. */
+  fetchTimeoutMs: number;
+  /** PLINTH_GIT_CACHE_DIR: the per-source caches of a worker host; unset: `<work root>/plinth-git-cache`. */
+  cacheDir: string | undefined;
+  /** PLINTH_GIT_STATE_TTL_S: how long an OAuth or app-install state stays valid. */
+  stateTtlSeconds: number;
+  /** PLINTH_GIT_HTTP_TIMEOUT_MS: a call to an OAuth server or the Git app's API. */
+  httpTimeoutMs: number;
+  app: GitAppConfig | undefined;
+}
+
+export interface GitAppConfig {
+  /** PLINTH_GITAPP_INSTALL_URL: the app's installation page (GitHub: https://github.com/apps/<name>/installations/new). */
+  installUrl: string;
+  /** PLINTH_GITAPP_ID and PLINTH_GITAPP_PRIVATE_KEY: what mints installation tokens; unset: installations are recorded, not used to fetch. */
+  appId: string | undefined;
+  privateKey: string | undefined;
+  /** PLINTH_GITAPP_API_URL: the provider's API (default https://api.github.com). */
+  apiUrl: string;
+}
+
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  return value;
+}
+
+export function loadGitConfig(env: NodeJS.ProcessEnv): GitConfig {
+  const installUrl = env.PLINTH_GITAPP_INSTALL_URL || undefined;
+  if (installUrl && !/^https?:\/\//.test(installUrl)) throw new Error('PLINTH_GITAPP_INSTALL_URL must be an http(s) URL');
+  return {
+    remoteTimeoutMs: positive(env, 'PLINTH_GIT_TIMEOUT_MS', 15_000),
+    fetchTimeoutMs: positive(env, 'PLINTH_GIT_FETCH_TIMEOUT_MS', 300_000),
+    cacheDir: env.PLINTH_GIT_CACHE_DIR || undefined,
+    stateTtlSeconds: positive(env, 'PLINTH_GIT_STATE_TTL_S', 600),
+    httpTimeoutMs: positive(env, 'PLINTH_GIT_HTTP_TIMEOUT_MS', 10_000),
+    app: installUrl
+      ? {
+          installUrl,
+          appId: env.PLINTH_GITAPP_ID || undefined,
+          privateKey: env.PLINTH_GITAPP_PRIVATE_KEY?.replace(/\\n/g, '\n') || undefined,
+          apiUrl: (env.PLINTH_GITAPP_API_URL || 'https://api.github.com').replace(/\/+$/, ''),
+        }
+      : undefined,
+  };
+}
