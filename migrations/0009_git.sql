@@ -83,6 +83,15 @@ create table git_webhook_deliveries (
   primary key (code_source_id, delivery_id)
 );
 
+-- The optional poller (PLINTH_GIT_POLL_INTERVAL_S): the last head it saw of each tracked branch.
+create table git_poll_heads (
+  code_source_id text not null references code_sources (id) on delete cascade,
+  branch text not null,
+  commit_sha text not null,
+  polled_at timestamptz not null default now(),
+  primary key (code_source_id, branch)
+);
+
 -- The commit a stack run checked out: set by its first step (or by the push that triggered it), then
 -- every later step and retry of the run uses it.
 alter table pipeline_runs add column commit_sha text;
