@@ -35,10 +35,11 @@ create table git_oauth_connections (
 create table git_app_installations (
   id text primary key,
   organization_id text not null references organizations (id) on delete cascade,
-  installation_id text not null,
+  -- One organization per installation: an installation id named by a second organization's return leg
+  -- is refused, so no organization fetches with another's installation (docs/git.md).
+  installation_id text not null unique,
   installed_by_id text,
-  created_at timestamptz not null default now(),
-  unique (organization_id, installation_id)
+  created_at timestamptz not null default now()
 );
 
 -- A state handed to an OAuth server or an app-install page: its nonce is used at most once.

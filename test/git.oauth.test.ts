@@ -175,6 +175,12 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
       const installations = (await t.call('GET', '/git-app-installations')).body.data;
       assert.deepEqual(installations.map((i: any) => i.installationId), ['42']);
       assertError(await t.call('GET', `/gitapp/callback?installation_id=43&state=${state}`, { token: null }), 400, 'Git:State:USED');
+      // Another organization's return leg cannot claim an installation already recorded here.
+      const other = await createOrganization(t, 'App thief');
+      const theirs = new URL(String((await t.call('GET', '/gitapp/install', { headers: inOrg(other) })).headers.location));
+      const stolen = await t.call('GET', `/gitapp/callback?installation_id=42&state=${encodeURIComponent(theirs.searchParams.get('state')!)}`, { token: null });
+      assertError(stolen, 409, 'Api:GitAppInstallation:TAKEN');
+      assert.deepEqual((await t.call('GET', '/git-app-installations', { headers: inOrg(other) })).body.data, []);
       const source = await t.call('POST', '/code-sources', { body: { data: { name: 'app', url: 'https://github.com/acme/infra.git', provider: 'GITHUB', authType: 'APP_INSTALLATION', gitAppInstallationId: installations[0].id } } });
       assert.equal(source.status, 201, JSON.stringify(source.body));
       // Without the app's id and key no installation token can be minted: the listing says how to configure it.
