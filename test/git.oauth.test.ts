@@ -92,6 +92,14 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     assert.ok(grants.filter((g) => g === 'refresh_token').length > refreshesBefore, 'the refresh grant was used');
     const row = await t.db.selectFrom('git_oauth_connections').selectAll().where('server_id', '=', server.id).executeTakeFirstOrThrow();
     assert.ok(row.expires_at!.getTime() > Date.now());
+    // A refused refresh says to log in again, and stores nothing.
+    await t.db.updateTable('git_oauth_connections').set({ expires_at: new Date(Date.now() - 1000) }).where('server_id', '=', server.id).execute();
+    oauth.service.once('beforeResponse', (response: { statusCode: number; body: unknown }) => {
+      response.statusCode = 400;
+      response.body = { error: 'invalid_grant' };
+    });
+    assertError(await t.call('GET', `/code-source/${source.id}/branches`), 422, 'Git:OAuth:REFRESH_REFUSED');
+    assert.ok((await t.db.selectFrom('git_oauth_connections').select('expires_at').where('server_id', '=', server.id).executeTakeFirstOrThrow()).expires_at!.getTime() < Date.now());
     // A server that deletes would now break the source: it is in use.
     assertError(await t.call('DELETE', `/git-self-hosted-servers/${server.id}`), 409, 'Api:GitSelfHostedServer:IN_USE');
   });
