@@ -102,8 +102,8 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
     throw error;
   }
   if (!/^[A-Za-z0-9_-]+$/.test(source.id)) return failed('Engine:Checkout:FAILED', 'The code source id cannot name a cache');
-  const bind = (writable: boolean): StepBind => ({ source: cacheHost, target: CACHE_TARGET, writable });
   const cacheHost = await cacheDirOf(ctx, source.id);
+  const bind = (writable: boolean): StepBind => ({ source: cacheHost, target: CACHE_TARGET, writable });
   const fetch = async (commit: string) => {
     const env = gitEnv(credential, { PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(true)]), PLINTH_GIT_URL: source.url, PLINTH_GIT_REF: ref, PLINTH_GIT_COMMIT: commit });
     return runCaptured(workspace, { command: FETCH_SCRIPT, env, binds: [bind(true)] }, ctx);

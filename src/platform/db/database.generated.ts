@@ -137,6 +137,13 @@ export interface GitOauthConnections {
   updated_at: Generated<Timestamp>;
 }
 
+export interface GitPollHeads {
+  branch: string;
+  code_source_id: string;
+  commit_sha: string;
+  polled_at: Generated<Timestamp>;
+}
+
 export interface GitSelfHostedServers {
   authorize_url: string | null;
   base_url: string;
@@ -395,6 +402,7 @@ export interface DB {
   git_app_installations: GitAppInstallations;
   git_flow_states: GitFlowStates;
   git_oauth_connections: GitOauthConnections;
+  git_poll_heads: GitPollHeads;
   git_self_hosted_servers: GitSelfHostedServers;
   git_webhook_deliveries: GitWebhookDeliveries;
   memberships: Memberships;
