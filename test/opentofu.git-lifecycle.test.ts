@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadEngineConfig } from '../src/engine/engine-config.ts';
-import { FAST_ENGINE_ENV, getRun, logLines, stepsOf, triggerRun, waitForRunStatus, waitForStep } from './helpers/engine.ts';
+import { FAST_ENGINE_ENV, getRun, logLines, stepsOf, triggerRun, waitFor, waitForLine, waitForRunStatus, waitForStep } from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 import { STANDIN, startTofuTestApp, type TofuTestApp } from './helpers/opentofu.ts';
 
@@ -21,6 +21,8 @@ describe('a stack from a real Git repository, through the API alone: first plan 
   let t: TofuTestApp;
   let git: GitServer;
   let stackId: string;
+  let projectId: string;
+  let environmentId: string;
 
   before(async () => {
     t = await startTofuTestApp();
@@ -33,6 +35,8 @@ describe('a stack from a real Git repository, through the API alone: first plan 
     const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'infra', url: git.repoUrl('public') } } })).body.data;
     const project = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data;
     const env = (await t.call('POST', '/environments', { body: { data: { projectId: project.id, givenId: 'prod', name: 'Prod' } } })).body.data;
+    projectId = project.id;
+    environmentId = env.id;
     const stack = await t.call('POST', '/stacks', {
       body: { data: { projectId: project.id, environmentId: env.id, name: 'app', source: { codeSourceId: source.id, ref: 'main', path: 'stacks/app' }, variables: { region: 'eu' } } },
     });
@@ -85,5 +89,28 @@ describe('a stack from a real Git repository, through the API alone: first plan 
       for (const step of await stepsOf(t, run.id)) assert.ok(!(await logLines(t, step.id)).join('\n').includes(SECRET), `${step.stepId} of ${run.id}`);
     }
     assert.equal((await t.call('DELETE', `/stacks/${stackId}`)).status, 204);
+  });
+
+  it('in the sandbox too, a cancelled apply is interrupted (SIGINT): state written, lock released', async () => {
+    const slow = { resources: Object.fromEntries(['a', 'b', 'c', 'd'].map((n) => [`standin_vm.${n}`, { attributes: { name: n }, apply_ms: 400 }])) };
+    git.commit('public', 'main', 'stacks/slow/standin.json', JSON.stringify(slow));
+    const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'slow', url: git.repoUrl('public') } } })).body.data;
+    const created = await t.call('POST', '/stacks', {
+      body: { data: { projectId, environmentId, name: 'slow', source: { codeSourceId: source.id, ref: 'main', path: 'stacks/slow' } } },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const slowStack = created.body.data.id;
+    const run = await triggerRun(t, slowStack, { autoapprove: true });
+    const apply = await waitForStep(t, run.id, 'apply', 'RUNNING', 60_000);
+    await waitForLine(t, apply.id, /standin_vm\.a: Creating/, 60_000);
+    assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
+    await waitForLine(t, apply.id, /Interrupt received/, 30_000);
+    const versions = await waitFor('the interrupted apply\'s state', async () => {
+      const list = (await t.call('GET', `/stacks/${slowStack}/state-versions`)).body.data;
+      return list.length ? list : undefined;
+    }, 30_000);
+    const state = (await t.call('GET', `/stacks/${slowStack}/state-versions/${versions[0].id}`)).body.data.state;
+    assert.ok(state.resources.length >= 1 && state.resources.length < 4, JSON.stringify(state.resources));
+    await waitFor('the lock to be released', async () => ((await t.call('GET', `/stacks/${slowStack}/state-lock`)).body.data.locked ? undefined : true), 30_000);
   });
 });
