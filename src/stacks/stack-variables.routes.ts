@@ -1,8 +1,8 @@
+import { Type } from '@sinclair/typebox';
 import type { App } from '../platform/http/app.ts';
 import { Envelope, IdParams, NoContent } from '../platform/schema.ts';
 import { SensitiveVariable, SensitiveVariableParams, SetSensitiveVariable } from './stack-variables.schema.ts';
 import { listSensitiveVariables, removeSensitiveVariable, setSensitiveVariable } from './stack-variables.service.ts';
-import { Type } from '@sinclair/typebox';
 
 /**
  * Sensitive stack variables: write-only (a value goes in and never comes out of the API), sealed at
