@@ -34,7 +34,10 @@ const CACHE_TARGET = '/plinth/git-cache';
 /** A branch, tag or commit: no option (`-x`), no refspec (`a:b`, `+a`), nothing git would read otherwise. */
 const REF_PATTERN = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,255}$/;
 
+// umask 0: every file of the cache (FETCH_HEAD included, which --shared does not cover) stays writable
+// by the next step's uid, which differs from this one's.
 const FETCH_SCRIPT = String.raw`set -eu
+umask 0000
 cache=$PLINTH_GIT_CACHE
 exec 9<"$cache"
 flock -w 600 9
