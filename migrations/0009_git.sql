@@ -35,10 +35,11 @@ create table git_oauth_connections (
 create table git_app_installations (
   id text primary key,
   organization_id text not null references organizations (id) on delete cascade,
-  installation_id text not null,
+  -- One organization per installation: an installation id named by a second organization's return leg
+  -- is refused, so no organization fetches with another's installation (docs/git.md).
+  installation_id text not null unique,
   installed_by_id text,
-  created_at timestamptz not null default now(),
-  unique (organization_id, installation_id)
+  created_at timestamptz not null default now()
 );
 
 -- A state handed to an OAuth server or an app-install page: its nonce is used at most once.
@@ -81,6 +82,15 @@ create table git_webhook_deliveries (
   run_ids jsonb not null default '[]',
   received_at timestamptz not null default now(),
   primary key (code_source_id, delivery_id)
+);
+
+-- The optional poller (PLINTH_GIT_POLL_INTERVAL_S): the last head it saw of each tracked branch.
+create table git_poll_heads (
+  code_source_id text not null references code_sources (id) on delete cascade,
+  branch text not null,
+  commit_sha text not null,
+  polled_at timestamptz not null default now(),
+  primary key (code_source_id, branch)
 );
 
 -- The commit a stack run checked out: set by its first step (or by the push that triggered it), then

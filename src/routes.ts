@@ -12,6 +12,8 @@ import { projectRoutes } from './projects/projects.routes.ts';
 import { runRoutes } from './runs/runs.routes.ts';
 import { stepLogRoutes } from './runs/step-logs.routes.ts';
 import { stackRoutes } from './stacks/stacks.routes.ts';
+import { stateRoutes } from './state/state.routes.ts';
+import { stackVariableRoutes } from './stacks/stack-variables.routes.ts';
 import { userRoutes } from './users/users.routes.ts';
 import { codeSourceRoutes } from './code-sources/code-sources.routes.ts';
 import { gitServerRoutes } from './git-servers/git-servers.routes.ts';
@@ -21,4 +23,4 @@ import { gitWebhookRoutes } from './git-webhooks/webhooks.routes.ts';
 export const ROUTES: RoutePlugin[] = [healthRoutes, credentialRoutes, organizationRoutes, membershipRoutes, userRoutes, pipelineRoutes,
   projectRoutes, environmentRoutes, cloudAccountRoutes, executionEnvironmentRoutes, defaultValueRoutes,
   stackRoutes, runRoutes, stepLogRoutes,
-  codeSourceRoutes, gitServerRoutes, gitWebhookRoutes];
+  codeSourceRoutes, gitServerRoutes, gitWebhookRoutes, stateRoutes, stackVariableRoutes];

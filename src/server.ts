@@ -9,6 +9,7 @@ import { ROUTES } from './routes.ts';
 import { loadEngineConfig } from './engine/engine-config.ts';
 import { installQueue } from './engine/queue.ts';
 import { EngineWorker } from './engine/worker.ts';
+import { GitPoller } from './git-webhooks/poller.ts';
 import { openSecretBox } from './platform/secrets/key-file.ts';
 
 export interface DatabaseHandle {
@@ -72,6 +73,9 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     worker = new EngineWorker(database.db, database.url, loadEngineConfig(), log, secrets);
     await worker.start();
   }
+  // Off unless PLINTH_GIT_POLL_INTERVAL_S is set; worker processes poll (once per change, however many).
+  const poller = roles.worker ? new GitPoller(database.db, secrets, config.git, log) : undefined;
+  poller?.start();
   let app: App | undefined;
   if (roles.api) {
     app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets });
@@ -83,7 +87,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     stop: async () => {
       // Both drain at once: the listener refuses new requests while in-flight ones finish, and the
       // worker takes no new jobs while its running attempts are stopped and handed back to the queue.
-      await Promise.all([app?.close(), worker?.stop()]);
+      await Promise.all([app?.close(), worker?.stop(), poller?.stop()]);
       await database.close();
     },
   };

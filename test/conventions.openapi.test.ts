@@ -13,7 +13,8 @@ function routeCollector(into: { method: string; url: string; public: boolean }[]
     app.addHook('onRoute', (route) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       const isPublic = Boolean((route.config as { public?: boolean } | undefined)?.public);
-      for (const method of methods) into.push({ method: method.toLowerCase(), url: route.url, public: isPublic });
+      // OpenAPI 3.0 has no LOCK or UNLOCK: the state backend's lock routes are documented in docs/opentofu.md.
+      for (const method of methods) if (method !== 'LOCK' && method !== 'UNLOCK') into.push({ method: method.toLowerCase(), url: route.url, public: isPublic });
     });
   };
   (plugin as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true;

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { recordRunCommit } from '../src/engine/run-commit.repo.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
-import { getRun, logLines, pipelineConfig, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+import { getRun, logLines, pipelineConfig, startEngineTestApp, stepsOf, triggerRun, waitFor, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
 
 describe('the checkout of a stack source', () => {
   let t: EngineTestApp;
@@ -80,6 +81,22 @@ describe('the checkout of a stack source', () => {
       assert.ok(!lines.includes('ran'));
       assert.ok(!JSON.stringify(step).includes('wrong-token-5678') && !lines.join('\n').includes('wrong-token-5678'));
     }
+  });
+
+  it('recording the commit is fenced by the lease and happens once: a stale epoch or another worker records nothing', async () => {
+    const pub = (await t.call('POST', '/code-sources', { body: { data: { name: 'fenced', url: git.repoUrl('public') } } })).body.data;
+    const stack = await stackOn({ codeSourceId: pub.id, ref: 'main' }, [{ id: 'a', command: 'sleep 3' }]);
+    const run = await triggerRun(t, stack.id);
+    const step = await waitForStep(t, run.id, 'a', 'RUNNING', 60_000);
+    const recorded = await waitFor('the commit', async () => (await getRun(t, run.id)).commitSha);
+    const row = await t.db.selectFrom('step_executions').select(['lease_owner', 'lease_epoch']).where('id', '=', step.id).executeTakeFirstOrThrow();
+    const fence = { runId: run.id, executionId: step.id, workerId: row.lease_owner!, leaseEpoch: row.lease_epoch };
+    const other = 'f'.repeat(40);
+    assert.equal(await recordRunCommit(t.db, { ...fence, leaseEpoch: fence.leaseEpoch + 1 }, other), undefined);
+    assert.equal(await recordRunCommit(t.db, { ...fence, workerId: 'someone-else' }, other), undefined);
+    assert.equal(await recordRunCommit(t.db, fence, other), recorded, 'the holder is told the commit already recorded');
+    assert.equal((await getRun(t, run.id)).commitSha, recorded);
+    await waitForRunStatus(t, run.id, 'SUCCEEDED', 60_000);
   });
 
   it('a ref that is an option or a refspec is refused before anything is fetched', async () => {

@@ -92,6 +92,14 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     assert.ok(grants.filter((g) => g === 'refresh_token').length > refreshesBefore, 'the refresh grant was used');
     const row = await t.db.selectFrom('git_oauth_connections').selectAll().where('server_id', '=', server.id).executeTakeFirstOrThrow();
     assert.ok(row.expires_at!.getTime() > Date.now());
+    // A refused refresh says to log in again, and stores nothing.
+    await t.db.updateTable('git_oauth_connections').set({ expires_at: new Date(Date.now() - 1000) }).where('server_id', '=', server.id).execute();
+    oauth.service.once('beforeResponse', (response: { statusCode: number; body: unknown }) => {
+      response.statusCode = 400;
+      response.body = { error: 'invalid_grant' };
+    });
+    assertError(await t.call('GET', `/code-source/${source.id}/branches`), 422, 'Git:OAuth:REFRESH_REFUSED');
+    assert.ok((await t.db.selectFrom('git_oauth_connections').select('expires_at').where('server_id', '=', server.id).executeTakeFirstOrThrow()).expires_at!.getTime() < Date.now());
     // A server that deletes would now break the source: it is in use.
     assertError(await t.call('DELETE', `/git-self-hosted-servers/${server.id}`), 409, 'Api:GitSelfHostedServer:IN_USE');
   });
@@ -175,6 +183,12 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
       const installations = (await t.call('GET', '/git-app-installations')).body.data;
       assert.deepEqual(installations.map((i: any) => i.installationId), ['42']);
       assertError(await t.call('GET', `/gitapp/callback?installation_id=43&state=${state}`, { token: null }), 400, 'Git:State:USED');
+      // Another organization's return leg cannot claim an installation already recorded here.
+      const other = await createOrganization(t, 'App thief');
+      const theirs = new URL(String((await t.call('GET', '/gitapp/install', { headers: inOrg(other) })).headers.location));
+      const stolen = await t.call('GET', `/gitapp/callback?installation_id=42&state=${encodeURIComponent(theirs.searchParams.get('state')!)}`, { token: null });
+      assertError(stolen, 409, 'Api:GitAppInstallation:TAKEN');
+      assert.deepEqual((await t.call('GET', '/git-app-installations', { headers: inOrg(other) })).body.data, []);
       const source = await t.call('POST', '/code-sources', { body: { data: { name: 'app', url: 'https://github.com/acme/infra.git', provider: 'GITHUB', authType: 'APP_INSTALLATION', gitAppInstallationId: installations[0].id } } });
       assert.equal(source.status, 201, JSON.stringify(source.body));
       // Without the app's id and key no installation token can be minted: the listing says how to configure it.

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { GitPoller } from '../src/git-webhooks/poller.ts';
+import { TEST_SECRETS } from './helpers/app.ts';
 import { assertError } from './helpers/callers.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 import { getRun, logLines, pipelineConfig, startEngineTestApp, stepsOf, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
@@ -104,5 +106,41 @@ describe('push webhooks', () => {
   it('only the webhook reads raw bytes: other routes still refuse a body that is not JSON', async () => {
     assertError(await t.call('POST', '/projects', { rawBody: 'givenId=x', headers: { 'content-type': 'text/plain' } }), 415);
     assertError(await t.call('POST', '/projects', { rawBody: '{"data": {"__proto__": {}}}' }), 400);
+  });
+});
+
+describe('the branch poller, for sources that cannot send webhooks', () => {
+  let t: EngineTestApp;
+  let git: GitServer;
+  before(async () => {
+    t = await startEngineTestApp();
+    await t.startWorker();
+    git = await startGitServer();
+  });
+  after(async () => {
+    await t.close();
+    await git.close();
+  });
+
+  it('a moved head of a tracked branch runs the stack at the new commit, once however many pollers look', async () => {
+    const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'poll', name: 'Poll' } } })).body.data.id;
+    const environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'dev', name: 'Dev' } } })).body.data.id;
+    const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'polled', url: git.repoUrl('public') } } })).body.data;
+    const stack = (await t.call('POST', '/stacks', {
+      body: { data: { projectId, environmentId, name: 'polled', source: { codeSourceId: source.id, ref: 'feature/x' }, pipelines: { change: pipelineConfig([{ id: 'a', command: 'true' }]) } } },
+    })).body.data;
+    const git2 = { ...t.app.config.git, pollIntervalSeconds: 1 };
+    const silent = { info() {}, warn() {}, error() {} } as unknown as ConstructorParameters<typeof GitPoller>[3];
+    const pollers = [new GitPoller(t.db, TEST_SECRETS, git2, silent), new GitPoller(t.db, TEST_SECRETS, git2, silent)];
+    assert.deepEqual(await pollers[0].pollOnce(), [], 'the first sight of a head is a baseline');
+    const sha = git.commit('public', 'feature/x', 'stacks/app/main.tf', 'resource "polled" {}\n');
+    const triggered = (await Promise.all(pollers.map((p) => p.pollOnce()))).flat();
+    assert.equal(triggered.length, 1);
+    const run = await getRun(t, triggered[0]);
+    assert.equal(run.attachedEntityId, stack.id);
+    assert.equal(run.commitSha, sha);
+    assert.match(run.description, new RegExp(sha.slice(0, 12)));
+    assert.deepEqual(await pollers[1].pollOnce(), []);
+    await waitForRunStatus(t, run.id, 'SUCCEEDED', 60_000);
   });
 });

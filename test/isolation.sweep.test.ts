@@ -86,7 +86,8 @@ describe('tenant isolation: another organization’s id answers exactly as a mis
   it('the OpenAPI document lists every registered route, so the sweep sees them all', () => {
     assert.ok(registered.length > 40, `${registered.length} routes recorded`);
     const documented = new Set(operationsOf(doc).map((op) => `${op.method} ${op.path}`));
-    const missing = registered.filter((r) => !documented.has(r) && r !== 'GET /openapi.json');
+    // OpenAPI 3.0 has no LOCK or UNLOCK: the state backend's lock routes are swept in test/opentofu.state-backend.test.ts.
+    const missing = registered.filter((r) => !documented.has(r) && r !== 'GET /openapi.json' && !/^(UN)?LOCK /.test(r));
     assert.deepEqual(missing, []);
   });
 

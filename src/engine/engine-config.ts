@@ -1,3 +1,4 @@
+import { loadConfig } from '../platform/config.ts';
 import { loadLogLimits, type LogLimits } from './log-sink.ts';
 import { createSandbox, type StepSandbox } from './sandbox/index.ts';
 import { loadSandboxSettings } from './sandbox/settings.ts';
@@ -33,8 +34,17 @@ export interface EngineConfig {
   logLimits: LogLimits;
   /** Where and as whom step processes run (PLINTH_SANDBOX*, PLINTH_STEP_*), probed at worker start. */
   sandbox: StepSandbox;
+  /** The OpenTofu CLI and the state backend's address its steps use (docs/opentofu.md). */
+  tofu: TofuSettings;
   /** The checkout's timeout and cache, and what mints Git credentials (PLINTH_GIT_*, docs/git.md). */
   git: GitConfig;
+}
+
+export interface TofuSettings {
+  /** PLINTH_TOFU_BIN: the OpenTofu executable, a path or a name on the steps' PATH. */
+  bin: string;
+  /** PLINTH_STATE_BACKEND_URL: the API's base URL as a step reaches it; default PLINTH_PUBLIC_URL. */
+  backendUrl: string;
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -61,6 +71,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     logLimits: loadLogLimits((name, fallback) => positiveInt(env, name, fallback)),
     workRoot,
     sandbox: createSandbox(loadSandboxSettings(env, workRoot)),
+    tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl: (env.PLINTH_STATE_BACKEND_URL || loadConfig(env).publicUrl).replace(/\/+$/, '') },
     git: loadGitConfig(env),
   };
 }

@@ -22,6 +22,18 @@ export const ENGINE_ERROR_CODES = [
   'Engine:Sandbox:UNAVAILABLE',
   /** Some of the step's output could not be stored after retries: a step never succeeds with lines missing. */
   'Engine:Log:STORE_FAILED',
+  /** An OpenTofu step of a run that has no stack, or whose stack is gone. */
+  'OpenTofu:Step:NO_STACK',
+  /** An OpenTofu command exited unsuccessfully (its output is in the step's log). */
+  'OpenTofu:Command:FAILED',
+  /** An apply found no saved plan of its run's attempt (no plan step ran before it). */
+  'OpenTofu:Plan:NOT_FOUND',
+  /** The saved plan does not open as this run's and attempt's: it is another run's, or an older attempt's. */
+  'OpenTofu:Plan:NOT_THIS_RUN',
+  /** A destroy step met a change plan, or an apply step a destroy plan. */
+  'OpenTofu:Plan:WRONG_KIND',
+  /** What `show -json`, `output -json` or the plan file gave back is not what OpenTofu writes, or too large. */
+  'OpenTofu:Output:INVALID',
   /** The checkout of the stack's source failed: the code source is gone, its credential refused, the ref unknown... */
   'Engine:Checkout:FAILED',
   /** The stack's source names a ref or path Plinth refuses (an option, a refspec, a path leaving the checkout). */

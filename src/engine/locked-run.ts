@@ -44,6 +44,7 @@ function snapshotOf(row: LockedRunRow): RunSnapshot {
       leaseOwner: e.lease_owner,
       leaseEpoch: e.lease_epoch,
       leaseExpired: e.lease_expired,
+      nothingToApprove: e.nothing_to_approve === true,
     })),
     earlier: row.executions.filter((e) => e.attempt_epoch !== row.attempt_epoch).map((e) => ({ id: e.id, status: e.status })),
   };

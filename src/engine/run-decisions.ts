@@ -111,7 +111,8 @@ export function applyWrites(s: RunSnapshot, writes: readonly RunWrite[]): RunSna
         executions: next.executions.map((e) => {
           if (e.id !== w.id) return e;
           const lease = w.set.lease === undefined ? {} : w.set.lease === null ? { leaseOwner: null } : { leaseOwner: w.set.lease.owner, leaseEpoch: e.leaseEpoch + 1, leaseExpired: false };
-          return { ...e, status: w.status.to, ...lease };
+          const outcome = w.set.outputData === undefined ? {} : { nothingToApprove: w.set.outputData?.needsApproval === false };
+          return { ...e, status: w.status.to, ...lease, ...outcome };
         }),
       };
     } else if (w.kind === 'newExecution') {

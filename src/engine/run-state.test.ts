@@ -23,6 +23,14 @@ const state = (executions: ExecutionState[], over: Partial<RunState> = {}): RunS
 });
 
 describe('planRun', () => {
+  it('passes an approval whose every need succeeded with nothing to approve, and waits when one has something', () => {
+    const nothing = (stepId: string) => ({ ...exec(stepId, 'SUCCEEDED'), nothingToApprove: true });
+    const passed = planRun(state([nothing('a'), nothing('b')]));
+    assert.deepEqual(passed.create.map((c) => [c.stepId, c.status, c.reason]), [['gate', 'SUCCEEDED', 'approved automatically (nothing to approve)'], ['c', 'QUEUED', 'its needs succeeded']]);
+    const waits = planRun(state([nothing('a'), exec('b', 'SUCCEEDED')]));
+    assert.deepEqual(waits.create.map((c) => [c.stepId, c.status]), [['gate', 'WAITING_FOR_APPROVAL']]);
+  });
+
   it('starts every step without needs at once, and the run stays QUEUED until one is claimed', () => {
     const d = planRun(state([], { status: 'QUEUED', started: false }));
     assert.deepEqual(d.create.map((c) => [c.stepId, c.status]), [['a', 'QUEUED'], ['b', 'QUEUED']]);

@@ -27,6 +27,8 @@ export interface ExecutionState {
   stepId: string;
   status: StepStatus;
   retryAttempt: number;
+  /** It succeeded saying there is nothing to approve (a plan with no changes): approvals after it pass. */
+  nothingToApprove?: boolean;
 }
 
 export interface RunState {
@@ -83,9 +85,15 @@ function gatedSteps(state: RunState): Set<string> {
   return gated;
 }
 
-function initialStatus(step: StepConfig, autoapprove: boolean): NewExecutionStatus {
+function initialStatus(step: StepConfig, autoapprove: boolean, nothingToApprove: boolean): NewExecutionStatus {
   if (step.type !== 'approval') return 'QUEUED';
-  return autoapprove ? 'SUCCEEDED' : 'WAITING_FOR_APPROVAL';
+  return autoapprove || nothingToApprove ? 'SUCCEEDED' : 'WAITING_FOR_APPROVAL';
+}
+
+/** An approval whose every need succeeded with nothing to approve (plans without changes) passes by itself. */
+function nothingToApprove(step: StepConfig, latest: Map<string, ExecutionState>): boolean {
+  const needs = step.needs ?? [];
+  return needs.length > 0 && needs.every((n) => latest.get(n)?.nothingToApprove === true);
 }
 
 /**
@@ -94,7 +102,8 @@ function initialStatus(step: StepConfig, autoapprove: boolean): NewExecutionStat
  */
 export function planRun(state: RunState): RunDecision {
   if (isTerminalRun(state.status)) return { runStatus: state.status, create: [], cancel: [] };
-  const status = new Map([...latestByStep(state.executions)].map(([stepId, e]) => [stepId, e.status as string]));
+  const latest = latestByStep(state.executions);
+  const status = new Map([...latest].map(([stepId, e]) => [stepId, e.status as string]));
   const create: NewExecution[] = [];
   const gated = gatedSteps(state);
   const add = (stepId: string, s: NewExecutionStatus, reason: string) => {
@@ -119,8 +128,10 @@ export function planRun(state: RunState): RunDecision {
         add(step.id, 'SKIPPED', 'a plan run stops before approval steps');
         progressed = true;
       } else if ((step.needs ?? []).every((n) => status.get(n) === 'SUCCEEDED')) {
-        const initial = initialStatus(step, state.autoapprove);
-        add(step.id, initial, initial === 'SUCCEEDED' ? 'approved automatically (autoapprove)' : 'its needs succeeded');
+        const unneeded = nothingToApprove(step, latest);
+        const initial = initialStatus(step, state.autoapprove, unneeded);
+        const why = unneeded ? 'approved automatically (nothing to approve)' : 'approved automatically (autoapprove)';
+        add(step.id, initial, initial === 'SUCCEEDED' ? why : 'its needs succeeded');
         progressed ||= initial === 'SUCCEEDED';
       }
     }

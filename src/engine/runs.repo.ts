@@ -25,6 +25,8 @@ export interface LockedRunRow extends RunColumns {
 export interface ExecutionJson
   extends Pick<Selectable<StepExecutionsTable>, 'id' | 'step_id' | 'status' | 'attempt_epoch' | 'retry_attempt' | 'lease_owner' | 'lease_epoch'> {
   lease_expired: boolean;
+  /** The step finished saying there is nothing to approve (`outputData.needsApproval` false: a plan with no changes). */
+  nothing_to_approve: boolean | null;
   /** For a QUEUED execution: the highest log line number so far (a handed-back attempt keeps its lines). */
   last_log_seq: number | null;
 }
@@ -39,6 +41,7 @@ const RUN_FROM = sql`
     left join execution_environments ee on ee.id = en.execution_environment_id`;
 const EXECUTION_FIELDS = sql`e.id, e.step_id, e.status, e.attempt_epoch, e.retry_attempt, e.lease_owner, e.lease_epoch,
   coalesce(e.lease_expires_at < now(), false) as lease_expired,
+  coalesce(e.output_data -> 'needsApproval' = 'false'::jsonb, false) as nothing_to_approve,
   case when e.status = 'QUEUED' then (select coalesce(max(seq), 0) from step_logs where step_execution_id = e.id) end as last_log_seq`;
 
 /**

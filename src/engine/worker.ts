@@ -178,6 +178,7 @@ export class EngineWorker {
         killGraceMs: this.config.killGraceMs,
         sandbox: this.config.sandbox,
         workerId: this.workerId,
+        tofu: this.config.tofu,
         db: this.db,
         secrets: this.secrets,
         git: this.config.git,

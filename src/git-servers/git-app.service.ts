@@ -3,7 +3,7 @@ import type { Principal } from '../platform/auth/principal.ts';
 import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db/db.ts';
 import type { GitAppConfig } from '../platform/git-config.ts';
-import { AppError, BadRequestError } from '../platform/errors.ts';
+import { AppError, BadRequestError, ConflictError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
@@ -40,7 +40,10 @@ export async function completeAppInstall(db: Db, secrets: SecretBox, config: Con
   const row = await consumeFlowState(db, state.nonce, 'APP_INSTALL');
   if (!row || row.organization_id !== state.organizationId) throw stateError('USED', 'The state was already used (or is unknown); start again');
   if (!query.installation_id) throw new BadRequestError('The return leg carries no installation_id', ['installation_id: missing'], 'Git:App:NO_INSTALLATION');
-  await insertAppInstallation(db, { id: newId(), organizationId: state.organizationId, installationId: query.installation_id, installedById: state.userId });
+  const recorded = await insertAppInstallation(db, { id: newId(), organizationId: state.organizationId, installationId: query.installation_id, installedById: state.userId });
+  if (recorded.organization_id !== state.organizationId) {
+    throw new ConflictError('GitAppInstallation', 'TAKEN', 'This installation of the Git app belongs to another organization of this service');
+  }
   return state.returnTo;
 }
 

@@ -62,8 +62,14 @@ interface TokenAnswer {
   expiresAt: Date | null;
 }
 
-/** postToken calls a token endpoint (RFC 6749 §4.1.3, §6); a refusal is 400, a broken server 502. */
-async function postToken(timeoutMs: number, server: GitServerRow, secrets: SecretBox, form: Record<string, string>): Promise<TokenAnswer> {
+/** A refused authorization code is the callback's 400; a refused refresh token is a 422 that says to log in again. */
+const refusals = {
+  authorization_code: () => new BadRequestError('The Git server refused the authorization code', [], 'Git:OAuth:GRANT_REFUSED'),
+  refresh_token: () => new AppError(422, 'Git:OAuth:REFRESH_REFUSED', 'The Git server refused to refresh the OAuth token: an ADMIN must log in to it again'),
+};
+
+/** postToken calls a token endpoint (RFC 6749 §4.1.3, §6); a refusal is a 4xx, a broken server 502. */
+async function postToken(timeoutMs: number, server: GitServerRow, secrets: SecretBox, form: Record<string, string> & { grant_type: keyof typeof refusals }): Promise<TokenAnswer> {
   const body = new URLSearchParams({ ...form, client_id: server.client_id, client_secret: secrets.open(server.client_secret_sealed, `git_self_hosted_servers.client_secret:${server.id}`) });
   let res: Response;
   try {
@@ -78,11 +84,8 @@ async function postToken(timeoutMs: number, server: GitServerRow, secrets: Secre
     throw new AppError(502, 'Git:OAuth:UNREACHABLE', 'The Git server\'s token endpoint cannot be reached');
   }
   const json = (await res.json().catch(() => undefined)) as Record<string, unknown> | undefined;
-  if (res.status >= 400 && res.status < 500) {
-    throw new BadRequestError('The Git server refused the authorization code or refresh token', [], 'Git:OAuth:GRANT_REFUSED');
-  }
+  if ((res.status >= 400 && res.status < 500) || (json && typeof json.error === 'string')) throw refusals[form.grant_type]();
   if (!res.ok || !json || typeof json.access_token !== 'string' || json.access_token.length === 0) {
-    if (json && typeof json.error === 'string') throw new BadRequestError('The Git server refused the grant', [], 'Git:OAuth:GRANT_REFUSED');
     throw new AppError(502, 'Git:OAuth:BAD_RESPONSE', 'The Git server\'s token endpoint did not answer with a token');
   }
   const expiresIn = typeof json.expires_in === 'number' ? json.expires_in : Number(json.expires_in);

@@ -90,13 +90,15 @@ export async function updateConnectionTokens(db: Executor, id: string, c: { acce
   await db.updateTable('git_oauth_connections').set({ ...c, updated_at: sql<Date>`now()` }).where('id', '=', id).execute();
 }
 
-export function insertAppInstallation(db: Executor, v: { id: string; organizationId: string; installationId: string; installedById: string | null }) {
-  return db
+/** insertAppInstallation records an installation; an installation already recorded is returned as it is (whichever organization holds it). */
+export async function insertAppInstallation(db: Executor, v: { id: string; organizationId: string; installationId: string; installedById: string | null }) {
+  const inserted = await db
     .insertInto('git_app_installations')
     .values({ id: v.id, organization_id: v.organizationId, installation_id: v.installationId, installed_by_id: v.installedById })
-    .onConflict((oc) => oc.columns(['organization_id', 'installation_id']).doUpdateSet({ installed_by_id: v.installedById }))
+    .onConflict((oc) => oc.column('installation_id').doNothing())
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  return inserted ?? db.selectFrom('git_app_installations').selectAll().where('installation_id', '=', v.installationId).executeTakeFirstOrThrow();
 }
 
 export function findAppInstallation(db: Executor, organizationId: string, id: string, lock: 'share' | 'none' = 'none') {

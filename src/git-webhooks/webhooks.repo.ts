@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from '../platform/db/db.ts';
 import type { GitProvider } from '../platform/db/enums.ts';
 
@@ -18,4 +19,37 @@ export async function insertDelivery(db: Executor, v: { codeSourceId: string; de
 
 export async function setDeliveryRuns(db: Executor, codeSourceId: string, deliveryId: string, runIds: string[]): Promise<void> {
   await db.updateTable('git_webhook_deliveries').set({ run_ids: JSON.stringify(runIds) }).where('code_source_id', '=', codeSourceId).where('delivery_id', '=', deliveryId).execute();
+}
+
+export interface TrackedBranch {
+  code_source_id: string;
+  branch: string;
+}
+
+/**
+ * The branches stacks track that a push would run (for the poller): a read-only join of stacks, whose
+ * source names the code source and the ref. Bounded: the poller looks at the first `limit` pairs.
+ */
+export async function findTrackedBranches(db: Executor, limit = 10_000): Promise<TrackedBranch[]> {
+  const { rows } = await sql<TrackedBranch>`
+    select distinct s.source ->> 'codeSourceId' as code_source_id, regexp_replace(s.source ->> 'ref', '^refs/heads/', '') as branch
+      from stacks s
+     where s.source ->> 'codeSourceId' is not null and s.source ->> 'ref' is not null and coalesce(s.source ->> 'onPush', 'apply') <> 'none'
+     order by 1, 2 limit ${limit}`.execute(db);
+  return rows;
+}
+
+/**
+ * advancePollHead records the head the poller saw: the first sight is a baseline (false: nothing to
+ * run); a head that moved returns true, once, however many workers poll (the row lock decides).
+ */
+export async function advancePollHead(trx: Executor, codeSourceId: string, branch: string, commitSha: string): Promise<boolean> {
+  const seen = await trx.selectFrom('git_poll_heads').select('commit_sha').where('code_source_id', '=', codeSourceId).where('branch', '=', branch).forUpdate().executeTakeFirst();
+  if (!seen) {
+    await trx.insertInto('git_poll_heads').values({ code_source_id: codeSourceId, branch, commit_sha: commitSha }).onConflict((oc) => oc.columns(['code_source_id', 'branch']).doNothing()).execute();
+    return false;
+  }
+  if (seen.commit_sha === commitSha) return false;
+  await trx.updateTable('git_poll_heads').set({ commit_sha: commitSha, polled_at: sql<Date>`now()` }).where('code_source_id', '=', codeSourceId).where('branch', '=', branch).execute();
+  return true;
 }

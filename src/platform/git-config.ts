@@ -13,6 +13,8 @@ export interface GitConfig {
   stateTtlSeconds: number;
   /** PLINTH_GIT_HTTP_TIMEOUT_MS: a call to an OAuth server or the Git app's API. */
   httpTimeoutMs: number;
+  /** PLINTH_GIT_POLL_INTERVAL_S: how often workers poll tracked branches for sources that cannot send webhooks; 0 (default): never. */
+  pollIntervalSeconds: number;
   app: GitAppConfig | undefined;
 }
 
@@ -43,6 +45,7 @@ export function loadGitConfig(env: NodeJS.ProcessEnv): GitConfig {
     cacheDir: env.PLINTH_GIT_CACHE_DIR || undefined,
     stateTtlSeconds: positive(env, 'PLINTH_GIT_STATE_TTL_S', 600),
     httpTimeoutMs: positive(env, 'PLINTH_GIT_HTTP_TIMEOUT_MS', 10_000),
+    pollIntervalSeconds: env.PLINTH_GIT_POLL_INTERVAL_S === '0' ? 0 : positive(env, 'PLINTH_GIT_POLL_INTERVAL_S', 0),
     app: installUrl
       ? {
           installUrl,

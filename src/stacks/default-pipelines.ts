@@ -1,6 +1,7 @@
-// The pipelines a stack gets when its creator supplies none. Change: plan, a human approval, then
-// apply. Destroy: a destroy plan's approval, then destroy. Both use OpenTofu steps, which this engine
-// does not run yet (they fail with Engine:StepType:NOT_IMPLEMENTED until the OpenTofu issue lands).
+// The pipelines a stack gets when its creator supplies none (docs/opentofu.md). Change: plan, a human
+// approval, then apply of exactly that plan. Destroy: a destroy plan (the plan step of a `destroy` run
+// plans with -destroy), its approval, then destroy. A plan without changes needs no approval, and
+// `autoapprove` on the run passes every approval.
 
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
 
@@ -14,7 +15,8 @@ export const DEFAULT_CHANGE_PIPELINE: PipelineConfig = {
 
 export const DEFAULT_DESTROY_PIPELINE: PipelineConfig = {
   steps: [
-    { id: 'approve', name: 'Approve destroy', type: 'approval', with: { message: 'Every resource of the stack will be destroyed' } },
+    { id: 'plan', name: 'Plan destroy', type: 'opentofu.plan' },
+    { id: 'approve', name: 'Approve destroy', type: 'approval', needs: ['plan'], with: { message: 'Every resource of the stack will be destroyed' } },
     { id: 'destroy', name: 'Destroy', type: 'opentofu.destroy', needs: ['approve'] },
   ],
 };

@@ -1,6 +1,7 @@
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor, Trx } from '../platform/db/db.ts';
 import { isUniqueViolation } from '../platform/db/db-errors.ts';
+import { findUsages, inUseError } from '../platform/db/dependents.ts';
 import { ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
@@ -101,7 +102,10 @@ export async function updateStack(db: Db, principal: Principal, id: string, inpu
   });
 }
 
-/** deleteStack removes the stack, its runs and its two pipelines; refused (409) while a run is not finished. */
+/**
+ * deleteStack removes the stack, its runs, its state versions and its two pipelines; refused (409) while a
+ * run is not finished, or while its OpenTofu state still holds resources (destroy them first).
+ */
 export async function deleteStack(db: Db, principal: Principal, id: string) {
   await db.transaction().execute(async (trx: Trx) => {
     // The stack's row lock also blocks a run being triggered meanwhile (triggers take it too).
@@ -110,6 +114,8 @@ export async function deleteStack(db: Db, principal: Principal, id: string) {
     if (await hasActiveRunOfStack(trx, id)) {
       throw new ConflictError('Stack', 'BUSY', `Stack ${id} has a run that is not finished; cancel it first`, { metadata: { activeRunId: stack.active_run_id } });
     }
+    const usages = await findUsages(trx, 'Stack', id);
+    if (usages.length > 0) throw inUseError('Stack', `Stack ${id}`, usages);
     await deleteStackById(trx, id);
     await deletePipelinesByIds(trx, [stack.change_pipeline_id, stack.destroy_pipeline_id]);
   });

@@ -34,7 +34,10 @@ const CACHE_TARGET = '/plinth/git-cache';
 /** A branch, tag or commit: no option (`-x`), no refspec (`a:b`, `+a`), nothing git would read otherwise. */
 const REF_PATTERN = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,255}$/;
 
+// umask 0: every file of the cache (FETCH_HEAD included, which --shared does not cover) stays writable
+// by the next step's uid, which differs from this one's.
 const FETCH_SCRIPT = String.raw`set -eu
+umask 0000
 cache=$PLINTH_GIT_CACHE
 exec 9<"$cache"
 flock -w 600 9
@@ -99,8 +102,8 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
     throw error;
   }
   if (!/^[A-Za-z0-9_-]+$/.test(source.id)) return failed('Engine:Checkout:FAILED', 'The code source id cannot name a cache');
-  const bind = (writable: boolean): StepBind => ({ source: cacheHost, target: CACHE_TARGET, writable });
   const cacheHost = await cacheDirOf(ctx, source.id);
+  const bind = (writable: boolean): StepBind => ({ source: cacheHost, target: CACHE_TARGET, writable });
   const fetch = async (commit: string) => {
     const env = gitEnv(credential, { PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(true)]), PLINTH_GIT_URL: source.url, PLINTH_GIT_REF: ref, PLINTH_GIT_COMMIT: commit });
     return runCaptured(workspace, { command: FETCH_SCRIPT, env, binds: [bind(true)] }, ctx);

@@ -4,8 +4,10 @@ import type { LogSink } from '../log-sink.ts';
 import { logDetail, logStoreError } from './output-capture.ts';
 import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';
 import { runScript, type ScriptResult } from './script.ts';
+import { runOpenTofuStep } from './opentofu/opentofu-step.ts';
 import type { Db } from '../../platform/db/db.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
+import type { TofuSettings } from '../engine-config.ts';
 import type { GitConfig } from '../../platform/git-config.ts';
 import { prepareCheckout } from './checkout.ts';
 import type { PreparedStep } from './prepared-step.ts';
@@ -24,6 +26,8 @@ export interface RunnerContext {
   /** PLINTH_WORKER_WORK_ROOT: where the Git cache lives unless PLINTH_GIT_CACHE_DIR says otherwise. */
   workRoot: string | undefined;
   workerId: string;
+  /** The OpenTofu CLI and the state backend's address (PLINTH_TOFU_BIN, PLINTH_STATE_BACKEND_URL). */
+  tofu: TofuSettings;
   onSpawn?: (pid: number) => void;
 }
 
@@ -92,6 +96,10 @@ function runPrepared(claimed: ClaimedStep, ctx: RunnerContext, prepared: Prepare
   switch (claimed.step.type) {
     case 'script':
       return runScriptStep(claimed, ctx, prepared);
+    case 'opentofu.plan':
+    case 'opentofu.apply':
+    case 'opentofu.destroy':
+      return runOpenTofuStep(claimed, ctx, prepared);
     default:
       throw new Error(`no runner for ${claimed.step.type}`);
   }
@@ -100,9 +108,9 @@ function runPrepared(claimed: ClaimedStep, ctx: RunnerContext, prepared: Prepare
 /**
  * runStep executes one claimed attempt by its step type: it opens the attempt's workspace once, checks
  * the stack's source out into it when the run's stack has one (the same commit for every step of the
- * run), hands the prepared workspace to the step's runner, and disposes of it afterwards. Only `script`
- * runs on this engine today; the OpenTofu and module steps fail with a clear typed error rather than
- * pretending to succeed.
+ * run), hands the prepared workspace to the step's runner, and disposes of it afterwards. `script` and
+ * the OpenTofu steps run here; `module.deploy` fails with a clear typed error rather than pretending to
+ * succeed.
  */
 export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<StepOutcome> {
   const envType = claimed.executionEnvironmentType ?? 'LOCAL';
@@ -114,10 +122,10 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
   }
   switch (claimed.step.type) {
     case 'script':
-      break;
     case 'opentofu.plan':
     case 'opentofu.apply':
     case 'opentofu.destroy':
+      break;
     case 'module.deploy':
       return {
         status: 'FAILED',

@@ -15,13 +15,13 @@ export const LOW_WATER_BYTES = 512 * 1024;
 
 /**
  * captureOutput reads one of the process's pipes as bytes (never decoding it), cuts it into records
- * and writes them to the sink, with backpressure. Once the log is truncated the rest is read and only
+ * and writes them to the sink, with backpressure; `mask`, when given, rewrites each record first (secrets out). Once the log is truncated the rest is read and only
  * counted, at pipe speed, so the process never blocks on a pipe nobody reads.
  */
-export function captureOutput(stream: Readable, name: 'stdout' | 'stderr', sink: LogSink): void {
+export function captureOutput(stream: Readable, name: 'stdout' | 'stderr', sink: LogSink, mask?: (record: Buffer) => Buffer): void {
   const splitter = new LineSplitter();
   const writeAll = (records: ReturnType<LineSplitter['push']>) => {
-    for (const record of records) sink.writeOutput(name, record.bytes, record.partial);
+    for (const record of records) sink.writeOutput(name, mask ? mask(record.bytes) : record.bytes, record.partial);
   };
   stream.on('data', (chunk: Buffer) => {
     if (sink.stats.truncated) {

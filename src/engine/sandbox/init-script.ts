@@ -18,7 +18,7 @@
  *    (setuid binaries do nothing), under RLIMIT_NPROC;
  * 5. stays as pid 1 beside a guard. The guard blocks reading a pipe only the worker holds; when the worker
  *    dies (even by SIGKILL) the pipe reaches end-of-file and the guard kills every process of the
- *    namespace. SIGTERM to the init (the worker stopping the step) is passed to every process. When the
+ *    namespace. SIGTERM and SIGINT to the init (the worker stopping the step) are passed to every process. When the
  *    step's shell exits the init exits with its status, and the kernel kills whatever the step left in
  *    the namespace: `setsid`, double forks and daemons included, since none can leave a PID namespace.
  *
@@ -66,6 +66,7 @@ child=$!
 (trap '' TERM; while read -r _; do :; done; kill -KILL -1) <&4 >/dev/null 2>&1 3<&- &
 exec 3<&- 4<&- </dev/null
 trap 'kill -TERM -1 2>/dev/null' TERM
+trap 'kill -INT -1 2>/dev/null' INT
 set +e
 wait "$child"; code=$?
 while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done

@@ -46,5 +46,5 @@ export function spawnGuarded(o: GuardedSpawn): SandboxedProcess {
     killGroup(child.pid, s);
   };
   child.once('close', () => child.stdin!.destroy());
-  return { child, terminate: () => signal('SIGTERM'), kill: () => signal('SIGKILL') };
+  return { child, terminate: () => signal('SIGTERM'), interrupt: () => signal('SIGINT'), kill: () => signal('SIGKILL') };
 }

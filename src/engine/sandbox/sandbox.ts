@@ -73,6 +73,8 @@ export interface SandboxedProcess {
   readonly child: ChildProcess;
   /** Asks every process of the step to stop (SIGTERM); `kill` follows after the grace period. */
   terminate(): void;
+  /** Interrupts every process of the step (SIGINT): how OpenTofu is asked to stop gracefully (state written, lock released). */
+  interrupt(): void;
   /** Kills every process of the step (SIGKILL). */
   kill(): void;
 }

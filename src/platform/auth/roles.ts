@@ -23,6 +23,7 @@ export const PERMISSIONS = {
   'code-source:manage': { minRole: 'ADMIN', covers: 'code sources and Git connections' },
   'cloud-account:manage': { minRole: 'ADMIN', covers: 'cloud accounts' },
   'execution-environment:manage': { minRole: 'ADMIN', covers: 'execution environments' },
+  'state:force-unlock': { minRole: 'ADMIN', covers: "force-unlock a stack's OpenTofu state" },
   'organization:manage': { minRole: 'OWNER', covers: 'PATCH the organization, grant or remove OWNER' },
 } as const satisfies Record<string, { minRole: Role; covers: string }>;
 

@@ -137,6 +137,13 @@ export interface GitOauthConnections {
   updated_at: Generated<Timestamp>;
 }
 
+export interface GitPollHeads {
+  branch: string;
+  code_source_id: string;
+  commit_sha: string;
+  polled_at: Generated<Timestamp>;
+}
+
 export interface GitSelfHostedServers {
   authorize_url: string | null;
   base_url: string;
@@ -259,6 +266,17 @@ export interface ServiceAccounts {
   updated_at: Generated<Timestamp>;
 }
 
+export interface StackPlans {
+  attempt_epoch: number;
+  created_at: Generated<Timestamp>;
+  has_changes: boolean;
+  is_destroy: boolean;
+  run_id: string;
+  sealed_plan: string;
+  stack_id: string;
+  step_execution_id: string;
+}
+
 export interface Stacks {
   active_run_id: string | null;
   change_pipeline_id: string;
@@ -277,6 +295,51 @@ export interface Stacks {
   type: Generated<StackType>;
   updated_at: Generated<Timestamp>;
   variables: Generated<JsonObjectColumn>;
+}
+
+export interface StackSensitiveVariables {
+  created_at: Generated<Timestamp>;
+  name: string;
+  organization_id: string;
+  sealed_value: string;
+  stack_id: string;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface StackStateLocks {
+  created_at: Generated<Timestamp>;
+  info: string;
+  lock_id: string;
+  organization_id: string;
+  principal_id: string;
+  run_id: string | null;
+  stack_id: string;
+}
+
+export interface StackStateVersions {
+  created_at: Generated<Timestamp>;
+  id: string;
+  lineage: string;
+  md5: string;
+  organization_id: string;
+  principal_id: string;
+  resource_count: number;
+  run_id: string | null;
+  sealed_state: string;
+  serial: number;
+  size_bytes: number;
+  stack_id: string;
+}
+
+export interface StateRunCredentials {
+  created_at: Generated<Timestamp>;
+  expires_at: Timestamp;
+  id: string;
+  organization_id: string;
+  run_id: string;
+  stack_id: string;
+  step_execution_id: string;
+  token_hash: string;
 }
 
 export interface StepExecutions {
@@ -339,6 +402,7 @@ export interface DB {
   git_app_installations: GitAppInstallations;
   git_flow_states: GitFlowStates;
   git_oauth_connections: GitOauthConnections;
+  git_poll_heads: GitPollHeads;
   git_self_hosted_servers: GitSelfHostedServers;
   git_webhook_deliveries: GitWebhookDeliveries;
   memberships: Memberships;
@@ -349,7 +413,12 @@ export interface DB {
   projects: Projects;
   run_transitions: RunTransitions;
   service_accounts: ServiceAccounts;
+  stack_plans: StackPlans;
+  stack_sensitive_variables: StackSensitiveVariables;
+  stack_state_locks: StackStateLocks;
+  stack_state_versions: StackStateVersions;
   stacks: Stacks;
+  state_run_credentials: StateRunCredentials;
   step_executions: StepExecutions;
   step_logs: StepLogs;
   users: Users;

@@ -96,6 +96,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // OpenTofu's http state backend locks with these WebDAV methods (src/state/state.routes.ts).
+  app.addHttpMethod('LOCK', { hasBody: true });
+  app.addHttpMethod('UNLOCK', { hasBody: true });
   app.decorate('db', options.db);
   app.decorate('config', options.config);
   app.decorate('secrets', options.secrets);

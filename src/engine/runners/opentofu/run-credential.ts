@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import { hashToken } from '../../../platform/auth/tokens.ts';
+import type { Executor } from '../../../platform/db/db.ts';
+import { newId } from '../../../platform/ids.ts';
+import { deleteRunCredential, insertRunCredential } from './opentofu.repo.ts';
+
+/** Run credentials read apart from API keys (`plk_`): the state backend resolves them against their run. */
+export const RUN_TOKEN_PREFIX = 'plr_';
+
+/** A run credential outlives its step by at most this much beyond the step's own time limit. */
+const CREDENTIAL_MARGIN_MS = 5 * 60_000;
+/** Without a step timeout a credential still expires: a stuck run cannot keep one for ever. */
+const DEFAULT_STEP_MS = 6 * 60 * 60_000;
+
+export interface RunCredential {
+  token: string;
+  revoke(): Promise<void>;
+}
+
+/**
+ * mintRunCredential makes the token one OpenTofu step uses against its own stack's state: random, stored
+ * only as its hash, valid until the step's time limit (plus a margin) and only while its run is not
+ * finished. The step revokes it when it ends; a worker that dies leaves it to its expiry and its run's end.
+ */
+export async function mintRunCredential(
+  db: Executor,
+  v: { organizationId: string; stackId: string; runId: string; stepExecutionId: string; timeoutMs: number | undefined },
+): Promise<RunCredential> {
+  const token = RUN_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const id = newId();
+  await insertRunCredential(db, {
+    id,
+    tokenHash: hashToken(token),
+    organizationId: v.organizationId,
+    stackId: v.stackId,
+    runId: v.runId,
+    stepExecutionId: v.stepExecutionId,
+    ttlMs: (v.timeoutMs ?? DEFAULT_STEP_MS) + CREDENTIAL_MARGIN_MS,
+  });
+  return { token, revoke: () => deleteRunCredential(db, id) };
+}

@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SENSITIVE_OUTPUT, stackOutputs, summarizePlan } from './tofu-json.ts';
+import { maskSecrets } from './tofu-process.ts';
+
+describe('OpenTofu JSON', () => {
+  it('summarizes a plan as tofu prints it: a replacement adds one and destroys one; no-op and read change nothing', () => {
+    const plan = {
+      resource_changes: [
+        { address: 'a.x', change: { actions: ['create'] } },
+        { address: 'a.y', change: { actions: ['delete', 'create'] } },
+        { address: 'a.z', change: { actions: ['update'] } },
+        { address: 'a.w', change: { actions: ['no-op'] } },
+        { address: 'data.a.v', change: { actions: ['read'] } },
+      ],
+      output_changes: { o: { actions: ['no-op'] } },
+    };
+    assert.deepEqual(summarizePlan(plan), { add: 2, change: 1, destroy: 1, changedAddresses: ['a.x', 'a.y', 'a.z'], hasChanges: true });
+  });
+
+  it('a plan that changes only an output has changes; one that changes nothing has none; anything else is not a plan', () => {
+    assert.equal(summarizePlan({ resource_changes: [], output_changes: { o: { actions: ['update'] } } })?.hasChanges, true);
+    assert.equal(summarizePlan({ resource_changes: [{ address: 'a.b', change: { actions: ['no-op'] } }] })?.hasChanges, false);
+    assert.equal(summarizePlan([1]), undefined);
+    assert.equal(summarizePlan({ resource_changes: [{ address: 'a.b' }] }), undefined);
+  });
+
+  it('masks sensitive outputs in the stack output', () => {
+    assert.deepEqual(stackOutputs({ a: { value: 1, type: 'number' }, b: { value: 's3cret', sensitive: true } }), { a: 1, b: SENSITIVE_OUTPUT });
+    assert.equal(stackOutputs('nope'), undefined);
+  });
+
+  it('masks every occurrence of every secret in a log record, longest first, leaving values under 3 bytes', () => {
+    const mask = maskSecrets(['hunter2', 'hunter22', 'ab']);
+    assert.equal(mask(Buffer.from('pw=hunter22 again hunter2 ab')).toString(), 'pw=*** again *** ab');
+  });
+});

@@ -1,0 +1,117 @@
+import type { LogSink } from '../../log-sink.ts';
+import type { StepBind, StepWorkspace } from '../../sandbox/index.ts';
+import { captureOutput } from '../output-capture.ts';
+
+export interface TofuProcessSpec {
+  command: string;
+  env: Record<string, string>;
+  workingDirectory?: string;
+  /** Host paths shown to the process (the configured OpenTofu binary). */
+  binds?: StepBind[];
+  /** Take stdout out of the process instead of logging it (stderr is still logged), up to this many bytes. */
+  captureMaxBytes?: number;
+}
+
+export interface TofuProcessContext {
+  workspace: StepWorkspace;
+  sink: LogSink;
+  /** Rewrites each log record before it is stored: sensitive values and the run credential become `***`. */
+  mask: (record: Buffer) => Buffer;
+  /** Aborted when the engine wants the step gone (cancel, lost lease, drain). */
+  signal: AbortSignal;
+  /** When the step's time limit runs out (ms since the epoch), if it has one. */
+  deadline?: number;
+  killGraceMs: number;
+  onSpawn?: (pid: number) => void;
+}
+
+export interface TofuProcessResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stopped: boolean;
+  timedOut: boolean;
+  stdout?: Buffer;
+  /** The captured stdout went past captureMaxBytes (the rest was read and dropped). */
+  overflow?: boolean;
+}
+
+/**
+ * runTofuProcess runs one command in the step's workspace and waits for it. Stopping it (the step is
+ * cancelled, times out or its worker drains) interrupts it first (SIGINT: OpenTofu finishes what it is
+ * doing, writes its state and releases its lock), then kills it after the grace period.
+ */
+export function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessSpec): Promise<TofuProcessResult> {
+  return new Promise((resolve) => {
+    let stopped = false;
+    let timedOut = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    const proc = ctx.workspace.spawn({ command: spec.command, env: spec.env, workingDirectory: spec.workingDirectory, binds: spec.binds });
+    const child = proc.child;
+    const stop = () => {
+      if (killTimer) return;
+      proc.interrupt();
+      killTimer = setTimeout(() => proc.kill(), ctx.killGraceMs);
+    };
+    const onAbort = () => {
+      stopped = true;
+      stop();
+    };
+    const remaining = ctx.deadline === undefined ? undefined : Math.max(0, ctx.deadline - Date.now());
+    const timeout = remaining === undefined ? undefined : setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, remaining);
+    const chunks: Buffer[] = [];
+    let captured = 0;
+    let overflow = false;
+    if (spec.captureMaxBytes === undefined) captureOutput(child.stdout!, 'stdout', ctx.sink, ctx.mask);
+    else {
+      child.stdout!.on('data', (chunk: Buffer) => {
+        if (captured + chunk.length > spec.captureMaxBytes!) overflow = true;
+        else chunks.push(chunk);
+        captured += chunk.length;
+      });
+    }
+    captureOutput(child.stderr!, 'stderr', ctx.sink, ctx.mask);
+    let exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
+    child.on('exit', (code, signal) => (exit = { code, signal }));
+    const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (timeout) clearTimeout(timeout);
+      if (killTimer) clearTimeout(killTimer);
+      ctx.signal.removeEventListener('abort', onAbort);
+      proc.kill();
+      resolve({ exitCode: code, signal, stopped, timedOut, ...(spec.captureMaxBytes === undefined ? {} : { stdout: Buffer.concat(chunks), overflow }) });
+    };
+    child.on('error', () => finish(null, null));
+    child.on('close', () => finish(exit.code, exit.signal));
+    if (child.pid) ctx.onSpawn?.(child.pid);
+    if (ctx.signal.aborted) onAbort();
+    else ctx.signal.addEventListener('abort', onAbort);
+  });
+}
+
+/** maskSecrets returns a masker that replaces every occurrence of each secret (3 bytes or longer) with `***`. */
+export function maskSecrets(secrets: string[]): (record: Buffer) => Buffer {
+  const needles = [...new Set(secrets.filter((s) => Buffer.byteLength(s) >= 3))]
+    .map((s) => Buffer.from(s, 'utf8'))
+    .sort((a, b) => b.length - a.length);
+  if (needles.length === 0) return (record) => record;
+  const stars = Buffer.from('***');
+  return (record) => {
+    let out = record;
+    for (const needle of needles) {
+      let at = out.indexOf(needle);
+      if (at < 0) continue;
+      const parts: Buffer[] = [];
+      let from = 0;
+      while (at >= 0) {
+        parts.push(out.subarray(from, at), stars);
+        from = at + needle.length;
+        at = out.indexOf(needle, from);
+      }
+      parts.push(out.subarray(from));
+      out = Buffer.concat(parts);
+    }
+    return out;
+  };
+}

@@ -1,0 +1,93 @@
+import type { Db } from '../platform/db/db.ts';
+import type { GitConfig } from '../platform/git-config.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { SecretBox } from '../platform/secrets/secret-box.ts';
+import { findCodeSourceById } from '../code-sources/code-sources.repo.ts';
+import { gitCredential } from '../code-sources/credentials.ts';
+import { listRemoteBranches } from '../code-sources/git-remote.ts';
+import { triggerStackRunsForPush } from '../stacks/stacks.service.ts';
+import { advancePollHead, findTrackedBranches, insertDelivery, setDeliveryRuns } from './webhooks.repo.ts';
+
+/**
+ * GitPoller is the webhook for sources that cannot send one (PLINTH_GIT_POLL_INTERVAL_S, off by
+ * default; it runs in worker processes). Every interval it lists the branches of each code source some
+ * stack tracks, and a head that moved since the last poll triggers what a push would: runs at the new
+ * commit, through the same path, once however many workers poll. A poll cannot tell which paths changed
+ * nor who pushed: every stack tracking the branch runs, and the description says the poller found it.
+ */
+export class GitPoller {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: SecretBox,
+    private readonly git: GitConfig,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    if (this.git.pollIntervalSeconds <= 0 || this.timer) return;
+    this.timer = setInterval(() => {
+      this.running ??= this.pollOnce()
+        .then(() => undefined)
+        .catch((error) => this.log.warn({ err: error }, 'git poll failed'))
+        .finally(() => (this.running = undefined));
+    }, this.git.pollIntervalSeconds * 1000);
+    this.log.info({ intervalSeconds: this.git.pollIntervalSeconds }, 'polling tracked Git branches');
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** pollOnce looks at every tracked branch once; returns the ids of the runs it triggered. */
+  async pollOnce(): Promise<string[]> {
+    const bySource = new Map<string, string[]>();
+    for (const t of await findTrackedBranches(this.db)) bySource.set(t.code_source_id, [...(bySource.get(t.code_source_id) ?? []), t.branch]);
+    const runIds: string[] = [];
+    for (const [codeSourceId, branches] of bySource) {
+      try {
+        runIds.push(...(await this.pollSource(codeSourceId, branches)));
+      } catch (error) {
+        // One unreachable repository does not stop the others; its error names no secret.
+        this.log.warn({ codeSourceId, err: { message: (error as Error).message } }, 'could not poll a code source');
+      }
+    }
+    return runIds;
+  }
+
+  private async pollSource(codeSourceId: string, branches: string[]): Promise<string[]> {
+    const source = await findCodeSourceById(this.db, codeSourceId);
+    if (!source) return [];
+    const heads = await listRemoteBranches(source.url, await gitCredential(this.db, this.secrets, this.git, source), this.git.remoteTimeoutMs);
+    const runIds: string[] = [];
+    for (const branch of branches) {
+      const head = heads.find((h) => h.name === branch);
+      if (!head) continue;
+      const deliveryId = `poll:${branch}:${head.commitSha}`.slice(0, 200);
+      runIds.push(
+        ...(await this.db.transaction().execute(async (trx) => {
+          if (!(await advancePollHead(trx, source.id, branch, head.commitSha))) return [];
+          if (!(await insertDelivery(trx, { codeSourceId: source.id, deliveryId, provider: 'GENERIC', commitSha: head.commitSha }))) return [];
+          const triggered = await triggerStackRunsForPush(trx, {
+            organizationId: source.organization_id,
+            codeSourceId: source.id,
+            branch,
+            commitSha: head.commitSha,
+            author: 'an unknown author (found by the poller)',
+            message: '',
+            deliveryId,
+            provider: 'POLL',
+            touches: () => true,
+          });
+          await setDeliveryRuns(trx, source.id, deliveryId, triggered);
+          return triggered;
+        })),
+      );
+    }
+    return runIds;
+  }
+}

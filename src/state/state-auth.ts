@@ -1,0 +1,49 @@
+import type { FastifyRequest } from 'fastify';
+import type { Db } from '../platform/db/db.ts';
+import { resolveCredential, type Principal } from '../platform/auth/principal.ts';
+import { assertPermission } from '../platform/auth/roles.ts';
+import { hashToken } from '../platform/auth/tokens.ts';
+import { UnauthenticatedError } from '../platform/errors.ts';
+import { findLiveRunCredential } from '../engine/runners/opentofu/opentofu.repo.ts';
+import { RUN_TOKEN_PREFIX } from '../engine/runners/opentofu/run-credential.ts';
+
+/**
+ * Who calls the state backend: an OpenTofu step of a run, with the credential its worker minted for that
+ * run and stack only, or a person or service account with an API key (OpenTofu on their own machine).
+ */
+export type StateCaller =
+  | { kind: 'run'; organizationId: string; stackId: string; runId: string; principalId: string }
+  | { kind: 'key'; organizationId: string; principal: Principal; principalId: string };
+
+/**
+ * OpenTofu's http backend sends its credential as HTTP Basic (`TF_HTTP_USERNAME` / `TF_HTTP_PASSWORD`):
+ * the password is the token, the user name is not read. A Bearer token is accepted too.
+ */
+function tokenOf(header: string | undefined): string {
+  if (!header) throw new UnauthenticatedError('MISSING', 'The state backend needs a credential: HTTP Basic with the token as password, or Bearer');
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (bearer) return bearer[1];
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!basic) throw new UnauthenticatedError('INVALID', 'The Authorization header must be HTTP Basic or Bearer');
+  const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? decoded : decoded.slice(colon + 1);
+}
+
+/**
+ * authenticateStateCaller resolves the caller of a state backend route. A run credential is refused once
+ * it expired or its run finished; an API key must hold `stack:write` to lock, unlock or write.
+ */
+export async function authenticateStateCaller(db: Db, request: FastifyRequest, writes: boolean): Promise<StateCaller> {
+  const token = tokenOf(request.headers.authorization);
+  if (token.length === 0 || token.length > 512) throw new UnauthenticatedError('INVALID', 'The credential is not valid');
+  if (token.startsWith(RUN_TOKEN_PREFIX)) {
+    const credential = await findLiveRunCredential(db, hashToken(token));
+    if (!credential) throw new UnauthenticatedError('INVALID', 'The run credential is not valid, has expired, or its run has finished');
+    return { kind: 'run', organizationId: credential.organization_id, stackId: credential.stack_id, runId: credential.run_id, principalId: `run:${credential.run_id}` };
+  }
+  const { principal } = await resolveCredential(db, token, hashToken(token), null);
+  request.principal = principal;
+  assertPermission(principal.role, writes ? 'stack:write' : 'read');
+  return { kind: 'key', organizationId: principal.organizationId, principal, principalId: principal.userId };
+}

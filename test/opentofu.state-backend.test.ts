@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { createOrganization, serviceAccountCaller, userCaller } from './helpers/callers.ts';
+import { TEST_SECRETS } from './helpers/app.ts';
+import { createTofuStack, stackCode, STANDIN, startTofuTestApp, type TofuTestApp } from './helpers/opentofu.ts';
+
+/** One request as OpenTofu's http client makes it: HTTP Basic with the token as password. */
+async function backend(t: TofuTestApp, method: string, path: string, token: string, body?: unknown) {
+  const res = await fetch(`${t.baseUrl}${path}`, {
+    method,
+    headers: { Authorization: `Basic ${Buffer.from(`me:${token}`).toString('base64')}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, text, json, headers: res.headers };
+}
+
+const lockInfo = (id = randomUUID()) => ({ ID: id, Operation: 'OperationTypeApply', Info: '', Who: 'someone@laptop', Version: '1.8.0', Created: new Date().toISOString(), Path: '' });
+const stateOf = (serial: number, lineage: string, extra: Record<string, unknown> = {}) => ({ version: 4, terraform_version: '1.8.0', serial, lineage, outputs: {}, resources: [], ...extra });
+
+/** Runs the stand-in CLI on this machine, as a person would run tofu against a stack's state. */
+function runStandin(dir: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [STANDIN, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env } });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('the OpenTofu http state backend', () => {
+  let t: TofuTestApp;
+  let member: string;
+  let workspace: string;
+  let stackId: string;
+
+  before(async () => {
+    t = await startTofuTestApp();
+    member = (await serviceAccountCaller(t, 'MEMBER')).token;
+    const stack = await createTofuStack(t);
+    stackId = stack.id;
+    workspace = `/state-backend/${stack.serviceStateBackendWorkspace}`;
+  });
+  after(() => t.close());
+
+  it('GET with no state yet is 204, and no credential is 401', async () => {
+    assert.equal((await backend(t, 'GET', workspace, member)).status, 204);
+    const none = await fetch(`${t.baseUrl}${workspace}`);
+    assert.equal(none.status, 401);
+    assert.equal((await none.json()).code, 'Auth:Credential:MISSING');
+  });
+
+  it('LOCK is 200 (again with the same ID too); another holder gets 423 with the holder\'s lock info; UNLOCK is 200 and idempotent', async () => {
+    const mine = lockInfo();
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, mine)).status, 200);
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, mine)).status, 200);
+    const other = await backend(t, 'LOCK', `${workspace}/lock`, member, lockInfo());
+    assert.equal(other.status, 423);
+    assert.equal(other.json.ID, mine.ID);
+    assert.equal(other.json.Who, 'someone@laptop');
+    assert.equal(other.json.code, 'OpenTofu:StateLock:LOCKED');
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, member, lockInfo())).status, 423, 'only the holder unlocks');
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, member, mine)).status, 200);
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, member, mine)).status, 200);
+  });
+
+  it('two writers racing for the lock: exactly one holds it, the other is told who does', async () => {
+    const a = lockInfo();
+    const b = lockInfo();
+    const answers = await Promise.all([a, b].map((info) => backend(t, 'LOCK', `${workspace}/lock`, member, info)));
+    assert.deepEqual(answers.map((r) => r.status).sort(), [200, 423]);
+    const winner = answers[0].status === 200 ? a : b;
+    assert.equal(answers.find((r) => r.status === 423)!.json.ID, winner.ID);
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, member, winner)).status, 200);
+  });
+
+  it('a write must hold the lock it names; stale serials and other lineages are refused; a retried write is idempotent', async () => {
+    const held = lockInfo();
+    const lineage = randomUUID();
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(1, lineage))).json.code, 'OpenTofu:StateLock:NOT_HELD');
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, held)).status, 200);
+    assert.equal((await backend(t, 'POST', workspace, member, stateOf(1, lineage))).status, 423, 'no lock named while another holds it');
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${randomUUID()}`, member, stateOf(1, lineage))).status, 423);
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(1, lineage))).status, 200);
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(1, lineage))).status, 200, 'the same bytes again');
+    const stale = await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(1, lineage, { outputs: { x: { value: 1, type: 'number' } } }));
+    assert.equal(stale.status, 409);
+    assert.equal(stale.json.code, 'OpenTofu:State:STALE_SERIAL');
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(0, lineage))).json.code, 'OpenTofu:State:STALE_SERIAL');
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(2, randomUUID()))).json.code, 'OpenTofu:State:LINEAGE_MISMATCH');
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, '{"serial": "x"}')).status, 400);
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(2, 'a\u0000b'))).status, 400);
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, { ID: 'x\ud800' })).status, 400);
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, 'not json')).status, 400);
+    assert.equal((await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, stateOf(2, lineage))).status, 200);
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, member, held)).status, 200);
+
+    const current = await backend(t, 'GET', workspace, member);
+    assert.equal(current.status, 200);
+    assert.equal(current.json.serial, 2);
+    assert.ok(current.headers.get('content-md5'));
+    const versions = (await t.call('GET', `/stacks/${stackId}/state-versions`)).body.data;
+    assert.deepEqual(versions.map((v: any) => [v.serial, v.lineage]), [[1, lineage], [2, lineage]]);
+    assert.ok(versions.every((v: any) => !v.runId && v.principalId.length > 0));
+    const rows = await t.db.selectFrom('stack_state_versions').select(['id', 'sealed_state']).execute();
+    assert.ok(rows.every((r) => !r.sealed_state.includes(lineage)), 'sealed at rest');
+    assert.equal(JSON.parse(TEST_SECRETS.open(rows[0].sealed_state, `stack_state_versions.state:${rows[0].id}`)).lineage, lineage);
+  });
+
+  it('a VIEWER reads state but cannot lock or write it, nor read a version\'s content; another organization sees no workspace', async () => {
+    const viewer = (await serviceAccountCaller(t, 'VIEWER')).token;
+    assert.equal((await backend(t, 'GET', workspace, viewer)).status, 200);
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, viewer, lockInfo())).status, 403);
+    assert.equal((await backend(t, 'POST', workspace, viewer, stateOf(9, 'x'))).status, 403);
+    const versions = (await t.call('GET', `/stacks/${stackId}/state-versions`, { token: viewer })).body.data;
+    assert.equal((await t.call('GET', `/stacks/${stackId}/state-versions/${versions[0].id}`, { token: viewer })).status, 403);
+    assert.equal((await t.call('GET', `/stacks/${stackId}/state-versions/${versions[0].id}`, { token: member })).body.data.state.serial, 1);
+    const org = await createOrganization(t, 'Elsewhere');
+    const stranger = (await serviceAccountCaller(t, 'OWNER', org)).token;
+    assert.equal((await backend(t, 'GET', workspace, stranger)).status, 404);
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, stranger, lockInfo())).status, 404);
+    assert.equal((await t.call('GET', `/stacks/${stackId}/state-versions`, { token: stranger })).status, 404);
+  });
+
+  it('force-unlock is for ADMIN and above, and releases whoever holds the lock', async () => {
+    const held = lockInfo();
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, held)).status, 200);
+    assert.equal((await t.call('GET', `/stacks/${stackId}/state-lock`)).body.data.lock.id, held.ID);
+    assert.equal((await t.call('DELETE', `/stacks/${stackId}/state-lock`, { token: member })).status, 403);
+    const admin = await userCaller(t, 'admin-unlock@example.com', 'ADMIN');
+    assert.equal((await t.call('DELETE', `/stacks/${stackId}/state-lock`, { token: admin.token })).status, 204);
+    assert.equal((await t.call('GET', `/stacks/${stackId}/state-lock`)).body.data.locked, false);
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, lockInfo())).status, 200);
+    await t.call('DELETE', `/stacks/${stackId}/state-lock`);
+  });
+
+  it('OpenTofu on a person\'s machine uses a stack\'s state with an API key: plan, apply, output; a held lock stops it', async () => {
+    const stack = await createTofuStack(t);
+    const code = stackCode({ resources: { 'standin_bucket.logs': { attributes: { name: 'logs' } } }, outputs: { bucket: { value: 'logs' } } });
+    const address = `${t.baseUrl}/state-backend/${stack.serviceStateBackendWorkspace}`;
+    const env = { TF_HTTP_ADDRESS: address, TF_HTTP_LOCK_ADDRESS: `${address}/lock`, TF_HTTP_UNLOCK_ADDRESS: `${address}/lock`, TF_HTTP_USERNAME: 'laptop', TF_HTTP_PASSWORD: member };
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(`${code.dir}/backend.tf`, 'terraform {\n  backend "http" {}\n}\n');
+    assert.equal((await runStandin(code.dir, ['init'], env)).code, 0);
+    const plan = await runStandin(code.dir, ['plan', '-out=plan.bin'], env);
+    assert.match(plan.output, /Plan: 1 to add/);
+    const apply = await runStandin(code.dir, ['apply', 'plan.bin'], env);
+    assert.equal(apply.code, 0, apply.output);
+    const output = await runStandin(code.dir, ['output', '-json'], env);
+    assert.deepEqual(JSON.parse(output.output), { bucket: { sensitive: false, type: 'string', value: 'logs' } });
+    const versions = (await t.call('GET', `/stacks/${stack.id}/state-versions`)).body.data;
+    assert.equal(versions.length, 1);
+    assert.equal(versions[0].runId, undefined);
+
+    const holder = lockInfo();
+    await backend(t, 'LOCK', `/state-backend/${stack.serviceStateBackendWorkspace}/lock`, member, holder);
+    const blocked = await runStandin(code.dir, ['plan', '-out=plan.bin'], env);
+    assert.notEqual(blocked.code, 0);
+    assert.match(blocked.output, new RegExp(`already locked: ID=${holder.ID}`));
+    assert.equal((await runStandin(code.dir, ['apply', 'plan.bin'], env)).code, 1, 'the saved plan is stale as well as the state locked');
+    await backend(t, 'UNLOCK', `/state-backend/${stack.serviceStateBackendWorkspace}/lock`, member, holder);
+    const stale = await runStandin(code.dir, ['apply', 'plan.bin'], env);
+    assert.match(stale.output, /Saved plan is stale/);
+  });
+});
