@@ -57,10 +57,30 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.equal((await user.json(['stack', 'get', stack.id])).name, 'site');
     assert.deepEqual((await user.json(['stack', 'list', '--project', project.id])).map((s: { id: string }) => s.id), [stack.id]);
     assert.deepEqual(await user.json(['stack', 'outputs', stack.id]), {});
-    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'region=eu-west-1', 'replicas=3']), [{ name: 'region', value: 'eu-west-1' }, { name: 'replicas', value: 3 }]);
-    assert.deepEqual(await user.json(['stack', 'var', 'unset', stack.id, 'replicas']), [{ name: 'region', value: 'eu-west-1' }]);
-    assert.deepEqual(await user.json(['stack', 'var', 'list', stack.id]), [{ name: 'region', value: 'eu-west-1' }]);
+    const region = { name: 'region', sensitive: false, value: 'eu-west-1' };
+    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'region=eu-west-1', 'replicas=3']), [region, { name: 'replicas', sensitive: false, value: 3 }]);
+    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'db_password=hunter2-secret', '--sensitive']), [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
+    const table = await user.run(['stack', 'var', 'list', stack.id]);
+    assert.match(table.stdout, /db_password\s+\(sensitive\)/);
+    assert.doesNotMatch(table.stdout, /hunter2/);
+    assert.deepEqual(await user.json(['stack', 'var', 'unset', stack.id, 'replicas', 'db_password']), [region]);
+    assert.deepEqual(await user.json(['stack', 'var', 'list', stack.id]), [region]);
     assert.deepEqual((await user.json(['stack', 'get', stack.id])).variables, { region: 'eu-west-1' });
+
+    assert.deepEqual(await user.json(['stack', 'state', 'list', stack.id]), []);
+    assert.equal((await user.run(['stack', 'state', 'pull', stack.id])).code, 4);
+    // A state version written as OpenTofu's http backend does (an API key may write, as for an import).
+    const state = { version: 4, terraform_version: '1.8.0', serial: 1, lineage: 'cli-test-lineage', outputs: {}, resources: [] };
+    const written = await fetch(`${plinth.baseUrl}/state-backend/${stack.serviceStateBackendWorkspace}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(state),
+    });
+    assert.equal(written.status, 200, await written.text());
+    const versions = await user.json(['stack', 'state', 'list', stack.id]);
+    assert.deepEqual(versions.map((v: { serial: number }) => v.serial), [1]);
+    assert.deepEqual(await user.json(['stack', 'state', 'pull', stack.id]), state);
+    assert.deepEqual(await user.json(['stack', 'state', 'pull', stack.id, '--state-version', versions[0].id]), state);
 
     assert.ok((await user.json(['pipeline', 'list'])).some((p: { id: string }) => p.id === stack.changePipelineId));
     assert.equal((await user.json(['pipeline', 'get', stack.changePipelineId])).id, stack.changePipelineId);

@@ -6,6 +6,7 @@ import { action, all, readDocument } from '../command-kit.ts';
 import { UsageError } from '../exit-codes.ts';
 import type { Column } from '../output.ts';
 import type { Session } from '../session.ts';
+import { stackStateCommands } from './stack-state.ts';
 import { stackVarCommands } from './stack-vars.ts';
 
 const orgColumns: Column<Organization>[] = [['ID', (o) => o.id], ['NAME', (o) => o.name], ['BILLING EMAIL', (o) => o.billingEmail]];
@@ -78,13 +79,25 @@ function stackCommands(stack: Command) {
   stack.command('create').description('a stack in --project and --env, with its change and destroy pipelines')
     .requiredOption('--env <id>', 'its environment').requiredOption('--name <name>').option('--given-id <givenId>')
     .option('-f, --pipelines <file>', 'JSON or YAML {change?, destroy?}: configs of the two pipelines instead of the defaults')
-    .action(action(async (s: Session, o: { env: string; name: string; givenId?: string; pipelines?: string }) => {
+    .option('--code-source <id>', 'the code source (Git repository) holding its OpenTofu code')
+    .option('--ref <ref>', 'the branch, tag or commit of the code source')
+    .option('--path <path>', 'the directory of the root module in the repository')
+    .action(action(async (s: Session, o: { env: string; name: string; givenId?: string; pipelines?: string; codeSource?: string; ref?: string; path?: string }) => {
       const pipelines = o.pipelines === undefined ? undefined : readDocument(o.pipelines);
+      const source = { ...(o.codeSource ? { codeSourceId: o.codeSource } : {}), ...(o.ref ? { ref: o.ref } : {}), ...(o.path !== undefined ? { path: o.path } : {}) };
       if (pipelines !== undefined && (typeof pipelines !== 'object' || pipelines === null || Array.isArray(pipelines))) throw new UsageError('--pipelines must hold an object {change?, destroy?}');
-      const data = { projectId: s.requireProject(), environmentId: o.env, name: o.name, givenId: o.givenId, ...(pipelines ? { pipelines: pipelines as Record<string, Record<string, unknown>> } : {}) };
+      const data = {
+        projectId: s.requireProject(),
+        environmentId: o.env,
+        name: o.name,
+        givenId: o.givenId,
+        ...(Object.keys(source).length ? { source } : {}),
+        ...(pipelines ? { pipelines: pipelines as Record<string, Record<string, unknown>> } : {}),
+      };
       s.out.item((await unwrap(s.plinth.api.POST('/stacks', { body: { data } }))).data);
     }));
   stackVarCommands(stack);
+  stackStateCommands(stack);
   stack.command('outputs <id>').description("the stack's outputs, as its last apply left them").action(action(async (s: Session, id: string) => {
     const output = (await unwrap(s.plinth.api.GET('/stacks/{id}', { params: { path: { id } } }))).data.output ?? {};
     if (s.out.format !== 'table') return s.out.document(output);
