@@ -31,7 +31,7 @@ describe('plinth serve as a real process (DATABASE_URL)', () => {
   });
 
   it('starts, migrates, bootstraps PLINTH_ADMIN_TOKEN and answers whoami over HTTP', async () => {
-    plinth = await startPlinthProcess({ DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN });
+    plinth = await startPlinthProcess({ DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN }, { readyTimeoutMs: 120_000 });
     const res = await fetch(`${plinth.baseUrl}/auth/whoami`, { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(res.status, 200);
     const body = await res.json();
@@ -97,7 +97,7 @@ describe('plinth migrate and usage', () => {
   it('an unknown command prints the usage and exits 2', () => {
     const result = run(['bogus'], { DATABASE_URL: database.url });
     assert.equal(result.status, 2);
-    assert.match(result.stderr, /usage: plinth <command>/);
+    assert.match(result.stderr, /Usage: plinth <command>/);
     for (const command of ['serve', 'api', 'worker', 'migrate']) assert.match(result.stderr, new RegExp(`\\b${command}\\b`));
   });
 });

@@ -1,0 +1,89 @@
+import createClient, { type Client } from 'openapi-fetch';
+import { PlinthApiError, toApiError } from './errors.js';
+import type { paths } from './generated/openapi.js';
+import { followLogs, readLogLines, type FollowOptions } from './logs.js';
+import { pages, type ListItem, type ListParams, type ListPath, type Page } from './paginate.js';
+import { retryingFetch, type RetryOptions } from './retry.js';
+import { waitForRun, type WaitOptions } from './runs.js';
+import type { LogLine, PipelineRun } from './types.js';
+
+export interface PlinthOptions {
+  /** Where Plinth answers, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** An API key (`plk_…`). */
+  token?: string;
+  /** Act in this organization (a user key only; sent as X-Organization-Id). */
+  organizationId?: string;
+  /** Retries of 429 and 5xx answers (set `attempts: 1` for none). */
+  retry?: RetryOptions;
+  /** The fetch to send requests with (default: the global one). */
+  fetch?: typeof fetch;
+  userAgent?: string;
+}
+
+type Answer = { data?: unknown; error?: unknown; response: Response };
+
+/** unwrap returns the data of a successful openapi-fetch answer and throws a PlinthApiError otherwise. */
+export async function unwrap<R extends Answer>(answer: Promise<R>): Promise<Exclude<R['data'], undefined>> {
+  const { data, error, response } = await answer;
+  if (!response.ok) throw toApiError(response, error);
+  return data as Exclude<R['data'], undefined>;
+}
+
+/** The Plinth client: `api` is the typed openapi-fetch client; the rest is what it cannot do alone. */
+export class Plinth {
+  readonly api: Client<paths>;
+  readonly baseUrl: string;
+  /** The retrying fetch every call goes through, with the credential headers added. */
+  readonly fetch: (path: string, init?: RequestInit) => Promise<Response>;
+
+  constructor(readonly options: PlinthOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    const headers: Record<string, string> = { 'user-agent': options.userAgent ?? 'plinth-sdk' };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    if (options.organizationId) headers['x-organization-id'] = options.organizationId;
+    const send = retryingFetch(options.fetch ?? globalThis.fetch, options.retry);
+    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: send, headers });
+    this.fetch = (path, init = {}) => {
+      const merged = new Headers(init.headers);
+      for (const [name, value] of Object.entries(headers)) if (!merged.has(name)) merged.set(name, value);
+      return send(new Request(`${this.baseUrl}${path}`, { ...init, headers: merged }));
+    };
+  }
+
+  /**
+   * paginate yields every item of a list, page after page, e.g.
+   * `for await (const run of plinth.paginate('/pipeline-runs', { query: { stackId } }))`.
+   */
+  async *paginate<P extends ListPath>(path: P, params?: ListParams<P>): AsyncGenerator<ListItem<P>> {
+    for await (const page of this.pages(path, params)) yield* page.data;
+  }
+
+  /** pages yields the pages of a list themselves (for `meta.totalCount`, or to show progress). */
+  pages<P extends ListPath>(path: P, params?: ListParams<P>): AsyncGenerator<Page<ListItem<P>>> {
+    const p = (params ?? {}) as { path?: Record<string, string>; query?: Record<string, unknown> };
+    // The generic path defeats openapi-fetch's per-path overloads; ListPath guarantees the shape.
+    const get = this.api.GET as unknown as (path: string, init: unknown) => Promise<Answer>;
+    return pages((cursor) => unwrap(get(path, { params: { path: p.path, query: { ...p.query, ...(cursor ? { cursor } : {}) } } })) as Promise<Page<ListItem<P>>>);
+  }
+
+  /** Runs: waiting for one to reach a status. */
+  readonly runs = {
+    get: (id: string): Promise<PipelineRun> => unwrap(this.api.GET('/pipeline-runs/{id}', { params: { path: { id } } })).then((b) => b.data),
+    wait: (id: string, options?: WaitOptions): Promise<PipelineRun> => waitForRun((runId) => this.runs.get(runId), id, options),
+  };
+
+  /** Logs: follow a step execution's lines as they are written, resuming over broken connections. */
+  readonly logs = {
+    /** Every line stored so far (after seq `after`), page after page; it does not wait for more. */
+    lines: (executionId: string, after = 0): AsyncGenerator<LogLine> => readLogLines((seq) => unwrap(this.api.GET('/pipeline-step-executions/{id}/logs', { params: { path: { id: executionId }, query: { after: seq } } })), after),
+    follow: (executionId: string, options?: FollowOptions): AsyncGenerator<LogLine, string | undefined> => followLogs(this.fetch, executionId, options),
+  };
+}
+
+/** createPlinth makes a client; see PlinthOptions. */
+export function createPlinth(options: PlinthOptions): Plinth {
+  return new Plinth(options);
+}
+
+export { PlinthApiError };

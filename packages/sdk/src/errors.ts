@@ -1,0 +1,56 @@
+import type { ErrorBody } from './types.js';
+
+/**
+ * PlinthApiError is an answer of the API that is not a success: its ErrorBody, whose `code`
+ * (`<Namespace>:<Entity>:<REASON>`) is what callers branch on, never the message.
+ */
+export class PlinthApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly body: ErrorBody;
+  readonly requestId?: string;
+
+  constructor(status: number, body: ErrorBody) {
+    super(`${body.message} (${body.code})`);
+    this.name = 'PlinthApiError';
+    this.status = status;
+    this.code = body.code;
+    this.body = body;
+    this.requestId = body.requestId;
+  }
+
+  /** The credential is missing, unknown, revoked or expired: the caller must log in again. */
+  get isUnauthenticated(): boolean {
+    return this.status === 401;
+  }
+
+  get isNotFound(): boolean {
+    return this.status === 404;
+  }
+}
+
+/** PlinthTimeoutError: a wait did not see what it waited for in time. */
+export class PlinthTimeoutError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PlinthTimeoutError';
+  }
+}
+
+function isErrorBody(value: unknown): value is ErrorBody {
+  return typeof value === 'object' && value !== null && typeof (value as ErrorBody).code === 'string' && typeof (value as ErrorBody).message === 'string';
+}
+
+/**
+ * toApiError turns a failed response's parsed body into a PlinthApiError; a body that is not an
+ * ErrorBody (a proxy's HTML page, say) gets a code of its own so callers still have one to read.
+ */
+export function toApiError(response: Response, body: unknown): PlinthApiError {
+  if (isErrorBody(body)) return new PlinthApiError(response.status, body);
+  const requestId = response.headers.get('x-request-id') ?? undefined;
+  return new PlinthApiError(response.status, {
+    code: `Sdk:Response:HTTP_${response.status}`,
+    message: `The server answered ${response.status} ${response.statusText} without an error body`,
+    ...(requestId ? { requestId } : {}),
+  });
+}

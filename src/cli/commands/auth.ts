@@ -1,0 +1,114 @@
+// login, logout, whoami and context: who the CLI is, and where it points.
+
+import type { Command } from 'commander';
+import { createPlinth, unwrap, type Principal } from '@plinth/sdk';
+import { action } from '../command-kit.ts';
+import { CliExit, EXIT, UsageError } from '../exit-codes.ts';
+import { readSecret } from '../prompt.ts';
+import { CLI_VERSION, normaliseHost, type Session } from '../session.ts';
+
+const principalColumns = (p: Principal) => p;
+
+async function whoamiWith(host: string, token: string, organization?: string): Promise<Principal> {
+  const plinth = createPlinth({ baseUrl: host, token, organizationId: organization, userAgent: `plinth-cli/${CLI_VERSION}` });
+  return (await unwrap(plinth.api.GET('/auth/whoami'))).data;
+}
+
+async function readToken(withToken: boolean): Promise<string> {
+  let token: string;
+  if (withToken) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    token = Buffer.concat(chunks).toString('utf8').trim();
+  } else if (process.stdin.isTTY) {
+    token = (await readSecret('API key (plk_…): ')).trim();
+  } else {
+    throw new UsageError('standard input is not a terminal: pass --with-token and the API key on standard input');
+  }
+  if (!token) throw new UsageError('no API key was given');
+  return token;
+}
+
+export function authCommands(program: Command) {
+  program
+    .command('login')
+    .description('store an API key for the current context (checked against the server first)')
+    .option('--with-token', 'read the API key from standard input')
+    .action(action(async (session: Session, options: { withToken?: boolean }) => {
+      const { host, contextName, organization } = session.settings;
+      const token = await readToken(Boolean(options.withToken));
+      const principal = await whoamiWith(host, token, organization);
+      session.store.updateContext(contextName, { host, organization: principal.organizationId }, true);
+      session.store.setToken(contextName, token);
+      session.out.info(`logged in to ${host} as ${principal.email} (${principal.role} of ${principal.organizationName}), context "${contextName}"`);
+      session.out.item(principalColumns(principal));
+    }));
+
+  program
+    .command('logout')
+    .description("forget the current context's API key (the key itself stays valid until revoked)")
+    .action(action((session: Session) => {
+      const { contextName, host } = session.settings;
+      const had = session.store.token(contextName) !== undefined;
+      session.store.setToken(contextName, undefined);
+      session.out.info(had ? `logged out of ${host} (context "${contextName}")` : `context "${contextName}" had no stored key`);
+      session.out.item({ context: contextName, host, loggedOut: had });
+    }));
+
+  program
+    .command('whoami')
+    .description('the principal the API key acts as, its organization and role')
+    .action(action(async (session: Session) => {
+      session.out.item((await unwrap(session.plinth.api.GET('/auth/whoami'))).data);
+    }));
+
+  contextCommands(program.command('context').description('named sets of host, organization and project'));
+}
+
+function contextCommands(context: Command) {
+  context
+    .command('list')
+    .description('every context, the current one marked')
+    .action(action((session: Session) => {
+      const config = session.store.read();
+      const rows = Object.entries(config.contexts).map(([name, c]) => ({ name, current: name === config.current, ...c, loggedIn: session.store.token(name) !== undefined }));
+      session.out.list(rows, [
+        ['CURRENT', (r) => (r.current ? '*' : '')],
+        ['NAME', (r) => r.name],
+        ['HOST', (r) => r.host],
+        ['ORGANIZATION', (r) => r.organization],
+        ['PROJECT', (r) => r.project],
+        ['LOGGED IN', (r) => (r.loggedIn ? 'yes' : 'no')],
+      ]);
+    }));
+
+  context
+    .command('use <name>')
+    .description('make a context the current one')
+    .action(action((session: Session, name: string) => {
+      const config = session.store.read();
+      if (!config.contexts[name]) throw new CliExit(EXIT.NOT_FOUND, `no context named "${name}" (plinth context list)`);
+      session.store.write({ ...config, current: name });
+      session.out.info(`switched to context "${name}"`);
+      session.out.item({ name, ...config.contexts[name] });
+    }));
+
+  context
+    .command('set [name]')
+    .description('create or change a context from --host, --org and --project (default: the current context)')
+    .action(action((session: Session, name: string | undefined) => {
+      const flags = session.flags;
+      const target = name ?? session.settings.contextName;
+      const updated = session.store.updateContext(target, { host: flags.host === undefined ? undefined : normaliseHost(flags.host), organization: flags.org, project: flags.project });
+      session.out.item({ name: target, ...updated });
+    }));
+
+  context
+    .command('show')
+    .description('what this invocation would use: each setting after flags, PLINTH_* variables and the context')
+    .action(action((session: Session) => {
+      const s = session.settings;
+      const tokenSource = process.env.PLINTH_TOKEN ? 'PLINTH_TOKEN' : session.store.token(s.contextName) ? session.store.credentialsFile : 'none';
+      session.out.item({ context: s.contextName, host: s.host, organization: s.organization, project: s.project, token: tokenSource });
+    }));
+}

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { parse as parseYaml } from 'yaml';
+import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { cliUser, type CliUser } from './helpers/cli.ts';
+import { FAST_ENGINE_ENV } from './helpers/engine.ts';
+import { startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
+
+const TOKEN = 'plk_cli_commands_test_token_0123456789abcdefghijklmno';
+
+describe('plinth user commands: -o json everywhere, exit codes, precedence', () => {
+  let database: TestDatabase;
+  let plinth: PlinthProcess;
+  let user: CliUser;
+  let dir: string;
+
+  before(async () => {
+    database = await createTestDatabase();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-cli-commands-'));
+    // Generous: under a full parallel npm test a start can take far longer than on a quiet machine.
+    plinth = await startPlinthProcess({ ...FAST_ENGINE_ENV, DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir }, { readyTimeoutMs: 120_000 });
+    user = cliUser();
+    const login = await user.json(['login', '--host', plinth.baseUrl, '--with-token'], { input: TOKEN });
+    assert.equal(login.email, 'admin@localhost');
+  });
+  after(async () => {
+    await plinth?.stop();
+    await database.drop();
+  });
+
+  it('every command prints JSON that parses with -o json, mutations included', async () => {
+    assert.equal((await user.json(['version'])).cli, '0.0.0');
+    assert.equal((await user.json(['whoami'])).principalType, 'MEMBERSHIP');
+    assert.equal((await user.json(['context', 'list']))[0].name, 'default');
+    const org = await user.json(['org', 'create', '--name', 'Acme', '--billing-email', 'billing@acme.test']);
+    assert.equal((await user.json(['org', 'get', org.id])).name, 'Acme');
+    assert.ok((await user.json(['org', 'list'])).some((o: { id: string }) => o.id === org.id));
+    assert.equal((await user.json(['context', 'set', 'acme', '--host', plinth.baseUrl, '--org', org.id])).organization, org.id);
+    assert.equal((await user.run(['whoami', '--context', 'acmee'])).code, 2);
+    assert.equal((await user.json(['login', '--context', 'second', '--host', plinth.baseUrl, '--with-token'], { input: TOKEN })).email, 'admin@localhost');
+    assert.equal((await user.json(['context', 'show', '--context', 'second'])).host, plinth.baseUrl);
+    assert.equal((await user.json(['context', 'use', 'default'])).name, 'default');
+
+    const project = await user.json(['project', 'create', '--given-id', 'web', '--name', 'Web']);
+    assert.equal((await user.json(['project', 'get', project.id])).givenId, 'web');
+    assert.ok((await user.json(['project', 'list'])).some((p: { id: string }) => p.id === project.id));
+    const env = await user.json(['env', 'create', '--project', project.id, '--given-id', 'prod', '--name', 'Prod']);
+    assert.equal((await user.json(['env', 'get', env.id])).givenId, 'prod');
+    assert.deepEqual((await user.json(['env', 'list', '--project', project.id])).map((e: { id: string }) => e.id), [env.id]);
+
+    const pipelines = path.join(dir, 'pipelines.yaml');
+    writeFileSync(pipelines, 'change:\n  steps:\n    - {id: hello, name: Hello, type: script, with: {command: "echo hi"}}\n');
+    const stack = await user.json(['stack', 'create', '--project', project.id, '--env', env.id, '--name', 'site', '-f', pipelines]);
+    assert.equal((await user.json(['stack', 'get', stack.id])).name, 'site');
+    assert.deepEqual((await user.json(['stack', 'list', '--project', project.id])).map((s: { id: string }) => s.id), [stack.id]);
+    assert.deepEqual(await user.json(['stack', 'outputs', stack.id]), {});
+    const region = { name: 'region', sensitive: false, value: 'eu-west-1' };
+    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'region=eu-west-1', 'replicas=3']), [region, { name: 'replicas', sensitive: false, value: 3 }]);
+    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'db_password=hunter2-secret', '--sensitive']), [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
+    const table = await user.run(['stack', 'var', 'list', stack.id]);
+    assert.match(table.stdout, /db_password\s+\(sensitive\)/);
+    assert.doesNotMatch(table.stdout, /hunter2/);
+    assert.deepEqual(await user.json(['stack', 'var', 'unset', stack.id, 'replicas', 'db_password']), [region]);
+    assert.deepEqual(await user.json(['stack', 'var', 'list', stack.id]), [region]);
+    assert.deepEqual((await user.json(['stack', 'get', stack.id])).variables, { region: 'eu-west-1' });
+
+    assert.deepEqual(await user.json(['stack', 'state', 'list', stack.id]), []);
+    assert.equal((await user.run(['stack', 'state', 'pull', stack.id])).code, 4);
+    // A state version written as OpenTofu's http backend does (an API key may write, as for an import).
+    const state = { version: 4, terraform_version: '1.8.0', serial: 1, lineage: 'cli-test-lineage', outputs: {}, resources: [] };
+    const written = await fetch(`${plinth.baseUrl}/state-backend/${stack.serviceStateBackendWorkspace}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(state),
+    });
+    assert.equal(written.status, 200, await written.text());
+    const versions = await user.json(['stack', 'state', 'list', stack.id]);
+    assert.deepEqual(versions.map((v: { serial: number }) => v.serial), [1]);
+    assert.deepEqual(await user.json(['stack', 'state', 'pull', stack.id]), state);
+    assert.deepEqual(await user.json(['stack', 'state', 'pull', stack.id, '--state-version', versions[0].id]), state);
+
+    assert.ok((await user.json(['pipeline', 'list'])).some((p: { id: string }) => p.id === stack.changePipelineId));
+    assert.equal((await user.json(['pipeline', 'get', stack.changePipelineId])).id, stack.changePipelineId);
+    assert.deepEqual((await user.json(['pipeline', 'versions', stack.changePipelineId])).map((v: { version: number }) => v.version), [1]);
+    const changed = path.join(dir, 'changed.json');
+    writeFileSync(changed, JSON.stringify({ steps: [{ id: 'hello', name: 'Hello', type: 'script', with: { command: 'echo hello' } }] }));
+    const dryRun = await user.json(['pipeline', 'validate', stack.changePipelineId, '-f', changed]);
+    assert.equal(dryRun.baseVersion, 1);
+    assert.deepEqual(dryRun.patch.map((op: { path: string; value: unknown }) => [op.path, op.value]), [['/steps/0/with/command', 'echo hello']]);
+
+    const run = await user.json(['run', 'start', stack.id, '--wait']);
+    assert.equal(run.status, 'SUCCEEDED');
+    assert.equal((await user.json(['run', 'get', run.id])).id, run.id);
+    assert.deepEqual((await user.json(['run', 'list', '--stack', stack.id])).map((r: { id: string }) => r.id), [run.id]);
+    assert.deepEqual((await user.json(['run', 'steps', run.id])).map((s: { stepId: string }) => s.stepId), ['hello']);
+    assert.deepEqual((await user.json(['run', 'logs', run.id])).map((l: { line: string }) => l.line), ['hi']);
+    assert.equal((await user.json(['run', 'wait', run.id])).status, 'SUCCEEDED');
+
+    const gated = await user.json(['stack', 'create', '--project', project.id, '--env', env.id, '--name', 'gated', '-f', '-'], {
+      input: JSON.stringify({ change: { steps: [{ id: 'gate', name: 'Gate', type: 'approval' }] } }),
+    });
+    const waiting = await user.run(['run', 'start', gated.id, '--wait', '-o', 'json']);
+    assert.equal(waiting.code, 6);
+    const waitingRun = JSON.parse(waiting.stdout);
+    assert.equal(waitingRun.status, 'WAITING_FOR_APPROVAL');
+    assert.equal((await user.json(['run', 'reject', waitingRun.id])).status, 'FAILED');
+    assert.equal((await user.json(['run', 'retry', waitingRun.id])).attemptEpoch, 2);
+    assert.equal((await user.json(['run', 'cancel', waitingRun.id])).isCancellable, false);
+
+    assert.equal((await user.json(['api', 'GET', '/health'])).status, 'ok');
+    assert.equal((await user.json(['api', 'POST', '/projects', '-d', '-'], { input: '{"data":{"givenId":"api","name":"Via api"}}' })).data.givenId, 'api');
+    assert.deepEqual(await user.json(['logout']), { context: 'default', host: plinth.baseUrl, loggedOut: true });
+    assert.equal((await user.run(['whoami'])).code, 3);
+    await user.json(['login', '--with-token'], { input: TOKEN });
+  });
+
+  it('-o yaml prints YAML and a table has no colour when stdout is not a terminal', async () => {
+    const yaml = await user.run(['whoami', '-o', 'yaml']);
+    assert.equal(parseYaml(yaml.stdout).email, 'admin@localhost');
+    const table = await user.run(['project', 'list'], { env: { FORCE_COLOR: '1' } });
+    assert.match(table.stdout, /^ID\s+GIVEN ID\s+NAME\n/);
+    assert.doesNotMatch(table.stdout, /\u001b\[/);
+  });
+
+  it('an expired key exits 3 and says to log in again', async () => {
+    // Made over HTTP, not through the CLI: a CLI start on a loaded machine could outlast a short expiry.
+    const expiresAt = Date.now() + 2000;
+    const res = await fetch(`${plinth.baseUrl}/api-keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: { name: 'short-lived', expiresAt: new Date(expiresAt).toISOString() } }),
+    });
+    assert.equal(res.status, 201);
+    const { token } = (await res.json()).data;
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now()) + 100));
+    const result = await user.run(['whoami'], { env: { PLINTH_TOKEN: token } });
+    assert.equal(result.code, 3);
+    assert.match(result.stderr, /^plinth: The credential has expired \(Auth:Credential:EXPIRED\): run plinth login\n$/);
+    assert.equal(result.stdout, '');
+  });
+
+  it('exit 4 for what does not exist, 2 for a command line that means nothing', async () => {
+    const missing = await user.run(['stack', 'get', 'no-such-stack']);
+    assert.equal(missing.code, 4);
+    assert.match(missing.stderr, /NOT_FOUND/);
+    assert.equal((await user.run(['run', 'start'])).code, 2);
+    assert.equal((await user.run(['whoami', '-o', 'xml'])).code, 2);
+    assert.equal((await user.run(['run', 'start', 'x', '--var', 'novalue'])).code, 2);
+    assert.equal((await user.run(['env', 'create', '--given-id', 'x', '--name', 'X'], { env: { PLINTH_PROJECT: '' } })).code, 2);
+  });
+
+  it('a flag beats its PLINTH_ variable, which beats the context', async () => {
+    const unreachable = 'http://127.0.0.1:9';
+    const viaEnv = await user.run(['whoami'], { env: { PLINTH_HOST: unreachable } });
+    assert.equal(viaEnv.code, 1);
+    assert.match(viaEnv.stderr, /cannot reach/);
+    const viaFlag = await user.run(['whoami', '--host', plinth.baseUrl], { env: { PLINTH_HOST: unreachable } });
+    assert.equal(viaFlag.code, 0, viaFlag.stderr);
+    const org = await user.json(['org', 'create', '--name', 'Other', '--billing-email', 'o@example.com']);
+    assert.equal((await user.json(['whoami'], { env: { PLINTH_ORG: org.id } })).organizationId, org.id);
+    const shown = await user.json(['context', 'show', '--org', 'flag-org'], { env: { PLINTH_ORG: org.id, PLINTH_PROJECT: 'env-project' } });
+    assert.equal(shown.organization, 'flag-org');
+    assert.equal(shown.project, 'env-project');
+  });
+});
