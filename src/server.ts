@@ -10,6 +10,8 @@ import { loadEngineConfig } from './engine/engine-config.ts';
 import { installQueue } from './engine/queue.ts';
 import { EngineWorker } from './engine/worker.ts';
 import { openSecretBox } from './platform/secrets/key-file.ts';
+import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
+import { startQueueSampler } from './engine/queue-gauges.ts';
 
 export interface DatabaseHandle {
   db: Db;
@@ -72,6 +74,15 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     worker = new EngineWorker(database.db, database.url, loadEngineConfig(), log, secrets);
     await worker.start();
   }
+  // Each process serves its own metrics on its own port (docs/operations.md#metrics); off unless set.
+  const metricsServer = config.metricsPort === undefined ? undefined : await startProcessMetrics(database.db, {
+    host: config.metricsHost,
+    port: config.metricsPort,
+    token: config.metricsToken,
+    commit: config.buildCommit,
+  });
+  const stopSampler = metricsServer ? startQueueSampler(database.db, log) : undefined;
+  if (metricsServer) log.info({ host: config.metricsHost, port: config.metricsPort }, 'serving metrics');
   let app: App | undefined;
   if (roles.api) {
     app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets });
@@ -84,6 +95,9 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
       // Both drain at once: the listener refuses new requests while in-flight ones finish, and the
       // worker takes no new jobs while its running attempts are stopped and handed back to the queue.
       await Promise.all([app?.close(), worker?.stop()]);
+      stopSampler?.();
+      metricsServer?.closeAllConnections();
+      await new Promise((resolve) => (metricsServer ? metricsServer.close(resolve) : resolve(undefined)));
       await database.close();
     },
   };

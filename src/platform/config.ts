@@ -15,6 +15,14 @@ export interface Config {
   secretKey: string | undefined;
   /** PLINTH_SECRET_KEY_PREVIOUS: comma-separated keys still accepted for opening (key rotation). */
   previousSecretKeys: string[];
+  /** PLINTH_METRICS_PORT: where this process serves GET /metrics; undefined: no metrics listener. */
+  metricsPort: number | undefined;
+  /** PLINTH_METRICS_HOST: the address of the metrics listener. */
+  metricsHost: string;
+  /** PLINTH_METRICS_TOKEN: when set, a scrape must send it as a bearer token. */
+  metricsToken: string | undefined;
+  /** PLINTH_BUILD_COMMIT: the commit this build is made of, for plinth_build_info. */
+  buildCommit: string;
 }
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -42,6 +50,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: env.PLINTH_PUBLIC_URL || `http://${host}:${port}`,
     secretKey: env.PLINTH_SECRET_KEY || undefined,
     previousSecretKeys: (env.PLINTH_SECRET_KEY_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+    metricsPort: env.PLINTH_METRICS_PORT ? intFrom(env, 'PLINTH_METRICS_PORT', 0) : undefined,
+    metricsHost: env.PLINTH_METRICS_HOST || '127.0.0.1',
+    metricsToken: env.PLINTH_METRICS_TOKEN || undefined,
+    buildCommit: env.PLINTH_BUILD_COMMIT || 'unknown',
   };
 }
 
@@ -50,7 +62,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * the process's environment, so nothing started later (a library's child process, a step in the
  * unisolated mode) inherits them. Steps never get the worker's environment anyway; this is the second line.
  */
-export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL'] as const;
+export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'PLINTH_METRICS_TOKEN', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL'] as const;
 
 /** scrubSecretEnv deletes SECRET_ENV_NAMES from `env` (the process's own by default). */
 export function scrubSecretEnv(env: NodeJS.ProcessEnv = process.env): void {

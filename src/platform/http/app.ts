@@ -16,6 +16,7 @@ import { handleError } from './error-handler.ts';
 import { assertTextParts, parseJsonBody } from './input-rules.ts';
 import { boundIntegers } from './schema-rules.ts';
 import { validatorCompiler } from './validation.ts';
+import { metrics } from '../metrics/metrics.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -151,6 +152,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // the caller's next request sees the change (other processes hear of it through NOTIFY).
   app.addHook('onSend', async (request) => {
     if (request.method !== 'GET') credentials.invalidate();
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    // The route's template, never its URL: ids must not become label values.
+    const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
+    metrics.httpDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000);
   });
 
   // Path and query text obeys the same rule as body text; the body's was checked by its parser.
