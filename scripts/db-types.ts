@@ -39,6 +39,8 @@ const ENUM_COLUMNS: Record<string, readonly [string, string, readonly string[]]>
   'users.global_role': ['GlobalRole', './enums.ts', enums.GLOBAL_ROLES],
   'memberships.role': ['Role', '../auth/roles.ts', ROLES],
   'service_accounts.role': ['Role', '../auth/roles.ts', ROLES],
+  'audit_events.actor_type': ['AuditActorType', './enums.ts', enums.AUDIT_ACTOR_TYPES],
+  'audit_events.outcome': ['AuditOutcome', './enums.ts', enums.AUDIT_OUTCOMES],
 };
 
 /** jsonb columns that always hold an object (the rest read as any JSON value). */
@@ -68,7 +70,7 @@ async function checkConstraintValues(db: Kysely<Database>): Promise<Map<string, 
   const { rows } = await sql<{ table_name: string; def: string }>`
     select c.conrelid::regclass::text as table_name, pg_get_constraintdef(c.oid) as def
       from pg_constraint c join pg_namespace n on n.oid = c.connamespace
-     where c.contype = 'c' and n.nspname = 'public'`.execute(db);
+     where c.contype = 'c' and n.nspname = 'public' and c.conislocal`.execute(db);
   const found = new Map<string, string[]>();
   for (const { table_name, def } of rows) {
     const match = /^CHECK \(\(\(?(\w+) = ANY \(+ARRAY\[(.*)\]\)+$/.exec(def);
@@ -124,7 +126,8 @@ export async function renderDatabaseTypes(url: string): Promise<string> {
   // kysely-codegen's own connection: its types are those of kysely's CommonJS build, not of ours.
   const db = await dialect.introspector.connect({ connectionString: url, dialect });
   try {
-    const tables = { includePattern: 'public.*', excludePattern: 'public.kysely_migration*' };
+    // The audit log's monthly partitions (audit_events_YYYY_MM) are read through audit_events only.
+    const tables = { includePattern: 'public.*', excludePattern: 'public.{kysely_migration*,audit_events_[0-9]*}' };
     const metadata = await dialect.introspector.introspect({ db, ...tables });
     const customImports = Object.fromEntries([
       ...Object.values(ENUM_COLUMNS).map(([type, from]) => [type, from]),

@@ -13,8 +13,9 @@ import { runRoutes } from './runs/runs.routes.ts';
 import { stepLogRoutes } from './runs/step-logs.routes.ts';
 import { stackRoutes } from './stacks/stacks.routes.ts';
 import { userRoutes } from './users/users.routes.ts';
+import { auditRoutes } from './audit/audit.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
 export const ROUTES: RoutePlugin[] = [healthRoutes, credentialRoutes, organizationRoutes, membershipRoutes, userRoutes, pipelineRoutes,
   projectRoutes, environmentRoutes, cloudAccountRoutes, executionEnvironmentRoutes, defaultValueRoutes,
-  stackRoutes, runRoutes, stepLogRoutes];
+  stackRoutes, runRoutes, stepLogRoutes, auditRoutes];

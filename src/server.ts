@@ -12,6 +12,8 @@ import { EngineWorker } from './engine/worker.ts';
 import { openSecretBox } from './platform/secrets/key-file.ts';
 import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
 import { startQueueSampler } from './engine/queue-gauges.ts';
+import { startAuditJobs } from './audit/audit-maintenance.ts';
+import { ensureAuditPartitions } from './audit/audit.repo.ts';
 
 export interface DatabaseHandle {
   db: Db;
@@ -66,13 +68,24 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     process.stdout.write(`\nPlinth admin token (shown once; also in ${config.dataDir}/admin-token):\n${boot.generatedToken}\n\n`);
   }
 
+  // An audited write needs its month's partition: ensured at every start, and daily by the workers.
+  await ensureAuditPartitions(database.db);
   const secrets = openSecretBox(config);
   // The queue's schema is needed by API processes too: they enqueue a run's first steps.
   await installQueue(database.url, log);
   let worker: EngineWorker | undefined;
+  let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {
     worker = new EngineWorker(database.db, database.url, loadEngineConfig(), log, secrets);
     await worker.start();
+    stopAuditJobs = startAuditJobs(database.db, secrets, log, {
+      allowPrivate: config.auditWebhookAllowPrivate,
+      retryBaseMs: config.auditRetryBaseMs,
+      timeoutMs: 10_000,
+      batchSize: 500,
+      deliveryEveryMs: config.auditDeliveryMs,
+      maintenanceEveryMs: 3_600_000,
+    });
   }
   // Each process serves its own metrics on its own port (docs/operations.md#metrics); off unless set.
   const metricsServer = config.metricsPort === undefined ? undefined : await startProcessMetrics(database.db, {
@@ -96,6 +109,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
       // worker takes no new jobs while its running attempts are stopped and handed back to the queue.
       await Promise.all([app?.close(), worker?.stop()]);
       stopSampler?.();
+      stopAuditJobs?.();
       metricsServer?.closeAllConnections();
       await new Promise((resolve) => (metricsServer ? metricsServer.close(resolve) : resolve(undefined)));
       await database.close();

@@ -23,6 +23,20 @@ export interface Config {
   metricsToken: string | undefined;
   /** PLINTH_BUILD_COMMIT: the commit this build is made of, for plinth_build_info. */
   buildCommit: string;
+  /** PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE: audit webhooks may target loopback and private addresses. */
+  auditWebhookAllowPrivate: boolean;
+  /** PLINTH_AUDIT_DELIVERY_MS: how often a worker delivers pending audit rows to webhooks. */
+  auditDeliveryMs: number;
+  /** PLINTH_AUDIT_RETRY_BASE_MS: the first retry delay of a failed delivery (doubling, up to an hour). */
+  auditRetryBaseMs: number;
+}
+
+function msFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 10 || value > 86_400_000) throw new Error(`${name} must be milliseconds between 10 and 86400000, got "${raw}"`);
+  return value;
 }
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -54,6 +68,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsHost: env.PLINTH_METRICS_HOST || '127.0.0.1',
     metricsToken: env.PLINTH_METRICS_TOKEN || undefined,
     buildCommit: env.PLINTH_BUILD_COMMIT || 'unknown',
+    auditWebhookAllowPrivate: env.PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE === 'true',
+    auditDeliveryMs: msFrom(env, 'PLINTH_AUDIT_DELIVERY_MS', 5000),
+    auditRetryBaseMs: msFrom(env, 'PLINTH_AUDIT_RETRY_BASE_MS', 10_000),
   };
 }
 

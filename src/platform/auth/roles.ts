@@ -23,7 +23,8 @@ export const PERMISSIONS = {
   'code-source:manage': { minRole: 'ADMIN', covers: 'code sources and Git connections' },
   'cloud-account:manage': { minRole: 'ADMIN', covers: 'cloud accounts' },
   'execution-environment:manage': { minRole: 'ADMIN', covers: 'execution environments' },
-  'organization:manage': { minRole: 'OWNER', covers: 'PATCH the organization, grant or remove OWNER' },
+  'audit:read': { minRole: 'ADMIN', covers: 'read and export the audit log, its settings and webhook deliveries' },
+  'organization:manage': { minRole: 'OWNER', covers: 'PATCH the organization, grant or remove OWNER, audit retention and webhook' },
 } as const satisfies Record<string, { minRole: Role; covers: string }>;
 
 export type Permission = keyof typeof PERMISSIONS;

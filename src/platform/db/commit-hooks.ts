@@ -12,8 +12,11 @@ import { CompiledQuery, RawNode, type DatabaseConnection, type Driver, type Quer
 export interface CommitHook {
   /** Whether a write run outside any transaction should get one, so that beforeCommit can join it. */
   pending(): boolean;
-  /** Runs on the transaction's connection just before COMMIT; a failure rolls the whole transaction back. */
-  beforeCommit(connection: DatabaseConnection): Promise<void>;
+  /**
+   * Runs on the transaction's connection just before COMMIT; a failure rolls the whole transaction
+   * back. `wrote`: the transaction changed something (a read-only one may not need the hook).
+   */
+  beforeCommit(connection: DatabaseConnection, wrote: boolean): Promise<void>;
   /** Sees each write statement of a pending transaction, before it runs. */
   observeWrite?(query: CompiledQuery): void;
 }
@@ -39,10 +42,24 @@ export function afterCommit(fn: () => void): CompiledQuery {
 }
 
 const WRITE_KINDS = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode', 'MergeQueryNode']);
+/** Raw SQL that may change something: a data-changing statement, a CTE, or a job added to the queue. */
+const RAW_WRITE = /^\s*(insert|update|delete|merge|with)\b|add_job\(/i;
+
+function isWrite(query: CompiledQuery): boolean {
+  if (WRITE_KINDS.has(query.query.kind)) return true;
+  return query.query.kind === 'RawNode' && RAW_WRITE.test(query.sql);
+}
 const NO_ROWS: QueryResult<never> = { rows: [] };
+
+/** Whether a write statement changed (or returned) any row: an update of nothing changed nothing. */
+function changed(result: QueryResult<unknown>): boolean {
+  return (result.numAffectedRows ?? 0n) > 0n || result.rows.length > 0;
+}
 
 class HookedConnection implements DatabaseConnection {
   inTransaction = false;
+  /** The open transaction ran a statement that may have changed something. */
+  wrote = false;
   after: (() => void)[] = [];
 
   constructor(readonly inner: DatabaseConnection) {}
@@ -54,23 +71,25 @@ class HookedConnection implements DatabaseConnection {
       else runAfter([callback]);
       return NO_ROWS;
     }
-    if (!WRITE_KINDS.has(query.query.kind)) return this.inner.executeQuery<R>(query);
+    if (!isWrite(query)) return this.inner.executeQuery<R>(query);
     const pending = hooks.filter((h) => h.pending());
     for (const h of pending) h.observeWrite?.(query);
-    if (this.inTransaction || pending.length === 0) return this.inner.executeQuery<R>(query);
-    return this.inOwnTransaction<R>(query);
+    if (!this.inTransaction && pending.length > 0) return this.inOwnTransaction<R>(query);
+    const result = await this.inner.executeQuery<R>(query);
+    if (this.inTransaction && changed(result)) this.wrote = true;
+    return result;
   }
 
   streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
     return this.inner.streamQuery<R>(query, chunkSize);
   }
 
-  /** A lone write that a hook must join: BEGIN, the write, the hooks, COMMIT, as one transaction. */
+  /** A lone write that a hook must join: BEGIN, the write, the hooks (if it changed anything), COMMIT, as one transaction. */
   private async inOwnTransaction<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     await this.inner.executeQuery(CompiledQuery.raw('begin'));
     try {
       const result = await this.inner.executeQuery<R>(query);
-      await runBefore(this.inner);
+      await runBefore(this.inner, changed(result));
       await this.inner.executeQuery(CompiledQuery.raw('commit'));
       return result;
     } catch (error) {
@@ -80,8 +99,8 @@ class HookedConnection implements DatabaseConnection {
   }
 }
 
-async function runBefore(connection: DatabaseConnection): Promise<void> {
-  for (const h of hooks) if (h.pending()) await h.beforeCommit(connection);
+async function runBefore(connection: DatabaseConnection, wrote: boolean): Promise<void> {
+  for (const h of hooks) if (h.pending()) await h.beforeCommit(connection, wrote);
 }
 
 function runAfter(callbacks: (() => void)[]): void {
@@ -111,12 +130,13 @@ export class HookedDriver implements Driver {
     await this.inner.beginTransaction(unwrap(connection), settings);
     if (connection instanceof HookedConnection) {
       connection.inTransaction = true;
+      connection.wrote = false;
       connection.after = [];
     }
   }
 
   async commitTransaction(connection: DatabaseConnection) {
-    await runBefore(unwrap(connection));
+    await runBefore(unwrap(connection), connection instanceof HookedConnection ? connection.wrote : true);
     await this.inner.commitTransaction(unwrap(connection));
     if (connection instanceof HookedConnection) {
       connection.inTransaction = false;

@@ -25,3 +25,7 @@ export type PipelineRunsTable = DB['pipeline_runs'];
 export type StepExecutionsTable = DB['step_executions'];
 export type StepLogsTable = DB['step_logs'];
 export type RunTransitionsTable = DB['run_transitions'];
+export type AuditEventsTable = DB['audit_events'];
+export type AuditChainHeadsTable = DB['audit_chain_heads'];
+export type AuditSettingsTable = DB['audit_settings'];
+export type AuditWebhookDeliveriesTable = DB['audit_webhook_deliveries'];

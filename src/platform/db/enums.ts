@@ -40,3 +40,11 @@ export type CreatedByType = (typeof CREATED_BY_TYPES)[number];
 /** A user's role across organizations: a SUPER_ADMIN acts as OWNER in every one. */
 export const GLOBAL_ROLES = ['USER', 'SUPER_ADMIN'] as const;
 export type GlobalRole = (typeof GLOBAL_ROLES)[number];
+
+/** Who an audit row names as its actor: the principal types of platform/auth/principal.ts. */
+export const AUDIT_ACTOR_TYPES = ['MEMBERSHIP', 'SERVICE_ACCOUNT'] as const;
+export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
+
+/** DENIED: a permission check refused the request; FAILURE: any other error; SUCCESS: it was done. */
+export const AUDIT_OUTCOMES = ['SUCCESS', 'FAILURE', 'DENIED'] as const;
+export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];

@@ -17,6 +17,7 @@ import { assertTextParts, parseJsonBody } from './input-rules.ts';
 import { boundIntegers } from './schema-rules.ts';
 import { validatorCompiler } from './validation.ts';
 import { metrics } from '../metrics/metrics.ts';
+import { installAudit } from '../audit/recorder.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -139,6 +140,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('Connection', 'close');
   });
+
+  // Before authentication: a request refused by a permission check is recorded too.
+  installAudit(app, options.db);
 
   const credentials = new CredentialStore(options.db, { listenUrl: options.listenUrl ?? options.config.databaseUrl, log: options.logger });
   await credentials.start();
