@@ -1,7 +1,7 @@
 import { loadConfig, scrubSecretEnv } from './platform/config.ts';
 import { createLogger } from './platform/logger.ts';
-import { migrateToLatest } from './platform/db/migrate.ts';
-import { openDatabase, runPlinth, type ProcessRoles } from './server.ts';
+import { startTracing, tracingEnabled } from './platform/tracing.ts';
+import type { ProcessRoles } from './server.ts';
 
 const USAGE = `usage: plinth <command>
 
@@ -20,11 +20,18 @@ const COMMAND_ROLES: Record<string, ProcessRoles> = {
 async function main(argv: string[]) {
   const command = argv[0] ?? 'serve';
   const config = loadConfig();
-  // Read once; from here on no child process of this one can inherit them (docs/engine.md#secrets).
+  // Tracing, when asked for, starts before the rest of Plinth is imported (pg is instrumented on import).
+  const tracing = tracingEnabled() && command !== 'migrate' ? await startTracing(process.env.OTEL_SERVICE_NAME || `plinth-${command}`) : undefined;
+  const tracingEndpoint = process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  // Read once (the exporter has read its headers too); from here on no child process of this one can
+  // inherit them (docs/engine.md#secrets).
   scrubSecretEnv();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, tracing?.logFields);
+  const { openDatabase, runPlinth } = await import('./server.ts');
+  if (tracing) log.info({ endpoint: tracingEndpoint }, 'tracing to OTLP');
 
   if (command === 'migrate') {
+    const { migrateToLatest } = await import('./platform/db/migrate.ts');
     const database = await openDatabase(config, log);
     const applied = await migrateToLatest(database.db);
     log.info({ migrations: applied }, applied.length ? 'applied migrations' : 'database is up to date');
@@ -37,7 +44,7 @@ async function main(argv: string[]) {
     process.exitCode = 2;
     return;
   }
-  const running = await runPlinth(config, roles, log);
+  const running = await runPlinth(config, roles, log, tracing);
   log.info({ command, url: roles.api ? `http://${config.host}:${config.port}` : undefined }, 'plinth started');
   // Logs are written in batches; this line is what people and scripts wait for.
   log.flush();

@@ -4,6 +4,7 @@ import { startEmbeddedPostgres } from './platform/db/embedded.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import { buildApp, type App } from './platform/http/app.ts';
 import type { Logger } from './platform/logger.ts';
+import type { Tracing } from './platform/tracing.ts';
 import { ensureAdmin } from './credentials/bootstrap.ts';
 import { ROUTES } from './routes.ts';
 import { loadEngineConfig } from './engine/engine-config.ts';
@@ -59,7 +60,7 @@ export interface RunningPlinth {
  * runPlinth starts what one process runs: the API, the worker, or both, against one database.
  * Every process migrates and bootstraps at start; both are idempotent and serialized in the database.
  */
-export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger): Promise<RunningPlinth> {
+export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger, tracing?: Tracing): Promise<RunningPlinth> {
   const database = await openDatabase(config, log);
   const applied = await migrateToLatest(database.db);
   if (applied.length) log.info({ migrations: applied }, 'applied migrations');
@@ -98,7 +99,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   if (metricsServer) log.info({ host: config.metricsHost, port: config.metricsPort }, 'serving metrics');
   let app: App | undefined;
   if (roles.api) {
-    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets });
+    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets, tracingPlugin: tracing?.fastifyPlugin });
     await app.listen({ host: config.host, port: config.port });
   }
   return {
@@ -113,6 +114,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
       metricsServer?.closeAllConnections();
       await new Promise((resolve) => (metricsServer ? metricsServer.close(resolve) : resolve(undefined)));
       await database.close();
+      await tracing?.shutdown();
     },
   };
 }

@@ -10,7 +10,7 @@ import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
 import { createOrganization, inOrg } from './helpers/callers.ts';
 
 const SECRET = 'a-webhook-signing-secret';
-const OPTIONS: DeliveryOptions = { allowPrivate: true, retryBaseMs: 500, timeoutMs: 5000, batchSize: 500 };
+const OPTIONS: DeliveryOptions = { allowPrivate: true, retryBaseMs: 60_000, timeoutMs: 5000, batchSize: 500 };
 
 describe('audit webhook delivery and retention', () => {
   let t: TestApp;
@@ -50,7 +50,10 @@ describe('audit webhook delivery and retention', () => {
     assert.equal(received.length, 1, 'the first attempt reached the webhook');
     await deliverDueWebhooks(t.db, TEST_SECRETS, OPTIONS);
     assert.equal(received.length, 1, 'the retry waits for its backoff');
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    const { next_attempt_at } = await t.db.selectFrom('audit_settings').select('next_attempt_at').where('organization_id', '=', org).executeTakeFirstOrThrow();
+    assert.ok(next_attempt_at.getTime() > Date.now() + 50_000, 'the retry is a backoff away');
+    // The backoff has passed.
+    await t.db.updateTable('audit_settings').set({ next_attempt_at: new Date() }).where('organization_id', '=', org).execute();
     await deliverDueWebhooks(t.db, TEST_SECRETS, OPTIONS);
     assert.equal(received.length, 2);
 

@@ -14,6 +14,7 @@ import { StopListener } from './stop-listener.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { metrics } from '../platform/metrics/metrics.ts';
 import { onScrape } from '../platform/metrics/server.ts';
+import { withSpan } from '../platform/tracing.ts';
 
 type StopReason = 'stopped' | 'drain';
 
@@ -178,7 +179,7 @@ export class EngineWorker {
     const attempt: RunningAttempt = { process: new AbortController(), lease: new AbortController() };
     this.running.set(id, attempt);
     try {
-      await this.runAttempt(id, runId, attempt);
+      await withSpan('plinth.step.execute', { 'plinth.run_id': runId, 'plinth.step_execution_id': id, 'plinth.worker_id': this.workerId }, () => this.runAttempt(id, runId, attempt));
     } finally {
       // Only now, with the outcome committed (or the lease known lost), do heartbeats stop.
       this.running.delete(id);

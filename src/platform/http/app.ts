@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyPluginCallback, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
@@ -48,6 +48,8 @@ export interface AppOptions {
   secrets: SecretBox;
   /** The database to LISTEN on for credential changes (defaults to config.databaseUrl); none: no credential cache. */
   listenUrl?: string;
+  /** @fastify/otel's plugin when tracing is on (platform/tracing.ts); absent, the app has no tracing hook at all. */
+  tracingPlugin?: FastifyPluginCallback;
 }
 
 const ERROR_RESPONSES = { '4XX': { $ref: 'ErrorBody#' }, '5XX': { $ref: 'ErrorBody#' } };
@@ -96,6 +98,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  if (options.tracingPlugin) await app.register(options.tracingPlugin);
   app.decorate('db', options.db);
   app.decorate('config', options.config);
   app.decorate('secrets', options.secrets);
