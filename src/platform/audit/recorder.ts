@@ -1,10 +1,10 @@
 // The audit log's recording: which requests are audited (actions.ts), and how each one's row gets
 // into the database in the same transaction as the change it records, without any service being
-// written for it. An audited request runs inside an AsyncLocalStorage scope set by an onRequest hook;
-// the first transaction of that request that writes something appends the row just before its COMMIT
-// (a commit hook, db/commit-hooks.ts), and a lone write outside any transaction is given one. A
-// request that changed nothing (refused, failed, or a sensitive read) gets its row just before its
-// response is sent.
+// written for it. An audited request runs inside an AsyncLocalStorage scope set by an onRequest hook
+// of its route; the first transaction of that request that writes something appends the row just
+// before its COMMIT (a commit hook, db/commit-hooks.ts), and a lone write outside any transaction is
+// given one. A request that changed nothing (refused, failed, or a sensitive read) gets its row just
+// before its response is sent.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CompiledQuery, DatabaseConnection } from 'kysely';
@@ -109,43 +109,55 @@ declare module 'fastify' {
   }
 }
 
+/** A route's own hooks, as Fastify takes them: none, one, or a list. */
+function hooksOf<T>(existing: T | T[] | undefined, added: T): T[] {
+  return [...(existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]), added];
+}
+
 /**
- * installAudit records every audited request of `app`: hooks added before authentication, so that a
- * request refused by a permission check is recorded as DENIED. A request with no valid credential has
- * no organization to record it in, and is not recorded (it is in the access log).
+ * installAudit records every audited request of `app`. Its hooks are added to the audited routes only
+ * (by an onRoute hook), so a route that is not audited (every plain GET) pays nothing for the audit
+ * log. The scope is entered after authentication; a request refused there (403) gets its scope, and
+ * its DENIED row, in onSend. A request with no valid credential has no organization to record it in,
+ * and is not recorded (the access log has it).
  */
 export function installAudit(app: FastifyInstance, db: Db): void {
-  const specs = new Map<string, AuditSpec>();
   app.decorateRequest('auditScope', null);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const declared = (route.config as { audit?: string | false } | undefined)?.audit;
+    const specs = new Map<string, AuditSpec>();
     for (const method of methods) {
       const spec = auditSpecOf(method, route.url, declared);
-      if (spec) specs.set(`${method} ${route.url}`, spec);
+      if (spec) specs.set(method, spec);
     }
-  });
-  app.addHook('onRequest', (request, _reply, done) => {
-    const spec = request.is404 ? undefined : specs.get(`${request.method} ${request.routeOptions.url}`);
-    if (!spec) return done();
-    const scope: AuditScope = { request, spec, recorded: false };
-    request.auditScope = scope;
-    // Everything after this hook, the handler and its transactions included, runs inside the scope.
-    scopes.run(scope, done);
-  });
-  // The row of a request that changed nothing is written before its response leaves: whoever reads
-  // the log after the response finds it there.
-  app.addHook('onSend', async (request, reply, payload) => {
-    const scope = request.auditScope;
-    if (!scope || scope.recorded || !request.principal) return payload;
-    scope.standalone = { outcome: outcomeOf(reply.statusCode), statusCode: reply.statusCode, errorCode: reply.statusCode >= 400 ? errorCodeOf(payload) : null };
-    try {
-      await scopes.run(scope, () => db.transaction().execute(async () => {}));
-    } catch (error) {
-      request.log.error({ err: error, requestId: request.id }, 'failed to write an audit row');
-    } finally {
-      scope.recorded = true;
-    }
-    return payload;
+    if (specs.size === 0) return;
+    const scopeOf = (request: FastifyRequest): AuditScope | undefined => {
+      if (request.auditScope) return request.auditScope;
+      const spec = specs.get(request.method);
+      if (spec) request.auditScope = { request, spec, recorded: false };
+      return request.auditScope ?? undefined;
+    };
+    route.onRequest = hooksOf(route.onRequest, (request: FastifyRequest, _reply: unknown, done: () => void) => {
+      const scope = scopeOf(request);
+      // Everything after this hook, the handler and its transactions included, runs inside the scope.
+      if (scope) scopes.run(scope, done);
+      else done();
+    });
+    // The row of a request that changed nothing is written before its response leaves: whoever reads
+    // the log after the response finds it there.
+    route.onSend = hooksOf(route.onSend, async (request: FastifyRequest, reply: { statusCode: number }, payload: unknown) => {
+      const scope = scopeOf(request);
+      if (!scope || scope.recorded || !request.principal) return payload;
+      scope.standalone = { outcome: outcomeOf(reply.statusCode), statusCode: reply.statusCode, errorCode: reply.statusCode >= 400 ? errorCodeOf(payload) : null };
+      try {
+        await scopes.run(scope, () => db.transaction().execute(async () => {}));
+      } catch (error) {
+        request.log.error({ err: error, requestId: request.id }, 'failed to write an audit row');
+      } finally {
+        scope.recorded = true;
+      }
+      return payload;
+    });
   });
 }

@@ -144,7 +144,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     if (closing) reply.header('Connection', 'close');
   });
 
-  // Before authentication: a request refused by a permission check is recorded too.
+  // Before any route is added: its onRoute hook gives the audited routes their hooks.
   installAudit(app, options.db);
 
   const credentials = new CredentialStore(options.db, { listenUrl: options.listenUrl ?? options.config.databaseUrl, log: options.logger });
@@ -161,10 +161,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
     if (request.method !== 'GET') credentials.invalidate();
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     // The route's template, never its URL: ids must not become label values.
     const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
     metrics.httpDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000);
+    done();
   });
 
   // Path and query text obeys the same rule as body text; the body's was checked by its parser.
