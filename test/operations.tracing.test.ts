@@ -54,7 +54,8 @@ describe('tracing', () => {
       const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
       plinth = await startPlinthProcess(
         { DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', LOG_LEVEL: 'info' },
-        { command: 'api' },
+        // Generous: a loaded machine starts a process slowly, and this one loads OpenTelemetry first.
+        { command: 'api', readyTimeoutMs: 120_000 },
       );
     });
     after(async () => {

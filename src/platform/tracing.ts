@@ -34,7 +34,9 @@ export function tracingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
  */
 export async function startTracing(serviceName: string): Promise<Tracing> {
   const { register } = await import('node:module');
-  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
+  // Only pg is intercepted: wrapping every module Plinth imports would slow its start-up for nothing
+  // (Fastify reaches node:http through require, which the instrumentations patch without the hook).
+  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['pg'] } });
   const [api, { NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { registerInstrumentations }, { HttpInstrumentation }, { PgInstrumentation }, { resourceFromAttributes }, fastifyOtel] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-trace-node'),
@@ -58,7 +60,7 @@ export async function startTracing(serviceName: string): Promise<Tracing> {
       if (typeof params?.id === 'string') span.setAttribute('plinth.resource_id', params.id);
     },
   });
-  registerInstrumentations({ instrumentations: [new HttpInstrumentation(), new PgInstrumentation({ requireParentSpan: true }), fastify] });
+  registerInstrumentations({ instrumentations: [new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => request.url === '/metrics' }), new PgInstrumentation({ requireParentSpan: true }), fastify] });
   active = { api, tracer: api.trace.getTracer('plinth') };
   return {
     fastifyPlugin: fastify.plugin() as FastifyPluginCallback,
