@@ -34,7 +34,11 @@ describe('the audit log', () => {
   );
 
   before(async () => {
-    t = await startTestApp({ routesBefore: [recordRoutes] });
+    // A route whose body is itself secret: its audit rows keep no diff.
+    const secretUpload = async (app: App) => {
+      app.post('/test-secret-uploads', { config: { permission: 'read', audit: 'state.upload', auditDiff: false } }, async () => ({ data: {} }));
+    };
+    t = await startTestApp({ routesBefore: [recordRoutes], extraRoutes: [secretUpload] });
     org = await createOrganization(t, 'Audited');
     viewer = (await serviceAccountCaller(t, 'VIEWER', org)).token;
   });
@@ -59,6 +63,14 @@ describe('the audit log', () => {
     const [keyRow] = await rowsOf(t, key.headers['x-request-id']);
     assert.equal(keyRow.resource_id, key.body.data.id);
     assert.equal(JSON.stringify(keyRow.diff).includes(key.body.data.token), false, 'a token never reaches the audit log');
+  });
+
+  it('keeps no diff for a route that says its body is secret', async () => {
+    const res = await t.call('POST', '/test-secret-uploads', { headers: inOrg(org), body: { data: { state: 'the whole state' } } });
+    assert.equal(res.status, 200);
+    const [row] = await rowsOf(t, res.headers['x-request-id']);
+    assert.equal(row.action, 'state.upload');
+    assert.equal(row.diff, null);
   });
 
   it('writes nothing of a change whose audit row cannot be written: they commit together', async () => {
@@ -129,7 +141,7 @@ describe('the audit log', () => {
     // Whoever owns the database can still get past the trigger; the chain is what shows it.
     await t.db.connection().execute(async (c) => {
       await sql`set session_replication_role = replica`.execute(c);
-      await sql`update audit_events set outcome = 'SUCCESS' where organization_id = ${org} and seq = 5`.execute(c);
+      await sql`update audit_events set action = action || '.edited' where organization_id = ${org} and seq = 5`.execute(c);
       await sql`set session_replication_role = origin`.execute(c);
     });
     const broken = await t.call('GET', '/audit-events/verify', { headers: inOrg(org) });

@@ -19,6 +19,8 @@ import { redactedDiff } from './redact.ts';
 interface AuditScope {
   request: FastifyRequest;
   spec: AuditSpec;
+  /** The route keeps its bodies out of the log (a state upload is the state itself). */
+  noDiff: boolean;
   /** Set once the row is written (or can no longer be): later transactions of the request add none. */
   recorded: boolean;
   /** The id of what a create made, learnt from its first insert into the route's table. */
@@ -54,7 +56,7 @@ function draftOf(scope: AuditScope): AuditEventDraft {
     requestId: request.id,
     ip: request.ip ?? null,
     userAgent: (request.headers['user-agent'] ?? '').slice(0, 512) || null,
-    diff: redactedDiff(request.body) ?? null,
+    diff: scope.noDiff ? null : (redactedDiff(request.body) ?? null),
   };
 }
 
@@ -103,6 +105,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The audit log's name for this route's action (a GET is audited only with one), or false: not audited. */
     audit?: string | false;
+    /** false: the audit row keeps no diff of the body (a body that is itself secret, such as a state file). */
+    auditDiff?: boolean;
   }
   interface FastifyRequest {
     auditScope: AuditScope | null;
@@ -125,7 +129,9 @@ export function installAudit(app: FastifyInstance, db: Db): void {
   app.decorateRequest('auditScope', null);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const declared = (route.config as { audit?: string | false } | undefined)?.audit;
+    const config = route.config as { audit?: string | false; auditDiff?: boolean } | undefined;
+    const declared = config?.audit;
+    const noDiff = config?.auditDiff === false;
     const specs = new Map<string, AuditSpec>();
     for (const method of methods) {
       const spec = auditSpecOf(method, route.url, declared);
@@ -135,7 +141,7 @@ export function installAudit(app: FastifyInstance, db: Db): void {
     const scopeOf = (request: FastifyRequest): AuditScope | undefined => {
       if (request.auditScope) return request.auditScope;
       const spec = specs.get(request.method);
-      if (spec) request.auditScope = { request, spec, recorded: false };
+      if (spec) request.auditScope = { request, spec, noDiff, recorded: false };
       return request.auditScope ?? undefined;
     };
     route.onRequest = hooksOf(route.onRequest, (request: FastifyRequest, _reply: unknown, done: () => void) => {
