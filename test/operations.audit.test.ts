@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { auditSpecOf } from '../src/platform/audit/actions.ts';
+import { auditedInFlight } from '../src/platform/audit/recorder.ts';
 import type { App } from '../src/platform/http/app.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
@@ -108,6 +109,12 @@ describe('the audit log', () => {
         if (res.status >= 400) assert.equal(rows[0].error_code, res.body.code, what);
       }
     }
+  });
+
+  it('lets every audited request go once answered, so the request scope costs nothing between them', async () => {
+    await t.call('POST', '/projects', { headers: inOrg(org), body: { data: { givenId: 'let-go', name: 'Let go' } } });
+    await t.call('DELETE', '/projects/no-such-project', { token: viewer });
+    assert.equal(auditedInFlight(), 0);
   });
 
   it('lists rows to ADMIN+ only, newest first, with cursor pages and filters, and exports NDJSON', async () => {
