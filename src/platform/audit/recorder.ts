@@ -8,7 +8,7 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CompiledQuery, DatabaseConnection } from 'kysely';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { registerCommitHook } from '../db/commit-hooks.ts';
 import type { Db } from '../db/db.ts';
 import type { AuditOutcome } from '../db/enums.ts';
@@ -25,6 +25,8 @@ interface AuditScope {
   recorded: boolean;
   /** The id of what a create made, learnt from its first insert into the route's table. */
   createdId?: string;
+  /** The request counts among the audited ones in flight (enterAudited) until its onSend. */
+  entered?: boolean;
   /** The standalone transaction of a request that changed nothing writes even without a write. */
   standalone?: { outcome: AuditOutcome; statusCode: number; errorCode: string | null };
 }
@@ -165,12 +167,11 @@ export function installAudit(app: FastifyInstance, db: Db): void {
       if (spec) request.auditScope = { request, spec, noDiff, recorded: false };
       return request.auditScope ?? undefined;
     };
-    route.onRequest = hooksOf(route.onRequest, (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    route.onRequest = hooksOf(route.onRequest, (request: FastifyRequest, _reply: unknown, done: () => void) => {
       const scope = scopeOf(request);
       if (!scope) return done();
       enterAudited();
-      // The response's 'close' comes once it is finished or its connection is gone, whichever happens.
-      reply.raw.once('close', leaveAudited);
+      scope.entered = true;
       // Everything after this hook, the handler and its transactions included, runs inside the scope.
       scopes.run(scope, done);
     });
@@ -178,7 +179,15 @@ export function installAudit(app: FastifyInstance, db: Db): void {
     // the log after the response finds it there.
     route.onSend = hooksOf(route.onSend, async (request: FastifyRequest, reply: { statusCode: number }, payload: unknown) => {
       const scope = scopeOf(request);
-      if (!scope || scope.recorded || !request.principal) return payload;
+      if (!scope) return payload;
+      // Let go only here, once the handler has finished: a client that disconnects early must not
+      // take the scope from a change still being committed (should onSend never come, the storage
+      // merely stays enabled, which costs speed, never an audit row).
+      if (scope.entered) {
+        scope.entered = false;
+        leaveAudited();
+      }
+      if (scope.recorded || !request.principal) return payload;
       scope.standalone = { outcome: outcomeOf(reply.statusCode), statusCode: reply.statusCode, errorCode: reply.statusCode >= 400 ? errorCodeOf(payload) : null };
       enterAudited();
       try {
