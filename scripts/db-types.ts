@@ -44,6 +44,8 @@ const ENUM_COLUMNS: Record<string, readonly [string, string, readonly string[]]>
   'code_sources.auth_type': ['GitAuthType', './enums.ts', enums.GIT_AUTH_TYPES],
   'git_webhook_deliveries.provider': ['GitProvider', './enums.ts', enums.GIT_PROVIDERS],
   'git_flow_states.kind': ['GitFlowKind', './enums.ts', enums.GIT_FLOW_KINDS],
+  'audit_events.actor_type': ['AuditActorType', './enums.ts', enums.AUDIT_ACTOR_TYPES],
+  'audit_events.outcome': ['AuditOutcome', './enums.ts', enums.AUDIT_OUTCOMES],
 };
 
 /** jsonb columns that always hold an object (the rest read as any JSON value). */
@@ -73,7 +75,7 @@ async function checkConstraintValues(db: Kysely<Database>): Promise<Map<string, 
   const { rows } = await sql<{ table_name: string; def: string }>`
     select c.conrelid::regclass::text as table_name, pg_get_constraintdef(c.oid) as def
       from pg_constraint c join pg_namespace n on n.oid = c.connamespace
-     where c.contype = 'c' and n.nspname = 'public'`.execute(db);
+     where c.contype = 'c' and n.nspname = 'public' and c.conislocal`.execute(db);
   const found = new Map<string, string[]>();
   for (const { table_name, def } of rows) {
     const match = /^CHECK \(\(\(?(\w+) = ANY \(+ARRAY\[(.*)\]\)+$/.exec(def);
@@ -129,7 +131,8 @@ export async function renderDatabaseTypes(url: string): Promise<string> {
   // kysely-codegen's own connection: its types are those of kysely's CommonJS build, not of ours.
   const db = await dialect.introspector.connect({ connectionString: url, dialect });
   try {
-    const tables = { includePattern: 'public.*', excludePattern: 'public.kysely_migration*' };
+    // The audit log's monthly partitions (audit_events_YYYY_MM) are read through audit_events only.
+    const tables = { includePattern: 'public.*', excludePattern: 'public.{kysely_migration*,audit_events_[0-9]*}' };
     const metadata = await dialect.introspector.introspect({ db, ...tables });
     const customImports = Object.fromEntries([
       ...Object.values(ENUM_COLUMNS).map(([type, from]) => [type, from]),

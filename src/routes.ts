@@ -18,9 +18,10 @@ import { userRoutes } from './users/users.routes.ts';
 import { codeSourceRoutes } from './code-sources/code-sources.routes.ts';
 import { gitServerRoutes } from './git-servers/git-servers.routes.ts';
 import { gitWebhookRoutes } from './git-webhooks/webhooks.routes.ts';
+import { auditRoutes } from './audit/audit.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
 export const ROUTES: RoutePlugin[] = [healthRoutes, credentialRoutes, organizationRoutes, membershipRoutes, userRoutes, pipelineRoutes,
   projectRoutes, environmentRoutes, cloudAccountRoutes, executionEnvironmentRoutes, defaultValueRoutes,
   stackRoutes, runRoutes, stepLogRoutes,
-  codeSourceRoutes, gitServerRoutes, gitWebhookRoutes, stateRoutes, stackVariableRoutes];
+  codeSourceRoutes, gitServerRoutes, gitWebhookRoutes, stateRoutes, stackVariableRoutes, auditRoutes];

@@ -2,8 +2,8 @@
 
 import { loadConfig, scrubSecretEnv } from './platform/config.ts';
 import { createLogger } from './platform/logger.ts';
-import { migrateToLatest } from './platform/db/migrate.ts';
-import { openDatabase, runPlinth, type ProcessRoles } from './server.ts';
+import { startTracing, tracingEnabled } from './platform/tracing.ts';
+import type { ProcessRoles } from './server.ts';
 
 const COMMAND_ROLES: Record<string, ProcessRoles> = {
   serve: { api: true, worker: true },
@@ -14,11 +14,18 @@ const COMMAND_ROLES: Record<string, ProcessRoles> = {
 /** runServerCommand runs one of the process commands (the user commands are in cli/). */
 export async function runServerCommand(command: 'serve' | 'api' | 'worker' | 'migrate') {
   const config = loadConfig();
-  // Read once; from here on no child process of this one can inherit them (docs/engine.md#secrets).
+  // Tracing, when asked for, starts before the rest of Plinth is imported (pg is instrumented on import).
+  const tracing = tracingEnabled() && command !== 'migrate' ? await startTracing(process.env.OTEL_SERVICE_NAME || `plinth-${command}`) : undefined;
+  const tracingEndpoint = process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  // Read once (the exporter has read its headers too); from here on no child process of this one can
+  // inherit them (docs/engine.md#secrets).
   scrubSecretEnv();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, tracing?.logFields);
+  const { openDatabase, runPlinth } = await import('./server.ts');
+  if (tracing) log.info({ endpoint: tracingEndpoint }, 'tracing to OTLP');
 
   if (command === 'migrate') {
+    const { migrateToLatest } = await import('./platform/db/migrate.ts');
     const database = await openDatabase(config, log);
     const applied = await migrateToLatest(database.db);
     log.info({ migrations: applied }, applied.length ? 'applied migrations' : 'database is up to date');
@@ -26,7 +33,7 @@ export async function runServerCommand(command: 'serve' | 'api' | 'worker' | 'mi
     return;
   }
   const roles = COMMAND_ROLES[command];
-  const running = await runPlinth(config, roles, log);
+  const running = await runPlinth(config, roles, log, tracing);
   log.info({ command, url: roles.api ? `http://${config.host}:${config.port}` : undefined }, 'plinth started');
   // Logs are written in batches; this line is what people and scripts wait for.
   log.flush();

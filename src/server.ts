@@ -4,6 +4,7 @@ import { startEmbeddedPostgres } from './platform/db/embedded.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import { buildApp, type App } from './platform/http/app.ts';
 import type { Logger } from './platform/logger.ts';
+import type { Tracing } from './platform/tracing.ts';
 import { ensureAdmin } from './credentials/bootstrap.ts';
 import { ROUTES } from './routes.ts';
 import { loadEngineConfig } from './engine/engine-config.ts';
@@ -11,6 +12,10 @@ import { installQueue } from './engine/queue.ts';
 import { EngineWorker } from './engine/worker.ts';
 import { GitPoller } from './git-webhooks/poller.ts';
 import { openSecretBox } from './platform/secrets/key-file.ts';
+import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
+import { startQueueSampler } from './engine/queue-gauges.ts';
+import { startAuditJobs } from './audit/audit-maintenance.ts';
+import { ensureAuditPartitions } from './audit/audit.repo.ts';
 
 export interface DatabaseHandle {
   db: Db;
@@ -56,7 +61,7 @@ export interface RunningPlinth {
  * runPlinth starts what one process runs: the API, the worker, or both, against one database.
  * Every process migrates and bootstraps at start; both are idempotent and serialized in the database.
  */
-export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger): Promise<RunningPlinth> {
+export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger, tracing?: Tracing): Promise<RunningPlinth> {
   const database = await openDatabase(config, log);
   const applied = await migrateToLatest(database.db);
   if (applied.length) log.info({ migrations: applied }, 'applied migrations');
@@ -65,20 +70,40 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     process.stdout.write(`\nPlinth admin token (shown once; also in ${config.dataDir}/admin-token):\n${boot.generatedToken}\n\n`);
   }
 
+  // An audited write needs its month's partition: ensured at every start, and daily by the workers.
+  await ensureAuditPartitions(database.db);
   const secrets = openSecretBox(config);
   // The queue's schema is needed by API processes too: they enqueue a run's first steps.
   await installQueue(database.url, log);
   let worker: EngineWorker | undefined;
+  let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {
     worker = new EngineWorker(database.db, database.url, loadEngineConfig(), log, secrets);
     await worker.start();
+    stopAuditJobs = startAuditJobs(database.db, secrets, log, {
+      allowPrivate: config.auditWebhookAllowPrivate,
+      retryBaseMs: config.auditRetryBaseMs,
+      timeoutMs: 10_000,
+      batchSize: 500,
+      deliveryEveryMs: config.auditDeliveryMs,
+      maintenanceEveryMs: 3_600_000,
+    });
   }
   // Off unless PLINTH_GIT_POLL_INTERVAL_S is set; worker processes poll (once per change, however many).
   const poller = roles.worker ? new GitPoller(database.db, secrets, config.git, log) : undefined;
   poller?.start();
+  // Each process serves its own metrics on its own port (docs/operations.md#metrics); off unless set.
+  const metricsServer = config.metricsPort === undefined ? undefined : await startProcessMetrics(database.db, {
+    host: config.metricsHost,
+    port: config.metricsPort,
+    token: config.metricsToken,
+    commit: config.buildCommit,
+  });
+  const stopSampler = metricsServer ? startQueueSampler(database.db, log) : undefined;
+  if (metricsServer) log.info({ host: config.metricsHost, port: config.metricsPort }, 'serving metrics');
   let app: App | undefined;
   if (roles.api) {
-    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets });
+    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets, tracingPlugin: tracing?.fastifyPlugin });
     await app.listen({ host: config.host, port: config.port });
   }
   return {
@@ -88,7 +113,12 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
       // Both drain at once: the listener refuses new requests while in-flight ones finish, and the
       // worker takes no new jobs while its running attempts are stopped and handed back to the queue.
       await Promise.all([app?.close(), worker?.stop(), poller?.stop()]);
+      stopSampler?.();
+      stopAuditJobs?.();
+      metricsServer?.closeAllConnections();
+      await new Promise((resolve) => (metricsServer ? metricsServer.close(resolve) : resolve(undefined)));
       await database.close();
+      await tracing?.shutdown();
     },
   };
 }

@@ -69,9 +69,14 @@ describe('tenant isolation: another organization’s id answers exactly as a mis
     if (foreign.status < 300) assert.deepEqual(foreign.data, missing.data, what);
   };
 
-  /** A digest of every row of every table: the sweep must leave it exactly as it found it. */
+  /**
+   * A digest of every row of every table: the sweep must leave it exactly as it found it. The audit log
+   * is left out: it records every attempt, refused ones included, by design (docs/operations.md).
+   */
   async function digest() {
-    const tables = await sql<{ table_name: string }>`select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1`.execute(t.db);
+    const tables = await sql<{ table_name: string }>`
+      select table_name from information_schema.tables
+       where table_schema = 'public' and table_type = 'BASE TABLE' and table_name !~ '^audit_(events|chain_heads)' order by 1`.execute(t.db);
     const parts: string[] = [];
     for (const { table_name } of tables.rows) {
       const { rows } = await sql<{ d: string }>`select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as d from ${sql.table(table_name)} x`.execute(t.db);
@@ -144,7 +149,11 @@ describe('tenant isolation: another organization’s id answers exactly as a mis
   it('an id in the query', async () => {
     let checked = 0;
     const references = (op: Operation) => op.query.filter((q) => isReference(q.name, resolve(doc, q.schema)));
-    for (const op of operationsOf(doc).filter((o) => references(o).length > 0)) {
+    // The audit log's filters match ids as this organization's own requests named them, this sweep's
+    // earlier attempts with the other organization's ids included: those rows are this organization's
+    // record of its own callers' input, and say nothing of the other organization.
+    const auditLog = (op: Operation) => op.path.startsWith('/audit-events');
+    for (const op of operationsOf(doc).filter((o) => references(o).length > 0 && !auditLog(o))) {
       for (const caller of callers) {
         for (const q of references(op)) {
           const path = urlOf(op, Object.fromEntries(op.pathParams.map((p) => [p, ownIds[0]])));

@@ -1,5 +1,6 @@
 import type { Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
+import { observeAfterCommit } from './engine-metrics.ts';
 import { enqueueStepJob, insertExecution, notifyStepStopped, updateExecution } from './executions.repo.ts';
 import { applyWrites, decideAdmit, stepOf, type DecideContext, type Decision, type RunSnapshot, type RunWrite } from './run-decisions.ts';
 import { isLastAttempt, type RunAction, type RunStatus, type StepStatus } from './run-state.ts';
@@ -57,15 +58,16 @@ export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R
   const snapshot = snapshotOf(row);
   const ctx: DecideContext = { actor: options.actor, newId };
   const decision = decide(snapshot, ctx, row);
-  await applyDecision(trx, snapshot, decision.writes, options.actor);
+  await applyDecision(trx, row, snapshot, decision.writes, options.actor);
   return decision.result;
 }
 
 /** applyDecision makes the writes of a decision, in order; the snapshot names what a new execution needs. */
-async function applyDecision(trx: Trx, snapshot: RunSnapshot, writes: readonly RunWrite[], actor?: string): Promise<void> {
+async function applyDecision(trx: Trx, row: LockedRunRow, snapshot: RunSnapshot, writes: readonly RunWrite[], actor?: string): Promise<void> {
   let state = snapshot;
   for (const w of writes) {
     await applyWrite(trx, state, w, actor);
+    await observeAfterCommit(trx, row, state, w);
     state = applyWrites(state, [w]);
   }
 }

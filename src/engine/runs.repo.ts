@@ -9,7 +9,7 @@ import { RUN_STATUSES, type ExecutionEnvironmentType, type RunAction, type RunSt
 type RunColumns = Pick<
   Selectable<PipelineRunsTable>,
   | 'id' | 'organization_id' | 'pipeline_id' | 'pipeline_version_id' | 'stack_id' | 'status' | 'action' | 'autoapprove'
-  | 'attempt_epoch' | 'admitted_at' | 'started_at' | 'last_attempt_started_at'
+  | 'attempt_epoch' | 'admitted_at' | 'started_at' | 'last_attempt_started_at' | 'created_at'
 >;
 
 /** A run as every command reads it: its columns, its pipeline version's config and all its executions. */
@@ -19,6 +19,8 @@ export interface LockedRunRow extends RunColumns {
   /** The type of the stack's environment's execution environment; null when none is set. */
   execution_environment_type: ExecutionEnvironmentType | null;
   executions: ExecutionJson[];
+  /** Whether a Git webhook triggered the run (its trigger metadata names the event); the metrics' `trigger`. */
+  by_webhook: boolean;
 }
 
 /** One execution as the run's read returns it (JSON, so the run and its steps are one round trip). */
@@ -29,17 +31,20 @@ export interface ExecutionJson
   nothing_to_approve: boolean | null;
   /** For a QUEUED execution: the highest log line number so far (a handed-back attempt keeps its lines). */
   last_log_seq: number | null;
+  /** When its worker claimed it; a string when read through json_agg. */
+  started_at: Date | string | null;
 }
 
 const RUN_SELECT = sql`
   select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
-         r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, v.config, ee.type as execution_environment_type`;
+         r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, r.created_at, v.config, ee.type as execution_environment_type,
+         coalesce(r.trigger_metadata ? 'webhook_event', false) as by_webhook`;
 const RUN_FROM = sql`
     from pipeline_runs r join pipeline_versions v on v.id = r.pipeline_version_id
     left join stacks s on s.id = r.stack_id
     left join environments en on en.id = s.environment_id
     left join execution_environments ee on ee.id = en.execution_environment_id`;
-const EXECUTION_FIELDS = sql`e.id, e.step_id, e.status, e.attempt_epoch, e.retry_attempt, e.lease_owner, e.lease_epoch,
+const EXECUTION_FIELDS = sql`e.id, e.step_id, e.status, e.attempt_epoch, e.retry_attempt, e.lease_owner, e.lease_epoch, e.started_at,
   coalesce(e.lease_expires_at < now(), false) as lease_expired,
   coalesce(e.output_data -> 'needsApproval' = 'false'::jsonb, false) as nothing_to_approve,
   case when e.status = 'QUEUED' then (select coalesce(max(seq), 0) from step_logs where step_execution_id = e.id) end as last_log_seq`;

@@ -1,5 +1,6 @@
 import type { Db } from '../platform/db/db.ts';
 import { isRetryableDbError, withRetries, type RetryOptions } from '../platform/db/retry.ts';
+import { metrics } from '../platform/metrics/metrics.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
 import { enqueueStepJob, findExpiredLeases, findStaleDispatches, renewLeases } from './executions.repo.ts';
 import { StaleWriteError, withLockedRun } from './locked-run.ts';
@@ -115,7 +116,10 @@ export async function reapLostSteps(db: Db, reaperId: string, retry: RetryOption
       () => db.transaction().execute((trx) => withLockedRun(trx, row.pipeline_run_id, (s, ctx) => decideReap(s, row.id, ctx), { actor: reaperId })),
       { ...retry, isRetryable: retryable },
     );
-    if (done) reaped.push(row.id);
+    if (done) {
+      reaped.push(row.id);
+      metrics.leaseExpiries.inc();
+    }
   }
   return reaped;
 }

@@ -12,8 +12,24 @@ import { startSandbox } from './sandbox/index.ts';
 import { claimStep, completeStep, handBackStep, reapLostSteps, redispatchStaleSteps, renewHeldLeases, type HeldAttempt, type StepOutcome } from './step-lifecycle.ts';
 import { StopListener } from './stop-listener.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
+import { metrics } from '../platform/metrics/metrics.ts';
+import { onScrape } from '../platform/metrics/server.ts';
+import { withSpan } from '../platform/tracing.ts';
 
 type StopReason = 'stopped' | 'drain';
+
+/** The workers of this process, for the plinth_workers gauge (tests run several in one process). */
+const liveWorkers = new Set<EngineWorker>();
+onScrape(() => {
+  let busy = 0;
+  let slots = 0;
+  for (const w of liveWorkers) {
+    busy += w.activeAttempts;
+    slots += w.concurrency;
+  }
+  metrics.workers.set({ state: 'busy' }, busy);
+  metrics.workers.set({ state: 'idle' }, Math.max(0, slots - busy));
+});
 
 /**
  * One attempt this worker has taken on, from before its claim until its outcome is committed: while
@@ -73,6 +89,7 @@ export class EngineWorker {
     });
     this.every(this.config.heartbeatMs, () => this.heartbeat());
     this.every(this.config.reapMs, () => this.reap());
+    liveWorkers.add(this);
     this.log.info({ workerId: this.workerId, concurrency: this.config.concurrency }, 'started worker');
   }
 
@@ -83,6 +100,7 @@ export class EngineWorker {
   async stop(): Promise<void> {
     if (this.draining) return;
     this.draining = true;
+    liveWorkers.delete(this);
     for (const id of this.running.keys()) this.stopAttempt(id, 'drain');
     await this.queue?.stop();
     for (const timer of this.timers) clearInterval(timer);
@@ -92,6 +110,11 @@ export class EngineWorker {
 
   get activeAttempts(): number {
     return this.running.size;
+  }
+
+  /** Steps this worker runs at once. */
+  get concurrency(): number {
+    return this.config.concurrency;
   }
 
   private every(ms: number, fn: () => Promise<unknown>) {
@@ -156,7 +179,7 @@ export class EngineWorker {
     const attempt: RunningAttempt = { process: new AbortController(), lease: new AbortController() };
     this.running.set(id, attempt);
     try {
-      await this.runAttempt(id, runId, attempt);
+      await withSpan('plinth.step.execute', { 'plinth.run_id': runId, 'plinth.step_execution_id': id, 'plinth.worker_id': this.workerId }, () => this.runAttempt(id, runId, attempt));
     } finally {
       // Only now, with the outcome committed (or the lease known lost), do heartbeats stop.
       this.running.delete(id);

@@ -3,6 +3,7 @@ import type { App } from '../platform/http/app.ts';
 import { validatorCompiler } from '../platform/http/validation.ts';
 import { Envelope } from '../platform/schema.ts';
 import { handlePushWebhook } from './webhooks.service.ts';
+import { metrics } from '../platform/metrics/metrics.ts';
 
 const WebhookParams = Type.Object({ codeSourceId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 const WebhookResult = Type.Object({
@@ -23,6 +24,14 @@ const WEBHOOK_BODY_LIMIT = 5 * 1024 * 1024;
 export async function gitWebhookRoutes(app: App) {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) => done(null, body));
+
+  // Counted when answered: the provider's event name (a closed set: push or other) and the outcome.
+  app.addHook('onResponse', async (request, reply) => {
+    const event = String(request.headers['x-github-event'] ?? request.headers['x-gitea-event'] ?? request.headers['x-gitlab-event'] ?? '');
+    const type = /push/i.test(event) ? 'push' : 'other';
+    const result = reply.statusCode === 401 ? 'unverified' : reply.statusCode < 400 ? 'accepted' : 'refused';
+    metrics.inboundEvents.inc({ source: 'git', type, result });
+  });
 
   app.post('/webhooks/git/:codeSourceId', {
     config: { public: true },

@@ -18,6 +18,28 @@ export interface Config {
   previousSecretKeys: string[];
   /** PLINTH_GIT_* and PLINTH_GITAPP_*: timeouts, the checkout cache and the Git app (git-config.ts). */
   git: GitConfig;
+  /** PLINTH_METRICS_PORT: where this process serves GET /metrics; undefined: no metrics listener. */
+  metricsPort: number | undefined;
+  /** PLINTH_METRICS_HOST: the address of the metrics listener. */
+  metricsHost: string;
+  /** PLINTH_METRICS_TOKEN: when set, a scrape must send it as a bearer token. */
+  metricsToken: string | undefined;
+  /** PLINTH_BUILD_COMMIT: the commit this build is made of, for plinth_build_info. */
+  buildCommit: string;
+  /** PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE: audit webhooks may target loopback and private addresses. */
+  auditWebhookAllowPrivate: boolean;
+  /** PLINTH_AUDIT_DELIVERY_MS: how often a worker delivers pending audit rows to webhooks. */
+  auditDeliveryMs: number;
+  /** PLINTH_AUDIT_RETRY_BASE_MS: the first retry delay of a failed delivery (doubling, up to an hour). */
+  auditRetryBaseMs: number;
+}
+
+function msFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 10 || value > 86_400_000) throw new Error(`${name} must be milliseconds between 10 and 86400000, got "${raw}"`);
+  return value;
 }
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -46,6 +68,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: env.PLINTH_SECRET_KEY || undefined,
     previousSecretKeys: (env.PLINTH_SECRET_KEY_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     git: loadGitConfig(env),
+    metricsPort: env.PLINTH_METRICS_PORT ? intFrom(env, 'PLINTH_METRICS_PORT', 0) : undefined,
+    metricsHost: env.PLINTH_METRICS_HOST || '127.0.0.1',
+    metricsToken: env.PLINTH_METRICS_TOKEN || undefined,
+    buildCommit: env.PLINTH_BUILD_COMMIT || 'unknown',
+    auditWebhookAllowPrivate: env.PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE === 'true',
+    auditDeliveryMs: msFrom(env, 'PLINTH_AUDIT_DELIVERY_MS', 5000),
+    auditRetryBaseMs: msFrom(env, 'PLINTH_AUDIT_RETRY_BASE_MS', 10_000),
   };
 }
 
@@ -54,7 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * the process's environment, so nothing started later (a library's child process, a step in the
  * unisolated mode) inherits them. Steps never get the worker's environment anyway; this is the second line.
  */
-export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL', 'PLINTH_GITAPP_PRIVATE_KEY'] as const;
+export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'PLINTH_METRICS_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL', 'PLINTH_GITAPP_PRIVATE_KEY'] as const;
 
 /** scrubSecretEnv deletes SECRET_ENV_NAMES from `env` (the process's own by default). */
 export function scrubSecretEnv(env: NodeJS.ProcessEnv = process.env): void {

@@ -12,8 +12,9 @@ const FLUSH_MS = 1000;
  * quiet process still shows each line within FLUSH_MS, and pino writes out what is pending when the
  * process exits (a SIGKILL loses at most that last second).
  */
-export function createLogger(level: string): Logger {
+export function createLogger(level: string, mixin?: () => Record<string, string>): Logger {
   const destination = pino.destination({ sync: false, minLength: BUFFER_BYTES });
   setInterval(() => destination.flush(), FLUSH_MS).unref();
-  return pino({ level, base: { service: 'plinth' } }, destination);
+  // mixin: the trace and span ids, only when tracing is on (platform/tracing.ts).
+  return pino({ level, base: { service: 'plinth' }, ...(mixin ? { mixin } : {}) }, destination);
 }

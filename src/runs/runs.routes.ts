@@ -19,12 +19,12 @@ export async function runRoutes(app: App) {
   }, async (request) => ({ data: await getRun(app.db, request.principal, request.params.id) }));
 
   app.post('/pipeline-runs/:id/cancel', {
-    config: { permission: 'run:operate' },
+    config: { permission: 'run:operate', audit: 'run.cancel' },
     schema: { tags, summary: 'Cancel a run that is not finished; its running processes are killed', params: IdParams, response: { 200: Envelope(PipelineRun) } },
   }, async (request) => ({ data: await cancelRun(app.db, request.principal, request.params.id) }));
 
   app.post('/pipeline-runs/:id/retry', {
-    config: { permission: 'run:operate' },
+    config: { permission: 'run:operate', audit: 'run.retry' },
     schema: { tags, summary: 'Run a FAILED or CANCELLED run again as its next attempt epoch', params: IdParams, response: { 200: Envelope(PipelineRun) } },
   }, async (request) => ({ data: await retryRun(app.db, request.principal, request.params.id) }));
 
@@ -60,12 +60,12 @@ export async function runRoutes(app: App) {
   }, async (request) => ({ data: await getExecution(app.db, request.principal, request.params.id) }));
 
   app.post('/pipeline-step-executions/:id/approve', {
-    config: { permission: 'run:operate' },
+    config: { permission: 'run:operate', audit: 'run.approve' },
     schema: { tags: stepTags, summary: 'Approve a step WAITING_FOR_APPROVAL (409 otherwise)', params: IdParams, response: { 200: Envelope(StepExecution) } },
   }, async (request) => ({ data: await decideApproval(app.db, request.principal, request.params.id, 'approve') }));
 
   app.post('/pipeline-step-executions/:id/reject', {
-    config: { permission: 'run:operate' },
+    config: { permission: 'run:operate', audit: 'run.reject' },
     schema: { tags: stepTags, summary: 'Reject a step WAITING_FOR_APPROVAL; the run fails (409 otherwise)', params: IdParams, response: { 200: Envelope(StepExecution) } },
   }, async (request) => ({ data: await decideApproval(app.db, request.principal, request.params.id, 'reject') }));
 }

@@ -5,6 +5,7 @@ import type { App } from '../platform/http/app.ts';
 import { BadRequestError } from '../platform/errors.ts';
 import { IdParams } from '../platform/schema.ts';
 import { FollowSlots } from './follow-slots.ts';
+import { metrics } from '../platform/metrics/metrics.ts';
 import { LogsPage, LogsQuery, MAX_LOG_SEQ } from './runs.schema.ts';
 import { followLogs, readLogs } from './step-logs.service.ts';
 
@@ -62,6 +63,7 @@ async function streamLogs(app: App, request: StreamContext, raw: ServerResponse,
   const send = async (text: string) => {
     if (!closed && !raw.write(text)) await drained(raw);
   };
+  metrics.sseConnections.inc({ stream: 'step-logs' });
   try {
     await followLogs(app.db, request.principal, request.executionId, after, {
       line: (line) => send(`event: line\nid: ${line.seq}\ndata: ${JSON.stringify(line)}\n\n`),
@@ -73,6 +75,7 @@ async function streamLogs(app: App, request: StreamContext, raw: ServerResponse,
     request.log.error({ err: error }, 'failed to stream logs');
     if (!closed) raw.write(`event: error\ndata: ${JSON.stringify({ code: 'Api:Internal:ERROR', message: 'The log stream failed', requestId: request.requestId })}\n\n`);
   }
+  metrics.sseConnections.dec({ stream: 'step-logs' });
   raw.end();
 }
 

@@ -38,7 +38,7 @@ export async function stackRoutes(app: App) {
   });
 
   app.post('/stacks/:id/pipeline-run', {
-    config: { permission: 'run:operate' },
+    config: { permission: 'run:operate', audit: 'run.trigger' },
     // Every field is optional, so a bare POST (no body at all) means `{data: {}}`: an apply with defaults.
     preValidation: async (request) => {
       if (request.body === undefined) request.body = { data: {} };

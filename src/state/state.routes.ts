@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { metrics } from '../platform/metrics/metrics.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent, PaginationQuery } from '../platform/schema.ts';
@@ -44,6 +45,15 @@ async function lockedAs423<T>(reply: FastifyReply, fn: () => Promise<T>) {
   }
 }
 
+const STATE_OPS: Record<string, string> = { GET: 'read', POST: 'write', LOCK: 'lock', UNLOCK: 'unlock' };
+
+/** A closed set of results: ok, locked (423), refused (another 4xx), error (5xx). */
+function resultOf(status: number): string {
+  if (status < 400) return 'ok';
+  if (status === 423) return 'locked';
+  return status < 500 ? 'refused' : 'error';
+}
+
 /**
  * OpenTofu's `http` backend protocol, per stack workspace (`stack-<id>`, the stack's
  * serviceStateBackendWorkspace), as its client expects it (docs/opentofu.md#the-state-backend): GET the
@@ -53,13 +63,18 @@ async function lockedAs423<T>(reply: FastifyReply, fn: () => Promise<T>) {
  */
 async function backendRoutes(app: App) {
   const tags = ['state'];
+  // Counted when answered, by what the client asked and the status class it got (docs/operations.md).
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.stateOps.inc({ op: STATE_OPS[request.method] ?? 'other', result: resultOf(reply.statusCode) });
+  });
   // The state and lock bodies are OpenTofu's, not the API's {data} envelope: taken as bytes, stored as sent.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_STATE_BYTES }, (_req, body, done) => done(null, body));
   const bytes = (body: unknown) => (Buffer.isBuffer(body) ? body : Buffer.alloc(0));
 
+  // State holds secrets: reading it is a sensitive read the audit log records, and no body is copied into it.
   app.get('/state-backend/:workspace', {
-    config: { public: true },
+    config: { public: true, audit: 'state.download', auditDiff: false },
     schema: { tags, summary: "Read a stack's current OpenTofu state (http backend; 204 when there is none)", params: WorkspaceParams, response: { 200: {}, 204: NoContent } },
   }, async (request, reply) => {
     const caller = await authenticateStateCaller(app.db, request, false);
@@ -70,7 +85,7 @@ async function backendRoutes(app: App) {
   });
 
   app.post('/state-backend/:workspace', {
-    config: { public: true },
+    config: { public: true, audit: 'state.upload', auditDiff: false },
     bodyLimit: MAX_STATE_BYTES,
     schema: { tags, summary: 'Write a new state version (http backend); ?ID= names the lock the writer holds', params: WorkspaceParams, querystring: StateWriteQuery, response: { 200: NoContent, 423: StateLocked } },
   }, async (request, reply) => {
@@ -117,7 +132,7 @@ export async function stateRoutes(app: App) {
   });
 
   app.get('/stacks/:id/state-versions/:versionId', {
-    config: { permission: 'stack:write' },
+    config: { permission: 'stack:write', audit: 'state.download', auditDiff: false },
     schema: { tags, summary: 'Read one state version with its state (it may hold secrets)', params: StateVersionParams, response: { 200: Envelope(StateVersionWithState) } },
   }, async (request) => ({ data: await getStateVersion(app.db, app.secrets, request.principal, request.params.id, request.params.versionId) }));
 

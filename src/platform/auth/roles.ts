@@ -24,7 +24,8 @@ export const PERMISSIONS = {
   'cloud-account:manage': { minRole: 'ADMIN', covers: 'cloud accounts' },
   'execution-environment:manage': { minRole: 'ADMIN', covers: 'execution environments' },
   'state:force-unlock': { minRole: 'ADMIN', covers: "force-unlock a stack's OpenTofu state" },
-  'organization:manage': { minRole: 'OWNER', covers: 'PATCH the organization, grant or remove OWNER' },
+  'audit:read': { minRole: 'ADMIN', covers: 'read and export the audit log, its settings and webhook deliveries' },
+  'organization:manage': { minRole: 'OWNER', covers: 'PATCH the organization, grant or remove OWNER, audit retention and webhook' },
 } as const satisfies Record<string, { minRole: Role; covers: string }>;
 
 export type Permission = keyof typeof PERMISSIONS;

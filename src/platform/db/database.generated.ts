@@ -3,7 +3,7 @@
 
 import type { Role } from "../auth/roles.ts";
 import type { JsonColumn, JsonObjectColumn } from "./column-types.ts";
-import type { CloudProvider, CreatedByType, ExecutionEnvironmentType, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
+import type { AuditActorType, AuditOutcome, CloudProvider, CreatedByType, ExecutionEnvironmentType, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
 import type { ColumnType } from "kysely";
 
 export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
@@ -26,6 +26,58 @@ export interface ApiKeys {
   token_prefix: string;
   updated_at: Generated<Timestamp>;
   user_id: string | null;
+}
+
+export interface AuditChainHeads {
+  hash: string;
+  organization_id: string;
+  seq: number;
+}
+
+export interface AuditEvents {
+  action: string;
+  actor_id: string;
+  actor_type: AuditActorType;
+  api_key_id: string | null;
+  created_at: Timestamp;
+  diff: JsonColumn | null;
+  error_code: string | null;
+  hash: string;
+  id: string;
+  ip: string | null;
+  organization_id: string;
+  outcome: AuditOutcome;
+  prev_hash: string;
+  request_id: string;
+  resource_id: string | null;
+  resource_type: string;
+  seq: number;
+  status_code: number | null;
+  user_agent: string | null;
+}
+
+export interface AuditSettings {
+  attempts: Generated<number>;
+  created_at: Generated<Timestamp>;
+  delivered_seq: Generated<number>;
+  next_attempt_at: Generated<Timestamp>;
+  organization_id: string;
+  retention_days: Generated<number>;
+  updated_at: Generated<Timestamp>;
+  webhook_secret: string | null;
+  webhook_url: string | null;
+}
+
+export interface AuditWebhookDeliveries {
+  attempt: number;
+  created_at: Generated<Timestamp>;
+  delivered: boolean;
+  error: string | null;
+  from_seq: number;
+  id: string;
+  organization_id: string;
+  status_code: number | null;
+  to_seq: number;
 }
 
 export interface CloudAccounts {
@@ -393,6 +445,10 @@ export interface Users {
 
 export interface DB {
   api_keys: ApiKeys;
+  audit_chain_heads: AuditChainHeads;
+  audit_events: AuditEvents;
+  audit_settings: AuditSettings;
+  audit_webhook_deliveries: AuditWebhookDeliveries;
   cloud_accounts: CloudAccounts;
   code_sources: CodeSources;
   default_value_definitions: DefaultValueDefinitions;

@@ -30,3 +30,7 @@ export type StackStateLocksTable = DB['stack_state_locks'];
 export type StateRunCredentialsTable = DB['state_run_credentials'];
 export type StackSensitiveVariablesTable = DB['stack_sensitive_variables'];
 export type StackPlansTable = DB['stack_plans'];
+export type AuditEventsTable = DB['audit_events'];
+export type AuditChainHeadsTable = DB['audit_chain_heads'];
+export type AuditSettingsTable = DB['audit_settings'];
+export type AuditWebhookDeliveriesTable = DB['audit_webhook_deliveries'];

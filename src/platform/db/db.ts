@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { Kysely, PostgresDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, type Dialect, type Transaction } from 'kysely';
+import { HookedDriver } from './commit-hooks.ts';
 import type { Database } from './database.ts';
 
 export type Db = Kysely<Database>;
@@ -20,7 +21,15 @@ export function createDb(connectionString: string, max = 10): Db {
   // A checked-out client has no listener of the pool's: a connection lost between two statements would
   // otherwise be an uncaught 'error' that ends the process. The next query on it fails instead.
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const postgres = new PostgresDialect({ pool });
+  // Every transaction runs the commit hooks (commit-hooks.ts): the audit row, metrics counted after commit.
+  const dialect: Dialect = {
+    createAdapter: () => postgres.createAdapter(),
+    createDriver: () => new HookedDriver(postgres.createDriver()),
+    createIntrospector: (db) => postgres.createIntrospector(db),
+    createQueryCompiler: () => postgres.createQueryCompiler(),
+  };
+  const db = new Kysely<Database>({ dialect });
   pools.set(db, pool);
   return db;
 }

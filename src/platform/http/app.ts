@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyPluginCallback, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
@@ -16,6 +16,10 @@ import { handleError } from './error-handler.ts';
 import { assertTextParts, parseJsonBody } from './input-rules.ts';
 import { boundIntegers } from './schema-rules.ts';
 import { validatorCompiler } from './validation.ts';
+import { metrics } from '../metrics/metrics.ts';
+import { installAudit } from '../audit/recorder.ts';
+
+type Observer = ReturnType<typeof metrics.httpDuration.labels>;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -46,6 +50,8 @@ export interface AppOptions {
   secrets: SecretBox;
   /** The database to LISTEN on for credential changes (defaults to config.databaseUrl); none: no credential cache. */
   listenUrl?: string;
+  /** @fastify/otel's plugin when tracing is on (platform/tracing.ts); absent, the app has no tracing hook at all. */
+  tracingPlugin?: FastifyPluginCallback;
 }
 
 const ERROR_RESPONSES = { '4XX': { $ref: 'ErrorBody#' }, '5XX': { $ref: 'ErrorBody#' } };
@@ -99,6 +105,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // OpenTofu's http state backend locks with these WebDAV methods (src/state/state.routes.ts).
   app.addHttpMethod('LOCK', { hasBody: true });
   app.addHttpMethod('UNLOCK', { hasBody: true });
+  if (options.tracingPlugin) await app.register(options.tracingPlugin);
   app.decorate('db', options.db);
   app.decorate('config', options.config);
   app.decorate('secrets', options.secrets);
@@ -144,6 +151,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
     if (closing) reply.header('Connection', 'close');
   });
 
+  // Before any route is added: its onRoute hook gives the audited routes their hooks.
+  installAudit(app, options.db);
+
   const credentials = new CredentialStore(options.db, { listenUrl: options.listenUrl ?? options.config.databaseUrl, log: options.logger });
   await credentials.start();
   app.addHook('onClose', async () => credentials.close());
@@ -156,6 +166,22 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // the caller's next request sees the change (other processes hear of it through NOTIFY).
   app.addHook('onSend', async (request) => {
     if (request.method !== 'GET') credentials.invalidate();
+  });
+
+  // The histogram's child per method, route and status, looked up by one string: prom-client would
+  // otherwise sort and join the labels on every request.
+  const durations = new Map<string, Observer>();
+  app.addHook('onResponse', (request, reply, done) => {
+    // The route's template, never its URL: ids must not become label values.
+    const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let observer = durations.get(key);
+    if (!observer) {
+      observer = metrics.httpDuration.labels({ method: request.method, route, status_code: reply.statusCode });
+      durations.set(key, observer);
+    }
+    observer.observe(reply.elapsedTime / 1000);
+    done();
   });
 
   // Path and query text obeys the same rule as body text; the body's was checked by its parser.

@@ -218,6 +218,378 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's audit log, newest first (ADMIN+)
+         * @description One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and a redacted diff, each chained to the previous by hash.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    action?: string;
+                    actorId?: string;
+                    cursor?: string | null;
+                    limit?: number | null;
+                    outcome?: "SUCCESS" | "FAILURE" | "DENIED";
+                    resourceId?: string;
+                    resourceType?: string;
+                    /** @description Only rows at or after this time */
+                    since?: string;
+                    /** @description Only rows before this time */
+                    until?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["AuditEvent"][];
+                            meta: {
+                                /** Format: int32 */
+                                limit: number;
+                                nextCursor?: string;
+                                /** Format: int32 */
+                                totalCount?: number;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit-events/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every matching audit row as NDJSON, newest first (ADMIN+; the export is itself audited) */
+        get: {
+            parameters: {
+                query?: {
+                    action?: string;
+                    actorId?: string;
+                    outcome?: "SUCCESS" | "FAILURE" | "DENIED";
+                    resourceId?: string;
+                    resourceType?: string;
+                    /** @description Only rows at or after this time */
+                    since?: string;
+                    /** @description Only rows before this time */
+                    until?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description One AuditEvent per line */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/x-ndjson": string;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit-events/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Recompute the organization's hash chain: shows an edited, removed or reordered row (ADMIN+) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["AuditVerification"];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Audit retention and webhook delivery of the organization (ADMIN+) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["AuditSettings"];
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change audit retention (days, default 365) and the webhook audit rows are delivered to (OWNER) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        data: {
+                            retentionDays?: number;
+                            /** @description Signs each delivery (HMAC-SHA256); write-only */
+                            webhookSecret?: string;
+                            /** Format: uri */
+                            webhookUrl?: string | null;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["AuditSettings"];
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/audit-webhook-deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The delivery log of the audit webhook, newest first (ADMIN+) */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string | null;
+                    limit?: number | null;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["AuditDelivery"][];
+                            meta: {
+                                /** Format: int32 */
+                                limit: number;
+                                nextCursor?: string;
+                                /** Format: int32 */
+                                totalCount?: number;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/whoami": {
         parameters: {
             query?: never;
@@ -5998,6 +6370,80 @@ export interface components {
              */
             updatedAt: string;
             userId?: string;
+        };
+        /** AuditDelivery */
+        AuditDelivery: {
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            delivered: boolean;
+            error: string | null;
+            fromSeq: number;
+            id: string;
+            statusCode: number | null;
+            toSeq: number;
+        };
+        /** AuditEvent */
+        AuditEvent: {
+            /** @description e.g. project.create, run.approve, state.download */
+            action: string;
+            /** @description The user's id, or the service account's */
+            actorId: string;
+            /**
+             * @description MEMBERSHIP: a user through a membership; SERVICE_ACCOUNT
+             * @enum {string}
+             */
+            actorType: "MEMBERSHIP" | "SERVICE_ACCOUNT";
+            /** @description The API key the request was made with */
+            apiKeyId: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            /** @description What the request asked to change, secrets redacted */
+            diff?: unknown;
+            errorCode: string | null;
+            /** @description SHA-256 over prevHash and this row (docs/operations.md#audit-log) */
+            hash: string;
+            id: string;
+            ip: string | null;
+            organizationId: string;
+            /**
+             * @description DENIED: refused by a permission check; FAILURE: any other error
+             * @enum {string}
+             */
+            outcome: "SUCCESS" | "FAILURE" | "DENIED";
+            prevHash: string;
+            requestId: string;
+            resourceId: string | null;
+            resourceType: string;
+            /** @description Position in the organization's hash chain, from 1 */
+            seq: number;
+            /** @description The response status, for a request that changed nothing */
+            statusCode: number | null;
+            userAgent: string | null;
+        };
+        /** AuditSettings */
+        AuditSettings: {
+            /** @description Every row up to this seq was accepted by the webhook */
+            deliveredSeq: number;
+            retentionDays: number;
+            /** @description The signing secret is never shown */
+            webhookSecretSet: boolean;
+            webhookUrl: string | null;
+        };
+        /** AuditVerification */
+        AuditVerification: {
+            /** @description The first row whose hash or link does not hold */
+            brokenAtSeq?: number;
+            /** @description Rows checked, oldest kept first */
+            checked: number;
+            reason?: string;
+            valid: boolean;
         };
         /** Branch */
         Branch: {

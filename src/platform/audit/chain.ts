@@ -1,0 +1,44 @@
+import { createHash } from 'node:crypto';
+
+/** The fields of an audit row that its hash covers, in the order they are hashed. */
+export interface ChainedFields {
+  id: string;
+  organizationId: string;
+  seq: number;
+  createdAt: string;
+  actorType: string;
+  actorId: string;
+  apiKeyId: string | null;
+  action: string;
+  resourceType: string;
+  resourceId: string | null;
+  outcome: string;
+  statusCode: number | null;
+  errorCode: string | null;
+  requestId: string;
+  ip: string | null;
+  userAgent: string | null;
+  diff: unknown;
+}
+
+/** JSON with object keys sorted at every depth: jsonb reorders keys, so the hash must not depend on order. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/**
+ * chainHash is a row's hash: SHA-256 over the previous row's hash and the row's fields. Changing any
+ * field of a row, or removing or reordering rows, breaks the chain from that row on.
+ */
+export function chainHash(prevHash: string, f: ChainedFields): string {
+  const fields = [
+    f.id, f.organizationId, f.seq, f.createdAt, f.actorType, f.actorId, f.apiKeyId, f.action, f.resourceType, f.resourceId,
+    f.outcome, f.statusCode, f.errorCode, f.requestId, f.ip, f.userAgent, f.diff ?? null,
+  ];
+  return createHash('sha256').update(prevHash).update('\n').update(canonicalJson(fields)).digest('hex');
+}
