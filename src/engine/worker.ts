@@ -87,6 +87,7 @@ export class EngineWorker {
     await this.queue?.stop();
     for (const timer of this.timers) clearInterval(timer);
     await this.listener.stop();
+    await this.config.sandbox.close();
     this.log.info({ workerId: this.workerId }, 'stopped worker');
   }
 
