@@ -18,6 +18,8 @@ export interface RunnerContext {
   sandbox: StepSandbox;
   workerId: string;
   onSpawn?: (pid: number) => void;
+  /** Takes work that may finish after the outcome is committed (removing a workspace whose processes are gone). */
+  defer?: (work: Promise<void>) => void;
 }
 
 /** The PATH every step starts with: fixed, so nothing of the worker's environment reaches a step. */
@@ -57,6 +59,7 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext): Promise<
       sink: ctx.sink,
       signal: ctx.signal,
       onSpawn: ctx.onSpawn,
+      defer: ctx.defer,
     });
   } catch (error) {
     if (error instanceof SandboxUnavailableError) return { status: 'FAILED', error: engineError(error.code, error.message) };

@@ -33,7 +33,7 @@ describe('the warm pool', () => {
     const pool = new WarmPool(3, async () => {
       calls++;
       throw new Error('cannot build');
-    }, () => true, async () => {}, (e) => errors.push(e));
+    }, () => true, async () => {}, (e) => errors.push(e), 1);
     pool.fill();
     await settle();
     assert.equal(calls, 1);

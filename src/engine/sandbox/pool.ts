@@ -1,13 +1,15 @@
 /**
  * WarmPool keeps up to `size` things made ahead (namespaced sandboxes waiting for their step), so taking
- * one costs nothing on the step's path. It refills one at a time, in the background, after each take:
- * a burst takes what is ready and the rest are made on demand, never a storm of them at once. Each one
+ * one costs nothing on the step's path. It refills in the background after each take, at most
+ * `parallel` at a time: a burst takes what is ready and the rest are made on demand, never a storm of
+ * them at once. Each one
  * is handed out once; one found dead when taken is discarded. A failure to make one stops the refill
  * until the next take, so a broken host does not loop.
  */
 export class WarmPool<T> {
   private readonly ready: T[] = [];
   private filling: Promise<void> | undefined;
+  private inFlight = 0;
   private closed = false;
 
   constructor(
@@ -16,6 +18,7 @@ export class WarmPool<T> {
     private readonly alive: (item: T) => boolean,
     private readonly discard: (item: T) => Promise<void>,
     private readonly onError: (error: unknown) => void,
+    private readonly parallel = 2,
   ) {}
 
   /** A ready item, or undefined when none is (the caller makes its own); starts a refill either way. */
@@ -37,17 +40,21 @@ export class WarmPool<T> {
 
   fill(): void {
     if (this.filling || this.closed || this.size === 0) return;
-    this.filling = this.refill().finally(() => (this.filling = undefined));
+    const loops = Array.from({ length: Math.min(this.parallel, this.size) }, () => this.refill());
+    this.filling = Promise.all(loops).then(() => undefined).finally(() => (this.filling = undefined));
   }
 
   private async refill(): Promise<void> {
-    while (!this.closed && this.ready.length < this.size) {
+    while (!this.closed && this.ready.length + this.inFlight < this.size) {
       let item: T;
+      this.inFlight++;
       try {
         item = await this.make();
       } catch (error) {
         this.onError(error);
         return;
+      } finally {
+        this.inFlight--;
       }
       if (this.closed) await this.discard(item).catch(this.onError);
       else this.ready.push(item);
