@@ -52,7 +52,7 @@ async function build(root: string): Promise<string> {
     else if (info?.isDirectory()) await mkdir(path.join(dir, name));
   }
   for (const name of ['etc', 'dev', 'dev/shm', 'proc', 'tmp', 'workspace', 'plinth']) await mkdir(path.join(dir, name));
-  // Device nodes, copied as nodes (cp -a as root): each step's root gets them with its one `cp -a`.
+  // Device nodes, copied as nodes once (cp -a as root): every step's root is this directory, bound without nodev.
   await run('cp', ['-a', ...TEMPLATE_DEVICES.map((d) => `/dev/${d}`), path.join(dir, 'dev')]);
   for (const [link, target] of [['fd', '/proc/self/fd'], ['stdin', '/proc/self/fd/0'], ['stdout', '/proc/self/fd/1'], ['stderr', '/proc/self/fd/2']]) {
     await symlink(target, path.join(dir, 'dev', link));
