@@ -51,7 +51,10 @@ describe('sandbox binds and workspaces of several processes', () => {
     await namespaced.start();
     sandboxes.push(['namespaced', namespaced], ['off', new UnisolatedSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'off' }, workRoot))]);
   });
-  after(() => rmSync(host, { recursive: true, force: true }));
+  after(async () => {
+    for (const [, sandbox] of sandboxes) await sandbox.close();
+    rmSync(host, { recursive: true, force: true });
+  });
 
   it('namespaced: a read-only bind shows the host directory at its target under /plinth/, nosuid and nodev, and refuses writes', async () => {
     const workspace = await sandboxes[0][1].open();

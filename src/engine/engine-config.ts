@@ -60,8 +60,9 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
   const heartbeatMs = positiveInt(env, 'PLINTH_WORKER_HEARTBEAT_MS', Math.max(1, Math.floor(leaseMs / 3)));
   if (heartbeatMs >= leaseMs) throw new Error('PLINTH_WORKER_HEARTBEAT_MS must be shorter than PLINTH_WORKER_LEASE_MS');
   const workRoot = env.PLINTH_WORKER_WORK_ROOT || undefined;
+  const concurrency = positiveInt(env, 'PLINTH_WORKER_CONCURRENCY', 16);
   return {
-    concurrency: positiveInt(env, 'PLINTH_WORKER_CONCURRENCY', 16),
+    concurrency,
     leaseMs,
     heartbeatMs,
     reapMs: positiveInt(env, 'PLINTH_WORKER_REAP_MS', 5_000),
@@ -70,7 +71,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     killGraceMs: positiveInt(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
     logLimits: loadLogLimits((name, fallback) => positiveInt(env, name, fallback)),
     workRoot,
-    sandbox: createSandbox(loadSandboxSettings(env, workRoot)),
+    sandbox: createSandbox(loadSandboxSettings(env, workRoot, concurrency)),
     tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl: (env.PLINTH_STATE_BACKEND_URL || loadConfig(env).publicUrl).replace(/\/+$/, '') },
     git: loadGitConfig(env),
   };

@@ -62,6 +62,7 @@ export class EngineWorker {
   private readonly listener: StopListener;
   private timers: NodeJS.Timeout[] = [];
   private draining = false;
+  private readonly cleanups = new Set<Promise<void>>();
   private lastRenewal = Date.now();
 
   constructor(
@@ -105,7 +106,18 @@ export class EngineWorker {
     await this.queue?.stop();
     for (const timer of this.timers) clearInterval(timer);
     await this.listener.stop();
+    await Promise.all(this.cleanups);
+    await this.config.sandbox.close();
     this.log.info({ workerId: this.workerId }, 'stopped worker');
+  }
+
+  /**
+   * track keeps a step's workspace removal, which runs beside (and after) its outcome's commit: its
+   * processes are gone by then, so neither the commit nor the job's slot waits for it; stop() does.
+   */
+  private track(cleanup: Promise<void>, executionId: string) {
+    const done = cleanup.catch((err) => this.log.warn({ err, executionId }, 'failed to remove a step\'s workspace')).finally(() => this.cleanups.delete(done));
+    this.cleanups.add(done);
   }
 
   get activeAttempts(): number {
@@ -207,6 +219,7 @@ export class EngineWorker {
         git: this.config.git,
         workRoot: this.config.workRoot,
         onSpawn: (pid) => this.spawnedPids.push(pid),
+        defer: (cleanup) => this.track(cleanup, id),
       });
     } catch (error) {
       outcome = { status: 'FAILED', error: engineError('Engine:Worker:ERROR', error instanceof Error ? error.message : String(error)) };

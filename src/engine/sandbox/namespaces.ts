@@ -1,18 +1,20 @@
-import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
-import { bindArgs, checkBinds, insideBinds } from './binds.ts';
-import { SANDBOX_INIT, shellAssignments } from './init-script.ts';
+import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
+import { SANDBOX_INIT, stepFstab, stepSpecText } from './init-script.ts';
+import { WarmPool } from './pool.ts';
 import { spawnGuarded } from './process.ts';
-import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepProcessSpec, type StepSandbox, type StepWorkspace } from './sandbox.ts';
-import { buildTemplate } from './template.ts';
+import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
+import { buildTemplate, systemDirs } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
-const TOOLS = ['unshare', 'setpriv', 'prlimit', 'pivot_root', 'mount', 'umount', 'cp', 'tar', 'sh'];
+const TOOLS = ['unshare', 'setpriv', 'pivot_root', 'mount', 'umount', 'cp', 'tar', 'sh'];
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
 export type HostCheck = () => Promise<string | undefined>;
@@ -44,31 +46,49 @@ interface Probed {
   report: IsolationReport;
   template: string;
   cgroups: CgroupHost | undefined;
+  dirs: string[];
 }
 
 export class NamespaceSandbox implements StepSandbox {
   private started: Promise<IsolationReport> | undefined;
   private cgroups: CgroupHost | undefined;
   private template = '';
+  private systemDirs: string[] = [];
+  private resolverFiles: Array<{ source: string; name: string }> = [];
   private readonly root: string;
+  /** Sandboxes built ahead, each waiting for the one step it will serve (PLINTH_SANDBOX_POOL). */
+  private readonly pool: WarmPool<Warm>;
 
   constructor(
     private readonly settings: SandboxSettings,
     private readonly hostCheck: HostCheck = defaultHostCheck,
+    onPoolError: (error: unknown) => void = () => {},
   ) {
     this.root = path.join(settings.workRoot ?? os.tmpdir(), 'plinth-sandboxes');
+    this.pool = new WarmPool(settings.poolSize, () => this.makeWarm(), (w) => isRunning(w.first.proc), async (w) => {
+      await retire(w.first.proc);
+      await this.destroy(w, []);
+    }, onPoolError);
   }
 
   start(): Promise<IsolationReport> {
-    this.started ??= this.probeOnce().then(({ report, template, cgroups }) => {
+    this.started ??= this.probeOnce().then(({ report, template, cgroups, dirs }) => {
       this.template = template;
       this.cgroups = cgroups;
+      this.systemDirs = dirs;
+      this.resolverFiles = hostResolverFiles();
       if (report.mode !== 'namespaces' && this.settings.mode === 'namespaces') {
         throw new Error(`PLINTH_SANDBOX=namespaces, but this host cannot isolate steps: ${report.detail}`);
       }
+      if (report.mode === 'namespaces') this.pool.fill();
       return report;
     });
     return this.started;
+  }
+
+  /** Destroys the sandboxes built ahead; an open() afterwards builds them again. */
+  close(): Promise<void> {
+    return this.pool.close();
   }
 
   async open(): Promise<StepWorkspace> {
@@ -90,13 +110,15 @@ export class NamespaceSandbox implements StepSandbox {
   }
 
   private async probe(): Promise<Probed> {
-    const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined });
+    const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [] });
     const cannot = await this.hostCheck();
     if (cannot) return failed(cannot);
     try {
       await ensurePrivateRoot(this.root);
       await sweepStaleWorkspaces(this.root, this.settings.uidBase, this.settings.uidCount);
       this.template = await buildTemplate(this.root);
+      this.systemDirs = await systemDirs();
+      this.resolverFiles = hostResolverFiles();
       this.cgroups = await detectCgroups();
       // A cgroup whose workspace still exists may belong to a step another worker is starting.
       await this.cgroups.sweep((name) => !existsSync(path.join(this.root, name)));
@@ -116,7 +138,7 @@ export class NamespaceSandbox implements StepSandbox {
       limits: { maxProcesses: limits.maxProcesses, memoryMb: enforced.memory ? limits.memoryMb : null, cpus: enforced.cpu ? limits.cpus : null },
       detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
     };
-    return { report, template: this.template, cgroups: this.cgroups };
+    return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs };
   }
 
   /** Runs PROBE_COMMAND as a real step; returns its output when it failed. */
@@ -137,45 +159,145 @@ export class NamespaceSandbox implements StepSandbox {
     }
   }
 
-  private async openWorkspace(): Promise<StepWorkspace> {
+  private async claimWithCgroup(): Promise<Claimed> {
     const { uidBase, uidCount, limits } = this.settings;
     const claim = await claimWorkspace(this.root, uidBase, uidCount);
-    let cgroup: StepCgroup | undefined;
     try {
-      cgroup = await this.cgroups?.create(String(claim.uid), limits);
+      await Promise.all([
+        writeFile(path.join(claim.dir, 'passwd'), `root:x:0:0:root:/root:/usr/sbin/nologin\nplinth:x:${claim.uid}:${claim.uid}:plinth step:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`),
+        writeFile(path.join(claim.dir, 'group'), `root:x:0:\nplinth:x:${claim.uid}:\nnogroup:x:65534:\n`),
+      ]);
+      return { claim, cgroup: await this.cgroups?.create(String(claim.uid), limits) };
     } catch (error) {
       await rm(claim.dir, { recursive: true, force: true });
       throw error;
     }
+  }
+
+  private async makeWarm(): Promise<Warm> {
+    const claimed = await this.claimWithCgroup();
+    return { ...claimed, first: this.prestart(claimed, [], 0) };
+  }
+
+  private async destroy({ claim, cgroup }: Claimed, processes: Iterable<SandboxedProcess>) {
+    for (const proc of processes) proc.kill();
+    await cgroup?.destroy();
+    await rm(claim.dir, { recursive: true, force: true });
+  }
+
+  private async openWorkspace(): Promise<StepWorkspace> {
+    const warm = this.pool.take();
+    return warm ? this.workspaceOf(warm, warm.first) : this.workspaceOf(await this.claimWithCgroup());
+  }
+
+  /** A workspace whose first spawn without binds takes `spare` (a sandbox already built); every other spawn builds its own. */
+  private workspaceOf(claimed: Claimed, spare?: Prestarted): StepWorkspace {
     const running = new Set<SandboxedProcess>();
+    const track = (proc: SandboxedProcess) => {
+      running.add(proc);
+      proc.child.once('exit', () => running.delete(proc));
+      return proc;
+    };
+    if (spare) track(spare.proc);
+    let spawns = 0;
     return {
-      uid: claim.uid,
+      uid: claimed.claim.uid,
       spawn: (spec) => {
-        const proc = this.spawnIn(claim, cgroup, spec, relativeWorkingDirectory(spec.workingDirectory));
-        running.add(proc);
-        proc.child.once('exit', () => running.delete(proc));
-        return proc;
+        const cwd = relativeWorkingDirectory(spec.workingDirectory);
+        const binds = checkBinds(spec.binds);
+        let next = spare && binds.length === 0 && isRunning(spare.proc) ? spare : undefined;
+        if (spare && !next) void retire(spare.proc);
+        spare = undefined;
+        next ??= this.prestart(claimed, binds, ++spawns);
+        track(next.proc);
+        next.begin(stepSpecText({ HOME: '/workspace', ...spec.env }, spec.command, cwd));
+        return next.proc;
       },
       pathOf: insideBinds,
       dispose: async () => {
-        for (const proc of running) proc.kill();
-        await cgroup?.destroy();
-        await rm(claim.dir, { recursive: true, force: true });
+        if (spare) await retire(spare.proc);
+        await this.destroy(claimed, running);
       },
     };
   }
 
-  private spawnIn(claim: ClaimedWorkspace, cgroup: StepCgroup | undefined, spec: StepProcessSpec, cwd: string): SandboxedProcess {
+  /**
+   * prestart builds a sandbox up to the point where it waits for its step (SANDBOX_INIT, step 4): the
+   * namespaces, the mounts, the pivot. `begin` hands it the step's variables, command and working
+   * directory on fd 3 and tells it to start.
+   */
+  private prestart({ claim, cgroup }: Claimed, binds: CheckedBind[], n: number): Prestarted {
     const { limits, network } = this.settings;
+    const fstab = path.join(claim.dir, `fstab-${n}`);
+    const bindPoints = path.join(claim.dir, `plinth-${n}`);
+    makeBindPoints(bindPoints, binds);
+    const etcFiles = [{ source: path.join(claim.dir, 'passwd'), name: 'passwd' }, { source: path.join(claim.dir, 'group'), name: 'group' }, ...this.resolverFiles];
+    writeFileSync(fstab, stepFstab({ template: this.template, root: claim.mountPoint, systemDirs: this.systemDirs, etcFiles, workspace: claim.workspace, tmpMb: limits.memoryMb, binds, bindPoints }));
     const namespaces = ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : [])];
-    const initArgs = [claim.mountPoint, claim.workspace, String(claim.uid), String(limits.maxProcesses), (cgroup?.procsFiles ?? []).join(' '), this.template, spec.command, cwd, String(limits.memoryMb), ...bindArgs(checkBinds(spec.binds))];
-    return spawnGuarded({
+    const proc = spawnGuarded({
       file: 'unshare',
-      args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...initArgs],
+      args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses), (cgroup?.procsFiles ?? []).join(' ')],
       env: { PATH: SYSTEM_PATH },
       cwd: claim.dir,
-      fd3: shellAssignments({ HOME: '/workspace', ...spec.env }),
+      fd3: true,
       groupOutlivesLeader: false,
     });
+    return {
+      proc,
+      begin: (specText) => {
+        (proc.child.stdio[3] as NodeJS.WritableStream).end(specText);
+        proc.child.stdin!.write('\n');
+      },
+    };
+  }
+}
+
+interface Claimed {
+  claim: ClaimedWorkspace;
+  cgroup: StepCgroup | undefined;
+}
+
+interface Prestarted {
+  proc: SandboxedProcess;
+  begin(specText: string): void;
+}
+
+interface Warm extends Claimed {
+  first: Prestarted;
+}
+
+/** Bound, not copied, so a change of the host's resolver reaches the next step. */
+function hostResolverFiles() {
+  return ['resolv.conf', 'hosts'].filter((name) => existsSync(`/etc/${name}`)).map((name) => ({ source: `/etc/${name}`, name }));
+}
+
+/**
+ * retire ends a sandbox that never got its step: end-of-file on its stdin makes its init exit, and
+ * `unshare` reaps it (a SIGKILL to the group would leave the init a zombie for the host's init to reap).
+ */
+async function retire(proc: SandboxedProcess): Promise<void> {
+  if (!isRunning(proc)) return;
+  const exited = once(proc.child, 'exit');
+  proc.child.stdin!.end();
+  const timer = setTimeout(() => proc.kill(), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function isRunning(proc: SandboxedProcess): boolean {
+  return proc.child.pid !== undefined && proc.child.exitCode === null && proc.child.signalCode === null;
+}
+
+/** The mount points of binds, made on the host (the step's root is read-only): a directory or an empty file each. */
+function makeBindPoints(dir: string, binds: CheckedBind[]) {
+  if (binds.length === 0) return;
+  mkdirSync(dir, { mode: 0o755 });
+  for (const bind of binds) {
+    const point = path.join(dir, bind.target.slice(BIND_ROOT.length));
+    if (bind.kind === 'dir') mkdirSync(point, { recursive: true, mode: 0o755 });
+    else {
+      mkdirSync(path.dirname(point), { recursive: true, mode: 0o755 });
+      writeFileSync(point, '', { mode: 0o644 });
+    }
   }
 }

@@ -15,8 +15,8 @@ export interface GuardedSpawn {
   args: string[];
   env: Record<string, string>;
   cwd: string;
-  /** Written to the child's fd 3 and closed: how the namespaced sandbox hands the step its environment. */
-  fd3?: string;
+  /** Opens a pipe on the child's fd 3 (left to the caller): how the namespaced sandbox hands the step its spec. */
+  fd3?: boolean;
   /**
    * Whether the group can hold processes after its leader exited (the unisolated guard does, and is
    * killed then). A namespaced step's group cannot: once the sandbox exited its pid may name another
@@ -26,20 +26,17 @@ export interface GuardedSpawn {
 }
 
 /**
- * spawnGuarded starts a process in its own process group whose stdin is a pipe only this process holds:
- * nothing is ever written to it, it exists to reach end-of-file when the worker dies (even by SIGKILL),
- * which the guard inside the sandbox takes as the order to kill the step.
+ * spawnGuarded starts a process in its own process group whose stdin is a pipe only this process holds.
+ * It exists to reach end-of-file when the worker dies (even by SIGKILL), which the guard inside the
+ * sandbox takes as the order to kill the step; the only thing ever written to it is the one line that
+ * tells a namespaced sandbox built ahead to start its step.
  */
 export function spawnGuarded(o: GuardedSpawn): SandboxedProcess {
-  const stdio: StdioPipe[] = o.fd3 === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe'];
+  const stdio: StdioPipe[] = o.fd3 ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'];
   const child: ChildProcess = spawn(o.file, o.args, { cwd: o.cwd, env: o.env, detached: true, stdio });
   child.stdin!.on('error', () => {});
-  if (o.fd3 !== undefined) {
-    const envPipe = child.stdio[3] as NodeJS.WritableStream & { on(event: 'error', fn: () => void): void };
-    // A step that ends before reading it closes the pipe: not an error of the worker's.
-    envPipe.on('error', () => {});
-    envPipe.end(o.fd3);
-  }
+  // A process that ends before reading it closes the pipe: not an error of the worker's.
+  if (o.fd3) (child.stdio[3] as NodeJS.WritableStream & { on(event: 'error', fn: () => void): void }).on('error', () => {});
   const signal = (s: NodeJS.Signals) => {
     const exited = child.exitCode !== null || child.signalCode !== null;
     if (!child.pid || (exited && !o.groupOutlivesLeader)) return;

@@ -31,6 +31,8 @@ export interface SandboxSettings {
   uidCount: number;
   /** Where workspaces are made (PLINTH_WORKER_WORK_ROOT, else the OS temp directory). */
   workRoot: string | undefined;
+  /** Namespaced sandboxes a worker keeps built ahead, each for one step (PLINTH_SANDBOX_POOL; 0: none). */
+  poolSize: number;
 }
 
 /** What `GET /health` and the worker's start line say about the isolation of this process's steps. */
@@ -103,6 +105,8 @@ export interface StepSandbox {
   start(): Promise<IsolationReport>;
   /** Makes a fresh workspace; throws SandboxUnavailableError when steps cannot run isolated here. */
   open(): Promise<StepWorkspace>;
+  /** Releases what the sandbox keeps ready between steps (the warm pool); a later open() starts over. */
+  close(): Promise<void>;
 }
 
 /** Script steps refused because no isolation works on this host and the operator did not opt out. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { shellAssignments } from './init-script.ts';
+import { shellAssignments, stepFstab, stepSpecText } from './init-script.ts';
 import { loadSandboxSettings } from './settings.ts';
 
 describe('sandbox settings', () => {
@@ -11,11 +11,14 @@ describe('sandbox settings', () => {
     assert.equal(s.network, 'host');
     assert.deepEqual(s.limits, { maxProcesses: 512, memoryMb: 2048, cpus: 1 });
     assert.deepEqual([s.uidBase, s.uidCount], [200_000, 50_000]);
+    assert.equal(s.poolSize, 16);
+    assert.equal(loadSandboxSettings({}, undefined, 4).poolSize, 4, 'as many warm sandboxes as the worker runs steps at once');
   });
 
   it('read every knob, and refuse a value that is not one', () => {
-    const s = loadSandboxSettings({ PLINTH_SANDBOX: 'off', PLINTH_SANDBOX_NETWORK: 'none', PLINTH_STEP_MAX_PROCESSES: '64', PLINTH_STEP_MEMORY_MB: '256', PLINTH_STEP_CPUS: '0.5', PLINTH_SANDBOX_UID_BASE: '300000', PLINTH_SANDBOX_UID_COUNT: '10' }, '/srv/work');
-    assert.deepEqual(s, { mode: 'off', network: 'none', limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 }, uidBase: 300_000, uidCount: 10, workRoot: '/srv/work' });
+    const s = loadSandboxSettings({ PLINTH_SANDBOX: 'off', PLINTH_SANDBOX_NETWORK: 'none', PLINTH_STEP_MAX_PROCESSES: '64', PLINTH_STEP_MEMORY_MB: '256', PLINTH_STEP_CPUS: '0.5', PLINTH_SANDBOX_UID_BASE: '300000', PLINTH_SANDBOX_UID_COUNT: '10', PLINTH_SANDBOX_POOL: '0' }, '/srv/work');
+    assert.deepEqual(s, { mode: 'off', network: 'none', limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 }, uidBase: 300_000, uidCount: 10, workRoot: '/srv/work', poolSize: 0 });
+    assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_POOL: '-1' }, undefined), /PLINTH_SANDBOX_POOL must be an integer from 0/);
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX: 'bwrap' }, undefined), /PLINTH_SANDBOX must be one of auto, namespaces, off/);
     assert.throws(() => loadSandboxSettings({ PLINTH_STEP_MAX_PROCESSES: '1.5' }, undefined), /PLINTH_STEP_MAX_PROCESSES must be a positive integer/);
     assert.throws(() => loadSandboxSettings({ PLINTH_STEP_CPUS: '0' }, undefined), /PLINTH_STEP_CPUS/);
@@ -29,5 +32,21 @@ describe('the step environment handed to the sandbox', () => {
     const script = `${shellAssignments(env)}printf '%s|' "$A" "$B" "$C"; env | grep -c '^BAD' || true`;
     const out = spawnSync('sh', ['-c', script], { env: {}, encoding: 'utf8' }).stdout;
     assert.equal(out, `it's|two\nlines|$(touch /tmp/pwned) \`x\` $HOME|0\n`);
+  });
+});
+
+describe('the step spec and the mount table handed to the sandbox', () => {
+  it('gives the step shell its command and working directory as $1 and $2, quotes included, after its variables', () => {
+    const text = stepSpecText({ A: 'x' }, `echo "it's $A"`, "dir with 'quote'");
+    const out = spawnSync('sh', ['-c', `eval "$(cat)"; printf '%s|' "$1" "$2" "$A"`], { input: text, env: {}, encoding: 'utf8' }).stdout;
+    assert.equal(out, `echo "it's $A"|dir with 'quote'|x|`);
+  });
+
+  it('escapes spaces, tabs, newlines and backslashes of paths so that no path can add a field or a line', () => {
+    const fstab = stepFstab({ template: '/w/t', root: '/w/a b/root', systemDirs: ['/usr'], etcFiles: [], workspace: '/w/a\nb\\c', tmpMb: 8, binds: [] });
+    const lines = fstab.trim().split('\n');
+    for (const line of lines) assert.equal(line.split(' ').length, 6, line);
+    assert.ok(lines.some((l) => l.startsWith('/w/a\\012b\\134c /w/a\\040b/root/workspace none bind,nosuid,nodev')), fstab);
+    assert.ok(lines[0].startsWith('/w/t /w/a\\040b/root none bind,ro,nosuid '), 'the template is the read-only root, mounted first');
   });
 });

@@ -18,8 +18,19 @@ function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, intege
   return value;
 }
 
-/** loadSandboxSettings reads the `PLINTH_SANDBOX*` and `PLINTH_STEP_*` knobs (defaults in docs/engine.md). */
-export function loadSandboxSettings(env: NodeJS.ProcessEnv, workRoot: string | undefined): SandboxSettings {
+function count(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > max) throw new Error(`${name} must be an integer from 0 to ${max}, got "${raw}"`);
+  return value;
+}
+
+/**
+ * loadSandboxSettings reads the `PLINTH_SANDBOX*` and `PLINTH_STEP_*` knobs (defaults in docs/engine.md).
+ * `concurrency` is the worker's: by default it keeps as many sandboxes built ahead as it runs steps at once.
+ */
+export function loadSandboxSettings(env: NodeJS.ProcessEnv, workRoot: string | undefined, concurrency = 16): SandboxSettings {
   const uidBase = positive(env, 'PLINTH_SANDBOX_UID_BASE', 200_000, true, 4_000_000_000);
   const uidCount = positive(env, 'PLINTH_SANDBOX_UID_COUNT', 50_000, true, 4_294_967_294 - uidBase);
   return {
@@ -33,5 +44,6 @@ export function loadSandboxSettings(env: NodeJS.ProcessEnv, workRoot: string | u
     uidBase,
     uidCount,
     workRoot,
+    poolSize: count(env, 'PLINTH_SANDBOX_POOL', concurrency, 1024),
   };
 }

@@ -8,9 +8,22 @@ import { TEMPLATE_DEVICES, TEMPLATE_ETC_DIRS, TEMPLATE_ETC_FILES } from './init-
 const run = promisify(execFile);
 const TOP_LEVEL = ['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
 
+/** Files of `/etc` bound per step: its own passwd and group (naming its uid), the host's resolver files. */
+export const STEP_ETC_FILES = ['passwd', 'group', 'resolv.conf', 'hosts'];
+
+/** The host directories every step sees read-only at the same path (those that are links are links in the template). */
+export async function systemDirs(): Promise<string[]> {
+  const dirs: string[] = [];
+  for (const name of TOP_LEVEL) {
+    const info = await lstat(`/${name}`).catch(() => undefined);
+    if (info?.isDirectory()) dirs.push(`/${name}`);
+  }
+  return dirs;
+}
+
 /**
- * buildTemplate makes the skeleton every step's root is copied from (one `cp -a` per step instead of a
- * process per file): the mount points, `/bin`-style links of a merged-/usr host, the `/dev` links, and
+ * buildTemplate makes the directory every step's root is: bound read-only, one mount instead of a
+ * process per file. It holds the mount points, `/bin`-style links of a merged-/usr host, the `/dev` links, and
  * the few `/etc` entries programs need (name service, TLS roots, alternatives, the loader's cache).
  * Nothing secret is in it: each entry is public on any host, and `/etc/ssl/private` is not taken.
  * Each worker process makes its own (`template-<pid>`); those of dead workers are removed.
@@ -38,8 +51,8 @@ async function build(root: string): Promise<string> {
     if (info?.isSymbolicLink()) await symlink(await readlink(host), path.join(dir, name));
     else if (info?.isDirectory()) await mkdir(path.join(dir, name));
   }
-  for (const name of ['etc', 'dev', 'dev/shm', 'proc', 'tmp', 'workspace']) await mkdir(path.join(dir, name));
-  // Device nodes, copied as nodes (cp -a as root): each step's root gets them with its one `cp -a`.
+  for (const name of ['etc', 'dev', 'dev/shm', 'proc', 'tmp', 'workspace', 'plinth']) await mkdir(path.join(dir, name));
+  // Device nodes, copied as nodes once (cp -a as root): every step's root is this directory, bound without nodev.
   await run('cp', ['-a', ...TEMPLATE_DEVICES.map((d) => `/dev/${d}`), path.join(dir, 'dev')]);
   for (const [link, target] of [['fd', '/proc/self/fd'], ['stdin', '/proc/self/fd/0'], ['stdout', '/proc/self/fd/1'], ['stderr', '/proc/self/fd/2']]) {
     await symlink(target, path.join(dir, 'dev', link));
@@ -48,5 +61,7 @@ async function build(root: string): Promise<string> {
   const etc = [...TEMPLATE_ETC_DIRS, ...TEMPLATE_ETC_FILES].map((name) => `etc/${name}`).filter((p) => existsSync(`/${p}`));
   if (etc.length) await run('sh', ['-c', 'tar -C / -cf - "$@" | tar -C "$0" -xpf -', dir, ...etc]);
   await writeFile(path.join(dir, 'etc', 'hostname'), 'plinth-step\n');
+  // Mount points of the files each step gets its own of (the root is this directory, read-only).
+  for (const name of STEP_ETC_FILES) await writeFile(path.join(dir, 'etc', name), '', { mode: 0o644 });
   return dir;
 }

@@ -41,6 +41,8 @@ export class UnisolatedSandbox implements StepSandbox {
     };
   }
 
+  async close(): Promise<void> {}
+
   async open(): Promise<StepWorkspace> {
     const workDir = await mkdtemp(path.join(this.settings.workRoot ?? os.tmpdir(), 'plinth-step-'));
     const running = new Set<SandboxedProcess>();

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
-import { chmod, chown, lstat, mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, chown, lstat, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -58,7 +59,7 @@ export async function claimWorkspace(root: string, uidBase: number, uidCount: nu
     }
     const workspace = path.join(dir, 'workspace');
     const mountPoint = path.join(dir, 'root');
-    await Promise.all([mkdir(workspace, { mode: 0o700 }), mkdir(mountPoint, { mode: 0o700 })]);
+    await Promise.all([mkdir(workspace, { mode: 0o700 }), mkdir(mountPoint, { mode: 0o700 }), writeFile(path.join(dir, OWNER_FILE), String(process.pid))]);
     await chown(workspace, uid, uid);
     return { uid, dir, workspace, mountPoint };
   }
@@ -81,9 +82,17 @@ export async function liveUids(): Promise<Set<number>> {
   return uids;
 }
 
+/** Names the worker process that made a claim: a warm sandbox waits as root, so its uid runs no process yet. */
+const OWNER_FILE = 'owner';
+
+async function ownerAlive(dir: string): Promise<boolean> {
+  const pid = Number(await readFile(path.join(dir, OWNER_FILE), 'utf8').catch(() => ''));
+  return Number.isInteger(pid) && pid > 0 && existsSync(`/proc/${pid}`);
+}
+
 /**
  * sweepStaleWorkspaces removes what a worker killed mid-step left: a claim older than a minute whose
- * uid runs no process is nobody's any more (a claim becomes a running process within milliseconds).
+ * worker is gone and whose uid runs no process is nobody's any more.
  */
 export async function sweepStaleWorkspaces(root: string, uidBase: number, uidCount: number): Promise<number> {
   const old: number[] = [];
@@ -91,7 +100,7 @@ export async function sweepStaleWorkspaces(root: string, uidBase: number, uidCou
     const uid = Number(entry);
     if (!Number.isInteger(uid) || uid < uidBase || uid >= uidBase + uidCount) continue;
     const info = await stat(path.join(root, entry)).catch(() => undefined);
-    if (info && Date.now() - info.mtimeMs >= 60_000) old.push(uid);
+    if (info && Date.now() - info.mtimeMs >= 60_000 && !(await ownerAlive(path.join(root, entry)))) old.push(uid);
   }
   if (old.length === 0) return 0;
   const live = await liveUids();
