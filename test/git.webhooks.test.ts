@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { GitPoller } from '../src/git-webhooks/poller.ts';
+import { metrics } from '../src/platform/metrics/metrics.ts';
 import { TEST_SECRETS } from './helpers/app.ts';
 import { assertError } from './helpers/callers.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
@@ -101,6 +102,14 @@ describe('push webhooks', () => {
     const gitlab = await deliver(gitlabRaw, { 'x-gitlab-event': 'Push Hook', 'x-gitlab-event-uuid': randomUUID(), 'x-gitlab-token': SECRET });
     assert.equal(gitlab.status, 200, JSON.stringify(gitlab.body));
     assert.equal(gitlab.body.data.duplicate, false);
+  });
+
+  it('deliveries are counted by provider event and result, with no id as a label', async () => {
+    const counted = (await metrics.inboundEvents.get()).values;
+    const count = (type: string, result: string) => counted.find((v) => v.labels.source === 'git' && v.labels.type === type && v.labels.result === result)?.value ?? 0;
+    assert.ok(count('push', 'accepted') >= 2, 'accepted pushes');
+    assert.ok(count('push', 'unverified') + count('other', 'unverified') >= 1, 'refused signatures');
+    assert.ok(counted.every((v) => Object.keys(v.labels).every((k) => ['source', 'type', 'result'].includes(k))));
   });
 
   it('only the webhook reads raw bytes: other routes still refuse a body that is not JSON', async () => {

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { metrics } from '../src/platform/metrics/metrics.ts';
 import { createOrganization, serviceAccountCaller, userCaller } from './helpers/callers.ts';
 import { TEST_SECRETS } from './helpers/app.ts';
 import { createTofuStack, stackCode, STANDIN, startTofuTestApp, type TofuTestApp } from './helpers/opentofu.ts';
@@ -170,5 +172,15 @@ describe('the OpenTofu http state backend', () => {
     await backend(t, 'UNLOCK', `/state-backend/${stack.serviceStateBackendWorkspace}/lock`, member, holder);
     const stale = await runStandin(code.dir, ['apply', 'plan.bin'], env);
     assert.match(stale.output, /Saved plan is stale/);
+
+    // Reading state is a sensitive read: the audit log names it, and keeps no copy of the state itself.
+    const { rows } = await sql<{ action: string; outcome: string; diff: unknown }>`select action, outcome, diff from audit_events where action in ('state.download', 'state.upload') and outcome = 'SUCCESS'`.execute(t.db);
+    assert.ok(rows.some((r) => r.action === 'state.download'), 'state downloads are audited');
+    assert.ok(rows.some((r) => r.action === 'state.upload'), 'state uploads are audited');
+    assert.ok(rows.every((r) => !JSON.stringify(r.diff ?? null).includes('standin_bucket')), 'no state body in the audit log');
+    // And the state backend's counter saw each kind of operation, by result (this process's registry).
+    const counted = (await metrics.stateOps.get()).values;
+    const count = (op: string, result: string) => counted.find((v) => v.labels.op === op && v.labels.result === result)?.value ?? 0;
+    for (const [op, result] of [['read', 'ok'], ['write', 'ok'], ['lock', 'ok'], ['unlock', 'ok'], ['lock', 'locked']]) assert.ok(count(op, result) > 0, `plinth_state_ops_total{op="${op}",result="${result}"}`);
   });
 });
