@@ -103,7 +103,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   if (metricsServer) log.info({ host: config.metricsHost, port: config.metricsPort }, 'serving metrics');
   let app: App | undefined;
   if (roles.api) {
-    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets, tracingPlugin: tracing?.fastifyPlugin });
+    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets, tracingPlugin: tracing?.fastifyPlugin, requestMetrics: metricsServer !== undefined });
     await app.listen({ host: config.host, port: config.port });
   }
   return {

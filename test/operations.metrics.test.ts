@@ -18,7 +18,7 @@ describe('Prometheus metrics', () => {
   let url: string;
   const token = 'metrics-token-for-the-test';
   before(async () => {
-    t = await startEngineTestApp();
+    t = await startEngineTestApp({ requestMetrics: true });
     await t.startWorker();
     server = await startProcessMetrics(t.db, { host: '127.0.0.1', port: 0, token, commit: 'abc123' });
     url = `http://127.0.0.1:${metricsPort(server)}/metrics`;

@@ -36,6 +36,8 @@ export interface TestApp {
 }
 
 export interface TestAppOptions {
+  /** Observe requests in the latency histogram, as a process serving metrics does. */
+  requestMetrics?: boolean;
   /** Test-only route plugins registered after the product's own routes. */
   extraRoutes?: RoutePlugin[];
   /** Test-only plugins registered before the product's routes (e.g. an onRoute hook that records them). */
@@ -48,7 +50,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const db = createDb(database.url);
   const config = { ...loadConfig({}), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
   await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
-  const app = await buildApp({ db, config, routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])], secrets: TEST_SECRETS });
+  const app = await buildApp({ db, config, routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])], secrets: TEST_SECRETS, requestMetrics: options.requestMetrics });
 
   const call = async <T = any>(method: InjectOptions['method'], url: string, options: CallOptions = {}): Promise<Response<T>> => {
     const token = options.token === undefined ? ADMIN_TOKEN : options.token;

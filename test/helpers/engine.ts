@@ -7,7 +7,7 @@ import pino from 'pino';
 import { loadEngineConfig, type EngineConfig } from '../../src/engine/engine-config.ts';
 import { installQueue } from '../../src/engine/queue.ts';
 import { EngineWorker } from '../../src/engine/worker.ts';
-import { startTestApp, TEST_SECRETS, type TestApp } from './app.ts';
+import { startTestApp, TEST_SECRETS, type TestApp, type TestAppOptions } from './app.ts';
 
 /** Timings that keep engine tests in seconds; the defaults (docs/engine.md) are for production. */
 export const FAST_ENGINE_ENV: Record<string, string> = {
@@ -40,8 +40,8 @@ export function isAlive(pid: number): boolean {
 }
 
 /** startEngineTestApp is startTestApp plus the queue schema and in-process workers stopped (and leak-checked) by close(). */
-export async function startEngineTestApp(): Promise<EngineTestApp> {
-  const t = await startTestApp();
+export async function startEngineTestApp(options: TestAppOptions = {}): Promise<EngineTestApp> {
+  const t = await startTestApp(options);
   await installQueue(t.database.url, silent);
   const workers: EngineWorker[] = [];
   const startWorker = async (overrides: Partial<EngineConfig> = {}) => {

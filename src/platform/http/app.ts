@@ -48,6 +48,11 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   routes: RoutePlugin[];
   secrets: SecretBox;
+  /**
+   * Observe every request in http_request_duration_seconds: only in a process that serves metrics
+   * (runPlinth starts its metrics listener first), so one that cannot be scraped pays nothing for it.
+   */
+  requestMetrics?: boolean;
   /** The database to LISTEN on for credential changes (defaults to config.databaseUrl); none: no credential cache. */
   listenUrl?: string;
   /** @fastify/otel's plugin when tracing is on (platform/tracing.ts); absent, the app has no tracing hook at all. */
@@ -171,7 +176,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // The histogram's child per method, route and status, looked up by one string: prom-client would
   // otherwise sort and join the labels on every request.
   const durations = new Map<string, Observer>();
-  app.addHook('onResponse', (request, reply, done) => {
+  if (options.requestMetrics) app.addHook('onResponse', (request, reply, done) => {
     // The route's template, never its URL: ids must not become label values.
     const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
     const key = `${request.method} ${reply.statusCode} ${route}`;
