@@ -3,6 +3,7 @@ import { loadLogLimits, type LogLimits } from './log-sink.ts';
 import { createSandbox, type StepSandbox } from './sandbox/index.ts';
 import { loadSandboxSettings } from './sandbox/settings.ts';
 import { loadGitConfig, type GitConfig } from '../platform/git-config.ts';
+import { positiveIntFrom } from '../platform/env-settings.ts';
 
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). The defaults meet the
@@ -47,29 +48,21 @@ export interface TofuSettings {
   backendUrl: string;
 }
 
-function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
-
 export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
-  const leaseMs = positiveInt(env, 'PLINTH_WORKER_LEASE_MS', 30_000);
-  const heartbeatMs = positiveInt(env, 'PLINTH_WORKER_HEARTBEAT_MS', Math.max(1, Math.floor(leaseMs / 3)));
+  const leaseMs = positiveIntFrom(env, 'PLINTH_WORKER_LEASE_MS', 30_000);
+  const heartbeatMs = positiveIntFrom(env, 'PLINTH_WORKER_HEARTBEAT_MS', Math.max(1, Math.floor(leaseMs / 3)));
   if (heartbeatMs >= leaseMs) throw new Error('PLINTH_WORKER_HEARTBEAT_MS must be shorter than PLINTH_WORKER_LEASE_MS');
   const workRoot = env.PLINTH_WORKER_WORK_ROOT || undefined;
-  const concurrency = positiveInt(env, 'PLINTH_WORKER_CONCURRENCY', 16);
+  const concurrency = positiveIntFrom(env, 'PLINTH_WORKER_CONCURRENCY', 16);
   return {
     concurrency,
     leaseMs,
     heartbeatMs,
-    reapMs: positiveInt(env, 'PLINTH_WORKER_REAP_MS', 5_000),
-    redispatchMs: positiveInt(env, 'PLINTH_WORKER_REDISPATCH_MS', 20_000),
-    pollMs: positiveInt(env, 'PLINTH_WORKER_POLL_MS', 2_000),
-    killGraceMs: positiveInt(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
-    logLimits: loadLogLimits((name, fallback) => positiveInt(env, name, fallback)),
+    reapMs: positiveIntFrom(env, 'PLINTH_WORKER_REAP_MS', 5_000),
+    redispatchMs: positiveIntFrom(env, 'PLINTH_WORKER_REDISPATCH_MS', 20_000),
+    pollMs: positiveIntFrom(env, 'PLINTH_WORKER_POLL_MS', 2_000),
+    killGraceMs: positiveIntFrom(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
+    logLimits: loadLogLimits((name, fallback) => positiveIntFrom(env, name, fallback)),
     workRoot,
     sandbox: createSandbox(loadSandboxSettings(env, workRoot, concurrency)),
     tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl: (env.PLINTH_STATE_BACKEND_URL || loadConfig(env).publicUrl).replace(/\/+$/, '') },

@@ -1,3 +1,5 @@
+import { positiveIntFrom } from './env-settings.ts';
+
 /**
  * The Git knobs (README configuration table, docs/git.md). The app install is configured only when its
  * install URL is set; its private key is a platform secret, scrubbed from the environment once read.
@@ -28,24 +30,16 @@ export interface GitAppConfig {
   apiUrl: string;
 }
 
-function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
-
 export function loadGitConfig(env: NodeJS.ProcessEnv): GitConfig {
   const installUrl = env.PLINTH_GITAPP_INSTALL_URL || undefined;
   if (installUrl && !/^https?:\/\//.test(installUrl)) throw new Error('PLINTH_GITAPP_INSTALL_URL must be an http(s) URL');
   return {
-    remoteTimeoutMs: positive(env, 'PLINTH_GIT_TIMEOUT_MS', 15_000),
-    fetchTimeoutMs: positive(env, 'PLINTH_GIT_FETCH_TIMEOUT_MS', 300_000),
+    remoteTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_TIMEOUT_MS', 15_000),
+    fetchTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_FETCH_TIMEOUT_MS', 300_000),
     cacheDir: env.PLINTH_GIT_CACHE_DIR || undefined,
-    stateTtlSeconds: positive(env, 'PLINTH_GIT_STATE_TTL_S', 600),
-    httpTimeoutMs: positive(env, 'PLINTH_GIT_HTTP_TIMEOUT_MS', 10_000),
-    pollIntervalSeconds: env.PLINTH_GIT_POLL_INTERVAL_S === '0' ? 0 : positive(env, 'PLINTH_GIT_POLL_INTERVAL_S', 0),
+    stateTtlSeconds: positiveIntFrom(env, 'PLINTH_GIT_STATE_TTL_S', 600),
+    httpTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_HTTP_TIMEOUT_MS', 10_000),
+    pollIntervalSeconds: env.PLINTH_GIT_POLL_INTERVAL_S === '0' ? 0 : positiveIntFrom(env, 'PLINTH_GIT_POLL_INTERVAL_S', 0),
     app: installUrl
       ? {
           installUrl,

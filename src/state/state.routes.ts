@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { metrics } from '../platform/metrics/metrics.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
@@ -71,14 +71,18 @@ async function backendRoutes(app: App) {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_STATE_BYTES }, (_req, body, done) => done(null, body));
   const bytes = (body: unknown) => (Buffer.isBuffer(body) ? body : Buffer.alloc(0));
+  // Every backend request names its stack's workspace and proves a credential that may use it.
+  const callerAndStack = async (request: FastifyRequest, workspace: string, writes: boolean) => {
+    const caller = await authenticateStateCaller(app.db, request, writes);
+    return { caller, stack: await resolveStateStack(app.db, caller, workspace) };
+  };
 
   // State holds secrets: reading it is a sensitive read the audit log records, and no body is copied into it.
   app.get('/state-backend/:workspace', {
     config: { public: true, audit: 'state.download', auditDiff: false },
     schema: { tags, summary: "Read a stack's current OpenTofu state (http backend; 204 when there is none)", params: WorkspaceParams, response: { 200: {}, 204: NoContent } },
   }, async (request, reply) => {
-    const caller = await authenticateStateCaller(app.db, request, false);
-    const stack = await resolveStateStack(app.db, caller, request.params.workspace);
+    const { caller, stack } = await callerAndStack(request, request.params.workspace, false);
     const state = await readState(app.db, app.secrets, stack);
     if (!state) return reply.status(204).send(null);
     return reply.status(200).header('Content-Type', 'application/json').header('Content-MD5', state.md5.toString('base64')).send(state.bytes);
@@ -89,8 +93,7 @@ async function backendRoutes(app: App) {
     bodyLimit: MAX_STATE_BYTES,
     schema: { tags, summary: 'Write a new state version (http backend); ?ID= names the lock the writer holds', params: WorkspaceParams, querystring: StateWriteQuery, response: { 200: NoContent, 423: StateLocked } },
   }, async (request, reply) => {
-    const caller = await authenticateStateCaller(app.db, request, true);
-    const stack = await resolveStateStack(app.db, caller, request.params.workspace);
+    const { caller, stack } = await callerAndStack(request, request.params.workspace, true);
     return lockedAs423(reply, () => writeState(app.db, app.secrets, caller, stack, request.query.ID, bytes(request.body)));
   });
 
@@ -101,8 +104,7 @@ async function backendRoutes(app: App) {
     config: { public: true },
     schema: { hide: true, params: WorkspaceParams, response: { 200: NoContent, 423: StateLocked } },
     handler: async (request, reply) => {
-      const caller = await authenticateStateCaller(app.db, request, true);
-      const stack = await resolveStateStack(app.db, caller, request.params.workspace);
+      const { caller, stack } = await callerAndStack(request, request.params.workspace, true);
       return lockedAs423(reply, () => lockState(app.db, caller, stack, bytes(request.body)));
     },
   });
@@ -113,8 +115,7 @@ async function backendRoutes(app: App) {
     config: { public: true },
     schema: { hide: true, params: WorkspaceParams, response: { 200: NoContent, 423: StateLocked } },
     handler: async (request, reply) => {
-      const caller = await authenticateStateCaller(app.db, request, true);
-      const stack = await resolveStateStack(app.db, caller, request.params.workspace);
+      const { stack } = await callerAndStack(request, request.params.workspace, true);
       return lockedAs423(reply, () => unlockState(app.db, stack, bytes(request.body)));
     },
   });
