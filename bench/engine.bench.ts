@@ -24,6 +24,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { freePort, ROOT, startPlinthProcess, type PlinthProcess } from '../test/helpers/plinth-process.ts';
+import { cpuReport, cpuSnapshot } from './engine-cpu.ts';
 import { EDGES, parseMarks, phaseFigures, summarize, type ExecutionTimes, type PhaseFigures, type RunTimes, type Summary } from './engine-figures.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS || 500);
@@ -50,6 +51,8 @@ const CONFIG = { steps: [step('a', logMark()), step('b', logMark()), { ...step('
 const SLOW = { steps: [step('a', logMark(' sleep 2;'), { retry: { maxAttempts: 2 } })] };
 /** The workers' PLINTH_SANDBOX: the product's default unless BENCH_SANDBOX says otherwise (e.g. off). */
 const SANDBOX = process.env.BENCH_SANDBOX || 'auto';
+/** BENCH_PG_STATEMENTS=1 loads pg_stat_statements and prints the burst's costliest statements (diagnosis; it costs CPU of its own). */
+const PG_STATEMENTS = process.env.BENCH_PG_STATEMENTS === '1';
 
 async function api(baseUrl: string, token: string, method: string, url: string, body?: unknown) {
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
@@ -168,6 +171,18 @@ function printPhase(title: string, f: PhaseFigures, lines: string[]) {
   lines.push(`  steps run twice: ${f.runTwice} ${verdict(f.runTwice === 0)}; unfinished steps: ${f.unfinished} ${verdict(f.unfinished === 0)}`);
 }
 
+/** The burst's statements by total execution time, with calls and time per run (BENCH_PG_STATEMENTS=1). */
+async function topStatements(db: pg.Client, runs: number): Promise<string[]> {
+  const { rows } = await db.query(
+    `select calls, total_exec_time as ms, regexp_replace(query, '\\s+', ' ', 'g') as query from pg_stat_statements order by total_exec_time desc limit 15`,
+  );
+  const total = (await db.query('select sum(calls) as calls, sum(total_exec_time) as ms from pg_stat_statements')).rows[0];
+  return [
+    `  statements (pg_stat_statements, execution time only): ${(Number(total.calls) / runs).toFixed(1)} calls, ${(Number(total.ms) / runs).toFixed(2)} ms per run; costliest:`,
+    ...rows.map((r) => `    ${(Number(r.calls) / runs).toFixed(2).padStart(6)} calls ${(Number(r.ms) / runs).toFixed(3).padStart(7)} ms/run  ${String(r.query).slice(0, 150)}`),
+  ];
+}
+
 async function main() {
   const adminToken = `plk_bench_${randomBytes(24).toString('base64url')}`;
   const dataDir = path.join(work, 'data');
@@ -187,17 +202,21 @@ async function main() {
     const admin = new pg.Client({ connectionString: databaseUrl });
     await admin.connect();
     await admin.query('alter system set track_commit_timestamp = on');
+    if (PG_STATEMENTS) await admin.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
     await admin.end();
     say('restarting it with track_commit_timestamp = on ...');
     await plinth.stop(60_000);
     plinth = await startApi();
     const workerEnv = { DATABASE_URL: databaseUrl, PLINTH_ADMIN_TOKEN: adminToken, PLINTH_DATA_DIR: dataDir, LOG_LEVEL: 'info', PLINTH_SANDBOX: SANDBOX };
-    const startWorker = () => startChild(['src/cli.ts', 'worker'], workerEnv, 'plinth started');
+    // BENCH_WORKER_NODE_ARGS: extra node flags for the workers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+    const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const startWorker = () => startChild([...nodeArgs, 'src/cli.ts', 'worker'], workerEnv, 'plinth started');
     say('starting two worker processes ...');
     const workers = [await startWorker(), await startWorker()];
     children.push(...workers);
     db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
+    if (PG_STATEMENTS) await db.query('create extension if not exists pg_stat_statements');
     say(`creating ${STACKS} stacks ...`);
     const stacks = await createStacks(plinth.baseUrl, adminToken, STACKS, CONFIG, 'bench');
     const slowStacks = await createStacks(plinth.baseUrl, adminToken, KILL_RUNS, SLOW, 'slow');
@@ -213,8 +232,12 @@ async function main() {
     const pacedF = phaseFigures(pacedT.runs, pacedT.executions, await stepMarks(db), ['a', 'b'], 'c');
 
     say(`burst phase: ${RUNS} runs from ${CLIENTS} concurrent clients ...`);
+    if (PG_STATEMENTS) await db.query('select pg_stat_statements_reset()');
+    const cpuBefore = cpuSnapshot();
     const burst = await trigger(RUNS, 0, CLIENTS, post(stacks));
     await runsDone(db, [...burst.keys()]);
+    const burstCpu = cpuReport(cpuBefore, cpuSnapshot(), { pids: { 'the API': [plinth.pid], 'the workers': workers.map((w) => w.pid!), 'this bench (the clients)': [process.pid] } }, RUNS, 'run');
+    const statements = PG_STATEMENTS ? await topStatements(db, RUNS) : [];
     const burstT = await times(db, burst);
     const burstF = phaseFigures(burstT.runs, burstT.executions, await stepMarks(db), ['a', 'b'], 'c');
     const burstSeconds = (Math.max(...burstT.runs.map((r) => r.endedCommitMs)) - Math.min(...burst.values())) / 1000;
@@ -260,6 +283,7 @@ async function main() {
     ];
     printPhase(`paced phase (${RUNS} runs at ${RATE}/s):`, pacedF, lines);
     printPhase(`burst phase (${RUNS} runs, ${CLIENTS} clients): ${runsPerSecond.toFixed(1)} runs/s (target >= ${TARGETS.runsPerSecond}) ${verdict(runsPerSecond >= TARGETS.runsPerSecond)}`, burstF, lines);
+    lines.push(...burstCpu, ...statements);
     lines.push(`bare graphile-worker job, same sh -c, same database (${RUNS} at ${RATE}/s):`);
     lines.push(`  ${'add_job → process started'.padEnd(40)} ${fmt(bareStart)}; started other than once: ${bareTwice}`);
     lines.push(`kill phase (${KILL_RUNS} runs of a 2 s step, a worker SIGKILLed mid-step): ${lostAttempts} attempts failed over, ${starts} process starts for ${slowT.executions.length} executions, all runs ended ${(recoveredMs / 1000).toFixed(1)} s after the kill`);
