@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { freePort, ROOT, startPlinthProcess, type PlinthProcess } from '../test/helpers/plinth-process.ts';
+import { freePort, PLINTH_BIN, ROOT, startPlinthProcess, startScriptNodeFlags, type PlinthProcess } from '../test/helpers/plinth-process.ts';
 import { cpuReport, cpuSnapshot } from './engine-cpu.ts';
 import { EDGES, parseMarks, phaseFigures, summarize, type ExecutionTimes, type PhaseFigures, type RunTimes, type Summary } from './engine-figures.ts';
 
@@ -74,8 +74,9 @@ async function createStacks(baseUrl: string, token: string, count: number, confi
   return ids;
 }
 
+/** Starts `node <args>`: a TypeScript entry needs `--import tsx` among them. */
 function startChild(args: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     const onData = (chunk: Buffer) => {
@@ -171,6 +172,11 @@ function printPhase(title: string, f: PhaseFigures, lines: string[]) {
   lines.push(`  steps run twice: ${f.runTwice} ${verdict(f.runTwice === 0)}; unfinished steps: ${f.unfinished} ${verdict(f.unfinished === 0)}`);
 }
 
+function rssMb(pid: number): string {
+  const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return kb ? (Number(kb) / 1024).toFixed(0) : '?';
+}
+
 /** The burst's statements by total execution time, with calls and time per run (BENCH_PG_STATEMENTS=1). */
 async function topStatements(db: pg.Client, runs: number): Promise<string[]> {
   const { rows } = await db.query(
@@ -210,7 +216,8 @@ async function main() {
     const workerEnv = { DATABASE_URL: databaseUrl, PLINTH_ADMIN_TOKEN: adminToken, PLINTH_DATA_DIR: dataDir, LOG_LEVEL: 'info', PLINTH_SANDBOX: SANDBOX };
     // BENCH_WORKER_NODE_ARGS: extra node flags for the workers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
     const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    const startWorker = () => startChild([...nodeArgs, 'src/cli.ts', 'worker'], workerEnv, 'plinth started');
+    // As the product starts one: `plinth worker`, with `npm start`'s node flags.
+    const startWorker = () => startChild([...startScriptNodeFlags(), ...nodeArgs, PLINTH_BIN, 'worker'], workerEnv, 'plinth started');
     say('starting two worker processes ...');
     const workers = [await startWorker(), await startWorker()];
     children.push(...workers);
@@ -237,6 +244,7 @@ async function main() {
     const burst = await trigger(RUNS, 0, CLIENTS, post(stacks));
     await runsDone(db, [...burst.keys()]);
     const burstCpu = cpuReport(cpuBefore, cpuSnapshot(), { pids: { 'the API': [plinth.pid], 'the workers': workers.map((w) => w.pid!), 'this bench (the clients)': [process.pid] } }, RUNS, 'run');
+    burstCpu.push(`    RSS of the workers after it: ${workers.map((w) => rssMb(w.pid!)).join(', ')} MB; of the API: ${rssMb(plinth.pid)} MB`);
     const statements = PG_STATEMENTS ? await topStatements(db, RUNS) : [];
     const burstT = await times(db, burst);
     const burstF = phaseFigures(burstT.runs, burstT.executions, await stepMarks(db), ['a', 'b'], 'c');
@@ -244,7 +252,7 @@ async function main() {
     const runsPerSecond = RUNS / burstSeconds;
 
     say(`bare phase: ${RUNS} graphile-worker jobs running the same sh -c at ${RATE}/s ...`);
-    const bareWorker = await startChild(['bench/engine-bare-worker.ts'], { DATABASE_URL: databaseUrl, BENCH_COMMAND: mark() }, 'ready');
+    const bareWorker = await startChild(['--import', 'tsx', 'bench/engine-bare-worker.ts'], { DATABASE_URL: databaseUrl, BENCH_COMMAND: mark() }, 'ready');
     children.push(bareWorker);
     const bare = await trigger(RUNS, RATE, CLIENTS, async (i) => {
       const id = `bare-${i}-${randomBytes(4).toString('hex')}`;

@@ -89,6 +89,38 @@ describe('dispatch', () => {
     await t.startWorker();
   });
 
+  it('of two parallel first claims, the second finds the run started by the first and claims its step without writing the start again', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
+    const run = await triggerRun(t, stack.id);
+    const [, b] = await stepsOf(t, run.id);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let started!: () => void;
+    const runStarted = new Promise<void>((resolve) => (started = resolve));
+    // The first claim's start of the run, not yet committed: the second claim read the run QUEUED.
+    const first = t.db.transaction().execute(async (trx) => {
+      await sql`update pipeline_runs set status = 'RUNNING' where id = ${run.id} and status = 'QUEUED'`.execute(trx);
+      started();
+      await held;
+    });
+    await runStarted;
+    const second = claimStep(t.db, b.id, run.id, { id: 'second-claim', leaseMs: 60_000 });
+    await sleep(200);
+    release();
+    await first;
+    const claimed = await second;
+    assert.equal(claimed?.executionId, b.id);
+    const history = await sql<{ to_status: string; actor: string | null }>`
+      select to_status, actor from run_transitions where pipeline_run_id = ${run.id} and step_execution_id is null order by id`.execute(t.db);
+    assert.deepEqual(history.rows.map((r) => r.to_status), ['QUEUED'], 'the second claim wrote no second start of the run');
+    const steps = await stepsOf(t, run.id);
+    assert.deepEqual(steps.map((s) => s.status), ['QUEUED', 'RUNNING']);
+    assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
+    await t.startWorker();
+  });
+
   it('a cancel that meets a claim in flight waits for it and cancels the claimed step (no lost race, no 500)', async () => {
     for (const w of t.workers) await w.stop();
     t.workers.length = 0;

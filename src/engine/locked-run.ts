@@ -4,7 +4,7 @@ import { observeAfterCommit } from './engine-metrics.ts';
 import { enqueueStepJob, insertExecution, notifyStepStopped, updateExecution } from './executions.repo.ts';
 import { applyWrites, decideAdmit, stepOf, type DecideContext, type Decision, type RunSnapshot, type RunWrite } from './run-decisions.ts';
 import { isLastAttempt, type RunAction, type RunStatus, type StepStatus } from './run-state.ts';
-import { readRun, updateRun, type LockedRunRow } from './runs.repo.ts';
+import { readRun, readRunStatus, updateRun, type LockedRunRow } from './runs.repo.ts';
 import { claimStackForRun, findNextWaitingRunId, lockStack, setStackActiveRun } from './stack-queue.repo.ts';
 
 /**
@@ -66,13 +66,27 @@ export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R
 async function applyDecision(trx: Trx, row: LockedRunRow, snapshot: RunSnapshot, writes: readonly RunWrite[], actor?: string): Promise<void> {
   let state = snapshot;
   for (const w of writes) {
-    await applyWrite(trx, state, w, actor);
-    await observeAfterCommit(trx, row, state, w);
+    if (await applyWrite(trx, state, w, actor)) await observeAfterCommit(trx, row, state, w);
     state = applyWrites(state, [w]);
   }
 }
 
-async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, actor?: string): Promise<void> {
+/** Makes one write; false when it found nothing to do (a run start another claim made first). */
+async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, actor?: string): Promise<boolean> {
+  if (w.kind === 'run' && w.status && w.unlessAlready) return startRun(trx, s, w, actor);
+  await applyGuarded(trx, s, w, actor);
+  return true;
+}
+
+async function startRun(trx: Trx, s: RunSnapshot, w: Extract<RunWrite, { kind: 'run' }>, actor?: string): Promise<boolean> {
+  const { from, to, reason } = w.status!;
+  if (await updateRun(trx, s.id, { status: to, ...w.set }, { runId: s.id, from, to, reason, actor })) return true;
+  // A fresh statement sees what the guard waited for: the other claim's commit.
+  if ((await readRunStatus(trx, s.id)) === to) return false;
+  throw new StaleWriteError(s.id);
+}
+
+async function applyGuarded(trx: Trx, s: RunSnapshot, w: RunWrite, actor?: string): Promise<void> {
   switch (w.kind) {
     case 'execution': {
       const { from, to, reason } = w.status;

@@ -1,20 +1,7 @@
 import { sql } from 'kysely';
-import type { Db, Executor } from '../platform/db/db.ts';
-import type { JsonObject } from '../platform/db/database.ts';
+import type { Db } from '../platform/db/db.ts';
 
-/** SQL of a run's checkout: which source the run's stack names, and the commit the run recorded. */
-export interface RunSourceRow {
-  commit_sha: string | null;
-  source: JsonObject | null;
-}
-
-/** The run's recorded commit and its stack's source (a read-only join: the engine reads its run's stack). */
-export async function findRunSource(db: Executor, runId: string): Promise<RunSourceRow | undefined> {
-  const { rows } = await sql<RunSourceRow>`
-    select r.commit_sha, s.source from pipeline_runs r left join stacks s on s.id = r.stack_id where r.id = ${runId}`.execute(db);
-  return rows[0];
-}
-
+/** SQL of a run's checkout: the commit the run recorded. */
 export interface CommitFence {
   runId: string;
   executionId: string;

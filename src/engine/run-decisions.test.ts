@@ -65,6 +65,8 @@ describe('decideClaim', () => {
     const d = decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: false }, ctx());
     assert.deepEqual(kinds(d.writes), ['run:RUNNING', 'e1:RUNNING']);
     assert.deepEqual(d.result, { kind: 'claimed', leaseEpoch: 1, retryAttempt: 0, stepId: 'a' });
+    const start = d.writes[0];
+    assert.ok(start.kind === 'run' && start.unlessAlready, 'a parallel claim that started the run first leaves this one nothing to start');
   });
 
   it('a later claim writes only its execution: parallel steps do not wait on the run', () => {

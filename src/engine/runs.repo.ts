@@ -1,5 +1,5 @@
 import { sql, type QueryCreator, type Selectable } from 'kysely';
-import type { Database, PipelineRunsTable, StepExecutionsTable } from '../platform/db/database.ts';
+import type { Database, JsonObject, PipelineRunsTable, StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor, Trx } from '../platform/db/db.ts';
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
 import type { RunSet } from './run-decisions.ts';
@@ -21,6 +21,10 @@ export interface LockedRunRow extends RunColumns {
   executions: ExecutionJson[];
   /** Whether a Git webhook triggered the run (its trigger metadata names the event); the metrics' `trigger`. */
   by_webhook: boolean;
+  /** The commit the run checks out, once a step recorded it (or its trigger knew it). */
+  commit_sha: string | null;
+  /** The run's stack's Git source (`{ codeSourceId, ref, path }`); null without a stack or a source. */
+  stack_source: JsonObject | null;
 }
 
 /** One execution as the run's read returns it (JSON, so the run and its steps are one round trip). */
@@ -38,7 +42,7 @@ export interface ExecutionJson
 const RUN_SELECT = sql`
   select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
          r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, r.created_at, v.config, ee.type as execution_environment_type,
-         coalesce(r.trigger_metadata ? 'webhook_event', false) as by_webhook`;
+         coalesce(r.trigger_metadata ? 'webhook_event', false) as by_webhook, r.commit_sha, s.source as stack_source`;
 const RUN_FROM = sql`
     from pipeline_runs r join pipeline_versions v on v.id = r.pipeline_version_id
     left join stacks s on s.id = r.stack_id
@@ -74,6 +78,12 @@ export async function readRun(trx: Trx, runId: string, lock: 'update' | 'none'):
     ${RUN_FROM}
      where r.id = ${runId}`.execute(trx);
   return rows[0];
+}
+
+/** The run's status now (a statement of its own: it sees every commit up to its start). */
+export async function readRunStatus(trx: Trx, runId: string): Promise<string | undefined> {
+  const row = await trx.selectFrom('pipeline_runs').select('status').where('id', '=', runId).executeTakeFirst();
+  return row?.status;
 }
 
 /** One row of the append-only history, written by the same statement as the change it records. */

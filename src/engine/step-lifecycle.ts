@@ -65,8 +65,8 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
       }, { actor: worker.id, lock: 'none' }),
     );
   return withRetries(async (attempt) => {
-    // A stale read (the first claims of two parallel steps both moving the run) is decided again at
-    // once: it was rolled back for certain, and the next read sees what changed.
+    // A stale read (the execution changed between the read and the write: a cancel, a duplicate job)
+    // is decided again at once: it was rolled back for certain, and the next read sees what changed.
     for (let stale = 0; ; stale++) {
       try {
         return await claimOnce(attempt > 1);

@@ -7,7 +7,7 @@ import { gitEnv, type GitCredential } from '../../code-sources/git-remote.ts';
 import { AppError } from '../../platform/errors.ts';
 import { withRetries } from '../../platform/db/retry.ts';
 import { engineError } from '../engine-errors.ts';
-import { findRunSource, recordRunCommit } from '../run-commit.repo.ts';
+import { recordRunCommit } from '../run-commit.repo.ts';
 import type { StepBind, StepWorkspace } from '../sandbox/index.ts';
 import { ensurePrivateRoot, relativeWorkingDirectory } from '../sandbox/workspaces.ts';
 import type { ClaimedStep, StepOutcome } from '../step-lifecycle.ts';
@@ -80,9 +80,10 @@ async function cacheDirOf(ctx: RunnerContext, codeSourceId: string): Promise<str
  * to (fenced by its lease); every later step, and every retry, checks that commit out.
  */
 export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, workspace: StepWorkspace): Promise<Prepared> {
-  const run = await withRetries(() => findRunSource(ctx.db, claimed.run.id));
-  const codeSourceId = run?.source?.codeSourceId;
-  if (!run || typeof codeSourceId !== 'string') return { checkout: null };
+  // Read with the claim: the commit a step of the run recorded before this one was dispatched.
+  const run = { commit_sha: claimed.run.commit_sha, source: claimed.run.stack_source };
+  const codeSourceId = run.source?.codeSourceId;
+  if (typeof codeSourceId !== 'string') return { checkout: null };
   const ref = typeof run.source?.ref === 'string' && run.source.ref ? run.source.ref : 'HEAD';
   if (ref !== 'HEAD' && !REF_PATTERN.test(ref)) return failed('Engine:Checkout:INVALID_SOURCE', `The stack's ref "${ref}" is not a branch, tag or commit name`);
   let workingDirectory: string;

@@ -19,7 +19,8 @@ const GUARDED_SHELL = [
   'exec 3<&0',
   "(trap '' TERM; while read -r _; do :; done; kill -KILL 0) <&3 >/dev/null 2>&1 &",
   'exec 3<&-',
-  'mkdir -p -- "$2" && cd -- "$2" || exit 1',
+  // `mkdir` only when needed: it is a process of its own, on every step's path.
+  '{ cd -- "$2" 2>/dev/null || { mkdir -p -- "$2" && cd -- "$2"; }; } || exit 1',
   'exec sh -c "$1" </dev/null',
 ].join('\n');
 
