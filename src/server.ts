@@ -26,7 +26,7 @@ export interface DatabaseHandle {
 /** openDatabase connects to DATABASE_URL, or starts the embedded PostgreSQL when none is given. */
 export async function openDatabase(config: Config, log: Logger): Promise<DatabaseHandle> {
   if (config.databaseUrl) {
-    const db = createDb(config.databaseUrl);
+    const db = createDb(config.databaseUrl, { prepare: config.dbPrepare });
     return { db, url: config.databaseUrl, close: () => db.destroy() };
   }
   const embedded = await startEmbeddedPostgres({
@@ -35,7 +35,7 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
     onLog: (line) => log.debug({ postgres: line }, 'postgres output'),
   });
   log.info({ dataDir: config.dataDir, port: config.embeddedPgPort }, 'started embedded postgres');
-  const db = createDb(embedded.url);
+  const db = createDb(embedded.url, { prepare: config.dbPrepare });
   return {
     db,
     url: embedded.url,

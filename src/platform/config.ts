@@ -32,6 +32,8 @@ export interface Config {
   auditDeliveryMs: number;
   /** PLINTH_AUDIT_RETRY_BASE_MS: the first retry delay of a failed delivery (doubling, up to an hour). */
   auditRetryBaseMs: number;
+  /** PLINTH_DB_PREPARE: `auto` prepares statements a connection repeats (auto-prepare.ts); `off` for poolers that cannot keep them. */
+  dbPrepare: boolean;
 }
 
 function msFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -50,6 +52,12 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number
     throw new Error(`${name} must be an integer port number, got "${raw}"`);
   }
   return value;
+}
+
+function prepareFrom(env: NodeJS.ProcessEnv): boolean {
+  const raw = env.PLINTH_DB_PREPARE || 'auto';
+  if (raw !== 'auto' && raw !== 'off') throw new Error(`PLINTH_DB_PREPARE must be auto or off, got "${raw}"`);
+  return raw === 'auto';
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -75,6 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auditWebhookAllowPrivate: env.PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE === 'true',
     auditDeliveryMs: msFrom(env, 'PLINTH_AUDIT_DELIVERY_MS', 5000),
     auditRetryBaseMs: msFrom(env, 'PLINTH_AUDIT_RETRY_BASE_MS', 10_000),
+    dbPrepare: prepareFrom(env),
   };
 }
 
