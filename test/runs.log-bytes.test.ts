@@ -93,6 +93,24 @@ describe('step output stored byte for byte', () => {
     assert.equal(step.statusDetail.logTruncated, undefined);
   });
 
+  it("a step's last lines are written by the transaction that commits its outcome: no statement or commit of their own", async () => {
+    await sql.raw(`
+      create table log_txids (txid bigint);
+      create function log_txid() returns trigger language plpgsql as $$ begin insert into log_txids values (txid_current() % 4294967296); return null; end $$;
+      create trigger log_txid after insert on step_logs for each statement execute function log_txid();`).execute(t.db);
+    try {
+      const { run, step } = await runOneStep(t, 'echo first; echo last');
+      assert.equal(run.status, 'SUCCEEDED');
+      assert.deepEqual((await allRecords(t, step.id)).map((r) => r.line), ['first', 'last']);
+      const { rows } = await sql<{ logs: string; outcome: string }>`
+        select (select string_agg(distinct txid::text, ',') from log_txids) as logs,
+               (select xmin::text from run_transitions where step_execution_id = ${step.id} and to_status = 'SUCCEEDED') as outcome`.execute(t.db);
+      assert.equal(rows[0].logs, rows[0].outcome, 'one transaction wrote the lines and the outcome');
+    } finally {
+      await sql.raw('drop trigger log_txid on step_logs; drop function log_txid; drop table log_txids').execute(t.db);
+    }
+  });
+
   it('a log flush that hits a deadlock is retried and every line is stored', async () => {
     await sql.raw(`
       create sequence log_fault_once;

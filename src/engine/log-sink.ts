@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../platform/db/db.ts';
+import type { Db, Executor } from '../platform/db/db.ts';
 import { withRetries, type RetryOptions } from '../platform/db/retry.ts';
 import { storedForm } from './log-bytes.ts';
 
@@ -184,9 +184,49 @@ export class LogSink {
   async close(): Promise<void> {
     await this.flush();
   }
+
+  /**
+   * settled waits for the flushes already started, and starts none: what is still pending stays for
+   * takeTail (the step's last lines, committed with its outcome). `linesLost` is then final for all
+   * but those.
+   */
+  async settled(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.flushing;
+  }
+
+  /**
+   * takeTail hands over what is pending, to be written in the transaction that commits the step's
+   * outcome (one statement and one commit less per step, and the last lines land exactly with it).
+   * Should that transaction fail for good, `storeTail` stores them as a flush would, or counts them lost.
+   */
+  takeTail(): LogTail | undefined {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.pending;
+    if (batch.length === 0) return undefined;
+    this.pending = [];
+    this.pendingSize = 0;
+    return { count: batch.length, write: (executor) => insertRecords(executor, this.executionId, batch), batch };
+  }
+
+  /** storeTail writes a tail whose transaction failed, as a flush: retried, else counted lost. */
+  storeTail(tail: LogTail): Promise<void> {
+    this.pending.unshift(...tail.batch);
+    this.pendingSize += tail.batch.reduce((n, r) => n + r.size, 0);
+    return this.flush();
+  }
 }
 
-async function insertRecords(db: Db, executionId: string, batch: PendingRecord[]) {
+/** The last records of a step, written by the transaction that commits its outcome. */
+export interface LogTail {
+  count: number;
+  write(executor: Executor): Promise<void>;
+  readonly batch: readonly PendingRecord[];
+}
+
+async function insertRecords(db: Executor, executionId: string, batch: readonly PendingRecord[]) {
   await sql`
     insert into step_logs (step_execution_id, seq, stream, line, bytes, partial)
     select ${executionId}, s, st, l, b, p

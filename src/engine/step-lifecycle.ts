@@ -6,6 +6,7 @@ import { enqueueStepJob, findExpiredLeases, findStaleDispatches, renewLeases } f
 import { StaleWriteError, withLockedRun } from './locked-run.ts';
 import { decideClaim, decideComplete, decideHandBack, decideReap, stepOf, type HeldAttempt, type StepOutcome } from './run-decisions.ts';
 import type { LockedRunRow } from './runs.repo.ts';
+import type { LogTail } from './log-sink.ts';
 
 export type { HeldAttempt, StepOutcome } from './run-decisions.ts';
 
@@ -78,13 +79,20 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
 }
 
 /**
- * completeStep records the end of an attempt if this worker still holds it at its lease epoch. A
+ * completeStep records the end of an attempt, and the last lines of its log (`tail`), if this worker
+ * still holds it at its lease epoch (the lines are written either way, as a flush would be). A
  * step that was cancelled, or failed over after its lease ran out, is not this worker's to complete
  * (false). It retries until the outcome is committed or `retry.signal` says the lease is lost.
  */
-export async function completeStep(db: Db, held: HeldAttempt, runId: string, outcome: StepOutcome, retry: RetryOptions = {}): Promise<boolean> {
+export async function completeStep(db: Db, held: HeldAttempt, runId: string, outcome: StepOutcome, retry: RetryOptions = {}, tail?: LogTail): Promise<boolean> {
   const done = await withRetries(
-    () => db.transaction().execute((trx) => withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId })),
+    () =>
+      db.transaction().execute(async (trx) => {
+        // The step's last log lines, idempotent (a retry writes them again as nothing), before the run's
+        // lock: their key-share lock of the execution row conflicts with no command's.
+        await tail?.write(trx);
+        return withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId });
+      }),
     { maxElapsedMs: Number.POSITIVE_INFINITY, ...retry, isRetryable: retryable },
   );
   return done ?? false;

@@ -8,6 +8,7 @@ import { engineError } from './engine-errors.ts';
 import { LogSink } from './log-sink.ts';
 import { startQueue, type Queue, type StepExecutePayload } from './queue.ts';
 import { runStep } from './runners/index.ts';
+import { withLostLines } from './runners/output-capture.ts';
 import { startSandbox } from './sandbox/index.ts';
 import { claimStep, completeStep, handBackStep, reapLostSteps, redispatchStaleSteps, renewHeldLeases, type HeldAttempt, type StepOutcome } from './step-lifecycle.ts';
 import { StopListener } from './stop-listener.ts';
@@ -229,19 +230,43 @@ export class EngineWorker {
     // back a step that finished, nor a worker cut off from the database drop a known outcome). A
     // process that succeeded was not stopped, whatever arrived while it was exiting.
     const stoppedBy = outcome.status === 'SUCCEEDED' ? undefined : attempt.reason;
-    if (stoppedBy === 'drain') sink.write('system', `worker ${this.workerId} is shutting down; the step goes back to the queue`);
-    await sink.close();
-    if (sink.lastError) this.log.error({ err: sink.lastError, executionId: id }, 'failed to store log lines');
-    if (stoppedBy === 'drain') {
-      await handBackStep(this.db, held, runId, this.retry('hand-back', this.config.leaseMs));
+    if (stoppedBy) {
+      if (stoppedBy === 'drain') sink.write('system', `worker ${this.workerId} is shutting down; the step goes back to the queue`);
+      await sink.close();
+      this.reportLostLines(sink, id);
+      if (stoppedBy === 'drain') await handBackStep(this.db, held, runId, this.retry('hand-back', this.config.leaseMs));
+      // Else killed because the attempt was cancelled or taken from this worker: whoever did so settled it.
       return;
     }
-    // Killed because the attempt was cancelled or taken from this worker: whoever did so settled it.
-    if (stoppedBy === 'stopped') return;
-    const committed = await completeStep(this.db, held, runId, outcome, this.retry('completion', undefined, attempt.lease.signal)).catch((error) => {
-      if (attempt.lease.signal.aborted) return false;
-      throw error;
-    });
+    await sink.settled();
+    const committed = await this.commitOutcome(held, runId, outcome, attempt, sink);
+    this.reportLostLines(sink, id);
     if (!committed) this.log.warn({ workerId: this.workerId, executionId: id, outcome: outcome.status }, 'the attempt was no longer this worker\'s; its outcome is not recorded');
+  }
+
+  /**
+   * commitOutcome commits the attempt's outcome with its last log lines. Should that fail for good, the
+   * lines are stored as a flush would be (or counted lost, which fails a success) and the outcome is
+   * committed alone. A lease known lost gives up: the attempt is another worker's now.
+   */
+  private async commitOutcome(held: HeldAttempt, runId: string, outcome: StepOutcome, attempt: RunningAttempt, sink: LogSink): Promise<boolean> {
+    const retry = this.retry('completion', undefined, attempt.lease.signal);
+    const tail = sink.takeTail();
+    try {
+      return await completeStep(this.db, held, runId, outcome, retry, tail);
+    } catch (error) {
+      if (tail) await sink.storeTail(tail);
+      if (attempt.lease.signal.aborted) return false;
+      if (!tail) throw error;
+      this.log.warn({ err: error, executionId: held.executionId }, 'the outcome could not be committed with its last log lines; committing it alone');
+      return completeStep(this.db, held, runId, sink.stats.linesLost ? withLostLines(outcome, sink) : outcome, retry).catch((again) => {
+        if (attempt.lease.signal.aborted) return false;
+        throw again;
+      });
+    }
+  }
+
+  private reportLostLines(sink: LogSink, executionId: string) {
+    if (sink.lastError) this.log.error({ err: sink.lastError, executionId }, 'failed to store log lines');
   }
 }

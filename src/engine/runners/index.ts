@@ -72,8 +72,9 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared:
     signal: ctx.signal,
     onSpawn: ctx.onSpawn,
   });
-  // Every record committed (or counted lost) before the outcome is decided: a lost line fails the step.
-  await ctx.sink.flush();
+  // Every earlier batch committed (or counted lost) before the outcome is decided: a lost line fails the
+  // step. The last lines are written by the transaction that commits the outcome (worker.ts).
+  await ctx.sink.settled();
   const round = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 1000) / 1000);
   const statusDetail = {
     exitCode: result.exitCode,
