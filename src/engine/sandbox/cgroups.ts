@@ -47,6 +47,8 @@ function ownPath(cgroupFile: string, match: (controllers: string[]) => boolean, 
 export interface StepCgroup {
   /** Files the sandbox's init writes `0` to, to enter this cgroup before it starts the step. */
   procsFiles: string[];
+  /** Whether the cgroup holds no process (so it can serve another step). */
+  isEmpty(): Promise<boolean>;
   /** Kills every process still in the cgroup and removes it. */
   destroy(): Promise<void>;
 }
@@ -129,8 +131,10 @@ function hostFor(version: 'v1' | 'v2', bases: Map<Controller, string>, detail: s
       await Promise.all(dirs.map((d) => mkdir(d)));
       for (const [controller, base] of bases) await writeLimits(path.join(base, name), limitFiles(version, controller, limits));
       const killFile = path.join(dirs[0], 'cgroup.kill');
+      const procsFiles = dirs.map((d) => path.join(d, 'cgroup.procs'));
       return {
-        procsFiles: dirs.map((d) => path.join(d, 'cgroup.procs')),
+        procsFiles,
+        isEmpty: async () => (await Promise.all(procsFiles.map((f) => readFile(f, 'utf8')))).every((pids) => pids.trim() === ''),
         destroy: async () => {
           if (version === 'v2' && existsSync(killFile)) await writeFile(killFile, '1').catch(() => {});
           for (const d of dirs) await killAll(path.join(d, 'cgroup.procs'));

@@ -30,7 +30,8 @@
  *
  * Its own environment is only PATH: the step's variables, its command and its working directory (chosen
  * by the tenant, so never given to a root process, where LD_PRELOAD and friends would mean code
- * execution) arrive on fd 3 as shell text (stepSpecText) that only the unprivileged step shell sources.
+ * execution) arrive on fd 3 as a script (stepScript) that only the unprivileged step shell reads, as its
+ * standard input (`sh -s`): one shell, no `cat` and no second shell on the step's path.
  *
  * Arguments: fstab, mount point of the root, uid, process limit, cgroup.procs files.
  */
@@ -47,8 +48,7 @@ unset OLDPWD
 read -r _ || exit 111
 exec 4<&0
 (ulimit -c 0; ulimit -u "$nproc" 2>/dev/null || ulimit -p "$nproc"
- exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- \
-  sh -c 'eval "$(cat <&3)"; exec 3<&-; { cd -- "$2" 2>/dev/null || { mkdir -p -- "$2" && cd -- "$2"; }; } || exit 1; exec sh -c "$1"' plinth-step) </dev/null 4<&- &
+ exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- sh -s) <&3 3<&- 4<&- &
 child=$!
 (trap '' TERM INT; while read -r _; do :; done; kill -KILL -1) <&4 >/dev/null 2>&1 3<&- &
 exec 3<&- 4<&- </dev/null
@@ -113,7 +113,13 @@ function shellQuote(value: string): string {
   return `'${value.replace(/\0/g, '').replace(/'/g, `'\\''`)}'`;
 }
 
-/** stepSpecText is what the step shell sources from fd 3: its variables, then its command and working directory as `$1` and `$2`. */
-export function stepSpecText(env: Record<string, string>, command: string, cwd: string): string {
-  return `${shellAssignments(env)}set -- ${shellQuote(command)} ${shellQuote(cwd)}\n`;
+/**
+ * stepScript is what the step shell (`sh -s`) reads and runs: the step's variables, a `cd` into its
+ * working directory (made when missing; a failure ends the step with 1), then its command through
+ * `eval` of a quoted word, so the command is parsed as `sh -c` would parse it and never as part of
+ * this script, with no positional parameters and standard input from /dev/null.
+ */
+export function stepScript(env: Record<string, string>, command: string, cwd: string): string {
+  const dir = shellQuote(cwd);
+  return `${shellAssignments(env)}{ cd -- ${dir} 2>/dev/null || { mkdir -p -- ${dir} && cd -- ${dir}; }; } || exit 1\neval ${shellQuote(command)} </dev/null\n`;
 }

@@ -5,12 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
-import { SANDBOX_INIT, stepFstab, stepSpecText } from './init-script.ts';
+import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
 import { spawnGuarded } from './process.ts';
 import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
 import { buildTemplate, systemDirs } from './template.ts';
-import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
+import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
@@ -58,6 +58,13 @@ export class NamespaceSandbox implements StepSandbox {
   private readonly root: string;
   /** Sandboxes built ahead, each waiting for the one step it will serve (PLINTH_SANDBOX_POOL). */
   private readonly pool: WarmPool<Warm>;
+  /**
+   * Claims whose step ended, emptied and ready for the next one: their uid, directories, passwd, fstab
+   * and cgroup are made once, not per step (`recycle`). At most `maxFree`; the rest are removed.
+   */
+  private readonly free: Claimed[] = [];
+  private readonly maxFree: number;
+  private closed = false;
 
   constructor(
     private readonly settings: SandboxSettings,
@@ -65,9 +72,10 @@ export class NamespaceSandbox implements StepSandbox {
     onPoolError: (error: unknown) => void = () => {},
   ) {
     this.root = path.join(settings.workRoot ?? os.tmpdir(), 'plinth-sandboxes');
+    this.maxFree = Math.max(4, settings.poolSize);
     this.pool = new WarmPool(settings.poolSize, () => this.makeWarm(), (w) => isRunning(w.first.proc), async (w) => {
       await retire(w.first.proc);
-      await this.destroy(w, []);
+      await this.destroy(w.claimed, []);
     }, onPoolError);
   }
 
@@ -86,12 +94,15 @@ export class NamespaceSandbox implements StepSandbox {
     return this.started;
   }
 
-  /** Destroys the sandboxes built ahead; an open() afterwards builds them again. */
-  close(): Promise<void> {
-    return this.pool.close();
+  /** Destroys the sandboxes built ahead and the claims kept for reuse; an open() afterwards builds them again. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.pool.close();
+    await Promise.all(this.free.splice(0).map((claimed) => this.destroy(claimed, [])));
   }
 
   async open(): Promise<StepWorkspace> {
+    this.closed = false;
     const report = await this.start();
     if (report.mode !== 'namespaces') throw new SandboxUnavailableError(`Script steps need isolation and this host has none (${report.detail}); an operator running a single tenant can set PLINTH_SANDBOX=off`);
     return this.openWorkspace();
@@ -159,6 +170,11 @@ export class NamespaceSandbox implements StepSandbox {
     }
   }
 
+  /** A claim kept from an earlier step when there is one, else a new one. */
+  private async claimSlot(): Promise<Claimed> {
+    return this.free.pop() ?? this.claimWithCgroup();
+  }
+
   private async claimWithCgroup(): Promise<Claimed> {
     const { uidBase, uidCount, limits } = this.settings;
     const claim = await claimWorkspace(this.root, uidBase, uidCount);
@@ -167,7 +183,7 @@ export class NamespaceSandbox implements StepSandbox {
         writeFile(path.join(claim.dir, 'passwd'), `root:x:0:0:root:/root:/usr/sbin/nologin\nplinth:x:${claim.uid}:${claim.uid}:plinth step:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`),
         writeFile(path.join(claim.dir, 'group'), `root:x:0:\nplinth:x:${claim.uid}:\nnogroup:x:65534:\n`),
       ]);
-      return { claim, cgroup: await this.cgroups?.create(String(claim.uid), limits) };
+      return { claim, cgroup: await this.cgroups?.create(String(claim.uid), limits), scratch: new Set() };
     } catch (error) {
       await rm(claim.dir, { recursive: true, force: true });
       throw error;
@@ -175,8 +191,8 @@ export class NamespaceSandbox implements StepSandbox {
   }
 
   private async makeWarm(): Promise<Warm> {
-    const claimed = await this.claimWithCgroup();
-    return { ...claimed, first: this.prestart(claimed, [], 0) };
+    const claimed = await this.claimSlot();
+    return { claimed, first: this.prestart(claimed, [], 0) };
   }
 
   private async destroy({ claim, cgroup }: Claimed, processes: Iterable<SandboxedProcess>) {
@@ -185,9 +201,32 @@ export class NamespaceSandbox implements StepSandbox {
     await rm(claim.dir, { recursive: true, force: true });
   }
 
+  /**
+   * recycle ends a step's sandbox and keeps its claim for the next step, once nothing of the step is
+   * left: every process exited (the PID namespace's init reaps them all before its `unshare` exits),
+   * the cgroup is empty, the workspace emptied. Anything short of that, and the claim is destroyed
+   * instead: a uid serves another step only with no process and no file of the last one left.
+   */
+  private async recycle(claimed: Claimed, processes: Iterable<SandboxedProcess>) {
+    const procs = [...processes];
+    const exited = Promise.all(procs.map((p) => (isRunning(p) ? once(p.child, 'exit') : undefined)));
+    for (const proc of procs) proc.kill();
+    let timer: NodeJS.Timeout | undefined;
+    const gone = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 5_000)))]);
+    clearTimeout(timer);
+    try {
+      if (!gone || this.closed || this.free.length >= this.maxFree || !((await claimed.cgroup?.isEmpty()) ?? true)) throw new Error('not reusable');
+      await resetWorkspace(claimed.claim, claimed.scratch);
+      claimed.scratch.clear();
+      this.free.push(claimed);
+    } catch {
+      await this.destroy(claimed, procs);
+    }
+  }
+
   private async openWorkspace(): Promise<StepWorkspace> {
     const warm = this.pool.take();
-    return warm ? this.workspaceOf(warm, warm.first) : this.workspaceOf(await this.claimWithCgroup());
+    return warm ? this.workspaceOf(warm.claimed, warm.first) : this.workspaceOf(await this.claimSlot());
   }
 
   /** A workspace whose first spawn without binds takes `spare` (a sandbox already built); every other spawn builds its own. */
@@ -210,13 +249,13 @@ export class NamespaceSandbox implements StepSandbox {
         spare = undefined;
         next ??= this.prestart(claimed, binds, ++spawns);
         track(next.proc);
-        next.begin(stepSpecText({ HOME: '/workspace', ...spec.env }, spec.command, cwd));
+        next.begin(stepScript({ HOME: '/workspace', ...spec.env }, spec.command, cwd));
         return next.proc;
       },
       pathOf: insideBinds,
       dispose: async () => {
         if (spare) await retire(spare.proc);
-        await this.destroy(claimed, running);
+        await this.recycle(claimed, running);
       },
     };
   }
@@ -226,13 +265,19 @@ export class NamespaceSandbox implements StepSandbox {
    * namespaces, the mounts, the pivot. `begin` hands it the step's variables, command and working
    * directory on fd 3 and tells it to start.
    */
-  private prestart({ claim, cgroup }: Claimed, binds: CheckedBind[], n: number): Prestarted {
+  private prestart(claimed: Claimed, binds: CheckedBind[], n: number): Prestarted {
+    const { claim, cgroup } = claimed;
     const { limits, network } = this.settings;
-    const fstab = path.join(claim.dir, `fstab-${n}`);
-    const bindPoints = path.join(claim.dir, `plinth-${n}`);
-    makeBindPoints(bindPoints, binds);
-    const etcFiles = [{ source: path.join(claim.dir, 'passwd'), name: 'passwd' }, { source: path.join(claim.dir, 'group'), name: 'group' }, ...this.resolverFiles];
-    writeFileSync(fstab, stepFstab({ template: this.template, root: claim.mountPoint, systemDirs: this.systemDirs, etcFiles, workspace: claim.workspace, tmpMb: limits.memoryMb, binds, bindPoints }));
+    // Without binds the table is the same for every step of the claim: written once, kept with it.
+    const fstab = path.join(claim.dir, binds.length ? `fstab-${n}` : 'fstab');
+    if (binds.length || !claimed.fstabWritten) {
+      const bindPoints = path.join(claim.dir, `plinth-${n}`);
+      if (binds.length) claimed.scratch.add(`fstab-${n}`).add(`plinth-${n}`);
+      makeBindPoints(bindPoints, binds);
+      const etcFiles = [{ source: path.join(claim.dir, 'passwd'), name: 'passwd' }, { source: path.join(claim.dir, 'group'), name: 'group' }, ...this.resolverFiles];
+      writeFileSync(fstab, stepFstab({ template: this.template, root: claim.mountPoint, systemDirs: this.systemDirs, etcFiles, workspace: claim.workspace, tmpMb: limits.memoryMb, binds, bindPoints }));
+      if (!binds.length) claimed.fstabWritten = true;
+    }
     const namespaces = ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : [])];
     const proc = spawnGuarded({
       file: 'unshare',
@@ -255,6 +300,10 @@ export class NamespaceSandbox implements StepSandbox {
 interface Claimed {
   claim: ClaimedWorkspace;
   cgroup: StepCgroup | undefined;
+  /** Files of the claim's directory made for one step (spawns with binds), removed before the next. */
+  scratch: Set<string>;
+  /** Whether the claim's fstab without binds is written (it serves every step of the claim). */
+  fstabWritten?: boolean;
 }
 
 interface Prestarted {
@@ -262,7 +311,8 @@ interface Prestarted {
   begin(specText: string): void;
 }
 
-interface Warm extends Claimed {
+interface Warm {
+  claimed: Claimed;
   first: Prestarted;
 }
 

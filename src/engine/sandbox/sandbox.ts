@@ -85,7 +85,8 @@ export interface SandboxedProcess {
  * A step's workspace. A runner may `spawn` several processes in it one after another (a checkout, then
  * `tofu init`, then `tofu plan`): each runs in namespaces of its own (its own `/tmp`, its own binds),
  * as the same uid and in the same cgroup, and only the workspace's files persist from one to the next.
- * dispose() ends them all and removes the workspace. A workspace serves one step and is never reused.
+ * dispose() ends them all; the workspace's files and processes then never reach another step (the
+ * namespaced sandbox may hand its emptied claim, uid and cgroup to the next step: docs/engine.md).
  */
 export interface StepWorkspace {
   /** The uid the step's processes run as (the worker's own when unisolated). */
@@ -96,7 +97,7 @@ export interface StepWorkspace {
    * itself when namespaced, the host path when unisolated. Throws when `target` is under no bind.
    */
   pathOf(target: string, binds: readonly StepBind[]): string;
-  /** Kills every process of the step still running (of every spawn) and removes the workspace (and its cgroup). */
+  /** Kills every process of the step still running (of every spawn) and empties or removes the workspace (and its cgroup). */
   dispose(): Promise<void>;
 }
 

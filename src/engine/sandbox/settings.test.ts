@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, it } from 'node:test';
-import { shellAssignments, stepFstab, stepSpecText } from './init-script.ts';
+import { shellAssignments, stepFstab, stepScript } from './init-script.ts';
 import { loadSandboxSettings } from './settings.ts';
 
 describe('sandbox settings', () => {
@@ -36,10 +39,22 @@ describe('the step environment handed to the sandbox', () => {
 });
 
 describe('the step spec and the mount table handed to the sandbox', () => {
-  it('gives the step shell its command and working directory as $1 and $2, quotes included, after its variables', () => {
-    const text = stepSpecText({ A: 'x' }, `echo "it's $A"`, "dir with 'quote'");
-    const out = spawnSync('sh', ['-c', `eval "$(cat)"; printf '%s|' "$1" "$2" "$A"`], { input: text, env: {}, encoding: 'utf8' }).stdout;
-    assert.equal(out, `echo "it's $A"|dir with 'quote'|x|`);
+  it('runs the command in its working directory (made when missing) after its variables, quotes included, with no positional parameters and no standard input', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-step-script-'));
+    try {
+      const text = stepScript({ A: 'x' }, `printf '%s|' "it's $A" "$#" "$(pwd)"; cat`, "dir with 'quote'");
+      const run = spawnSync('sh', ['-s'], { input: `${text}`, cwd: dir, env: {}, encoding: 'utf8' });
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal(run.stdout, `it's x|0|${path.join(dir, "dir with 'quote'")}|`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('ends with the status of the command, and with 1 when its working directory cannot be made', () => {
+    assert.equal(spawnSync('sh', ['-s'], { input: stepScript({}, 'exit 7', '.'), env: {} }).status, 7);
+    assert.equal(spawnSync('sh', ['-s'], { input: stepScript({}, 'false', '.'), env: {} }).status, 1);
+    assert.equal(spawnSync('sh', ['-s'], { input: stepScript({}, 'echo ran', 'x'), cwd: '/proc', env: {}, encoding: 'utf8' }).stdout, '');
   });
 
   it('escapes spaces, tabs, newlines and backslashes of paths so that no path can add a field or a line', () => {

@@ -12,7 +12,7 @@ import { relativeWorkingDirectory, removeTree } from './workspaces.ts';
  * worker holds; should the worker die (even by SIGKILL) the kernel closes that end, the guard reads
  * end-of-file and kills the whole group. The guard ignores SIGTERM so that it still stands while a
  * stopped step has its grace period, and it keeps away from stdout and stderr, so it never holds the log
- * pipes open. `exec` keeps the group leader's pid. A step that leaves its group (setsid) escapes it:
+ * pipes open. The command runs in the group leader itself. A step that leaves its group (setsid) escapes it:
  * that, and everything else the sandbox prevents, is what this mode gives up.
  */
 const GUARDED_SHELL = [
@@ -21,7 +21,9 @@ const GUARDED_SHELL = [
   'exec 3<&-',
   // `mkdir` only when needed: it is a process of its own, on every step's path.
   '{ cd -- "$2" 2>/dev/null || { mkdir -p -- "$2" && cd -- "$2"; }; } || exit 1',
-  'exec sh -c "$1" </dev/null',
+  // The command in this same shell (no second one on the step's path), parsed as `sh -c` would parse
+  // it: `$1` is expanded before eval runs, and `set --` leaves the command no positional parameters.
+  'eval "set --; $1" </dev/null',
 ].join('\n');
 
 /**

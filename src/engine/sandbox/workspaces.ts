@@ -66,6 +66,22 @@ export async function claimWorkspace(root: string, uidBase: number, uidCount: nu
   throw new Error(`no free sandbox uid in ${uidBase}..${uidBase + uidCount - 1}`);
 }
 
+/**
+ * resetWorkspace readies a claim for its next step once every process of the last one is gone: the
+ * workspace emptied (back to mode 0700: the step owned it and may have changed it) and the per-spawn
+ * files of the claim (`scratch`: fstabs and bind points of spawns with binds) removed. What is left is
+ * what any fresh claim of that uid holds, so the next step, whoever's, finds nothing of the last one.
+ */
+export async function resetWorkspace(claim: ClaimedWorkspace, scratch: Iterable<string>): Promise<void> {
+  const inside = await readdir(claim.workspace);
+  const gone = [...inside.map((name) => path.join(claim.workspace, name)), ...[...scratch].map((name) => path.join(claim.dir, name))];
+  await Promise.all(gone.map((p) => rm(p, { recursive: true, force: true })));
+  const info = await lstat(claim.workspace);
+  if (!info.isDirectory() || info.uid !== claim.uid) throw new Error(`${claim.workspace} is no longer the step uid's directory`);
+  if ((info.mode & 0o7777) !== 0o700) await chmod(claim.workspace, 0o700);
+  if (inside.length && (await readdir(claim.workspace)).length) throw new Error(`${claim.workspace} could not be emptied`);
+}
+
 /** The uids of every live process on the host. */
 export async function liveUids(): Promise<Set<number>> {
   const uids = new Set<number>();

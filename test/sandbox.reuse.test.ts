@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
+import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
+import type { StepWorkspace } from '../src/engine/sandbox/index.ts';
+import { hostProcesses, waitFor } from './helpers/engine.ts';
+
+async function run(workspace: StepWorkspace, command: string): Promise<{ code: number | null; output: string }> {
+  const proc = workspace.spawn({ command, env: { PATH: '/usr/bin:/bin' } });
+  let output = '';
+  proc.child.stdout!.on('data', (d: Buffer) => (output += d));
+  proc.child.stderr!.on('data', (d: Buffer) => (output += d));
+  const code = await new Promise<number | null>((resolve) => proc.child.on('close', resolve));
+  return { code, output };
+}
+
+/**
+ * A sandbox's claim (its uid, directories and cgroup) is made once and serves one step after another:
+ * the next step, whoever's, must find nothing of the last one: no file, no process, no changed mode.
+ */
+describe('a claim that serves one step after another', () => {
+  let workRoot: string;
+  let sandbox: NamespaceSandbox;
+  before(async () => {
+    workRoot = mkdtempSync(path.join(os.tmpdir(), 'plinth-reuse-'));
+    // No warm pool: each open() takes the claim the last step left, so reuse is certain.
+    sandbox = new NamespaceSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0', PLINTH_STEP_MAX_PROCESSES: '64' }, workRoot));
+    const report = await sandbox.start();
+    assert.equal(report.mode, 'namespaces', report.detail);
+  });
+  after(async () => {
+    await sandbox.close();
+    rmSync(workRoot, { recursive: true, force: true });
+  });
+
+  it('hands the next step the same uid with an empty workspace, /tmp and /dev/shm, mode 0700, and no process of the last step', async () => {
+    const first = await sandbox.open();
+    const planted = await run(first, [
+      'echo secret > /workspace/file; mkdir -p /workspace/dir/deep; echo secret > /workspace/dir/deep/f; ln -s /etc/passwd /workspace/link',
+      'echo secret > /tmp/t; echo secret > /dev/shm/s; chmod 777 /workspace',
+      'setsid sleep 611 & (sleep 612 &) & nohup sleep 613 >/dev/null 2>&1 &',
+      'echo planted',
+    ].join('\n'));
+    assert.equal(planted.code, 0, planted.output);
+    await first.dispose();
+    assert.ok(!hostProcesses().some((p) => p.uid === first.uid), 'no process of the last step is left');
+
+    const second = await sandbox.open();
+    assert.equal(second.uid, first.uid, 'the claim was reused');
+    const seen = await run(second, [
+      'echo "workspace: $(ls -A /workspace | tr "\\n" " ")"',
+      'echo "tmp: $(ls -A /tmp | tr "\\n" " ")"',
+      'echo "shm: $(ls -A /dev/shm | tr "\\n" " ")"',
+      'echo "mode: $(stat -c %a /workspace)"',
+      'echo "sleeps: $(ps -e -o comm= | grep -c sleep)"',
+    ].join('\n'));
+    await second.dispose();
+    assert.equal(seen.code, 0, seen.output);
+    assert.match(seen.output, /^workspace: $/m);
+    assert.match(seen.output, /^tmp: $/m);
+    assert.match(seen.output, /^shm: $/m);
+    assert.match(seen.output, /^mode: 700$/m);
+    assert.match(seen.output, /^sleeps: 0$/m);
+  });
+
+  it('keeps no file of a spawn with binds (its mount table and mount points) for the next step', async () => {
+    const source = mkdtempSync(path.join(os.tmpdir(), 'plinth-reuse-bind-'));
+    try {
+      const workspace = await sandbox.open();
+      const claimDir = path.join(workRoot, 'plinth-sandboxes', String(workspace.uid));
+      const before = readdirSync(claimDir).sort();
+      const proc = workspace.spawn({ command: 'ls /plinth/src >/dev/null', env: { PATH: '/usr/bin:/bin' }, binds: [{ source, target: '/plinth/src', writable: false }] });
+      await new Promise((resolve) => proc.child.on('close', resolve));
+      assert.ok(readdirSync(claimDir).length > before.length, 'the spawn with binds wrote files of its own');
+      await workspace.dispose();
+      assert.deepEqual(readdirSync(claimDir).sort(), before);
+    } finally {
+      rmSync(source, { recursive: true, force: true });
+    }
+  });
+
+  it('removes every kept claim, its directory and its uid, when the sandbox closes', async () => {
+    const workspace = await sandbox.open();
+    await run(workspace, 'true');
+    await workspace.dispose();
+    assert.ok(readdirSync(path.join(workRoot, 'plinth-sandboxes')).some((name) => /^\d+$/.test(name)), 'a claim is kept between steps');
+    await sandbox.close();
+    await waitFor('every claim to be removed', async () => (readdirSync(path.join(workRoot, 'plinth-sandboxes')).some((name) => /^\d+$/.test(name)) ? undefined : true), 5_000);
+  });
+});
