@@ -91,3 +91,26 @@ describe('a claim that serves one step after another', () => {
     await waitFor('every claim to be removed', async () => (readdirSync(path.join(workRoot, 'plinth-sandboxes')).some((name) => /^\d+$/.test(name)) ? undefined : true), 5_000);
   });
 });
+
+describe('sandboxes built ahead', () => {
+  it('are built at a lower priority, and the step that takes one runs at the normal priority', async () => {
+    const workRoot = mkdtempSync(path.join(os.tmpdir(), 'plinth-nice-'));
+    const sandbox = new NamespaceSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '2' }, workRoot));
+    try {
+      assert.equal((await sandbox.start()).mode, 'namespaces');
+      const waiting = await waitFor('two sandboxes built ahead', async () => {
+        const found = hostProcesses().filter((p) => p.ppid === process.pid && p.comm === 'unshare');
+        return found.length === 2 ? found : undefined;
+      }, 10_000);
+      for (const p of waiting) assert.equal(os.getPriority(p.pid), 10, 'a sandbox built ahead waits at nice 10');
+      const workspace = await sandbox.open();
+      const { code, output } = await run(workspace, 'nice; sh -c nice');
+      await workspace.dispose();
+      assert.equal(code, 0, output);
+      assert.equal(output, '0\n0\n', 'the step and what it starts run at nice 0');
+    } finally {
+      await sandbox.close();
+      rmSync(workRoot, { recursive: true, force: true });
+    }
+  });
+});

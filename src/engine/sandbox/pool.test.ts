@@ -20,11 +20,13 @@ describe('the warm pool', () => {
     assert.equal(pool.readyCount, 2);
     const taken = [pool.take(), pool.take()];
     assert.deepEqual(taken, [3, 4]);
+    assert.equal(made, 4, 'a take refills only after its caller\'s own work (a refill spawns, which blocks the event loop)');
+    pool.fill();
     await pool.close();
     assert.equal(pool.readyCount, 0);
-    assert.ok(discarded.includes(5), `what was being made at close is discarded: ${discarded}`);
+    assert.ok(discarded.includes(5) && discarded.includes(6), `what was being made at close is discarded: ${discarded}`);
     await settle();
-    assert.equal(made, 5, 'nothing is made after close');
+    assert.equal(made, 6, 'nothing is made after close');
   });
 
   it('stops refilling after a failure to make one, until the next take', async () => {

@@ -21,7 +21,12 @@ export class WarmPool<T> {
     private readonly parallel = 2,
   ) {}
 
-  /** A ready item, or undefined when none is (the caller makes its own); starts a refill either way. */
+  /**
+   * A ready item, or undefined when none is (the caller makes its own); starts a refill either way, once
+   * the caller's own synchronous and promise work is done: making an item starts a process, and a spawn
+   * blocks the event loop until the child has exec'd (over 10 ms at p99 on a loaded 2-core machine), so
+   * it must not stand between a take and the start of the step the item was taken for.
+   */
   take(): T | undefined {
     this.closed = false;
     let found: T | undefined;
@@ -30,7 +35,7 @@ export class WarmPool<T> {
       if (this.alive(item)) found = item;
       else void this.discard(item).catch(this.onError);
     }
-    this.fill();
+    setImmediate(() => this.fill());
     return found;
   }
 
