@@ -19,7 +19,23 @@ import {
 /** The default uid range of step sandboxes (PLINTH_SANDBOX_UID_BASE, PLINTH_SANDBOX_UID_COUNT). */
 const SANDBOX_UIDS = { from: 200_000, to: 250_000 };
 const MAX_PROCESSES = 64;
-const sandboxProcesses = () => hostProcesses().filter((p) => p.uid >= SANDBOX_UIDS.from && p.uid < SANDBOX_UIDS.to);
+/**
+ * Processes of sandbox uids that belong to a step: every one but the waiting shell of a sandbox built
+ * ahead (its uid's only process, `sh`, a child of the sandbox's root init under `unshare`), which has
+ * run nothing yet and runs its step's script once the worker writes it.
+ */
+function sandboxProcesses() {
+  const all = hostProcesses();
+  const byPid = new Map(all.map((p) => [p.pid, p]));
+  const ofSandboxUids = all.filter((p) => p.uid >= SANDBOX_UIDS.from && p.uid < SANDBOX_UIDS.to);
+  const perUid = new Map<number, number>();
+  for (const p of ofSandboxUids) perUid.set(p.uid, (perUid.get(p.uid) ?? 0) + 1);
+  const waiting = (p: (typeof all)[number]) => {
+    const init = byPid.get(p.ppid);
+    return p.comm === 'sh' && perUid.get(p.uid) === 1 && init?.comm === 'sh' && init.uid === 0 && byPid.get(init.ppid)?.comm === 'unshare';
+  };
+  return ofSandboxUids.filter((p) => !waiting(p));
+}
 /**
  * Prefixes an attack that would harm the host if it ran unisolated (kill -1 as root kills every process
  * of the machine, a fork bomb starves it): it refuses to run unless it is inside a sandbox uid.

@@ -15,23 +15,26 @@
  *    otherwise). Nothing else of the host (no data directory, no other workspace, no worker file, no
  *    `/sys`). Every mount is `nosuid`; all but the root (which holds the device nodes) `nodev`;
  * 3. pivots into that root, detaching the host's filesystem entirely;
- * 4. WAITS for one line on stdin: the sandbox is built ahead of the step (the warm pool of
- *    namespaces.ts) and the worker writes that line when it hands the sandbox a step. End-of-file
- *    instead means the worker died: the init exits and the namespace with it;
- * 5. starts the step as its own uid with no capabilities, no supplementary groups and no_new_privs
- *    (setuid binaries do nothing), under RLIMIT_NPROC (the shell's `ulimit`: `-u` in bash, `-p` in
- *    dash; should neither take, the step does not start);
- * 6. stays as pid 1 beside a guard. The guard blocks reading the same stdin pipe, which only the worker
- *    holds; when the worker dies (even by SIGKILL) the pipe reaches end-of-file and the guard kills
- *    every process of the namespace. SIGTERM and SIGINT to the init (the worker stopping the step) are
- *    passed to every process. When the step's shell exits the init exits with its status, and the kernel kills
- *    whatever the step left in the namespace: `setsid`, double forks and daemons included, since none
- *    can leave a PID namespace.
+ * 4. starts the step's shell as its own uid with no capabilities, no supplementary groups and
+ *    no_new_privs (setuid binaries do nothing), under RLIMIT_NPROC (the shell's `ulimit`: `-u` in bash,
+ *    `-p` in dash; should neither take, the step does not start). The shell (`sh -s`) reads its script
+ *    from fd 3 and so WAITS until the worker writes it: the sandbox is built ahead of its step (the warm
+ *    pool of namespaces.ts), up to this shell, and the worker hands it a step by writing the step's
+ *    script (stepScript) and closing the pipe. No tenant data is in the sandbox before that; should the
+ *    worker retire it or die instead, the shell reads end-of-file (or the guard kills it) and runs
+ *    nothing;
+ * 5. stays as pid 1 beside a guard. The guard blocks reading stdin, a pipe which only the worker holds
+ *    (and to which nothing is ever written); when the worker dies (even by SIGKILL) or retires the
+ *    sandbox, the pipe reaches end-of-file and the guard kills every process of the namespace. SIGTERM
+ *    and SIGINT to the init (the worker stopping the step) are passed to every process. When the step's
+ *    shell exits the init exits with its status, and the kernel kills whatever the step left in the
+ *    namespace: `setsid`, double forks and daemons included, since none can leave a PID namespace.
  *
  * Its own environment is only PATH: the step's variables, its command and its working directory (chosen
  * by the tenant, so never given to a root process, where LD_PRELOAD and friends would mean code
- * execution) arrive on fd 3 as a script (stepScript) that only the unprivileged step shell reads, as its
- * standard input (`sh -s`): one shell, no `cat` and no second shell on the step's path.
+ * execution) arrive on fd 3 as a script that only the unprivileged step shell reads, as its standard
+ * input: when it arrives, the step's shell is already running (no process starts between the worker's
+ * write and the step's first command).
  *
  * Arguments: fstab, mount point of the root, uid, process limit, cgroup.procs files.
  */
@@ -45,7 +48,6 @@ pivot_root . .
 umount -l .
 cd /workspace
 unset OLDPWD
-read -r _ || exit 111
 exec 4<&0
 (ulimit -c 0; ulimit -u "$nproc" 2>/dev/null || ulimit -p "$nproc"
  exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- sh -s) <&3 3<&- 4<&- &

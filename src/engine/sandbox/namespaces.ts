@@ -262,8 +262,8 @@ export class NamespaceSandbox implements StepSandbox {
 
   /**
    * prestart builds a sandbox up to the point where it waits for its step (SANDBOX_INIT, step 4): the
-   * namespaces, the mounts, the pivot. `begin` hands it the step's variables, command and working
-   * directory on fd 3 and tells it to start.
+   * namespaces, the mounts, the pivot, the step's shell waiting for its script. `begin` writes that
+   * script (the step's variables, working directory and command) on fd 3, which starts the step.
    */
   private prestart(claimed: Claimed, binds: CheckedBind[], n: number, { background = false } = {}): Prestarted {
     const { claim, cgroup } = claimed;
@@ -291,10 +291,10 @@ export class NamespaceSandbox implements StepSandbox {
     const lowered = background && canRenice && setNice(proc.child.pid, BUILD_AHEAD_NICE);
     return {
       proc,
-      begin: (specText) => {
+      begin: (script) => {
         if (lowered) restoreNice(proc.child.pid!);
-        (proc.child.stdio[3] as NodeJS.WritableStream).end(specText);
-        proc.child.stdin!.write('\n');
+        // The step's shell is waiting for this: writing it is what starts the step.
+        (proc.child.stdio[3] as NodeJS.WritableStream).end(script);
       },
     };
   }
@@ -311,7 +311,8 @@ interface Claimed {
 
 interface Prestarted {
   proc: SandboxedProcess;
-  begin(specText: string): void;
+  /** Hands the sandbox its step: the script its waiting shell runs. */
+  begin(script: string): void;
 }
 
 interface Warm {
@@ -340,18 +341,27 @@ function setNice(pid: number | undefined, nice: number): boolean {
 }
 
 /**
- * restoreNice sets `unshare` back to 0 first, so an init it forks from then on inherits 0, then the init
- * it already forked: either way the init is at 0 before it starts the step.
+ * restoreNice sets the sandbox's processes back to 0, parents before children (`unshare`, its init,
+ * then the init's: the step's waiting shell and the guard): a process forked after its parent was set
+ * inherits 0, one forked before is in its parent's `children` list. So every process of the step, its
+ * shell and whatever that starts once its script arrives, runs at 0.
  */
 function restoreNice(unsharePid: number) {
-  setNice(unsharePid, 0);
-  let children = '';
-  try {
-    children = readFileSync(`/proc/${unsharePid}/task/${unsharePid}/children`, 'utf8');
-  } catch {
-    return; // It exited: there is no step to start.
+  const pending = [unsharePid];
+  for (let depth = 0; depth < 3 && pending.length; depth++) {
+    for (const pid of pending.splice(0)) {
+      setNice(pid, 0);
+      pending.push(...childrenOf(pid));
+    }
   }
-  for (const pid of children.split(' ').filter(Boolean)) setNice(Number(pid), 0);
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    return []; // It exited.
+  }
 }
 
 /** Bound, not copied, so a change of the host's resolver reaches the next step. */
@@ -360,12 +370,14 @@ function hostResolverFiles() {
 }
 
 /**
- * retire ends a sandbox that never got its step: end-of-file on its stdin makes its init exit, and
- * `unshare` reaps it (a SIGKILL to the group would leave the init a zombie for the host's init to reap).
+ * retire ends a sandbox that never got its step: end-of-file on its script makes its waiting shell
+ * exit having run nothing (and on its stdin makes the guard kill whatever is left), so its init exits
+ * and `unshare` reaps it (a SIGKILL to the group would leave the init a zombie for the host's init to reap).
  */
 async function retire(proc: SandboxedProcess): Promise<void> {
   if (!isRunning(proc)) return;
   const exited = once(proc.child, 'exit');
+  (proc.child.stdio[3] as NodeJS.WritableStream).end();
   proc.child.stdin!.end();
   const timer = setTimeout(() => proc.kill(), 5_000);
   await exited;

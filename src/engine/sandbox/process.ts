@@ -28,8 +28,7 @@ export interface GuardedSpawn {
 /**
  * spawnGuarded starts a process in its own process group whose stdin is a pipe only this process holds.
  * It exists to reach end-of-file when the worker dies (even by SIGKILL), which the guard inside the
- * sandbox takes as the order to kill the step; the only thing ever written to it is the one line that
- * tells a namespaced sandbox built ahead to start its step.
+ * sandbox takes as the order to kill the step; nothing is ever written to it.
  */
 export function spawnGuarded(o: GuardedSpawn): SandboxedProcess {
   const stdio: StdioPipe[] = o.fd3 ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'];
