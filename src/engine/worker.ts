@@ -196,6 +196,8 @@ export class EngineWorker {
     } finally {
       // Only now, with the outcome committed (or the lease known lost), do heartbeats stop.
       this.running.delete(id);
+      // And the sandbox makes up what this step took from it: not before, where it would delay the commit.
+      if (!this.draining) this.config.sandbox.replenish();
     }
   }
 

@@ -94,6 +94,10 @@ export class NamespaceSandbox implements StepSandbox {
     return this.started;
   }
 
+  replenish(): void {
+    this.pool.fill();
+  }
+
   /** Destroys the sandboxes built ahead and the claims kept for reuse; an open() afterwards builds them again. */
   async close(): Promise<void> {
     this.closed = true;

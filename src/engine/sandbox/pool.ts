@@ -22,10 +22,11 @@ export class WarmPool<T> {
   ) {}
 
   /**
-   * A ready item, or undefined when none is (the caller makes its own); starts a refill either way, once
-   * the caller's own synchronous and promise work is done: making an item starts a process, and a spawn
-   * blocks the event loop until the child has exec'd (over 10 ms at p99 on a loaded 2-core machine), so
-   * it must not stand between a take and the start of the step the item was taken for.
+   * A ready item, or undefined when none is (the caller makes its own). Taking one does not refill: the
+   * owner calls fill() when making items hurts least (the sandbox: once the step's outcome is committed),
+   * since making an item starts a process, and a spawn blocks the event loop until the child has exec'd
+   * (over 10 ms at p99 on a loaded 2-core machine). A take that finds the pool empty (a burst) does
+   * start a refill, once the caller's own synchronous and promise work is done.
    */
   take(): T | undefined {
     this.closed = false;
@@ -35,7 +36,7 @@ export class WarmPool<T> {
       if (this.alive(item)) found = item;
       else void this.discard(item).catch(this.onError);
     }
-    setImmediate(() => this.fill());
+    if (this.ready.length === 0) setImmediate(() => this.fill());
     return found;
   }
 

@@ -106,6 +106,13 @@ export interface StepSandbox {
   start(): Promise<IsolationReport>;
   /** Makes a fresh workspace; throws SandboxUnavailableError when steps cannot run isolated here. */
   open(): Promise<StepWorkspace>;
+  /**
+   * Makes up what the sandbox keeps ready between steps (the warm pool) for the steps taken from it.
+   * The worker calls it once a step's outcome is committed, so that this work (a spawn, which blocks
+   * the event loop until the child has exec'd, and the setup's processes) never stands between a step's
+   * exit and its outcome's commit.
+   */
+  replenish(): void;
   /** Releases what the sandbox keeps ready between steps (the warm pool); a later open() starts over. */
   close(): Promise<void>;
 }

@@ -44,6 +44,8 @@ export class UnisolatedSandbox implements StepSandbox {
     };
   }
 
+  replenish(): void {}
+
   async close(): Promise<void> {}
 
   async open(): Promise<StepWorkspace> {
