@@ -2,6 +2,7 @@ import type { Config } from './platform/config.ts';
 import { createDb, type Db } from './platform/db/db.ts';
 import { startEmbeddedPostgres } from './platform/db/embedded.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
+import { withRetries } from './platform/db/retry.ts';
 import { buildApp, type App } from './platform/http/app.ts';
 import type { Logger } from './platform/logger.ts';
 import type { Tracing } from './platform/tracing.ts';
@@ -63,18 +64,22 @@ export interface RunningPlinth {
  */
 export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger, tracing?: Tracing): Promise<RunningPlinth> {
   const database = await openDatabase(config, log);
-  const applied = await migrateToLatest(database.db);
+  // Each start-up step is idempotent (a failed migration rolled back): a database restarting or failing
+  // over while a process starts is waited out for a minute, as running processes wait it out.
+  const retried = <T>(what: string, step: () => Promise<T>) =>
+    withRetries(step, { onRetry: (err, attempt, delayMs) => log.warn({ err, attempt, delayMs }, `${what}: the database is not reachable; retrying`) });
+  const applied = await retried('migrations', () => migrateToLatest(database.db));
   if (applied.length) log.info({ migrations: applied }, 'applied migrations');
-  const boot = await ensureAdmin(database.db, { adminToken: config.adminToken, adminEmail: config.adminEmail, dataDir: config.dataDir });
+  const boot = await retried('bootstrap', () => ensureAdmin(database.db, { adminToken: config.adminToken, adminEmail: config.adminEmail, dataDir: config.dataDir }));
   if (boot.generatedToken) {
     process.stdout.write(`\nPlinth admin token (shown once; also in ${config.dataDir}/admin-token):\n${boot.generatedToken}\n\n`);
   }
 
   // An audited write needs its month's partition: ensured at every start, and daily by the workers.
-  await ensureAuditPartitions(database.db);
+  await retried('audit partitions', () => ensureAuditPartitions(database.db));
   const secrets = openSecretBox(config);
   // The queue's schema is needed by API processes too: they enqueue a run's first steps.
-  await installQueue(database.url, log);
+  await retried('the queue\'s schema', () => installQueue(database.url, log));
   let worker: EngineWorker | undefined;
   let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {

@@ -18,6 +18,7 @@ describe('a 5 s database outage while steps finish', () => {
   let api: PlinthProcess;
   const workers: ChildProcess[] = [];
   const exits: string[] = [];
+  let env: Record<string, string>;
 
   before(async () => {
     t = await startEngineTestApp();
@@ -25,7 +26,7 @@ describe('a 5 s database outage while steps finish', () => {
     proxy = await startTcpProxy(Number(target.port), target.hostname);
     const proxied = new URL(t.database.url);
     proxied.port = String(proxy.port);
-    const env = {
+    env = {
       DATABASE_URL: proxied.toString(),
       PLINTH_ADMIN_TOKEN: t.adminToken,
       PLINTH_DATA_DIR: tempDir(),
@@ -92,6 +93,31 @@ describe('a 5 s database outage while steps finish', () => {
       await assertHistoryConsistent(t.db, id);
       const steps = await stepsOf(t, id);
       assert.deepEqual(steps.map((s) => [s.stepId, s.retryAttempt, s.status]), [['a', 0, 'SUCCEEDED'], ['b', 0, 'SUCCEEDED']]);
+    }
+  });
+
+  it('an api and a worker started while the database is away wait for it, then start', async () => {
+    const outage = proxy.cut(8_000);
+    const lateApi = startPlinthProcess(env, { command: 'api', readyTimeoutMs: 90_000 });
+    const lateWorker = spawn(process.execPath, [PLINTH_BIN, 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let workerOutput = '';
+    lateWorker.stdout!.on('data', (chunk) => (workerOutput += chunk));
+    let workerExit: number | string | null = null;
+    lateWorker.on('exit', (code, signal) => (workerExit = code ?? signal));
+    try {
+      await outage;
+      const api = await lateApi;
+      try {
+        assert.match(api.output(), /the database is not reachable; retrying/, 'the api met the outage while starting');
+        assert.equal((await fetch(`${api.baseUrl}/health`)).status, 200);
+      } finally {
+        await api.stop();
+      }
+      await waitFor('the late worker to start', async () => (workerOutput.includes('plinth started') || workerExit !== null ? true : undefined), 60_000);
+      assert.equal(workerExit, null, `the worker did not exit:\n${workerOutput}`);
+      assert.match(workerOutput, /retrying/, 'the worker met the outage while starting');
+    } finally {
+      lateWorker.kill('SIGKILL');
     }
   });
 });

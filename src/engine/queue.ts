@@ -1,5 +1,6 @@
 import { Logger as QueueLogger, run, runMigrations, type Runner, type Task } from 'graphile-worker';
 import type { Logger } from '../platform/logger.ts';
+import { withRetries } from '../platform/db/retry.ts';
 
 /**
  * The job catalogue: one job kind, `step.execute`, whose payload names a QUEUED step execution.
@@ -95,7 +96,8 @@ export async function startQueue(o: QueueOptions): Promise<Queue> {
       restartTimer = setTimeout(again, 1_000);
     }
   };
-  await launch();
+  // A database restarting or failing over while the worker starts is waited out (a minute at most).
+  await withRetries(launch, { onRetry: (err) => o.log.warn({ err }, 'the job queue cannot start yet; retrying') });
   return {
     stop: async () => {
       stopping = true;

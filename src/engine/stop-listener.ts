@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { withRetries } from '../platform/db/retry.ts';
 import type { Logger } from '../platform/logger.ts';
 
 /**
@@ -18,9 +19,9 @@ export class StopListener {
     private readonly onStop: (executionId: string) => void,
   ) {}
 
-  /** start connects once; a failure here is the caller's (the worker does not start without its database). */
+  /** start connects, waiting out a database that is restarting or failing over (a minute at most). */
   async start(): Promise<void> {
-    await this.connect();
+    await withRetries(() => this.connect(), { onRetry: (err) => this.log.warn({ err }, 'the step-stop listener cannot connect yet; retrying') });
   }
 
   async stop(): Promise<void> {
