@@ -5,21 +5,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
-import type { SandboxedProcess, StepBind, StepProcessSpec, StepSandbox, StepWorkspace } from '../src/engine/sandbox/sandbox.ts';
+import type { SandboxedProcess, StepBind, StepSandbox } from '../src/engine/sandbox/sandbox.ts';
 import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
 import { UnisolatedSandbox } from '../src/engine/sandbox/unisolated.ts';
+import { runInWorkspace, STEP_TEST_PATH } from './helpers/sandbox.ts';
 
-const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
-/** Runs one process to its end and returns its exit code and output (stdout and stderr together). */
-async function run(workspace: StepWorkspace, command: string, spec: Partial<StepProcessSpec> = {}) {
-  const proc = workspace.spawn({ command, env: { PATH }, ...spec });
-  let output = '';
-  proc.child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  proc.child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const [code] = await once(proc.child, 'close');
-  return { code: code as number | null, output };
-}
+const PATH = STEP_TEST_PATH;
+const run = runInWorkspace;
 
 /** Resolves once the process printed `line`, so it is known to be running. */
 async function started(proc: SandboxedProcess, line: string) {

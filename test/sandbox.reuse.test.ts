@@ -5,17 +5,10 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
 import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
-import type { StepWorkspace } from '../src/engine/sandbox/index.ts';
 import { hostProcesses, waitFor } from './helpers/engine.ts';
+import { runInWorkspace } from './helpers/sandbox.ts';
 
-async function run(workspace: StepWorkspace, command: string): Promise<{ code: number | null; output: string }> {
-  const proc = workspace.spawn({ command, env: { PATH: '/usr/bin:/bin' } });
-  let output = '';
-  proc.child.stdout!.on('data', (d: Buffer) => (output += d));
-  proc.child.stderr!.on('data', (d: Buffer) => (output += d));
-  const code = await new Promise<number | null>((resolve) => proc.child.on('close', resolve));
-  return { code, output };
-}
+const run = runInWorkspace;
 
 /**
  * A sandbox's claim (its uid, directories and cgroup) is made once and serves one step after another:

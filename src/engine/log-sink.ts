@@ -151,8 +151,7 @@ export class LogSink {
   }
 
   flush(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelTimer();
     const batch = this.pending;
     const size = this.pendingSize;
     this.pending = [];
@@ -191,8 +190,7 @@ export class LogSink {
    * but those.
    */
   async settled(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelTimer();
     await this.flushing;
   }
 
@@ -202,13 +200,12 @@ export class LogSink {
    * Should that transaction fail for good, `storeTail` stores them as a flush would, or counts them lost.
    */
   takeTail(): LogTail | undefined {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelTimer();
     const batch = this.pending;
     if (batch.length === 0) return undefined;
     this.pending = [];
     this.pendingSize = 0;
-    return { count: batch.length, write: (executor) => insertRecords(executor, this.executionId, batch), batch };
+    return { write: (executor) => insertRecords(executor, this.executionId, batch), batch };
   }
 
   /** storeTail writes a tail whose transaction failed, as a flush: retried, else counted lost. */
@@ -217,11 +214,15 @@ export class LogSink {
     this.pendingSize += tail.batch.reduce((n, r) => n + r.size, 0);
     return this.flush();
   }
+
+  private cancelTimer() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
 }
 
 /** The last records of a step, written by the transaction that commits its outcome. */
 export interface LogTail {
-  count: number;
   write(executor: Executor): Promise<void>;
   readonly batch: readonly PendingRecord[];
 }

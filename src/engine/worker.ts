@@ -253,18 +253,19 @@ export class EngineWorker {
    */
   private async commitOutcome(held: HeldAttempt, runId: string, outcome: StepOutcome, attempt: RunningAttempt, sink: LogSink): Promise<boolean> {
     const retry = this.retry('completion', undefined, attempt.lease.signal);
+    const unlessLeaseLost = (error: unknown) => {
+      if (attempt.lease.signal.aborted) return false;
+      throw error;
+    };
     const tail = sink.takeTail();
     try {
       return await completeStep(this.db, held, runId, outcome, retry, tail);
     } catch (error) {
-      if (tail) await sink.storeTail(tail);
+      if (!tail) return unlessLeaseLost(error);
+      await sink.storeTail(tail);
       if (attempt.lease.signal.aborted) return false;
-      if (!tail) throw error;
       this.log.warn({ err: error, executionId: held.executionId }, 'the outcome could not be committed with its last log lines; committing it alone');
-      return completeStep(this.db, held, runId, sink.stats.linesLost ? withLostLines(outcome, sink) : outcome, retry).catch((again) => {
-        if (attempt.lease.signal.aborted) return false;
-        throw again;
-      });
+      return completeStep(this.db, held, runId, sink.stats.linesLost ? withLostLines(outcome, sink) : outcome, retry).catch(unlessLeaseLost);
     }
   }
 

@@ -205,6 +205,8 @@ export class NamespaceSandbox implements StepSandbox {
       await Promise.all([
         writeFile(path.join(claim.dir, 'passwd'), `root:x:0:0:root:/root:/usr/sbin/nologin\nplinth:x:${claim.uid}:${claim.uid}:plinth step:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`),
         writeFile(path.join(claim.dir, 'group'), `root:x:0:\nplinth:x:${claim.uid}:\nnogroup:x:65534:\n`),
+        // The mount table of a spawn without binds: the same for every step the claim serves.
+        writeFile(path.join(claim.dir, 'fstab'), this.fstabOf(claim, [])),
       ]);
       return { claim, cgroup: await this.cgroups?.create(String(claim.uid), limits), scratch: new Set() };
     } catch (error) {
@@ -232,19 +234,19 @@ export class NamespaceSandbox implements StepSandbox {
    */
   private async recycle(claimed: Claimed, processes: Iterable<SandboxedProcess>) {
     const procs = [...processes];
-    const exited = Promise.all(procs.map((p) => (isRunning(p) ? once(p.child, 'exit') : undefined)));
     for (const proc of procs) proc.kill();
-    let timer: NodeJS.Timeout | undefined;
-    const gone = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 5_000)))]);
-    clearTimeout(timer);
+    const keep = (await exitedWithin(procs, 5_000)) && !this.closed && this.free.length < this.maxFree;
     try {
-      if (!gone || this.closed || this.free.length >= this.maxFree || !((await claimed.cgroup?.isEmpty()) ?? true)) throw new Error('not reusable');
-      await resetWorkspace(claimed.claim, claimed.scratch);
-      claimed.scratch.clear();
-      this.free.push(claimed);
+      if (keep && ((await claimed.cgroup?.isEmpty()) ?? true)) {
+        await resetWorkspace(claimed.claim, claimed.scratch);
+        claimed.scratch.clear();
+        this.free.push(claimed);
+        return;
+      }
     } catch {
-      await this.destroy(claimed, procs);
+      // Not emptied: destroyed below.
     }
+    await this.destroy(claimed, procs);
   }
 
   private async openWorkspace(): Promise<StepWorkspace> {
@@ -283,6 +285,11 @@ export class NamespaceSandbox implements StepSandbox {
     };
   }
 
+  private fstabOf(claim: ClaimedWorkspace, binds: CheckedBind[], bindPoints?: string): string {
+    const etcFiles = [{ source: path.join(claim.dir, 'passwd'), name: 'passwd' }, { source: path.join(claim.dir, 'group'), name: 'group' }, ...this.resolverFiles];
+    return stepFstab({ template: this.template, root: claim.mountPoint, systemDirs: this.systemDirs, etcFiles, workspace: claim.workspace, tmpMb: this.settings.limits.memoryMb, binds, bindPoints });
+  }
+
   /**
    * prestart builds a sandbox up to the point where it waits for its step (SANDBOX_INIT, step 4): the
    * namespaces, the mounts, the pivot, the step's shell waiting for its script. `begin` writes that
@@ -291,15 +298,14 @@ export class NamespaceSandbox implements StepSandbox {
   private prestart(claimed: Claimed, binds: CheckedBind[], n: number, { background = false } = {}): Prestarted {
     const { claim, cgroup } = claimed;
     const { limits, network } = this.settings;
-    // Without binds the table is the same for every step of the claim: written once, kept with it.
-    const fstab = path.join(claim.dir, binds.length ? `fstab-${n}` : 'fstab');
-    if (binds.length || !claimed.fstabWritten) {
+    let fstab = path.join(claim.dir, 'fstab');
+    if (binds.length) {
+      // Binds are this spawn's own: its table and mount points go when the step does (scratch).
+      fstab = path.join(claim.dir, `fstab-${n}`);
       const bindPoints = path.join(claim.dir, `plinth-${n}`);
-      if (binds.length) claimed.scratch.add(`fstab-${n}`).add(`plinth-${n}`);
+      claimed.scratch.add(`fstab-${n}`).add(`plinth-${n}`);
       makeBindPoints(bindPoints, binds);
-      const etcFiles = [{ source: path.join(claim.dir, 'passwd'), name: 'passwd' }, { source: path.join(claim.dir, 'group'), name: 'group' }, ...this.resolverFiles];
-      writeFileSync(fstab, stepFstab({ template: this.template, root: claim.mountPoint, systemDirs: this.systemDirs, etcFiles, workspace: claim.workspace, tmpMb: limits.memoryMb, binds, bindPoints }));
-      if (!binds.length) claimed.fstabWritten = true;
+      writeFileSync(fstab, this.fstabOf(claim, binds, bindPoints));
     }
     const namespaces = ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : [])];
     const proc = spawnGuarded({
@@ -328,8 +334,6 @@ interface Claimed {
   cgroup: StepCgroup | undefined;
   /** Files of the claim's directory made for one step (spawns with binds), removed before the next. */
   scratch: Set<string>;
-  /** Whether the claim's fstab without binds is written (it serves every step of the claim). */
-  fstabWritten?: boolean;
 }
 
 interface Prestarted {
@@ -402,12 +406,21 @@ function hostResolverFiles() {
  */
 async function retire(proc: SandboxedProcess): Promise<void> {
   if (!isRunning(proc)) return;
-  const exited = once(proc.child, 'exit');
   (proc.child.stdio[3] as NodeJS.WritableStream).end();
   proc.child.stdin!.end();
-  const timer = setTimeout(() => proc.kill(), 5_000);
-  await exited;
+  if (!(await exitedWithin([proc], 5_000))) {
+    proc.kill();
+    await once(proc.child, 'exit');
+  }
+}
+
+/** Whether every one of `procs` has exited (their `unshare` reaped, so their whole namespace is gone) within `ms`. */
+async function exitedWithin(procs: SandboxedProcess[], ms: number): Promise<boolean> {
+  const exits = procs.filter(isRunning).map((p) => once(p.child, 'exit'));
+  let timer: NodeJS.Timeout | undefined;
+  const gone = await Promise.race([Promise.all(exits).then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
   clearTimeout(timer);
+  return gone;
 }
 
 function isRunning(proc: SandboxedProcess): boolean {
