@@ -75,6 +75,26 @@ describe('a claim that serves one step after another', () => {
     }
   });
 
+  it('keeps a kept claim\'s cgroup when a worker with another work root starts and sweeps stale cgroups', async () => {
+    const workspace = await sandbox.open();
+    await run(workspace, 'true');
+    await workspace.dispose();
+    const otherRoot = mkdtempSync(path.join(os.tmpdir(), 'plinth-reuse-other-'));
+    const other = new NamespaceSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0' }, otherRoot));
+    try {
+      assert.equal((await other.start()).mode, 'namespaces');
+    } finally {
+      await other.close();
+      rmSync(otherRoot, { recursive: true, force: true });
+    }
+    const again = await sandbox.open();
+    assert.equal(again.uid, workspace.uid, 'the kept claim is reused');
+    const { code, output } = await run(again, 'echo ran');
+    await again.dispose();
+    assert.equal(code, 0, output);
+    assert.equal(output, 'ran\n');
+  });
+
   it('removes every kept claim, its directory and its uid, when the sandbox closes', async () => {
     const workspace = await sandbox.open();
     await run(workspace, 'true');

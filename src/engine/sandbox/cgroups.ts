@@ -8,7 +8,7 @@ import type { StepLimits } from './sandbox.ts';
  * of a step from outside. cgroup v2 when its controllers are usable here, else the v1 hierarchies of
  * the `pids`, `memory` and `cpu` controllers; with neither, steps run without these limits (the
  * process limit then still holds through RLIMIT_NPROC of the step's own uid). Step cgroups are made
- * under the worker's own cgroup (`<its cgroup>/plinth-steps/<uid>`), so whatever limits the operator
+ * under the worker's own cgroup (`<its cgroup>/plinth-steps/<work root tag>-<uid>`), so whatever limits the operator
  * put on the worker still cover its steps.
  */
 
@@ -146,7 +146,7 @@ function hostFor(version: 'v1' | 'v2', bases: Map<Controller, string>, detail: s
       for (const base of new Set(bases.values())) {
         for (const entry of await readdir(base, { withFileTypes: true }).catch(() => [])) {
           // rmdir refuses a cgroup that still holds a process: only empty ones go.
-          if (entry.isDirectory() && /^\d+$/.test(entry.name) && isStale(entry.name)) await rmdir(path.join(base, entry.name)).catch(() => {});
+          if (entry.isDirectory() && isStale(entry.name)) await rmdir(path.join(base, entry.name)).catch(() => {});
         }
       }
     },

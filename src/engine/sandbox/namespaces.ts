@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
@@ -64,6 +65,12 @@ export class NamespaceSandbox implements StepSandbox {
    */
   private readonly free: Claimed[] = [];
   private readonly maxFree: number;
+  /**
+   * Step cgroups are named `<cgroupTag>-<uid>`, the tag naming this work root: the cgroup base is shared
+   * by every worker of the host, and a worker's sweep must only take what its own root no longer claims
+   * (a claim kept for reuse has an empty cgroup for as long as it waits: another root's sweep took it).
+   */
+  private readonly cgroupTag: string;
   private closed = false;
   private refillTimer: NodeJS.Timeout | undefined;
   private refillAsked: number | undefined;
@@ -75,6 +82,7 @@ export class NamespaceSandbox implements StepSandbox {
   ) {
     this.root = path.join(settings.workRoot ?? os.tmpdir(), 'plinth-sandboxes');
     this.maxFree = Math.max(4, settings.poolSize);
+    this.cgroupTag = createHash('sha256').update(this.root).digest('hex').slice(0, 8);
     this.pool = new WarmPool(settings.poolSize, () => this.makeWarm(), (w) => isRunning(w.first.proc), async (w) => {
       await retire(w.first.proc);
       await this.destroy(w.claimed, []);
@@ -155,7 +163,10 @@ export class NamespaceSandbox implements StepSandbox {
       this.resolverFiles = hostResolverFiles();
       this.cgroups = await detectCgroups();
       // A cgroup whose workspace still exists may belong to a step another worker is starting.
-      await this.cgroups.sweep((name) => !existsSync(path.join(this.root, name)));
+      await this.cgroups.sweep((name) => {
+        const uid = this.uidOfCgroup(name);
+        return uid !== undefined && !existsSync(path.join(this.root, uid));
+      });
       const output = await this.tryOnce();
       if (output !== undefined) return failed(`a probe step failed: ${output}`);
     } catch (error) {
@@ -198,6 +209,12 @@ export class NamespaceSandbox implements StepSandbox {
     return this.free.pop() ?? this.claimWithCgroup();
   }
 
+  /** The uid of one of this root's step cgroups (`<cgroupTag>-<uid>`), else undefined. */
+  private uidOfCgroup(name: string): string | undefined {
+    const [tag, uid] = name.split('-');
+    return tag === this.cgroupTag && /^\d+$/.test(uid ?? '') ? uid : undefined;
+  }
+
   private async claimWithCgroup(): Promise<Claimed> {
     const { uidBase, uidCount, limits } = this.settings;
     const claim = await claimWorkspace(this.root, uidBase, uidCount);
@@ -208,7 +225,7 @@ export class NamespaceSandbox implements StepSandbox {
         // The mount table of a spawn without binds: the same for every step the claim serves.
         writeFile(path.join(claim.dir, 'fstab'), this.fstabOf(claim, [])),
       ]);
-      return { claim, cgroup: await this.cgroups?.create(String(claim.uid), limits), scratch: new Set() };
+      return { claim, cgroup: await this.cgroups?.create(`${this.cgroupTag}-${claim.uid}`, limits), scratch: new Set() };
     } catch (error) {
       await rm(claim.dir, { recursive: true, force: true });
       throw error;
