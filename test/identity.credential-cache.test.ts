@@ -87,3 +87,48 @@ describe('credential cache: a revocation, expiry, role change or removal is seen
     }
   });
 });
+
+/**
+ * The API's own process forgets its cached credentials before answering a request that wrote a
+ * credential table, and only then. The notification trigger of the table is disabled in each case and
+ * the cache's TTL is a minute, so only the request itself can explain what the next request sees.
+ */
+describe('credential cache: the API process forgets cached credentials after a request that changed one, and only then', () => {
+  let t: TestApp;
+  before(async () => (t = await startTestApp({ credentialCacheTtlMs: 60_000 })));
+  after(() => t.close());
+
+  async function withoutNotifications(table: string, body: () => Promise<void>) {
+    await sleep(300); // The notifications of the setup land first: each empties the cache.
+    await sql`alter table ${sql.table(table)} disable trigger ${sql.id(`${table}_notify_credentials`)}`.execute(t.db);
+    try {
+      await body();
+    } finally {
+      await sql`alter table ${sql.table(table)} enable trigger ${sql.id(`${table}_notify_credentials`)}`.execute(t.db);
+    }
+  }
+
+  it('a role lowered through the API is enforced on the very next request', async () => {
+    const user = await userCaller(t, 'demoted@example.com', 'MEMBER');
+    await withoutNotifications('memberships', async () => {
+      assert.equal((await t.call('GET', '/projects', { token: user.token })).status, 200);
+      assert.equal((await t.call('PATCH', `/memberships/${user.membershipId}`, { body: { data: { role: 'VIEWER' } } })).status, 200);
+      const write = await t.call('POST', '/projects', { token: user.token, body: { data: { givenId: 'after-demotion', name: 'No' } } });
+      assert.equal(write.status, 403, JSON.stringify(write.body));
+    });
+  });
+
+  it('a request that writes no credential table leaves the cache as it is', async () => {
+    const sa = await serviceAccountCaller(t, 'MEMBER');
+    await withoutNotifications('api_keys', async () => {
+      assert.equal((await t.call('GET', '/projects', { token: sa.token })).status, 200);
+      // Revoked behind the API's back (no notification): only a lookup would see it.
+      await sql`update api_keys set revoked_at = now() where id = ${sa.keyId}`.execute(t.db);
+      assert.equal((await t.call('POST', '/projects', { body: { data: { givenId: 'unrelated-write', name: 'Unrelated' } } })).status, 201);
+      assert.equal((await t.call('GET', '/projects', { token: sa.token })).status, 200, 'still served from memory');
+      // A write of a credential table by anyone empties it.
+      assert.equal((await t.call('POST', '/api-keys', { body: { data: { name: 'another' } } })).status, 201);
+      assert.equal((await t.call('GET', '/projects', { token: sa.token })).status, 401);
+    });
+  });
+});

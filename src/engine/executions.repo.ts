@@ -1,4 +1,4 @@
-import { sql, type QueryCreator } from 'kysely';
+import { sql, type QueryCreator, type RawBuilder } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import type { Db, Executor, Trx } from '../platform/db/db.ts';
 import type { StepStatus } from '../platform/db/enums.ts';
@@ -22,39 +22,47 @@ export interface NewExecutionValues {
   statusDetail?: Record<string, unknown>;
 }
 
-/** insertExecution creates a step execution and, in the same statement, its first history row (and its job when QUEUED). */
-export async function insertExecution(trx: Trx, v: NewExecutionValues, transition: TransitionRecord): Promise<void> {
-  const terminal = v.status === 'SUCCEEDED' || v.status === 'SKIPPED';
-  const dispatch = v.status === 'QUEUED';
-  const insert = (db: QueryCreator<Database & { job: { id: string } }>) =>
-    db
-      .insertInto('step_executions')
-      .values({
-        id: v.id,
-        organization_id: v.organizationId,
-        pipeline_run_id: v.runId,
-        step_id: v.stepId,
-        step_name: v.stepName,
-        step_type: v.stepType,
-        status: v.status,
-        attempt_epoch: v.attemptEpoch,
-        retry_attempt: v.retryAttempt,
-        is_last_retry: v.isLastRetry,
-        queue_reason: v.queueReason,
-        input_data: v.inputData === null ? null : JSON.stringify(v.inputData),
-        status_detail: v.statusDetail ? JSON.stringify(v.statusDetail) : null,
-        completed_at: terminal ? sql<Date>`now()` : null,
-        ...(dispatch ? { engine_job_id: sql<string>`(select id from job)`, dispatched_at: sql<Date>`now()` } : {}),
-      })
-      .returning('id');
-  // A QUEUED execution and its job are created by the same statement: one never exists without the other.
-  const source = dispatch
-    ? trx.with('job', (db) => db.selectNoFrom(stepJob(v.id, v.runId).as('id')))
-    : trx.with('job', (db) => db.selectNoFrom(sql<string>`null`.as('id')));
-  await source
-    .with('created', insert)
+/**
+ * insertExecutions creates step executions of one run and, in the same statement, their first history
+ * rows and the jobs of those that are QUEUED: one round trip for every step a decision starts at once
+ * (the roots of a run, the steps one completion unblocks), and a QUEUED execution never exists
+ * without its job.
+ */
+export async function insertExecutions(trx: Trx, rows: ReadonlyArray<{ values: NewExecutionValues; transition: TransitionRecord }>): Promise<void> {
+  if (rows.length === 0) return;
+  const runId = rows[0].values.runId;
+  const dispatched = rows.filter((r) => r.values.status === 'QUEUED').map((r) => r.values.id);
+  const executionRow = (v: NewExecutionValues) => {
+    const terminal = v.status === 'SUCCEEDED' || v.status === 'SKIPPED';
+    const dispatch = v.status === 'QUEUED';
+    return {
+      id: v.id,
+      organization_id: v.organizationId,
+      pipeline_run_id: v.runId,
+      step_id: v.stepId,
+      step_name: v.stepName,
+      step_type: v.stepType,
+      status: v.status,
+      attempt_epoch: v.attemptEpoch,
+      retry_attempt: v.retryAttempt,
+      is_last_retry: v.isLastRetry,
+      queue_reason: v.queueReason,
+      input_data: v.inputData === null ? null : JSON.stringify(v.inputData),
+      status_detail: v.statusDetail ? JSON.stringify(v.statusDetail) : null,
+      completed_at: terminal ? sql<Date>`now()` : null,
+      engine_job_id: dispatch ? sql<string>`(select id from job where execution_id = ${v.id})` : null,
+      dispatched_at: dispatch ? sql<Date>`now()` : null,
+    };
+  };
+  await trx
+    .with('job', (db) =>
+      db
+        .selectFrom(sql<{ execution_id: string }>`unnest(${dispatched}::text[])`.as('x'))
+        .select([sql<string>`x`.as('execution_id'), stepJob(sql`x`, runId).as('id')]),
+    )
+    .with('created', (db) => db.insertInto('step_executions').values(rows.map((r) => executionRow(r.values))).returning('id'))
     .insertInto('run_transitions')
-    .values(transitionValues({ ...transition, executionId: v.id }))
+    .values(rows.map((r) => transitionValues({ ...r.transition, executionId: r.values.id })))
     .execute();
 }
 
@@ -117,9 +125,10 @@ export async function updateExecution(trx: Trx, id: string, c: ExecutionChanges,
  * makes a redispatch replace a waiting job instead of adding one, and (graphile-worker's rule) add a
  * fresh job when the old one is locked by a worker that died before it claimed the step.
  */
-function stepJob(executionId: string, runId: string) {
-  return sql<string>`(graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${executionId}::text, 'runId', ${runId}::text),
-          max_attempts => 5, job_key => ${'step:' + executionId}, job_key_mode => 'preserve_run_at')).id::text`;
+function stepJob(executionId: string | RawBuilder<unknown>, runId: string) {
+  const id = sql`${executionId}::text`;
+  return sql<string>`(graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${id}, 'runId', ${runId}::text),
+          max_attempts => 5, job_key => 'step:' || ${id}, job_key_mode => 'preserve_run_at')).id::text`;
 }
 
 /** enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back) and records the job. */

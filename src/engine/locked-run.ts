@@ -1,10 +1,10 @@
 import type { Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
 import { observeAfterCommit } from './engine-metrics.ts';
-import { enqueueStepJob, insertExecution, notifyStepStopped, updateExecution } from './executions.repo.ts';
+import { enqueueStepJob, insertExecutions, notifyStepStopped, updateExecution, type NewExecutionValues } from './executions.repo.ts';
 import { applyWrites, decideAdmit, stepOf, type DecideContext, type Decision, type RunSnapshot, type RunWrite } from './run-decisions.ts';
 import { isLastAttempt, type RunAction, type RunStatus, type StepStatus } from './run-state.ts';
-import { readRun, readRunStatus, updateRun, type LockedRunRow } from './runs.repo.ts';
+import { readRun, readRunStatus, updateRun, type LockedRunRow, type TransitionRecord } from './runs.repo.ts';
 import { claimStackForRun, findNextWaitingRunId, lockStack, setStackActiveRun } from './stack-queue.repo.ts';
 
 /**
@@ -62,13 +62,57 @@ export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R
   return decision.result;
 }
 
-/** applyDecision makes the writes of a decision, in order; the snapshot names what a new execution needs. */
+/**
+ * applyDecision makes the writes of a decision, in order; the snapshot names what a new execution
+ * needs. Consecutive new executions (a run's roots, the steps one completion unblocks) are one statement.
+ */
 async function applyDecision(trx: Trx, row: LockedRunRow, snapshot: RunSnapshot, writes: readonly RunWrite[], actor?: string): Promise<void> {
   let state = snapshot;
-  for (const w of writes) {
+  for (let i = 0; i < writes.length; ) {
+    const created = newExecutionsAt(writes, i);
+    if (created.length) {
+      await insertExecutions(trx, created.map((w) => newExecutionRow(state, w, actor)));
+      for (const w of created) {
+        await observeAfterCommit(trx, row, state, w);
+        state = applyWrites(state, [w]);
+      }
+      i += created.length;
+      continue;
+    }
+    const w = writes[i++];
     if (await applyWrite(trx, state, w, actor)) await observeAfterCommit(trx, row, state, w);
     state = applyWrites(state, [w]);
   }
+}
+
+type NewExecutionWrite = Extract<RunWrite, { kind: 'newExecution' }>;
+
+/** The run of consecutive new-execution writes starting at `from` (empty when that write is another kind). */
+function newExecutionsAt(writes: readonly RunWrite[], from: number): NewExecutionWrite[] {
+  const end = writes.findIndex((w, i) => i >= from && w.kind !== 'newExecution');
+  return writes.slice(from, end < 0 ? writes.length : end) as NewExecutionWrite[];
+}
+
+function newExecutionRow(s: RunSnapshot, w: NewExecutionWrite, actor?: string): { values: NewExecutionValues; transition: TransitionRecord } {
+  const step = stepOf(s, w.stepId);
+  return {
+    values: {
+      id: w.id,
+      organizationId: s.organizationId,
+      runId: s.id,
+      stepId: step.id,
+      stepName: step.name,
+      stepType: step.type,
+      status: w.status,
+      attemptEpoch: s.attemptEpoch,
+      retryAttempt: w.retryAttempt,
+      isLastRetry: isLastAttempt(step, w.retryAttempt),
+      queueReason: w.reason,
+      inputData: { with: step.with ?? {}, ...(s.input ? { inputs: s.input } : {}) },
+      statusDetail: w.status === 'SUCCEEDED' && step.type === 'approval' ? { approvedBy: 'autoapprove' } : undefined,
+    },
+    transition: { runId: s.id, from: null, to: w.status, reason: w.reason, actor },
+  };
 }
 
 /** Makes one write; false when it found nothing to do (a run start another claim made first). */
@@ -94,25 +138,8 @@ async function applyGuarded(trx: Trx, s: RunSnapshot, w: RunWrite, actor?: strin
       if (!done) throw new StaleWriteError(w.id);
       return;
     }
-    case 'newExecution': {
-      const step = stepOf(s, w.stepId);
-      await insertExecution(trx, {
-        id: w.id,
-        organizationId: s.organizationId,
-        runId: s.id,
-        stepId: step.id,
-        stepName: step.name,
-        stepType: step.type,
-        status: w.status,
-        attemptEpoch: s.attemptEpoch,
-        retryAttempt: w.retryAttempt,
-        isLastRetry: isLastAttempt(step, w.retryAttempt),
-        queueReason: w.reason,
-        inputData: { with: step.with ?? {}, ...(s.input ? { inputs: s.input } : {}) },
-        statusDetail: w.status === 'SUCCEEDED' && step.type === 'approval' ? { approvedBy: 'autoapprove' } : undefined,
-      }, { runId: s.id, from: null, to: w.status, reason: w.reason, actor });
-      return;
-    }
+    case 'newExecution':
+      return insertExecutions(trx, [newExecutionRow(s, w, actor)]);
     case 'run': {
       if (!w.status) {
         await updateRun(trx, s.id, w.set);

@@ -19,6 +19,7 @@ import {
   findStackById,
   findStacksPage,
   insertStack,
+  lockStackForRun,
   lockStackInOrg,
   lockStacksOfCodeSource,
   stackRowToStack,
@@ -129,15 +130,14 @@ export async function deleteStack(db: Db, principal: Principal, id: string) {
 export async function triggerStackRun(db: Db, principal: Principal, stackId: string, input: TriggerStackRun) {
   const action = input.action ?? 'apply';
   return db.transaction().execute(async (trx) => {
-    const stack = await lockStackInOrg(trx, principal.organizationId, stackId);
+    const stack = await lockStackForRun(trx, principal.organizationId, stackId, action === 'destroy' ? 'destroy' : 'change');
     if (!stack) throw new NotFoundError('Stack', stackId);
     const pipelineId = action === 'destroy' ? stack.destroy_pipeline_id : stack.change_pipeline_id;
-    const version = await findLatestPipelineVersion(trx, pipelineId);
-    if (!version) throw new NotFoundError('Pipeline', pipelineId);
+    if (!stack.run_version_id) throw new NotFoundError('Pipeline', pipelineId);
     const id = await triggerRun(trx, {
       organizationId: principal.organizationId,
       pipelineId,
-      pipelineVersionId: version.id,
+      pipelineVersionId: stack.run_version_id,
       stackId,
       action,
       autoapprove: input.autoapprove ?? false,

@@ -42,6 +42,8 @@ export interface TestAppOptions {
   extraRoutes?: RoutePlugin[];
   /** Test-only plugins registered before the product's routes (e.g. an onRoute hook that records them). */
   routesBefore?: RoutePlugin[];
+  /** How long the API serves a resolved credential from memory (default CREDENTIAL_CACHE_TTL_MS). */
+  credentialCacheTtlMs?: number;
 }
 
 /** startTestApp builds Plinth on a fresh database of its own, with the bootstrap admin in place. */
@@ -50,7 +52,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const db = createDb(database.url);
   const config = { ...loadConfig({}), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
   await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
-  const app = await buildApp({ db, config, routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])], secrets: TEST_SECRETS, requestMetrics: options.requestMetrics });
+  const app = await buildApp({ db, config, routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])], secrets: TEST_SECRETS, requestMetrics: options.requestMetrics, credentialCacheTtlMs: options.credentialCacheTtlMs });
 
   const call = async <T = any>(method: InjectOptions['method'], url: string, options: CallOptions = {}): Promise<Response<T>> => {
     const token = options.token === undefined ? ADMIN_TOKEN : options.token;

@@ -10,6 +10,7 @@ import { AppError, NotFoundError } from '../errors.ts';
 import { ErrorBody } from '../schema.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import { CredentialStore } from '../auth/credential-store.ts';
+import { CredentialWriteWatch } from '../auth/credential-writes.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { Permission } from '../auth/roles.ts';
 import { handleError } from './error-handler.ts';
@@ -30,6 +31,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     principal: Principal;
+    /** How many credential-table writes the routes' database had sent when this request arrived. */
+    credentialWritesAtStart: number;
   }
   interface FastifyInstance {
     db: Db;
@@ -55,6 +58,8 @@ export interface AppOptions {
   requestMetrics?: boolean;
   /** The database to LISTEN on for credential changes (defaults to config.databaseUrl); none: no credential cache. */
   listenUrl?: string;
+  /** How long a resolved credential is served from memory (CREDENTIAL_CACHE_TTL_MS); tests lengthen it. */
+  credentialCacheTtlMs?: number;
   /** @fastify/otel's plugin when tracing is on (platform/tracing.ts); absent, the app has no tracing hook at all. */
   tracingPlugin?: FastifyPluginCallback;
 }
@@ -111,11 +116,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
   app.addHttpMethod('LOCK', { hasBody: true });
   app.addHttpMethod('UNLOCK', { hasBody: true });
   if (options.tracingPlugin) await app.register(options.tracingPlugin);
-  app.decorate('db', options.db);
+  // The routes' database counts its writes of credential tables (the cache below forgets on them).
+  const credentialWrites = new CredentialWriteWatch();
+  app.decorate('db', options.db.withPlugin(credentialWrites));
   app.decorate('config', options.config);
   app.decorate('secrets', options.secrets);
   // Null until the credential hook sets it; declared up front so every request object has the same shape.
   app.decorateRequest('principal', null, []);
+  app.decorateRequest('credentialWritesAtStart', 0);
   app.setValidatorCompiler(validatorCompiler);
   // Only JSON bodies: Fastify's default text/plain parser would hand a string to the schema (a 400); it is a 415.
   app.removeAllContentTypeParsers();
@@ -159,18 +167,20 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // Before any route is added: its onRoute hook gives the audited routes their hooks.
   installAudit(app, options.db);
 
-  const credentials = new CredentialStore(options.db, { listenUrl: options.listenUrl ?? options.config.databaseUrl, log: options.logger });
+  const credentials = new CredentialStore(options.db, { listenUrl: options.listenUrl ?? options.config.databaseUrl, log: options.logger, ttlMs: options.credentialCacheTtlMs });
   await credentials.start();
   app.addHook('onClose', async () => credentials.close());
   app.addHook('onRequest', async (request, reply) => {
+    request.credentialWritesAtStart = credentialWrites.writes;
     reply.header('X-Request-Id', request.id);
     if (request.is404 || request.routeOptions.config.public) return;
     await authenticate(credentials, request);
   });
-  // A write may have changed a credential: this process forgets them before the caller hears back, so
-  // the caller's next request sees the change (other processes hear of it through NOTIFY).
+  // A request that wrote a credential table (or ran beside one that did): this process forgets its
+  // cached credentials before the caller hears back, so the caller's next request sees the change
+  // (other processes hear of it through NOTIFY). Any other request leaves the cache as it is.
   app.addHook('onSend', async (request) => {
-    if (request.method !== 'GET') credentials.invalidate();
+    if (credentialWrites.writes !== request.credentialWritesAtStart) credentials.invalidate();
   });
 
   // The histogram's child per method, route and status, looked up by one string: prom-client would
