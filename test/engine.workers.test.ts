@@ -7,6 +7,7 @@ import {
   logLines,
   spawnWorkerProcess,
   startEngineTestApp,
+  spawnerOf,
   stepProcessesOf,
   stepsOf,
   triggerRun,
@@ -50,9 +51,12 @@ describe('workers that die, drain and share a queue', () => {
       await waitForLine(t, running.id, /^started$/);
       orphans = stepProcessesOf(child.pid!);
       assert.ok(orphans.length >= 4, `expected the sandbox, the shell and two sleeps, found ${orphans.length} processes`);
+      const spawner = spawnerOf(child.pid!);
+      assert.ok(spawner, 'the worker starts its sandboxes through a spawner');
       child.kill('SIGKILL');
       await once(child, 'exit');
       const killedAt = Date.now();
+      await waitFor('the dead worker\'s spawner to exit', async () => (isAlive(spawner) ? undefined : true));
       await waitFor('the dead worker\'s step processes to be killed by its guard', async () => (orphans.some(isAlive) ? undefined : true));
       await t.startWorker();
 

@@ -90,10 +90,10 @@ describe('sandbox binds and workspaces of several processes', () => {
       const workspace = await sandboxes[index][1].open();
       try {
         for (const target of ['/usr/bin/tofu', '/plinth/', '/plinth', '/plinth/../etc', '/plinth//x', 'plinth/x', '/plinth/x/']) {
-          assert.throws(() => workspace.spawn({ command: 'true', env: {}, binds: [{ source: cache, target, writable: false }] }), /under \/plinth\//, target);
+          await assert.rejects(() => workspace.spawn({ command: 'true', env: {}, binds: [{ source: cache, target, writable: false }] }), /under \/plinth\//, target);
         }
-        assert.throws(() => workspace.spawn({ command: 'true', env: {}, binds: [{ source: cache, target: '/plinth/a', writable: false }, { source: cache, target: '/plinth/a/b', writable: false }] }), /overlap/);
-        assert.throws(() => workspace.spawn({ command: 'true', env: {}, binds: [{ source: path.join(host, 'missing'), target: '/plinth/a', writable: false }] }), /existing file or directory/);
+        await assert.rejects(() => workspace.spawn({ command: 'true', env: {}, binds: [{ source: cache, target: '/plinth/a', writable: false }, { source: cache, target: '/plinth/a/b', writable: false }] }), /overlap/);
+        await assert.rejects(() => workspace.spawn({ command: 'true', env: {}, binds: [{ source: path.join(host, 'missing'), target: '/plinth/a', writable: false }] }), /existing file or directory/);
         assert.throws(() => workspace.pathOf('/plinth/elsewhere', [{ source: cache, target: '/plinth/cache', writable: false }]), /under no bind/);
       } finally {
         await workspace.dispose();
@@ -118,9 +118,9 @@ describe('sandbox binds and workspaces of several processes', () => {
 
     it(`${name}: dispose() kills every process still running, not only the last one spawned`, async () => {
       const workspace = await sandboxes[index][1].open();
-      const first = workspace.spawn({ command: 'echo up; exec sleep 600', env: { PATH } });
+      const first = await workspace.spawn({ command: 'echo up; exec sleep 600', env: { PATH } });
       await started(first, 'up');
-      const second = workspace.spawn({ command: 'echo up; exec sleep 600', env: { PATH } });
+      const second = await workspace.spawn({ command: 'echo up; exec sleep 600', env: { PATH } });
       await started(second, 'up');
       await workspace.dispose();
       await Promise.all([exited(first), exited(second)]);

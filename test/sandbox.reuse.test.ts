@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
 import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
-import { hostProcesses, waitFor } from './helpers/engine.ts';
+import { hostProcesses, processTree, waitFor } from './helpers/engine.ts';
 import { runInWorkspace } from './helpers/sandbox.ts';
 
 const run = runInWorkspace;
@@ -65,7 +65,7 @@ describe('a claim that serves one step after another', () => {
       const workspace = await sandbox.open();
       const claimDir = path.join(workRoot, 'plinth-sandboxes', String(workspace.uid));
       const before = readdirSync(claimDir).sort();
-      const proc = workspace.spawn({ command: 'ls /plinth/src >/dev/null', env: { PATH: '/usr/bin:/bin' }, binds: [{ source, target: '/plinth/src', writable: false }] });
+      const proc = await workspace.spawn({ command: 'ls /plinth/src >/dev/null', env: { PATH: '/usr/bin:/bin' }, binds: [{ source, target: '/plinth/src', writable: false }] });
       await new Promise((resolve) => proc.child.on('close', resolve));
       assert.ok(readdirSync(claimDir).length > before.length, 'the spawn with binds wrote files of its own');
       await workspace.dispose();
@@ -112,7 +112,9 @@ describe('sandboxes built ahead', () => {
     try {
       assert.equal((await sandbox.start()).mode, 'namespaces');
       const waiting = await waitFor('two sandboxes built ahead', async () => {
-        const found = hostProcesses().filter((p) => p.ppid === process.pid && p.comm === 'unshare');
+        // Started by this process's spawner (a child of this process), not by this process itself.
+        const ours = new Set(processTree(process.pid));
+        const found = hostProcesses().filter((p) => ours.has(p.pid) && p.ppid !== process.pid && p.comm === 'unshare');
         return found.length === 2 ? found : undefined;
       }, 10_000);
       for (const p of waiting) assert.equal(os.getPriority(p.pid), 10, 'a sandbox built ahead waits at nice 10');

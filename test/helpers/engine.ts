@@ -191,10 +191,18 @@ export function processTree(pid: number): number[] {
   return tree.filter(isAlive);
 }
 
-/** stepProcessesOf returns the host pids of every step process a worker process has running (its sandboxes and all they hold). */
+/**
+ * stepProcessesOf returns the host pids of every step process a worker process has running: its
+ * sandboxes and all they hold, started by the worker or by its spawner (a `node` child of the worker).
+ */
 export function stepProcessesOf(workerPid: number): number[] {
-  const sandboxes = hostProcesses().filter((p) => p.ppid === workerPid && (p.comm === 'unshare' || p.comm === 'sh'));
-  return sandboxes.flatMap((p) => processTree(p.pid));
+  const comms = new Map(hostProcesses().map((p) => [p.pid, p.comm]));
+  return processTree(workerPid).filter((pid) => pid !== workerPid && comms.get(pid) !== 'node');
+}
+
+/** The worker's spawner (spawner.ts): its `node` child, when it has started one. */
+export function spawnerOf(workerPid: number): number | undefined {
+  return hostProcesses().find((p) => p.ppid === workerPid && p.comm === 'node')?.pid;
 }
 
 export function tempDir(): string {

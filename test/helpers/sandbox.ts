@@ -5,7 +5,7 @@ export const STEP_TEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
 
 /** Runs one process of a workspace to its end and returns its exit code and output (stdout and stderr together). */
 export async function runInWorkspace(workspace: StepWorkspace, command: string, spec: Partial<StepProcessSpec> = {}) {
-  const proc = workspace.spawn({ command, env: { PATH: STEP_TEST_PATH }, ...spec });
+  const proc = await workspace.spawn({ command, env: { PATH: STEP_TEST_PATH }, ...spec });
   let output = '';
   proc.child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   proc.child.stderr!.on('data', (d: Buffer) => (output += d.toString()));

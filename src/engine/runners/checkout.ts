@@ -142,9 +142,9 @@ interface Captured {
  * runCaptured runs one sandboxed process of the checkout: its stdout (a commit id) is kept, bounded, its
  * stderr goes to the step's log; it is stopped by the step's signal and by PLINTH_GIT_FETCH_TIMEOUT_MS.
  */
-function runCaptured(workspace: StepWorkspace, spec: Parameters<StepWorkspace['spawn']>[0], ctx: RunnerContext): Promise<Captured> {
+async function runCaptured(workspace: StepWorkspace, spec: Parameters<StepWorkspace['spawn']>[0], ctx: RunnerContext): Promise<Captured> {
+  const proc = await workspace.spawn(spec);
   return new Promise((resolve) => {
-    const proc = workspace.spawn(spec);
     if (proc.child.pid) ctx.onSpawn?.(proc.child.pid);
     let stdout = '';
     let timedOut = false;
@@ -158,8 +158,8 @@ function runCaptured(workspace: StepWorkspace, spec: Parameters<StepWorkspace['s
     }, ctx.git.fetchTimeoutMs);
     const onAbort = () => proc.kill();
     ctx.signal.addEventListener('abort', onAbort);
-    proc.child.on('error', (error) => resolve({ stdout, error: `could not start: ${error.message}` }));
-    proc.child.on('close', (code, signal) => {
+    proc.child.on('error', (error: Error) => resolve({ stdout, error: `could not start: ${error.message}` }));
+    proc.child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
       clearTimeout(timer);
       ctx.signal.removeEventListener('abort', onAbort);
       proc.kill();

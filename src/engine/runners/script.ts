@@ -35,14 +35,14 @@ export function runScript(o: ScriptOptions): Promise<ScriptResult> {
   return runInWorkspace(o, o.workspace);
 }
 
-function runInWorkspace(o: ScriptOptions, workspace: StepWorkspace): Promise<ScriptResult> {
+async function runInWorkspace(o: ScriptOptions, workspace: StepWorkspace): Promise<ScriptResult> {
+  const started = performance.now();
+  const proc = await workspace.spawn({ command: o.command, env: o.env, workingDirectory: o.workingDirectory });
   return new Promise((resolve) => {
-    const started = performance.now();
     let processMs = 0;
     let timedOut = false;
     let stopped = false;
     let exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
-    const proc = workspace.spawn({ command: o.command, env: o.env, workingDirectory: o.workingDirectory });
     const child = proc.child;
     let killTimer: NodeJS.Timeout | undefined;
     const stop = () => {
@@ -68,14 +68,14 @@ function runInWorkspace(o: ScriptOptions, workspace: StepWorkspace): Promise<Scr
       proc.kill();
       resolve(result);
     };
-    child.on('error', (error) => finish({ exitCode: null, signal: null, timedOut, stopped, processMs: performance.now() - started, spawnError: error.message }));
+    child.on('error', (error: Error) => finish({ exitCode: null, signal: null, timedOut, stopped, processMs: performance.now() - started, spawnError: error.message }));
     if (child.pid) o.onSpawn?.(child.pid);
     if (o.signal.aborted) onAbort();
     else o.signal.addEventListener('abort', onAbort);
     // As bytes, with backpressure and the log limits (output-capture.ts).
     captureOutput(child.stdout!, 'stdout', o.sink);
     captureOutput(child.stderr!, 'stderr', o.sink);
-    child.on('exit', (code, signal) => {
+    child.on('exit', (code: number | null, signal: NodeJS.Signals | null) => {
       processMs = performance.now() - started;
       exit = { code, signal };
     });

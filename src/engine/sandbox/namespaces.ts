@@ -8,8 +8,8 @@ import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
 import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
-import { spawnGuarded } from './process.ts';
 import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
+import { sharedSpawner, type SpawnedProcess } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
@@ -190,13 +190,13 @@ export class NamespaceSandbox implements StepSandbox {
   private async tryOnce(): Promise<string | undefined> {
     const workspace = await this.openWorkspace();
     try {
-      const proc = workspace.spawn({ command: PROBE_COMMAND, env: { PATH: SYSTEM_PATH } });
+      const proc = await workspace.spawn({ command: PROBE_COMMAND, env: { PATH: SYSTEM_PATH } });
       let output = '';
       proc.child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
       proc.child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
       // Generous: a probe that fails only because the host was busy would leave this worker unable to run steps.
       const timer = setTimeout(() => proc.kill(), 30_000);
-      const code = await new Promise<number | null>((resolve) => proc.child.on('close', (c) => resolve(c)));
+      const code = await new Promise<number | null>((resolve) => proc.child.on('close', (c: number | null) => resolve(c)));
       clearTimeout(timer);
       return code === 0 ? undefined : (output.trim().split('\n').slice(-3).join('; ') || `exit ${code}`);
     } finally {
@@ -234,7 +234,12 @@ export class NamespaceSandbox implements StepSandbox {
 
   private async makeWarm(): Promise<Warm> {
     const claimed = await this.claimSlot();
-    return { claimed, first: this.prestart(claimed, [], 0, { background: true }) };
+    try {
+      return { claimed, first: await this.prestart(claimed, [], 0, { background: true }) };
+    } catch (error) {
+      await this.destroy(claimed, []);
+      throw error;
+    }
   }
 
   private async destroy({ claim, cgroup }: Claimed, processes: Iterable<SandboxedProcess>) {
@@ -274,6 +279,8 @@ export class NamespaceSandbox implements StepSandbox {
   /** A workspace whose first spawn without binds takes `spare` (a sandbox already built); every other spawn builds its own. */
   private workspaceOf(claimed: Claimed, spare?: Prestarted): StepWorkspace {
     const running = new Set<SandboxedProcess>();
+    // A spawn still being started when the workspace is disposed: its process is waited for, then ended.
+    const starting = new Set<Promise<unknown>>();
     const track = (proc: SandboxedProcess) => {
       running.add(proc);
       proc.child.once('exit', () => running.delete(proc));
@@ -283,13 +290,17 @@ export class NamespaceSandbox implements StepSandbox {
     let spawns = 0;
     return {
       uid: claimed.claim.uid,
-      spawn: (spec) => {
+      spawn: async (spec) => {
         const cwd = relativeWorkingDirectory(spec.workingDirectory);
         const binds = checkBinds(spec.binds);
         let next = spare && binds.length === 0 && isRunning(spare.proc) ? spare : undefined;
         if (spare && !next) void retire(spare.proc);
         spare = undefined;
-        next ??= this.prestart(claimed, binds, ++spawns);
+        if (!next) {
+          const started = this.prestart(claimed, binds, ++spawns);
+          starting.add(started);
+          next = await started.finally(() => starting.delete(started));
+        }
         track(next.proc);
         next.begin(stepScript({ HOME: '/workspace', ...spec.env }, spec.command, cwd));
         return next.proc;
@@ -297,6 +308,7 @@ export class NamespaceSandbox implements StepSandbox {
       pathOf: insideBinds,
       dispose: async () => {
         if (spare) await retire(spare.proc);
+        await Promise.allSettled(starting);
         await this.recycle(claimed, running);
       },
     };
@@ -312,7 +324,7 @@ export class NamespaceSandbox implements StepSandbox {
    * namespaces, the mounts, the pivot, the step's shell waiting for its script. `begin` writes that
    * script (the step's variables, working directory and command) on fd 3, which starts the step.
    */
-  private prestart(claimed: Claimed, binds: CheckedBind[], n: number, { background = false } = {}): Prestarted {
+  private async prestart(claimed: Claimed, binds: CheckedBind[], n: number, { background = false } = {}): Promise<Prestarted> {
     const { claim, cgroup } = claimed;
     const { limits, network } = this.settings;
     let fstab = path.join(claim.dir, 'fstab');
@@ -325,22 +337,23 @@ export class NamespaceSandbox implements StepSandbox {
       writeFileSync(fstab, this.fstabOf(claim, binds, bindPoints));
     }
     const namespaces = ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : [])];
-    const proc = spawnGuarded({
+    // Built ahead, its setup yields the CPU to steps running now (the spawner lowers it before it forks
+    // anything); its step gets the normal priority back.
+    const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;
+    const proc = await sharedSpawner().spawn({
       file: 'unshare',
       args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses), (cgroup?.procsFiles ?? []).join(' ')],
       env: { PATH: SYSTEM_PATH },
       cwd: claim.dir,
       fd3: true,
-      groupOutlivesLeader: false,
+      nice,
     });
-    // Built ahead, its setup yields the CPU to steps running now; its step gets the normal priority back.
-    const lowered = background && canRenice && setNice(proc.child.pid, BUILD_AHEAD_NICE);
     return {
       proc,
       begin: (script) => {
-        if (lowered) restoreNice(proc.child.pid!);
+        if (nice !== undefined) restoreNice(proc.child.pid!);
         // The step's shell is waiting for this: writing it is what starts the step.
-        (proc.child.stdio[3] as NodeJS.WritableStream).end(script);
+        proc.handScript(script);
       },
     };
   }
@@ -354,7 +367,7 @@ interface Claimed {
 }
 
 interface Prestarted {
-  proc: SandboxedProcess;
+  proc: SpawnedProcess;
   /** Hands the sandbox its step: the script its waiting shell runs. */
   begin(script: string): void;
 }
@@ -421,10 +434,9 @@ function hostResolverFiles() {
  * exit having run nothing (and on its stdin makes the guard kill whatever is left), so its init exits
  * and `unshare` reaps it (a SIGKILL to the group would leave the init a zombie for the host's init to reap).
  */
-async function retire(proc: SandboxedProcess): Promise<void> {
+async function retire(proc: SpawnedProcess): Promise<void> {
   if (!isRunning(proc)) return;
-  (proc.child.stdio[3] as NodeJS.WritableStream).end();
-  proc.child.stdin!.end();
+  proc.release();
   if (!(await exitedWithin([proc], 5_000))) {
     proc.kill();
     await once(proc.child, 'exit');

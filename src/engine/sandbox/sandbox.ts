@@ -1,4 +1,5 @@
-import type { ChildProcess } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
+import type { Readable } from 'node:stream';
 
 /**
  * The step sandbox: where and as whom a step's processes run. Every runner (script today; OpenTofu and
@@ -69,10 +70,23 @@ export interface StepProcessSpec {
   binds?: StepBind[];
 }
 
+/**
+ * What a runner sees of a step's process: a ChildProcess, or one started by the worker's spawner
+ * (spawner.ts) that behaves like one. `exit` (code, signal), `close` once it exited and both pipes
+ * drained, `error` when it could not start.
+ */
+export interface StepChild extends EventEmitter {
+  readonly pid?: number | undefined;
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | null;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+}
+
 /** One running step process tree. */
 export interface SandboxedProcess {
   /** Its stdout and stderr carry the step's output; `close` fires once both drained. */
-  readonly child: ChildProcess;
+  readonly child: StepChild;
   /** Asks every process of the step to stop (SIGTERM); `kill` follows after the grace period. */
   terminate(): void;
   /** Interrupts every process of the step (SIGINT): how OpenTofu is asked to stop gracefully (state written, lock released). */
@@ -91,7 +105,8 @@ export interface SandboxedProcess {
 export interface StepWorkspace {
   /** The uid the step's processes run as (the worker's own when unisolated). */
   readonly uid: number;
-  spawn(spec: StepProcessSpec): SandboxedProcess;
+  /** Starts a process; resolves once it runs (or failed to start: its child then emits `error`). */
+  spawn(spec: StepProcessSpec): Promise<SandboxedProcess>;
   /**
    * Where a process spawned with `binds` finds `target` (a path under one of their targets): `target`
    * itself when namespaced, the host path when unisolated. Throws when `target` is under no bind.

@@ -53,7 +53,7 @@ export class UnisolatedSandbox implements StepSandbox {
     const running = new Set<SandboxedProcess>();
     return {
       uid: process.getuid?.() ?? -1,
-      spawn: (spec) => {
+      spawn: async (spec) => {
         // Binds cannot be mounted here: checked all the same, and reached at their sources (pathOf).
         checkBinds(spec.binds);
         const proc = spawnGuarded({
@@ -61,7 +61,6 @@ export class UnisolatedSandbox implements StepSandbox {
           args: ['-c', GUARDED_SHELL, 'plinth-step', spec.command, relativeWorkingDirectory(spec.workingDirectory)],
           cwd: workDir,
           env: { HOME: workDir, ...spec.env, PWD: workDir },
-          groupOutlivesLeader: true,
         });
         running.add(proc);
         // `close`, not `exit`: the group (the guard) may outlive its leader until the runner kills it.

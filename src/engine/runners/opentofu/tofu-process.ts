@@ -40,12 +40,12 @@ export interface TofuProcessResult {
  * cancelled, times out or its worker drains) interrupts it first (SIGINT: OpenTofu finishes what it is
  * doing, writes its state and releases its lock), then kills it after the grace period.
  */
-export function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessSpec): Promise<TofuProcessResult> {
+export async function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessSpec): Promise<TofuProcessResult> {
+  const proc = await ctx.workspace.spawn({ command: spec.command, env: spec.env, workingDirectory: spec.workingDirectory, binds: spec.binds });
   return new Promise((resolve) => {
     let stopped = false;
     let timedOut = false;
     let killTimer: NodeJS.Timeout | undefined;
-    const proc = ctx.workspace.spawn({ command: spec.command, env: spec.env, workingDirectory: spec.workingDirectory, binds: spec.binds });
     const child = proc.child;
     const stop = () => {
       if (killTimer) return;
@@ -74,7 +74,7 @@ export function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessSpec): 
     }
     captureOutput(child.stderr!, 'stderr', ctx.sink, ctx.mask);
     let exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
-    child.on('exit', (code, signal) => (exit = { code, signal }));
+    child.on('exit', (code: number | null, signal: NodeJS.Signals | null) => (exit = { code, signal }));
     const finish = (code: number | null, signal: NodeJS.Signals | null) => {
       if (timeout) clearTimeout(timeout);
       if (killTimer) clearTimeout(killTimer);

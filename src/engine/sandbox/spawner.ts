@@ -1,0 +1,220 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { SandboxedProcess, StepChild } from './sandbox.ts';
+
+const CHILD_SCRIPT = fileURLToPath(new URL('./spawner-child.mjs', import.meta.url));
+
+/** What the spawner starts: always in a process group of its own, its stdin a pipe nobody writes (the guard's). */
+export interface SpawnSpec {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** Opens a pipe on the child's fd 3: how a namespaced sandbox gets its step's script (handScript). */
+  fd3?: boolean;
+  /** A nice level the spawner sets as soon as the child runs: a sandbox built ahead yields to running steps. */
+  nice?: number;
+}
+
+/** A process the spawner started; signals reach its group only while it runs. */
+export interface SpawnedProcess extends SandboxedProcess {
+  /** Writes `script` on fd 3 and closes it: a namespaced sandbox's waiting shell runs it. */
+  handScript(script: string): void;
+  /** Closes fd 3 and stdin having written nothing: a waiting shell runs nothing, the guard kills what is left. */
+  release(): void;
+}
+
+type FromSpawner =
+  | { op: 'stdout' | 'stderr'; id: number }
+  | { op: 'spawned'; id: number; pid: number }
+  | { op: 'error'; id: number; message: string }
+  | { op: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null };
+
+/**
+ * A process the spawner started, as its worker sees it: `exit` and `close` as a ChildProcess emits
+ * them (`close` once it exited and both pipes closed), stdout and stderr the child's own pipes.
+ */
+class RemoteChild extends EventEmitter implements StepChild {
+  pid: number | undefined;
+  exitCode: number | null = null;
+  signalCode: NodeJS.Signals | null = null;
+  stdout: Socket | null = null;
+  stderr: Socket | null = null;
+  private openParts = 3;
+
+  adopt(stream: 'stdout' | 'stderr', socket: Socket) {
+    this[stream] = socket;
+    socket.once('close', () => this.partClosed());
+  }
+
+  /**
+   * Known at once (`exitCode`), told on the next turn of the event loop: the message may arrive in the
+   * same read as `spawned`, before the runner awaiting the spawn has added its listeners.
+   */
+  exited(code: number | null, signal: NodeJS.Signals | null) {
+    if (this.exitCode !== null || this.signalCode !== null) return;
+    this.exitCode = code;
+    this.signalCode = signal;
+    setImmediate(() => {
+      this.emit('exit', code, signal);
+      // As a ChildProcess does: a pipe nobody reads is drained, so that `close` comes.
+      for (const stream of [this.stdout, this.stderr]) if (stream?.readableFlowing === null) stream.resume();
+      this.partClosed();
+    });
+  }
+
+
+  private partClosed() {
+    if (--this.openParts === 0) this.emit('close', this.exitCode, this.signalCode);
+  }
+}
+
+class HelperLostError extends Error {
+  constructor() {
+    super('the spawner exited before the process started');
+  }
+}
+
+interface Pending {
+  child: RemoteChild;
+  started: (proc: SpawnedProcess) => void;
+  failed: (error: Error) => void;
+  /** The helper that starts it: only that helper's death ends it. */
+  helper: ChildProcess;
+}
+
+/**
+ * Spawner starts a worker's sandbox processes from a small helper process (spawner-child.mjs) instead
+ * of the worker itself: a fork's cost grows with the forking process's memory, and it blocks that
+ * process until the child has exec'd. The helper exits when its worker does, and its children's
+ * guards then end every step, as if the worker had held their pipes. Should the helper die, the
+ * processes it started are reported killed and the next spawn starts a new one.
+ */
+export class Spawner {
+  private helper: ChildProcess | undefined;
+  private nextId = 1;
+  private readonly live = new Map<number, Pending>();
+
+  /** Starts `o` (a process group of its own, stdin a pipe nobody writes); resolves once it runs, rejects when it could not start. */
+  async spawn(o: SpawnSpec): Promise<SpawnedProcess> {
+    try {
+      return await this.spawnOnce(o);
+    } catch (error) {
+      // Sent to a helper that had died unnoticed: a new one starts it.
+      if (error instanceof HelperLostError) return this.spawnOnce(o);
+      throw error;
+    }
+  }
+
+  private spawnOnce(o: SpawnSpec): Promise<SpawnedProcess> {
+    const helper = this.helperProcess();
+    const id = this.nextId++;
+    const child = new RemoteChild();
+    child.once('close', () => this.forget(id));
+    return new Promise((started, failed) => {
+      this.live.set(id, { child, started, failed, helper });
+      this.holdLoop();
+      try {
+        helper.send({ op: 'spawn', id, file: o.file, args: o.args, env: o.env, cwd: o.cwd, fd3: o.fd3 === true, nice: o.nice });
+      } catch (error) {
+        this.forget(id);
+        failed(error as Error);
+      }
+    });
+  }
+
+  /** Stops the helper; the sandboxes it started lose their guard pipe, and end. */
+  close(): void {
+    this.helper?.disconnect();
+    this.helper = undefined;
+  }
+
+  private helperProcess(): ChildProcess {
+    if (this.helper?.connected) return this.helper;
+    // Its own group, so a terminal's Ctrl-C reaches only the worker; no flags of the worker's (tsx), no environment.
+    const helper = fork(CHILD_SCRIPT, [], { execArgv: [], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+    helper.on('message', (m: FromSpawner, handle?: Socket) => this.onMessage(helper, m, handle));
+    // Its channel closing is how its death is known first (its exit status may never be reaped while nothing holds the loop).
+    helper.once('disconnect', () => this.lost(helper));
+    helper.once('exit', () => this.lost(helper));
+    helper.on('error', () => this.lost(helper));
+    // It keeps the event loop alive only while a process it started runs (holdLoop), as a child would.
+    helper.unref();
+    this.helper = helper;
+    this.holdLoop();
+    return helper;
+  }
+
+  private onMessage(helper: ChildProcess, m: FromSpawner, handle?: Socket) {
+    const pending = this.live.get(m.id);
+    if (!pending) return;
+    const { child } = pending;
+    switch (m.op) {
+      case 'stdout':
+      case 'stderr':
+        if (handle) child.adopt(m.op, handle);
+        return;
+      case 'spawned':
+        child.pid = m.pid;
+        pending.started(this.remote(helper, m.id, child));
+        return;
+      case 'error':
+        this.forget(m.id);
+        pending.failed(new Error(`could not start ${m.message}`));
+        return;
+      case 'exit':
+        child.exited(m.code, m.signal);
+        return;
+    }
+  }
+
+  private forget(id: number) {
+    this.live.delete(id);
+    this.holdLoop();
+  }
+
+  /** The channel holds the event loop open while a process is being started or runs; idle, the helper does not. */
+  private holdLoop() {
+    const channel = (this.helper as unknown as { channel?: { ref(): void; unref(): void } } | undefined)?.channel;
+    if (this.live.size > 0) channel?.ref();
+    else channel?.unref();
+  }
+
+  private remote(helper: ChildProcess, id: number, child: RemoteChild): SpawnedProcess {
+    const send = (message: object) => {
+      if (helper.connected) helper.send({ ...message, id });
+    };
+    const signal = (s: NodeJS.Signals) => send({ op: 'signal', signal: s });
+    return {
+      child,
+      terminate: () => signal('SIGTERM'),
+      interrupt: () => signal('SIGINT'),
+      kill: () => signal('SIGKILL'),
+      handScript: (script) => send({ op: 'script', script }),
+      release: () => send({ op: 'release' }),
+    };
+  }
+
+  /** The helper is gone: so are the guard pipes of everything it started, whose guards kill it all. */
+  private lost(helper: ChildProcess) {
+    if (this.helper === helper) this.helper = undefined;
+    helper.removeAllListeners('message');
+    for (const [id, { child, failed, helper: startedBy }] of this.live) {
+      if (startedBy !== helper) continue;
+      if (child.pid === undefined) {
+        this.forget(id);
+        failed(new HelperLostError());
+      } else child.exited(null, 'SIGKILL');
+    }
+  }
+}
+
+let shared: Spawner | undefined;
+
+/** The spawner of this process: one helper serves every sandbox of it (tests run many workers in one process). */
+export function sharedSpawner(): Spawner {
+  shared ??= new Spawner();
+  return shared;
+}
