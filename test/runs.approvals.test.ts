@@ -62,7 +62,8 @@ describe('approvals', () => {
 
   it('an approval racing a cancel: exactly one order wins, and the run ends CANCELLED with nothing left running', async () => {
     for (let i = 0; i < 5; i++) {
-      const stack = await approvalStack();
+      // The step after the gate lasts: should the approval win, the cancel still finds the run going (it stops the step).
+      const stack = await createStack(t, [{ id: 'approve', type: 'approval' }, { id: 'apply', needs: ['approve'], command: 'sleep 30' }]);
       const run = await triggerRun(t, stack.id);
       const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
       const [approve, cancel] = await Promise.all([

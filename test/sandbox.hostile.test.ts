@@ -177,13 +177,15 @@ describe('a hostile step is contained by the sandbox', () => {
 
   it('a fork bomb is held to the process limit, fails, and the worker runs the next step', async () => {
     // Per uid: steps of other test files may be running beside this one, each under its own uid.
+    // `exec sleep`, not `sleep`: once the bomb holds every process the limit allows, the step's shell
+    // could not fork a sleep, and would fail at once instead of being timed out.
     let peak = 0;
     const sampler = setInterval(() => {
       const perUid = new Map<number, number>();
       for (const p of sandboxProcesses()) perUid.set(p.uid, (perUid.get(p.uid) ?? 0) + 1);
       peak = Math.max(peak, ...perUid.values());
     }, 200);
-    const { run, step, output } = await runAttack(onlyIfSandboxed('bomb() { bomb | bomb & }; bomb; sleep 30'), member, 5).finally(() => clearInterval(sampler));
+    const { run, step, output } = await runAttack(onlyIfSandboxed('bomb() { bomb | bomb & }; bomb; exec sleep 30'), member, 5).finally(() => clearInterval(sampler));
     assert.doesNotMatch(output, /NOT SANDBOXED/);
     assert.equal(run.status, 'FAILED');
     assert.equal(step.error.code, 'Engine:Step:TIMED_OUT');
