@@ -92,6 +92,12 @@ function startChild(args: string[], env: Record<string, string>, ready: string):
   });
 }
 
+/** The spawner of a worker (src/engine/sandbox/spawner.ts): its `node` children. */
+function spawnersOf(workerPid: number): number[] {
+  const children = readFileSync(`/proc/${workerPid}/task/${workerPid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  return children.filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');
+}
+
 /** Triggers `count` things through `one`, at `rate` per second or (rate 0) from `clients` concurrent callers; returns id → send time. */
 async function trigger(count: number, rate: number, clients: number, one: (i: number) => Promise<string>): Promise<Map<string, number>> {
   const sentAt = new Map<string, number>();
@@ -243,7 +249,9 @@ async function main() {
     const cpuBefore = cpuSnapshot();
     const burst = await trigger(RUNS, 0, CLIENTS, post(stacks));
     await runsDone(db, [...burst.keys()]);
-    const burstCpu = cpuReport(cpuBefore, cpuSnapshot(), { pids: { 'the API': [plinth.pid], 'the workers': workers.map((w) => w.pid!), 'this bench (the clients)': [process.pid] } }, RUNS, 'run');
+    // A worker's sandboxes are started (and reaped) by its spawner, a child process of its own: counted with it.
+    const workerPids = [...workers.map((w) => w.pid!), ...workers.flatMap((w) => spawnersOf(w.pid!))];
+    const burstCpu = cpuReport(cpuBefore, cpuSnapshot(), { pids: { 'the API': [plinth.pid], 'the workers and their spawners': workerPids, 'this bench (the clients)': [process.pid] } }, RUNS, 'run');
     burstCpu.push(`    RSS of the workers after it: ${workers.map((w) => rssMb(w.pid!)).join(', ')} MB; of the API: ${rssMb(plinth.pid)} MB`);
     const statements = PG_STATEMENTS ? await topStatements(db, RUNS) : [];
     const burstT = await times(db, burst);
