@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { createOrganization, userCaller } from './helpers/callers.ts';
+import { isSandboxInit, isSandboxTop, nativeLauncherBuilt } from './helpers/sandbox.ts';
 import {
   createStack,
   hostProcesses,
@@ -21,7 +22,7 @@ const SANDBOX_UIDS = { from: 200_000, to: 250_000 };
 const MAX_PROCESSES = 64;
 /**
  * Processes of sandbox uids that belong to a step: every one but the waiting shell of a sandbox built
- * ahead (its uid's only process, `sh`, a child of the sandbox's root init under `unshare`), which has
+ * ahead (its uid's only process, `sh`, a child of the sandbox's root init under its launcher), which has
  * run nothing yet and runs its step's script once the worker writes it.
  */
 function sandboxProcesses() {
@@ -32,7 +33,7 @@ function sandboxProcesses() {
   for (const p of ofSandboxUids) perUid.set(p.uid, (perUid.get(p.uid) ?? 0) + 1);
   const waiting = (p: (typeof all)[number]) => {
     const init = byPid.get(p.ppid);
-    return p.comm === 'sh' && perUid.get(p.uid) === 1 && init?.comm === 'sh' && init.uid === 0 && byPid.get(init.ppid)?.comm === 'unshare';
+    return p.comm === 'sh' && perUid.get(p.uid) === 1 && init !== undefined && isSandboxInit(init.comm) && init.uid === 0 && isSandboxTop(byPid.get(init.ppid)?.comm ?? '');
   };
   return ofSandboxUids.filter((p) => !waiting(p));
 }
@@ -47,7 +48,13 @@ const onlyIfSandboxed = (command: string) => `if [ "$(id -u)" -lt ${SANDBOX_UIDS
  * against a real `plinth worker` process whose own environment holds the admin token and the database
  * URL with its password, as a production worker's does.
  */
-describe('a hostile step is contained by the sandbox', () => {
+/**
+ * Both launchers build the same sandbox (init-script.ts): the native one where npm ci compiled it, and
+ * the shell init, which a host without a C compiler uses.
+ */
+const LAUNCHERS = nativeLauncherBuilt() ? (['native', 'shell'] as const) : (['shell'] as const);
+
+for (const launcher of LAUNCHERS) describe(`a hostile step is contained by the sandbox (${launcher} launcher)`, () => {
   let t: EngineTestApp;
   let worker: ChildProcess;
   let member: string;
@@ -77,7 +84,7 @@ describe('a hostile step is contained by the sandbox', () => {
     rival = (await userCaller(t, 'victim@b.test', 'MEMBER', orgB)).token;
     // namespaces, not auto: should this host not isolate, the worker refuses to start and no attack runs.
     // Small process and CPU limits keep the fork bomb from slowing the other test files down.
-    worker = spawnWorkerProcess(t, { PLINTH_WORKER_CONCURRENCY: '8', PLINTH_SANDBOX: 'namespaces', PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES), PLINTH_STEP_CPUS: '0.5' });
+    worker = spawnWorkerProcess(t, { PLINTH_WORKER_CONCURRENCY: '8', PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_LAUNCHER: launcher, PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES), PLINTH_STEP_CPUS: '0.5' });
   });
   after(async () => {
     worker.kill('SIGKILL');
@@ -90,6 +97,18 @@ describe('a hostile step is contained by the sandbox', () => {
     const [uid, groups] = output.split('\n').map((l) => l.trim());
     assert.ok(Number(uid) >= SANDBOX_UIDS.from && Number(uid) < SANDBOX_UIDS.to, `uid ${uid}`);
     assert.equal(groups, uid, 'no supplementary groups');
+  });
+
+  it('holds no capability in any set, cannot gain one (no_new_privs), dumps no core, has the process limit, and ignores SIGINT as OpenTofu\'s parent must', async () => {
+    const { run, output } = await runAttack('grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|SigIgn):" /proc/self/status; grep -E "^Max (processes|core file size)" /proc/self/limits');
+    assert.equal(run.status, 'SUCCEEDED', output);
+    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) assert.match(output, new RegExp(`^${set}:\\s+0+$`, 'm'), `${set} is empty:\n${output}`);
+    assert.match(output, /^NoNewPrivs:\s+1$/m);
+    assert.match(output, new RegExp(`^Max processes\\s+${MAX_PROCESSES}\\s+${MAX_PROCESSES}\\s`, 'm'));
+    assert.match(output, /^Max core file size\s+0\s+0\s/m);
+    // SIGINT (2) and SIGQUIT (3) ignored: a cancelled apply's interrupt reaches OpenTofu, and its shell waits on.
+    const ignored = BigInt(`0x${/^SigIgn:\s+([0-9a-f]+)$/m.exec(output)?.[1] ?? '0'}`);
+    assert.equal(ignored & 0b110n, 0b110n, output);
   });
 
   it('cannot read the worker\'s environment, nor any other process\'s', async () => {

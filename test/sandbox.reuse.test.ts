@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
 import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
 import { hostProcesses, processTree, waitFor } from './helpers/engine.ts';
-import { runInWorkspace } from './helpers/sandbox.ts';
+import { isSandboxTop, runInWorkspace } from './helpers/sandbox.ts';
 
 const run = runInWorkspace;
 
@@ -114,7 +114,9 @@ describe('sandboxes built ahead', () => {
       const waiting = await waitFor('two sandboxes built ahead', async () => {
         // Started by this process's spawner (a child of this process), not by this process itself.
         const ours = new Set(processTree(process.pid));
-        const found = hostProcesses().filter((p) => ours.has(p.pid) && p.ppid !== process.pid && p.comm === 'unshare');
+        const all = hostProcesses();
+        const comms = new Map(all.map((p) => [p.pid, p.comm]));
+        const found = all.filter((p) => ours.has(p.pid) && comms.get(p.ppid) === 'node' && p.ppid !== process.pid && isSandboxTop(p.comm));
         return found.length === 2 ? found : undefined;
       }, 10_000);
       for (const p of waiting) assert.equal(os.getPriority(p.pid), 10, 'a sandbox built ahead waits at nice 10');

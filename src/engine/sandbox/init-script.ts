@@ -17,7 +17,9 @@
  * 3. pivots into that root, detaching the host's filesystem entirely;
  * 4. starts the step's shell as its own uid with no capabilities, no supplementary groups and
  *    no_new_privs (setuid binaries do nothing), under RLIMIT_NPROC (the shell's `ulimit`: `-u` in bash,
- *    `-p` in dash; should neither take, the step does not start). The shell (`sh -s`) reads its script
+ *    `-p` in dash; should neither take, the step does not start), and with SIGINT and SIGQUIT ignored
+ *    (it is a background job of a non-interactive shell): an interrupt is for the step's programs that
+ *    handle it (OpenTofu writes its state), not for the shell waiting on them. The shell (`sh -s`) reads its script
  *    from fd 3 and so WAITS until the worker writes it: the sandbox is built ahead of its step (the warm
  *    pool of namespaces.ts), up to this shell, and the worker hands it a step by writing the step's
  *    script (stepScript) and closing the pipe. No tenant data is in the sandbox before that; should the

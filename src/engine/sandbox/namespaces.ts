@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
 import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
@@ -15,17 +16,34 @@ import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorks
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
-const TOOLS = ['unshare', 'setpriv', 'pivot_root', 'mount', 'umount', 'cp', 'tar', 'sh'];
+/** What the worker runs on the host: the template's copy, and the step's shell. */
+const TOOLS = ['cp', 'tar', 'sh'];
+/** What the shell init runs besides (util-linux). */
+const SHELL_INIT_TOOLS = ['unshare', 'setpriv', 'pivot_root', 'mount', 'umount'];
+/**
+ * The native launcher (native/plinth-sandbox.c), compiled by `npm ci` (scripts/build-sandbox.mjs): it
+ * builds a sandbox in one process where the shell init (SANDBOX_INIT) starts eight, doing the same.
+ */
+const NATIVE_LAUNCHER = fileURLToPath(new URL('../../../build/plinth-sandbox', import.meta.url));
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
-export type HostCheck = () => Promise<string | undefined>;
+export type HostCheck = (tools: string[]) => Promise<string | undefined>;
 
-const defaultHostCheck: HostCheck = async () => {
+const defaultHostCheck: HostCheck = async (tools) => {
   if (process.platform !== 'linux') return `namespaces need Linux, this is ${process.platform}`;
   if (process.getuid?.() !== 0) return 'the worker must run as root to give each step its own uid and namespaces';
-  const missing = TOOLS.filter((tool) => !SYSTEM_PATH.split(':').some((dir) => existsSync(path.join(dir, tool))));
+  const missing = tools.filter((tool) => !SYSTEM_PATH.split(':').some((dir) => existsSync(path.join(dir, tool))));
   return missing.length ? `missing ${missing.join(', ')} (util-linux)` : undefined;
 };
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** A command that fails unless the step sees what the sandbox promises; its output names what failed. */
 const PROBE_COMMAND = [
@@ -48,6 +66,8 @@ interface Probed {
   template: string;
   cgroups: CgroupHost | undefined;
   dirs: string[];
+  /** The native launcher's path, or undefined: the shell init. */
+  launcher: string | undefined;
 }
 
 export class NamespaceSandbox implements StepSandbox {
@@ -56,6 +76,7 @@ export class NamespaceSandbox implements StepSandbox {
   private template = '';
   private systemDirs: string[] = [];
   private resolverFiles: Array<{ source: string; name: string }> = [];
+  private launcher: string | undefined;
   private readonly root: string;
   /** Sandboxes built ahead, each waiting for the one step it will serve (PLINTH_SANDBOX_POOL). */
   private readonly pool: WarmPool<Warm>;
@@ -90,8 +111,9 @@ export class NamespaceSandbox implements StepSandbox {
   }
 
   start(): Promise<IsolationReport> {
-    this.started ??= this.probeOnce().then(({ report, template, cgroups, dirs }) => {
+    this.started ??= this.probeOnce().then(({ report, template, cgroups, dirs, launcher }) => {
       this.template = template;
+      this.launcher = launcher;
       this.cgroups = cgroups;
       this.systemDirs = dirs;
       this.resolverFiles = hostResolverFiles();
@@ -152,8 +174,11 @@ export class NamespaceSandbox implements StepSandbox {
   }
 
   private async probe(): Promise<Probed> {
-    const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [] });
-    const cannot = await this.hostCheck();
+    const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [], launcher: undefined });
+    const native = this.settings.launcher !== 'shell' && isExecutable(NATIVE_LAUNCHER);
+    if (this.settings.launcher === 'native' && !native) return failed(`PLINTH_SANDBOX_LAUNCHER=native, but ${NATIVE_LAUNCHER} was not built (npm ci builds it where a C compiler is installed)`);
+    this.launcher = native ? NATIVE_LAUNCHER : undefined;
+    const cannot = await this.hostCheck(native ? TOOLS : [...TOOLS, ...SHELL_INIT_TOOLS]);
     if (cannot) return failed(cannot);
     try {
       await ensurePrivateRoot(this.root);
@@ -181,9 +206,9 @@ export class NamespaceSandbox implements StepSandbox {
       cgroup: this.cgroups.version,
       // Without a pids cgroup the process limit still holds: RLIMIT_NPROC counts the step's own uid.
       limits: { maxProcesses: limits.maxProcesses, memoryMb: enforced.memory ? limits.memoryMb : null, cpus: enforced.cpu ? limits.cpus : null },
-      detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
+      detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces, built by ${native ? 'the native launcher' : 'the shell init'}; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
     };
-    return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs };
+    return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs, launcher: this.launcher };
   }
 
   /** Runs PROBE_COMMAND as a real step; returns its output when it failed. */
@@ -336,13 +361,18 @@ export class NamespaceSandbox implements StepSandbox {
       makeBindPoints(bindPoints, binds);
       writeFileSync(fstab, this.fstabOf(claim, binds, bindPoints));
     }
-    const namespaces = ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : [])];
+    const procsFiles = cgroup?.procsFiles ?? [];
+    const launch = this.launcher
+      ? { file: this.launcher, args: [...(network === 'none' ? ['--net'] : []), fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses), ...procsFiles] }
+      : {
+          file: 'unshare',
+          args: ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : []), 'sh', '-c', SANDBOX_INIT, 'plinth-init', fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses), procsFiles.join(' ')],
+        };
     // Built ahead, its setup yields the CPU to steps running now (the spawner lowers it before it forks
     // anything); its step gets the normal priority back.
     const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;
     const proc = await sharedSpawner().spawn({
-      file: 'unshare',
-      args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses), (cgroup?.procsFiles ?? []).join(' ')],
+      ...launch,
       env: { PATH: SYSTEM_PATH },
       cwd: claim.dir,
       fd3: true,

@@ -15,6 +15,14 @@ export type SandboxMode = (typeof SANDBOX_MODES)[number];
 export const SANDBOX_NETWORKS = ['host', 'none'] as const;
 export type SandboxNetwork = (typeof SANDBOX_NETWORKS)[number];
 
+/**
+ * `PLINTH_SANDBOX_LAUNCHER`: what builds a namespaced sandbox. `native` is build/plinth-sandbox (one
+ * process, compiled at install from native/plinth-sandbox.c), `shell` the shell init through util-linux
+ * (eight processes); `auto` is native when it was built.
+ */
+export const SANDBOX_LAUNCHERS = ['auto', 'native', 'shell'] as const;
+export type SandboxLauncher = (typeof SANDBOX_LAUNCHERS)[number];
+
 export interface StepLimits {
   /** Processes and threads at once (cgroup pids, and RLIMIT_NPROC of the step's own uid). */
   maxProcesses: number;
@@ -26,6 +34,7 @@ export interface StepLimits {
 export interface SandboxSettings {
   mode: SandboxMode;
   network: SandboxNetwork;
+  launcher: SandboxLauncher;
   limits: StepLimits;
   /** Each running step gets its own uid from [uidBase, uidBase + uidCount). */
   uidBase: number;

@@ -1,0 +1,29 @@
+// npm's postinstall: compiles the sandbox launcher (native/plinth-sandbox.c) into build/plinth-sandbox.
+// Optional: without a C compiler (or off Linux) it says so and the worker builds each sandbox with the
+// shell init instead (PLINTH_SANDBOX_LAUNCHER, docs/engine.md). A static binary when the C library's
+// static archive is installed: no dynamic loader to run at every step.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, renameSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const source = path.join(root, 'native', 'plinth-sandbox.c');
+const target = path.join(root, 'build', 'plinth-sandbox');
+
+if (process.platform !== 'linux') {
+  console.log(`plinth: no sandbox launcher on ${process.platform} (steps need Linux namespaces)`);
+  process.exit(0);
+}
+mkdirSync(path.dirname(target), { recursive: true });
+const compiler = process.env.CC || 'cc';
+const flags = ['-O2', '-Wall', '-Wextra', '-Werror', '-o', `${target}.tmp`, source];
+let result = spawnSync(compiler, ['-static', ...flags], { encoding: 'utf8' });
+if (result.status !== 0) result = spawnSync(compiler, flags, { encoding: 'utf8' });
+if (result.status !== 0) {
+  const why = result.error ? result.error.message : result.stderr.trim().split('\n').slice(-3).join('; ');
+  console.log(`plinth: the sandbox launcher was not built (${why}); workers will build sandboxes with the shell init`);
+  process.exit(0);
+}
+renameSync(`${target}.tmp`, target);
+console.log(`plinth: built the sandbox launcher ${path.relative(root, target)}`);
