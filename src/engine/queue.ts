@@ -52,10 +52,17 @@ export interface Queue {
 /**
  * graphile-worker 0.17 settings that let a worker ride out a database outage. Without batching, a
  * job's completeJob/failJob is a promise nobody awaits (worker.js), so ECONNREFUSED while the
- * database restarts is an unhandled rejection that ends the process; the batched path (delay 0: no
- * added latency) retries it with backoff instead and reports a final failure as a pool error.
+ * database restarts is an unhandled rejection that ends the process; the batched path retries it with
+ * backoff instead and reports a final failure as a pool error.
+ *
+ * A job's completion is batched over COMPLETE_JOB_BATCH_MS: it is nobody's wait (the step's outcome,
+ * and the jobs of the steps it unblocks, were committed before), and when steps end close together it
+ * deletes their jobs in one statement instead of one each. A worker that dies inside that window leaves
+ * those jobs locked; should graphile-worker run one again, its claim finds the step ended and does
+ * nothing, as for a worker that died after its commit without the window. Failures stay unbatched.
  */
-const OUTAGE_SAFE_PRESET = { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } };
+const COMPLETE_JOB_BATCH_MS = 20;
+const OUTAGE_SAFE_PRESET = { worker: { completeJobBatchDelay: COMPLETE_JOB_BATCH_MS, failJobBatchDelay: 0 } };
 
 /**
  * startQueue runs graphile-worker's pool; signals are ours to handle (the worker drains on SIGTERM).
