@@ -5,15 +5,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { NATIVE_LAUNCHER } from '../src/engine/sandbox/namespaces.ts';
 import { nativeLauncherBuilt } from './helpers/sandbox.ts';
 
-const LAUNCHER = fileURLToPath(new URL('../build/plinth-sandbox', import.meta.url));
 const runnable = nativeLauncherBuilt() && process.getuid?.() === 0;
 
 /** Runs the launcher with a script on fd 3 and its guard pipe held open; resolves with its status and output. */
 async function launch(args: string[], script = 'echo STEP RAN\n') {
-  const child = spawn(LAUNCHER, args, { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' }, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+  const child = spawn(NATIVE_LAUNCHER, args, { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' }, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d));
   child.stderr!.on('data', (d: Buffer) => (output += d));

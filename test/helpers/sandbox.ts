@@ -1,19 +1,19 @@
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { NATIVE_LAUNCHER } from '../../src/engine/sandbox/namespaces.ts';
 import type { StepProcessSpec, StepWorkspace } from '../../src/engine/sandbox/sandbox.ts';
 
 /**
- * The command name of a sandbox's top process, started by the worker's spawner, and of the root init it
- * forks as pid 1 of the step's PID namespace: the native launcher forks itself (one name for both), the
+ * The command name of a sandbox's top process (started by the worker's spawner), and of the root init it
+ * forks as pid 1 of the step's PID namespace: the native launcher forks itself (one name for both); the
  * shell init is `sh` under util-linux `unshare`.
  */
-export const LAUNCHER_COMMS = { native: { top: 'plinth-sandbox', init: 'plinth-sandbox' }, shell: { top: 'unshare', init: 'sh' } } as const;
-export const isSandboxTop = (comm: string) => comm === LAUNCHER_COMMS.native.top || comm === LAUNCHER_COMMS.shell.top;
-export const isSandboxInit = (comm: string) => comm === LAUNCHER_COMMS.native.init || comm === LAUNCHER_COMMS.shell.init;
+export const isSandboxTop = (comm: string) => comm === 'plinth-sandbox' || comm === 'unshare';
+export const isSandboxInit = (comm: string) => comm === 'plinth-sandbox' || comm === 'sh';
 
 /** Whether `npm ci` compiled the native launcher here (scripts/build-sandbox.mjs). */
 export function nativeLauncherBuilt(): boolean {
-  return existsSync(new URL('../../build/plinth-sandbox', import.meta.url));
+  return existsSync(NATIVE_LAUNCHER);
 }
 
 export const STEP_TEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

@@ -24,7 +24,7 @@ const SHELL_INIT_TOOLS = ['unshare', 'setpriv', 'pivot_root', 'mount', 'umount']
  * The native launcher (native/plinth-sandbox.c), compiled by `npm ci` (scripts/build-sandbox.mjs): it
  * builds a sandbox in one process where the shell init (SANDBOX_INIT) starts eight, doing the same.
  */
-const NATIVE_LAUNCHER = fileURLToPath(new URL('../../../build/plinth-sandbox', import.meta.url));
+export const NATIVE_LAUNCHER = fileURLToPath(new URL('../../../build/plinth-sandbox', import.meta.url));
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
 export type HostCheck = (tools: string[]) => Promise<string | undefined>;
@@ -55,7 +55,7 @@ const PROBE_COMMAND = [
 
 /**
  * NamespaceSandbox runs each step in new PID, mount, IPC and UTS namespaces (and network, with
- * `PLINTH_SANDBOX_NETWORK=none`) through util-linux `unshare`, as a uid of its own, inside cgroups with
+ * `PLINTH_SANDBOX_NETWORK=none`), built by the native launcher or the shell init, as a uid of its own, inside cgroups with
  * the step limits. SANDBOX_INIT (init-script.ts) says what the step sees and how it ends.
  */
 /** Probes by settings: every worker of a process (tests start many) shares one, the host does not change. */
@@ -275,7 +275,7 @@ export class NamespaceSandbox implements StepSandbox {
 
   /**
    * recycle ends a step's sandbox and keeps its claim for the next step, once nothing of the step is
-   * left: every process exited (the PID namespace's init reaps them all before its `unshare` exits),
+   * left: every process exited (the PID namespace's init reaps them all before its launcher exits),
    * the cgroup is empty, the workspace emptied. Anything short of that, and the claim is destroyed
    * instead: a uid serves another step only with no process and no file of the last one left.
    */
@@ -361,15 +361,15 @@ export class NamespaceSandbox implements StepSandbox {
       makeBindPoints(bindPoints, binds);
       writeFileSync(fstab, this.fstabOf(claim, binds, bindPoints));
     }
+    // Both launchers take the same arguments (init-script.ts); the shell init takes the cgroups as one word.
+    const net = network === 'none' ? ['--net'] : [];
+    const sandbox = [fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses)];
     const procsFiles = cgroup?.procsFiles ?? [];
     const launch = this.launcher
-      ? { file: this.launcher, args: [...(network === 'none' ? ['--net'] : []), fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses), ...procsFiles] }
-      : {
-          file: 'unshare',
-          args: ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : []), 'sh', '-c', SANDBOX_INIT, 'plinth-init', fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses), procsFiles.join(' ')],
-        };
-    // Built ahead, its setup yields the CPU to steps running now (the spawner lowers it before it forks
-    // anything); its step gets the normal priority back.
+      ? { file: this.launcher, args: [...net, ...sandbox, ...procsFiles] }
+      : { file: 'unshare', args: ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...net, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' ')] };
+    // Built ahead, its setup yields the CPU to steps running now (the spawner lowers its launcher as
+    // soon as it runs; restoreNice sets back whatever it forked); its step gets the normal priority back.
     const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;
     const proc = await sharedSpawner().spawn({
       ...launch,
@@ -408,11 +408,11 @@ interface Warm {
 }
 
 /**
- * A sandbox built ahead (the warm pool) is built at this nice level: its processes (`unshare`, the init,
- * `mount`, `pivot_root`, `umount`, about 5 ms of CPU) then run when steps leave the CPU idle, not
- * between a step's exit and its outcome's commit. `begin` sets the init back to 0 before the step starts,
- * so every process of a step runs at the normal priority. It needs /proc's `children` list (to find the
- * init under `unshare`); without it nothing is lowered.
+ * A sandbox built ahead (the warm pool) is built at this nice level: its processes (the launcher, its
+ * init and, with the shell init, `mount`, `pivot_root` and `umount`) then run when steps leave the CPU
+ * idle, not between a step's exit and its outcome's commit. `begin` sets the init back to 0 before the
+ * step starts, so every process of a step runs at the normal priority. It needs /proc's `children`
+ * list (to find the init under its launcher); without it nothing is lowered.
  */
 const BUILD_AHEAD_NICE = 10;
 /** See replenish(): how long a worker's steps must leave it quiet before the pool refills, and the most a refill waits. */
@@ -431,13 +431,13 @@ function setNice(pid: number | undefined, nice: number): boolean {
 }
 
 /**
- * restoreNice sets the sandbox's processes back to 0, parents before children (`unshare`, its init,
+ * restoreNice sets the sandbox's processes back to 0, parents before children (the launcher, its init,
  * then the init's: the step's waiting shell and the guard): a process forked after its parent was set
  * inherits 0, one forked before is in its parent's `children` list. So every process of the step, its
  * shell and whatever that starts once its script arrives, runs at 0.
  */
-function restoreNice(unsharePid: number) {
-  const pending = [unsharePid];
+function restoreNice(launcherPid: number) {
+  const pending = [launcherPid];
   for (let depth = 0; depth < 3 && pending.length; depth++) {
     for (const pid of pending.splice(0)) {
       setNice(pid, 0);
@@ -462,7 +462,7 @@ function hostResolverFiles() {
 /**
  * retire ends a sandbox that never got its step: end-of-file on its script makes its waiting shell
  * exit having run nothing (and on its stdin makes the guard kill whatever is left), so its init exits
- * and `unshare` reaps it (a SIGKILL to the group would leave the init a zombie for the host's init to reap).
+ * and its launcher reaps it (a SIGKILL to the group would leave the init a zombie for the host's init to reap).
  */
 async function retire(proc: SpawnedProcess): Promise<void> {
   if (!isRunning(proc)) return;
@@ -473,7 +473,7 @@ async function retire(proc: SpawnedProcess): Promise<void> {
   }
 }
 
-/** Whether every one of `procs` has exited (their `unshare` reaped, so their whole namespace is gone) within `ms`. */
+/** Whether every one of `procs` has exited (their launcher reaped, so their whole namespace is gone) within `ms`. */
 async function exitedWithin(procs: SandboxedProcess[], ms: number): Promise<boolean> {
   const exits = procs.filter(isRunning).map((p) => once(p.child, 'exit'));
   let timer: NodeJS.Timeout | undefined;

@@ -65,7 +65,6 @@ class RemoteChild extends EventEmitter implements StepChild {
     });
   }
 
-
   private partClosed() {
     if (--this.openParts === 0) this.emit('close', this.exitCode, this.signalCode);
   }
