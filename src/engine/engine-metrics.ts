@@ -1,5 +1,5 @@
 import { afterCommit } from '../platform/db/commit-hooks.ts';
-import type { Trx } from '../platform/db/db.ts';
+import type { Executor } from '../platform/db/db.ts';
 import { metrics, secondsSince } from '../platform/metrics/metrics.ts';
 import { stepOf, type RunSnapshot, type RunWrite } from './run-decisions.ts';
 import { isTerminalRun, isTerminalStep } from './run-state.ts';
@@ -56,8 +56,13 @@ function runObservation(row: LockedRunRow, to: string, startsNow: boolean): (() 
   };
 }
 
-/** observeAfterCommit has `trx` count what the write changes, once (and if) it commits. */
-export async function observeAfterCommit(trx: Trx, row: LockedRunRow, s: RunSnapshot, w: RunWrite): Promise<void> {
+/**
+ * observeAfterCommit counts what the write changed once (and if) the transaction commits; a write
+ * made outside a transaction (one statement, already committed) is counted at once.
+ */
+export async function observeAfterCommit(ex: Executor, row: LockedRunRow, s: RunSnapshot, w: RunWrite, inTransaction: boolean): Promise<void> {
   const observe = observation(row, s, w);
-  if (observe) await trx.executeQuery(afterCommit(observe));
+  if (!observe) return;
+  if (inTransaction) await ex.executeQuery(afterCommit(observe));
+  else observe();
 }

@@ -1,9 +1,9 @@
 import { sql, type QueryCreator, type RawBuilder } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
-import type { Db, Executor, Trx } from '../platform/db/db.ts';
+import type { Db, Executor } from '../platform/db/db.ts';
 import type { StepStatus } from '../platform/db/enums.ts';
 import type { ExecutionSet } from './run-decisions.ts';
-import { TRANSITION_COLUMNS, transitionSelection, transitionValues, type TransitionRecord } from './runs.repo.ts';
+import { transitionValues, type TransitionRecord } from './runs.repo.ts';
 
 /** SQL of step executions: their rows, their history rows, their jobs and their leases. */
 export interface NewExecutionValues {
@@ -22,14 +22,19 @@ export interface NewExecutionValues {
   statusDetail?: Record<string, unknown>;
 }
 
+/** A new execution and its first history row. */
+export interface NewExecutionRow {
+  values: NewExecutionValues;
+  transition: TransitionRecord;
+}
+
 /**
- * insertExecutions creates step executions of one run and, in the same statement, their first history
- * rows and the jobs of those that are QUEUED: one round trip for every step a decision starts at once
- * (the roots of a run, the steps one completion unblocks), and a QUEUED execution never exists
- * without its job.
+ * The parts of one statement (decision-statement.repo.ts) that create step executions of one run: the
+ * jobs of those that are QUEUED (`<name>_job`), the executions (`<name>`) and their first history rows.
+ * A QUEUED execution never exists without its job: they are one statement.
  */
-export async function insertExecutions(trx: Trx, rows: ReadonlyArray<{ values: NewExecutionValues; transition: TransitionRecord }>): Promise<void> {
-  if (rows.length === 0) return;
+export function newExecutionsParts(db: QueryCreator<Database>, rows: readonly NewExecutionRow[], name: string) {
+  const jobs = `${name}_job`;
   const runId = rows[0].values.runId;
   const dispatched = rows.filter((r) => r.values.status === 'QUEUED').map((r) => r.values.id);
   const executionRow = (v: NewExecutionValues) => {
@@ -50,20 +55,17 @@ export async function insertExecutions(trx: Trx, rows: ReadonlyArray<{ values: N
       input_data: v.inputData === null ? null : JSON.stringify(v.inputData),
       status_detail: v.statusDetail ? JSON.stringify(v.statusDetail) : null,
       completed_at: terminal ? sql<Date>`now()` : null,
-      engine_job_id: dispatch ? sql<string>`(select id from job where execution_id = ${v.id})` : null,
+      engine_job_id: dispatch ? sql<string>`(select id from ${sql.raw(jobs)} where execution_id = ${v.id})` : null,
       dispatched_at: dispatch ? sql<Date>`now()` : null,
     };
   };
-  await trx
-    .with('job', (db) =>
-      db
-        .selectFrom(sql<{ execution_id: string }>`unnest(${dispatched}::text[])`.as('x'))
-        .select([sql<string>`x`.as('execution_id'), stepJob(sql`x`, runId).as('id')]),
-    )
-    .with('created', (db) => db.insertInto('step_executions').values(rows.map((r) => executionRow(r.values))).returning('id'))
-    .insertInto('run_transitions')
-    .values(rows.map((r) => transitionValues({ ...r.transition, executionId: r.values.id })))
-    .execute();
+  return {
+    jobs: db
+      .selectFrom(sql<{ execution_id: string }>`unnest(${dispatched}::text[])`.as('x'))
+      .select([sql<string>`x`.as('execution_id'), stepJob(sql`x`, runId).as('id')]),
+    executions: db.insertInto('step_executions').values(rows.map((r) => executionRow(r.values))).returning('id'),
+    history: db.insertInto('run_transitions').values(rows.map((r) => transitionValues({ ...r.transition, executionId: r.values.id }))),
+  };
 }
 
 /** A change of a step execution: its new status and what the decision sets beside it. */
@@ -75,7 +77,8 @@ export interface ExecutionGuard {
   leaseEpoch: number;
 }
 
-function executionUpdate(db: QueryCreator<Database>, id: string, c: ExecutionChanges, guard: ExecutionGuard) {
+/** The guarded update of an execution (its history row is the caller's: decision-statement.repo.ts). */
+export function executionUpdate(db: QueryCreator<Database>, id: string, c: ExecutionChanges, guard: ExecutionGuard) {
   const lease =
     c.lease === undefined
       ? {}
@@ -105,21 +108,6 @@ function executionUpdate(db: QueryCreator<Database>, id: string, c: ExecutionCha
 }
 
 /**
- * updateExecution writes a change of a step execution and, in the same statement, its history row,
- * only while the row matches `guard`. Returns whether it did: false means someone changed it first.
- */
-export async function updateExecution(trx: Trx, id: string, c: ExecutionChanges, guard: ExecutionGuard, transition: TransitionRecord): Promise<boolean> {
-  const rows = await trx
-    .with('changed', (db) => executionUpdate(db, id, c, guard).returning('id'))
-    .insertInto('run_transitions')
-    .columns(TRANSITION_COLUMNS)
-    .expression((eb) => eb.selectFrom('changed').select(transitionSelection({ ...transition, executionId: id })))
-    .returning('id')
-    .execute();
-  return rows.length === 1;
-}
-
-/**
  * The graphile-worker `add_job` call of a step execution, as an expression returning the job id. It
  * runs in the caller's transaction, so the job exists exactly when the QUEUED step does. The job key
  * makes a redispatch replace a waiting job instead of adding one, and (graphile-worker's rule) add a
@@ -137,11 +125,6 @@ export async function enqueueStepJob(trx: Executor, executionId: string, runId: 
     with job as (select ${stepJob(executionId, runId)} as id)
     update step_executions set engine_job_id = job.id, dispatched_at = now() from job
      where step_executions.id = ${executionId} and step_executions.status = 'QUEUED'`.execute(trx);
-}
-
-/** Wakes the worker running the step so it kills the process now, not at its next heartbeat. */
-export async function notifyStepStopped(trx: Trx, executionId: string): Promise<void> {
-  await sql`select pg_notify('plinth_step_stop', ${executionId}::text)`.execute(trx);
 }
 
 /**

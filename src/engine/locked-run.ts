@@ -1,22 +1,24 @@
-import type { Trx } from '../platform/db/db.ts';
+import type { Db, Executor, Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
+import { statementKey, writeStatement, type StatementWrite } from './decision-statement.repo.ts';
 import { observeAfterCommit } from './engine-metrics.ts';
-import { enqueueStepJob, insertExecutions, notifyStepStopped, updateExecution, type NewExecutionValues } from './executions.repo.ts';
+import { enqueueStepJob, type NewExecutionRow } from './executions.repo.ts';
 import { applyWrites, decideAdmit, stepOf, type DecideContext, type Decision, type RunSnapshot, type RunWrite } from './run-decisions.ts';
 import { isLastAttempt, type RunAction, type RunStatus, type StepStatus } from './run-state.ts';
-import { readRun, readRunStatus, updateRun, type LockedRunRow, type TransitionRecord } from './runs.repo.ts';
-import { claimStackForRun, findNextWaitingRunId, lockStack, setStackActiveRun } from './stack-queue.repo.ts';
+import { readRun, type LockedRunRow } from './runs.repo.ts';
+import { claimStackForRun, lockStack, passStackToNextWaitingRun } from './stack-queue.repo.ts';
 
 /**
  * The one shape of every change to a run: lock the run row, read it and its executions, let a pure
  * decision (run-decisions.ts) say what to write, write it, in the caller's transaction. Concurrent
  * approvals, cancels, completions and reapers of one run queue on the lock, and each decides on
- * what the previous one committed. A claim reads without the lock (`lock: 'none'`): its own write
- * is guarded, so parallel steps of one run claim side by side.
+ * what the previous one committed. A claim reads without the lock and outside a transaction
+ * (withReadRun): its writes are guarded, and one statement, so parallel steps of one run claim side
+ * by side. A run inserted by the caller's own transaction is read without the lock (`lock: 'none'`).
  */
 export type Decide<R> = (snapshot: RunSnapshot, ctx: DecideContext, row: LockedRunRow) => Decision<R>;
 
-/** A guarded write found its row changed under it: only possible for a claim read without the lock. */
+/** A guarded write found its row changed under it: only possible for a run read without the lock. */
 export class StaleWriteError extends Error {
   constructor(id: string) {
     super(`${id} changed between the read and the write`);
@@ -56,44 +58,108 @@ export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R
   const row = await readRun(trx, runId, options.lock ?? 'update');
   if (!row) return undefined;
   const snapshot = snapshotOf(row);
-  const ctx: DecideContext = { actor: options.actor, newId };
-  const decision = decide(snapshot, ctx, row);
-  await applyDecision(trx, row, snapshot, decision.writes, options.actor);
+  const decision = decide(snapshot, { actor: options.actor, newId }, row);
+  await applyDecision(trx, row, snapshot, decision.writes, { actor: options.actor, inTransaction: true });
   return decision.result;
 }
 
 /**
- * applyDecision makes the writes of a decision, in order; the snapshot names what a new execution
- * needs. Consecutive new executions (a run's roots, the steps one completion unblocks) are one statement.
+ * withReadRun is a claim's shape of a command, outside any transaction: the run read without a lock,
+ * the decision, and its writes made as one statement, which is atomic by itself. Every write is
+ * guarded; one that finds its row changed throws StaleWriteError, and then nothing was written.
  */
-async function applyDecision(trx: Trx, row: LockedRunRow, snapshot: RunSnapshot, writes: readonly RunWrite[], actor?: string): Promise<void> {
+export async function withReadRun<R>(db: Db, runId: string, decide: Decide<R>, options: { actor?: string } = {}): Promise<R | undefined> {
+  const row = await readRun(db, runId, 'none');
+  if (!row) return undefined;
+  const snapshot = snapshotOf(row);
+  const decision = decide(snapshot, { actor: options.actor, newId }, row);
+  await applyDecision(db, row, snapshot, decision.writes, { actor: options.actor, inTransaction: false });
+  return decision.result;
+}
+
+interface Planned {
+  write: RunWrite;
+  statement: StatementWrite;
+  /** The snapshot the write was decided on (what its metrics read). */
+  before: RunSnapshot;
+}
+
+/**
+ * applyDecision makes the writes of a decision, in order: consecutive writes of rows, history rows and
+ * notifications are one statement (decision-statement.repo.ts) until one would write a row the
+ * statement already writes; the stack queue's writes are statements of their own. Outside a
+ * transaction the decision must fit in one statement.
+ */
+async function applyDecision(ex: Executor, row: LockedRunRow, snapshot: RunSnapshot, writes: readonly RunWrite[], o: { actor?: string; inTransaction: boolean }): Promise<void> {
   let state = snapshot;
-  for (let i = 0; i < writes.length; ) {
-    const created = newExecutionsAt(writes, i);
-    if (created.length) {
-      await insertExecutions(trx, created.map((w) => newExecutionRow(state, w, actor)));
-      for (const w of created) {
-        await observeAfterCommit(trx, row, state, w);
-        state = applyWrites(state, [w]);
-      }
-      i += created.length;
-      continue;
+  let group: Planned[] = [];
+  const keys = new Set<string>();
+  const flush = async () => {
+    if (group.length) await writeGroup(ex, row, group, o.inTransaction);
+    group = [];
+    keys.clear();
+  };
+  for (const w of writes) {
+    const statement = statementWriteOf(state, w, o.actor);
+    const key = statement && statementKey(statement);
+    if (!statement || (key && keys.has(key))) {
+      if (!o.inTransaction) throw new Error(`a decision made outside a transaction must be one statement (${w.kind})`);
+      await flush();
     }
-    const w = writes[i++];
-    if (await applyWrite(trx, state, w, actor)) await observeAfterCommit(trx, row, state, w);
+    if (statement) {
+      if (key) keys.add(key);
+      group.push({ write: w, statement, before: state });
+    } else await applyStackWrite(ex as Trx, state, w, o.actor);
     state = applyWrites(state, [w]);
+  }
+  await flush();
+}
+
+/** Makes a group of writes as one statement; a guarded write that found its row changed throws StaleWriteError. */
+async function writeGroup(ex: Executor, row: LockedRunRow, group: readonly Planned[], inTransaction: boolean): Promise<void> {
+  const { changed, runStatus } = await writeStatement(
+    ex,
+    group.map((g) => g.statement),
+  );
+  const applied = group.filter((g, i) => {
+    const w = g.statement;
+    if (w.kind === 'runStart') {
+      // Not started by this claim: found started by a parallel one (the run's lock made it wait for it).
+      if (changed[i] === 0 && runStatus !== w.transition.to) throw new StaleWriteError(w.runId);
+      return changed[i] > 0;
+    }
+    if (w.kind === 'execution' && changed[i] !== 1) throw new StaleWriteError(w.id);
+    if (w.kind === 'run' && w.transition && changed[i] !== 1) throw new StaleWriteError(w.runId);
+    return true;
+  });
+  for (const g of applied) await observeAfterCommit(ex, row, g.before, g.write, inTransaction);
+}
+
+/** The write as a part of one statement; undefined for the stack queue's writes, which read before they write. */
+function statementWriteOf(s: RunSnapshot, w: RunWrite, actor?: string): StatementWrite | undefined {
+  switch (w.kind) {
+    case 'execution': {
+      const { from, to, reason } = w.status;
+      return { kind: 'execution', id: w.id, changes: { status: to, ...w.set }, guard: { status: from, leaseEpoch: w.leaseEpoch }, transition: { runId: s.id, from, to, reason, actor: actorOf(w, actor) } };
+    }
+    case 'newExecution':
+      return { kind: 'newExecutions', rows: [newExecutionRow(s, w, actor)] };
+    case 'run': {
+      if (!w.status) return { kind: 'run', runId: s.id, changes: w.set };
+      const { from, to, reason } = w.status;
+      const transition = { runId: s.id, from, to, reason, actor };
+      return w.unlessAlready ? { kind: 'runStart', runId: s.id, changes: { status: to, ...w.set }, transition } : { kind: 'run', runId: s.id, changes: { status: to, ...w.set }, transition };
+    }
+    case 'stopProcess':
+      return { kind: 'stopProcess', id: w.id };
+    default:
+      return undefined;
   }
 }
 
 type NewExecutionWrite = Extract<RunWrite, { kind: 'newExecution' }>;
 
-/** The run of consecutive new-execution writes starting at `from` (empty when that write is another kind). */
-function newExecutionsAt(writes: readonly RunWrite[], from: number): NewExecutionWrite[] {
-  const end = writes.findIndex((w, i) => i >= from && w.kind !== 'newExecution');
-  return writes.slice(from, end < 0 ? writes.length : end) as NewExecutionWrite[];
-}
-
-function newExecutionRow(s: RunSnapshot, w: NewExecutionWrite, actor?: string): { values: NewExecutionValues; transition: TransitionRecord } {
+function newExecutionRow(s: RunSnapshot, w: NewExecutionWrite, actor?: string): NewExecutionRow {
   const step = stepOf(s, w.stepId);
   return {
     values: {
@@ -115,48 +181,17 @@ function newExecutionRow(s: RunSnapshot, w: NewExecutionWrite, actor?: string): 
   };
 }
 
-/** Makes one write; false when it found nothing to do (a run start another claim made first). */
-async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, actor?: string): Promise<boolean> {
-  if (w.kind === 'run' && w.status && w.unlessAlready) return startRun(trx, s, w, actor);
-  await applyGuarded(trx, s, w, actor);
-  return true;
-}
-
-async function startRun(trx: Trx, s: RunSnapshot, w: Extract<RunWrite, { kind: 'run' }>, actor?: string): Promise<boolean> {
-  const { from, to, reason } = w.status!;
-  if (await updateRun(trx, s.id, { status: to, ...w.set }, { runId: s.id, from, to, reason, actor })) return true;
-  // A fresh statement sees what the guard waited for: the other claim's commit.
-  if ((await readRunStatus(trx, s.id)) === to) return false;
-  throw new StaleWriteError(s.id);
-}
-
-async function applyGuarded(trx: Trx, s: RunSnapshot, w: RunWrite, actor?: string): Promise<void> {
+/** The writes that are not one statement's part: a redispatch, and the stack queue's. */
+async function applyStackWrite(trx: Trx, s: RunSnapshot, w: RunWrite, actor?: string): Promise<void> {
   switch (w.kind) {
-    case 'execution': {
-      const { from, to, reason } = w.status;
-      const done = await updateExecution(trx, w.id, { status: to, ...w.set }, { status: from, leaseEpoch: w.leaseEpoch }, { runId: s.id, from, to, reason, actor: actorOf(w, actor) });
-      if (!done) throw new StaleWriteError(w.id);
-      return;
-    }
-    case 'newExecution':
-      return insertExecutions(trx, [newExecutionRow(s, w, actor)]);
-    case 'run': {
-      if (!w.status) {
-        await updateRun(trx, s.id, w.set);
-        return;
-      }
-      const { from, to, reason } = w.status;
-      if (!(await updateRun(trx, s.id, { status: to, ...w.set }, { runId: s.id, from, to, reason, actor }))) throw new StaleWriteError(s.id);
-      return;
-    }
     case 'dispatch':
       return enqueueStepJob(trx, w.id, s.id);
-    case 'stopProcess':
-      return notifyStepStopped(trx, w.id);
     case 'releaseStack':
       return releaseStack(trx, s.stackId!, s.id);
     case 'enterStackQueue':
       return enterStackQueue(trx, s.id, s.stackId, actor);
+    default:
+      throw new Error(`${w.kind} is a statement's part`);
   }
 }
 
@@ -181,11 +216,8 @@ async function admitRun(trx: Trx, runId: string, actor?: string, fresh = false):
 async function releaseStack(trx: Trx, stackId: string, runId: string): Promise<void> {
   const stack = await lockStack(trx, stackId);
   if (!stack || stack.active_run_id !== runId) return;
-  const next = await findNextWaitingRunId(trx, stackId);
-  if (next) {
-    await setStackActiveRun(trx, stackId, next);
-    await admitRun(trx, next, 'engine');
-  } else await setStackActiveRun(trx, stackId, null);
+  const next = await passStackToNextWaitingRun(trx, stackId);
+  if (next) await admitRun(trx, next, 'engine');
 }
 
 /**

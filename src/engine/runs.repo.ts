@@ -1,9 +1,9 @@
 import { sql, type QueryCreator, type Selectable } from 'kysely';
 import type { Database, JsonObject, PipelineRunsTable, StepExecutionsTable } from '../platform/db/database.ts';
-import type { Executor, Trx } from '../platform/db/db.ts';
+import type { Executor } from '../platform/db/db.ts';
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
 import type { RunSet } from './run-decisions.ts';
-import { RUN_STATUSES, type ExecutionEnvironmentType, type RunAction, type RunStatus, type StepStatus } from '../platform/db/enums.ts';
+import type { ExecutionEnvironmentType, RunAction, RunStatus, StepStatus } from '../platform/db/enums.ts';
 
 /** SQL of the engine's runs and of the history rows every change writes beside itself. */
 type RunColumns = Pick<
@@ -64,7 +64,7 @@ const EXECUTION_FIELDS = sql`e.id, e.step_id, e.status, e.attempt_epoch, e.retry
  *
  * `lock: 'none'` is the claim's read, one statement and no lock: its writes are guarded instead.
  */
-export async function readRun(trx: Trx, runId: string, lock: 'update' | 'none'): Promise<LockedRunRow | undefined> {
+export async function readRun(trx: Executor, runId: string, lock: 'update' | 'none'): Promise<LockedRunRow | undefined> {
   if (lock === 'update') {
     const { rows } = await sql<Omit<LockedRunRow, 'executions'>>`${RUN_SELECT} ${RUN_FROM} where r.id = ${runId} for no key update of r`.execute(trx);
     if (rows.length === 0) return undefined;
@@ -78,12 +78,6 @@ export async function readRun(trx: Trx, runId: string, lock: 'update' | 'none'):
     ${RUN_FROM}
      where r.id = ${runId}`.execute(trx);
   return rows[0];
-}
-
-/** The run's status now (a statement of its own: it sees every commit up to its start). */
-export async function readRunStatus(trx: Trx, runId: string): Promise<string | undefined> {
-  const row = await trx.selectFrom('pipeline_runs').select('status').where('id', '=', runId).executeTakeFirst();
-  return row?.status;
 }
 
 /** One row of the append-only history, written by the same statement as the change it records. */
@@ -107,31 +101,11 @@ export function transitionValues(t: TransitionRecord) {
   };
 }
 
-/** The columns of a history row written beside a guarded change (see transitionSelection). */
-export const TRANSITION_COLUMNS = ['pipeline_run_id', 'step_execution_id', 'from_status', 'to_status', 'reason', 'actor'] as const;
-
-/**
- * The history row of a change as the columns of `select … from changed`, where `changed` is the
- * guarded update's CTE: the row is written only when the change itself wrote its row.
- */
-export function transitionSelection(transition: TransitionRecord) {
-  const t = transitionValues(transition);
-  return [
-    sql<string>`${t.pipeline_run_id}::text`.as('pipeline_run_id'),
-    sql<string | null>`${t.step_execution_id}::text`.as('step_execution_id'),
-    sql<string | null>`${t.from_status}::text`.as('from_status'),
-    sql<string>`${t.to_status}::text`.as('to_status'),
-    sql<string>`${t.reason}::text`.as('reason'),
-    sql<string | null>`${t.actor}::text`.as('actor'),
-  ];
-}
-
-const isRunStatus = (status: StepStatus): status is RunStatus => (RUN_STATUSES as readonly string[]).includes(status);
-
 /** A change of a run: its new status, if any, and what the decision sets beside it. */
 export type RunChanges = RunSet & { status?: RunStatus };
 
-function runUpdate(db: QueryCreator<Database>, id: string, c: RunChanges) {
+/** The update of a run (its guard and history row are the caller's: decision-statement.repo.ts). */
+export function runUpdate(db: QueryCreator<Database>, id: string, c: RunChanges) {
   return db
     .updateTable('pipeline_runs')
     .set({
@@ -145,28 +119,6 @@ function runUpdate(db: QueryCreator<Database>, id: string, c: RunChanges) {
       ...(c.attemptEpoch !== undefined ? { attempt_epoch: c.attemptEpoch } : {}),
     })
     .where('id', '=', id);
-}
-
-/**
- * updateRun writes a change of a run. A status change comes with its history row, in the same
- * statement, and applies only while the run has the status it changes from: false when it had not.
- */
-export async function updateRun(trx: Trx, id: string, c: RunChanges, transition?: TransitionRecord): Promise<boolean> {
-  if (!transition) {
-    await runUpdate(trx, id, c).execute();
-    return true;
-  }
-  const from = transition.from;
-  // A run only ever changes from a run status; anything else matches no row.
-  if (from === null || !isRunStatus(from)) return false;
-  const rows = await trx
-    .with('changed', (db) => runUpdate(db, id, c).where('status', '=', from).returning('id'))
-    .insertInto('run_transitions')
-    .columns(TRANSITION_COLUMNS)
-    .expression((eb) => eb.selectFrom('changed').select(transitionSelection(transition)))
-    .returning('id')
-    .execute();
-  return rows.length === 1;
 }
 
 export interface NewRunValues {

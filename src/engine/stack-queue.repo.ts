@@ -28,21 +28,20 @@ export async function claimStackForRun(trx: Trx, stackId: string, runId: string,
   return row?.active_run_id ?? null;
 }
 
-export async function setStackActiveRun(trx: Trx, stackId: string, runId: string | null): Promise<void> {
-  await trx.updateTable('stacks').set({ active_run_id: runId, updated_at: sql<Date>`now()` }).where('id', '=', stackId).execute();
-}
-
-/** The oldest run of the stack still waiting for admission (FIFO by time-ordered id). */
-export async function findNextWaitingRunId(trx: Trx, stackId: string): Promise<string | undefined> {
+/**
+ * passStackToNextWaitingRun makes the stack's oldest waiting run (FIFO by time-ordered id) its active
+ * run, or leaves it free; returns that run. The caller holds the stack's row lock, taken by a statement
+ * of its own: this statement's snapshot, taken after it, sees every run triggered before the lock.
+ */
+export async function passStackToNextWaitingRun(trx: Trx, stackId: string): Promise<string | undefined> {
   const row = await trx
-    .selectFrom('pipeline_runs')
-    .select('id')
-    .where('stack_id', '=', stackId)
-    .where('status', '=', 'QUEUED')
-    .where('admitted_at', 'is', null)
-    .orderBy('id')
-    .limit(1)
-    .forUpdate()
+    .with('next', (db) =>
+      db.selectFrom('pipeline_runs').select('id').where('stack_id', '=', stackId).where('status', '=', 'QUEUED').where('admitted_at', 'is', null).orderBy('id').limit(1).forUpdate(),
+    )
+    .updateTable('stacks')
+    .set({ active_run_id: (eb) => eb.selectFrom('next').select('id'), updated_at: sql<Date>`now()` })
+    .where('id', '=', stackId)
+    .returning('active_run_id')
     .executeTakeFirst();
-  return row?.id;
+  return row?.active_run_id ?? undefined;
 }

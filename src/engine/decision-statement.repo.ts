@@ -1,0 +1,108 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Executor } from '../platform/db/db.ts';
+import type { RunStatus } from '../platform/db/enums.ts';
+import { executionUpdate, newExecutionsParts, type ExecutionChanges, type ExecutionGuard, type NewExecutionRow } from './executions.repo.ts';
+import { runUpdate, transitionValues, type RunChanges, type TransitionRecord } from './runs.repo.ts';
+
+/**
+ * SQL of a decision's writes as one statement: each write a data-modifying CTE, with its history row
+ * beside it, and the statement returns how many rows each changed. One round trip instead of one per
+ * write; and, being one statement, one atomic change even outside a transaction (a claim).
+ *
+ * The parts of one statement share its snapshot and cannot see each other's changes, so no two of
+ * them may write the same row (the caller starts a new statement for that: statementKey).
+ */
+export type StatementWrite =
+  /** A guarded change of an execution: counted 1 when the row still had the guard's status and epoch. */
+  | { kind: 'execution'; id: string; changes: ExecutionChanges; guard: ExecutionGuard; transition: TransitionRecord }
+  /** A change of the run; with a transition, guarded by its `from` status. */
+  | { kind: 'run'; runId: string; changes: RunChanges; transition?: TransitionRecord & { from: RunStatus } }
+  /**
+   * The run's start by a claim made without the run's lock (at most one per statement). The run row is
+   * locked first, the order every command locks in; the statement's execution writes apply only while
+   * the run is at `from` or `to`, and the start only once they all applied.
+   */
+  | { kind: 'runStart'; runId: string; changes: RunChanges; transition: TransitionRecord & { from: RunStatus; to: RunStatus } }
+  /** New executions of one run, their history rows and, for the QUEUED ones, their jobs. */
+  | { kind: 'newExecutions'; rows: readonly NewExecutionRow[] }
+  /** Wakes the worker running the execution (delivered at commit). */
+  | { kind: 'stopProcess'; id: string };
+
+/** The row a write changes: two writes of one row need two statements. */
+export function statementKey(w: StatementWrite): string | undefined {
+  if (w.kind === 'execution') return `execution:${w.id}`;
+  if (w.kind === 'run' || w.kind === 'runStart') return `run:${w.runId}`;
+  return undefined;
+}
+
+export interface StatementResult {
+  /** Rows each write changed, in the order given. */
+  changed: number[];
+  /** With a runStart: the run's status as locked, before the start. */
+  runStatus?: string;
+}
+
+/** writeStatement makes `writes` in one statement. */
+export async function writeStatement(ex: Executor, writes: readonly StatementWrite[]): Promise<StatementResult> {
+  const ctes: RawBuilder<unknown>[] = [];
+  const counts: RawBuilder<unknown>[] = [];
+  const starts = writes.filter((w) => w.kind === 'runStart');
+  if (starts.length > 1) throw new Error('one run start per statement');
+  const start = starts[0];
+  if (start) ctes.push(sql`run_lock as (select status from pipeline_runs where id = ${start.runId} for no key update)`);
+  const gate = start ? sql<boolean>`exists (select 1 from run_lock where status in (${start.transition.from}, ${start.transition.to}))` : undefined;
+  const executionParts: string[] = [];
+  writes.forEach((w, k) => {
+    const name = `w${k}`;
+    const cte = (part: string, body: unknown) => ctes.push(sql`${sql.raw(part)} as (${body})`);
+    switch (w.kind) {
+      case 'execution': {
+        const update = executionUpdate(ex, w.id, w.changes, w.guard);
+        cte(name, (gate ? update.where(gate) : update).returning('id'));
+        cte(`${name}_h`, historyFrom(name, { ...w.transition, executionId: w.id }));
+        executionParts.push(name);
+        break;
+      }
+      case 'run': {
+        const update = runUpdate(ex, w.runId, w.changes);
+        cte(name, (w.transition ? update.where('status', '=', w.transition.from) : update).returning('id'));
+        if (w.transition) cte(`${name}_h`, historyFrom(name, w.transition));
+        break;
+      }
+      case 'runStart':
+        return; // Last: it waits on every execution write.
+      case 'newExecutions': {
+        const parts = newExecutionsParts(ex, w.rows, name);
+        cte(`${name}_job`, parts.jobs);
+        cte(name, parts.executions);
+        cte(`${name}_h`, parts.history);
+        break;
+      }
+      case 'stopProcess':
+        cte(name, sql`select pg_notify('plinth_step_stop', ${w.id}::text)`);
+        break;
+    }
+    counts.push(sql`(select count(*) from ${sql.raw(name)})::int as ${sql.raw(name)}`);
+  });
+  if (start) {
+    const k = writes.indexOf(start);
+    const applied = executionParts.map((part) => sql`exists (select 1 from ${sql.raw(part)})`);
+    const update = runUpdate(ex, start.runId, start.changes).where('status', '=', start.transition.from);
+    ctes.push(sql`${sql.raw(`w${k}`)} as (${(applied.length ? update.where(sql<boolean>`${sql.join(applied, sql` and `)}`) : update).returning('id')})`);
+    ctes.push(sql`${sql.raw(`w${k}_h`)} as (${historyFrom(`w${k}`, start.transition)})`);
+    counts.push(sql`(select count(*) from ${sql.raw(`w${k}`)})::int as ${sql.raw(`w${k}`)}`);
+  }
+  // Evaluated left to right: the run's lock, then each write in order, then the run's start.
+  const columns = start ? [sql`(select status from run_lock) as run_status`, ...counts] : counts;
+  const { rows } = await sql<Record<string, number | string | null>>`with ${sql.join(ctes)} select ${sql.join(columns)}`.execute(ex);
+  const row = rows[0];
+  return { changed: writes.map((_, k) => Number(row[`w${k}`])), ...(start ? { runStatus: String(row.run_status) } : {}) };
+}
+
+/** The history row of a change, written only when the change (the CTE `source`) wrote its row. */
+function historyFrom(source: string, t: TransitionRecord) {
+  const v = transitionValues(t);
+  return sql`insert into run_transitions (pipeline_run_id, step_execution_id, from_status, to_status, reason, actor)
+    select ${v.pipeline_run_id}::text, ${v.step_execution_id}::text, ${v.from_status}::text, ${v.to_status}::text, ${v.reason}::text, ${v.actor}::text
+      from ${sql.raw(source)}`;
+}
