@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, readdirSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -73,13 +73,15 @@ export async function claimWorkspace(root: string, uidBase: number, uidCount: nu
  * what any fresh claim of that uid holds, so the next step, whoever's, finds nothing of the last one.
  */
 export async function resetWorkspace(claim: ClaimedWorkspace, scratch: Iterable<string>): Promise<void> {
-  const inside = await readdir(claim.workspace);
+  // The listing and the checks read one directory's inode: done at once, not through the thread pool,
+  // at every step. Only what the step left (any size) is removed asynchronously.
+  const inside = readdirSync(claim.workspace);
   const gone = [...inside.map((name) => path.join(claim.workspace, name)), ...[...scratch].map((name) => path.join(claim.dir, name))];
-  await Promise.all(gone.map((p) => rm(p, { recursive: true, force: true })));
-  const info = await lstat(claim.workspace);
+  if (gone.length) await Promise.all(gone.map((p) => rm(p, { recursive: true, force: true })));
+  const info = lstatSync(claim.workspace);
   if (!info.isDirectory() || info.uid !== claim.uid) throw new Error(`${claim.workspace} is no longer the step uid's directory`);
-  if ((info.mode & 0o7777) !== 0o700) await chmod(claim.workspace, 0o700);
-  if (inside.length && (await readdir(claim.workspace)).length) throw new Error(`${claim.workspace} could not be emptied`);
+  if ((info.mode & 0o7777) !== 0o700) chmodSync(claim.workspace, 0o700);
+  if (inside.length && readdirSync(claim.workspace).length) throw new Error(`${claim.workspace} could not be emptied`);
 }
 
 /** The uids of every live process on the host. */
