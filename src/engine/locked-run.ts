@@ -221,11 +221,15 @@ async function releaseStack(trx: Trx, stackId: string, runId: string): Promise<v
 }
 
 /**
- * enterStackQueue admits a QUEUED run at once when its stack is free, else leaves it waiting in FIFO
- * order (claimStackForRun's row lock serializes this with releaseStack). `triggered`: the run was
- * just inserted by this transaction, and is recorded as the stack's latest run.
+ * enterStackQueue admits a QUEUED run (retried) at once when its stack is free, else leaves it waiting
+ * in FIFO order (claimStackForRun's row lock serializes this with releaseStack).
  */
-export async function enterStackQueue(trx: Trx, runId: string, stackId: string | null, actor?: string, triggered = false): Promise<void> {
-  if (stackId && (await claimStackForRun(trx, stackId, runId, triggered)) !== runId) return;
-  await admitRun(trx, runId, actor, triggered);
+export async function enterStackQueue(trx: Trx, runId: string, stackId: string | null, actor?: string): Promise<void> {
+  if (stackId && (await claimStackForRun(trx, stackId, runId)) !== runId) return;
+  await admitRun(trx, runId, actor);
+}
+
+/** admitTriggeredRun admits a run this transaction inserted and that got its stack (or has none): nobody else sees it yet. */
+export function admitTriggeredRun(trx: Trx, runId: string, actor?: string): Promise<void> {
+  return admitRun(trx, runId, actor, true);
 }

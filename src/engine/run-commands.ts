@@ -1,7 +1,7 @@
 import type { Trx } from '../platform/db/db.ts';
 import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
-import { enterStackQueue, withLockedRun, type Decide } from './locked-run.ts';
+import { admitTriggeredRun, withLockedRun, type Decide } from './locked-run.ts';
 import { decideApprove, decideCancel, decideReject, decideRetry } from './run-decisions.ts';
 import type { RunAction } from './run-state.ts';
 import { insertRun, type NewRunValues } from './runs.repo.ts';
@@ -19,8 +19,8 @@ export type NewRun = Omit<NewRunValues, 'id'>;
 export async function triggerRun(trx: Trx, v: NewRun): Promise<string> {
   const id = newId();
   const actor = v.createdById ?? undefined;
-  await insertRun(trx, { id, ...v }, { runId: id, from: null, to: 'QUEUED', reason: 'triggered', actor });
-  await enterStackQueue(trx, id, v.stackId, actor, true);
+  const stackActiveRun = await insertRun(trx, { id, ...v }, { runId: id, from: null, to: 'QUEUED', reason: 'triggered', actor });
+  if (!v.stackId || stackActiveRun === id) await admitTriggeredRun(trx, id, actor);
   return id;
 }
 

@@ -137,9 +137,14 @@ export interface NewRunValues {
   triggerMetadata?: { trigger_given_id?: string; webhook_event?: string } | null;
 }
 
-/** insertRun creates a QUEUED run and, in the same statement, its first history row. */
-export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<void> {
-  await trx
+/**
+ * insertRun creates a QUEUED run and, in the same statement, its first history row; for a stack run
+ * also the stack queue's claim (claimStackForRun): the run becomes the stack's latest, and its active
+ * run when it had none. Returns the stack's active run afterwards (null without a stack): the run
+ * itself when it got the stack. The caller holds the stack's row lock.
+ */
+export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<string | null> {
+  const row = await trx
     .with('created', (db) =>
       db
         .insertInto('pipeline_runs')
@@ -160,7 +165,15 @@ export async function insertRun(trx: Executor, v: NewRunValues, transition: Tran
         })
         .returning('id'),
     )
-    .insertInto('run_transitions')
-    .values(transitionValues(transition))
-    .execute();
+    .with('history', (db) => db.insertInto('run_transitions').values(transitionValues(transition)))
+    .with('stack', (db) =>
+      db
+        .updateTable('stacks')
+        .set({ active_run_id: sql<string>`coalesce(active_run_id, ${v.id})`, latest_run_id: v.id, updated_at: sql<Date>`now()` })
+        .where('id', '=', v.stackId ?? '')
+        .returning('active_run_id'),
+    )
+    .selectNoFrom((eb) => eb.selectFrom('stack').select('active_run_id').as('active_run_id'))
+    .executeTakeFirstOrThrow();
+  return row.active_run_id ?? null;
 }

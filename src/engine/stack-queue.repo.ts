@@ -12,16 +12,12 @@ export function lockStack(trx: Trx, stackId: string): Promise<StackLockRow | und
 /**
  * claimStackForRun makes the run the stack's active run when the stack has none, and returns the
  * stack's active run afterwards: the run itself when it got the stack. The UPDATE's row lock
- * serializes it with releaseStack. `latest` also records the run as the stack's latest.
+ * serializes it with releaseStack. (A triggered run's claim is part of its insert: insertRun.)
  */
-export async function claimStackForRun(trx: Trx, stackId: string, runId: string, latest: boolean): Promise<string | null> {
+export async function claimStackForRun(trx: Trx, stackId: string, runId: string): Promise<string | null> {
   const row = await trx
     .updateTable('stacks')
-    .set({
-      active_run_id: sql<string>`coalesce(active_run_id, ${runId})`,
-      ...(latest ? { latest_run_id: runId } : {}),
-      updated_at: sql<Date>`now()`,
-    })
+    .set({ active_run_id: sql<string>`coalesce(active_run_id, ${runId})`, updated_at: sql<Date>`now()` })
     .where('id', '=', stackId)
     .returning('active_run_id')
     .executeTakeFirst();
