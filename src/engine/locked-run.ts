@@ -14,7 +14,7 @@ import { claimStackForRun, lockStack, passStackToNextWaitingRun } from './stack-
  * approvals, cancels, completions and reapers of one run queue on the lock, and each decides on
  * what the previous one committed. A claim reads without the lock and outside a transaction
  * (withReadRun): its writes are guarded, and one statement, so parallel steps of one run claim side
- * by side. A run inserted by the caller's own transaction is read without the lock (`lock: 'none'`).
+ * by side. A run the caller's own transaction inserted is decided on as its insert returned it.
  */
 export type Decide<R> = (snapshot: RunSnapshot, ctx: DecideContext, row: LockedRunRow) => Decision<R>;
 
@@ -54,12 +54,16 @@ function snapshotOf(row: LockedRunRow): RunSnapshot {
 }
 
 /** withLockedRun runs one command on a run; undefined when the run does not exist. */
-export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R>, options: { actor?: string; lock?: 'update' | 'none' } = {}): Promise<R | undefined> {
-  const row = await readRun(trx, runId, options.lock ?? 'update');
-  if (!row) return undefined;
+export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R>, options: { actor?: string } = {}): Promise<R | undefined> {
+  const row = await readRun(trx, runId, 'update');
+  return row ? decideOn(trx, row, decide, options.actor) : undefined;
+}
+
+/** Decides on a run as read (locked, or visible to this transaction alone) and applies the writes in `trx`. */
+async function decideOn<R>(trx: Trx, row: LockedRunRow, decide: Decide<R>, actor?: string): Promise<R> {
   const snapshot = snapshotOf(row);
-  const decision = decide(snapshot, { actor: options.actor, newId }, row);
-  await applyDecision(trx, row, snapshot, decision.writes, { actor: options.actor, inTransaction: true });
+  const decision = decide(snapshot, { actor, newId }, row);
+  await applyDecision(trx, row, snapshot, decision.writes, { actor, inTransaction: true });
   return decision.result;
 }
 
@@ -200,12 +204,9 @@ function actorOf(w: Extract<RunWrite, { kind: 'execution' }>, actor?: string): s
   return w.set.lease ? w.set.lease.owner : actor;
 }
 
-/**
- * admitRun lets a run start its steps; for a stack run the caller holds the stack's row lock. A run
- * inserted by this very transaction is visible to no one else, so it needs no lock (`fresh`).
- */
-async function admitRun(trx: Trx, runId: string, actor?: string, fresh = false): Promise<void> {
-  await withLockedRun(trx, runId, (s, ctx) => decideAdmit(s, ctx), { actor, lock: fresh ? 'none' : 'update' });
+/** admitRun lets a run start its steps; for a stack run the caller holds the stack's row lock. */
+async function admitRun(trx: Trx, runId: string, actor?: string): Promise<void> {
+  await withLockedRun(trx, runId, (s, ctx) => decideAdmit(s, ctx), { actor });
 }
 
 /**
@@ -229,7 +230,10 @@ export async function enterStackQueue(trx: Trx, runId: string, stackId: string |
   await admitRun(trx, runId, actor);
 }
 
-/** admitTriggeredRun admits a run this transaction inserted and that got its stack (or has none): nobody else sees it yet. */
-export function admitTriggeredRun(trx: Trx, runId: string, actor?: string): Promise<void> {
-  return admitRun(trx, runId, actor, true);
+/**
+ * admitTriggeredRun admits a run this transaction inserted (`run`, as its insert returned it) and that
+ * got its stack, or has none: nobody else sees it yet, so it is neither locked nor read again.
+ */
+export function admitTriggeredRun(trx: Trx, run: LockedRunRow, actor?: string): Promise<void> {
+  return decideOn(trx, run, (s, ctx) => decideAdmit(s, ctx), actor);
 }

@@ -19,8 +19,8 @@ export type NewRun = Omit<NewRunValues, 'id'>;
 export async function triggerRun(trx: Trx, v: NewRun): Promise<string> {
   const id = newId();
   const actor = v.createdById ?? undefined;
-  const stackActiveRun = await insertRun(trx, { id, ...v }, { runId: id, from: null, to: 'QUEUED', reason: 'triggered', actor });
-  if (!v.stackId || stackActiveRun === id) await admitTriggeredRun(trx, id, actor);
+  const { run, stackActiveRunId } = await insertRun(trx, { id, ...v }, { runId: id, from: null, to: 'QUEUED', reason: 'triggered', actor });
+  if (!v.stackId || stackActiveRunId === id) await admitTriggeredRun(trx, run, actor);
   return id;
 }
 

@@ -43,8 +43,9 @@ const RUN_SELECT = sql`
   select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
          r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, r.created_at, v.config, ee.type as execution_environment_type,
          coalesce(r.trigger_metadata ? 'webhook_event', false) as by_webhook, r.commit_sha, s.source as stack_source`;
-const RUN_FROM = sql`
-    from pipeline_runs r join pipeline_versions v on v.id = r.pipeline_version_id
+/** The run `r` with what every command reads beside it; `runs`: the table, or the CTE of a run being inserted. */
+const runFrom = (runs: 'pipeline_runs' | 'created') => sql`
+    from ${sql.raw(runs)} r join pipeline_versions v on v.id = r.pipeline_version_id
     left join stacks s on s.id = r.stack_id
     left join environments en on en.id = s.environment_id
     left join execution_environments ee on ee.id = en.execution_environment_id`;
@@ -66,7 +67,7 @@ const EXECUTION_FIELDS = sql`e.id, e.step_id, e.status, e.attempt_epoch, e.retry
  */
 export async function readRun(trx: Executor, runId: string, lock: 'update' | 'none'): Promise<LockedRunRow | undefined> {
   if (lock === 'update') {
-    const { rows } = await sql<Omit<LockedRunRow, 'executions'>>`${RUN_SELECT} ${RUN_FROM} where r.id = ${runId} for no key update of r`.execute(trx);
+    const { rows } = await sql<Omit<LockedRunRow, 'executions'>>`${RUN_SELECT} ${runFrom('pipeline_runs')} where r.id = ${runId} for no key update of r`.execute(trx);
     if (rows.length === 0) return undefined;
     const executions = await sql<ExecutionJson>`
       select ${EXECUTION_FIELDS} from step_executions e where e.pipeline_run_id = ${runId} order by e.id for no key update of e`.execute(trx);
@@ -75,7 +76,7 @@ export async function readRun(trx: Executor, runId: string, lock: 'update' | 'no
   const { rows } = await sql<LockedRunRow>`
     ${RUN_SELECT},
            coalesce((select json_agg(x order by x.id) from (select ${EXECUTION_FIELDS} from step_executions e where e.pipeline_run_id = r.id) x), '[]') as executions
-    ${RUN_FROM}
+    ${runFrom('pipeline_runs')}
      where r.id = ${runId}`.execute(trx);
   return rows[0];
 }
@@ -140,40 +141,37 @@ export interface NewRunValues {
 /**
  * insertRun creates a QUEUED run and, in the same statement, its first history row; for a stack run
  * also the stack queue's claim (claimStackForRun): the run becomes the stack's latest, and its active
- * run when it had none. Returns the stack's active run afterwards (null without a stack): the run
- * itself when it got the stack. The caller holds the stack's row lock.
+ * run when it had none. The caller holds the stack's row lock. Returns the run as readRun reads it
+ * (from the insert's own result: it has no executions yet) and the stack's active run afterwards
+ * (null without a stack): the run itself when it got the stack.
  */
-export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<string | null> {
-  const row = await trx
-    .with('created', (db) =>
-      db
-        .insertInto('pipeline_runs')
-        .values({
-          id: v.id,
-          organization_id: v.organizationId,
-          pipeline_id: v.pipelineId,
-          pipeline_version_id: v.pipelineVersionId,
-          stack_id: v.stackId,
-          status: 'QUEUED',
-          action: v.action,
-          autoapprove: v.autoapprove,
-          description: v.description,
-          input: v.input === null ? null : JSON.stringify(v.input),
-          created_by_id: v.createdById,
-          commit_sha: v.commitSha ?? null,
-          trigger_metadata: v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null,
-        })
-        .returning('id'),
-    )
-    .with('history', (db) => db.insertInto('run_transitions').values(transitionValues(transition)))
-    .with('stack', (db) =>
-      db
-        .updateTable('stacks')
-        .set({ active_run_id: sql<string>`coalesce(active_run_id, ${v.id})`, latest_run_id: v.id, updated_at: sql<Date>`now()` })
-        .where('id', '=', v.stackId ?? '')
-        .returning('active_run_id'),
-    )
-    .selectNoFrom((eb) => eb.selectFrom('stack').select('active_run_id').as('active_run_id'))
-    .executeTakeFirstOrThrow();
-  return row.active_run_id ?? null;
+export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<{ run: LockedRunRow; stackActiveRunId: string | null }> {
+  const values = {
+    id: v.id,
+    organization_id: v.organizationId,
+    pipeline_id: v.pipelineId,
+    pipeline_version_id: v.pipelineVersionId,
+    stack_id: v.stackId,
+    status: 'QUEUED' as const,
+    action: v.action,
+    autoapprove: v.autoapprove,
+    description: v.description,
+    input: v.input === null ? null : JSON.stringify(v.input),
+    created_by_id: v.createdById,
+    commit_sha: v.commitSha ?? null,
+    trigger_metadata: v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null,
+  };
+  const insert = trx.insertInto('pipeline_runs').values(values).returningAll();
+  const history = trx.insertInto('run_transitions').values(transitionValues(transition));
+  const stack = trx
+    .updateTable('stacks')
+    .set({ active_run_id: sql<string>`coalesce(active_run_id, ${v.id})`, latest_run_id: v.id, updated_at: sql<Date>`now()` })
+    .where('id', '=', v.stackId ?? '')
+    .returning('active_run_id');
+  const { rows } = await sql<LockedRunRow & { stack_active_run_id: string | null }>`
+    with created as (${insert}), history as (${history}), stack as (${stack})
+    ${RUN_SELECT}, '[]'::json as executions, (select active_run_id from stack) as stack_active_run_id
+    ${runFrom('created')}`.execute(trx);
+  const { stack_active_run_id, ...run } = rows[0];
+  return { run, stackActiveRunId: stack_active_run_id };
 }
