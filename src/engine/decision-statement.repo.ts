@@ -26,7 +26,9 @@ export type StatementWrite =
   /** New executions of one run, their history rows and, for the QUEUED ones, their jobs. */
   | { kind: 'newExecutions'; rows: readonly NewExecutionRow[] }
   /** Wakes the worker running the execution (delivered at commit). */
-  | { kind: 'stopProcess'; id: string };
+  | { kind: 'stopProcess'; id: string }
+  /** A write made beside the decision's, unguarded: a step's last log lines (a data-modifying statement). */
+  | { kind: 'alongside'; statement: RawBuilder<unknown> };
 
 /** The row a write changes: two writes of one row need two statements. */
 export function statementKey(w: StatementWrite): string | undefined {
@@ -81,6 +83,10 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
       case 'stopProcess':
         cte(name, sql`select pg_notify('plinth_step_stop', ${w.id}::text)`);
         break;
+      case 'alongside':
+        cte(name, w.statement);
+        counts.push(sql`0 as ${sql.raw(name)}`); // Unguarded, and it need not return rows.
+        return;
     }
     counts.push(sql`(select count(*) from ${sql.raw(name)})::int as ${sql.raw(name)}`);
   });

@@ -1,3 +1,4 @@
+import type { RawBuilder } from 'kysely';
 import type { Db, Executor, Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
 import { statementKey, writeStatement, type StatementWrite } from './decision-statement.repo.ts';
@@ -54,16 +55,24 @@ function snapshotOf(row: LockedRunRow): RunSnapshot {
 }
 
 /** withLockedRun runs one command on a run; undefined when the run does not exist. */
-export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R>, options: { actor?: string } = {}): Promise<R | undefined> {
+export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R>, options: LockedRunOptions = {}): Promise<R | undefined> {
   const row = await readRun(trx, runId, 'update');
-  return row ? decideOn(trx, row, decide, options.actor) : undefined;
+  if (row) return decideOn(trx, row, decide, options);
+  if (options.alongside) await writeStatement(trx, [{ kind: 'alongside', statement: options.alongside }]);
+  return undefined;
+}
+
+export interface LockedRunOptions {
+  actor?: string;
+  /** A write made in the decision's first statement whatever it decides (a step's last log lines). */
+  alongside?: RawBuilder<unknown>;
 }
 
 /** Decides on a run as read (locked, or visible to this transaction alone) and applies the writes in `trx`. */
-async function decideOn<R>(trx: Trx, row: LockedRunRow, decide: Decide<R>, actor?: string): Promise<R> {
+async function decideOn<R>(trx: Trx, row: LockedRunRow, decide: Decide<R>, options: LockedRunOptions): Promise<R> {
   const snapshot = snapshotOf(row);
-  const decision = decide(snapshot, { actor, newId }, row);
-  await applyDecision(trx, row, snapshot, decision.writes, { actor, inTransaction: true });
+  const decision = decide(snapshot, { actor: options.actor, newId }, row);
+  await applyDecision(trx, row, snapshot, decision.writes, { ...options, inTransaction: true });
   return decision.result;
 }
 
@@ -82,7 +91,8 @@ export async function withReadRun<R>(db: Db, runId: string, decide: Decide<R>, o
 }
 
 interface Planned {
-  write: RunWrite;
+  /** Undefined for the write made alongside the decision's. */
+  write: RunWrite | undefined;
   statement: StatementWrite;
   /** The snapshot the write was decided on (what its metrics read). */
   before: RunSnapshot;
@@ -94,9 +104,9 @@ interface Planned {
  * statement already writes; the stack queue's writes are statements of their own. Outside a
  * transaction the decision must fit in one statement.
  */
-async function applyDecision(ex: Executor, row: LockedRunRow, snapshot: RunSnapshot, writes: readonly RunWrite[], o: { actor?: string; inTransaction: boolean }): Promise<void> {
+async function applyDecision(ex: Executor, row: LockedRunRow, snapshot: RunSnapshot, writes: readonly RunWrite[], o: LockedRunOptions & { inTransaction: boolean }): Promise<void> {
   let state = snapshot;
-  let group: Planned[] = [];
+  let group: Planned[] = o.alongside ? [{ write: undefined, statement: { kind: 'alongside', statement: o.alongside }, before: snapshot }] : [];
   const keys = new Set<string>();
   const flush = async () => {
     if (group.length) await writeGroup(ex, row, group, o.inTransaction);
@@ -136,7 +146,7 @@ async function writeGroup(ex: Executor, row: LockedRunRow, group: readonly Plann
     if (w.kind === 'run' && w.transition && changed[i] !== 1) throw new StaleWriteError(w.runId);
     return true;
   });
-  for (const g of applied) await observeAfterCommit(ex, row, g.before, g.write, inTransaction);
+  for (const g of applied) if (g.write) await observeAfterCommit(ex, row, g.before, g.write, inTransaction);
 }
 
 /** The write as a part of one statement; undefined for the stack queue's writes, which read before they write. */
@@ -235,5 +245,5 @@ export async function enterStackQueue(trx: Trx, runId: string, stackId: string |
  * got its stack, or has none: nobody else sees it yet, so it is neither locked nor read again.
  */
 export function admitTriggeredRun(trx: Trx, run: LockedRunRow, actor?: string): Promise<void> {
-  return decideOn(trx, run, (s, ctx) => decideAdmit(s, ctx), actor);
+  return decideOn(trx, run, (s, ctx) => decideAdmit(s, ctx), { actor });
 }

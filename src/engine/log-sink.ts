@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db, Executor } from '../platform/db/db.ts';
 import { withRetries, type RetryOptions } from '../platform/db/retry.ts';
 import { storedForm } from './log-bytes.ts';
@@ -205,7 +205,7 @@ export class LogSink {
     if (batch.length === 0) return undefined;
     this.pending = [];
     this.pendingSize = 0;
-    return { write: (executor) => insertRecords(executor, this.executionId, batch), batch };
+    return { insert: recordsInsert(this.executionId, batch), batch };
   }
 
   /** storeTail writes a tail whose transaction failed, as a flush: retried, else counted lost. */
@@ -221,17 +221,25 @@ export class LogSink {
   }
 }
 
-/** The last records of a step, written by the transaction that commits its outcome. */
+/**
+ * The last records of a step, written by the statement that commits its outcome (its `insert` is one
+ * part of that statement: decision-statement.repo.ts).
+ */
 export interface LogTail {
-  write(executor: Executor): Promise<void>;
+  readonly insert: RawBuilder<unknown>;
   readonly batch: readonly PendingRecord[];
 }
 
 async function insertRecords(db: Executor, executionId: string, batch: readonly PendingRecord[]) {
-  await sql`
+  await recordsInsert(executionId, batch).execute(db);
+}
+
+/** Idempotent: a retried write of the same records writes nothing again. */
+function recordsInsert(executionId: string, batch: readonly PendingRecord[]): RawBuilder<unknown> {
+  return sql`
     insert into step_logs (step_execution_id, seq, stream, line, bytes, partial)
     select ${executionId}, s, st, l, b, p
       from unnest(${batch.map((r) => r.seq)}::int[], ${batch.map((r) => r.stream)}::text[], ${batch.map((r) => r.line)}::text[],
                   ${batch.map((r) => r.bytes)}::bytea[], ${batch.map((r) => r.partial)}::boolean[]) as t(s, st, l, b, p)
-    on conflict do nothing`.execute(db);
+    on conflict do nothing`;
 }

@@ -3,7 +3,6 @@ import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { admitTriggeredRun, withLockedRun, type Decide } from './locked-run.ts';
 import { decideApprove, decideCancel, decideReject, decideRetry } from './run-decisions.ts';
-import type { RunAction } from './run-state.ts';
 import { insertRun, type NewRunValues } from './runs.repo.ts';
 
 /**

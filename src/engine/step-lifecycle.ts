@@ -86,12 +86,9 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
 export async function completeStep(db: Db, held: HeldAttempt, runId: string, outcome: StepOutcome, retry: RetryOptions = {}, tail?: LogTail): Promise<boolean> {
   const done = await withRetries(
     () =>
-      db.transaction().execute(async (trx) => {
-        // The step's last log lines, idempotent (a retry writes them again as nothing), before the run's
-        // lock: their key-share lock of the execution row conflicts with no command's.
-        await tail?.write(trx);
-        return withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId });
-      }),
+      // The step's last log lines are written by the outcome's own statement, whatever the decision
+      // (idempotent: a retry writes them again as nothing).
+      db.transaction().execute((trx) => withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId, alongside: tail?.insert })),
     { maxElapsedMs: Number.POSITIVE_INFINITY, ...retry, isRetryable: retryable },
   );
   return done ?? false;
