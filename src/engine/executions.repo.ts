@@ -60,9 +60,7 @@ export function newExecutionsParts(db: QueryCreator<Database>, rows: readonly Ne
     };
   };
   return {
-    jobs: db
-      .selectFrom(sql<{ execution_id: string }>`unnest(${dispatched}::text[])`.as('x'))
-      .select([sql<string>`x`.as('execution_id'), stepJob(sql`x`, runId).as('id')]),
+    jobs: stepJobs(dispatched, runId),
     executions: db.insertInto('step_executions').values(rows.map((r) => executionRow(r.values))).returning('id'),
     history: db.insertInto('run_transitions').values(rows.map((r) => transitionValues({ ...r.transition, executionId: r.values.id }))),
   };
@@ -105,6 +103,19 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
     .where('id', '=', id)
     .where('status', '=', guard.status)
     .where('lease_epoch', '=', guard.leaseEpoch);
+}
+
+/**
+ * The jobs of new QUEUED executions of one run, as rows (execution_id, id): one call of graphile-worker's
+ * `add_jobs` for all of them, with the same job specs and key mode as stepJob's `add_job` (which wraps it).
+ */
+function stepJobs(executionIds: readonly string[], runId: string) {
+  return sql`
+    select substr(j.key, 6) as execution_id, j.id::text as id
+      from graphile_worker.add_jobs(
+             array(select row('step.execute', json_build_object('stepExecutionId', x, 'runId', ${runId}::text), null, null, 5::smallint, 'step:' || x, null, null)::graphile_worker.job_spec
+                     from unnest(${executionIds}::text[]) as x),
+             job_key_preserve_run_at => true) as j`;
 }
 
 /**
