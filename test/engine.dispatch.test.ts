@@ -121,6 +121,38 @@ describe('dispatch', () => {
     await t.startWorker();
   });
 
+  it('a first claim that meets a cancel in flight waits for the run, then writes nothing and skips its step (the claim is one statement, run locked first)', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
+    const run = await triggerRun(t, stack.id);
+    const [, b] = await stepsOf(t, run.id);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const cancelWritten = new Promise<void>((resolve) => (locked = resolve));
+    // A cancel as every command makes it (the run locked first, then its steps), not yet committed:
+    // the claim below read the run QUEUED, and must start neither the run nor its step.
+    const cancel = t.db.transaction().execute(async (trx) => {
+      await sql`update pipeline_runs set status = 'CANCELLED' where id = ${run.id}`.execute(trx);
+      await sql`update step_executions set status = 'CANCELLED' where pipeline_run_id = ${run.id}`.execute(trx);
+      locked();
+      await held;
+    });
+    await cancelWritten;
+    const claim = claimStep(t.db, b.id, run.id, { id: 'late-claim', leaseMs: 60_000 });
+    await sleep(200);
+    release();
+    await cancel;
+    assert.equal(await claim, undefined, 'the claim found its step cancelled');
+    const steps = await stepsOf(t, run.id);
+    assert.deepEqual(steps.map((s) => s.status), ['CANCELLED', 'CANCELLED']);
+    const wrote = await sql<{ n: number }>`
+      select count(*)::int as n from run_transitions where pipeline_run_id = ${run.id} and (actor = 'late-claim' or to_status = 'RUNNING')`.execute(t.db);
+    assert.equal(wrote.rows[0].n, 0, 'the claim wrote no history row');
+    await t.startWorker();
+  });
+
   it('a cancel that meets a claim in flight waits for it and cancels the claimed step (no lost race, no 500)', async () => {
     for (const w of t.workers) await w.stop();
     t.workers.length = 0;

@@ -57,7 +57,7 @@ function snapshotOf(row: LockedRunRow): RunSnapshot {
 /** withLockedRun runs one command on a run; undefined when the run does not exist. */
 export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R>, options: LockedRunOptions = {}): Promise<R | undefined> {
   const row = await readRun(trx, runId, 'update');
-  if (row) return decideOn(trx, row, decide, options);
+  if (row) return decideOn(trx, row, decide, { ...options, inTransaction: true });
   if (options.alongside) await writeStatement(trx, [{ kind: 'alongside', statement: options.alongside }]);
   return undefined;
 }
@@ -68,11 +68,11 @@ export interface LockedRunOptions {
   alongside?: RawBuilder<unknown>;
 }
 
-/** Decides on a run as read (locked, or visible to this transaction alone) and applies the writes in `trx`. */
-async function decideOn<R>(trx: Trx, row: LockedRunRow, decide: Decide<R>, options: LockedRunOptions): Promise<R> {
+/** Decides on a run as read (locked, visible to this transaction alone, or read for a claim) and applies the writes. */
+async function decideOn<R>(ex: Executor, row: LockedRunRow, decide: Decide<R>, options: LockedRunOptions & { inTransaction: boolean }): Promise<R> {
   const snapshot = snapshotOf(row);
   const decision = decide(snapshot, { actor: options.actor, newId }, row);
-  await applyDecision(trx, row, snapshot, decision.writes, { ...options, inTransaction: true });
+  await applyDecision(ex, row, snapshot, decision.writes, options);
   return decision.result;
 }
 
@@ -83,11 +83,7 @@ async function decideOn<R>(trx: Trx, row: LockedRunRow, decide: Decide<R>, optio
  */
 export async function withReadRun<R>(db: Db, runId: string, decide: Decide<R>, options: { actor?: string } = {}): Promise<R | undefined> {
   const row = await readRun(db, runId, 'none');
-  if (!row) return undefined;
-  const snapshot = snapshotOf(row);
-  const decision = decide(snapshot, { actor: options.actor, newId }, row);
-  await applyDecision(db, row, snapshot, decision.writes, { actor: options.actor, inTransaction: false });
-  return decision.result;
+  return row ? decideOn(db, row, decide, { actor: options.actor, inTransaction: false }) : undefined;
 }
 
 interface Planned {
@@ -131,10 +127,7 @@ async function applyDecision(ex: Executor, row: LockedRunRow, snapshot: RunSnaps
 
 /** Makes a group of writes as one statement; a guarded write that found its row changed throws StaleWriteError. */
 async function writeGroup(ex: Executor, row: LockedRunRow, group: readonly Planned[], inTransaction: boolean): Promise<void> {
-  const { changed, runStatus } = await writeStatement(
-    ex,
-    group.map((g) => g.statement),
-  );
+  const { changed, runStatus } = await writeStatement(ex, group.map((g) => g.statement));
   const applied = group.filter((g, i) => {
     const w = g.statement;
     if (w.kind === 'runStart') {
@@ -245,5 +238,5 @@ export async function enterStackQueue(trx: Trx, runId: string, stackId: string |
  * got its stack, or has none: nobody else sees it yet, so it is neither locked nor read again.
  */
 export function admitTriggeredRun(trx: Trx, run: LockedRunRow, actor?: string): Promise<void> {
-  return decideOn(trx, run, (s, ctx) => decideAdmit(s, ctx), { actor });
+  return decideOn(trx, run, (s, ctx) => decideAdmit(s, ctx), { actor, inTransaction: true });
 }
