@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Trx } from '../src/platform/db/db.ts';
 import { claimStep, redispatchStaleSteps } from '../src/engine/step-lifecycle.ts';
 import { createStack, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
 
@@ -28,8 +29,7 @@ describe('dispatch', () => {
   });
 
   it('a job taken by a worker that died before claiming its step is dispatched again after the redispatch delay, and the step runs once', async () => {
-    for (const w of t.workers) await w.stop();
-    t.workers.length = 0;
+    await stopWorkers(t);
     const stack = await createStack(t, [{ id: 'only', command: 'echo ran' }]);
     const run = await triggerRun(t, stack.id);
     const [step] = await stepsOf(t, run.id);
@@ -47,8 +47,7 @@ describe('dispatch', () => {
   });
 
   it('a job merely waiting for a free worker is not dispatched again', async () => {
-    for (const w of t.workers) await w.stop();
-    t.workers.length = 0;
+    await stopWorkers(t);
     const stack = await createStack(t, [{ id: 'only' }]);
     const run = await triggerRun(t, stack.id);
     const [step] = await stepsOf(t, run.id);
@@ -60,56 +59,38 @@ describe('dispatch', () => {
   });
 
   it('a claim does not wait for the run row lock: a step of a run is claimed while another transaction holds the run', async () => {
-    for (const w of t.workers) await w.stop();
-    t.workers.length = 0;
+    await stopWorkers(t);
     const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
     const run = await triggerRun(t, stack.id);
     const [a, b] = await stepsOf(t, run.id);
     const worker = { id: 'claim-test', leaseMs: 60_000 };
     assert.ok(await claimStep(t.db, a.id, run.id, worker), 'the first claim moves the run to RUNNING');
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let locked!: () => void;
-    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-    const holder = t.db.transaction().execute(async (trx) => {
+    const holder = await holdOpen(t, async (trx) => {
       await sql`select id from pipeline_runs where id = ${run.id} for no key update`.execute(trx);
-      locked();
-      await held;
     });
-    await lockTaken;
     try {
       const claimed = await Promise.race([claimStep(t.db, b.id, run.id, worker), sleep(5_000).then(() => 'blocked' as const)]);
       assert.notEqual(claimed, 'blocked', 'the claim waited for the run lock');
       assert.equal(claimed && claimed !== 'blocked' ? claimed.executionId : undefined, b.id);
     } finally {
-      release();
-      await holder;
+      await holder.commit();
     }
     assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
     await t.startWorker();
   });
 
   it('of two parallel first claims, the second finds the run started by the first and claims its step without writing the start again', async () => {
-    for (const w of t.workers) await w.stop();
-    t.workers.length = 0;
+    await stopWorkers(t);
     const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
     const run = await triggerRun(t, stack.id);
     const [, b] = await stepsOf(t, run.id);
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let started!: () => void;
-    const runStarted = new Promise<void>((resolve) => (started = resolve));
     // The first claim's start of the run, not yet committed: the second claim read the run QUEUED.
-    const first = t.db.transaction().execute(async (trx) => {
+    const first = await holdOpen(t, async (trx) => {
       await sql`update pipeline_runs set status = 'RUNNING' where id = ${run.id} and status = 'QUEUED'`.execute(trx);
-      started();
-      await held;
     });
-    await runStarted;
     const second = claimStep(t.db, b.id, run.id, { id: 'second-claim', leaseMs: 60_000 });
     await sleep(200);
-    release();
-    await first;
+    await first.commit();
     const claimed = await second;
     assert.equal(claimed?.executionId, b.id);
     const history = await sql<{ to_status: string; actor: string | null }>`
@@ -122,28 +103,19 @@ describe('dispatch', () => {
   });
 
   it('a first claim that meets a cancel in flight waits for the run, then writes nothing and skips its step (the claim is one statement, run locked first)', async () => {
-    for (const w of t.workers) await w.stop();
-    t.workers.length = 0;
+    await stopWorkers(t);
     const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
     const run = await triggerRun(t, stack.id);
     const [, b] = await stepsOf(t, run.id);
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let locked!: () => void;
-    const cancelWritten = new Promise<void>((resolve) => (locked = resolve));
     // A cancel as every command makes it (the run locked first, then its steps), not yet committed:
     // the claim below read the run QUEUED, and must start neither the run nor its step.
-    const cancel = t.db.transaction().execute(async (trx) => {
+    const cancel = await holdOpen(t, async (trx) => {
       await sql`update pipeline_runs set status = 'CANCELLED' where id = ${run.id}`.execute(trx);
       await sql`update step_executions set status = 'CANCELLED' where pipeline_run_id = ${run.id}`.execute(trx);
-      locked();
-      await held;
     });
-    await cancelWritten;
     const claim = claimStep(t.db, b.id, run.id, { id: 'late-claim', leaseMs: 60_000 });
     await sleep(200);
-    release();
-    await cancel;
+    await cancel.commit();
     assert.equal(await claim, undefined, 'the claim found its step cancelled');
     const steps = await stepsOf(t, run.id);
     assert.deepEqual(steps.map((s) => s.status), ['CANCELLED', 'CANCELLED']);
@@ -154,26 +126,17 @@ describe('dispatch', () => {
   });
 
   it('a cancel that meets a claim in flight waits for it and cancels the claimed step (no lost race, no 500)', async () => {
-    for (const w of t.workers) await w.stop();
-    t.workers.length = 0;
+    await stopWorkers(t);
     const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
     const run = await triggerRun(t, stack.id);
     const [, b] = await stepsOf(t, run.id);
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let claimed!: () => void;
-    const claimWritten = new Promise<void>((resolve) => (claimed = resolve));
     // A claim's write, as claimStep makes it (it locks only its own execution), not yet committed.
-    const claim = t.db.transaction().execute(async (trx) => {
+    const claim = await holdOpen(t, async (trx) => {
       await sql`update step_executions set status = 'RUNNING', lease_owner = 'w', lease_epoch = lease_epoch + 1 where id = ${b.id} and status = 'QUEUED'`.execute(trx);
-      claimed();
-      await held;
     });
-    await claimWritten;
     const cancel = t.call('POST', `/pipeline-runs/${run.id}/cancel`);
     await sleep(300);
-    release();
-    await claim;
+    await claim.commit();
     const res = await cancel;
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const steps = await stepsOf(t, run.id);
@@ -195,3 +158,32 @@ describe('dispatch', () => {
     assert.equal(step.error.code, 'Engine:ExecutionEnvironment:UNSUPPORTED');
   });
 });
+
+/** Stops the app's workers: the test claims and commands by hand (it starts one again when done). */
+async function stopWorkers(t: EngineTestApp): Promise<void> {
+  for (const w of t.workers) await w.stop();
+  t.workers.length = 0;
+}
+
+/**
+ * holdOpen makes `writes` in a transaction it leaves open until `commit()`: what a command in flight
+ * holds (its row locks, its uncommitted rows) when another one meets it.
+ */
+async function holdOpen(t: EngineTestApp, writes: (trx: Trx) => Promise<void>): Promise<{ commit(): Promise<void> }> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let written!: () => void;
+  const ready = new Promise<void>((resolve) => (written = resolve));
+  const done = t.db.transaction().execute(async (trx) => {
+    await writes(trx);
+    written();
+    await held;
+  });
+  await Promise.race([ready, done]);
+  return {
+    commit: async () => {
+      release();
+      await done;
+    },
+  };
+}

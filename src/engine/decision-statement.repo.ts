@@ -54,22 +54,23 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
   if (start) ctes.push(sql`run_lock as (select status from pipeline_runs where id = ${start.runId} for no key update)`);
   const gate = start ? sql<boolean>`exists (select 1 from run_lock where status in (${start.transition.from}, ${start.transition.to}))` : undefined;
   const executionParts: string[] = [];
+  const cte = (part: string, body: unknown) => ctes.push(sql`${sql.raw(part)} as (${body})`);
+  const count = (part: string) => void counts.push(sql`(select count(*) from ${sql.raw(part)})::int as ${sql.raw(part)}`);
   writes.forEach((w, k) => {
     const name = `w${k}`;
-    const cte = (part: string, body: unknown) => ctes.push(sql`${sql.raw(part)} as (${body})`);
     switch (w.kind) {
       case 'execution': {
         const update = executionUpdate(ex, w.id, w.changes, w.guard);
         cte(name, (gate ? update.where(gate) : update).returning('id'));
         cte(`${name}_h`, historyFrom(name, { ...w.transition, executionId: w.id }));
         executionParts.push(name);
-        break;
+        return count(name);
       }
       case 'run': {
         const update = runUpdate(ex, w.runId, w.changes);
         cte(name, (w.transition ? update.where('status', '=', w.transition.from) : update).returning('id'));
         if (w.transition) cte(`${name}_h`, historyFrom(name, w.transition));
-        break;
+        return count(name);
       }
       case 'runStart':
         return; // Last: it waits on every execution write.
@@ -78,25 +79,24 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
         cte(`${name}_job`, parts.jobs);
         cte(name, parts.executions);
         cte(`${name}_h`, parts.history);
-        break;
+        return count(name);
       }
       case 'stopProcess':
         cte(name, sql`select pg_notify('plinth_step_stop', ${w.id}::text)`);
-        break;
+        return count(name);
       case 'alongside':
         cte(name, w.statement);
         counts.push(sql`0 as ${sql.raw(name)}`); // Unguarded, and it need not return rows.
         return;
     }
-    counts.push(sql`(select count(*) from ${sql.raw(name)})::int as ${sql.raw(name)}`);
   });
   if (start) {
-    const k = writes.indexOf(start);
-    const applied = executionParts.map((part) => sql`exists (select 1 from ${sql.raw(part)})`);
+    const name = `w${writes.indexOf(start)}`;
+    const applied = executionParts.map((part) => sql<boolean>`exists (select 1 from ${sql.raw(part)})`);
     const update = runUpdate(ex, start.runId, start.changes).where('status', '=', start.transition.from);
-    ctes.push(sql`${sql.raw(`w${k}`)} as (${(applied.length ? update.where(sql<boolean>`${sql.join(applied, sql` and `)}`) : update).returning('id')})`);
-    ctes.push(sql`${sql.raw(`w${k}_h`)} as (${historyFrom(`w${k}`, start.transition)})`);
-    counts.push(sql`(select count(*) from ${sql.raw(`w${k}`)})::int as ${sql.raw(`w${k}`)}`);
+    cte(name, (applied.length ? update.where(sql<boolean>`${sql.join(applied, sql` and `)}`) : update).returning('id'));
+    cte(`${name}_h`, historyFrom(name, start.transition));
+    count(name);
   }
   // Evaluated left to right: the run's lock, then each write in order, then the run's start.
   const columns = start ? [sql`(select status from run_lock) as run_status`, ...counts] : counts;

@@ -1,4 +1,4 @@
-import { sql, type QueryCreator, type RawBuilder } from 'kysely';
+import { sql, type QueryCreator } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
 import type { StepStatus } from '../platform/db/enums.ts';
@@ -106,11 +106,14 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
 }
 
 /**
- * The jobs of new QUEUED executions of one run, as rows (execution_id, id): one call of graphile-worker's
- * `add_jobs` for all of them, with the same job specs and key mode as stepJob's `add_job` (which wraps it).
+ * The graphile-worker jobs of QUEUED executions of one run, as rows (execution_id, id): one `add_jobs`
+ * call for all of them, in the caller's transaction, so a job exists exactly when its QUEUED step does.
+ * The job key (`step:<id>`, kept run_at) makes a redispatch replace a waiting job instead of adding one,
+ * and (graphile-worker's rule) add a fresh job when the old one is locked by a worker that died before
+ * it claimed the step.
  */
 function stepJobs(executionIds: readonly string[], runId: string) {
-  return sql`
+  return sql<{ execution_id: string; id: string }>`
     select substr(j.key, 6) as execution_id, j.id::text as id
       from graphile_worker.add_jobs(
              array(select row('step.execute', json_build_object('stepExecutionId', x, 'runId', ${runId}::text), null, null, 5::smallint, 'step:' || x, null, null)::graphile_worker.job_spec
@@ -118,22 +121,10 @@ function stepJobs(executionIds: readonly string[], runId: string) {
              job_key_preserve_run_at => true) as j`;
 }
 
-/**
- * The graphile-worker `add_job` call of a step execution, as an expression returning the job id. It
- * runs in the caller's transaction, so the job exists exactly when the QUEUED step does. The job key
- * makes a redispatch replace a waiting job instead of adding one, and (graphile-worker's rule) add a
- * fresh job when the old one is locked by a worker that died before it claimed the step.
- */
-function stepJob(executionId: string | RawBuilder<unknown>, runId: string) {
-  const id = sql`${executionId}::text`;
-  return sql<string>`(graphile_worker.add_job('step.execute', json_build_object('stepExecutionId', ${id}, 'runId', ${runId}::text),
-          max_attempts => 5, job_key => 'step:' || ${id}, job_key_mode => 'preserve_run_at')).id::text`;
-}
-
 /** enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back) and records the job. */
 export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<void> {
   await sql`
-    with job as (select ${stepJob(executionId, runId)} as id)
+    with job as (${stepJobs([executionId], runId)})
     update step_executions set engine_job_id = job.id, dispatched_at = now() from job
      where step_executions.id = ${executionId} and step_executions.status = 'QUEUED'`.execute(trx);
 }
