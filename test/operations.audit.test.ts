@@ -142,6 +142,21 @@ describe('the audit log', () => {
     assert.equal(exportRow.action, 'audit.export', 'reading the audit log in bulk is itself recorded');
   });
 
+  it('chains concurrent writes of one organization, and a new organization\'s first, with non-ASCII text, into one unbroken chain', async () => {
+    const fresh = await createOrganization(t, 'Fresh chain');
+    const created = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        t.call('POST', '/projects', { headers: { ...inOrg(fresh), 'user-agent': `agent-é-${i}` }, body: { data: { givenId: `chain-${i}`, name: `Ünïcode ☃ 💥 ${i}` } } }),
+      ),
+    );
+    assert.deepEqual(created.map((r) => r.status), created.map(() => 201));
+    const { rows } = await sql<{ seq: string }>`select seq from audit_events where organization_id = ${fresh} order by seq`.execute(t.db);
+    assert.deepEqual(rows.map((r) => Number(r.seq)), rows.map((_, i) => i + 1));
+    const verified = await t.call('GET', '/audit-events/verify', { headers: inOrg(fresh) });
+    assert.equal(verified.body.data.valid, true, JSON.stringify(verified.body));
+    assert.ok(verified.body.data.checked >= 12);
+  });
+
   it('the hash chain holds, and shows an edited row', async () => {
     const ok = await t.call('GET', '/audit-events/verify', { headers: inOrg(org) });
     assert.equal(ok.status, 200);

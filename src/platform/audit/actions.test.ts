@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { auditSpecOf, singular } from './actions.ts';
-import { canonicalJson, chainHash, type ChainedFields } from './chain.ts';
+import { canonicalJson, chainHash, chainHashParts, type ChainedFields } from './chain.ts';
 
 describe('audit actions from the route table', () => {
   it('names creates, updates, deletes and verbs after the resource of the path', () => {
@@ -37,5 +38,13 @@ describe('the audit hash chain', () => {
     assert.equal(chainHash('prev', { ...row, diff: { a: { c: null, d: [1, { y: 2, z: 1 }] }, b: 1 } }), hash);
     assert.notEqual(chainHash('prev', { ...row, outcome: 'DENIED' }), hash);
     assert.notEqual(chainHash('other', row), hash);
+  });
+
+  it('hashes the previous hash, a newline and the canonical JSON of the fields in order (the form stored chains were written in)', () => {
+    const fields = [row.id, row.organizationId, row.seq, row.createdAt, row.actorType, row.actorId, row.apiKeyId, row.action, row.resourceType,
+      row.resourceId, row.outcome, row.statusCode, row.errorCode, row.requestId, row.ip, row.userAgent, row.diff];
+    assert.equal(chainHash('prev', row), createHash('sha256').update(`prev\n${canonicalJson(fields)}`).digest('hex'));
+    const { before, after } = chainHashParts(row);
+    assert.equal(`${before}${row.seq}${after}`, canonicalJson(fields));
   });
 });

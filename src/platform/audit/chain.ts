@@ -36,9 +36,18 @@ export function canonicalJson(value: unknown): string {
  * field of a row, or removing or reordering rows, breaks the chain from that row on.
  */
 export function chainHash(prevHash: string, f: ChainedFields): string {
-  const fields = [
-    f.id, f.organizationId, f.seq, f.createdAt, f.actorType, f.actorId, f.apiKeyId, f.action, f.resourceType, f.resourceId,
-    f.outcome, f.statusCode, f.errorCode, f.requestId, f.ip, f.userAgent, f.diff ?? null,
-  ];
-  return createHash('sha256').update(prevHash).update('\n').update(canonicalJson(fields)).digest('hex');
+  const { before, after } = chainHashParts(f);
+  return createHash('sha256').update(`${prevHash}\n${before}${f.seq}${after}`).digest('hex');
+}
+
+/**
+ * The text chainHash hashes after the previous hash and a newline, either side of the row's sequence
+ * number: the writer has PostgreSQL put the two together with the head it locks (audit-writer.repo.ts).
+ */
+export function chainHashParts(f: Omit<ChainedFields, 'seq'>): { before: string; after: string } {
+  const head = [f.id, f.organizationId];
+  const tail = [f.createdAt, f.actorType, f.actorId, f.apiKeyId, f.action, f.resourceType, f.resourceId, f.outcome, f.statusCode, f.errorCode, f.requestId, f.ip, f.userAgent, f.diff ?? null];
+  const before = canonicalJson(head);
+  const after = canonicalJson(tail);
+  return { before: `${before.slice(0, -1)},`, after: `,${after.slice(1)}` };
 }
