@@ -79,3 +79,24 @@ describe('the stack queue', () => {
     assert.equal((await t.call('GET', '/pipeline-runs?status=NOPE')).status, 400);
   });
 });
+
+describe('the trigger response', () => {
+  let t: EngineTestApp;
+  before(async () => {
+    t = await startEngineTestApp(); // No worker: every run stays as its trigger left it.
+  });
+  after(() => t.close());
+
+  it('is the run exactly as a read right after shows it: admitted, waiting for the stack, or paused at an approval', async () => {
+    const work = await createStack(t, [{ id: 'a' }, { id: 'b', needs: ['a'] }]);
+    const gated = await createStack(t, [{ id: 'approve', type: 'approval' }, { id: 'work', needs: ['approve'] }]);
+    const admitted = await triggerRun(t, work.id);
+    const waiting = await triggerRun(t, work.id, { description: 'second', autoapprove: true });
+    const paused = await triggerRun(t, gated.id);
+    assert.deepEqual(
+      [admitted.queueReason, waiting.queueReason, paused.queueReason],
+      ['WAITING_FOR_WORKER', 'WAITING_FOR_STACK', 'WAITING_FOR_APPROVAL'],
+    );
+    for (const triggered of [admitted, waiting, paused]) assert.deepEqual(triggered, await getRun(t, triggered.id));
+  });
+});

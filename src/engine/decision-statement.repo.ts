@@ -1,4 +1,5 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
+import type { PipelineRunsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import type { RunStatus } from '../platform/db/enums.ts';
 import { executionUpdate, newExecutionsParts, type ExecutionChanges, type ExecutionGuard, type NewExecutionRow } from './executions.repo.ts';
@@ -42,10 +43,15 @@ export interface StatementResult {
   changed: number[];
   /** With a runStart: the run's status as locked, before the start. */
   runStatus?: string;
+  /** With `returnRun`: the run's row as the statement's change of it left it (none when it changed none). */
+  runRow?: Selectable<PipelineRunsTable>;
 }
 
-/** writeStatement makes `writes` in one statement. */
-export async function writeStatement(ex: Executor, writes: readonly StatementWrite[]): Promise<StatementResult> {
+/**
+ * writeStatement makes `writes` in one statement. With `returnRun`, the change of the run (a statement
+ * has at most one) returns the row it wrote, so that a caller showing the run need not read it again.
+ */
+export async function writeStatement(ex: Executor, writes: readonly StatementWrite[], options: { returnRun?: boolean } = {}): Promise<StatementResult> {
   const ctes: RawBuilder<unknown>[] = [];
   const counts: RawBuilder<unknown>[] = [];
   const starts = writes.filter((w) => w.kind === 'runStart');
@@ -54,6 +60,7 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
   if (start) ctes.push(sql`run_lock as (select status from pipeline_runs where id = ${start.runId} for no key update)`);
   const gate = start ? sql<boolean>`exists (select 1 from run_lock where status in (${start.transition.from}, ${start.transition.to}))` : undefined;
   const executionParts: string[] = [];
+  let runPart: string | undefined;
   const cte = (part: string, body: unknown) => ctes.push(sql`${sql.raw(part)} as (${body})`);
   const count = (part: string) => void counts.push(sql`(select count(*) from ${sql.raw(part)})::int as ${sql.raw(part)}`);
   writes.forEach((w, k) => {
@@ -68,7 +75,9 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
       }
       case 'run': {
         const update = runUpdate(ex, w.runId, w.changes);
-        cte(name, (w.transition ? update.where('status', '=', w.transition.from) : update).returning('id'));
+        const guarded = w.transition ? update.where('status', '=', w.transition.from) : update;
+        cte(name, options.returnRun ? guarded.returningAll() : guarded.returning('id'));
+        runPart = name;
         if (w.transition) cte(`${name}_h`, historyFrom(name, w.transition));
         return count(name);
       }
@@ -94,15 +103,29 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
     const name = `w${writes.indexOf(start)}`;
     const applied = executionParts.map((part) => sql<boolean>`exists (select 1 from ${sql.raw(part)})`);
     const update = runUpdate(ex, start.runId, start.changes).where('status', '=', start.transition.from);
-    cte(name, (applied.length ? update.where(sql<boolean>`${sql.join(applied, sql` and `)}`) : update).returning('id'));
+    const guarded = applied.length ? update.where(sql<boolean>`${sql.join(applied, sql` and `)}`) : update;
+    cte(name, options.returnRun ? guarded.returningAll() : guarded.returning('id'));
     cte(`${name}_h`, historyFrom(name, start.transition));
+    runPart = name;
     count(name);
   }
   // Evaluated left to right: the run's lock, then each write in order, then the run's start.
   const columns = start ? [sql`(select status from run_lock) as run_status`, ...counts] : counts;
-  const { rows } = await sql<Record<string, number | string | null>>`with ${sql.join(ctes)} select ${sql.join(columns)}`.execute(ex);
+  // The counts are one row; the run's row, when asked for, is joined to it (nulls when it changed none).
+  const withRun = options.returnRun === true && runPart !== undefined;
+  const from = withRun ? sql` from (select ${sql.join(columns)}) as counts left join ${sql.raw(runPart!)} as run_row on true` : sql``;
+  const selected = withRun ? sql`counts.*, run_row.id is not null as run_returned, run_row.*` : sql.join(columns);
+  const { rows } = await sql<Record<string, unknown>>`with ${sql.join(ctes)} select ${selected}${from}`.execute(ex);
   const row = rows[0];
-  return { changed: writes.map((_, k) => Number(row[`w${k}`])), ...(start ? { runStatus: String(row.run_status) } : {}) };
+  const changed = writes.map((_, k) => Number(row[`w${k}`]));
+  const runStatus = start ? { runStatus: String(row.run_status) } : {};
+  return { changed, ...runStatus, ...(withRun && row.run_returned ? { runRow: runRowOf(row) } : {}) };
+}
+
+/** The run's own columns of a statement's result row (the counts and the lock's status left out). */
+function runRowOf(row: Record<string, unknown>): Selectable<PipelineRunsTable> {
+  const own = Object.entries(row).filter(([k]) => !/^w\d+$/.test(k) && k !== 'run_status' && k !== 'run_returned');
+  return Object.fromEntries(own) as Selectable<PipelineRunsTable>;
 }
 
 /** The history row of a change, written only when the change (the CTE `source`) wrote its row. */

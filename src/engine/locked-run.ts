@@ -1,4 +1,5 @@
-import type { RawBuilder } from 'kysely';
+import type { RawBuilder, Selectable } from 'kysely';
+import type { PipelineRunsTable } from '../platform/db/database.ts';
 import type { Db, Executor, Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
 import { statementKey, writeStatement, type StatementWrite } from './decision-statement.repo.ts';
@@ -66,6 +67,8 @@ export interface LockedRunOptions {
   actor?: string;
   /** A write made in the decision's first statement whatever it decides (a step's last log lines). */
   alongside?: RawBuilder<unknown>;
+  /** Given the run's row as each statement that changes it leaves it: what a caller showing the run shows. */
+  onRunRow?: (row: Selectable<PipelineRunsTable>) => void;
 }
 
 /** Decides on a run as read (locked, visible to this transaction alone, or read for a claim) and applies the writes. */
@@ -105,7 +108,7 @@ async function applyDecision(ex: Executor, row: LockedRunRow, snapshot: RunSnaps
   let group: Planned[] = o.alongside ? [{ write: undefined, statement: { kind: 'alongside', statement: o.alongside }, before: snapshot }] : [];
   const keys = new Set<string>();
   const flush = async () => {
-    if (group.length) await writeGroup(ex, row, group, o.inTransaction);
+    if (group.length) await writeGroup(ex, row, group, o);
     group = [];
     keys.clear();
   };
@@ -126,8 +129,9 @@ async function applyDecision(ex: Executor, row: LockedRunRow, snapshot: RunSnaps
 }
 
 /** Makes a group of writes as one statement; a guarded write that found its row changed throws StaleWriteError. */
-async function writeGroup(ex: Executor, row: LockedRunRow, group: readonly Planned[], inTransaction: boolean): Promise<void> {
-  const { changed, runStatus } = await writeStatement(ex, group.map((g) => g.statement));
+async function writeGroup(ex: Executor, row: LockedRunRow, group: readonly Planned[], o: LockedRunOptions & { inTransaction: boolean }): Promise<void> {
+  const { changed, runStatus, runRow } = await writeStatement(ex, group.map((g) => g.statement), { returnRun: o.onRunRow !== undefined });
+  if (runRow) o.onRunRow?.(runRow);
   const applied = group.filter((g, i) => {
     const w = g.statement;
     if (w.kind === 'runStart') {
@@ -139,7 +143,7 @@ async function writeGroup(ex: Executor, row: LockedRunRow, group: readonly Plann
     if (w.kind === 'run' && w.transition && changed[i] !== 1) throw new StaleWriteError(w.runId);
     return true;
   });
-  for (const g of applied) if (g.write) await observeAfterCommit(ex, row, g.before, g.write, inTransaction);
+  for (const g of applied) if (g.write) await observeAfterCommit(ex, row, g.before, g.write, o.inTransaction);
 }
 
 /** The write as a part of one statement; undefined for the stack queue's writes, which read before they write. */
@@ -235,8 +239,11 @@ export async function enterStackQueue(trx: Trx, runId: string, stackId: string |
 
 /**
  * admitTriggeredRun admits a run this transaction inserted (`run`, as its insert returned it) and that
- * got its stack, or has none: nobody else sees it yet, so it is neither locked nor read again.
+ * got its stack, or has none: nobody else sees it yet, so it is neither locked nor read again. Returns
+ * the run's row as the admission left it (undefined when the admission did not change it).
  */
-export function admitTriggeredRun(trx: Trx, run: LockedRunRow, actor?: string): Promise<void> {
-  return decideOn(trx, run, (s, ctx) => decideAdmit(s, ctx), { actor, inTransaction: true });
+export async function admitTriggeredRun(trx: Trx, run: LockedRunRow, actor?: string): Promise<Selectable<PipelineRunsTable> | undefined> {
+  let admitted: Selectable<PipelineRunsTable> | undefined;
+  await decideOn(trx, run, (s, ctx) => decideAdmit(s, ctx), { actor, inTransaction: true, onRunRow: (row) => (admitted = row) });
+  return admitted;
 }

@@ -1,3 +1,5 @@
+import type { Selectable } from 'kysely';
+import type { PipelineRunsTable } from '../platform/db/database.ts';
 import type { Trx } from '../platform/db/db.ts';
 import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
@@ -11,16 +13,24 @@ import { insertRun, type NewRunValues } from './runs.repo.ts';
  */
 export type NewRun = Omit<NewRunValues, 'id'>;
 
+export interface TriggeredRun {
+  id: string;
+  /** The run's row as this transaction left it (nobody else has seen it yet). */
+  row: Selectable<PipelineRunsTable>;
+  /** Its stack's active run: the run itself when it got the stack; null without a stack. */
+  stackActiveRunId: string | null;
+}
+
 /**
  * triggerRun inserts a QUEUED run, records it as its stack's latest, and admits it when the stack is
  * free; otherwise it waits its turn.
  */
-export async function triggerRun(trx: Trx, v: NewRun): Promise<string> {
+export async function triggerRun(trx: Trx, v: NewRun): Promise<TriggeredRun> {
   const id = newId();
   const actor = v.createdById ?? undefined;
   const { run, stackActiveRunId } = await insertRun(trx, { id, ...v }, { runId: id, from: null, to: 'QUEUED', reason: 'triggered', actor });
-  if (!v.stackId || stackActiveRunId === id) await admitTriggeredRun(trx, run, actor);
-  return id;
+  const admitted = !v.stackId || stackActiveRunId === id ? await admitTriggeredRun(trx, run, actor) : undefined;
+  return { id, row: admitted ?? run, stackActiveRunId };
 }
 
 async function command(trx: Trx, runId: string, actor: string, decide: Decide<void>): Promise<void> {

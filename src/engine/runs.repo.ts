@@ -39,10 +39,11 @@ export interface ExecutionJson
   started_at: Date | string | null;
 }
 
+/** What every command reads beside the run's own columns. */
+const RUN_JOINED = sql`v.config, ee.type as execution_environment_type, coalesce(r.trigger_metadata ? 'webhook_event', false) as by_webhook, s.source as stack_source`;
 const RUN_SELECT = sql`
   select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
-         r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, r.created_at, v.config, ee.type as execution_environment_type,
-         coalesce(r.trigger_metadata ? 'webhook_event', false) as by_webhook, r.commit_sha, s.source as stack_source`;
+         r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, r.created_at, r.commit_sha, ${RUN_JOINED}`;
 /** The run `r` with what every command reads beside it; `runs`: the table, or the CTE of a run being inserted. */
 const runFrom = (runs: 'pipeline_runs' | 'created') => sql`
     from ${sql.raw(runs)} r join pipeline_versions v on v.id = r.pipeline_version_id
@@ -138,14 +139,17 @@ export interface NewRunValues {
   triggerMetadata?: { trigger_given_id?: string; webhook_event?: string } | null;
 }
 
+/** A run just inserted: as readRun reads it (it has no executions yet), with every column of its row. */
+export type InsertedRunRow = LockedRunRow & Selectable<PipelineRunsTable>;
+
 /**
  * insertRun creates a QUEUED run and, in the same statement, its first history row; for a stack run
  * also the stack queue's claim (claimStackForRun): the run becomes the stack's latest, and its active
- * run when it had none. The caller holds the stack's row lock. Returns the run as readRun reads it
- * (from the insert's own result: it has no executions yet) and the stack's active run afterwards
- * (null without a stack): the run itself when it got the stack.
+ * run when it had none. The caller holds the stack's row lock. Returns the run from the insert's own
+ * result, and the stack's active run afterwards (null without a stack): the run itself when it got
+ * the stack.
  */
-export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<{ run: LockedRunRow; stackActiveRunId: string | null }> {
+export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<{ run: InsertedRunRow; stackActiveRunId: string | null }> {
   const values = {
     id: v.id,
     organization_id: v.organizationId,
@@ -168,9 +172,9 @@ export async function insertRun(trx: Executor, v: NewRunValues, transition: Tran
     .set({ active_run_id: sql<string>`coalesce(active_run_id, ${v.id})`, latest_run_id: v.id, updated_at: sql<Date>`now()` })
     .where('id', '=', v.stackId ?? '')
     .returning('active_run_id');
-  const { rows } = await sql<LockedRunRow & { stack_active_run_id: string | null }>`
+  const { rows } = await sql<InsertedRunRow & { stack_active_run_id: string | null }>`
     with created as (${insert}), history as (${history}), stack as (${stack})
-    ${RUN_SELECT}, '[]'::json as executions, (select active_run_id from stack) as stack_active_run_id
+    select r.*, ${RUN_JOINED}, '[]'::json as executions, (select active_run_id from stack) as stack_active_run_id
     ${runFrom('created')}`.execute(trx);
   const { stack_active_run_id, ...run } = rows[0];
   return { run, stackActiveRunId: stack_active_run_id };

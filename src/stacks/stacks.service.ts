@@ -12,7 +12,7 @@ import { getProjectRow } from '../projects/projects.service.ts';
 import { assertCodeSourceUsable } from '../code-sources/code-sources.service.ts';
 import { triggerRun } from '../engine/run-commands.ts';
 import { hasActiveRunOfStack } from '../runs/runs.repo.ts';
-import { getRun } from '../runs/runs.service.ts';
+import { runRowToRun } from '../runs/runs.map.ts';
 import { DEFAULT_CHANGE_PIPELINE, DEFAULT_DESTROY_PIPELINE } from './default-pipelines.ts';
 import {
   deleteStackById,
@@ -134,7 +134,7 @@ export async function triggerStackRun(db: Db, principal: Principal, stackId: str
     if (!stack) throw new NotFoundError('Stack', stackId);
     const pipelineId = action === 'destroy' ? stack.destroy_pipeline_id : stack.change_pipeline_id;
     if (!stack.run_version_id) throw new NotFoundError('Pipeline', pipelineId);
-    const id = await triggerRun(trx, {
+    const run = await triggerRun(trx, {
       organizationId: principal.organizationId,
       pipelineId,
       pipelineVersionId: stack.run_version_id,
@@ -145,8 +145,8 @@ export async function triggerStackRun(db: Db, principal: Principal, stackId: str
       input: input.inputs ?? null,
       createdById: principal.userId,
     });
-    // Read inside the transaction: the response shows the run as triggered, before any worker saw it.
-    return getRun(trx, principal, id);
+    // As this transaction left it: the response shows the run as triggered, before any worker saw it.
+    return runRowToRun({ ...run.row, stack_active_run_id: run.stackActiveRunId, stack_project_id: stack.project_id, stack_environment_id: stack.environment_id });
   });
 }
 
@@ -178,21 +178,20 @@ export async function triggerStackRunsForPush(trx: Trx, push: PushTrigger): Prom
     if (!tracked || action === 'none' || !push.touches(source?.path)) continue;
     const version = await findLatestPipelineVersion(trx, stack.change_pipeline_id);
     if (!version) continue;
-    runIds.push(
-      await triggerRun(trx, {
-        organizationId: push.organizationId,
-        pipelineId: stack.change_pipeline_id,
-        pipelineVersionId: version.id,
-        stackId: stack.id,
-        action,
-        autoapprove: false,
-        description: `Push of ${push.commitSha.slice(0, 12)} to ${push.branch} by ${push.author}${push.message ? `: ${push.message}` : ''}`.slice(0, 4096),
-        input: null,
-        createdById: null,
-        commitSha: push.commitSha,
-        triggerMetadata: { webhook_event: `${push.provider.toLowerCase()}:push`, trigger_given_id: push.deliveryId },
-      }),
-    );
+    const run = await triggerRun(trx, {
+      organizationId: push.organizationId,
+      pipelineId: stack.change_pipeline_id,
+      pipelineVersionId: version.id,
+      stackId: stack.id,
+      action,
+      autoapprove: false,
+      description: `Push of ${push.commitSha.slice(0, 12)} to ${push.branch} by ${push.author}${push.message ? `: ${push.message}` : ''}`.slice(0, 4096),
+      input: null,
+      createdById: null,
+      commitSha: push.commitSha,
+      triggerMetadata: { webhook_event: `${push.provider.toLowerCase()}:push`, trigger_given_id: push.deliveryId },
+    });
+    runIds.push(run.id);
   }
   return runIds;
 }
