@@ -23,11 +23,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +42,17 @@
 #include <grp.h>
 
 #define SETUP_FAILED 125
+
+// The capset(2) ABI of linux/capability.h, spelled out: the launcher builds against any C library's
+// headers (musl's include no kernel headers).
+#define CAPABILITY_VERSION_3 0x20080522
+struct cap_header {
+  uint32_t version;
+  int pid;
+};
+struct cap_data {
+  uint32_t effective, permitted, inheritable;
+};
 
 static void fail(const char *fmt, ...) {
   int saved = errno;
@@ -155,8 +166,8 @@ static void drop_privileges(uid_t uid, rlim_t nproc) {
   }
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) fail("clearing ambient capabilities");
   if (setresuid(uid, uid, uid) != 0) fail("setresuid");
-  struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-  struct __user_cap_data_struct data[2];
+  struct cap_header header = {CAPABILITY_VERSION_3, 0};
+  struct cap_data data[2];
   memset(data, 0, sizeof data);
   if (syscall(SYS_capset, &header, data) != 0) fail("clearing capabilities");
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs");
