@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import { createStack, getRun, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
 
 describe('the stack queue', () => {
@@ -98,5 +100,36 @@ describe('the trigger response', () => {
       ['WAITING_FOR_WORKER', 'WAITING_FOR_STACK', 'WAITING_FOR_APPROVAL'],
     );
     for (const triggered of [admitted, waiting, paused]) assert.deepEqual(triggered, await getRun(t, triggered.id));
+  });
+
+  it('of triggers made at once on one stack, admits one and queues the rest behind it, each response as a read shows it', async () => {
+    const stack = await createStack(t, [{ id: 'a' }]);
+    const runs = await Promise.all(Array.from({ length: 12 }, () => triggerRun(t, stack.id)));
+    const admitted = runs.filter((r) => r.queueReason === 'WAITING_FOR_WORKER');
+    assert.equal(admitted.length, 1, JSON.stringify(runs.map((r) => r.queueReason)));
+    for (const run of runs) assert.deepEqual(run, await getRun(t, run.id));
+    for (const run of runs.filter((r) => r !== admitted[0])) assert.match(run.queueState.reason, new RegExp(admitted[0].id));
+    const { rows } = await sql<{ active_run_id: string }>`select active_run_id from stacks where id = ${stack.id}`.execute(t.db);
+    assert.equal(rows[0].active_run_id, admitted[0].id);
+  });
+
+  it('a trigger that waited for its stack runs the pipeline version committed while it waited', async () => {
+    const stack = await createStack(t, [{ id: 'a' }]);
+    const before = await triggerRun(t, stack.id);
+    // A change of the stack holds its lock (as an update of its config does) and commits a new version of
+    // its pipeline while the trigger waits for that lock: the trigger must see the new version.
+    let triggered: Promise<any> | undefined;
+    const newVersionId = `v2-${stack.id}`;
+    await t.db.transaction().execute(async (trx) => {
+      await sql`update stacks set updated_at = now() where id = ${stack.id}`.execute(trx);
+      await sql`insert into pipeline_versions (id, organization_id, pipeline_id, version, config)
+                select ${newVersionId}, organization_id, pipeline_id, version + 1, config from pipeline_versions where id = ${before.pipelineVersionId}`.execute(trx);
+      await sql`update pipelines set latest_version = latest_version + 1 where id = ${stack.changePipelineId}`.execute(trx);
+      triggered = triggerRun(t, stack.id);
+      await sleep(300); // The trigger's statement is waiting on the stack's row lock by now.
+    });
+    const after = await triggered!;
+    assert.equal(after.pipelineVersionId, newVersionId);
+    assert.deepEqual(after, await getRun(t, after.id));
   });
 });

@@ -5,7 +5,7 @@ import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { admitTriggeredRun, withLockedRun, type Decide } from './locked-run.ts';
 import { decideApprove, decideCancel, decideReject, decideRetry } from './run-decisions.ts';
-import { insertRun, type NewRunValues } from './runs.repo.ts';
+import { insertRun, insertRunAtStackLock, type InsertedRun, type NewRunValues, type TransitionRecord } from './runs.repo.ts';
 
 /**
  * The commands callers give the engine (trigger, approve, reject, cancel, retry). Each runs inside
@@ -23,13 +23,39 @@ export interface TriggeredRun {
 
 /**
  * triggerRun inserts a QUEUED run, records it as its stack's latest, and admits it when the stack is
- * free; otherwise it waits its turn.
+ * free; otherwise it waits its turn. The caller holds the stack's row lock.
  */
 export async function triggerRun(trx: Trx, v: NewRun): Promise<TriggeredRun> {
   const id = newId();
   const actor = v.createdById ?? undefined;
-  const { run, stackActiveRunId } = await insertRun(trx, { id, ...v }, { runId: id, from: null, to: 'QUEUED', reason: 'triggered', actor });
-  const admitted = !v.stackId || stackActiveRunId === id ? await admitTriggeredRun(trx, run, actor) : undefined;
+  return admitIfFree(trx, id, v.stackId, await insertRun(trx, { id, ...v }, triggered(id, actor)), actor);
+}
+
+/**
+ * triggerRunAtStackLock is triggerRun with the stack's lock taken by the same statement, at the latest
+ * version of the stack's `pipeline`. Undefined when it triggered nothing (insertRunAtStackLock): the
+ * caller then locks the stack and calls triggerRun.
+ */
+export async function triggerRunAtStackLock(
+  trx: Trx,
+  v: Omit<NewRun, 'pipelineId' | 'pipelineVersionId'> & { stackId: string },
+  pipeline: 'change' | 'destroy',
+): Promise<(TriggeredRun & { stackProjectId: string; stackEnvironmentId: string }) | undefined> {
+  const id = newId();
+  const actor = v.createdById ?? undefined;
+  const inserted = await insertRunAtStackLock(trx, { id, ...v }, pipeline, triggered(id, actor));
+  if (!inserted) return undefined;
+  const run = await admitIfFree(trx, id, v.stackId, inserted, actor);
+  return { ...run, stackProjectId: inserted.stackProjectId, stackEnvironmentId: inserted.stackEnvironmentId };
+}
+
+function triggered(runId: string, actor: string | undefined): TransitionRecord {
+  return { runId, from: null, to: 'QUEUED', reason: 'triggered', actor };
+}
+
+async function admitIfFree(trx: Trx, id: string, stackId: string | null, inserted: InsertedRun, actor: string | undefined): Promise<TriggeredRun> {
+  const { run, stackActiveRunId } = inserted;
+  const admitted = !stackId || stackActiveRunId === id ? await admitTriggeredRun(trx, run, actor) : undefined;
   return { id, row: admitted ?? run, stackActiveRunId };
 }
 

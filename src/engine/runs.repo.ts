@@ -1,4 +1,4 @@
-import { sql, type QueryCreator, type Selectable } from 'kysely';
+import { sql, type QueryCreator, type RawBuilder, type Selectable } from 'kysely';
 import type { Database, JsonObject, PipelineRunsTable, StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';
@@ -142,6 +142,12 @@ export interface NewRunValues {
 /** A run just inserted: as readRun reads it (it has no executions yet), with every column of its row. */
 export type InsertedRunRow = LockedRunRow & Selectable<PipelineRunsTable>;
 
+/** What insertRun returns: the run, and its stack's active run afterwards (null without a stack). */
+export interface InsertedRun {
+  run: InsertedRunRow;
+  stackActiveRunId: string | null;
+}
+
 /**
  * insertRun creates a QUEUED run and, in the same statement, its first history row; for a stack run
  * also the stack queue's claim (claimStackForRun): the run becomes the stack's latest, and its active
@@ -149,33 +155,73 @@ export type InsertedRunRow = LockedRunRow & Selectable<PipelineRunsTable>;
  * result, and the stack's active run afterwards (null without a stack): the run itself when it got
  * the stack.
  */
-export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<{ run: InsertedRunRow; stackActiveRunId: string | null }> {
-  const values = {
-    id: v.id,
-    organization_id: v.organizationId,
-    pipeline_id: v.pipelineId,
-    pipeline_version_id: v.pipelineVersionId,
-    stack_id: v.stackId,
-    status: 'QUEUED' as const,
-    action: v.action,
-    autoapprove: v.autoapprove,
-    description: v.description,
-    input: v.input === null ? null : JSON.stringify(v.input),
-    created_by_id: v.createdById,
-    commit_sha: v.commitSha ?? null,
-    trigger_metadata: v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null,
-  };
-  const insert = trx.insertInto('pipeline_runs').values(values).returningAll();
-  const history = trx.insertInto('run_transitions').values(transitionValues(transition));
-  const stack = trx
-    .updateTable('stacks')
-    .set({ active_run_id: sql<string>`coalesce(active_run_id, ${v.id})`, latest_run_id: v.id, updated_at: sql<Date>`now()` })
-    .where('id', '=', v.stackId ?? '')
-    .returning('active_run_id');
-  const { rows } = await sql<InsertedRunRow & { stack_active_run_id: string | null }>`
-    with created as (${insert}), history as (${history}), stack as (${stack})
-    select r.*, ${RUN_JOINED}, '[]'::json as executions, (select active_run_id from stack) as stack_active_run_id
-    ${runFrom('created')}`.execute(trx);
-  const { stack_active_run_id, ...run } = rows[0];
+export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<InsertedRun> {
+  const source = { ctes: [], from: sql`(select 1) as one`, pipelineId: sql`${v.pipelineId}::text`, versionId: sql`${v.pipelineVersionId}::text` };
+  const { stack_project_id: _p, stack_environment_id: _e, ...row } = (await insertRunFrom(trx, v, transition, source))!;
+  const { stack_active_run_id, ...run } = row;
   return { run, stackActiveRunId: stack_active_run_id };
+}
+
+/**
+ * insertRunAtStackLock is the trigger's lock of the stack (as lockStackForRun) and insertRun in one
+ * statement, for a stack the statement finds as its snapshot saw it. The insert is made only when the
+ * row it locked is the one its snapshot sees (same xmin): nothing changed the stack while the lock
+ * waited, so what it read is what a statement begun after the lock would read. Undefined when it
+ * inserted nothing (no such stack, no version of its pipeline, or the stack changed under the lock):
+ * the caller then locks and inserts in two statements, as before, holding the lock if it was taken.
+ */
+export async function insertRunAtStackLock(
+  trx: Executor,
+  v: Omit<NewRunValues, 'pipelineId' | 'pipelineVersionId'> & { stackId: string },
+  pipeline: 'change' | 'destroy',
+  transition: TransitionRecord,
+): Promise<(InsertedRun & { stackProjectId: string; stackEnvironmentId: string }) | undefined> {
+  const pipelineColumn = sql.raw(pipeline === 'destroy' ? 's.destroy_pipeline_id' : 's.change_pipeline_id');
+  const locked = sql`locked as (
+    select s.id, s.xmin as locked_xmin, s.project_id, s.environment_id, ${pipelineColumn} as pipeline_id
+      from stacks s where s.id = ${v.stackId} and s.organization_id = ${v.organizationId} for update)`;
+  const fresh = sql`fresh as (
+    select l.*, (select v.id from pipeline_versions v join pipelines p on p.id = v.pipeline_id and p.latest_version = v.version
+                  where v.pipeline_id = l.pipeline_id) as version_id
+      from locked l where l.locked_xmin = (select xmin from stacks where id = ${v.stackId}))`;
+  const source = { ctes: [locked, fresh], from: sql`fresh where fresh.version_id is not null`, pipelineId: sql`fresh.pipeline_id`, versionId: sql`fresh.version_id` };
+  const row = await insertRunFrom(trx, { ...v, pipelineId: '', pipelineVersionId: '' }, transition, source);
+  if (!row) return undefined;
+  const { stack_active_run_id, stack_project_id, stack_environment_id, ...run } = row;
+  return { run, stackActiveRunId: stack_active_run_id, stackProjectId: stack_project_id!, stackEnvironmentId: stack_environment_id! };
+}
+
+interface RunValuesSource {
+  /** CTEs the insert reads from, before it. */
+  ctes: RawBuilder<unknown>[];
+  /** The insert's `from` (one row, or none to insert nothing). */
+  from: RawBuilder<unknown>;
+  pipelineId: RawBuilder<unknown>;
+  versionId: RawBuilder<unknown>;
+}
+
+async function insertRunFrom(trx: Executor, v: NewRunValues, transition: TransitionRecord, source: RunValuesSource) {
+  const t = transitionValues(transition);
+  const stackColumns = source.ctes.length
+    ? sql`(select project_id from fresh) as stack_project_id, (select environment_id from fresh) as stack_environment_id`
+    : sql`null::text as stack_project_id, null::text as stack_environment_id`;
+  const { rows } = await sql<InsertedRunRow & { stack_active_run_id: string | null; stack_project_id: string | null; stack_environment_id: string | null }>`
+    with ${sql.join([...source.ctes, sql`created as (
+      insert into pipeline_runs (id, organization_id, pipeline_id, pipeline_version_id, stack_id, status, action, autoapprove, description,
+                                 input, created_by_id, commit_sha, trigger_metadata)
+      select ${v.id}, ${v.organizationId}, ${source.pipelineId}, ${source.versionId}, ${v.stackId}, 'QUEUED', ${v.action}, ${v.autoapprove},
+             ${v.description}, ${v.input === null ? null : JSON.stringify(v.input)}::jsonb, ${v.createdById}, ${v.commitSha ?? null},
+             ${v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null}::jsonb
+        from ${source.from}
+      returning *)`])},
+    history as (
+      insert into run_transitions (pipeline_run_id, step_execution_id, from_status, to_status, reason, actor)
+      select id, ${t.step_execution_id}, ${t.from_status}, ${t.to_status}, ${t.reason}, ${t.actor} from created),
+    stack as (
+      update stacks set active_run_id = coalesce(active_run_id, ${v.id}), latest_run_id = ${v.id}, updated_at = now()
+       where id = (select stack_id from created)
+      returning active_run_id)
+    select r.*, ${RUN_JOINED}, '[]'::json as executions, (select active_run_id from stack) as stack_active_run_id, ${stackColumns}
+    ${runFrom('created')}`.execute(trx);
+  return rows[0];
 }

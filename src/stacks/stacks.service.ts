@@ -10,7 +10,7 @@ import { parsePipelineConfig } from '../pipelines/pipeline-config.validate.ts';
 import { deletePipelinesByIds, findLatestPipelineVersion, insertPipelineWithFirstVersion } from '../pipelines/pipelines.repo.ts';
 import { getProjectRow } from '../projects/projects.service.ts';
 import { assertCodeSourceUsable } from '../code-sources/code-sources.service.ts';
-import { triggerRun } from '../engine/run-commands.ts';
+import { triggerRun, triggerRunAtStackLock, type TriggeredRun } from '../engine/run-commands.ts';
 import { hasActiveRunOfStack } from '../runs/runs.repo.ts';
 import { runRowToRun } from '../runs/runs.map.ts';
 import { DEFAULT_CHANGE_PIPELINE, DEFAULT_DESTROY_PIPELINE } from './default-pipelines.ts';
@@ -129,25 +129,32 @@ export async function deleteStack(db: Db, principal: Principal, id: string) {
  */
 export async function triggerStackRun(db: Db, principal: Principal, stackId: string, input: TriggerStackRun) {
   const action = input.action ?? 'apply';
+  const pipeline = action === 'destroy' ? 'destroy' : 'change';
+  const run = {
+    organizationId: principal.organizationId,
+    stackId,
+    action,
+    autoapprove: input.autoapprove ?? false,
+    description: input.description ?? '',
+    input: input.inputs ?? null,
+    createdById: principal.userId,
+  };
   return db.transaction().execute(async (trx) => {
-    const stack = await lockStackForRun(trx, principal.organizationId, stackId, action === 'destroy' ? 'destroy' : 'change');
+    // As this transaction leaves it: the response shows the run as triggered, before any worker saw it.
+    const atLock = await triggerRunAtStackLock(trx, run, pipeline);
+    if (atLock) return triggeredRunToRun(atLock, atLock.stackProjectId, atLock.stackEnvironmentId);
+    // The stack is missing, has no pipeline version, or changed while the lock waited: lock, then read afresh.
+    const stack = await lockStackForRun(trx, principal.organizationId, stackId, pipeline);
     if (!stack) throw new NotFoundError('Stack', stackId);
     const pipelineId = action === 'destroy' ? stack.destroy_pipeline_id : stack.change_pipeline_id;
     if (!stack.run_version_id) throw new NotFoundError('Pipeline', pipelineId);
-    const run = await triggerRun(trx, {
-      organizationId: principal.organizationId,
-      pipelineId,
-      pipelineVersionId: stack.run_version_id,
-      stackId,
-      action,
-      autoapprove: input.autoapprove ?? false,
-      description: input.description ?? '',
-      input: input.inputs ?? null,
-      createdById: principal.userId,
-    });
-    // As this transaction left it: the response shows the run as triggered, before any worker saw it.
-    return runRowToRun({ ...run.row, stack_active_run_id: run.stackActiveRunId, stack_project_id: stack.project_id, stack_environment_id: stack.environment_id });
+    const triggered = await triggerRun(trx, { ...run, pipelineId, pipelineVersionId: stack.run_version_id });
+    return triggeredRunToRun(triggered, stack.project_id, stack.environment_id);
   });
+}
+
+function triggeredRunToRun(run: TriggeredRun, projectId: string, environmentId: string) {
+  return runRowToRun({ ...run.row, stack_active_run_id: run.stackActiveRunId, stack_project_id: projectId, stack_environment_id: environmentId });
 }
 
 /** A push to a branch of a code source, as the webhook verified and read it. */
