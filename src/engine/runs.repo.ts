@@ -157,9 +157,8 @@ export interface InsertedRun {
  */
 export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<InsertedRun> {
   const source = { ctes: [], from: sql`(select 1) as one`, pipelineId: sql`${v.pipelineId}::text`, versionId: sql`${v.pipelineVersionId}::text` };
-  const { stack_project_id: _p, stack_environment_id: _e, ...row } = (await insertRunFrom(trx, v, transition, source))!;
-  const { stack_active_run_id, ...run } = row;
-  return { run, stackActiveRunId: stack_active_run_id };
+  const { run, stackActiveRunId } = splitInserted((await insertRunFrom(trx, v, transition, source))!);
+  return { run, stackActiveRunId };
 }
 
 /**
@@ -172,7 +171,7 @@ export async function insertRun(trx: Executor, v: NewRunValues, transition: Tran
  */
 export async function insertRunAtStackLock(
   trx: Executor,
-  v: Omit<NewRunValues, 'pipelineId' | 'pipelineVersionId'> & { stackId: string },
+  v: RunFields & { stackId: string },
   pipeline: 'change' | 'destroy',
   transition: TransitionRecord,
 ): Promise<(InsertedRun & { stackProjectId: string; stackEnvironmentId: string }) | undefined> {
@@ -185,10 +184,18 @@ export async function insertRunAtStackLock(
                   where v.pipeline_id = l.pipeline_id) as version_id
       from locked l where l.locked_xmin = (select xmin from stacks where id = ${v.stackId}))`;
   const source = { ctes: [locked, fresh], from: sql`fresh where fresh.version_id is not null`, pipelineId: sql`fresh.pipeline_id`, versionId: sql`fresh.version_id` };
-  const row = await insertRunFrom(trx, { ...v, pipelineId: '', pipelineVersionId: '' }, transition, source);
-  if (!row) return undefined;
-  const { stack_active_run_id, stack_project_id, stack_environment_id, ...run } = row;
-  return { run, stackActiveRunId: stack_active_run_id, stackProjectId: stack_project_id!, stackEnvironmentId: stack_environment_id! };
+  const row = await insertRunFrom(trx, v, transition, source);
+  return row && { ...splitInserted(row), stackProjectId: row.stack_project_id!, stackEnvironmentId: row.stack_environment_id! };
+}
+
+/** A run's own fields, whatever says which pipeline version it runs. */
+type RunFields = Omit<NewRunValues, 'pipelineId' | 'pipelineVersionId'>;
+
+type InsertedRow = InsertedRunRow & { stack_active_run_id: string | null; stack_project_id: string | null; stack_environment_id: string | null };
+
+function splitInserted(row: InsertedRow): InsertedRun {
+  const { stack_active_run_id, stack_project_id: _project, stack_environment_id: _environment, ...run } = row;
+  return { run, stackActiveRunId: stack_active_run_id };
 }
 
 interface RunValuesSource {
@@ -200,12 +207,12 @@ interface RunValuesSource {
   versionId: RawBuilder<unknown>;
 }
 
-async function insertRunFrom(trx: Executor, v: NewRunValues, transition: TransitionRecord, source: RunValuesSource) {
+async function insertRunFrom(trx: Executor, v: RunFields, transition: TransitionRecord, source: RunValuesSource): Promise<InsertedRow | undefined> {
   const t = transitionValues(transition);
   const stackColumns = source.ctes.length
     ? sql`(select project_id from fresh) as stack_project_id, (select environment_id from fresh) as stack_environment_id`
     : sql`null::text as stack_project_id, null::text as stack_environment_id`;
-  const { rows } = await sql<InsertedRunRow & { stack_active_run_id: string | null; stack_project_id: string | null; stack_environment_id: string | null }>`
+  const { rows } = await sql<InsertedRow>`
     with ${sql.join([...source.ctes, sql`created as (
       insert into pipeline_runs (id, organization_id, pipeline_id, pipeline_version_id, stack_id, status, action, autoapprove, description,
                                  input, created_by_id, commit_sha, trigger_metadata)
