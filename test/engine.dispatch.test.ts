@@ -29,10 +29,7 @@ describe('dispatch', () => {
   });
 
   it('a job taken by a worker that died before claiming its step is dispatched again after the redispatch delay, and the step runs once', async () => {
-    await stopWorkers(t);
-    const stack = await createStack(t, [{ id: 'only', command: 'echo ran' }]);
-    const run = await triggerRun(t, stack.id);
-    const [step] = await stepsOf(t, run.id);
+    const { run, steps: [step] } = await queuedRunWithoutWorkers(t, [{ id: 'only', command: 'echo ran' }]);
     // As graphile-worker does when a worker takes a job; the worker then dies before its claim.
     await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'dead-worker', attempts = attempts + 1 where key = ${'step:' + step.id}`.execute(t.db);
     const since = Date.now();
@@ -47,10 +44,7 @@ describe('dispatch', () => {
   });
 
   it('a job merely waiting for a free worker is not dispatched again', async () => {
-    await stopWorkers(t);
-    const stack = await createStack(t, [{ id: 'only' }]);
-    const run = await triggerRun(t, stack.id);
-    const [step] = await stepsOf(t, run.id);
+    const { run, steps: [step] } = await queuedRunWithoutWorkers(t, [{ id: 'only' }]);
     await sql`update step_executions set dispatched_at = now() - interval '1 hour' where id = ${step.id}`.execute(t.db);
     const redispatched = await redispatchStaleSteps(t.db, 1_000);
     assert.equal(redispatched, 0);
@@ -59,10 +53,7 @@ describe('dispatch', () => {
   });
 
   it('a claim does not wait for the run row lock: a step of a run is claimed while another transaction holds the run', async () => {
-    await stopWorkers(t);
-    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
-    const run = await triggerRun(t, stack.id);
-    const [a, b] = await stepsOf(t, run.id);
+    const { run, steps: [a, b] } = await queuedRunWithoutWorkers(t, [{ id: 'a' }, { id: 'b' }]);
     const worker = { id: 'claim-test', leaseMs: 60_000 };
     assert.ok(await claimStep(t.db, a.id, run.id, worker), 'the first claim moves the run to RUNNING');
     const holder = await holdOpen(t, async (trx) => {
@@ -80,10 +71,7 @@ describe('dispatch', () => {
   });
 
   it('of two parallel first claims, the second finds the run started by the first and claims its step without writing the start again', async () => {
-    await stopWorkers(t);
-    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
-    const run = await triggerRun(t, stack.id);
-    const [, b] = await stepsOf(t, run.id);
+    const { run, steps: [, b] } = await queuedRunWithoutWorkers(t, [{ id: 'a' }, { id: 'b' }]);
     // The first claim's start of the run, not yet committed: the second claim read the run QUEUED.
     const first = await holdOpen(t, async (trx) => {
       await sql`update pipeline_runs set status = 'RUNNING' where id = ${run.id} and status = 'QUEUED'`.execute(trx);
@@ -103,10 +91,7 @@ describe('dispatch', () => {
   });
 
   it('a first claim that meets a cancel in flight waits for the run, then writes nothing and skips its step (the claim is one statement, run locked first)', async () => {
-    await stopWorkers(t);
-    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
-    const run = await triggerRun(t, stack.id);
-    const [, b] = await stepsOf(t, run.id);
+    const { run, steps: [, b] } = await queuedRunWithoutWorkers(t, [{ id: 'a' }, { id: 'b' }]);
     // A cancel as every command makes it (the run locked first, then its steps), not yet committed:
     // the claim below read the run QUEUED, and must start neither the run nor its step.
     const cancel = await holdOpen(t, async (trx) => {
@@ -126,10 +111,7 @@ describe('dispatch', () => {
   });
 
   it('a cancel that meets a claim in flight waits for it and cancels the claimed step (no lost race, no 500)', async () => {
-    await stopWorkers(t);
-    const stack = await createStack(t, [{ id: 'a' }, { id: 'b' }]);
-    const run = await triggerRun(t, stack.id);
-    const [, b] = await stepsOf(t, run.id);
+    const { run, steps: [, b] } = await queuedRunWithoutWorkers(t, [{ id: 'a' }, { id: 'b' }]);
     // A claim's write, as claimStep makes it (it locks only its own execution), not yet committed.
     const claim = await holdOpen(t, async (trx) => {
       await sql`update step_executions set status = 'RUNNING', lease_owner = 'w', lease_epoch = lease_epoch + 1 where id = ${b.id} and status = 'QUEUED'`.execute(trx);
@@ -163,6 +145,14 @@ describe('dispatch', () => {
 async function stopWorkers(t: EngineTestApp): Promise<void> {
   for (const w of t.workers) await w.stop();
   t.workers.length = 0;
+}
+
+/** With every worker stopped, a run of a new stack of `steps`, triggered: its first steps wait QUEUED. */
+async function queuedRunWithoutWorkers(t: EngineTestApp, steps: Parameters<typeof createStack>[1]) {
+  await stopWorkers(t);
+  const stack = await createStack(t, steps);
+  const run = await triggerRun(t, stack.id);
+  return { run, steps: await stepsOf(t, run.id) };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { PipelineRunsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import type { RunStatus } from '../platform/db/enums.ts';
 import { executionUpdate, newExecutionsParts, type ExecutionChanges, type ExecutionGuard, type NewExecutionRow } from './executions.repo.ts';
-import { runUpdate, transitionValues, type RunChanges, type TransitionRecord } from './runs.repo.ts';
+import { historyFrom, runUpdate, type RunChanges, type TransitionRecord } from './runs.repo.ts';
 
 /**
  * SQL of a decision's writes as one statement: each write a data-modifying CTE, with its history row
@@ -126,12 +126,4 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
 function runRowOf(row: Record<string, unknown>): Selectable<PipelineRunsTable> {
   const own = Object.entries(row).filter(([k]) => !/^w\d+$/.test(k) && k !== 'run_status' && k !== 'run_returned');
   return Object.fromEntries(own) as Selectable<PipelineRunsTable>;
-}
-
-/** The history row of a change, written only when the change (the CTE `source`) wrote its row. */
-function historyFrom(source: string, t: TransitionRecord) {
-  const v = transitionValues(t);
-  return sql`insert into run_transitions (pipeline_run_id, step_execution_id, from_status, to_status, reason, actor)
-    select ${v.pipeline_run_id}::text, ${v.step_execution_id}::text, ${v.from_status}::text, ${v.to_status}::text, ${v.reason}::text, ${v.actor}::text
-      from ${sql.raw(source)}`;
 }

@@ -103,6 +103,14 @@ export function transitionValues(t: TransitionRecord) {
   };
 }
 
+/** The history row of a change, written only when the change (the CTE `source`) wrote its row. */
+export function historyFrom(source: string, t: TransitionRecord) {
+  const v = transitionValues(t);
+  return sql`insert into run_transitions (pipeline_run_id, step_execution_id, from_status, to_status, reason, actor)
+    select ${v.pipeline_run_id}::text, ${v.step_execution_id}::text, ${v.from_status}::text, ${v.to_status}::text, ${v.reason}::text, ${v.actor}::text
+      from ${sql.raw(source)}`;
+}
+
 /** A change of a run: its new status, if any, and what the decision sets beside it. */
 export type RunChanges = RunSet & { status?: RunStatus };
 
@@ -208,7 +216,6 @@ interface RunValuesSource {
 }
 
 async function insertRunFrom(trx: Executor, v: RunFields, transition: TransitionRecord, source: RunValuesSource): Promise<InsertedRow | undefined> {
-  const t = transitionValues(transition);
   const stackColumns = source.ctes.length
     ? sql`(select project_id from fresh) as stack_project_id, (select environment_id from fresh) as stack_environment_id`
     : sql`null::text as stack_project_id, null::text as stack_environment_id`;
@@ -221,9 +228,7 @@ async function insertRunFrom(trx: Executor, v: RunFields, transition: Transition
              ${v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null}::jsonb
         from ${source.from}
       returning *)`])},
-    history as (
-      insert into run_transitions (pipeline_run_id, step_execution_id, from_status, to_status, reason, actor)
-      select id, ${t.step_execution_id}, ${t.from_status}, ${t.to_status}, ${t.reason}, ${t.actor} from created),
+    history as (${historyFrom('created', transition)}),
     stack as (
       update stacks set active_run_id = coalesce(active_run_id, ${v.id}), latest_run_id = ${v.id}, updated_at = now()
        where id = (select stack_id from created)
