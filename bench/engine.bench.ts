@@ -249,9 +249,15 @@ async function main() {
     const cpuBefore = cpuSnapshot();
     const burst = await trigger(RUNS, 0, CLIENTS, post(stacks));
     await runsDone(db, [...burst.keys()]);
-    // A worker's sandboxes are started (and reaped) by its spawner, a child process of its own: counted with it.
-    const workerPids = [...workers.map((w) => w.pid!), ...workers.flatMap((w) => spawnersOf(w.pid!))];
-    const burstCpu = cpuReport(cpuBefore, cpuSnapshot(), { pids: { 'the API': [plinth.pid], 'the workers and their spawners': workerPids, 'this bench (the clients)': [process.pid] } }, RUNS, 'run');
+    // A worker's sandboxes are started (and reaped) by its spawner, a child process of its own: the
+    // spawners' line holds the sandboxes' and steps' processes.
+    const groups = {
+      'the API': [plinth.pid],
+      'the workers': workers.map((w) => w.pid!),
+      'their spawners': workers.flatMap((w) => spawnersOf(w.pid!)),
+      'this bench (the clients)': [process.pid],
+    };
+    const burstCpu = cpuReport(cpuBefore, cpuSnapshot(), { pids: groups }, RUNS, 'run');
     burstCpu.push(`    RSS of the workers after it: ${workers.map((w) => rssMb(w.pid!)).join(', ')} MB; of the API: ${rssMb(plinth.pid)} MB`);
     const statements = PG_STATEMENTS ? await topStatements(db, RUNS) : [];
     const burstT = await times(db, burst);
