@@ -92,10 +92,10 @@ function startChild(args: string[], env: Record<string, string>, ready: string):
   });
 }
 
-/** The spawner of a worker (src/engine/sandbox/spawner.ts): its `node` children. */
+/** The spawner of a worker (src/engine/sandbox/spawner.ts): its child of that name, native or Node. */
 function spawnersOf(workerPid: number): number[] {
   const children = readFileSync(`/proc/${workerPid}/task/${workerPid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  return children.filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');
+  return children.filter((pid) => ['plinth-spawner', 'node'].includes(readFileSync(`/proc/${pid}/comm`, 'utf8').trim()));
 }
 
 /** Triggers `count` things through `one`, at `rate` per second or (rate 0) from `clients` concurrent callers; returns id → send time. */

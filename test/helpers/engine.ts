@@ -191,18 +191,21 @@ export function processTree(pid: number): number[] {
   return tree.filter(isAlive);
 }
 
+/** What a worker's spawner (spawner.ts) is called in /proc: the native one, or the JavaScript one's Node. */
+export const SPAWNER_COMMS = ['plinth-spawner', 'node'];
+
 /**
  * stepProcessesOf returns the host pids of every step process a worker process has running: its
- * sandboxes and all they hold, started by the worker or by its spawner (a `node` child of the worker).
+ * sandboxes and all they hold, started by the worker or by its spawner (a child of the worker).
  */
 export function stepProcessesOf(workerPid: number): number[] {
   const comms = new Map(hostProcesses().map((p) => [p.pid, p.comm]));
-  return processTree(workerPid).filter((pid) => pid !== workerPid && comms.get(pid) !== 'node');
+  return processTree(workerPid).filter((pid) => pid !== workerPid && !SPAWNER_COMMS.includes(comms.get(pid) ?? ''));
 }
 
-/** The worker's spawner (spawner.ts): its `node` child, when it has started one. */
+/** The worker's spawner (spawner.ts): its child of that name, when it has started one. */
 export function spawnerOf(workerPid: number): number | undefined {
-  return hostProcesses().find((p) => p.ppid === workerPid && p.comm === 'node')?.pid;
+  return hostProcesses().find((p) => p.ppid === workerPid && SPAWNER_COMMS.includes(p.comm))?.pid;
 }
 
 export function tempDir(): string {

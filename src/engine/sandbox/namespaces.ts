@@ -10,7 +10,7 @@ import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts
 import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
 import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
-import { sharedSpawner, type SpawnedProcess } from './spawner.ts';
+import { NATIVE_SPAWNER, nativeSpawnerBuilt, sharedSpawner, type SpawnedProcess } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
@@ -177,6 +177,7 @@ export class NamespaceSandbox implements StepSandbox {
     const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [], launcher: undefined });
     const native = this.settings.launcher !== 'shell' && isExecutable(NATIVE_LAUNCHER);
     if (this.settings.launcher === 'native' && !native) return failed(`PLINTH_SANDBOX_LAUNCHER=native, but ${NATIVE_LAUNCHER} was not built (npm ci builds it where a C compiler is installed)`);
+    if (this.settings.spawner === 'native' && !nativeSpawnerBuilt()) return failed(`PLINTH_SANDBOX_SPAWNER=native, but ${NATIVE_SPAWNER} was not built (npm ci builds it where a C compiler is installed)`);
     this.launcher = native ? NATIVE_LAUNCHER : undefined;
     const cannot = await this.hostCheck(native ? TOOLS : [...TOOLS, ...SHELL_INIT_TOOLS]);
     if (cannot) return failed(cannot);
@@ -206,7 +207,7 @@ export class NamespaceSandbox implements StepSandbox {
       cgroup: this.cgroups.version,
       // Without a pids cgroup the process limit still holds: RLIMIT_NPROC counts the step's own uid.
       limits: { maxProcesses: limits.maxProcesses, memoryMb: enforced.memory ? limits.memoryMb : null, cpus: enforced.cpu ? limits.cpus : null },
-      detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces, built by ${native ? 'the native launcher' : 'the shell init'}; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
+      detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces, built by ${native ? 'the native launcher' : 'the shell init'}, started by ${sharedSpawner(this.settings.spawner).kind === 'native' ? 'the native spawner' : 'the JavaScript spawner'}; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
     };
     return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs, launcher: this.launcher };
   }
@@ -371,7 +372,7 @@ export class NamespaceSandbox implements StepSandbox {
     // Built ahead, its setup yields the CPU to steps running now (the spawner lowers its launcher as
     // soon as it runs; restoreNice sets back whatever it forked); its step gets the normal priority back.
     const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;
-    const proc = await sharedSpawner().spawn({
+    const proc = await sharedSpawner(this.settings.spawner).spawn({
       ...launch,
       env: { PATH: SYSTEM_PATH },
       cwd: claim.dir,

@@ -23,6 +23,14 @@ export type SandboxNetwork = (typeof SANDBOX_NETWORKS)[number];
 export const SANDBOX_LAUNCHERS = ['auto', 'native', 'shell'] as const;
 export type SandboxLauncher = (typeof SANDBOX_LAUNCHERS)[number];
 
+/**
+ * `PLINTH_SANDBOX_SPAWNER`: the helper process that starts a worker's sandboxes (spawner.ts). `native`
+ * is build/plinth-spawner (compiled at install from native/plinth-spawner.c), `node` the JavaScript
+ * one (spawner-child.mjs); `auto` is native when it was built.
+ */
+export const SANDBOX_SPAWNERS = ['auto', 'native', 'node'] as const;
+export type SandboxSpawner = (typeof SANDBOX_SPAWNERS)[number];
+
 export interface StepLimits {
   /** Processes and threads at once (cgroup pids, and RLIMIT_NPROC of the step's own uid). */
   maxProcesses: number;
@@ -35,6 +43,7 @@ export interface SandboxSettings {
   mode: SandboxMode;
   network: SandboxNetwork;
   launcher: SandboxLauncher;
+  spawner: SandboxSpawner;
   limits: StepLimits;
   /** Each running step gets its own uid from [uidBase, uidBase + uidCount). */
   uidBase: number;

@@ -1,5 +1,5 @@
-// The worker's spawner (spawner.ts): a small process that starts the sandboxes' processes for its
-// worker. A fork copies the page tables of the process that forks: from the worker (over 100 MB) each
+// The worker's spawner in JavaScript (spawner.ts; the native one, native/plinth-spawner.c, takes the
+// same orders): a small process that starts the sandboxes' processes for its worker. A fork copies the page tables of the process that forks: from the worker (over 100 MB) each
 // spawn cost about 2.5 ms of CPU and blocked the worker's event loop until the child had exec'd (5 ms
 // at p50 on a busy 2-core machine); from this process, a fraction of that, and the worker goes on.
 //
@@ -25,9 +25,9 @@ process.on('message', (m) => {
   const child = children.get(m.id);
   switch (m.op) {
     case 'spawn':
-      return start(m);
+      return start(m.id, spawnSpec(Buffer.from(m.a, 'hex').toString().split('\0')));
     case 'script':
-      return child?.stdio[3]?.end(m.script);
+      return child?.stdio[3]?.end(Buffer.from(m.a, 'hex'));
     case 'release':
       child?.stdio[3]?.end();
       return child?.stdin.end();
@@ -38,7 +38,14 @@ process.on('message', (m) => {
   }
 });
 
-function start({ id, file, args, env, cwd, fd3, nice }) {
+/** A spawn's payload, as spawner.ts writes it: file, cwd, nice, fd3, argc, the arguments, the environment's NAME=value pairs. */
+function spawnSpec([file, cwd, nice, fd3, argc, ...rest]) {
+  const args = rest.slice(0, Number(argc));
+  const env = Object.fromEntries(rest.slice(args.length).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+  return { file, args, env, cwd, fd3: fd3 === '1', nice: nice === '' ? undefined : Number(nice) };
+}
+
+function start(id, { file, args, env, cwd, fd3, nice }) {
   let child;
   try {
     child = spawn(file, args, { cwd, env, detached: true, stdio: fd3 ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'] });

@@ -1,10 +1,31 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { accessSync, constants } from 'node:fs';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { SandboxedProcess, StepChild } from './sandbox.ts';
+import type { SandboxedProcess, SandboxSpawner, StepChild } from './sandbox.ts';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./spawner-child.mjs', import.meta.url));
+/** The native spawner (native/plinth-spawner.c), compiled by `npm ci` beside the launcher (scripts/build-sandbox.mjs). */
+export const NATIVE_SPAWNER = fileURLToPath(new URL('../../../build/plinth-spawner', import.meta.url));
+
+export function nativeSpawnerBuilt(): boolean {
+  try {
+    accessSync(NATIVE_SPAWNER, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The spawner's orders carry their strings as one hexadecimal payload, NUL-separated: the native
+ * spawner reads them without a JSON parser, and no string of them can be mistaken for another field.
+ */
+function payload(parts: string[]): string {
+  if (parts.some((part) => part.includes('\0'))) throw new Error('a spawned process\'s file, arguments, environment or directory cannot hold a NUL byte');
+  return Buffer.from(parts.join('\0')).toString('hex');
+}
 
 /** What the spawner starts: always in a process group of its own, its stdin a pipe nobody writes (the guard's). */
 export interface SpawnSpec {
@@ -36,7 +57,7 @@ type FromSpawner =
  * A process the spawner started, as its worker sees it: `exit` and `close` as a ChildProcess emits
  * them (`close` once it exited and both pipes closed), stdout and stderr the child's own pipes.
  */
-class RemoteChild extends EventEmitter implements StepChild {
+export class RemoteChild extends EventEmitter implements StepChild {
   pid: number | undefined;
   exitCode: number | null = null;
   signalCode: NodeJS.Signals | null = null;
@@ -45,6 +66,11 @@ class RemoteChild extends EventEmitter implements StepChild {
   private openParts = 3;
 
   adopt(stream: 'stdout' | 'stderr', socket: Socket) {
+    if (this.exitCode !== null || this.signalCode !== null) {
+      // Handed over after its exit was told: that exit already counted it closed.
+      socket.destroy();
+      return;
+    }
     this[stream] = socket;
     socket.once('close', () => this.partClosed());
   }
@@ -57,10 +83,14 @@ class RemoteChild extends EventEmitter implements StepChild {
     if (this.exitCode !== null || this.signalCode !== null) return;
     this.exitCode = code;
     this.signalCode = signal;
+    // Every handed-over pipe came before the exit on the ordered channel; one that never came (the
+    // worker could not take it: out of descriptors) will not, and must not hold `close` back.
+    const missing = [this.stdout, this.stderr].filter((stream) => stream === null).length;
     setImmediate(() => {
       this.emit('exit', code, signal);
       // As a ChildProcess does: a pipe nobody reads is drained, so that `close` comes.
       for (const stream of [this.stdout, this.stderr]) if (stream?.readableFlowing === null) stream.resume();
+      for (let i = 0; i < missing; i++) this.partClosed();
       this.partClosed();
     });
   }
@@ -85,16 +115,25 @@ interface Pending {
 }
 
 /**
- * Spawner starts a worker's sandbox processes from a small helper process (spawner-child.mjs) instead
- * of the worker itself: a fork's cost grows with the forking process's memory, and it blocks that
- * process until the child has exec'd. The helper exits when its worker does, and its children's
- * guards then end every step, as if the worker had held their pipes. Should the helper die, the
- * processes it started are reported killed and the next spawn starts a new one.
+ * Spawner starts a worker's sandbox processes from a small helper process instead of the worker
+ * itself: a fork's cost grows with the forking process's memory, and it blocks that process until the
+ * child has exec'd. The helper is the native spawner (native/plinth-spawner.c) when it is built, else
+ * spawner-child.mjs; both take the same orders and answer alike (PLINTH_SANDBOX_SPAWNER). The helper
+ * exits when its worker does, and its children's guards then end every step, as if the worker had held
+ * their pipes. Should the helper die, the processes it started are reported killed and the next spawn
+ * starts a new one.
  */
 export class Spawner {
   private helper: ChildProcess | undefined;
   private nextId = 1;
   private readonly live = new Map<number, Pending>();
+  /** Which helper this spawner starts. */
+  readonly kind: 'native' | 'node';
+
+  constructor(kind: SandboxSpawner = 'auto') {
+    if (kind === 'native' && !nativeSpawnerBuilt()) throw new Error(`PLINTH_SANDBOX_SPAWNER=native, but ${NATIVE_SPAWNER} was not built (npm ci builds it where a C compiler is installed)`);
+    this.kind = kind === 'node' || !nativeSpawnerBuilt() ? 'node' : 'native';
+  }
 
   /** Starts `o` (a process group of its own, stdin a pipe nobody writes); resolves once it runs, rejects when it could not start. */
   async spawn(o: SpawnSpec): Promise<SpawnedProcess> {
@@ -116,7 +155,9 @@ export class Spawner {
       this.live.set(id, { child, started, failed, helper });
       this.holdLoop();
       try {
-        helper.send({ op: 'spawn', id, file: o.file, args: o.args, env: o.env, cwd: o.cwd, fd3: o.fd3 === true, nice: o.nice });
+        const env = Object.entries(o.env).map(([name, value]) => `${name}=${value}`);
+        const spec = [o.file, o.cwd, o.nice === undefined ? '' : String(o.nice), o.fd3 ? '1' : '0', String(o.args.length), ...o.args, ...env];
+        helper.send({ op: 'spawn', id, a: payload(spec) });
       } catch (error) {
         this.forget(id);
         failed(error as Error);
@@ -133,7 +174,12 @@ export class Spawner {
   private helperProcess(): ChildProcess {
     if (this.helper?.connected) return this.helper;
     // Its own group, so a terminal's Ctrl-C reaches only the worker; no flags of the worker's (tsx), no environment.
-    const helper = fork(CHILD_SCRIPT, [], { execArgv: [], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    const helper =
+      this.kind === 'native'
+        ? // Its stderr is the worker's: it writes there only why it failed.
+          spawn(NATIVE_SPAWNER, [], { env, detached: true, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+        : fork(CHILD_SCRIPT, [], { execArgv: [], env, detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
     helper.on('message', (m: FromSpawner, handle?: Socket) => this.onMessage(helper, m, handle));
     // Its channel closing is how its death is known first (its exit status may never be reaped while nothing holds the loop).
     helper.once('disconnect', () => this.lost(helper));
@@ -191,7 +237,7 @@ export class Spawner {
       terminate: () => signal('SIGTERM'),
       interrupt: () => signal('SIGINT'),
       kill: () => signal('SIGKILL'),
-      handScript: (script) => send({ op: 'script', script }),
+      handScript: (script) => send({ op: 'script', a: Buffer.from(script).toString('hex') }),
       release: () => send({ op: 'release' }),
     };
   }
@@ -210,10 +256,11 @@ export class Spawner {
   }
 }
 
-let shared: Spawner | undefined;
+const shared = new Map<SandboxSpawner, Spawner>();
 
 /** The spawner of this process: one helper serves every sandbox of it (tests run many workers in one process). */
-export function sharedSpawner(): Spawner {
-  shared ??= new Spawner();
-  return shared;
+export function sharedSpawner(kind: SandboxSpawner = 'auto'): Spawner {
+  let spawner = shared.get(kind);
+  if (!spawner) shared.set(kind, (spawner = new Spawner(kind)));
+  return spawner;
 }
