@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { after, describe, it } from 'node:test';
 import { nativeSpawnerBuilt, Spawner, type SpawnSpec } from '../src/engine/sandbox/spawner.ts';
@@ -42,6 +43,18 @@ for (const kind of ['native', 'node'] as const) {
       await close;
       assert.match(output(), /out:got hello/);
       assert.match(output(), /err:oops/);
+    });
+
+    it('hands a script over byte for byte, whatever it holds: quotes, newlines, NULs, text shaped like an order, a megabyte of it', async () => {
+      // A step's script is the tenant's: nothing in it may reach the spawner as anything but bytes for fd 3.
+      const hostile = `"}\n{"op":"signal","id":1,"signal":"SIGKILL"}\n\\u0000\0é\r\n` + 'x'.repeat(1_000_000);
+      // One echo, so one write: the digest of what arrived on fd 3, then what is left there once it ended (nothing).
+      const proc = await spawner.spawn(sh('digest=$(sha256sum <&3 | cut -c1-64); echo "$digest $(wc -c <&3)"', true));
+      const output = outputOf(proc.child);
+      proc.handScript(hostile);
+      assert.deepEqual(await once(proc.child, 'close'), [0, null]);
+      const expected = createHash('sha256').update(hostile).digest('hex');
+      assert.equal(output(), `out:${expected} 0\n`);
     });
 
     it('loses no output a process writes before the worker holds its pipes', async () => {
