@@ -204,7 +204,9 @@ async function main() {
   let db: pg.Client | undefined;
   const loadBefore = os.loadavg().map((l) => l.toFixed(2)).join(' ');
   const plinthEnv = { PLINTH_DATA_DIR: dataDir, PLINTH_PG_PORT: String(await freePort()), PLINTH_ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn' };
-  const startApi = () => startPlinthProcess(plinthEnv, { command: 'api', readyTimeoutMs: 120_000, discardStdout: true });
+  // BENCH_API_NODE_ARGS: extra node flags for the API (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof-api`).
+  const apiNodeArgs = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const startApi = () => startPlinthProcess(plinthEnv, { command: 'api', readyTimeoutMs: 120_000, discardStdout: true, nodeArgs: apiNodeArgs });
   try {
     say(`starting plinth api on an embedded PostgreSQL in ${dataDir} ...`);
     plinth = await startApi();
