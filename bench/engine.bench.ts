@@ -23,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { SPAWNER_COMMS } from '../src/engine/sandbox/native.ts';
 import { freePort, PLINTH_BIN, ROOT, startPlinthProcess, startScriptNodeFlags, type PlinthProcess } from '../test/helpers/plinth-process.ts';
 import { cpuReport, cpuSnapshot } from './engine-cpu.ts';
 import { EDGES, parseMarks, phaseFigures, summarize, type ExecutionTimes, type PhaseFigures, type RunTimes, type Summary } from './engine-figures.ts';
@@ -95,7 +96,7 @@ function startChild(args: string[], env: Record<string, string>, ready: string):
 /** The spawner of a worker (src/engine/sandbox/spawner.ts): its child of that name, native or Node. */
 function spawnersOf(workerPid: number): number[] {
   const children = readFileSync(`/proc/${workerPid}/task/${workerPid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  return children.filter((pid) => ['plinth-spawner', 'node'].includes(readFileSync(`/proc/${pid}/comm`, 'utf8').trim()));
+  return children.filter((pid) => SPAWNER_COMMS.includes(readFileSync(`/proc/${pid}/comm`, 'utf8').trim()));
 }
 
 /** Triggers `count` things through `one`, at `rate` per second or (rate 0) from `clients` concurrent callers; returns id → send time. */

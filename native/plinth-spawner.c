@@ -331,12 +331,12 @@ static void start(long id, char *spec, size_t length) {
   children[nchildren++] = (struct child){.id = id, .pid = pid, .in = in[0], .fd3 = three[0]};
   // In this order, each on the ordered channel: the worker holds both pipes when it reads `spawned`.
   char line[160];
-  snprintf(line, sizeof line, "{\"cmd\":\"NODE_HANDLE\",\"type\":\"net.Socket\",\"msg\":{\"op\":\"stdout\",\"id\":%ld}}\n", id);
-  send_line(line, strlen(line), out[0]);
-  close_fd(&out[0]);
-  snprintf(line, sizeof line, "{\"cmd\":\"NODE_HANDLE\",\"type\":\"net.Socket\",\"msg\":{\"op\":\"stderr\",\"id\":%ld}}\n", id);
-  send_line(line, strlen(line), err[0]);
-  close_fd(&err[0]);
+  struct { const char *name; int *fd; } pipes[] = {{"stdout", &out[0]}, {"stderr", &err[0]}};
+  for (size_t i = 0; i < 2; i++) {
+    snprintf(line, sizeof line, "{\"cmd\":\"NODE_HANDLE\",\"type\":\"net.Socket\",\"msg\":{\"op\":\"%s\",\"id\":%ld}}\n", pipes[i].name, id);
+    send_line(line, strlen(line), *pipes[i].fd);
+    close_fd(pipes[i].fd);
+  }
   snprintf(line, sizeof line, "{\"op\":\"spawned\",\"id\":%ld,\"pid\":%ld}\n", id, (long)pid);
   send_text(line);
 }

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { NATIVE_LAUNCHER } from '../src/engine/sandbox/namespaces.ts';
+import { NATIVE_LAUNCHER } from '../src/engine/sandbox/native.ts';
 import { nativeLauncherBuilt } from './helpers/sandbox.ts';
 
 const runnable = nativeLauncherBuilt() && process.getuid?.() === 0;

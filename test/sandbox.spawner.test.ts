@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { after, describe, it } from 'node:test';
-import { nativeSpawnerBuilt, Spawner, type SpawnSpec } from '../src/engine/sandbox/spawner.ts';
+import { isBuilt, NATIVE_SPAWNER } from '../src/engine/sandbox/native.ts';
+import { Spawner, type SpawnSpec } from '../src/engine/sandbox/spawner.ts';
 import type { StepChild } from '../src/engine/sandbox/sandbox.ts';
 import { hostProcesses, isAlive, waitFor } from './helpers/engine.ts';
 
@@ -23,7 +24,7 @@ const helperOf = (comm: string) => hostProcesses().find((p) => p.ppid === proces
  * behave alike.
  */
 for (const kind of ['native', 'node'] as const) {
-  describe(`spawner (${kind})`, { skip: kind === 'native' && !nativeSpawnerBuilt() && 'not built here (no C compiler)' }, () => {
+  describe(`spawner (${kind})`, { skip: kind === 'native' && !isBuilt(NATIVE_SPAWNER) && 'not built here (no C compiler)' }, () => {
     const spawner = new Spawner(kind);
     const comm = kind === 'native' ? 'plinth-spawner' : 'node';
     after(() => spawner.close());

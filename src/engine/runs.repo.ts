@@ -164,7 +164,13 @@ export interface InsertedRun {
  * the stack.
  */
 export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<InsertedRun> {
-  const source = { ctes: [], from: sql`(select 1) as one`, pipelineId: sql`${v.pipelineId}::text`, versionId: sql`${v.pipelineVersionId}::text` };
+  const source = {
+    ctes: [],
+    from: sql`(select 1) as one`,
+    pipelineId: sql`${v.pipelineId}::text`,
+    versionId: sql`${v.pipelineVersionId}::text`,
+    stackColumns: sql`null::text as stack_project_id, null::text as stack_environment_id`,
+  };
   const { run, stackActiveRunId } = splitInserted((await insertRunFrom(trx, v, transition, source))!);
   return { run, stackActiveRunId };
 }
@@ -191,7 +197,13 @@ export async function insertRunAtStackLock(
     select l.*, (select v.id from pipeline_versions v join pipelines p on p.id = v.pipeline_id and p.latest_version = v.version
                   where v.pipeline_id = l.pipeline_id) as version_id
       from locked l where l.locked_xmin = (select xmin from stacks where id = ${v.stackId}))`;
-  const source = { ctes: [locked, fresh], from: sql`fresh where fresh.version_id is not null`, pipelineId: sql`fresh.pipeline_id`, versionId: sql`fresh.version_id` };
+  const source = {
+    ctes: [locked, fresh],
+    from: sql`fresh where fresh.version_id is not null`,
+    pipelineId: sql`fresh.pipeline_id`,
+    versionId: sql`fresh.version_id`,
+    stackColumns: sql`(select project_id from fresh) as stack_project_id, (select environment_id from fresh) as stack_environment_id`,
+  };
   const row = await insertRunFrom(trx, v, transition, source);
   return row && { ...splitInserted(row), stackProjectId: row.stack_project_id!, stackEnvironmentId: row.stack_environment_id! };
 }
@@ -213,12 +225,11 @@ interface RunValuesSource {
   from: RawBuilder<unknown>;
   pipelineId: RawBuilder<unknown>;
   versionId: RawBuilder<unknown>;
+  /** The stack's project and environment, as the source read them (nulls when it read no stack). */
+  stackColumns: RawBuilder<unknown>;
 }
 
 async function insertRunFrom(trx: Executor, v: RunFields, transition: TransitionRecord, source: RunValuesSource): Promise<InsertedRow | undefined> {
-  const stackColumns = source.ctes.length
-    ? sql`(select project_id from fresh) as stack_project_id, (select environment_id from fresh) as stack_environment_id`
-    : sql`null::text as stack_project_id, null::text as stack_environment_id`;
   const { rows } = await sql<InsertedRow>`
     with ${sql.join([...source.ctes, sql`created as (
       insert into pipeline_runs (id, organization_id, pipeline_id, pipeline_version_id, stack_id, status, action, autoapprove, description,
@@ -233,7 +244,7 @@ async function insertRunFrom(trx: Executor, v: RunFields, transition: Transition
       update stacks set active_run_id = coalesce(active_run_id, ${v.id}), latest_run_id = ${v.id}, updated_at = now()
        where id = (select stack_id from created)
       returning active_run_id)
-    select r.*, ${RUN_JOINED}, '[]'::json as executions, (select active_run_id from stack) as stack_active_run_id, ${stackColumns}
+    select r.*, ${RUN_JOINED}, '[]'::json as executions, (select active_run_id from stack) as stack_active_run_id, ${source.stackColumns}
     ${runFrom('created')}`.execute(trx);
   return rows[0];
 }

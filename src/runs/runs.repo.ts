@@ -1,7 +1,7 @@
 // Read side of runs and step executions; writes go through the engine (src/engine).
 
 import type { Selectable } from 'kysely';
-import type { PipelineRunsTable, RunTransitionsTable, StacksTable, StepExecutionsTable, StepLogsTable } from '../platform/db/database.ts';
+import type { PipelineRunsTable, RunTransitionsTable, StacksTable, StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { ACTIVE_RUN_STATUSES, type RunStatus, type StepStatus } from '../platform/db/enums.ts';

@@ -6,6 +6,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { loadEngineConfig, type EngineConfig } from '../../src/engine/engine-config.ts';
 import { installQueue } from '../../src/engine/queue.ts';
+import { SPAWNER_COMMS } from '../../src/engine/sandbox/native.ts';
 import { EngineWorker } from '../../src/engine/worker.ts';
 import { startTestApp, TEST_SECRETS, type TestApp, type TestAppOptions } from './app.ts';
 
@@ -191,8 +192,8 @@ export function processTree(pid: number): number[] {
   return tree.filter(isAlive);
 }
 
-/** What a worker's spawner (spawner.ts) is called in /proc: the native one, or the JavaScript one's Node. */
-export const SPAWNER_COMMS = ['plinth-spawner', 'node'];
+
+export { SPAWNER_COMMS };
 
 /**
  * stepProcessesOf returns the host pids of every step process a worker process has running: its

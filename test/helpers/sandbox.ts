@@ -1,6 +1,5 @@
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { NATIVE_LAUNCHER } from '../../src/engine/sandbox/namespaces.ts';
+import { isBuilt, NATIVE_LAUNCHER } from '../../src/engine/sandbox/native.ts';
 import type { StepProcessSpec, StepWorkspace } from '../../src/engine/sandbox/sandbox.ts';
 
 /**
@@ -13,7 +12,7 @@ export const isSandboxInit = (comm: string) => comm === 'plinth-sandbox' || comm
 
 /** Whether `npm ci` compiled the native launcher here (scripts/build-sandbox.mjs). */
 export function nativeLauncherBuilt(): boolean {
-  return existsSync(NATIVE_LAUNCHER);
+  return isBuilt(NATIVE_LAUNCHER);
 }
 
 export const STEP_TEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

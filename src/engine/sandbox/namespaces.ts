@@ -1,16 +1,16 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
 import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
 import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
-import { NATIVE_SPAWNER, nativeSpawnerBuilt, sharedSpawner, type SpawnedProcess } from './spawner.ts';
+import { isBuilt, NATIVE_LAUNCHER, NATIVE_SPAWNER } from './native.ts';
+import { sharedSpawner, type SpawnedProcess } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
@@ -20,11 +20,6 @@ const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 const TOOLS = ['cp', 'tar', 'sh'];
 /** What the shell init runs besides (util-linux). */
 const SHELL_INIT_TOOLS = ['unshare', 'setpriv', 'pivot_root', 'mount', 'umount'];
-/**
- * The native launcher (native/plinth-sandbox.c), compiled by `npm ci` (scripts/build-sandbox.mjs): it
- * builds a sandbox in one process where the shell init (SANDBOX_INIT) starts eight, doing the same.
- */
-export const NATIVE_LAUNCHER = fileURLToPath(new URL('../../../build/plinth-sandbox', import.meta.url));
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
 export type HostCheck = (tools: string[]) => Promise<string | undefined>;
@@ -35,15 +30,6 @@ const defaultHostCheck: HostCheck = async (tools) => {
   const missing = tools.filter((tool) => !SYSTEM_PATH.split(':').some((dir) => existsSync(path.join(dir, tool))));
   return missing.length ? `missing ${missing.join(', ')} (util-linux)` : undefined;
 };
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A command that fails unless the step sees what the sandbox promises; its output names what failed. */
 const PROBE_COMMAND = [
@@ -175,9 +161,9 @@ export class NamespaceSandbox implements StepSandbox {
 
   private async probe(): Promise<Probed> {
     const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [], launcher: undefined });
-    const native = this.settings.launcher !== 'shell' && isExecutable(NATIVE_LAUNCHER);
+    const native = this.settings.launcher !== 'shell' && isBuilt(NATIVE_LAUNCHER);
     if (this.settings.launcher === 'native' && !native) return failed(`PLINTH_SANDBOX_LAUNCHER=native, but ${NATIVE_LAUNCHER} was not built (npm ci builds it where a C compiler is installed)`);
-    if (this.settings.spawner === 'native' && !nativeSpawnerBuilt()) return failed(`PLINTH_SANDBOX_SPAWNER=native, but ${NATIVE_SPAWNER} was not built (npm ci builds it where a C compiler is installed)`);
+    if (this.settings.spawner === 'native' && !isBuilt(NATIVE_SPAWNER)) return failed(`PLINTH_SANDBOX_SPAWNER=native, but ${NATIVE_SPAWNER} was not built (npm ci builds it where a C compiler is installed)`);
     this.launcher = native ? NATIVE_LAUNCHER : undefined;
     const cannot = await this.hostCheck(native ? TOOLS : [...TOOLS, ...SHELL_INIT_TOOLS]);
     if (cannot) return failed(cannot);

@@ -1,22 +1,11 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { accessSync, constants } from 'node:fs';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { isBuilt, NATIVE_SPAWNER } from './native.ts';
 import type { SandboxedProcess, SandboxSpawner, StepChild } from './sandbox.ts';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./spawner-child.mjs', import.meta.url));
-/** The native spawner (native/plinth-spawner.c), compiled by `npm ci` beside the launcher (scripts/build-sandbox.mjs). */
-export const NATIVE_SPAWNER = fileURLToPath(new URL('../../../build/plinth-spawner', import.meta.url));
-
-export function nativeSpawnerBuilt(): boolean {
-  try {
-    accessSync(NATIVE_SPAWNER, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The spawner's orders carry their strings as one hexadecimal payload, NUL-separated: the native
@@ -131,8 +120,9 @@ export class Spawner {
   readonly kind: 'native' | 'node';
 
   constructor(kind: SandboxSpawner = 'auto') {
-    if (kind === 'native' && !nativeSpawnerBuilt()) throw new Error(`PLINTH_SANDBOX_SPAWNER=native, but ${NATIVE_SPAWNER} was not built (npm ci builds it where a C compiler is installed)`);
-    this.kind = kind === 'node' || !nativeSpawnerBuilt() ? 'node' : 'native';
+    const built = isBuilt(NATIVE_SPAWNER);
+    if (kind === 'native' && !built) throw new Error(`PLINTH_SANDBOX_SPAWNER=native, but ${NATIVE_SPAWNER} was not built (npm ci builds it where a C compiler is installed)`);
+    this.kind = kind === 'node' || !built ? 'node' : 'native';
   }
 
   /** Starts `o` (a process group of its own, stdin a pipe nobody writes); resolves once it runs, rejects when it could not start. */
