@@ -43,6 +43,23 @@ describe('dispatch', () => {
     assert.deepEqual(logs.body.data.map((l: any) => l.line), ['ran']);
   });
 
+  it("a run's parallel first steps are dispatched by the trigger's statement, each with a job of its own that names it and its run", async () => {
+    const { run, steps } = await queuedRunWithoutWorkers(t, [{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'after', needs: ['a', 'b', 'c'] }]);
+    assert.deepEqual(steps.map((s) => [s.stepId, s.status]).sort(), [['a', 'QUEUED'], ['b', 'QUEUED'], ['c', 'QUEUED']]);
+    const { rows } = await sql<{ id: string; engine_job_id: string; job_id: string; key: string; payload: { stepExecutionId: string; runId: string } }>`
+      select e.id, e.engine_job_id, j.id::text as job_id, j.key, j.payload from step_executions e
+        join graphile_worker._private_jobs j on j.id::text = e.engine_job_id
+       where e.pipeline_run_id = ${run.id} order by e.id`.execute(t.db);
+    assert.equal(rows.length, 3, 'every QUEUED step has a job');
+    assert.equal(new Set(rows.map((r) => r.job_id)).size, 3, 'three jobs, not one shared');
+    for (const r of rows) {
+      assert.equal(r.key, `step:${r.id}`);
+      assert.deepEqual(r.payload, { stepExecutionId: r.id, runId: run.id });
+    }
+    await t.startWorker();
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+  });
+
   it('a job merely waiting for a free worker is not dispatched again', async () => {
     const { run, steps: [step] } = await queuedRunWithoutWorkers(t, [{ id: 'only' }]);
     await sql`update step_executions set dispatched_at = now() - interval '1 hour' where id = ${step.id}`.execute(t.db);

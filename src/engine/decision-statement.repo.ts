@@ -2,7 +2,7 @@ import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { PipelineRunsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import type { RunStatus } from '../platform/db/enums.ts';
-import { executionUpdate, newExecutionsParts, type ExecutionChanges, type ExecutionGuard, type NewExecutionRow } from './executions.repo.ts';
+import { executionUpdate, newExecutionJobs, newExecutionsParts, type ExecutionChanges, type ExecutionGuard, type NewExecutionRow } from './executions.repo.ts';
 import { historyFrom, runUpdate, type RunChanges, type TransitionRecord } from './runs.repo.ts';
 
 /**
@@ -30,6 +30,9 @@ export type StatementWrite =
   | { kind: 'stopProcess'; id: string }
   /** A write made beside the decision's, unguarded: a step's last log lines (a data-modifying statement). */
   | { kind: 'alongside'; statement: RawBuilder<unknown> };
+
+/** The CTE of the jobs of every QUEUED execution the statement creates (one `add_jobs` for all). */
+const JOBS = 'step_jobs';
 
 /** The row a write changes: two writes of one row need two statements. */
 export function statementKey(w: StatementWrite): string | undefined {
@@ -63,6 +66,8 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
   let runPart: string | undefined;
   const cte = (part: string, body: unknown) => ctes.push(sql`${sql.raw(part)} as (${body})`);
   const count = (part: string) => void counts.push(sql`(select count(*) from ${sql.raw(part)})::int as ${sql.raw(part)}`);
+  const jobs = newExecutionJobs(writes.flatMap((w) => (w.kind === 'newExecutions' ? w.rows : [])));
+  if (jobs) cte(JOBS, jobs);
   writes.forEach((w, k) => {
     const name = `w${k}`;
     switch (w.kind) {
@@ -84,8 +89,7 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
       case 'runStart':
         return; // Last: it waits on every execution write.
       case 'newExecutions': {
-        const parts = newExecutionsParts(ex, w.rows, name);
-        cte(`${name}_job`, parts.jobs);
+        const parts = newExecutionsParts(ex, w.rows, JOBS);
         cte(name, parts.executions);
         cte(`${name}_h`, parts.history);
         return count(name);

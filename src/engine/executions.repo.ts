@@ -30,13 +30,11 @@ export interface NewExecutionRow {
 
 /**
  * The parts of one statement (decision-statement.repo.ts) that create step executions of one run: the
- * jobs of those that are QUEUED (`<name>_job`), the executions (`<name>`) and their first history rows.
- * A QUEUED execution never exists without its job: they are one statement.
+ * executions (`<name>`), each QUEUED one with the id of its job from the statement's `jobs` CTE
+ * (newExecutionJobs), and their first history rows. A QUEUED execution never exists without its job:
+ * they are one statement.
  */
-export function newExecutionsParts(db: QueryCreator<Database>, rows: readonly NewExecutionRow[], name: string) {
-  const jobs = `${name}_job`;
-  const runId = rows[0].values.runId;
-  const dispatched = rows.filter((r) => r.values.status === 'QUEUED').map((r) => r.values.id);
+export function newExecutionsParts(db: QueryCreator<Database>, rows: readonly NewExecutionRow[], jobs: string) {
   const executionRow = (v: NewExecutionValues) => {
     const terminal = v.status === 'SUCCEEDED' || v.status === 'SKIPPED';
     const dispatch = v.status === 'QUEUED';
@@ -60,10 +58,19 @@ export function newExecutionsParts(db: QueryCreator<Database>, rows: readonly Ne
     };
   };
   return {
-    jobs: stepJobs(dispatched, runId),
     executions: db.insertInto('step_executions').values(rows.map((r) => executionRow(r.values))).returning('id'),
     history: db.insertInto('run_transitions').values(rows.map((r) => transitionValues({ ...r.transition, executionId: r.values.id }))),
   };
+}
+
+/**
+ * The jobs of the QUEUED ones of `rows`, as rows (execution_id, id), for a statement's `jobs` CTE:
+ * one `add_jobs` call for every new execution of the statement, since a call costs about the same
+ * for one job as for several (a run's first steps paid for one call each); undefined when none is QUEUED.
+ */
+export function newExecutionJobs(rows: readonly NewExecutionRow[]) {
+  const dispatched = rows.filter((r) => r.values.status === 'QUEUED').map((r) => ({ executionId: r.values.id, runId: r.values.runId }));
+  return dispatched.length ? stepJobs(dispatched) : undefined;
 }
 
 /** A change of a step execution: its new status and what the decision sets beside it. */
@@ -106,25 +113,25 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
 }
 
 /**
- * The graphile-worker jobs of QUEUED executions of one run, as rows (execution_id, id): one `add_jobs`
- * call for all of them, in the caller's transaction, so a job exists exactly when its QUEUED step does.
+ * The graphile-worker jobs of QUEUED executions, as rows (execution_id, id): one `add_jobs` call for
+ * all of them, in the caller's transaction, so a job exists exactly when its QUEUED step does.
  * The job key (`step:<id>`, kept run_at) makes a redispatch replace a waiting job instead of adding one,
  * and (graphile-worker's rule) add a fresh job when the old one is locked by a worker that died before
  * it claimed the step.
  */
-function stepJobs(executionIds: readonly string[], runId: string) {
+function stepJobs(jobs: readonly { executionId: string; runId: string }[]) {
   return sql<{ execution_id: string; id: string }>`
     select substr(j.key, 6) as execution_id, j.id::text as id
       from graphile_worker.add_jobs(
-             array(select row('step.execute', json_build_object('stepExecutionId', x, 'runId', ${runId}::text), null, null, 5::smallint, 'step:' || x, null, null)::graphile_worker.job_spec
-                     from unnest(${executionIds}::text[]) as x),
+             array(select row('step.execute', json_build_object('stepExecutionId', x.id, 'runId', x.run), null, null, 5::smallint, 'step:' || x.id, null, null)::graphile_worker.job_spec
+                     from unnest(${jobs.map((j) => j.executionId)}::text[], ${jobs.map((j) => j.runId)}::text[]) as x(id, run)),
              job_key_preserve_run_at => true) as j`;
 }
 
 /** enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back) and records the job. */
 export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<void> {
   await sql`
-    with job as (${stepJobs([executionId], runId)})
+    with job as (${stepJobs([{ executionId, runId }])})
     update step_executions set engine_job_id = job.id, dispatched_at = now() from job
      where step_executions.id = ${executionId} and step_executions.status = 'QUEUED'`.execute(trx);
 }
