@@ -11,6 +11,8 @@ export class StopListener {
   private client: pg.Client | undefined;
   private stopped = false;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** A reconnect is scheduled or in flight: never two chains of attempts at once (each would open its own connection). */
+  private reconnecting = false;
   private failures = 0;
 
   constructor(
@@ -32,11 +34,10 @@ export class StopListener {
 
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString });
-    let lost = false;
+    // Only the loss of the established connection starts a reconnect; a failed attempt is its caller's to retry.
     const onLost = (error?: Error) => {
-      if (lost) return;
-      lost = true;
-      if (this.client === client) this.client = undefined;
+      if (this.client !== client) return;
+      this.client = undefined;
       if (this.stopped) return;
       this.log.warn({ err: error }, 'lost the step-stop listener; reconnecting');
       this.scheduleReconnect();
@@ -51,15 +52,28 @@ export class StopListener {
       client.end().catch(() => {});
       throw error;
     }
+    if (this.stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
     this.client = client;
     this.failures = 0;
   }
 
   private scheduleReconnect() {
+    if (this.reconnecting || this.stopped) return;
+    this.reconnecting = true;
     const delay = Math.min(5_000, 100 * 2 ** this.failures++);
     this.retryTimer = setTimeout(() => {
       if (this.stopped) return;
-      this.connect().catch(() => this.scheduleReconnect());
+      this.connect().then(
+        () => (this.reconnecting = false),
+        (err: unknown) => {
+          this.reconnecting = false;
+          this.log.warn({ err }, 'the step-stop listener cannot reconnect yet; retrying');
+          this.scheduleReconnect();
+        },
+      );
     }, delay);
   }
 }
