@@ -5,7 +5,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
 import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
-import { hostProcesses, processTree, SPAWNER_COMMS, waitFor } from './helpers/engine.ts';
+import { SPAWNER_COMMS } from '../src/engine/sandbox/native.ts';
+import { hostProcesses, processTree, waitFor } from './helpers/engine.ts';
 import { isSandboxTop, runInWorkspace } from './helpers/sandbox.ts';
 
 const run = runInWorkspace;

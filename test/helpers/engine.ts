@@ -193,8 +193,6 @@ export function processTree(pid: number): number[] {
 }
 
 
-export { SPAWNER_COMMS };
-
 /**
  * stepProcessesOf returns the host pids of every step process a worker process has running: its
  * sandboxes and all they hold, started by the worker or by its spawner (a child of the worker).

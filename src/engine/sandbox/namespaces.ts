@@ -9,8 +9,8 @@ import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts
 import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
 import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
-import { isBuilt, NATIVE_LAUNCHER, NATIVE_SPAWNER } from './native.ts';
-import { sharedSpawner, type SpawnedProcess } from './spawner.ts';
+import { isBuilt, NATIVE_LAUNCHER, notBuilt } from './native.ts';
+import { sharedSpawner, type SpawnedProcess, type Spawner } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
@@ -162,8 +162,13 @@ export class NamespaceSandbox implements StepSandbox {
   private async probe(): Promise<Probed> {
     const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [], launcher: undefined });
     const native = this.settings.launcher !== 'shell' && isBuilt(NATIVE_LAUNCHER);
-    if (this.settings.launcher === 'native' && !native) return failed(`PLINTH_SANDBOX_LAUNCHER=native, but ${NATIVE_LAUNCHER} was not built (npm ci builds it where a C compiler is installed)`);
-    if (this.settings.spawner === 'native' && !isBuilt(NATIVE_SPAWNER)) return failed(`PLINTH_SANDBOX_SPAWNER=native, but ${NATIVE_SPAWNER} was not built (npm ci builds it where a C compiler is installed)`);
+    if (this.settings.launcher === 'native' && !native) return failed(notBuilt('PLINTH_SANDBOX_LAUNCHER', NATIVE_LAUNCHER));
+    let spawner: Spawner;
+    try {
+      spawner = sharedSpawner(this.settings.spawner);
+    } catch (error) {
+      return failed((error as Error).message); // PLINTH_SANDBOX_SPAWNER=native without the native spawner.
+    }
     this.launcher = native ? NATIVE_LAUNCHER : undefined;
     const cannot = await this.hostCheck(native ? TOOLS : [...TOOLS, ...SHELL_INIT_TOOLS]);
     if (cannot) return failed(cannot);
@@ -193,7 +198,7 @@ export class NamespaceSandbox implements StepSandbox {
       cgroup: this.cgroups.version,
       // Without a pids cgroup the process limit still holds: RLIMIT_NPROC counts the step's own uid.
       limits: { maxProcesses: limits.maxProcesses, memoryMb: enforced.memory ? limits.memoryMb : null, cpus: enforced.cpu ? limits.cpus : null },
-      detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces, built by ${native ? 'the native launcher' : 'the shell init'}, started by ${sharedSpawner(this.settings.spawner).kind === 'native' ? 'the native spawner' : 'the JavaScript spawner'}; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
+      detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces, built by ${native ? 'the native launcher' : 'the shell init'}, started by ${spawner.kind === 'native' ? 'the native spawner' : 'the JavaScript spawner'}; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
     };
     return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs, launcher: this.launcher };
   }

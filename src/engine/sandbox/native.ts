@@ -17,6 +17,11 @@ export const NATIVE_SPAWNER = built('plinth-spawner');
 /** The command names a worker's spawner runs under in /proc: the native one, or the JavaScript one's Node. */
 export const SPAWNER_COMMS = [path.basename(NATIVE_SPAWNER), 'node'];
 
+/** Why a setting that asks for one of these programs (`PLINTH_SANDBOX_LAUNCHER=native`, …) cannot have it. */
+export function notBuilt(setting: string, file: string): string {
+  return `${setting}=native, but ${file} was not built (npm ci builds it where a C compiler is installed)`;
+}
+
 /** Whether one of these programs was built here (and may be run). */
 export function isBuilt(file: string): boolean {
   try {

@@ -2,7 +2,7 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { isBuilt, NATIVE_SPAWNER } from './native.ts';
+import { isBuilt, NATIVE_SPAWNER, notBuilt } from './native.ts';
 import type { SandboxedProcess, SandboxSpawner, StepChild } from './sandbox.ts';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./spawner-child.mjs', import.meta.url));
@@ -121,7 +121,7 @@ export class Spawner {
 
   constructor(kind: SandboxSpawner = 'auto') {
     const built = isBuilt(NATIVE_SPAWNER);
-    if (kind === 'native' && !built) throw new Error(`PLINTH_SANDBOX_SPAWNER=native, but ${NATIVE_SPAWNER} was not built (npm ci builds it where a C compiler is installed)`);
+    if (kind === 'native' && !built) throw new Error(notBuilt('PLINTH_SANDBOX_SPAWNER', NATIVE_SPAWNER));
     this.kind = kind === 'node' || !built ? 'node' : 'native';
   }
 
