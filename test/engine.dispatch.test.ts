@@ -145,6 +145,27 @@ describe('dispatch', () => {
     await t.startWorker();
   });
 
+  it('a command that waits for the run lock reads the steps its holder inserted: a cancel behind an advance to the next step cancels that step too', async () => {
+    const { run, steps: [a] } = await queuedRunWithoutWorkers(t, [{ id: 'a' }, { id: 'b', needs: ['a'] }]);
+    const org = (await sql<{ organization_id: string }>`select organization_id from pipeline_runs where id = ${run.id}`.execute(t.db)).rows[0].organization_id;
+    // An advance as a completion makes it (the run locked, the next step inserted), not yet committed:
+    // the cancel's read started before this insert was visible, and must read it once the lock is its own.
+    const advance = await holdOpen(t, async (trx) => {
+      await sql`select id from pipeline_runs where id = ${run.id} for no key update`.execute(trx);
+      await sql`update step_executions set status = 'SUCCEEDED' where id = ${a.id}`.execute(trx);
+      await sql`insert into step_executions (id, organization_id, pipeline_run_id, step_id, step_name, step_type, status, attempt_epoch)
+                select ${a.id + 'b'}, ${org}, ${run.id}, 'b', 'b', 'script', 'QUEUED', (select attempt_epoch from step_executions where id = ${a.id})`.execute(trx);
+    });
+    const cancel = t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+    await sleep(300);
+    await advance.commit();
+    const res = await cancel;
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const steps = await stepsOf(t, run.id);
+    assert.deepEqual(steps.map((s) => [s.stepId, s.status]), [['a', 'SUCCEEDED'], ['b', 'CANCELLED']]);
+    await t.startWorker();
+  });
+
   it('a step of a CLOUD execution environment fails with a typed error: this worker runs LOCAL steps only', async () => {
     const stack = await createStack(t, [{ id: 'only' }]);
     const stackRow = (await t.call('GET', `/stacks/${stack.id}`)).body.data;

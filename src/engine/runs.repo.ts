@@ -35,8 +35,8 @@ export interface ExecutionJson
   nothing_to_approve: boolean | null;
   /** For a QUEUED execution: the highest log line number so far (a handed-back attempt keeps its lines). */
   last_log_seq: number | null;
-  /** When its worker claimed it; a string when read through json_agg. */
-  started_at: Date | string | null;
+  /** When its worker claimed it (JSON's timestamp text). */
+  started_at: string | null;
 }
 
 /** What every command reads beside the run's own columns. */
@@ -50,35 +50,27 @@ const runFrom = (runs: 'pipeline_runs' | 'created') => sql`
     left join stacks s on s.id = r.stack_id
     left join environments en on en.id = s.environment_id
     left join execution_environments ee on ee.id = en.execution_environment_id`;
-const EXECUTION_FIELDS = sql`e.id, e.step_id, e.status, e.attempt_epoch, e.retry_attempt, e.lease_owner, e.lease_epoch, e.started_at,
-  coalesce(e.lease_expires_at < now(), false) as lease_expired,
-  coalesce(e.output_data -> 'needsApproval' = 'false'::jsonb, false) as nothing_to_approve,
-  case when e.status = 'QUEUED' then (select coalesce(max(seq), 0) from step_logs where step_execution_id = e.id) end as last_log_seq`;
-
 /**
- * readRun reads a run, its pipeline version's config and all its executions.
+ * readRun reads a run, its pipeline version's config and all its executions, in one round trip: the
+ * executions come from `plinth_run_executions` (migrations/0012), which holds their field list.
  *
  * `lock: 'update'` is the lock of every command: `for no key update` of the run row (which does
- * not block the key-share locks of inserts that reference the run), then of its executions, in id
- * order, by a second statement whose snapshot is taken once the run lock is granted: it sees what
- * the previous holder committed, and waits for a claim in flight (claims lock only their own
- * execution), so a command's guarded writes always find the rows as it read them.
+ * not block the key-share locks of inserts that reference the run), then, by the function called on
+ * the locked row, of its executions in id order and their read. The function's queries take their
+ * snapshots once the run lock is granted: they see what the previous holder committed, and wait for
+ * a claim in flight (claims lock only their own execution), so a command's guarded writes always
+ * find the rows as it read them. The run's row is locked in a subquery so that the function is
+ * called only after the lock, on the row's newest version.
  *
  * `lock: 'none'` is the claim's read, one statement and no lock: its writes are guarded instead.
  */
 export async function readRun(trx: Executor, runId: string, lock: 'update' | 'none'): Promise<LockedRunRow | undefined> {
-  if (lock === 'update') {
-    const { rows } = await sql<Omit<LockedRunRow, 'executions'>>`${RUN_SELECT} ${runFrom('pipeline_runs')} where r.id = ${runId} for no key update of r`.execute(trx);
-    if (rows.length === 0) return undefined;
-    const executions = await sql<ExecutionJson>`
-      select ${EXECUTION_FIELDS} from step_executions e where e.pipeline_run_id = ${runId} order by e.id for no key update of e`.execute(trx);
-    return { ...rows[0], executions: executions.rows };
-  }
-  const { rows } = await sql<LockedRunRow>`
-    ${RUN_SELECT},
-           coalesce((select json_agg(x order by x.id) from (select ${EXECUTION_FIELDS} from step_executions e where e.pipeline_run_id = r.id) x), '[]') as executions
-    ${runFrom('pipeline_runs')}
-     where r.id = ${runId}`.execute(trx);
+  const { rows } =
+    lock === 'update'
+      ? await sql<LockedRunRow>`
+          select l.*, plinth_run_executions(l.id, true) as executions
+            from (${RUN_SELECT} ${runFrom('pipeline_runs')} where r.id = ${runId} for no key update of r) l`.execute(trx)
+      : await sql<LockedRunRow>`${RUN_SELECT}, plinth_run_executions(r.id, false) as executions ${runFrom('pipeline_runs')} where r.id = ${runId}`.execute(trx);
   return rows[0];
 }
 
