@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { SPAWNER_COMMS } from '../src/engine/sandbox/native.ts';
+import { SPAWNER_COMM } from '../src/engine/sandbox/spawner.ts';
 import { freePort, PLINTH_BIN, ROOT, startPlinthProcess, startScriptNodeFlags, type PlinthProcess } from '../test/helpers/plinth-process.ts';
 import { cpuReport, cpuSnapshot } from './engine-cpu.ts';
 import { EDGES, parseMarks, phaseFigures, summarize, type ExecutionTimes, type PhaseFigures, type RunTimes, type Summary } from './engine-figures.ts';
@@ -93,10 +93,10 @@ function startChild(args: string[], env: Record<string, string>, ready: string):
   });
 }
 
-/** The spawner of a worker (src/engine/sandbox/spawner.ts): its child of that name, native or Node. */
+/** The spawner of a worker (src/engine/sandbox/spawner.ts): its Node child. */
 function spawnersOf(workerPid: number): number[] {
   const children = readFileSync(`/proc/${workerPid}/task/${workerPid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  return children.filter((pid) => SPAWNER_COMMS.includes(readFileSync(`/proc/${pid}/comm`, 'utf8').trim()));
+  return children.filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === SPAWNER_COMM);
 }
 
 /** Triggers `count` things through `one`, at `rate` per second or (rate 0) from `clients` concurrent callers; returns id → send time. */

@@ -18,7 +18,7 @@ export async function runServerCommand(command: 'serve' | 'api' | 'worker' | 'mi
   const tracing = tracingEnabled() && command !== 'migrate' ? await startTracing(process.env.OTEL_SERVICE_NAME || `plinth-${command}`) : undefined;
   const tracingEndpoint = process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   // Read once (the exporter has read its headers too); from here on no child process of this one can
-  // inherit them (docs/engine.md#secrets).
+  // inherit them (docs/sandbox.md#secrets).
   scrubSecretEnv();
   const log = createLogger(config.logLevel, tracing?.logFields);
   const { openDatabase, runPlinth } = await import('./server.ts');

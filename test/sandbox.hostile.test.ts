@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { createOrganization, userCaller } from './helpers/callers.ts';
-import { isSandboxInit, isSandboxTop, nativeLauncherBuilt } from './helpers/sandbox.ts';
+import { isSandboxInit, isSandboxTop } from './helpers/sandbox.ts';
 import {
   createStack,
   hostProcesses,
@@ -48,13 +48,7 @@ const onlyIfSandboxed = (command: string) => `if [ "$(id -u)" -lt ${SANDBOX_UIDS
  * against a real `plinth worker` process whose own environment holds the admin token and the database
  * URL with its password, as a production worker's does.
  */
-/**
- * Both launchers build the same sandbox (init-script.ts): the native one where npm ci compiled it, and
- * the shell init, which a host without a C compiler uses.
- */
-const LAUNCHERS = nativeLauncherBuilt() ? (['native', 'shell'] as const) : (['shell'] as const);
-
-for (const launcher of LAUNCHERS) describe(`a hostile step is contained by the sandbox (${launcher} launcher)`, () => {
+describe('a hostile step is contained by the sandbox', () => {
   let t: EngineTestApp;
   let worker: ChildProcess;
   let member: string;
@@ -84,7 +78,7 @@ for (const launcher of LAUNCHERS) describe(`a hostile step is contained by the s
     rival = (await userCaller(t, 'victim@b.test', 'MEMBER', orgB)).token;
     // namespaces, not auto: should this host not isolate, the worker refuses to start and no attack runs.
     // Small process and CPU limits keep the fork bomb from slowing the other test files down.
-    worker = spawnWorkerProcess(t, { PLINTH_WORKER_CONCURRENCY: '8', PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_LAUNCHER: launcher, PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES), PLINTH_STEP_CPUS: '0.5' });
+    worker = spawnWorkerProcess(t, { PLINTH_WORKER_CONCURRENCY: '8', PLINTH_SANDBOX: 'namespaces', PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES), PLINTH_STEP_CPUS: '0.5' });
   });
   after(async () => {
     worker.kill('SIGKILL');

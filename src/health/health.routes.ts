@@ -6,7 +6,7 @@ import type { App } from '../platform/http/app.ts';
 const NullableNumber = Type.Union([Type.Number(), Type.Null()]);
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-/** How this process's worker isolates steps (docs/engine.md#the-step-sandbox), as probed once at its start. */
+/** How this process's worker isolates steps (docs/sandbox.md), as probed once at its start. */
 const Isolation = Type.Object({
   mode: Type.Union([Type.Literal('namespaces'), Type.Literal('off'), Type.Literal('unavailable'), Type.Literal('no-worker')], {
     description: '`namespaces`: steps are isolated; `off`: the single-tenant opt-out (PLINTH_SANDBOX=off); `unavailable`: this host cannot isolate and script steps fail; `no-worker`: this process runs no steps',

@@ -6,7 +6,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { loadEngineConfig, type EngineConfig } from '../../src/engine/engine-config.ts';
 import { installQueue } from '../../src/engine/queue.ts';
-import { SPAWNER_COMMS } from '../../src/engine/sandbox/native.ts';
+import { SPAWNER_COMM } from '../../src/engine/sandbox/spawner.ts';
 import { EngineWorker } from '../../src/engine/worker.ts';
 import { startTestApp, TEST_SECRETS, type TestApp, type TestAppOptions } from './app.ts';
 
@@ -199,12 +199,12 @@ export function processTree(pid: number): number[] {
  */
 export function stepProcessesOf(workerPid: number): number[] {
   const comms = new Map(hostProcesses().map((p) => [p.pid, p.comm]));
-  return processTree(workerPid).filter((pid) => pid !== workerPid && !SPAWNER_COMMS.includes(comms.get(pid) ?? ''));
+  return processTree(workerPid).filter((pid) => pid !== workerPid && comms.get(pid) !== SPAWNER_COMM);
 }
 
 /** The worker's spawner (spawner.ts): its child of that name, when it has started one. */
 export function spawnerOf(workerPid: number): number | undefined {
-  return hostProcesses().find((p) => p.ppid === workerPid && SPAWNER_COMMS.includes(p.comm))?.pid;
+  return hostProcesses().find((p) => p.ppid === workerPid && p.comm === SPAWNER_COMM)?.pid;
 }
 
 export function tempDir(): string {

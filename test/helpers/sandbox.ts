@@ -1,19 +1,12 @@
 import { once } from 'node:events';
-import { isBuilt, NATIVE_LAUNCHER } from '../../src/engine/sandbox/native.ts';
 import type { StepProcessSpec, StepWorkspace } from '../../src/engine/sandbox/sandbox.ts';
 
 /**
- * The command name of a sandbox's top process (started by the worker's spawner), and of the root init it
- * forks as pid 1 of the step's PID namespace: the native launcher forks itself (one name for both); the
- * shell init is `sh` under util-linux `unshare`.
+ * The command name of a sandbox's top process (util-linux `unshare`, started by the worker's spawner),
+ * and of the root init it forks as pid 1 of the step's PID namespace (`sh`).
  */
-export const isSandboxTop = (comm: string) => comm === 'plinth-sandbox' || comm === 'unshare';
-export const isSandboxInit = (comm: string) => comm === 'plinth-sandbox' || comm === 'sh';
-
-/** Whether `npm ci` compiled the native launcher here (scripts/build-sandbox.mjs). */
-export function nativeLauncherBuilt(): boolean {
-  return isBuilt(NATIVE_LAUNCHER);
-}
+export const isSandboxTop = (comm: string) => comm === 'unshare';
+export const isSandboxInit = (comm: string) => comm === 'sh';
 
 export const STEP_TEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 

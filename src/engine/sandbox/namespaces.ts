@@ -9,17 +9,14 @@ import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts
 import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
 import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
-import { isBuilt, NATIVE_LAUNCHER, notBuilt } from './native.ts';
-import { sharedSpawner, type SpawnedProcess, type Spawner } from './spawner.ts';
+import { sharedSpawner, type SpawnedProcess } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
-/** What the worker runs on the host: the template's copy, and the step's shell. */
-const TOOLS = ['cp', 'tar', 'sh'];
-/** What the shell init runs besides (util-linux). */
-const SHELL_INIT_TOOLS = ['unshare', 'setpriv', 'pivot_root', 'mount', 'umount'];
+/** What the worker runs on the host: the template's copy, the step's shell, and the init's tools (util-linux). */
+const TOOLS = ['cp', 'tar', 'sh', 'unshare', 'setpriv', 'pivot_root', 'mount', 'umount'];
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
 export type HostCheck = (tools: string[]) => Promise<string | undefined>;
@@ -41,7 +38,7 @@ const PROBE_COMMAND = [
 
 /**
  * NamespaceSandbox runs each step in new PID, mount, IPC and UTS namespaces (and network, with
- * `PLINTH_SANDBOX_NETWORK=none`), built by the native launcher or the shell init, as a uid of its own, inside cgroups with
+ * `PLINTH_SANDBOX_NETWORK=none`), built by the shell init, as a uid of its own, inside cgroups with
  * the step limits. SANDBOX_INIT (init-script.ts) says what the step sees and how it ends.
  */
 /** Probes by settings: every worker of a process (tests start many) shares one, the host does not change. */
@@ -52,8 +49,6 @@ interface Probed {
   template: string;
   cgroups: CgroupHost | undefined;
   dirs: string[];
-  /** The native launcher's path, or undefined: the shell init. */
-  launcher: string | undefined;
 }
 
 export class NamespaceSandbox implements StepSandbox {
@@ -62,7 +57,6 @@ export class NamespaceSandbox implements StepSandbox {
   private template = '';
   private systemDirs: string[] = [];
   private resolverFiles: Array<{ source: string; name: string }> = [];
-  private launcher: string | undefined;
   private readonly root: string;
   /** Sandboxes built ahead, each waiting for the one step it will serve (PLINTH_SANDBOX_POOL). */
   private readonly pool: WarmPool<Warm>;
@@ -97,9 +91,8 @@ export class NamespaceSandbox implements StepSandbox {
   }
 
   start(): Promise<IsolationReport> {
-    this.started ??= this.probeOnce().then(({ report, template, cgroups, dirs, launcher }) => {
+    this.started ??= this.probeOnce().then(({ report, template, cgroups, dirs }) => {
       this.template = template;
-      this.launcher = launcher;
       this.cgroups = cgroups;
       this.systemDirs = dirs;
       this.resolverFiles = hostResolverFiles();
@@ -160,17 +153,8 @@ export class NamespaceSandbox implements StepSandbox {
   }
 
   private async probe(): Promise<Probed> {
-    const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [], launcher: undefined });
-    const native = this.settings.launcher !== 'shell' && isBuilt(NATIVE_LAUNCHER);
-    if (this.settings.launcher === 'native' && !native) return failed(notBuilt('PLINTH_SANDBOX_LAUNCHER', NATIVE_LAUNCHER));
-    let spawner: Spawner;
-    try {
-      spawner = sharedSpawner(this.settings.spawner);
-    } catch (error) {
-      return failed((error as Error).message); // PLINTH_SANDBOX_SPAWNER=native without the native spawner.
-    }
-    this.launcher = native ? NATIVE_LAUNCHER : undefined;
-    const cannot = await this.hostCheck(native ? TOOLS : [...TOOLS, ...SHELL_INIT_TOOLS]);
+    const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [] });
+    const cannot = await this.hostCheck(TOOLS);
     if (cannot) return failed(cannot);
     try {
       await ensurePrivateRoot(this.root);
@@ -198,9 +182,9 @@ export class NamespaceSandbox implements StepSandbox {
       cgroup: this.cgroups.version,
       // Without a pids cgroup the process limit still holds: RLIMIT_NPROC counts the step's own uid.
       limits: { maxProcesses: limits.maxProcesses, memoryMb: enforced.memory ? limits.memoryMb : null, cpus: enforced.cpu ? limits.cpus : null },
-      detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces, built by ${native ? 'the native launcher' : 'the shell init'}, started by ${spawner.kind === 'native' ? 'the native spawner' : 'the JavaScript spawner'}; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
+      detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
     };
-    return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs, launcher: this.launcher };
+    return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs };
   }
 
   /** Runs PROBE_COMMAND as a real step; returns its output when it failed. */
@@ -353,17 +337,14 @@ export class NamespaceSandbox implements StepSandbox {
       makeBindPoints(bindPoints, binds);
       writeFileSync(fstab, this.fstabOf(claim, binds, bindPoints));
     }
-    // Both launchers take the same arguments (init-script.ts); the shell init takes the cgroups as one word.
     const net = network === 'none' ? ['--net'] : [];
     const sandbox = [fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses)];
     const procsFiles = cgroup?.procsFiles ?? [];
-    const launch = this.launcher
-      ? { file: this.launcher, args: [...net, ...sandbox, ...procsFiles] }
-      : { file: 'unshare', args: ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...net, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' ')] };
+    const launch = { file: 'unshare', args: ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...net, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' ')] };
     // Built ahead, its setup yields the CPU to steps running now (the spawner lowers its launcher as
     // soon as it runs; restoreNice sets back whatever it forked); its step gets the normal priority back.
     const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;
-    const proc = await sharedSpawner(this.settings.spawner).spawn({
+    const proc = await sharedSpawner().spawn({
       ...launch,
       env: { PATH: SYSTEM_PATH },
       cwd: claim.dir,

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 /**
  * The step sandbox: where and as whom a step's processes run. Every runner (script today; OpenTofu and
  * Git next) starts its processes through a StepSandbox, so another mechanism (a container, a cloud
- * executor) is one more implementation of this interface. docs/engine.md#the-step-sandbox describes it.
+ * executor) is one more implementation of this interface. docs/sandbox.md describes it.
  */
 
 /** `PLINTH_SANDBOX`: `auto` isolates when the host can and refuses script steps when it cannot. */
@@ -14,22 +14,6 @@ export type SandboxMode = (typeof SANDBOX_MODES)[number];
 /** `PLINTH_SANDBOX_NETWORK`: `host` shares the worker host's network; `none` gives each step an empty network namespace. */
 export const SANDBOX_NETWORKS = ['host', 'none'] as const;
 export type SandboxNetwork = (typeof SANDBOX_NETWORKS)[number];
-
-/**
- * `PLINTH_SANDBOX_LAUNCHER`: what builds a namespaced sandbox. `native` is build/plinth-sandbox (one
- * process, compiled at install from native/plinth-sandbox.c), `shell` the shell init through util-linux
- * (eight processes); `auto` is native when it was built.
- */
-export const SANDBOX_LAUNCHERS = ['auto', 'native', 'shell'] as const;
-export type SandboxLauncher = (typeof SANDBOX_LAUNCHERS)[number];
-
-/**
- * `PLINTH_SANDBOX_SPAWNER`: the helper process that starts a worker's sandboxes (spawner.ts). `native`
- * is build/plinth-spawner (compiled at install from native/plinth-spawner.c), `node` the JavaScript
- * one (spawner-child.mjs); `auto` is native when it was built.
- */
-export const SANDBOX_SPAWNERS = ['auto', 'native', 'node'] as const;
-export type SandboxSpawner = (typeof SANDBOX_SPAWNERS)[number];
 
 export interface StepLimits {
   /** Processes and threads at once (cgroup pids, and RLIMIT_NPROC of the step's own uid). */
@@ -42,8 +26,6 @@ export interface StepLimits {
 export interface SandboxSettings {
   mode: SandboxMode;
   network: SandboxNetwork;
-  launcher: SandboxLauncher;
-  spawner: SandboxSpawner;
   limits: StepLimits;
   /** Each running step gets its own uid from [uidBase, uidBase + uidCount). */
   uidBase: number;

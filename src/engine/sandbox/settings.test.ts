@@ -12,8 +12,6 @@ describe('sandbox settings', () => {
     const s = loadSandboxSettings({}, undefined);
     assert.equal(s.mode, 'auto');
     assert.equal(s.network, 'host');
-    assert.equal(s.launcher, 'auto');
-    assert.equal(s.spawner, 'auto');
     assert.deepEqual(s.limits, { maxProcesses: 512, memoryMb: 2048, cpus: 1 });
     assert.deepEqual([s.uidBase, s.uidCount], [200_000, 50_000]);
     assert.equal(s.poolSize, 16);
@@ -21,12 +19,10 @@ describe('sandbox settings', () => {
   });
 
   it('read every knob, and refuse a value that is not one', () => {
-    const s = loadSandboxSettings({ PLINTH_SANDBOX: 'off', PLINTH_SANDBOX_NETWORK: 'none', PLINTH_SANDBOX_LAUNCHER: 'shell', PLINTH_SANDBOX_SPAWNER: 'node', PLINTH_STEP_MAX_PROCESSES: '64', PLINTH_STEP_MEMORY_MB: '256', PLINTH_STEP_CPUS: '0.5', PLINTH_SANDBOX_UID_BASE: '300000', PLINTH_SANDBOX_UID_COUNT: '10', PLINTH_SANDBOX_POOL: '0' }, '/srv/work');
-    assert.deepEqual(s, { mode: 'off', network: 'none', launcher: 'shell', spawner: 'node', limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 }, uidBase: 300_000, uidCount: 10, workRoot: '/srv/work', poolSize: 0 });
+    const s = loadSandboxSettings({ PLINTH_SANDBOX: 'off', PLINTH_SANDBOX_NETWORK: 'none', PLINTH_STEP_MAX_PROCESSES: '64', PLINTH_STEP_MEMORY_MB: '256', PLINTH_STEP_CPUS: '0.5', PLINTH_SANDBOX_UID_BASE: '300000', PLINTH_SANDBOX_UID_COUNT: '10', PLINTH_SANDBOX_POOL: '0' }, '/srv/work');
+    assert.deepEqual(s, { mode: 'off', network: 'none', limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 }, uidBase: 300_000, uidCount: 10, workRoot: '/srv/work', poolSize: 0 });
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_POOL: '-1' }, undefined), /PLINTH_SANDBOX_POOL must be an integer from 0/);
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX: 'bwrap' }, undefined), /PLINTH_SANDBOX must be one of auto, namespaces, off/);
-    assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_LAUNCHER: 'bwrap' }, undefined), /PLINTH_SANDBOX_LAUNCHER must be one of auto, native, shell/);
-    assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_SPAWNER: 'python' }, undefined), /PLINTH_SANDBOX_SPAWNER must be one of auto, native, node/);
     assert.throws(() => loadSandboxSettings({ PLINTH_STEP_MAX_PROCESSES: '1.5' }, undefined), /PLINTH_STEP_MAX_PROCESSES must be a positive integer/);
     assert.throws(() => loadSandboxSettings({ PLINTH_STEP_CPUS: '0' }, undefined), /PLINTH_STEP_CPUS/);
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_UID_BASE: '0' }, undefined), /PLINTH_SANDBOX_UID_BASE/);

@@ -1,4 +1,4 @@
-import { SANDBOX_LAUNCHERS, SANDBOX_MODES, SANDBOX_NETWORKS, SANDBOX_SPAWNERS, type SandboxLauncher, type SandboxMode, type SandboxNetwork, type SandboxSettings, type SandboxSpawner } from './sandbox.ts';
+import { SANDBOX_MODES, SANDBOX_NETWORKS, type SandboxMode, type SandboxNetwork, type SandboxSettings } from './sandbox.ts';
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
   const raw = env[name];
@@ -36,8 +36,6 @@ export function loadSandboxSettings(env: NodeJS.ProcessEnv, workRoot: string | u
   return {
     mode: oneOf<SandboxMode>(env, 'PLINTH_SANDBOX', SANDBOX_MODES, 'auto'),
     network: oneOf<SandboxNetwork>(env, 'PLINTH_SANDBOX_NETWORK', SANDBOX_NETWORKS, 'host'),
-    launcher: oneOf<SandboxLauncher>(env, 'PLINTH_SANDBOX_LAUNCHER', SANDBOX_LAUNCHERS, 'auto'),
-    spawner: oneOf<SandboxSpawner>(env, 'PLINTH_SANDBOX_SPAWNER', SANDBOX_SPAWNERS, 'auto'),
     limits: {
       maxProcesses: positive(env, 'PLINTH_STEP_MAX_PROCESSES', 512, true),
       memoryMb: positive(env, 'PLINTH_STEP_MEMORY_MB', 2048, true),

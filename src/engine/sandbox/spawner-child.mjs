@@ -1,5 +1,4 @@
-// The worker's spawner in JavaScript (spawner.ts; the native one, native/plinth-spawner.c, takes the
-// same orders): a small process that starts the sandboxes' processes for its worker. A fork copies the
+// The worker's spawner (spawner.ts): a small process that starts the sandboxes' processes for its worker. A fork copies the
 // page tables of the process that forks: from the worker (over 100 MB) each spawn cost about 2.5 ms of
 // CPU and blocked the worker's event loop until the child had exec'd (5 ms at p50 on a busy 2-core
 // machine); from this process, a fraction of that, and the worker goes on.

@@ -1,16 +1,15 @@
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { isBuilt, NATIVE_SPAWNER, notBuilt } from './native.ts';
-import type { SandboxedProcess, SandboxSpawner, StepChild } from './sandbox.ts';
+import type { SandboxedProcess, StepChild } from './sandbox.ts';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./spawner-child.mjs', import.meta.url));
 
-/**
- * The spawner's orders carry their strings as one hexadecimal payload, NUL-separated: the native
- * spawner reads them without a JSON parser, and no string of them can be mistaken for another field.
- */
+/** The command name of a worker's spawner in /proc (it is a Node process). */
+export const SPAWNER_COMM = 'node';
+
+/** The spawner's orders carry their strings as one hexadecimal payload, NUL-separated: no string of them can be mistaken for another field. */
 function payload(parts: string[]): string {
   if (parts.some((part) => part.includes('\0'))) throw new Error('a spawned process\'s file, arguments, environment or directory cannot hold a NUL byte');
   return Buffer.from(parts.join('\0')).toString('hex');
@@ -106,9 +105,7 @@ interface Pending {
 /**
  * Spawner starts a worker's sandbox processes from a small helper process instead of the worker
  * itself: a fork's cost grows with the forking process's memory, and it blocks that process until the
- * child has exec'd. The helper is the native spawner (native/plinth-spawner.c) when it is built, else
- * spawner-child.mjs; both take the same orders and answer alike (PLINTH_SANDBOX_SPAWNER). The helper
- * exits when its worker does, and its children's guards then end every step, as if the worker had held
+ * child has exec'd. The helper (spawner-child.mjs) exits when its worker does, and its children's guards then end every step, as if the worker had held
  * their pipes. Should the helper die, the processes it started are reported killed and the next spawn
  * starts a new one.
  */
@@ -116,15 +113,6 @@ export class Spawner {
   private helper: ChildProcess | undefined;
   private nextId = 1;
   private readonly live = new Map<number, Pending>();
-  /** Which helper this spawner starts. */
-  readonly kind: 'native' | 'node';
-
-  constructor(kind: SandboxSpawner = 'auto') {
-    const built = isBuilt(NATIVE_SPAWNER);
-    if (kind === 'native' && !built) throw new Error(notBuilt('PLINTH_SANDBOX_SPAWNER', NATIVE_SPAWNER));
-    this.kind = kind === 'node' || !built ? 'node' : 'native';
-  }
-
   /** Starts `o` (a process group of its own, stdin a pipe nobody writes); resolves once it runs, rejects when it could not start. */
   async spawn(o: SpawnSpec): Promise<SpawnedProcess> {
     try {
@@ -165,11 +153,7 @@ export class Spawner {
     if (this.helper?.connected) return this.helper;
     // Its own group, so a terminal's Ctrl-C reaches only the worker; no flags of the worker's (tsx), no environment.
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-    const helper =
-      this.kind === 'native'
-        ? // Its stderr is the worker's: it writes there only why it failed.
-          spawn(NATIVE_SPAWNER, [], { env, detached: true, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
-        : fork(CHILD_SCRIPT, [], { execArgv: [], env, detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+    const helper = fork(CHILD_SCRIPT, [], { execArgv: [], env, detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
     helper.on('message', (m: FromSpawner, handle?: Socket) => this.onMessage(helper, m, handle));
     // Its channel closing is how its death is known first (its exit status may never be reaped while nothing holds the loop).
     helper.once('disconnect', () => this.lost(helper));
@@ -246,11 +230,10 @@ export class Spawner {
   }
 }
 
-const shared = new Map<SandboxSpawner, Spawner>();
+let shared: Spawner | undefined;
 
 /** The spawner of this process: one helper serves every sandbox of it (tests run many workers in one process). */
-export function sharedSpawner(kind: SandboxSpawner = 'auto'): Spawner {
-  let spawner = shared.get(kind);
-  if (!spawner) shared.set(kind, (spawner = new Spawner(kind)));
-  return spawner;
+export function sharedSpawner(): Spawner {
+  shared ??= new Spawner();
+  return shared;
 }
