@@ -97,10 +97,12 @@ describe('a 5 s database outage while steps finish', () => {
   });
 
   it('an api and a worker started while the database is away wait for it, then start', async () => {
-    const outage = proxy.cut(8_000);
-    const lateApi = startPlinthProcess(env, { command: 'api', readyTimeoutMs: 90_000 });
-    const lateWorker = spawn(process.execPath, [PLINTH_BIN, 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    // The outage lasts until both processes met it, however long a loaded machine takes to start them.
+    let apiOutput = '';
     let workerOutput = '';
+    const outage = proxy.cutUntil(() => /retrying/.test(apiOutput) && /retrying/.test(workerOutput), 8_000, 60_000);
+    const lateApi = startPlinthProcess(env, { command: 'api', readyTimeoutMs: 90_000, onOutput: (chunk) => (apiOutput += chunk) });
+    const lateWorker = spawn(process.execPath, [PLINTH_BIN, 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
     lateWorker.stdout!.on('data', (chunk) => (workerOutput += chunk));
     let workerExit: number | string | null = null;
     lateWorker.on('exit', (code, signal) => (workerExit = code ?? signal));

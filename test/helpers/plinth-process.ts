@@ -44,6 +44,8 @@ export interface StartOptions {
   discardStdout?: boolean;
   /** Extra flags for node itself. */
   nodeArgs?: string[];
+  /** Hears the process's output as it comes, before it is ready too. */
+  onOutput?: (chunk: string) => void;
 }
 
 export async function startPlinthProcess(env: Record<string, string>, options: StartOptions = {}): Promise<PlinthProcess> {
@@ -54,8 +56,12 @@ export async function startPlinthProcess(env: Record<string, string>, options: S
     stdio: ['ignore', options.discardStdout ? 'ignore' : 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout?.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
+  const hear = (chunk: Buffer) => {
+    output += chunk;
+    options.onOutput?.(chunk.toString());
+  };
+  child.stdout?.on('data', hear);
+  child.stderr!.on('data', hear);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const running: PlinthProcess = {
     child,

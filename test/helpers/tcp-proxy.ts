@@ -9,6 +9,8 @@ export interface TcpProxy {
   port: number;
   /** Drops every connection and refuses new ones for `ms`, then accepts again. */
   cut(ms: number): Promise<void>;
+  /** The same, for at least `minMs` and then until `over()` holds (checked every 100 ms, at most `maxMs` in all). */
+  cutUntil(over: () => boolean, minMs: number, maxMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -45,6 +47,14 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       for (const s of sockets) s.destroy();
       await closed;
       await new Promise((r) => setTimeout(r, ms));
+      await listen(port);
+    },
+    cutUntil: async (over, minMs, maxMs) => {
+      const closed = stopListening();
+      for (const s of sockets) s.destroy();
+      await closed;
+      const start = Date.now();
+      while (Date.now() - start < maxMs && (Date.now() - start < minMs || !over())) await new Promise((r) => setTimeout(r, 100));
       await listen(port);
     },
     close: async () => {
