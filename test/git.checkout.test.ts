@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { loadEngineConfig } from '../src/engine/engine-config.ts';
 import { recordRunCommit } from '../src/engine/run-commit.repo.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
-import { getRun, logLines, pipelineConfig, startEngineTestApp, stepsOf, triggerRun, waitFor, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+import { FAST_ENGINE_ENV, getRun, LOOPBACK_GIT_ENV, logLines, pipelineConfig, startEngineTestApp, stepsOf, triggerRun, waitFor, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
 
 describe('the checkout of a stack source', () => {
   let t: EngineTestApp;
@@ -11,7 +12,7 @@ describe('the checkout of a stack source', () => {
   let environmentId: string;
   before(async () => {
     t = await startEngineTestApp();
-    await t.startWorker();
+    await t.startWorker(loadEngineConfig({ ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV }));
     git = await startGitServer({ tokens: ['checkout-token-1234'] });
     projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'infra', name: 'Infra' } } })).body.data.id;
     environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'Prod' } } })).body.data.id;

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { loadEngineConfig } from '../src/engine/engine-config.ts';
 import { GitPoller } from '../src/git-webhooks/poller.ts';
 import { metrics } from '../src/platform/metrics/metrics.ts';
 import { TEST_SECRETS } from './helpers/app.ts';
 import { assertError } from './helpers/callers.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
-import { getRun, logLines, pipelineConfig, startEngineTestApp, stepsOf, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
+import { FAST_ENGINE_ENV, getRun, LOOPBACK_GIT_ENV, logLines, pipelineConfig, startEngineTestApp, stepsOf, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
 
 const SECRET = 'webhook-secret-0123456789';
 
@@ -18,7 +19,7 @@ describe('push webhooks', () => {
   let environmentId: string;
   before(async () => {
     t = await startEngineTestApp();
-    await t.startWorker();
+    await t.startWorker(loadEngineConfig({ ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV }));
     git = await startGitServer();
     projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'infra', name: 'Infra' } } })).body.data.id;
     environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'Prod' } } })).body.data.id;
@@ -123,7 +124,7 @@ describe('the branch poller, for sources that cannot send webhooks', () => {
   let git: GitServer;
   before(async () => {
     t = await startEngineTestApp();
-    await t.startWorker();
+    await t.startWorker(loadEngineConfig({ ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV }));
     git = await startGitServer();
   });
   after(async () => {

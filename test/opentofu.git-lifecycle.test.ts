@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadEngineConfig } from '../src/engine/engine-config.ts';
-import { FAST_ENGINE_ENV, getRun, logLines, stepsOf, triggerRun, waitFor, waitForLine, waitForRunStatus, waitForStep } from './helpers/engine.ts';
+import { FAST_ENGINE_ENV, getRun, LOOPBACK_GIT_ENV, logLines, stepsOf, triggerRun, waitFor, waitForLine, waitForRunStatus, waitForStep } from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 import { STANDIN, startTofuTestApp, type TofuTestApp } from './helpers/opentofu.ts';
 
@@ -28,8 +28,9 @@ describe('a stack from a real Git repository, through the API alone: first plan 
     t = await startTofuTestApp();
     git = await startGitServer();
     // In the namespace sandbox where this host can isolate (the stand-in is then bound at /plinth/bin/tofu).
-    let config = loadEngineConfig({ ...FAST_ENGINE_ENV, PLINTH_SANDBOX: 'auto' });
-    if ((await config.sandbox.start()).mode !== 'namespaces') config = loadEngineConfig({ ...FAST_ENGINE_ENV, PLINTH_SANDBOX: 'off' });
+    const engineEnv = { ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV, PLINTH_STATE_BACKEND_URL: t.baseUrl };
+    let config = loadEngineConfig({ ...engineEnv, PLINTH_SANDBOX: 'auto' });
+    if ((await config.sandbox.start()).mode !== 'namespaces') config = loadEngineConfig({ ...engineEnv, PLINTH_SANDBOX: 'off' });
     await t.startWorker({ sandbox: config.sandbox, tofu: { bin: STANDIN, backendUrl: t.baseUrl } });
     git.commit('public', 'main', 'stacks/app/standin.json', code(1));
     const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'infra', url: git.repoUrl('public') } } })).body.data;

@@ -63,7 +63,7 @@ describe('sandbox modes', () => {
     const { isolation } = (await t.call('GET', '/health', { token: null })).body;
     assert.equal(isolation.mode, 'namespaces');
     assert.equal(isolation.requested, 'auto');
-    assert.equal(isolation.network, 'host');
+    assert.equal(isolation.network, 'policy');
     assert.ok(['v1', 'v2', 'none'].includes(isolation.cgroup));
     assert.equal(isolation.limits.maxProcesses, 512);
     if (isolation.cgroup !== 'none') assert.deepEqual(isolation.limits, { maxProcesses: 512, memoryMb: 2048, cpus: 1 });

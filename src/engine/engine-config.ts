@@ -54,6 +54,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
   if (heartbeatMs >= leaseMs) throw new Error('PLINTH_WORKER_HEARTBEAT_MS must be shorter than PLINTH_WORKER_LEASE_MS');
   const workRoot = env.PLINTH_WORKER_WORK_ROOT || undefined;
   const concurrency = positiveIntFrom(env, 'PLINTH_WORKER_CONCURRENCY', 16);
+  const backendUrl = (env.PLINTH_STATE_BACKEND_URL || loadConfig(env).publicUrl).replace(/\/+$/, '');
   return {
     concurrency,
     leaseMs,
@@ -64,8 +65,8 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     killGraceMs: positiveIntFrom(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
     logLimits: loadLogLimits((name, fallback) => positiveIntFrom(env, name, fallback)),
     workRoot,
-    sandbox: createSandbox(loadSandboxSettings(env, workRoot, concurrency)),
-    tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl: (env.PLINTH_STATE_BACKEND_URL || loadConfig(env).publicUrl).replace(/\/+$/, '') },
+    sandbox: createSandbox(loadSandboxSettings(env, workRoot, concurrency, [backendUrl])),
+    tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl },
     git: loadGitConfig(env),
   };
 }

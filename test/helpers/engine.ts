@@ -23,6 +23,12 @@ export const FAST_ENGINE_ENV: Record<string, string> = {
   PLINTH_SANDBOX_POOL: '2',
 };
 
+/**
+ * The tests' Git server listens on loopback, as a self-hosted Git server on the worker host would: its
+ * operator allows it to steps, which the egress policy otherwise refuses (docs/sandbox.md).
+ */
+export const LOOPBACK_GIT_ENV: Record<string, string> = { PLINTH_STEP_EGRESS_ALLOW: '127.0.0.1' };
+
 const silent = pino({ level: process.env.ENGINE_TEST_LOG ?? 'silent' });
 
 export interface EngineTestApp extends TestApp {

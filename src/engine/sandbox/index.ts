@@ -36,7 +36,7 @@ export function currentIsolation(): IsolationReport {
  * publishes it for `GET /health`. It throws when `PLINTH_SANDBOX=namespaces` cannot be had.
  */
 export async function startSandbox(sandbox: StepSandbox, log: Logger): Promise<IsolationReport> {
-  const report = await sandbox.start();
+  const report = await sandbox.start(log);
   published = report;
   const fields = { isolation: report.mode, network: report.network, cgroup: report.cgroup, limits: report.limits, detail: report.detail };
   if (report.mode === 'namespaces') log.info(fields, 'isolating steps');

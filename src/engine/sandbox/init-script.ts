@@ -38,9 +38,13 @@
  * input: when it arrives, the step's shell is already running (no process starts between the worker's
  * write and the step's first command).
  *
+ * Under the `policy` network it starts inside the step's network namespace already (`nsenter` by the
+ * descriptor on fd 5, which it closes first: nothing of the step inherits it).
+ *
  * Arguments: fstab, mount point of the root, uid, process limit, cgroup.procs files.
  */
 export const SANDBOX_INIT = String.raw`set -eu
+exec 5<&-
 fstab=$1 root=$2 uid=$3 nproc=$4 cgroups=$5
 for f in $cgroups; do echo 0 > "$f"; done
 echo plinth-step > /proc/sys/kernel/hostname

@@ -4,8 +4,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pino from 'pino';
+import type { Logger } from '../../platform/logger.ts';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
+import { loopbackEndpoints, PROXY_PORT, serveStepEgress } from './egress.ts';
 import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
 import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
@@ -17,6 +20,8 @@ import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorks
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 /** What the worker runs on the host: the template's copy, the step's shell, and the init's tools (util-linux). */
 const TOOLS = ['cp', 'tar', 'sh', 'unshare', 'setpriv', 'pivot_root', 'mount', 'umount'];
+/** What a step's own network takes besides: `ip` brings its loopback up, `nsenter` starts the sandbox in it. */
+const NETWORK_TOOLS = ['ip', 'nsenter'];
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
 export type HostCheck = (tools: string[]) => Promise<string | undefined>;
@@ -57,6 +62,11 @@ export class NamespaceSandbox implements StepSandbox {
   private template = '';
   private systemDirs: string[] = [];
   private resolverFiles: Array<{ source: string; name: string }> = [];
+  private log: Logger = pino({ level: 'silent' });
+  /** Under the `policy` network: where a step's proxy listens, and the ports forwarded to the host's loopback. */
+  private readonly network: { proxyPort: number; forwardPorts: number[] } | undefined;
+  /** The variables that send a step's clients through its proxy (empty without the `policy` network). */
+  private readonly proxyEnv: Record<string, string>;
   private readonly root: string;
   /** Sandboxes built ahead, each waiting for the one step it will serve (PLINTH_SANDBOX_POOL). */
   private readonly pool: WarmPool<Warm>;
@@ -84,18 +94,21 @@ export class NamespaceSandbox implements StepSandbox {
     this.root = path.join(settings.workRoot ?? os.tmpdir(), 'plinth-sandboxes');
     this.maxFree = Math.max(4, settings.poolSize);
     this.cgroupTag = createHash('sha256').update(this.root).digest('hex').slice(0, 8);
+    this.network = settings.network === 'policy' ? stepNetwork(loopbackEndpoints(settings.egress)) : undefined;
+    this.proxyEnv = this.network ? proxyVariables(this.network.proxyPort) : {};
     this.pool = new WarmPool(settings.poolSize, () => this.makeWarm(), (w) => isRunning(w.first.proc), async (w) => {
       await retire(w.first.proc);
       await this.destroy(w.claimed, []);
     }, onPoolError);
   }
 
-  start(): Promise<IsolationReport> {
+  start(log?: Logger): Promise<IsolationReport> {
+    if (log) this.log = log;
     this.started ??= this.probeOnce().then(({ report, template, cgroups, dirs }) => {
       this.template = template;
       this.cgroups = cgroups;
       this.systemDirs = dirs;
-      this.resolverFiles = hostResolverFiles();
+      this.resolverFiles = this.stepResolverFiles();
       if (report.mode !== 'namespaces' && this.settings.mode === 'namespaces') {
         throw new Error(`PLINTH_SANDBOX=namespaces, but this host cannot isolate steps: ${report.detail}`);
       }
@@ -140,6 +153,16 @@ export class NamespaceSandbox implements StepSandbox {
     return this.openWorkspace();
   }
 
+  /**
+   * The step's /etc/resolv.conf and /etc/hosts, bound, not copied, so a change of the host's reaches
+   * the next step; under the `policy` network, its resolver is the worker's relay instead.
+   */
+  private stepResolverFiles() {
+    const hosts = existsSync('/etc/hosts') ? [{ source: '/etc/hosts', name: 'hosts' }] : [];
+    if (this.network) return [{ source: path.join(this.root, 'resolv.conf'), name: 'resolv.conf' }, ...hosts];
+    return existsSync('/etc/resolv.conf') ? [{ source: '/etc/resolv.conf', name: 'resolv.conf' }, ...hosts] : hosts;
+  }
+
   private probeOnce(): Promise<Probed> {
     if (this.hostCheck !== defaultHostCheck) return this.probe();
     const key = JSON.stringify({ ...this.settings, root: this.root });
@@ -156,12 +179,15 @@ export class NamespaceSandbox implements StepSandbox {
     const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [] });
     const cannot = await this.hostCheck(TOOLS);
     if (cannot) return failed(cannot);
+    const noNetwork = this.network && (await this.hostCheck(NETWORK_TOOLS));
+    if (noNetwork) return failed(`${noNetwork}: each step's own network (PLINTH_SANDBOX_NETWORK=policy) needs \`ip\` (iproute2) and \`nsenter\` (util-linux); install them, or set PLINTH_SANDBOX_NETWORK=none (steps get no network) or host (steps share the host's network: an explicit opt-out)`);
     try {
       await ensurePrivateRoot(this.root);
       await sweepStaleWorkspaces(this.root, this.settings.uidBase, this.settings.uidCount);
       this.template = await buildTemplate(this.root);
       this.systemDirs = await systemDirs();
-      this.resolverFiles = hostResolverFiles();
+      if (this.network) await writeFile(path.join(this.root, 'resolv.conf'), STEP_RESOLV_CONF, { mode: 0o644 });
+      this.resolverFiles = this.stepResolverFiles();
       this.cgroups = await detectCgroups();
       // A cgroup whose workspace still exists may belong to a step another worker is starting.
       await this.cgroups.sweep((name) => {
@@ -182,7 +208,7 @@ export class NamespaceSandbox implements StepSandbox {
       cgroup: this.cgroups.version,
       // Without a pids cgroup the process limit still holds: RLIMIT_NPROC counts the step's own uid.
       limits: { maxProcesses: limits.maxProcesses, memoryMb: enforced.memory ? limits.memoryMb : null, cpus: enforced.cpu ? limits.cpus : null },
-      detail: `pid, mount, ipc, uts${network === 'none' ? ', net' : ''} namespaces; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
+      detail: `pid, mount, ipc, uts${network === 'host' ? '' : ', net'} namespaces; ${NETWORK_DETAIL[network]}; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
     };
     return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs };
   }
@@ -303,7 +329,7 @@ export class NamespaceSandbox implements StepSandbox {
           next = await started.finally(() => starting.delete(started));
         }
         track(next.proc);
-        next.begin(stepScript({ HOME: '/workspace', ...spec.env }, spec.command, cwd));
+        next.begin(stepScript({ HOME: '/workspace', ...this.proxyEnv, ...spec.env }, spec.command, cwd));
         return next.proc;
       },
       pathOf: insideBinds,
@@ -350,7 +376,13 @@ export class NamespaceSandbox implements StepSandbox {
       cwd: claim.dir,
       fd3: true,
       nice,
+      network: this.network,
     });
+    if (proc.listeners) {
+      const stop = serveStepEgress(proc.listeners, this.settings.egress, this.log);
+      if (isRunning(proc)) proc.child.once('exit', stop);
+      else stop();
+    }
     return {
       proc,
       begin: (script) => {
@@ -427,9 +459,30 @@ function childrenOf(pid: number): number[] {
   }
 }
 
-/** Bound, not copied, so a change of the host's resolver reaches the next step. */
-function hostResolverFiles() {
-  return ['resolv.conf', 'hosts'].filter((name) => existsSync(`/etc/${name}`)).map((name) => ({ source: `/etc/${name}`, name }));
+/** A step's resolver under the `policy` network: the worker's relay on the step's own loopback (egress.ts). */
+const STEP_RESOLV_CONF = 'nameserver 127.0.0.1\noptions timeout:2 attempts:3\n';
+
+const NETWORK_DETAIL = {
+  policy: "a network of its own whose only way out is the worker's egress proxy",
+  none: 'no network',
+  host: "the host's network (PLINTH_SANDBOX_NETWORK=host)",
+} as const;
+
+/** The proxy's port, and the loopback ports forwarded to the host's: the proxy moves off a forwarded one. */
+function stepNetwork(forwardPorts: number[]) {
+  let proxyPort = PROXY_PORT;
+  while (forwardPorts.includes(proxyPort)) proxyPort++;
+  return { proxyPort, forwardPorts };
+}
+
+/**
+ * Every spelling clients read. No NO_PROXY: a client that proxies loopback too (curl, git) reaches an
+ * allowlisted service on the host's loopback through the proxy; one that never does (Go, so OpenTofu)
+ * finds the state backend forwarded on its own loopback.
+ */
+function proxyVariables(port: number): Record<string, string> {
+  const proxy = `http://127.0.0.1:${port}`;
+  return { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy };
 }
 
 /**

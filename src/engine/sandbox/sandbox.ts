@@ -1,5 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
+import type { Logger } from '../../platform/logger.ts';
+import type { EgressPolicy } from './egress.ts';
 
 /**
  * The step sandbox: where and as whom a step's processes run. Every runner (script today; OpenTofu and
@@ -11,8 +13,11 @@ import type { Readable } from 'node:stream';
 export const SANDBOX_MODES = ['auto', 'namespaces', 'off'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
-/** `PLINTH_SANDBOX_NETWORK`: `host` shares the worker host's network; `none` gives each step an empty network namespace. */
-export const SANDBOX_NETWORKS = ['host', 'none'] as const;
+/**
+ * `PLINTH_SANDBOX_NETWORK`: `policy` gives each step a network namespace of its own whose only way out
+ * is the worker's egress proxy (egress.ts); `none` an empty one; `host` shares the worker host's network.
+ */
+export const SANDBOX_NETWORKS = ['policy', 'none', 'host'] as const;
 export type SandboxNetwork = (typeof SANDBOX_NETWORKS)[number];
 
 export interface StepLimits {
@@ -26,6 +31,8 @@ export interface StepLimits {
 export interface SandboxSettings {
   mode: SandboxMode;
   network: SandboxNetwork;
+  /** What a step may reach under the `policy` network. */
+  egress: EgressPolicy;
   limits: StepLimits;
   /** Each running step gets its own uid from [uidBase, uidBase + uidCount). */
   uidBase: number;
@@ -117,8 +124,8 @@ export interface StepWorkspace {
 }
 
 export interface StepSandbox {
-  /** Probes the mechanism once (memoized) and reports what is active. */
-  start(): Promise<IsolationReport>;
+  /** Probes the mechanism once (memoized) and reports what is active; `log` hears of refused egress. */
+  start(log?: Logger): Promise<IsolationReport>;
   /** Makes a fresh workspace; throws SandboxUnavailableError when steps cannot run isolated here. */
   open(): Promise<StepWorkspace>;
   /**

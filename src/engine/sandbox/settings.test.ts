@@ -8,10 +8,11 @@ import { shellAssignments, stepFstab, stepScript } from './init-script.ts';
 import { loadSandboxSettings } from './settings.ts';
 
 describe('sandbox settings', () => {
-  it('default to auto, the host network, 512 processes, 2048 MiB and one CPU', () => {
+  it('default to auto, a network of its own behind the egress policy, 512 processes, 2048 MiB and one CPU', () => {
     const s = loadSandboxSettings({}, undefined);
     assert.equal(s.mode, 'auto');
-    assert.equal(s.network, 'host');
+    assert.equal(s.network, 'policy');
+    assert.deepEqual(s.egress.endpoints, []);
     assert.deepEqual(s.limits, { maxProcesses: 512, memoryMb: 2048, cpus: 1 });
     assert.deepEqual([s.uidBase, s.uidCount], [200_000, 50_000]);
     assert.equal(s.poolSize, 16);
@@ -20,7 +21,16 @@ describe('sandbox settings', () => {
 
   it('read every knob, and refuse a value that is not one', () => {
     const s = loadSandboxSettings({ PLINTH_SANDBOX: 'off', PLINTH_SANDBOX_NETWORK: 'none', PLINTH_STEP_MAX_PROCESSES: '64', PLINTH_STEP_MEMORY_MB: '256', PLINTH_STEP_CPUS: '0.5', PLINTH_SANDBOX_UID_BASE: '300000', PLINTH_SANDBOX_UID_COUNT: '10', PLINTH_SANDBOX_POOL: '0' }, '/srv/work');
-    assert.deepEqual(s, { mode: 'off', network: 'none', limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 }, uidBase: 300_000, uidCount: 10, workRoot: '/srv/work', poolSize: 0 });
+    const { egress, ...rest } = s;
+    assert.deepEqual(rest, { mode: 'off', network: 'none', limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 }, uidBase: 300_000, uidCount: 10, workRoot: '/srv/work', poolSize: 0 });
+    assert.deepEqual(egress.endpoints, []);
+    const allowing = loadSandboxSettings({ PLINTH_STEP_EGRESS_ALLOW: '10.1.0.0/16, git.corp.example *.registry.corp.example' }, undefined, 1, ['http://127.0.0.1:8080', 'https://plinth.example']);
+    assert.deepEqual(allowing.egress.allow.hosts, ['git.corp.example', '*.registry.corp.example']);
+    assert.ok(allowing.egress.allow.networks.check('10.1.2.3', 'ipv4'));
+    assert.deepEqual(allowing.egress.endpoints, [{ host: '127.0.0.1', port: 8080 }, { host: 'plinth.example', port: 443 }]);
+    assert.throws(() => loadSandboxSettings({ PLINTH_STEP_EGRESS_ALLOW: '10.0.0.0/33' }, undefined), /PLINTH_STEP_EGRESS_ALLOW: "10.0.0.0\/33" is not a valid CIDR/);
+    assert.throws(() => loadSandboxSettings({ PLINTH_STEP_EGRESS_ALLOW: 'http://x' }, undefined), /PLINTH_STEP_EGRESS_ALLOW: "http:\/\/x" is neither a CIDR nor a host name/);
+    assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_NETWORK: 'open' }, undefined), /PLINTH_SANDBOX_NETWORK must be one of policy, none, host/);
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_POOL: '-1' }, undefined), /PLINTH_SANDBOX_POOL must be an integer from 0/);
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX: 'bwrap' }, undefined), /PLINTH_SANDBOX must be one of auto, namespaces, off/);
     assert.throws(() => loadSandboxSettings({ PLINTH_STEP_MAX_PROCESSES: '1.5' }, undefined), /PLINTH_STEP_MAX_PROCESSES must be a positive integer/);

@@ -1,3 +1,5 @@
+import { parseAllowList } from '../../platform/outbound/address-policy.ts';
+import { defaultEgressPolicy } from './egress.ts';
 import { SANDBOX_MODES, SANDBOX_NETWORKS, type SandboxMode, type SandboxNetwork, type SandboxSettings } from './sandbox.ts';
 
 function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
@@ -26,16 +28,24 @@ function count(env: NodeJS.ProcessEnv, name: string, fallback: number, max: numb
   return value;
 }
 
+/** A URL's host and port, as a step would connect to it. */
+function endpointOf(url: string): { host: string; port: number } {
+  const parsed = new URL(url);
+  return { host: parsed.hostname, port: Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80)) };
+}
+
 /**
- * loadSandboxSettings reads the `PLINTH_SANDBOX*` and `PLINTH_STEP_*` knobs (defaults in docs/engine.md).
- * `concurrency` is the worker's: by default it keeps as many sandboxes built ahead as it runs steps at once.
+ * loadSandboxSettings reads the `PLINTH_SANDBOX*` and `PLINTH_STEP_*` knobs (defaults in docs/sandbox.md).
+ * `concurrency` is the worker's: by default it keeps as many sandboxes built ahead as it runs steps at
+ * once. `reachable` are URLs every step may reach whatever the egress policy says (the state backend).
  */
-export function loadSandboxSettings(env: NodeJS.ProcessEnv, workRoot: string | undefined, concurrency = 16): SandboxSettings {
+export function loadSandboxSettings(env: NodeJS.ProcessEnv, workRoot: string | undefined, concurrency = 16, reachable: readonly string[] = []): SandboxSettings {
   const uidBase = positive(env, 'PLINTH_SANDBOX_UID_BASE', 200_000, true, 4_000_000_000);
   const uidCount = positive(env, 'PLINTH_SANDBOX_UID_COUNT', 50_000, true, 4_294_967_294 - uidBase);
   return {
     mode: oneOf<SandboxMode>(env, 'PLINTH_SANDBOX', SANDBOX_MODES, 'auto'),
-    network: oneOf<SandboxNetwork>(env, 'PLINTH_SANDBOX_NETWORK', SANDBOX_NETWORKS, 'host'),
+    network: oneOf<SandboxNetwork>(env, 'PLINTH_SANDBOX_NETWORK', SANDBOX_NETWORKS, 'policy'),
+    egress: defaultEgressPolicy(parseAllowList((env.PLINTH_STEP_EGRESS_ALLOW ?? '').split(/[\s,]+/), 'PLINTH_STEP_EGRESS_ALLOW'), reachable.map(endpointOf)),
     limits: {
       maxProcesses: positive(env, 'PLINTH_STEP_MAX_PROCESSES', 512, true),
       memoryMb: positive(env, 'PLINTH_STEP_MEMORY_MB', 2048, true),

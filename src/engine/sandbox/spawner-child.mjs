@@ -11,7 +11,12 @@
 // process exits, which closes every stdin it held: each sandbox's guard then kills its step, as it did
 // when the worker held those pipes itself.
 import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const NETWORK_HELPER = fileURLToPath(new URL('./stepnet-helper.mjs', import.meta.url));
+const NETWORK_SETUP_MS = 30_000;
 
 /** Children by the worker's id for them, until they exit. */
 const children = new Map();
@@ -25,7 +30,7 @@ process.on('message', (m) => {
   const child = children.get(m.id);
   switch (m.op) {
     case 'spawn':
-      return start(m.id, spawnSpec(Buffer.from(m.a, 'hex').toString().split('\0')));
+      return begin(m.id, spawnSpec(Buffer.from(m.a, 'hex').toString().split('\0')));
     case 'script':
       return child?.stdio[3]?.end(Buffer.from(m.a, 'hex'));
     case 'release':
@@ -38,17 +43,74 @@ process.on('message', (m) => {
   }
 });
 
-/** A spawn's payload, as spawner.ts writes it: file, cwd, nice, fd3, argc, the arguments, the environment's NAME=value pairs. */
-function spawnSpec([file, cwd, nice, fd3, argc, ...rest]) {
+/** A spawn's payload, as spawner.ts writes it: file, cwd, nice, fd3, network ports, argc, the arguments, the environment's NAME=value pairs. */
+function spawnSpec([file, cwd, nice, fd3, ports, argc, ...rest]) {
   const args = rest.slice(0, Number(argc));
   const env = Object.fromEntries(rest.slice(args.length).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
-  return { file, args, env, cwd, fd3: fd3 === '1', nice: nice === '' ? undefined : Number(nice) };
+  return { file, args, env, cwd, fd3: fd3 === '1', nice: nice === '' ? undefined : Number(nice), ports: ports === '' ? undefined : ports.split(',') };
 }
 
-function start(id, { file, args, env, cwd, fd3, nice }) {
+function begin(id, spec) {
+  if (!spec.ports) return start(id, spec);
+  withStepNetwork(id, spec).catch((error) => process.send({ op: 'error', id, message: `the step's network: ${error.message}` }));
+}
+
+/**
+ * A network namespace of the step's own, made by the helper (stepnet-helper.mjs) with the listen
+ * sockets the worker serves in it; the process then starts inside it through `nsenter`, which enters
+ * the namespace by a descriptor (fd 5), so it cannot be another's whatever happens to the helper.
+ */
+async function withStepNetwork(id, spec) {
+  const helper = spawn('unshare', ['--net', '--', 'sh', '-c', 'ip link set lo up && exec "$0" "$@"', process.execPath, NETWORK_HELPER, ...spec.ports], {
+    env: { PATH: spec.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  let stderr = '';
+  helper.stderr.on('data', (d) => (stderr = (stderr + d).slice(-500)));
+  const handed = [];
+  try {
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`not set up within ${NETWORK_SETUP_MS / 1000} s`)), NETWORK_SETUP_MS);
+      // A proxy, DNS, and a forward for each port after the proxy's. Counted, not awaited by a last
+      // message: a server handed over is told once it listens here, after messages sent behind it.
+      const expected = spec.ports.length + 1;
+      helper.on('message', (m, handle) => {
+        if (handle) handed.push([m, handle]);
+        if (handed.length === expected) clearTimeout(timer), resolve();
+      });
+      helper.once('error', (error) => (clearTimeout(timer), reject(error)));
+      helper.once('exit', (code) => (clearTimeout(timer), reject(new Error(stderr.trim() || `its helper exited with ${code}`))));
+    });
+    const ns = openSync(`/proc/${helper.pid}/ns/net`, 'r');
+    try {
+      // Handed on before `spawned`: the worker serves them before the step can use them.
+      for (const [m, handle] of handed) await new Promise((resolve, reject) => process.send({ op: m.op, id, port: m.port }, handle, (error) => (error ? reject(error) : resolve())));
+      start(id, { ...spec, file: 'nsenter', args: ['--net=/proc/self/fd/5', '--', spec.file, ...spec.args], netns: ns });
+    } finally {
+      closeSync(ns);
+    }
+  } finally {
+    // This process keeps none of them: they are the worker's now, or of nobody.
+    for (const [, handle] of handed) closeQuietly(handle);
+    if (helper.connected) helper.disconnect();
+    helper.kill('SIGKILL');
+  }
+}
+
+function closeQuietly(handle) {
+  try {
+    handle.close();
+  } catch {
+    // Closed already.
+  }
+}
+
+function start(id, { file, args, env, cwd, fd3, nice, netns }) {
   let child;
   try {
-    child = spawn(file, args, { cwd, env, detached: true, stdio: fd3 ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'] });
+    const stdio = fd3 ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'];
+    if (netns !== undefined) stdio.push(...(fd3 ? [] : ['ignore']), 'ignore', netns);
+    child = spawn(file, args, { cwd, env, detached: true, stdio });
   } catch (error) {
     return process.send({ op: 'error', id, message: error.message });
   }

@@ -1,6 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import type { Socket as UdpSocket } from 'node:dgram';
 import { EventEmitter } from 'node:events';
-import type { Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import type { StepListeners } from './egress.ts';
 import { fileURLToPath } from 'node:url';
 import type { SandboxedProcess, StepChild } from './sandbox.ts';
 
@@ -25,6 +27,11 @@ export interface SpawnSpec {
   fd3?: boolean;
   /** A nice level the spawner sets as soon as the child runs: a sandbox built ahead yields to running steps. */
   nice?: number;
+  /**
+   * Starts the child in a network namespace of its own, with loopback up and listen sockets on it for
+   * the worker (egress.ts): the proxy on `proxyPort`, DNS on UDP 53, and one for each of `forwardPorts`.
+   */
+  network?: { proxyPort: number; forwardPorts: number[] };
 }
 
 /** A process the spawner started; signals reach its group only while it runs. */
@@ -33,10 +40,14 @@ export interface SpawnedProcess extends SandboxedProcess {
   handScript(script: string): void;
   /** Closes fd 3 and stdin having written nothing: a waiting shell runs nothing, the guard kills what is left. */
   release(): void;
+  /** With `network`: the listen sockets in the child's namespace, the worker's to serve and close. */
+  readonly listeners?: StepListeners;
 }
 
 type FromSpawner =
   | { op: 'stdout' | 'stderr'; id: number }
+  | { op: 'proxy' | 'dns'; id: number }
+  | { op: 'tunnel'; id: number; port: number }
   | { op: 'spawned'; id: number; pid: number }
   | { op: 'error'; id: number; message: string }
   | { op: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null };
@@ -96,6 +107,10 @@ class HelperLostError extends Error {
 
 interface Pending {
   child: RemoteChild;
+  /** With a network: its listen sockets as they arrive, and how many are still to come. */
+  listeners?: { proxy?: Server; dns?: UdpSocket; tunnels: Array<{ server: Server; port: number }>; missing: number };
+  /** `spawned` came before every listener did (a server is told once it listens): the pid, kept until they are in. */
+  spawnedPid?: number;
   started: (proc: SpawnedProcess) => void;
   failed: (error: Error) => void;
   /** The helper that starts it: only that helper's death ends it. */
@@ -130,11 +145,13 @@ export class Spawner {
     const child = new RemoteChild();
     child.once('close', () => this.forget(id));
     return new Promise((started, failed) => {
-      this.live.set(id, { child, started, failed, helper });
+      const listeners = o.network ? { tunnels: [], missing: 2 + o.network.forwardPorts.length } : undefined;
+      this.live.set(id, { child, started, failed, helper, listeners });
       this.holdLoop();
       try {
         const env = Object.entries(o.env).map(([name, value]) => `${name}=${value}`);
-        const spec = [o.file, o.cwd, o.nice === undefined ? '' : String(o.nice), o.fd3 ? '1' : '0', String(o.args.length), ...o.args, ...env];
+        const ports = o.network ? [o.network.proxyPort, ...o.network.forwardPorts].join(',') : '';
+        const spec = [o.file, o.cwd, o.nice === undefined ? '' : String(o.nice), o.fd3 ? '1' : '0', ports, String(o.args.length), ...o.args, ...env];
         helper.send({ op: 'spawn', id, a: payload(spec) });
       } catch (error) {
         this.forget(id);
@@ -154,7 +171,7 @@ export class Spawner {
     // Its own group, so a terminal's Ctrl-C reaches only the worker; no flags of the worker's (tsx), no environment.
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
     const helper = fork(CHILD_SCRIPT, [], { execArgv: [], env, detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
-    helper.on('message', (m: FromSpawner, handle?: Socket) => this.onMessage(helper, m, handle));
+    helper.on('message', (m: FromSpawner, handle?: Socket | Server | UdpSocket) => this.onMessage(helper, m, handle));
     // Its channel closing is how its death is known first (its exit status may never be reaped while nothing holds the loop).
     helper.once('disconnect', () => this.lost(helper));
     helper.once('exit', () => this.lost(helper));
@@ -166,27 +183,53 @@ export class Spawner {
     return helper;
   }
 
-  private onMessage(helper: ChildProcess, m: FromSpawner, handle?: Socket) {
+  private onMessage(helper: ChildProcess, m: FromSpawner, handle?: Socket | Server | UdpSocket) {
     const pending = this.live.get(m.id);
-    if (!pending) return;
+    if (!pending) {
+      closeHandle(handle);
+      return;
+    }
     const { child } = pending;
     switch (m.op) {
       case 'stdout':
       case 'stderr':
-        if (handle) child.adopt(m.op, handle);
+        if (handle) child.adopt(m.op, handle as Socket);
+        return;
+      case 'proxy':
+      case 'dns':
+      case 'tunnel':
+        this.adoptListener(helper, m, pending, handle);
         return;
       case 'spawned':
-        child.pid = m.pid;
-        pending.started(this.remote(helper, m.id, child));
+        pending.spawnedPid = m.pid;
+        this.startedIfReady(helper, m.id, pending);
         return;
       case 'error':
         this.forget(m.id);
+        for (const handle of [pending.listeners?.proxy, pending.listeners?.dns, ...(pending.listeners?.tunnels ?? []).map((t) => t.server)]) closeHandle(handle);
         pending.failed(new Error(`could not start ${m.message}`));
         return;
       case 'exit':
         child.exited(m.code, m.signal);
         return;
     }
+  }
+
+  private adoptListener(helper: ChildProcess, m: FromSpawner & { op: 'proxy' | 'dns' | 'tunnel' }, pending: Pending, handle: unknown) {
+    const listeners = pending.listeners;
+    if (!listeners || !handle) return closeHandle(handle);
+    if (m.op === 'proxy') listeners.proxy = handle as Server;
+    else if (m.op === 'dns') listeners.dns = handle as UdpSocket;
+    else if (m.op === 'tunnel') listeners.tunnels.push({ server: handle as Server, port: m.port });
+    listeners.missing--;
+    this.startedIfReady(helper, m.id, pending);
+  }
+
+  private startedIfReady(helper: ChildProcess, id: number, pending: Pending) {
+    if (pending.spawnedPid === undefined || (pending.listeners?.missing ?? 0) > 0) return;
+    pending.child.pid = pending.spawnedPid;
+    const { proxy, dns, tunnels } = pending.listeners ?? {};
+    pending.started(this.remote(helper, id, pending.child, proxy && dns ? { proxy, dns, tunnels: tunnels ?? [] } : undefined));
   }
 
   private forget(id: number) {
@@ -201,7 +244,7 @@ export class Spawner {
     else channel?.unref();
   }
 
-  private remote(helper: ChildProcess, id: number, child: RemoteChild): SpawnedProcess {
+  private remote(helper: ChildProcess, id: number, child: RemoteChild, listeners: StepListeners | undefined): SpawnedProcess {
     const send = (message: object) => {
       if (helper.connected) helper.send({ ...message, id });
     };
@@ -213,6 +256,7 @@ export class Spawner {
       kill: () => signal('SIGKILL'),
       handScript: (script) => send({ op: 'script', a: Buffer.from(script).toString('hex') }),
       release: () => send({ op: 'release' }),
+      listeners,
     };
   }
 
@@ -227,6 +271,14 @@ export class Spawner {
         failed(new HelperLostError());
       } else child.exited(null, 'SIGKILL');
     }
+  }
+}
+
+function closeHandle(handle: unknown) {
+  try {
+    (handle as { close?: () => void } | undefined)?.close?.();
+  } catch {
+    // Closed already.
   }
 }
 

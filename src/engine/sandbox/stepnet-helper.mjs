@@ -1,0 +1,38 @@
+// Makes a step's listen sockets inside the step's own network namespace, for the worker to serve
+// (egress.ts). The spawner runs it as `unshare --net sh -c 'ip link set lo up && exec node THIS PORTS'`:
+// a new namespace with loopback up and nothing else. It binds, on 127.0.0.1, the proxy's port (the first
+// argument), UDP 53 for DNS and each port to forward (the rest), hands every socket to the spawner over
+// the IPC channel, and exits when the spawner disconnects (by then the spawner holds the namespace open,
+// and the worker the sockets).
+import dgram from 'node:dgram';
+import net from 'node:net';
+
+const [proxyPort, ...tunnelPorts] = process.argv.slice(2).map(Number);
+
+function listen(port) {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen({ host: '127.0.0.1', port, backlog: 128 }, () => resolve(server));
+  });
+}
+
+function bindDns() {
+  return new Promise((resolve, reject) => {
+    const socket = dgram.createSocket('udp4');
+    socket.once('error', reject);
+    socket.bind({ address: '127.0.0.1', port: 53 }, () => resolve(socket));
+  });
+}
+
+const sent = (message, handle) => new Promise((resolve, reject) => process.send(message, handle, (error) => (error ? reject(error) : resolve())));
+
+process.on('disconnect', () => process.exit(0));
+try {
+  await sent({ op: 'proxy' }, await listen(proxyPort));
+  await sent({ op: 'dns' }, await bindDns());
+  for (const port of tunnelPorts) await sent({ op: 'tunnel', port }, await listen(port));
+} catch (error) {
+  process.stderr.write(`${error.message}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
+import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
+import type { StepWorkspace } from '../src/engine/sandbox/sandbox.ts';
+import { parseAllowList } from '../src/platform/outbound/address-policy.ts';
+import { createOrganization, userCaller } from './helpers/callers.ts';
+import { createStack, logLines, spawnWorkerProcess, startEngineTestApp, stepsOf, triggerRun, waitFor, type EngineTestApp } from './helpers/engine.ts';
+import { startCountingListener, startDnsServer, startPublicHost, type PublicHost } from './helpers/public-host.ts';
+import { runInWorkspace } from './helpers/sandbox.ts';
+
+/** A request through the step's proxy: `-p` makes curl CONNECT, as HTTPS clients do; without, an absolute-URI request. */
+const viaProxy = (url: string, tunnel = false) => `curl -sS -m 10 --http0.9 ${tunnel ? '-p ' : ''}--noproxy '' -x "$HTTP_PROXY" ${url}`;
+
+/** This host's first address that is not loopback: a service listening on all addresses is there too. */
+function hostAddress(): string | undefined {
+  return Object.values(os.networkInterfaces())
+    .flat()
+    .find((a) => a && !a.internal && a.family === 'IPv4')?.address;
+}
+
+/**
+ * What a step can reach under the default network (`policy`), tried as an attacker would: real steps
+ * of a MEMBER, run by a real `plinth worker` process through the API.
+ */
+describe('a step\'s network: only the egress policy leads out', () => {
+  let t: EngineTestApp;
+  let worker: ChildProcess;
+  let member: string;
+  let publicHost: PublicHost;
+  let loopback: Awaited<ReturnType<typeof startCountingListener>>;
+  let onHostAddress: Awaited<ReturnType<typeof startCountingListener>>;
+  let backend: http.Server;
+  let backendHits = 0;
+  const dbPort = new URL(process.env.PLINTH_TEST_DATABASE_URL!).port;
+
+  async function runStep(command: string) {
+    const stack = await createStack(t, [{ id: 'net', command, timeoutSeconds: 60 }], member);
+    const run = await triggerRun(t, stack.id, {}, member);
+    const done = await waitFor(`run ${run.id} to end`, async () => {
+      const r = (await t.call('GET', `/pipeline-runs/${run.id}`, { token: member })).body.data;
+      return ['SUCCEEDED', 'FAILED'].includes(r.status) ? r : undefined;
+    }, 70_000, 100);
+    const [step] = await stepsOf(t, run.id, member);
+    return { run: done, output: (await logLines(t, step.id, member)).join('\n') };
+  }
+
+  before(async () => {
+    t = await startEngineTestApp();
+    const org = await createOrganization(t, 'Tenant');
+    member = (await userCaller(t, 'mallory@net.test', 'MEMBER', org)).token;
+    publicHost = await startPublicHost();
+    loopback = await startCountingListener('127.0.0.1');
+    onHostAddress = await startCountingListener('0.0.0.0');
+    // The state backend's stand-in, on the host's loopback as a single-machine Plinth's API is.
+    backend = http.createServer((_req, res) => {
+      backendHits++;
+      res.end('state backend\n');
+    });
+    backend.listen(0, '127.0.0.1');
+    await once(backend, 'listening');
+    const backendUrl = `http://127.0.0.1:${(backend.address() as { port: number }).port}`;
+    worker = spawnWorkerProcess(t, { PLINTH_SANDBOX: 'namespaces', PLINTH_STATE_BACKEND_URL: backendUrl });
+  });
+  after(async () => {
+    worker.kill('SIGKILL');
+    publicHost.close();
+    loopback.close();
+    onHostAddress.close();
+    backend.close();
+    await t.close();
+  });
+
+  it('cannot reach a service on the host\'s loopback, directly, as an HTTP request or through a CONNECT tunnel', async () => {
+    const url = `http://127.0.0.1:${loopback.port}/`;
+    const { output } = await runStep([`curl -sS -m 5 --noproxy '*' ${url}; echo "direct=$?"`, `${viaProxy(url)}; echo "request=$?"`, `${viaProxy(url, true)}; echo "tunnel=$?"`].join('\n'));
+    assert.match(output, /direct=[1-9]/);
+    assert.match(output, /connecting to 127\.0\.0\.1 is not allowed: loopback/);
+    assert.match(output, /request=0/, 'the refusal is the proxy\'s own 403 page');
+    assert.match(output, /CONNECT tunnel failed, response 403/);
+    assert.doesNotMatch(output, /secret/);
+    assert.equal(loopback.connections(), 0);
+  });
+
+  it('cannot reach the platform\'s PostgreSQL, by address or by the name localhost', async () => {
+    const { output } = await runStep([`${viaProxy(`telnet://127.0.0.1:${dbPort}`, true)}; echo "address=$?"`, `${viaProxy(`telnet://localhost:${dbPort}`, true)}; echo "name=$?"`].join('\n'));
+    assert.match(output, /address=56/);
+    assert.match(output, /name=56/);
+    assert.equal(output.match(/CONNECT tunnel failed, response 403/g)?.length, 2, output);
+  });
+
+  it('cannot reach the host through its own non-loopback address', async (ctx) => {
+    const address = hostAddress();
+    if (!address) return ctx.skip('this host has no address but loopback');
+    const { output } = await runStep(`${viaProxy(`http://${address}:${onHostAddress.port}/`)}; ${viaProxy(`http://${address}:${onHostAddress.port}/`, true)}`);
+    assert.match(output, new RegExp(`connecting to ${address.replace(/\./g, '\\.')} is not allowed: an address of this host`));
+    assert.equal(onHostAddress.connections(), 0);
+  });
+
+  it('cannot reach the cloud metadata service: refused by the proxy, and no route leads there', async () => {
+    const { output } = await runStep([`${viaProxy('http://169.254.169.254/latest/meta-data/')}; echo`, `curl -sS -m 5 --noproxy '*' http://169.254.169.254/latest/meta-data/; echo "direct=$?"`].join('\n'));
+    assert.match(output, /connecting to 169\.254\.169\.254 is not allowed: link-local \(cloud metadata\)/);
+    assert.match(output, /direct=7/, 'no route: the connection fails at once, nothing is sent');
+  });
+
+  it('reaches a public host through its proxy, as HTTP clients and CONNECT tunnels do, and nothing directly', async () => {
+    const url = `http://${publicHost.address}/`;
+    const { run, output } = await runStep([`curl -sS -m 10 ${url}`, viaProxy(url, true), `curl -sS -m 5 --noproxy '*' ${url} || echo "direct failed"`].join('\n'));
+    assert.equal(run.status, 'SUCCEEDED', output);
+    assert.equal(output.match(/hello from the public internet/g)?.length, 2, output);
+    assert.match(output, /direct failed/);
+    assert.equal(publicHost.requests(), 2);
+  });
+
+  it('reaches the state backend at its loopback URL, directly as OpenTofu does (Go never proxies loopback) and through the proxy', async () => {
+    const before = backendHits;
+    const url = `http://127.0.0.1:${(backend.address() as { port: number }).port}/`;
+    const { run, output } = await runStep(`curl -sS -m 10 --noproxy '*' ${url} && curl -sS -m 10 ${url}`);
+    assert.equal(run.status, 'SUCCEEDED', output);
+    assert.equal(output.match(/state backend/g)?.length, 2, output);
+    assert.equal(backendHits, before + 2);
+  });
+});
+
+/** The same sandbox with names: its resolver, and the operator's allowlist by CIDR and by host name. */
+describe('a step\'s names and the operator\'s allowlist', () => {
+  let workRoot: string;
+  let sandbox: NamespaceSandbox;
+  let workspace: StepWorkspace;
+  let publicHost: PublicHost;
+  let dns: Awaited<ReturnType<typeof startDnsServer>>;
+  let allowedByCidr: Awaited<ReturnType<typeof startCountingListener>>;
+  let allowedByName: Awaited<ReturnType<typeof startCountingListener>>;
+
+  before(async () => {
+    workRoot = mkdtempSync(path.join(os.tmpdir(), 'plinth-net-'));
+    publicHost = await startPublicHost();
+    dns = await startDnsServer({ 'public.test': publicHost.address });
+    allowedByCidr = await startCountingListener('127.0.0.2');
+    allowedByName = await startCountingListener('127.0.0.1');
+    const settings = loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0' }, workRoot);
+    const names: Record<string, string> = { 'public.test': publicHost.address, 'git.internal': '127.0.0.1' };
+    settings.egress = {
+      ...settings.egress,
+      allow: parseAllowList(['127.0.0.2/32', 'git.internal'], 'test'),
+      // The host's resolver, as the worker sees it: the test's, so no query leaves the machine.
+      lookup: async (host) => (names[host] ? [{ address: names[host]!, family: 4 }] : []),
+      dnsServers: [dns.server],
+    };
+    sandbox = new NamespaceSandbox(settings);
+    assert.equal((await sandbox.start()).mode, 'namespaces');
+  });
+  after(async () => {
+    await sandbox.close();
+    for (const closing of [publicHost, dns, allowedByCidr, allowedByName]) closing.close();
+    rmSync(workRoot, { recursive: true, force: true });
+  });
+
+  it('resolves names through a resolver on its own loopback that relays to the host\'s', async () => {
+    workspace = await sandbox.open();
+    const { code, output } = await runInWorkspace(workspace, 'cat /etc/resolv.conf; getent hosts public.test');
+    await workspace.dispose();
+    assert.equal(code, 0, output);
+    assert.match(output, /^nameserver 127\.0\.0\.1$/m);
+    assert.match(output, new RegExp(`^${publicHost.address.replace(/\./g, '\\.')}\\s+public\\.test$`, 'm'));
+    assert.ok(dns.queries().includes('public.test'));
+  });
+
+  it('reaches a public host by its name through the proxy', async () => {
+    workspace = await sandbox.open();
+    const { code, output } = await runInWorkspace(workspace, 'curl -sS -m 10 http://public.test/');
+    await workspace.dispose();
+    assert.equal(code, 0, output);
+    assert.match(output, /hello from the public internet/);
+  });
+
+  it('reaches what the operator allows, a network by CIDR and a host by name, and nothing beside them', async () => {
+    workspace = await sandbox.open();
+    const command = [
+      `${viaProxy(`http://127.0.0.2:${allowedByCidr.port}/`, true)}`,
+      `${viaProxy(`http://git.internal:${allowedByName.port}/`, true)}`,
+      `${viaProxy(`http://127.0.0.1:${allowedByName.port}/`, true)}; echo "by address=$?"`,
+    ].join('\n');
+    const { output } = await runInWorkspace(workspace, command);
+    await workspace.dispose();
+    assert.equal(output.match(/^secret$/gm)?.length, 2, output);
+    assert.match(output, /by address=56/, 'the name is allowed, not the address it resolves to');
+    assert.equal(allowedByCidr.connections(), 1);
+    assert.equal(allowedByName.connections(), 1);
+  });
+});
