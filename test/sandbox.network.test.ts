@@ -15,6 +15,12 @@ import { createStack, logLines, spawnWorkerProcess, startEngineTestApp, stepsOf,
 import { startCountingListener, startDnsServer, startPublicHost, type PublicHost } from './helpers/public-host.ts';
 import { runInWorkspace } from './helpers/sandbox.ts';
 
+/**
+ * Step uids of these tests' own: the hostile-step suite, which may run beside them, counts the processes
+ * of the default range as leftovers of its attacks.
+ */
+const OWN_UIDS = { PLINTH_SANDBOX_UID_BASE: '300000', PLINTH_SANDBOX_UID_COUNT: '10000' };
+
 /** A request through the step's proxy: `-p` makes curl CONNECT, as HTTPS clients do; without, an absolute-URI request. */
 const viaProxy = (url: string, tunnel = false) => `curl -sS -m 10 --http0.9 ${tunnel ? '-p ' : ''}--noproxy '' -x "$HTTP_PROXY" ${url}`;
 
@@ -66,7 +72,7 @@ describe('a step\'s network: only the egress policy leads out', () => {
     backend.listen(0, '127.0.0.1');
     await once(backend, 'listening');
     const backendUrl = `http://127.0.0.1:${(backend.address() as { port: number }).port}`;
-    worker = spawnWorkerProcess(t, { PLINTH_SANDBOX: 'namespaces', PLINTH_STATE_BACKEND_URL: backendUrl });
+    worker = spawnWorkerProcess(t, { ...OWN_UIDS, PLINTH_SANDBOX: 'namespaces', PLINTH_STATE_BACKEND_URL: backendUrl });
   });
   after(async () => {
     worker.kill('SIGKILL');
@@ -144,7 +150,7 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     dns = await startDnsServer({ 'public.test': publicHost.address });
     allowedByCidr = await startCountingListener('127.0.0.2');
     allowedByName = await startCountingListener('127.0.0.1');
-    const settings = loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0' }, workRoot);
+    const settings = loadSandboxSettings({ ...OWN_UIDS, PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0' }, workRoot);
     const names: Record<string, string> = { 'public.test': publicHost.address, 'git.internal': '127.0.0.1' };
     settings.egress = {
       ...settings.egress,
