@@ -17,6 +17,7 @@ import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
 import { startQueueSampler } from './engine/queue-gauges.ts';
 import { startAuditJobs } from './audit/audit-maintenance.ts';
 import { ensureAuditPartitions } from './audit/audit.repo.ts';
+import { ALLOW_EVERYTHING } from './platform/outbound/address-policy.ts';
 
 export interface DatabaseHandle {
   db: Db;
@@ -86,7 +87,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     worker = new EngineWorker(database.db, database.url, loadEngineConfig(), log, secrets);
     await worker.start();
     stopAuditJobs = startAuditJobs(database.db, secrets, log, {
-      allowPrivate: config.auditWebhookAllowPrivate,
+      outbound: config.auditWebhookAllowPrivate ? { allow: ALLOW_EVERYTHING } : config.git.outbound,
       retryBaseMs: config.auditRetryBaseMs,
       timeoutMs: 10_000,
       batchSize: 500,

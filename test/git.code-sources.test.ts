@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
 import { assertError, createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
+import { EMPTY_ALLOW_LIST } from '../src/platform/outbound/address-policy.ts';
 
 describe('code sources', () => {
   let t: TestApp;
@@ -109,6 +110,26 @@ describe('code sources', () => {
     assertError(await t.call('GET', `/code-source/${missing.id}/branches`), 422, 'Git:Repository:NOT_FOUND');
     const down = (await create({ name: 'down', url: 'http://127.0.0.1:9/repo.git' })).body.data;
     assertError(await t.call('GET', `/code-source/${down.id}/branches`), 502, 'Git:Repository:UNREACHABLE');
+  });
+
+  it('a repository on the host\'s loopback, a private network or the metadata address is a 422 before anything is sent, whatever listens there', async () => {
+    const saved = t.app.config.git.outbound;
+    t.app.config.git.outbound = { allow: EMPTY_ALLOW_LIST };
+    const sent = git.requests.length;
+    try {
+      const urls = [git.repoUrl('public'), 'http://127.0.0.1:9/repo.git', `http://localhost:${new URL(git.url).port}/public.git`, 'http://169.254.169.254/latest.git', 'http://[::ffff:10.0.0.1]/r.git'];
+      const answers = [];
+      for (const [i, url] of urls.entries()) {
+        const source = (await create({ name: `internal-${i}`, url })).body.data;
+        const res = await t.call('GET', `/code-source/${source.id}/branches`);
+        assertError(res, 422, 'Git:Repository:NOT_ALLOWED');
+        answers.push(res.body.message.replace(/\(.*\)/, ''));
+      }
+      assert.equal(new Set(answers).size, 1, 'a listening service and a closed port answer alike: no oracle');
+      assert.equal(git.requests.length, sent, 'nothing reached the Git server');
+    } finally {
+      t.app.config.git.outbound = saved;
+    }
   });
 
   it('a server slower than PLINTH_GIT_TIMEOUT_MS is a 504 within the bound', async () => {

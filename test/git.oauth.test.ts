@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
+import { EMPTY_ALLOW_LIST } from '../src/platform/outbound/address-policy.ts';
 import { assertError, createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 
@@ -102,6 +103,23 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     assert.ok((await t.db.selectFrom('git_oauth_connections').select('expires_at').where('server_id', '=', server.id).executeTakeFirstOrThrow()).expires_at!.getTime() < Date.now());
     // A server that deletes would now break the source: it is in use.
     assertError(await t.call('DELETE', `/git-self-hosted-servers/${server.id}`), 409, 'Api:GitSelfHostedServer:IN_USE');
+  });
+
+  it('a token endpoint on the host\'s loopback is refused with 422 unless the operator allows it, and receives nothing', async () => {
+    const server = await register('gitlab-internal');
+    const { callback } = await authorize(server.id);
+    const saved = t.app.config.git.outbound;
+    t.app.config.git.outbound = { allow: EMPTY_ALLOW_LIST };
+    const before = grants.length;
+    try {
+      const refused = await t.call('GET', callback, { token: null });
+      assertError(refused, 422, 'Git:OAuth:NOT_ALLOWED');
+      assert.match(refused.body.message, /PLINTH_STEP_EGRESS_ALLOW/);
+    } finally {
+      t.app.config.git.outbound = saved;
+    }
+    assert.equal(grants.length, before, 'the token endpoint got no request');
+    assert.equal((await t.call('GET', `/git-self-hosted-servers/${server.id}`)).body.data.connected, false);
   });
 
   it('a bad, expired or reused state, a missing state or code, and a refused code are 400 and store nothing', async () => {

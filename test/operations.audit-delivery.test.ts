@@ -8,9 +8,10 @@ import { runAuditMaintenance } from '../src/audit/audit-maintenance.ts';
 import { newId } from '../src/platform/ids.ts';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
 import { createOrganization, inOrg } from './helpers/callers.ts';
+import { ALLOW_EVERYTHING, EMPTY_ALLOW_LIST } from '../src/platform/outbound/address-policy.ts';
 
 const SECRET = 'a-webhook-signing-secret';
-const OPTIONS: DeliveryOptions = { allowPrivate: true, retryBaseMs: 60_000, timeoutMs: 5000, batchSize: 500 };
+const OPTIONS: DeliveryOptions = { outbound: { allow: ALLOW_EVERYTHING }, retryBaseMs: 60_000, timeoutMs: 5000, batchSize: 500 };
 
 describe('audit webhook delivery and retention', () => {
   let t: TestApp;
@@ -73,10 +74,10 @@ describe('audit webhook delivery and retention', () => {
 
   it('refuses to deliver to a private address unless the operator allows it', async () => {
     await t.call('PATCH', '/audit-settings', { headers: inOrg(org), body: { data: { retentionDays: 31 } } });
-    await deliverDueWebhooks(t.db, TEST_SECRETS, { ...OPTIONS, allowPrivate: false });
+    await deliverDueWebhooks(t.db, TEST_SECRETS, { ...OPTIONS, outbound: { allow: EMPTY_ALLOW_LIST } });
     const log = await t.call('GET', '/audit-webhook-deliveries?limit=1', { headers: inOrg(org) });
     assert.equal(log.body.data[0].delivered, false);
-    assert.match(log.body.data[0].error, /private address/);
+    assert.match(log.body.data[0].error, /connecting to 127\.0\.0\.1 is not allowed: loopback/);
   });
 
   it('drops whole months past every retention, and deletes older rows of an organization that keeps less', async () => {

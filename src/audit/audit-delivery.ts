@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
 import type { Db } from '../platform/db/db.ts';
+import { outboundRequest, type OutboundPolicy } from '../platform/outbound/http.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { findChainRows, lockDueWebhooks, recordDelivery, type AuditSettingsRow } from './audit.repo.ts';
 import { auditRowToEvent, webhookSecretContext } from './audit.service.ts';
@@ -13,8 +12,8 @@ import { auditRowToEvent, webhookSecretContext } from './audit.service.ts';
  * settings row is locked for the attempt), so batches never overlap or arrive out of order.
  */
 export interface DeliveryOptions {
-  /** Deliver to loopback and private addresses too (a test, or a webhook inside the operator's network). */
-  allowPrivate: boolean;
+  /** Where webhooks may be (the outbound policy; everything with PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE). */
+  outbound: OutboundPolicy;
   /** The first retry's delay; each next one doubles, up to an hour. */
   retryBaseMs: number;
   timeoutMs: number;
@@ -23,19 +22,6 @@ export interface DeliveryOptions {
 
 const MAX_RETRY_MS = 3_600_000;
 
-/** Addresses a tenant's webhook must not reach: the platform's own network and the host itself. */
-const PRIVATE = new BlockList();
-for (const [net, bits] of [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['127.0.0.0', 8], ['169.254.0.0', 16], ['0.0.0.0', 8], ['100.64.0.0', 10]] as const) PRIVATE.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [['::1', 128], ['::', 128], ['fc00::', 7], ['fe80::', 10], ['::ffff:0:0', 96]] as const) PRIVATE.addSubnet(net, bits, 'ipv6');
-
-async function assertPublicTarget(url: URL): Promise<void> {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true });
-  for (const { address, family } of addresses) {
-    if (PRIVATE.check(address, family === 6 ? 'ipv6' : 'ipv4')) throw new Error(`${url.hostname} resolves to a private address; deliveries go to public addresses only`);
-  }
-}
-
 /** The signature header: HMAC-SHA256 of `<timestamp>.<body>` with the organization's webhook secret. */
 export function signDelivery(secret: string, timestamp: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
@@ -43,15 +29,13 @@ export function signDelivery(secret: string, timestamp: string, body: string): s
 
 async function post(settings: AuditSettingsRow, secret: string | null, body: string, options: DeliveryOptions): Promise<{ statusCode: number | null; error: string | null }> {
   try {
-    const url = new URL(settings.webhook_url!);
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error('the webhook URL must be http or https');
-    if (!options.allowPrivate) await assertPublicTarget(url);
     const timestamp = String(Math.floor(Date.now() / 1000));
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'plinth-audit-webhook', 'x-plinth-timestamp': timestamp };
     if (secret) headers['x-plinth-signature'] = signDelivery(secret, timestamp, body);
-    const res = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs) });
-    await res.body?.cancel();
-    return { statusCode: res.status, error: res.ok ? null : `answered ${res.status}` };
+    // The answer is not read beyond its status: a webhook cannot make the worker hold a large body.
+    const res = await outboundRequest(settings.webhook_url!, { method: 'POST', headers, body, timeoutMs: options.timeoutMs, maxBytes: 64 * 1024 }, options.outbound);
+    const ok = res.status >= 200 && res.status <= 299;
+    return { statusCode: res.status, error: ok ? null : `answered ${res.status}` };
   } catch (error) {
     return { statusCode: null, error: (error instanceof Error ? error.message : String(error)).slice(0, 500) };
   }

@@ -19,7 +19,7 @@ import {
 } from './code-sources.repo.ts';
 import type { CodeSource, CreateCodeSource, UpdateCodeSource } from './code-sources.schema.ts';
 import { gitCredential, tokenContext, webhookSecretContext } from './credentials.ts';
-import { listRemoteBranches } from './git-remote.ts';
+import { listRemoteBranches } from './remote-branches.ts';
 
 export function codeSourceToApi(config: Config, row: CodeSourceRow): CodeSource {
   return {
@@ -157,7 +157,7 @@ export async function deleteCodeSource(db: Db, principal: Principal, id: string)
 export async function listBranches(db: Db, secrets: SecretBox, config: Config, principal: Principal, id: string, page: PageRequest) {
   const row = await getCodeSourceRow(db, principal, id);
   const credential = await gitCredential(db, secrets, config.git, row);
-  const branches = await listRemoteBranches(row.url, credential, config.git.remoteTimeoutMs);
+  const branches = await listRemoteBranches(row.url, credential, config.git.remoteTimeoutMs, config.git.outbound);
   const start = Number(serialCursorKey(page.after) ?? 0);
   const items = branches.slice(start, start + page.limit);
   const next = start + page.limit < branches.length ? encodeCursor(String(start + page.limit)) : undefined;

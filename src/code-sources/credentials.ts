@@ -25,13 +25,13 @@ export async function gitCredential(db: Db, secrets: SecretBox, git: GitConfig, 
       if (!source.token_sealed) throw new AppError(422, 'Git:Credential:MISSING', 'The code source authenticates with a token but has none');
       return { username: tokenUsername(source.provider, 'TOKEN'), password: secrets.open(source.token_sealed, tokenContext(source.id)) };
     case 'OAUTH': {
-      const { token } = await oauthAccessToken(db, secrets, git.httpTimeoutMs, source.organization_id, source.git_self_hosted_server_id ?? '');
+      const { token } = await oauthAccessToken(db, secrets, git, source.organization_id, source.git_self_hosted_server_id ?? '');
       return { username: tokenUsername(source.provider, 'OAUTH'), password: token };
     }
     case 'APP_INSTALLATION': {
       const installation = await findAppInstallation(db, source.organization_id, source.git_app_installation_id ?? '');
       if (!installation) throw new AppError(422, 'Git:App:NO_INSTALLATION', 'The code source\'s Git app installation no longer exists');
-      return { username: tokenUsername(source.provider, 'APP_INSTALLATION'), password: await installationToken(git.app, installation.installation_id, git.httpTimeoutMs) };
+      return { username: tokenUsername(source.provider, 'APP_INSTALLATION'), password: await installationToken(git, installation.installation_id) };
     }
   }
 }

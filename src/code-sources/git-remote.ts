@@ -1,10 +1,13 @@
-import { spawn } from 'node:child_process';
-import { AppError } from '../platform/errors.ts';
 
 /** What authenticates a Git fetch over HTTP: sent as a Basic Authorization header, never in the URL. */
 export interface GitCredential {
   username: string;
   password: string;
+}
+
+/** The Authorization header value of a credential. */
+export function basicAuthorization(credential: GitCredential): string {
+  return `Basic ${Buffer.from(`${credential.username}:${credential.password}`, 'utf8').toString('base64')}`;
 }
 
 /** The PATH git runs with: fixed, nothing of the service's environment. */
@@ -25,10 +28,7 @@ export function gitEnv(credential: GitCredential | null, extra: Record<string, s
     ['credential.helper', ''],
     ['http.followRedirects', 'false'],
   ];
-  if (credential) {
-    const basic = Buffer.from(`${credential.username}:${credential.password}`, 'utf8').toString('base64');
-    config.push(['http.extraHeader', `Authorization: Basic ${basic}`]);
-  }
+  if (credential) config.push(['http.extraHeader', `Authorization: ${basicAuthorization(credential)}`]);
   const env: Record<string, string> = {
     PATH: GIT_PATH,
     HOME: '/nonexistent',
@@ -45,83 +45,4 @@ export function gitEnv(credential: GitCredential | null, extra: Record<string, s
     env[`GIT_CONFIG_VALUE_${i}`] = value;
   });
   return env;
-}
-
-/** The reasons a remote fails, each its own code (docs/git.md#errors). */
-export type RemoteFailure = 'CREDENTIAL_REFUSED' | 'NOT_FOUND' | 'UNREACHABLE' | 'TIMEOUT';
-
-/** classifyGitFailure reads git's stderr: which of the failures it was. */
-export function classifyGitFailure(stderr: string): Exclude<RemoteFailure, 'TIMEOUT'> {
-  if (/Authentication failed|could not read (Username|Password)|returned error: 40[13]|terminal prompts disabled/i.test(stderr)) return 'CREDENTIAL_REFUSED';
-  if (/not found|returned error: 404|does not appear to be a git repository|not valid: is this a git repository/i.test(stderr)) return 'NOT_FOUND';
-  return 'UNREACHABLE';
-}
-
-/** remoteError is the ErrorBody of a failed remote: 422 for what the code source's owner must fix, 502/504 for the remote itself. */
-export function remoteError(failure: RemoteFailure, timeoutMs: number): AppError {
-  switch (failure) {
-    case 'CREDENTIAL_REFUSED':
-      return new AppError(422, 'Git:Credential:REFUSED', 'The Git server refused the code source\'s credential (or the repository needs one and none is set)');
-    case 'NOT_FOUND':
-      return new AppError(422, 'Git:Repository:NOT_FOUND', 'The Git server has no repository at the code source\'s URL');
-    case 'TIMEOUT':
-      return new AppError(504, 'Git:Repository:TIMEOUT', `The Git server did not answer within ${timeoutMs} ms (PLINTH_GIT_TIMEOUT_MS)`);
-    case 'UNREACHABLE':
-      return new AppError(502, 'Git:Repository:UNREACHABLE', 'The Git server at the code source\'s URL cannot be reached');
-  }
-}
-
-export interface RemoteBranch {
-  name: string;
-  commitSha: string;
-}
-
-/**
- * listRemoteBranches runs `git ls-remote --heads` against the repository over the smart-HTTP protocol,
- * killed after `timeoutMs`. The branches come back sorted by name; a failure is a typed error.
- */
-export function listRemoteBranches(url: string, credential: GitCredential | null, timeoutMs: number): Promise<RemoteBranch[]> {
-  return new Promise((resolve, reject) => {
-    // Its own process group: git hands HTTP to a git-remote-http child, which must die with it.
-    const child = spawn('git', ['ls-remote', '--heads', '--', url], { env: gitEnv(credential), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    const killAll = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    };
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killAll();
-    }, timeoutMs);
-    const out: Buffer[] = [];
-    let stderr = '';
-    let outBytes = 0;
-    child.stdout.on('data', (d: Buffer) => {
-      outBytes += d.length;
-      // A hostile server cannot make the service hold an unbounded answer.
-      if (outBytes > 16 * 1024 * 1024) killAll();
-      else out.push(d);
-    });
-    child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4096)));
-    child.on('error', () => reject(remoteError('UNREACHABLE', timeoutMs)));
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (timedOut) return reject(remoteError('TIMEOUT', timeoutMs));
-      if (code !== 0) return reject(remoteError(classifyGitFailure(stderr), timeoutMs));
-      resolve(parseBranches(Buffer.concat(out).toString('utf8')));
-    });
-  });
-}
-
-/** parseBranches reads `<sha>\trefs/heads/<name>` lines. */
-export function parseBranches(text: string): RemoteBranch[] {
-  const branches: RemoteBranch[] = [];
-  for (const line of text.split('\n')) {
-    const match = /^([0-9a-f]{40,64})\trefs\/heads\/(.+)$/.exec(line);
-    if (match) branches.push({ name: match[2], commitSha: match[1] });
-  }
-  return branches.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

@@ -2,7 +2,9 @@ import { createSign } from 'node:crypto';
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db/db.ts';
-import type { GitAppConfig } from '../platform/git-config.ts';
+import type { GitAppConfig, GitConfig } from '../platform/git-config.ts';
+import { EgressDeniedError } from '../platform/outbound/address-policy.ts';
+import { outboundRequest, type OutboundResponse } from '../platform/outbound/http.ts';
 import { AppError, BadRequestError, ConflictError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
@@ -65,20 +67,29 @@ function appJwt(app: GitAppConfig): string {
 }
 
 /** installationToken mints a short-lived token of an installation (GitHub's `POST /app/installations/{id}/access_tokens`). */
-export async function installationToken(app: GitAppConfig | undefined, installationId: string, timeoutMs: number): Promise<string> {
+export async function installationToken(git: GitConfig, installationId: string): Promise<string> {
+  const app = git.app;
   if (!app?.appId || !app.privateKey) throw notConfigured();
-  let res: Response;
+  let res: OutboundResponse;
   try {
-    res = await fetch(`${app.apiUrl}/app/installations/${encodeURIComponent(installationId)}/access_tokens`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${appJwt(app)}`, accept: 'application/vnd.github+json' },
-      redirect: 'error',
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch {
+    const url = `${app.apiUrl}/app/installations/${encodeURIComponent(installationId)}/access_tokens`;
+    const headers = { authorization: `Bearer ${appJwt(app)}`, accept: 'application/vnd.github+json', 'user-agent': 'plinth' };
+    res = await outboundRequest(url, { method: 'POST', headers, timeoutMs: git.httpTimeoutMs, maxBytes: 64 * 1024 }, git.outbound);
+  } catch (error) {
+    if (error instanceof EgressDeniedError) throw new AppError(422, 'Git:App:NOT_ALLOWED', `The Git app's API is at an address Plinth does not connect to (${error.reason}); an operator can allow it with PLINTH_STEP_EGRESS_ALLOW`);
     throw new AppError(502, 'Git:App:UNREACHABLE', 'The Git app\'s API cannot be reached');
   }
-  const json = (await res.json().catch(() => undefined)) as { token?: unknown } | undefined;
-  if (!res.ok || typeof json?.token !== 'string') throw new AppError(422, 'Git:App:TOKEN_REFUSED', `The Git app's API refused an installation token (HTTP ${res.status})`);
-  return json.token;
+  const token = tokenOf(res.body);
+  if (res.status < 200 || res.status > 299 || token === undefined) throw new AppError(422, 'Git:App:TOKEN_REFUSED', `The Git app's API refused an installation token (HTTP ${res.status})`);
+  return token;
+}
+
+function tokenOf(body: Buffer): string | undefined {
+  try {
+    const json: unknown = JSON.parse(body.toString('utf8'));
+    const token = (json as { token?: unknown } | null)?.token;
+    return typeof token === 'string' ? token : undefined;
+  } catch {
+    return undefined;
+  }
 }

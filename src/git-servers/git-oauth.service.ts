@@ -3,6 +3,9 @@ import type { Principal } from '../platform/auth/principal.ts';
 import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db/db.ts';
 import { AppError, BadRequestError, NotFoundError } from '../platform/errors.ts';
+import type { GitConfig } from '../platform/git-config.ts';
+import { EgressDeniedError } from '../platform/outbound/address-policy.ts';
+import { outboundRequest, type OutboundResponse } from '../platform/outbound/http.ts';
 import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { newNonce, openFlowState, safeReturnTo, sealFlowState, stateError } from './git-flow-state.ts';
@@ -68,24 +71,29 @@ const refusals = {
   refresh_token: () => new AppError(422, 'Git:OAuth:REFRESH_REFUSED', 'The Git server refused to refresh the OAuth token: an ADMIN must log in to it again'),
 };
 
-/** postToken calls a token endpoint (RFC 6749 §4.1.3, §6); a refusal is a 4xx, a broken server 502. */
-async function postToken(timeoutMs: number, server: GitServerRow, secrets: SecretBox, form: Record<string, string> & { grant_type: keyof typeof refusals }): Promise<TokenAnswer> {
+/** The most of a token endpoint's answer read. */
+const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * postToken calls a token endpoint (RFC 6749 §4.1.3, §6) through the outbound policy; a refusal is a
+ * 4xx, a broken server 502, an endpoint at an address Plinth does not connect to 422.
+ */
+async function postToken(git: GitConfig, server: GitServerRow, secrets: SecretBox, form: Record<string, string> & { grant_type: keyof typeof refusals }): Promise<TokenAnswer> {
   const body = new URLSearchParams({ ...form, client_id: server.client_id, client_secret: secrets.open(server.client_secret_sealed, `git_self_hosted_servers.client_secret:${server.id}`) });
-  let res: Response;
+  let res: OutboundResponse;
   try {
-    res = await fetch(oauthEndpoints(server).token, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body,
-      redirect: 'error',
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch {
+    res = await outboundRequest(
+      oauthEndpoints(server).token,
+      { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: body.toString(), timeoutMs: git.httpTimeoutMs, maxBytes: MAX_TOKEN_ANSWER_BYTES },
+      git.outbound,
+    );
+  } catch (error) {
+    if (error instanceof EgressDeniedError) throw new AppError(422, 'Git:OAuth:NOT_ALLOWED', `The Git server's token endpoint is at an address Plinth does not connect to (${error.reason}); an operator can allow it with PLINTH_STEP_EGRESS_ALLOW`);
     throw new AppError(502, 'Git:OAuth:UNREACHABLE', 'The Git server\'s token endpoint cannot be reached');
   }
-  const json = (await res.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+  const json = parseJson(res.body);
   if ((res.status >= 400 && res.status < 500) || (json && typeof json.error === 'string')) throw refusals[form.grant_type]();
-  if (!res.ok || !json || typeof json.access_token !== 'string' || json.access_token.length === 0) {
+  if (res.status < 200 || res.status > 299 || !json || typeof json.access_token !== 'string' || json.access_token.length === 0) {
     throw new AppError(502, 'Git:OAuth:BAD_RESPONSE', 'The Git server\'s token endpoint did not answer with a token');
   }
   const expiresIn = typeof json.expires_in === 'number' ? json.expires_in : Number(json.expires_in);
@@ -94,6 +102,15 @@ async function postToken(timeoutMs: number, server: GitServerRow, secrets: Secre
     refreshToken: typeof json.refresh_token === 'string' ? json.refresh_token : null,
     expiresAt: Number.isFinite(expiresIn) && expiresIn > 0 ? new Date(Date.now() + expiresIn * 1000) : null,
   };
+}
+
+function parseJson(body: Buffer): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(body.toString('utf8'));
+    return value && typeof value === 'object' ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -110,7 +127,7 @@ export async function completeOAuthCallback(db: Db, secrets: SecretBox, config: 
   const server = await findGitServer(db, state.organizationId, state.serverId ?? '');
   if (!server) throw new NotFoundError('GitSelfHostedServer', state.serverId ?? '');
   const verifier = secrets.open(row.code_verifier_sealed ?? '', `git_flow_states.code_verifier:${row.nonce}`);
-  const tokens = await postToken(config.git.httpTimeoutMs, server, secrets, { grant_type: 'authorization_code', code: query.code, redirect_uri: callbackUrl(config), code_verifier: verifier });
+  const tokens = await postToken(config.git, server, secrets, { grant_type: 'authorization_code', code: query.code, redirect_uri: callbackUrl(config), code_verifier: verifier });
   await db.transaction().execute((trx) =>
     upsertConnection(trx, {
       id: newId(),
@@ -132,7 +149,7 @@ const REFRESH_MARGIN_MS = 60_000;
  * oauthAccessToken returns the organization's access token for a server, refreshed first when it
  * expired (or is about to). The connection row is locked meanwhile, so two fetches refresh once.
  */
-export async function oauthAccessToken(db: Db, secrets: SecretBox, httpTimeoutMs: number, organizationId: string, serverId: string): Promise<{ token: string; server: GitServerRow }> {
+export async function oauthAccessToken(db: Db, secrets: SecretBox, git: GitConfig, organizationId: string, serverId: string): Promise<{ token: string; server: GitServerRow }> {
   return db.transaction().execute(async (trx) => {
     const server = await findGitServer(trx, organizationId, serverId);
     const connection = await findConnection(trx, organizationId, serverId, true);
@@ -144,7 +161,7 @@ export async function oauthAccessToken(db: Db, secrets: SecretBox, httpTimeoutMs
     if (!expired) return { token: access, server };
     if (!connection.refresh_token_sealed) throw new AppError(422, 'Git:OAuth:EXPIRED', 'The OAuth token expired and the server gave no refresh token: log in again');
     const refresh = secrets.open(connection.refresh_token_sealed, `git_oauth_connections.refresh_token:${connection.id}`);
-    const tokens = await postToken(httpTimeoutMs, server, secrets, { grant_type: 'refresh_token', refresh_token: refresh });
+    const tokens = await postToken(git, server, secrets, { grant_type: 'refresh_token', refresh_token: refresh });
     await updateConnectionTokens(trx, connection.id, {
       access_token_sealed: secrets.seal(tokens.accessToken, `git_oauth_connections.access_token:${connection.id}`),
       // A server that does not rotate refresh tokens keeps the old one valid.

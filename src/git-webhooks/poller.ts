@@ -4,7 +4,7 @@ import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { findCodeSourceById } from '../code-sources/code-sources.repo.ts';
 import { gitCredential } from '../code-sources/credentials.ts';
-import { listRemoteBranches } from '../code-sources/git-remote.ts';
+import { listRemoteBranches } from '../code-sources/remote-branches.ts';
 import { triggerStackRunsForPush } from '../stacks/stacks.service.ts';
 import { advancePollHead, findTrackedBranches, insertDelivery, setDeliveryRuns } from './webhooks.repo.ts';
 
@@ -62,7 +62,7 @@ export class GitPoller {
   private async pollSource(codeSourceId: string, branches: string[]): Promise<string[]> {
     const source = await findCodeSourceById(this.db, codeSourceId);
     if (!source) return [];
-    const heads = await listRemoteBranches(source.url, await gitCredential(this.db, this.secrets, this.git, source), this.git.remoteTimeoutMs);
+    const heads = await listRemoteBranches(source.url, await gitCredential(this.db, this.secrets, this.git, source), this.git.remoteTimeoutMs, this.git.outbound);
     const runIds: string[] = [];
     for (const branch of branches) {
       const head = heads.find((h) => h.name === branch);

@@ -1,4 +1,6 @@
 import { positiveIntFrom } from './env-settings.ts';
+import { egressAllowListFrom } from './outbound/address-policy.ts';
+import type { OutboundPolicy } from './outbound/http.ts';
 
 /**
  * The Git knobs (README configuration table, docs/git.md). The app install is configured only when its
@@ -18,6 +20,11 @@ export interface GitConfig {
   /** PLINTH_GIT_POLL_INTERVAL_S: how often workers poll tracked branches for sources that cannot send webhooks; 0 (default): never. */
   pollIntervalSeconds: number;
   app: GitAppConfig | undefined;
+  /**
+   * Where Plinth's own calls on a tenant's behalf may connect (branch listings, OAuth and Git app
+   * endpoints, audit webhooks): the public internet and PLINTH_STEP_EGRESS_ALLOW, as for steps.
+   */
+  outbound: OutboundPolicy;
 }
 
 export interface GitAppConfig {
@@ -48,5 +55,6 @@ export function loadGitConfig(env: NodeJS.ProcessEnv): GitConfig {
           apiUrl: (env.PLINTH_GITAPP_API_URL || 'https://api.github.com').replace(/\/+$/, ''),
         }
       : undefined,
+    outbound: { allow: egressAllowListFrom(env) },
   };
 }

@@ -44,13 +44,18 @@ export interface TestAppOptions {
   routesBefore?: RoutePlugin[];
   /** How long the API serves a resolved credential from memory (default CREDENTIAL_CACHE_TTL_MS). */
   credentialCacheTtlMs?: number;
+  /**
+   * PLINTH_STEP_EGRESS_ALLOW of the app. The tests' Git and OAuth servers listen on loopback, as a
+   * self-hosted server on the Plinth host would: allowed by default, as its operator would allow it.
+   */
+  egressAllow?: string;
 }
 
 /** startTestApp builds Plinth on a fresh database of its own, with the bootstrap admin in place. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const db = createDb(database.url);
-  const config = { ...loadConfig({}), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
+  const config = { ...loadConfig({ PLINTH_STEP_EGRESS_ALLOW: options.egressAllow ?? '127.0.0.1,::1' }), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
   await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
   const app = await buildApp({ db, config, routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])], secrets: TEST_SECRETS, requestMetrics: options.requestMetrics, credentialCacheTtlMs: options.credentialCacheTtlMs });
 

@@ -1,4 +1,4 @@
-import { parseAllowList } from '../../platform/outbound/address-policy.ts';
+import { egressAllowListFrom } from '../../platform/outbound/address-policy.ts';
 import { defaultEgressPolicy } from './egress.ts';
 import { SANDBOX_MODES, SANDBOX_NETWORKS, type SandboxMode, type SandboxNetwork, type SandboxSettings } from './sandbox.ts';
 
@@ -45,7 +45,7 @@ export function loadSandboxSettings(env: NodeJS.ProcessEnv, workRoot: string | u
   return {
     mode: oneOf<SandboxMode>(env, 'PLINTH_SANDBOX', SANDBOX_MODES, 'auto'),
     network: oneOf<SandboxNetwork>(env, 'PLINTH_SANDBOX_NETWORK', SANDBOX_NETWORKS, 'policy'),
-    egress: defaultEgressPolicy(parseAllowList((env.PLINTH_STEP_EGRESS_ALLOW ?? '').split(/[\s,]+/), 'PLINTH_STEP_EGRESS_ALLOW'), reachable.map(endpointOf)),
+    egress: defaultEgressPolicy(egressAllowListFrom(env), reachable.map(endpointOf)),
     limits: {
       maxProcesses: positive(env, 'PLINTH_STEP_MAX_PROCESSES', 512, true),
       memoryMb: positive(env, 'PLINTH_STEP_MEMORY_MB', 2048, true),

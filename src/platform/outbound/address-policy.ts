@@ -112,6 +112,17 @@ export function parseAllowList(entries: readonly string[], setting: string): All
 
 export const EMPTY_ALLOW_LIST: AllowList = { networks: new BlockList(), hosts: [] };
 
+/** Every address: for an operator's explicit opt-out (PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE). */
+export const ALLOW_EVERYTHING: AllowList = parseAllowList(['0.0.0.0/0', '::/0'], 'ALLOW_EVERYTHING');
+
+/**
+ * `PLINTH_STEP_EGRESS_ALLOW`: what steps, and Plinth's own calls on a tenant's behalf, may reach besides
+ * the public internet: CIDRs and host names, separated by commas or spaces.
+ */
+export function egressAllowListFrom(env: NodeJS.ProcessEnv): AllowList {
+  return parseAllowList((env.PLINTH_STEP_EGRESS_ALLOW ?? '').split(/[\s,]+/), 'PLINTH_STEP_EGRESS_ALLOW');
+}
+
 /** Whether a host name (as asked for, before resolution) is on the allowlist. */
 export function hostAllowed(allow: AllowList, host: string): boolean {
   const name = host.toLowerCase().replace(/\.$/, '');

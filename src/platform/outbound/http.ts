@@ -1,0 +1,83 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import type { AllowList } from './address-policy.ts';
+import { resolveAllowed, systemLookup, type Lookup } from './resolve.ts';
+
+/**
+ * Every HTTP request Plinth makes on a tenant's behalf (a repository's branches, an OAuth token or user
+ * endpoint, the Git app's API, an audit webhook) goes through outboundRequest: the URL's host is resolved
+ * once, every address it resolves to is checked against the outbound policy (address-policy.ts), and
+ * the connection goes to the address that was checked (TLS still verifies the certificate for the
+ * name). No redirect is followed: a 3xx is the answer. The answer is bounded in time and in size.
+ */
+export interface OutboundPolicy {
+  allow: AllowList;
+  lookup?: Lookup;
+}
+
+export interface OutboundRequest {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  timeoutMs: number;
+  /** The most of the answer's body kept; past it the request fails. */
+  maxBytes: number;
+}
+
+export interface OutboundResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** The answer was larger than the caller's bound, or took longer than its time. */
+export class OutboundLimitError extends Error {}
+
+export async function outboundRequest(url: string | URL, request: OutboundRequest, policy: OutboundPolicy): Promise<OutboundResponse> {
+  const target = typeof url === 'string' ? new URL(url) : url;
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new Error(`${target.protocol} URLs are not fetched, only http and https`);
+  const deadline = Date.now() + request.timeoutMs;
+  const { address, family } = await withDeadline(resolveAllowed(target.hostname, policy.allow, policy.lookup ?? systemLookup), deadline, request.timeoutMs);
+  // The name stays in the URL (Host header, SNI, certificate check); the connection goes to `address`.
+  const pinned: LookupFunction = (_host, options, callback) => {
+    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+    else callback(null, address, family);
+  };
+  const client = target.protocol === 'https:' ? https : http;
+  return new Promise<OutboundResponse>((resolve, reject) => {
+    const req = client.request(target, { method: request.method ?? 'GET', headers: request.headers, lookup: pinned, agent: false });
+    const timer = setTimeout(() => req.destroy(new OutboundLimitError(`no complete answer within ${request.timeoutMs} ms`)), Math.max(0, deadline - Date.now()));
+    req.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > request.maxBytes) req.destroy(new OutboundLimitError(`the answer is larger than ${request.maxBytes} bytes`));
+        else chunks.push(chunk);
+      });
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) });
+      });
+      res.on('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+    });
+    req.end(request.body);
+  });
+}
+
+async function withDeadline<T>(promise: Promise<T>, deadline: number, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new OutboundLimitError(`no complete answer within ${timeoutMs} ms`)), Math.max(0, deadline - Date.now()))))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
