@@ -151,12 +151,16 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     allowedByCidr = await startCountingListener('127.0.0.2');
     allowedByName = await startCountingListener('127.0.0.1');
     const settings = loadSandboxSettings({ ...OWN_UIDS, PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0' }, workRoot);
-    const names: Record<string, string> = { 'public.test': publicHost.address, 'git.internal': '127.0.0.1' };
+    const names: Record<string, string> = { 'public.test': publicHost.address, 'git.internal': '127.0.0.1', 'slow.test': '127.0.0.2' };
     settings.egress = {
       ...settings.egress,
       allow: parseAllowList(['127.0.0.2/32', 'git.internal'], 'test'),
       // The host's resolver, as the worker sees it: the test's, so no query leaves the machine.
-      lookup: async (host) => (names[host] ? [{ address: names[host]!, family: 4 }] : []),
+      lookup: async (host) => {
+        // A name whose resolution takes longer than its step waits (a tenant's own slow DNS server).
+        if (host === 'slow.test') await new Promise((resolve) => setTimeout(resolve, 700));
+        return names[host] ? [{ address: names[host]!, family: 4 }] : [];
+      },
       dnsServers: [dns.server],
     };
     sandbox = new NamespaceSandbox(settings);
@@ -199,5 +203,26 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     assert.match(output, /by address=56/, 'the name is allowed, not the address it resolves to');
     assert.equal(allowedByCidr.connections(), 1);
     assert.equal(allowedByName.connections(), 1);
+  });
+
+  it('connects nothing for a step connection that closed while its name was resolving', async () => {
+    workspace = await sandbox.open();
+    const before = allowedByCidr.connections();
+    const url = `http://slow.test:${allowedByCidr.port}/`;
+    const { output } = await runInWorkspace(workspace, `for i in 1 2 3 4 5 6 7 8; do curl -sS -m 0.2 -p --noproxy '' -x "$HTTP_PROXY" ${url} 2>/dev/null & done; wait; sleep 2; echo gave up`);
+    await workspace.dispose();
+    assert.match(output, /gave up/);
+    assert.equal(allowedByCidr.connections(), before, 'no connection was opened for a step side that was gone');
+  });
+
+  it('relays only standard queries: an UPDATE from the step never reaches the host\'s resolver', async () => {
+    workspace = await sandbox.open();
+    const asked = dns.queries().length;
+    // A DNS UPDATE (opcode 5) for public.test, then an ordinary query: only the query goes out.
+    const script = `const d=require('dgram').createSocket('udp4');const name=Buffer.from([6,...Buffer.from('public'),4,...Buffer.from('test'),0]);const msg=(flags)=>Buffer.concat([Buffer.from([0,1,flags>>8,flags&255,0,1,0,0,0,0,0,0]),name,Buffer.from([0,1,0,1])]);d.send(msg(0x2800),53,'127.0.0.1',()=>d.send(msg(0x0100),53,'127.0.0.1'));d.on('message',(m)=>{console.log('answered',m.readUInt16BE(0));d.close()});setTimeout(()=>process.exit(0),3000).unref();`;
+    const { output } = await runInWorkspace(workspace, `node -e "${script}"`);
+    await workspace.dispose();
+    assert.match(output, /answered 1/, 'the query was answered under its own id');
+    assert.deepEqual(dns.queries().slice(asked), ['public.test'], 'one question reached the resolver: the query, not the update');
   });
 });

@@ -1,9 +1,10 @@
+import { randomInt } from 'node:crypto';
 import dgram from 'node:dgram';
 import { getServers } from 'node:dns';
 import http from 'node:http';
 import net from 'node:net';
 import type { Logger } from '../../platform/logger.ts';
-import { EgressDeniedError, type AllowList } from '../../platform/outbound/address-policy.ts';
+import { EgressDeniedError, isLoopback, type AllowList } from '../../platform/outbound/address-policy.ts';
 import { resolveAllowed, systemLookup, type Lookup } from '../../platform/outbound/resolve.ts';
 
 /**
@@ -44,12 +45,17 @@ export interface StepListeners {
   tunnels: ReadonlyArray<{ server: net.Server; port: number }>;
 }
 
-/** Connections of one step open at once through its proxy and tunnels; more wait in the kernel's backlog. */
+/** Connections of one step at once through its proxy and tunnels; the kernel closes the ones past it. */
 const MAX_CONNECTIONS = 256;
-/** DNS queries of one step awaiting their answer; more are dropped (the step's resolver retries). */
+/** DNS queries of one step awaiting their answer, and per second; more are dropped (the step's resolver retries). */
 const MAX_DNS_IN_FLIGHT = 64;
+const MAX_DNS_PER_SECOND = 100;
 const DNS_TIMEOUT_MS = 5_000;
 const CONNECT_TIMEOUT_MS = 30_000;
+/** A proxy connection that has not sent its request's head within this is closed. */
+const REQUEST_HEAD_MS = 30_000;
+/** A connection (a tunnel, a forwarded one, a request) idle this long in both directions is closed. */
+const IDLE_MS = 10 * 60_000;
 
 /** The endpoints that are forwarded into the step's namespace: those on the host's loopback. */
 export function loopbackEndpoints(policy: Pick<EgressPolicy, 'endpoints'>): number[] {
@@ -61,32 +67,60 @@ function isLoopbackName(host: string): boolean {
   return bare === 'localhost' || bare === '::1' || /^127\./.test(bare);
 }
 
+/**
+ * Every socket of one step's egress, the step's side and the worker's: all are destroyed when the step
+ * ends, and a socket whose other side went away takes its partner with it, whenever that happens
+ * (before the name resolved, while connecting, or later).
+ */
+class StepSockets {
+  private readonly open = new Set<net.Socket>();
+  private closed = false;
+
+  track(socket: net.Socket, idleMs = IDLE_MS): net.Socket {
+    if (this.closed) {
+      socket.destroy();
+      return socket;
+    }
+    this.open.add(socket);
+    socket.once('close', () => this.open.delete(socket));
+    socket.on('error', () => socket.destroy());
+    socket.setTimeout(idleMs, () => socket.destroy());
+    return socket;
+  }
+
+  /** Joins two sockets: bytes both ways, and the end of either ends both. */
+  splice(a: net.Socket, b: net.Socket) {
+    a.once('close', () => b.destroy());
+    b.once('close', () => a.destroy());
+    a.pipe(b);
+    b.pipe(a);
+  }
+
+  closeAll() {
+    this.closed = true;
+    for (const socket of this.open) socket.destroy();
+  }
+}
+
 /** Serves one step's listeners until the returned function closes them. */
 export function serveStepEgress(listeners: StepListeners, policy: EgressPolicy, log: Logger): () => void {
-  const proxy = proxyServer(policy, log);
-  const open = new Set<net.Socket>();
-  const track = (socket: net.Socket) => {
-    open.add(socket);
-    socket.once('close', () => open.delete(socket));
-  };
+  const sockets = new StepSockets();
+  const proxy = proxyServer(policy, log, sockets);
   listeners.proxy.maxConnections = MAX_CONNECTIONS;
   listeners.proxy.on('connection', (socket: net.Socket) => {
-    track(socket);
-    proxy.emit('connection', socket);
+    // Node's own header timeouts start only on a server that listens itself: this one is handed its sockets.
+    proxy.emit('connection', sockets.track(socket, REQUEST_HEAD_MS));
   });
   for (const { server, port } of listeners.tunnels) {
     server.maxConnections = MAX_CONNECTIONS;
     const endpoint = policy.endpoints.find((e) => e.port === port && isLoopbackName(e.host))!;
-    server.on('connection', (socket: net.Socket) => {
-      track(socket);
-      forward(socket, endpoint.host, port, policy, log);
-    });
+    server.on('connection', (socket: net.Socket) => forward(sockets.track(socket), endpoint.host, port, policy, sockets, log));
   }
   const stopDns = relayDns(listeners.dns, policy.dnsServers);
   return () => {
     for (const server of [listeners.proxy, ...listeners.tunnels.map((t) => t.server)]) server.close();
     stopDns();
-    for (const socket of open) socket.destroy();
+    sockets.closeAll();
   };
 }
 
@@ -107,30 +141,48 @@ async function addressFor(policy: EgressPolicy, host: string, port: number) {
   return resolveAllowed(host, policy.allow, policy.lookup);
 }
 
-function proxyServer(policy: EgressPolicy, log: Logger): http.Server {
-  const server = http.createServer({ requestTimeout: 60_000, headersTimeout: 30_000 });
+/**
+ * Connects to a checked address for a step, unless its side is gone already. An address that turns out
+ * to be this host's own (a local route the policy's list of interfaces did not show: the kernel then
+ * connects from the address it connects to) is dropped before a byte is sent.
+ */
+function connectFor(client: net.Socket, sockets: StepSockets, address: string, port: number, onConnect: (upstream: net.Socket) => void, onError: (error: Error) => void) {
+  if (client.destroyed) return;
+  const upstream = sockets.track(net.connect({ host: address, port }), CONNECT_TIMEOUT_MS);
+  let connected = false;
+  upstream.once('connect', () => {
+    if (upstream.localAddress === upstream.remoteAddress && !isLoopback(address)) {
+      upstream.destroy();
+      return onError(new EgressDeniedError(address, address, 'an address of this host'));
+    }
+    connected = true;
+    upstream.setTimeout(IDLE_MS);
+    onConnect(upstream);
+  });
+  // Once connected, an error ends both sides (StepSockets); before, the step is told why.
+  upstream.once('error', (error) => connected || onError(error));
+  upstream.once('timeout', () => connected || onError(new Error(`no connection within ${CONNECT_TIMEOUT_MS / 1000} s`)));
+  client.once('close', () => upstream.destroy());
+}
+
+function proxyServer(policy: EgressPolicy, log: Logger, sockets: StepSockets): http.Server {
+  const server = http.createServer();
   server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
-    client.on('error', () => {});
+    client.setTimeout(IDLE_MS);
     const target = parseAuthority(req.url ?? '');
     if (!target) return refuse(client, 400, `"${req.url}" is not host:port`);
     void addressFor(policy, target.host, target.port).then(
-      ({ address }) => {
-        const upstream = net.connect({ host: address, port: target.port, timeout: CONNECT_TIMEOUT_MS });
-        upstream.once('timeout', () => upstream.destroy(new Error('timed out')));
-        upstream.once('connect', () => {
-          upstream.setTimeout(0);
+      ({ address }) =>
+        connectFor(client, sockets, address, target.port, (upstream) => {
           client.write('HTTP/1.1 200 Connection established\r\n\r\n');
           if (head.length) upstream.write(head);
-          upstream.pipe(client).on('error', () => {});
-          client.pipe(upstream);
-        });
-        upstream.on('error', (error) => (client.writable && !upstream.readable ? refuse(client, 502, `${target.host}:${target.port}: ${error.message}`) : client.destroy()));
-        client.once('close', () => upstream.destroy());
-      },
+          sockets.splice(client, upstream);
+        }, (error) => deny(client, error, target.host, log)),
       (error: Error) => deny(client, error, target.host, log),
     );
   });
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    req.socket.setTimeout(IDLE_MS);
     let url: URL;
     try {
       url = new URL(req.url ?? '');
@@ -139,23 +191,26 @@ function proxyServer(policy: EgressPolicy, log: Logger): http.Server {
     }
     if (url.protocol !== 'http:') return answer(res, 400, `only http:// is proxied this way (use CONNECT for ${url.protocol})`);
     const port = Number(url.port || 80);
+    const refused = (error: Error) => {
+      if (error instanceof EgressDeniedError) log.info({ host: url.hostname, address: error.address, reason: error.reason }, 'step egress refused');
+      if (res.headersSent) res.destroy();
+      else answer(res, error instanceof EgressDeniedError ? 403 : 502, error.message);
+    };
     void addressFor(policy, url.hostname, port).then(
-      ({ address }) => {
-        const headers = { ...req.headers };
-        for (const hop of ['proxy-connection', 'proxy-authorization', 'connection', 'keep-alive']) delete headers[hop];
-        const upstream = http.request({ host: address, port, method: req.method, path: `${url.pathname}${url.search}`, headers: { ...headers, connection: 'close' }, setHost: false, timeout: CONNECT_TIMEOUT_MS });
-        upstream.on('response', (reply) => {
-          res.writeHead(reply.statusCode ?? 502, reply.headers);
-          reply.pipe(res);
-        });
-        upstream.on('timeout', () => upstream.destroy(new Error('timed out')));
-        upstream.on('error', (error) => (res.headersSent ? res.destroy() : answer(res, 502, `${url.host}: ${error.message}`)));
-        req.pipe(upstream);
-      },
-      (error: Error) => {
-        if (error instanceof EgressDeniedError) log.info({ host: url.hostname, address: error.address, reason: error.reason }, 'step egress refused');
-        answer(res, error instanceof EgressDeniedError ? 403 : 502, error.message);
-      },
+      ({ address }) =>
+        connectFor(req.socket, sockets, address, port, (upstream) => {
+          const headers = { ...req.headers };
+          for (const hop of ['proxy-connection', 'proxy-authorization', 'connection', 'keep-alive']) delete headers[hop];
+          const forwarded = http.request({ createConnection: () => upstream, method: req.method, path: `${url.pathname}${url.search}`, headers: { ...headers, connection: 'close' }, setHost: false });
+          forwarded.on('response', (reply) => {
+            res.writeHead(reply.statusCode ?? 502, reply.headers);
+            reply.pipe(res);
+          });
+          forwarded.on('error', refused);
+          res.once('close', () => upstream.destroy());
+          req.pipe(forwarded);
+        }, refused),
+      refused,
     );
   });
   server.on('clientError', (_error, socket) => socket.destroy());
@@ -163,16 +218,9 @@ function proxyServer(policy: EgressPolicy, log: Logger): http.Server {
 }
 
 /** A raw TCP forward of one connection to a loopback endpoint (the state backend). */
-function forward(client: net.Socket, host: string, port: number, policy: EgressPolicy, log: Logger) {
-  client.on('error', () => {});
+function forward(client: net.Socket, host: string, port: number, policy: EgressPolicy, sockets: StepSockets, log: Logger) {
   void addressFor(policy, host, port).then(
-    ({ address }) => {
-      const upstream = net.connect({ host: address, port });
-      upstream.on('error', () => client.destroy());
-      client.once('close', () => upstream.destroy());
-      upstream.pipe(client);
-      client.pipe(upstream);
-    },
+    ({ address }) => connectFor(client, sockets, address, port, (upstream) => sockets.splice(client, upstream), () => client.destroy()),
     (error: Error) => {
       log.warn({ host, port, err: error.message }, 'step could not reach the state backend');
       client.destroy();
@@ -182,10 +230,11 @@ function forward(client: net.Socket, host: string, port: number, policy: EgressP
 
 function deny(client: net.Socket, error: Error, host: string, log: Logger) {
   if (error instanceof EgressDeniedError) log.info({ host, address: error.address, reason: error.reason }, 'step egress refused');
-  refuse(client, error instanceof EgressDeniedError ? 403 : 502, error.message);
+  refuse(client, error instanceof EgressDeniedError ? 403 : 502, error instanceof EgressDeniedError ? error.message : `${host}: ${error.message}`);
 }
 
 function refuse(client: net.Socket, status: number, message: string) {
+  if (client.destroyed) return;
   const body = `${message}\n`;
   client.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
@@ -202,27 +251,42 @@ function parseAuthority(authority: string): { host: string; port: number } | und
   return port >= 1 && port <= 65535 ? { host: match[1]!, port } : undefined;
 }
 
-/** Relays the step's DNS queries to the first upstream server and its answers back; returns a stop function. */
+/**
+ * Relays the step's DNS queries to the first upstream server and its answers back; returns a stop
+ * function. Only standard queries of one question pass (no UPDATE, NOTIFY or answers); each goes out
+ * under an id of the relay's own, on a socket connected to the server, so only the server's answers
+ * come back, matched to the query they answer.
+ */
 function relayDns(inside: dgram.Socket, servers: readonly string[]): () => void {
   const server = parseServer(servers[0] ?? '127.0.0.1');
   const upstream = dgram.createSocket(server.family === 6 ? 'udp6' : 'udp4');
   upstream.on('error', () => {});
   inside.on('error', () => {});
-  const pending = new Map<number, { address: string; port: number; timer: NodeJS.Timeout }>();
+  const pending = new Map<number, { id: number; address: string; port: number; timer: NodeJS.Timeout }>();
+  let connected = false;
+  upstream.connect(server.port, server.address, () => (connected = true));
+  let second = 0;
+  let sentThisSecond = 0;
   inside.on('message', (query: Buffer, from: dgram.RemoteInfo) => {
-    if (query.length < 12 || pending.size >= MAX_DNS_IN_FLIGHT) return;
-    const id = query.readUInt16BE(0);
-    clearTimeout(pending.get(id)?.timer);
-    pending.set(id, { address: from.address, port: from.port, timer: setTimeout(() => pending.delete(id), DNS_TIMEOUT_MS) });
-    upstream.send(query, server.port, server.address);
+    const now = Math.floor(Date.now() / 1000);
+    if (now !== second) [second, sentThisSecond] = [now, 0];
+    if (!connected || !isStandardQuery(query) || pending.size >= MAX_DNS_IN_FLIGHT || ++sentThisSecond > MAX_DNS_PER_SECOND) return;
+    let ours = randomInt(0x10000);
+    while (pending.has(ours)) ours = (ours + 1) & 0xffff;
+    pending.set(ours, { id: query.readUInt16BE(0), address: from.address, port: from.port, timer: setTimeout(() => pending.delete(ours), DNS_TIMEOUT_MS) });
+    const relayed = Buffer.from(query);
+    relayed.writeUInt16BE(ours, 0);
+    upstream.send(relayed);
   });
-  upstream.on('message', (reply: Buffer, from: dgram.RemoteInfo) => {
-    if (reply.length < 12 || from.port !== server.port) return;
+  upstream.on('message', (reply: Buffer) => {
+    if (reply.length < 12) return;
     const waiting = pending.get(reply.readUInt16BE(0));
     if (!waiting) return;
     clearTimeout(waiting.timer);
     pending.delete(reply.readUInt16BE(0));
-    inside.send(reply, waiting.port, waiting.address);
+    const answer = Buffer.from(reply);
+    answer.writeUInt16BE(waiting.id, 0);
+    inside.send(answer, waiting.port, waiting.address);
   });
   return () => {
     for (const { timer } of pending.values()) clearTimeout(timer);
@@ -235,6 +299,13 @@ function relayDns(inside: dgram.Socket, servers: readonly string[]): () => void 
       }
     }
   };
+}
+
+/** A query (QR 0), of the standard opcode, with exactly one question. */
+function isStandardQuery(message: Buffer): boolean {
+  if (message.length < 12 || message.length > 4096) return false;
+  const flags = message.readUInt16BE(2);
+  return (flags & 0x8000) === 0 && ((flags >> 11) & 0xf) === 0 && message.readUInt16BE(4) === 1;
 }
 
 /** `address`, `address:port`, `[v6]` or `[v6]:port`, as dns.getServers() writes them. */

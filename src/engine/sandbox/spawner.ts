@@ -264,9 +264,10 @@ export class Spawner {
   private lost(helper: ChildProcess) {
     if (this.helper === helper) this.helper = undefined;
     helper.removeAllListeners('message');
-    for (const [id, { child, failed, helper: startedBy }] of this.live) {
+    for (const [id, { child, failed, helper: startedBy, listeners }] of this.live) {
       if (startedBy !== helper) continue;
       if (child.pid === undefined) {
+        for (const handle of [listeners?.proxy, listeners?.dns, ...(listeners?.tunnels ?? []).map((t) => t.server)]) closeHandle(handle);
         this.forget(id);
         failed(new HelperLostError());
       } else child.exited(null, 'SIGKILL');

@@ -25,7 +25,8 @@ describe('the outbound address policy', () => {
       ['255.255.255.255', /reserved/],
       ['::1', /loopback/],
       ['::', /unspecified/],
-      ['fd00:ec2::254', /private/],
+      ['fd00:ec2::254', /the cloud metadata service/],
+      ['168.63.129.16', /the cloud host agent/],
       ['fe80::1', /link-local/],
       ['ff02::1', /multicast/],
     ];
@@ -56,8 +57,39 @@ describe('the outbound address policy', () => {
     assert.equal(deniedReason('fd12::1', allow), undefined);
   });
 
+  it('opens loopback and link-local only by an entry inside them, and the metadata and host-agent addresses and this host\'s own only by naming them', () => {
+    const broad = parseAllowList(['0.0.0.0/0', '::/0', 'fd00::/8'], 'X');
+    assert.equal(deniedReason('10.1.2.3', broad), undefined);
+    assert.match(deniedReason('127.0.0.1', broad)!, /loopback/);
+    assert.match(deniedReason('169.254.169.254', broad)!, /link-local/);
+    assert.equal(deniedReason('fd00:ec2::254', broad), 'the cloud metadata service');
+    assert.equal(deniedReason('168.63.129.16', broad), 'the cloud host agent');
+    const own = Object.values(os.networkInterfaces()).flat().find((a) => a && !a.internal && a.family === 'IPv4')?.address;
+    if (own) {
+      assert.equal(deniedReason(own, broad), 'an address of this host');
+      assert.equal(deniedReason(own, parseAllowList([own], 'X')), undefined);
+    }
+    const narrow = parseAllowList(['127.0.0.0/8', '168.63.129.16'], 'X');
+    assert.equal(deniedReason('127.0.0.9', narrow), undefined);
+    assert.equal(deniedReason('168.63.129.16', narrow), undefined);
+  });
+
+  it('lets an allowlisted name reach private and loopback addresses, never link-local, metadata or this host\'s own', () => {
+    const allow = parseAllowList(['git.corp.example'], 'X');
+    assert.equal(deniedReason('10.0.0.5', allow, { named: true }), undefined);
+    assert.equal(deniedReason('127.0.0.1', allow, { named: true }), undefined);
+    assert.match(deniedReason('169.254.169.254', allow, { named: true })!, /link-local/);
+    assert.equal(deniedReason('168.63.129.16', allow, { named: true }), 'the cloud host agent');
+  });
+
+  it('refuses IPv6 forms that tunnel or translate to IPv4 it cannot judge', () => {
+    assert.match(deniedReason('2001:0:4136:e378:8000:63bf:3fff:fdd2')!, /Teredo/);
+    assert.match(deniedReason('::ffff:0:7f00:1')!, /IPv4-translated/);
+    assert.match(deniedReason('64:ff9b:1::a00:1')!, /local-use NAT64/);
+  });
+
   it('refuses an allowlist entry that is neither a CIDR nor a host name', () => {
-    for (const bad of ['10.0.0.0/33', '10.0.0.0/x', 'http://git.example', 'a b', '-bad.example', 'git.example/24']) {
+    for (const bad of ['10.0.0.0/33', '10.0.0.0/x', '10.0.0.0/8/junk', 'http://git.example', 'a b', '-bad.example', 'git.example/24']) {
       assert.throws(() => parseAllowList([bad], 'PLINTH_STEP_EGRESS_ALLOW'), /PLINTH_STEP_EGRESS_ALLOW: /, bad);
     }
   });

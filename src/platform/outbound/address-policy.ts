@@ -10,13 +10,16 @@ import os from 'node:os';
  * every address they resolve to is checked.
  */
 
-/** Ranges refused unless allowlisted: [network, prefix length, why]. */
+/**
+ * Ranges refused unless allowlisted: [network, prefix length, why]. Loopback and link-local
+ * (NARROW_RANGES) are opened only by an allowlist entry that lies wholly inside them (a broad CIDR
+ * never opens them), and the cloud's metadata and host-agent addresses and this host's own addresses
+ * only by an entry naming exactly that address.
+ */
 const DENIED_V4: ReadonlyArray<readonly [string, number, string]> = [
   ['0.0.0.0', 8, 'this network'],
   ['10.0.0.0', 8, 'a private network'],
   ['100.64.0.0', 10, 'carrier-grade NAT'],
-  ['127.0.0.0', 8, 'loopback'],
-  ['169.254.0.0', 16, 'link-local (cloud metadata)'],
   ['172.16.0.0', 12, 'a private network'],
   ['192.0.0.0', 24, 'IETF protocol assignments'],
   ['192.168.0.0', 16, 'a private network'],
@@ -26,14 +29,29 @@ const DENIED_V4: ReadonlyArray<readonly [string, number, string]> = [
 ];
 const DENIED_V6: ReadonlyArray<readonly [string, number, string]> = [
   ['::', 128, 'unspecified'],
-  ['::1', 128, 'loopback'],
   ['::', 96, 'IPv4-compatible'],
+  ['::ffff:0:0:0', 96, 'IPv4-translated'],
+  ['64:ff9b:1::', 48, 'local-use NAT64'],
   ['100::', 64, 'discard'],
+  ['2001::', 32, 'Teredo'],
   ['fc00::', 7, 'a private network'],
-  ['fe80::', 10, 'link-local (cloud metadata)'],
   ['fec0::', 10, 'site-local'],
   ['ff00::', 8, 'multicast'],
 ];
+
+/** Opened only by an allowlist entry inside them: [network, prefix length, family, why]. */
+const NARROW_RANGES: ReadonlyArray<readonly [string, number, 4 | 6, string]> = [
+  ['127.0.0.0', 8, 4, 'loopback'],
+  ['::1', 128, 6, 'loopback'],
+  ['169.254.0.0', 16, 4, 'link-local (cloud metadata)'],
+  ['fe80::', 10, 6, 'link-local (cloud metadata)'],
+];
+
+/** The clouds' metadata and host-agent addresses outside link-local: opened only by naming them exactly. */
+const METADATA_ADDRESSES = new Map([
+  ['fd00:ec2::254', 'the cloud metadata service'],
+  ['168.63.129.16', 'the cloud host agent'],
+]);
 
 function blockList(ranges: ReadonlyArray<readonly [string, number, string]>, type: 'ipv4' | 'ipv6') {
   return ranges.map(([net, bits, why]) => {
@@ -44,6 +62,7 @@ function blockList(ranges: ReadonlyArray<readonly [string, number, string]>, typ
 }
 const V4 = blockList(DENIED_V4, 'ipv4');
 const V6 = blockList(DENIED_V6, 'ipv6');
+const NARROW = NARROW_RANGES.map(([net, bits, family, why]) => ({ net, bits, family, why, list: blockList([[net, bits, why]], family === 4 ? 'ipv4' : 'ipv6')[0]!.list }));
 
 /** An address in the form the policy checks: IPv4 for IPv4-mapped, NAT64 and 6to4 IPv6 (which reach IPv4 hosts). */
 export function canonicalAddress(address: string): { address: string; family: 4 | 6 } {
@@ -82,38 +101,46 @@ function expandIPv6(v6: string): number[] | undefined {
   return [...left, ...Array<number>(zeros).fill(0), ...right];
 }
 
-/** An allowlist entry: a CIDR (or one address), or a host name (`*.example.com` for its subdomains). */
+/** An allowlist: CIDRs (or single addresses), and host names (`*.example.com` for their subdomains). */
 export interface AllowList {
   networks: BlockList;
+  /** The same networks one by one, to tell whether an entry lies inside a narrow range or names one address. */
+  entries: Array<{ address: string; prefix: number; family: 4 | 6; list: BlockList }>;
   hosts: string[];
 }
 
 export function parseAllowList(entries: readonly string[], setting: string): AllowList {
   const networks = new BlockList();
+  const parsed: AllowList['entries'] = [];
   const hosts: string[] = [];
   for (const raw of entries.map((e) => e.trim()).filter(Boolean)) {
-    const [net, bits] = raw.split('/') as [string, string | undefined];
+    const [net, bits, ...rest] = raw.split('/') as [string, string | undefined, ...string[]];
     const { address, family } = canonicalAddress(net);
     if (isIP(address)) {
+      if (rest.length > 0) throw new Error(`${setting}: "${raw}" is not a valid CIDR`);
       const max = family === 4 ? 32 : 128;
       const prefix = bits === undefined ? max : Number(bits);
       // An IPv4 network written as mapped IPv6 keeps its IPv4 meaning: count its prefix from bit 96.
       const v4Prefix = family === 4 && isIP(net.replace(/^\[|\]$/g, '')) === 6 ? prefix - 96 : prefix;
       if (!/^\d+$/.test(bits ?? String(max)) || v4Prefix < 0 || v4Prefix > max) throw new Error(`${setting}: "${raw}" is not a valid CIDR`);
-      networks.addSubnet(address, v4Prefix, family === 4 ? 'ipv4' : 'ipv6');
+      const type = family === 4 ? 'ipv4' : 'ipv6';
+      const list = new BlockList();
+      list.addSubnet(address, v4Prefix, type);
+      networks.addSubnet(address, v4Prefix, type);
+      parsed.push({ address, prefix: v4Prefix, family, list });
     } else if (bits === undefined && /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(raw)) {
       hosts.push(raw.toLowerCase());
     } else {
       throw new Error(`${setting}: "${raw}" is neither a CIDR nor a host name`);
     }
   }
-  return { networks, hosts };
+  return { networks, entries: parsed, hosts };
 }
 
-export const EMPTY_ALLOW_LIST: AllowList = { networks: new BlockList(), hosts: [] };
+export const EMPTY_ALLOW_LIST: AllowList = { networks: new BlockList(), entries: [], hosts: [] };
 
-/** Every address: for an operator's explicit opt-out (PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE). */
-export const ALLOW_EVERYTHING: AllowList = parseAllowList(['0.0.0.0/0', '::/0'], 'ALLOW_EVERYTHING');
+/** Every address but link-local and the cloud's metadata: an operator's opt-out (PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE). */
+export const ALLOW_EVERYTHING: AllowList = parseAllowList(['0.0.0.0/0', '::/0', '127.0.0.0/8', '::1'], 'ALLOW_EVERYTHING');
 
 /**
  * `PLINTH_STEP_EGRESS_ALLOW`: what steps, and Plinth's own calls on a tenant's behalf, may reach besides
@@ -134,22 +161,39 @@ let ownAddresses: { at: number; addresses: Set<string> } | undefined;
 function hostAddresses(): Set<string> {
   if (!ownAddresses || Date.now() - ownAddresses.at > 5_000) {
     const addresses = new Set<string>();
-    for (const list of Object.values(os.networkInterfaces())) for (const a of list ?? []) addresses.add(canonicalAddress(a.address).address);
+    // Loopback's own addresses are judged as loopback (NARROW_RANGES), not as this host's.
+    for (const list of Object.values(os.networkInterfaces())) for (const a of list ?? []) if (!a.internal) addresses.add(canonicalAddress(a.address).address);
     ownAddresses = { at: Date.now(), addresses };
   }
   return ownAddresses.addresses;
 }
 
-/** Why `address` may not be connected to, or undefined when it may (an allowlisted network always may). */
-export function deniedReason(address: string, allow: AllowList = EMPTY_ALLOW_LIST): string | undefined {
+/**
+ * Why `address` may not be connected to, or undefined when it may. `named`: the address is what an
+ * allowlisted host name resolved to, which opens every range but link-local, the metadata addresses and
+ * this host's own addresses.
+ */
+export function deniedReason(address: string, allow: AllowList = EMPTY_ALLOW_LIST, { named = false } = {}): string | undefined {
   const { address: checked, family } = canonicalAddress(address);
   if (!isIP(checked)) return 'not an IP address';
   const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (allow.networks.check(checked, type)) return undefined;
-  const range = (family === 4 ? V4 : V6).find(({ list }) => list.check(checked, type));
-  if (range) return range.why;
-  if (hostAddresses().has(checked)) return 'an address of this host';
-  return undefined;
+  const exactly = allow.entries.some((e) => e.prefix === (family === 4 ? 32 : 128) && e.list.check(checked, type));
+  const metadata = METADATA_ADDRESSES.get(checked);
+  if (metadata) return exactly ? undefined : metadata;
+  if (hostAddresses().has(checked)) return exactly ? undefined : 'an address of this host';
+  const narrow = NARROW.find((r) => r.family === family && r.list.check(checked, type));
+  if (narrow) {
+    const inside = allow.entries.some((e) => e.family === family && e.prefix >= narrow.bits && narrow.list.check(e.address, type) && e.list.check(checked, type));
+    return inside || (named && narrow.why === 'loopback') ? undefined : narrow.why;
+  }
+  if (named || allow.networks.check(checked, type)) return undefined;
+  return (family === 4 ? V4 : V6).find(({ list }) => list.check(checked, type))?.why;
+}
+
+/** Whether an address is loopback (where a connection's two ends always share an address). */
+export function isLoopback(address: string): boolean {
+  const { address: checked, family } = canonicalAddress(address);
+  return NARROW.some((r) => r.why === 'loopback' && r.family === family && r.list.check(checked, family === 4 ? 'ipv4' : 'ipv6'));
 }
 
 /** A connection refused by the policy: nothing was sent to the address. */

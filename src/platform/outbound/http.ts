@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import type { AllowList } from './address-policy.ts';
+import { EgressDeniedError, isLoopback, type AllowList } from './address-policy.ts';
 import { resolveAllowed, systemLookup, type Lookup } from './resolve.ts';
 
 /**
@@ -47,6 +47,11 @@ export async function outboundRequest(url: string | URL, request: OutboundReques
   const client = target.protocol === 'https:' ? https : http;
   return new Promise<OutboundResponse>((resolve, reject) => {
     const req = client.request(target, { method: request.method ?? 'GET', headers: request.headers, lookup: pinned, agent: false });
+    // An address that is this host's own after all (a local route no interface lists): the kernel
+    // connects from the very address it connects to. Dropped before the request is written.
+    req.once('socket', (socket) => socket.once('connect', () => {
+      if (socket.localAddress === socket.remoteAddress && !isLoopback(address)) req.destroy(new EgressDeniedError(target.hostname, address, 'an address of this host'));
+    }));
     const timer = setTimeout(() => req.destroy(new OutboundLimitError(`no complete answer within ${request.timeoutMs} ms`)), Math.max(0, deadline - Date.now()));
     req.on('error', (error) => {
       clearTimeout(timer);

@@ -1,4 +1,4 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
+import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { deniedReason, EgressDeniedError, hostAllowed, type AllowList } from './address-policy.ts';
 
@@ -7,10 +7,23 @@ export interface ResolvedAddress {
   family: 4 | 6;
 }
 
-/** How names are resolved: the system's resolver (getaddrinfo: /etc/hosts, then DNS) unless a test gives another. */
+/** How names are resolved: by DNS (systemLookup) unless a test gives another. */
 export type Lookup = (host: string) => Promise<ResolvedAddress[]>;
 
-export const systemLookup: Lookup = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+/**
+ * The host's DNS resolvers, asked for A and AAAA records through c-ares. Not getaddrinfo: that runs on
+ * libuv's small thread pool, where a few names whose servers never answer (a tenant can make one) would
+ * stall every other lookup and file operation of the process. So /etc/hosts is not read, but for
+ * `localhost` (RFC 6761), which is loopback.
+ */
+const resolver = new Resolver({ timeout: 3_000, tries: 2 });
+
+export const systemLookup: Lookup = async (host) => {
+  const name = host.toLowerCase().replace(/\.$/, '');
+  if (name === 'localhost' || name.endsWith('.localhost')) return [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }];
+  const [v4, v6] = await Promise.all([resolver.resolve4(name).catch(() => []), resolver.resolve6(name).catch(() => [])]);
+  return [...v4.map((address) => ({ address, family: 4 as const })), ...v6.map((address) => ({ address, family: 6 as const }))];
+};
 
 const LOOKUP_TIMEOUT_MS = 10_000;
 
@@ -30,9 +43,9 @@ export async function resolveAllowed(host: string, allow: AllowList, lookup: Loo
   }
   const found = await withTimeout(lookup(bare), LOOKUP_TIMEOUT_MS, `resolving ${host} took over ${LOOKUP_TIMEOUT_MS / 1000} s`);
   if (found.length === 0) throw new Error(`${host} does not resolve`);
-  if (hostAllowed(allow, bare)) return found[0]!;
+  const named = hostAllowed(allow, bare);
   for (const { address } of found) {
-    const reason = deniedReason(address, allow);
+    const reason = deniedReason(address, allow, { named });
     if (reason) throw new EgressDeniedError(host, address, reason);
   }
   return found[0]!;
