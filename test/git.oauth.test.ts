@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
@@ -6,11 +9,56 @@ import { EMPTY_ALLOW_LIST } from '../src/platform/outbound/address-policy.ts';
 import { assertError, createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 
+/**
+ * A stand-in for GitHub's side of an app install with user authorization: its OAuth token endpoint
+ * (a code per account) and `GET /user/installations` (what each account can access).
+ */
+async function startGitHubStandIn(accounts: Record<string, { code: string; installations: number[] }>) {
+  const byToken = new Map(Object.entries(accounts).map(([name, a]) => [`token-${name}`, a.installations]));
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'POST' && url.pathname === '/login/oauth/access_token') {
+        const form = new URLSearchParams(body);
+        const account = Object.entries(accounts).find(([, a]) => a.code === form.get('code'));
+        const clientOk = form.get('client_id') === 'app-client' && form.get('client_secret') === 'app-secret';
+        return res.end(JSON.stringify(account && clientOk ? { access_token: `token-${account[0]}`, token_type: 'bearer' } : { error: 'bad_verification_code' }));
+      }
+      if (req.method === 'GET' && url.pathname === '/user/installations') {
+        const installations = byToken.get(String(req.headers.authorization).replace(/^Bearer /, ''));
+        if (!installations) return res.writeHead(401).end('{}');
+        return res.end(JSON.stringify({ total_count: installations.length, installations: installations.map((id) => ({ id })) }));
+      }
+      res.writeHead(404).end('{}');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+}
+
 describe('OAuth to self-hosted Git servers, and the Git app install', () => {
   let t: TestApp;
   let oauth: OAuth2Server;
   let git: GitServer;
   const grants: string[] = [];
+  /** The browser's cookies: the flows' binding cookies come and go with its requests. */
+  const jar = new Map<string, string>();
+  const browser = async (url: string, options: { token?: string | null; headers?: Record<string, string> } = {}) => {
+    const cookie = [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
+    const res = await t.call('GET', url, { ...options, headers: { ...(options.headers ?? {}), ...(cookie ? { cookie } : {}) } });
+    const set = res.headers['set-cookie'];
+    for (const line of Array.isArray(set) ? set : set ? [String(set)] : []) {
+      const [pair] = line.split(';');
+      const [name, value] = pair!.split('=') as [string, string];
+      if (/max-age=0|expires=thu, 01 jan 1970/i.test(line)) jar.delete(name);
+      else jar.set(name, value);
+    }
+    return res;
+  };
   before(async () => {
     t = await startTestApp();
     oauth = new OAuth2Server();
@@ -43,7 +91,7 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
   };
   /** Logs in and lets the authorization server answer: the callback URL it redirects the browser to. */
   const authorize = async (serverId: string, query = '') => {
-    const login = await t.call('GET', `/gitoauth/self-hosted/${serverId}/login${query}`);
+    const login = await browser(`/gitoauth/self-hosted/${serverId}/login${query}`);
     assert.equal(login.status, 302, JSON.stringify(login.body));
     const location = new URL(String(login.headers.location));
     const back = await fetch(location, { redirect: 'manual' });
@@ -63,7 +111,7 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     assert.equal(location.searchParams.get('client_id'), 'plinth-client');
     assert.equal(location.searchParams.get('redirect_uri'), `${t.app.config.publicUrl}/gitoauth/callback`);
     assert.ok(!location.searchParams.get('state')!.includes(server.id), 'the state is sealed, not readable');
-    const done = await t.call('GET', callback, { token: null });
+    const done = await browser(callback, { token: null });
     assert.equal(done.status, 302, JSON.stringify(done.body));
     assert.equal(done.headers.location, `${t.app.config.publicUrl}/ui/settings`);
     assert.ok(grants.includes('authorization_code'));
@@ -74,13 +122,13 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     assert.equal((await t.call('GET', `/git-self-hosted-servers/${server.id}`)).body.data.connected, true);
 
     // The same callback again: the state was used.
-    assertError(await t.call('GET', callback, { token: null }), 400, 'Git:State:USED');
+    assertError(await browser(callback, { token: null }), 400, 'Git:State:USED');
   });
 
   it('a code source authenticated through the connection lists a private repository, refreshing an expired token first', async () => {
     const server = await register('gitlab-for-source');
     const { callback } = await authorize(server.id);
-    assert.equal((await t.call('GET', callback, { token: null })).status, 302);
+    assert.equal((await browser(callback, { token: null })).status, 302);
     const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'oauth-src', url: git.repoUrl('private'), provider: 'GITLAB', authType: 'OAUTH', gitSelfHostedServerId: server.id } } })).body.data;
     const listed = await t.call('GET', `/code-source/${source.id}/branches`);
     assert.equal(listed.status, 200, JSON.stringify(listed.body));
@@ -112,7 +160,7 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     t.app.config.git.outbound = { allow: EMPTY_ALLOW_LIST };
     const before = grants.length;
     try {
-      const refused = await t.call('GET', callback, { token: null });
+      const refused = await browser(callback, { token: null });
       assertError(refused, 422, 'Git:OAuth:NOT_ALLOWED');
       assert.match(refused.body.message, /PLINTH_STEP_EGRESS_ALLOW/);
     } finally {
@@ -130,26 +178,26 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     const state = url.searchParams.get('state')!;
     const code = url.searchParams.get('code')!;
     const tampered = `${state.slice(0, -4)}${state.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
-    assertError(await t.call('GET', `/gitoauth/callback?code=${code}&state=${encodeURIComponent(tampered)}`, { token: null }), 400, 'Git:State:INVALID');
-    assertError(await t.call('GET', `/gitoauth/callback?code=${code}`, { token: null }), 400, 'Git:State:INVALID');
-    assertError(await t.call('GET', `/gitoauth/callback?code=${code}&state=not-a-state`, { token: null }), 400, 'Git:State:INVALID');
+    assertError(await browser(`/gitoauth/callback?code=${code}&state=${encodeURIComponent(tampered)}`, { token: null }), 400, 'Git:State:INVALID');
+    assertError(await browser(`/gitoauth/callback?code=${code}`, { token: null }), 400, 'Git:State:INVALID');
+    assertError(await browser(`/gitoauth/callback?code=${code}&state=not-a-state`, { token: null }), 400, 'Git:State:INVALID');
     // The authorization server says no: the state is spent, nothing is stored.
-    assertError(await t.call('GET', `/gitoauth/callback?error=access_denied&state=${encodeURIComponent(state)}`, { token: null }), 400, 'Git:OAuth:DENIED');
-    assertError(await t.call('GET', callback, { token: null }), 400, 'Git:State:USED');
+    assertError(await browser(`/gitoauth/callback?error=access_denied&state=${encodeURIComponent(state)}`, { token: null }), 400, 'Git:OAuth:DENIED');
+    assertError(await browser(callback, { token: null }), 400, 'Git:State:USED');
 
     const second = await authorize(server.id);
     oauth.service.once('beforeResponse', (response: { statusCode: number; body: unknown }) => {
       response.statusCode = 400;
       response.body = { error: 'invalid_grant' };
     });
-    assertError(await t.call('GET', second.callback, { token: null }), 400, 'Git:OAuth:GRANT_REFUSED');
+    assertError(await browser(second.callback, { token: null }), 400, 'Git:OAuth:GRANT_REFUSED');
 
     const saved = t.app.config.git.stateTtlSeconds;
     t.app.config.git.stateTtlSeconds = 1;
     try {
       const expiring = await authorize(server.id);
       await new Promise((r) => setTimeout(r, 1_200));
-      assertError(await t.call('GET', expiring.callback, { token: null }), 400, 'Git:State:EXPIRED');
+      assertError(await browser(expiring.callback, { token: null }), 400, 'Git:State:EXPIRED');
     } finally {
       t.app.config.git.stateTtlSeconds = saved;
     }
@@ -183,36 +231,69 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     assertError(await t.call('GET', `/gitoauth/self-hosted/${server.id}/login?returnTo=//evil.example/x`), 400);
   });
 
-  it('the Git app install: not configured says how; configured redirects with a state whose return leg records the installation once', async () => {
-    const unconfigured = await t.call('GET', '/gitapp/install');
+  it('the Git app install: not configured says how; configured, the return leg records an installation its returning account can access, once, from the browser that started it', async () => {
+    const unconfigured = await browser('/gitapp/install');
     assertError(unconfigured, 422, 'Git:App:NOT_CONFIGURED');
     assert.match(unconfigured.body.description, /PLINTH_GITAPP_INSTALL_URL/);
-    t.app.config.git.app = { installUrl: 'https://github.com/apps/plinth-test/installations/new', appId: undefined, privateKey: undefined, apiUrl: 'https://api.github.com' };
-    try {
-      const install = await t.call('GET', '/gitapp/install?returnTo=/ui/git');
-      assert.equal(install.status, 302);
+    const github = await startGitHubStandIn({ alice: { code: 'code-alice', installations: [42] }, mallory: { code: 'code-mallory', installations: [7] } });
+    const app = { installUrl: `${github.url}/apps/plinth-test/installations/new`, appId: undefined, privateKey: undefined, apiUrl: github.url, clientId: 'app-client', clientSecret: 'app-secret' };
+    t.app.config.git.app = app;
+    const start = async (headers: Record<string, string> = {}) => {
+      const install = await browser('/gitapp/install?returnTo=/ui/git', { headers });
+      assert.equal(install.status, 302, JSON.stringify(install.body));
       const location = new URL(String(install.headers.location));
-      assert.equal(`${location.origin}${location.pathname}`, 'https://github.com/apps/plinth-test/installations/new');
-      const state = encodeURIComponent(location.searchParams.get('state')!);
-      assertError(await t.call('GET', `/gitapp/callback?installation_id=42&state=forged`, { token: null }), 400, 'Git:State:INVALID');
-      const back = await t.call('GET', `/gitapp/callback?installation_id=42&setup_action=install&state=${state}`, { token: null });
+      assert.equal(`${location.origin}${location.pathname}`, `${github.url}/apps/plinth-test/installations/new`);
+      return encodeURIComponent(location.searchParams.get('state')!);
+    };
+    try {
+      const state = await start();
+      assertError(await browser('/gitapp/callback?installation_id=42&code=code-alice&state=forged', { token: null }), 400, 'Git:State:INVALID');
+      // The return leg in a browser that did not start the install (a link sent to a victim): refused, the state kept.
+      const elsewhere = await t.call('GET', `/gitapp/callback?installation_id=42&code=code-alice&state=${state}`, { token: null });
+      assertError(elsewhere, 400, 'Git:State:OTHER_BROWSER');
+      const back = await browser(`/gitapp/callback?installation_id=42&setup_action=install&code=code-alice&state=${state}`, { token: null });
       assert.equal(back.status, 302, JSON.stringify(back.body));
       assert.equal(back.headers.location, `${t.app.config.publicUrl}/ui/git`);
       const installations = (await t.call('GET', '/git-app-installations')).body.data;
       assert.deepEqual(installations.map((i: any) => i.installationId), ['42']);
-      assertError(await t.call('GET', `/gitapp/callback?installation_id=43&state=${state}`, { token: null }), 400, 'Git:State:USED');
-      // Another organization's return leg cannot claim an installation already recorded here.
+      assertError(await browser(`/gitapp/callback?installation_id=43&code=code-alice&state=${state}`, { token: null }), 400, 'Git:State:USED');
+
+      // Another organization names installation 42 (ids are sequential): its account cannot access it.
       const other = await createOrganization(t, 'App thief');
-      const theirs = new URL(String((await t.call('GET', '/gitapp/install', { headers: inOrg(other) })).headers.location));
-      const stolen = await t.call('GET', `/gitapp/callback?installation_id=42&state=${encodeURIComponent(theirs.searchParams.get('state')!)}`, { token: null });
-      assertError(stolen, 409, 'Api:GitAppInstallation:TAKEN');
+      const theirs = await start(inOrg(other));
+      assertError(await browser(`/gitapp/callback?installation_id=42&code=code-mallory&state=${theirs}`, { token: null }), 403, 'Git:App:NOT_ACCESSIBLE');
+      // Without a code (the app does not ask for user authorization), nothing can be verified.
+      const uncoded = await start(inOrg(other));
+      assertError(await browser(`/gitapp/callback?installation_id=7&state=${uncoded}`, { token: null }), 422, 'Git:App:UNVERIFIED');
+      // An account that can access it, but the installation is this organization's already.
+      const again = await start(inOrg(other));
+      assertError(await browser(`/gitapp/callback?installation_id=42&code=code-alice&state=${again}`, { token: null }), 409, 'Api:GitAppInstallation:TAKEN');
       assert.deepEqual((await t.call('GET', '/git-app-installations', { headers: inOrg(other) })).body.data, []);
+
+      // Without the app's OAuth client, no install is accepted.
+      t.app.config.git.app = { ...app, clientId: undefined };
+      const unverifiable = await start();
+      const refused = await browser(`/gitapp/callback?installation_id=42&code=code-alice&state=${unverifiable}`, { token: null });
+      assertError(refused, 422, 'Git:App:NOT_CONFIGURED');
+      assert.match(refused.body.description, /Request user authorization/);
+
       const source = await t.call('POST', '/code-sources', { body: { data: { name: 'app', url: 'https://github.com/acme/infra.git', provider: 'GITHUB', authType: 'APP_INSTALLATION', gitAppInstallationId: installations[0].id } } });
       assert.equal(source.status, 201, JSON.stringify(source.body));
       // Without the app's id and key no installation token can be minted: the listing says how to configure it.
       assertError(await t.call('GET', `/code-source/${source.body.data.id}/branches`), 422, 'Git:App:NOT_CONFIGURED');
     } finally {
       t.app.config.git.app = undefined;
+      github.close();
     }
+  });
+
+  it('an OAuth return leg from a browser that did not start the login is refused, and the login still completes where it started', async () => {
+    const server = await register('gitlab-csrf');
+    const { callback } = await authorize(server.id);
+    assertError(await t.call('GET', callback, { token: null }), 400, 'Git:State:OTHER_BROWSER');
+    assert.equal((await t.call('GET', `/git-self-hosted-servers/${server.id}`)).body.data.connected, false);
+    const done = await browser(callback, { token: null });
+    assert.equal(done.status, 302, JSON.stringify(done.body));
+    assert.equal((await t.call('GET', `/git-self-hosted-servers/${server.id}`)).body.data.connected, true);
   });
 });

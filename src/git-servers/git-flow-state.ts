@@ -18,6 +18,8 @@ export interface FlowState {
   returnTo: string;
   /** Expiry, in epoch milliseconds. */
   expiresAt: number;
+  /** The hash of the cookie the starting browser got (flow-binding.ts): the return leg must send it. */
+  binding: string;
 }
 
 const CONTEXT = 'git_flow_states.state';

@@ -8,6 +8,7 @@ import { EgressDeniedError } from '../platform/outbound/address-policy.ts';
 import { outboundRequest, type OutboundResponse } from '../platform/outbound/http.ts';
 import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
+import { assertSameBrowser, newFlowBinding, type FlowCookie } from './flow-binding.ts';
 import { newNonce, openFlowState, safeReturnTo, sealFlowState, stateError } from './git-flow-state.ts';
 import { consumeFlowState, findConnection, findGitServer, insertFlowState, updateConnectionTokens, upsertConnection, type GitServerRow } from './git-servers.repo.ts';
 import type { CallbackQuery } from './git-servers.schema.ts';
@@ -33,7 +34,7 @@ export function callbackUrl(config: Config): string {
  * single-use state carrying the caller, the server and where to return, and a PKCE S256 challenge
  * whose verifier stays in the database, sealed.
  */
-export async function startOAuthLogin(db: Db, secrets: SecretBox, config: Config, principal: Principal, serverId: string, returnTo: string | undefined): Promise<string> {
+export async function startOAuthLogin(db: Db, secrets: SecretBox, config: Config, principal: Principal, serverId: string, returnTo: string | undefined): Promise<{ location: string; cookie: FlowCookie }> {
   const server = await findGitServer(db, principal.organizationId, serverId);
   if (!server) throw new NotFoundError('GitSelfHostedServer', serverId);
   const target = safeReturnTo(returnTo, config.publicUrl);
@@ -47,7 +48,8 @@ export async function startOAuthLogin(db: Db, secrets: SecretBox, config: Config
     codeVerifierSealed: secrets.seal(verifier, `git_flow_states.code_verifier:${nonce}`),
     expiresAt: new Date(expiresAt),
   });
-  const state = sealFlowState(secrets, { nonce, kind: 'OAUTH', organizationId: principal.organizationId, userId: principal.userId ?? null, serverId, returnTo: target, expiresAt });
+  const { cookie, hash } = newFlowBinding('OAUTH', nonce, config.git.stateTtlSeconds);
+  const state = sealFlowState(secrets, { nonce, kind: 'OAUTH', organizationId: principal.organizationId, userId: principal.userId ?? null, serverId, returnTo: target, expiresAt, binding: hash });
   const url = new URL(oauthEndpoints(server).authorize);
   url.searchParams.set('response_type', 'code');
   url.searchParams.set('client_id', server.client_id);
@@ -56,7 +58,7 @@ export async function startOAuthLogin(db: Db, secrets: SecretBox, config: Config
   url.searchParams.set('state', state);
   url.searchParams.set('code_challenge', createHash('sha256').update(verifier).digest('base64url'));
   url.searchParams.set('code_challenge_method', 'S256');
-  return url.toString();
+  return { location: url.toString(), cookie };
 }
 
 interface TokenAnswer {
@@ -118,8 +120,9 @@ function parseJson(body: Buffer): Record<string, unknown> | undefined {
  * never used), exchanges the code with the PKCE verifier, stores the tokens sealed, and returns where to
  * redirect. A bad, expired or reused state is a 400 and nothing is stored.
  */
-export async function completeOAuthCallback(db: Db, secrets: SecretBox, config: Config, query: CallbackQuery): Promise<string> {
+export async function completeOAuthCallback(db: Db, secrets: SecretBox, config: Config, query: CallbackQuery, cookies: Record<string, string | undefined>): Promise<string> {
   const state = openFlowState(secrets, query.state, 'OAUTH');
+  assertSameBrowser(state.binding, cookies, state.nonce);
   const row = await consumeFlowState(db, state.nonce, 'OAUTH');
   if (!row || row.organization_id !== state.organizationId) throw stateError('USED', 'The state was already used (or is unknown); start again');
   if (query.error) throw new BadRequestError(`The Git server did not authorize: ${query.error}`, [], 'Git:OAuth:DENIED');

@@ -1,6 +1,7 @@
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
+import type { FlowCookie } from './flow-binding.ts';
 import { completeAppInstall, listAppInstallations, startAppInstall } from './git-app.service.ts';
 import { completeOAuthCallback, startOAuthLogin } from './git-oauth.service.ts';
 import {
@@ -17,6 +18,11 @@ import {
 import { createGitServer, deleteGitServer, getGitServer, listGitServers, updateGitServer } from './git-servers.service.ts';
 
 const Redirect = { 302: { type: 'null', description: 'A redirect: the Location header says where' } } as const;
+
+/** The binding cookie of a Git flow: for its callback only, never to scripts, sent back on the provider's top-level redirect. */
+function flowCookieOptions(app: App, cookie: FlowCookie) {
+  return { path: cookie.path, maxAge: cookie.maxAgeSeconds, httpOnly: true, sameSite: 'lax' as const, secure: app.config.publicUrl.startsWith('https:') };
+}
 
 export async function gitServerRoutes(app: App) {
   const tags = ['git'];
@@ -54,23 +60,33 @@ export async function gitServerRoutes(app: App) {
   app.get('/gitoauth/self-hosted/:gitSelfHostedServerId/login', {
     config: { permission: 'code-source:manage' },
     schema: { tags, summary: 'Start OAuth with a self-hosted Git server (302 to its authorization page, with state and PKCE)', params: ServerParams, querystring: ReturnQuery, response: Redirect },
-  }, async (request, reply) =>
-    reply.redirect(await startOAuthLogin(app.db, app.secrets, app.config, request.principal, request.params.gitSelfHostedServerId, request.query.returnTo), 302));
+  }, async (request, reply) => {
+    const { location, cookie } = await startOAuthLogin(app.db, app.secrets, app.config, request.principal, request.params.gitSelfHostedServerId, request.query.returnTo);
+    return reply.setCookie(cookie.name, cookie.value, flowCookieOptions(app, cookie)).redirect(location, 302);
+  });
 
   app.get('/gitoauth/callback', {
     config: { public: true },
     schema: { tags, summary: 'OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed, 302 to the original URL', querystring: CallbackQuery, response: Redirect },
-  }, async (request, reply) => reply.redirect(await completeOAuthCallback(app.db, app.secrets, app.config, request.query), 302));
+  }, async (request, reply) => {
+    // The binding cookie is left to expire with its state: a replay is then told the state was used.
+    return reply.redirect(await completeOAuthCallback(app.db, app.secrets, app.config, request.query, request.cookies), 302);
+  });
 
   app.get('/gitapp/install', {
     config: { permission: 'code-source:manage' },
     schema: { tags, summary: "Install the configured Git app (302 to the provider's installation page, with a signed state)", querystring: ReturnQuery, response: Redirect },
-  }, async (request, reply) => reply.redirect(await startAppInstall(app.db, app.secrets, app.config, request.principal, request.query.returnTo), 302));
+  }, async (request, reply) => {
+    const { location, cookie } = await startAppInstall(app.db, app.secrets, app.config, request.principal, request.query.returnTo);
+    return reply.setCookie(cookie.name, cookie.value, flowCookieOptions(app, cookie)).redirect(location, 302);
+  });
 
   app.get('/gitapp/callback', {
     config: { public: true },
     schema: { tags, summary: "The app install's return leg (the app's Setup URL; no credential): records the installation, 302 to the original URL", querystring: AppCallbackQuery, response: Redirect },
-  }, async (request, reply) => reply.redirect(await completeAppInstall(app.db, app.secrets, app.config, request.query), 302));
+  }, async (request, reply) => {
+    return reply.redirect(await completeAppInstall(app.db, app.secrets, app.config, request.query, request.cookies), 302);
+  });
 
   app.get('/git-app-installations', {
     schema: { tags, summary: "List the organization's Git app installations", querystring: GitListQuery, response: { 200: ListEnvelope(GitAppInstallation) } },

@@ -82,6 +82,7 @@ export const AppCallbackQuery = Type.Object(
   {
     installation_id: Type.Optional(Type.String({ maxLength: 64, pattern: '^[0-9]+$' })),
     setup_action: Type.Optional(Type.String({ maxLength: 64 })),
+    code: Type.Optional(Type.String({ maxLength: 4096 })),
     state: Type.Optional(Type.String({ maxLength: 4096 })),
   },
   { additionalProperties: true },

@@ -92,7 +92,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * the process's environment, so nothing started later (a library's child process, a step in the
  * unisolated mode) inherits them. Steps never get the worker's environment anyway; this is the second line.
  */
-export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'PLINTH_METRICS_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL', 'PLINTH_GITAPP_PRIVATE_KEY'] as const;
+export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'PLINTH_METRICS_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL', 'PLINTH_GITAPP_PRIVATE_KEY', 'PLINTH_GITAPP_CLIENT_SECRET'] as const;
 
 /** scrubSecretEnv deletes SECRET_ENV_NAMES from `env` (the process's own by default). */
 export function scrubSecretEnv(env: NodeJS.ProcessEnv = process.env): void {

@@ -35,6 +35,12 @@ export interface GitAppConfig {
   privateKey: string | undefined;
   /** PLINTH_GITAPP_API_URL: the provider's API (default https://api.github.com). */
   apiUrl: string;
+  /**
+   * PLINTH_GITAPP_CLIENT_ID and PLINTH_GITAPP_CLIENT_SECRET: the app's OAuth client, which proves at the
+   * install's return leg that the returning account can access the installation; unset: no install is accepted.
+   */
+  clientId: string | undefined;
+  clientSecret: string | undefined;
 }
 
 export function loadGitConfig(env: NodeJS.ProcessEnv): GitConfig {
@@ -53,6 +59,8 @@ export function loadGitConfig(env: NodeJS.ProcessEnv): GitConfig {
           appId: env.PLINTH_GITAPP_ID || undefined,
           privateKey: env.PLINTH_GITAPP_PRIVATE_KEY?.replace(/\\n/g, '\n') || undefined,
           apiUrl: (env.PLINTH_GITAPP_API_URL || 'https://api.github.com').replace(/\/+$/, ''),
+          clientId: env.PLINTH_GITAPP_CLIENT_ID || undefined,
+          clientSecret: env.PLINTH_GITAPP_CLIENT_SECRET || undefined,
         }
       : undefined,
     outbound: { allow: egressAllowListFrom(env) },

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyPluginCallback, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
@@ -116,6 +117,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   app.addHttpMethod('LOCK', { hasBody: true });
   app.addHttpMethod('UNLOCK', { hasBody: true });
   if (options.tracingPlugin) await app.register(options.tracingPlugin);
+  // Only the Git flows' browser binding uses cookies (git-servers/flow-binding.ts); credentials never do.
+  await app.register(cookie);
   // The routes' database counts its writes of credential tables (the cache below forgets on them).
   const credentialWrites = new CredentialWriteWatch();
   app.decorate('db', options.db.withPlugin(credentialWrites));

@@ -2797,6 +2797,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    code?: string;
                     installation_id?: string;
                     setup_action?: string;
                     state?: string;

@@ -1,0 +1,40 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { GitFlowKind } from '../platform/db/enums.ts';
+import { BadRequestError } from '../platform/errors.ts';
+
+/**
+ * An OAuth login or an app install is bound to the browser that started it: the start answers with a
+ * cookie holding a random value, and the sealed state holds that value's hash. The return leg is
+ * accepted only from a browser that sends the cookie back. So a state started by someone else (an
+ * attacker who sends a victim the provider's page, to connect the victim's account to the attacker's
+ * organization or the other way round) is refused at the callback.
+ */
+export interface FlowCookie {
+  name: string;
+  value: string;
+  /** The callback's path: the only request the cookie goes with. */
+  path: string;
+  maxAgeSeconds: number;
+}
+
+export const CALLBACK_PATHS: Record<GitFlowKind, string> = { OAUTH: '/gitoauth/callback', APP_INSTALL: '/gitapp/callback' };
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** One cookie per flow, named after its nonce: flows started side by side in one browser each keep theirs. */
+export function flowCookieName(nonce: string): string {
+  return `plinth_flow_${sha256(nonce).slice(0, 16)}`;
+}
+
+/** A new binding: the cookie for the browser, and the hash that goes into the sealed state. */
+export function newFlowBinding(kind: GitFlowKind, nonce: string, ttlSeconds: number): { cookie: FlowCookie; hash: string } {
+  const value = randomBytes(24).toString('base64url');
+  return { cookie: { name: flowCookieName(nonce), value, path: CALLBACK_PATHS[kind], maxAgeSeconds: ttlSeconds }, hash: sha256(value) };
+}
+
+/** Refuses a return leg whose browser does not hold the flow's cookie (400, nothing stored). */
+export function assertSameBrowser(hash: string | undefined, cookies: Record<string, string | undefined>, nonce: string): void {
+  const value = cookies[flowCookieName(nonce)];
+  const matches = hash !== undefined && value !== undefined && timingSafeEqual(Buffer.from(sha256(value)), Buffer.from(hash.padEnd(64).slice(0, 64)));
+  if (!matches) throw new BadRequestError('The flow was started in another browser (or its cookie was lost): start it again from this browser', [], 'Git:State:OTHER_BROWSER');
+}
