@@ -27,9 +27,11 @@ import { SPAWNER_COMM } from '../src/engine/sandbox/spawner.ts';
 import { freePort, PLINTH_BIN, ROOT, startPlinthProcess, startScriptNodeFlags, type PlinthProcess } from '../test/helpers/plinth-process.ts';
 import { cpuReport, cpuSnapshot } from './engine-cpu.ts';
 import { EDGES, parseMarks, phaseFigures, summarize, type ExecutionTimes, type PhaseFigures, type RunTimes, type Summary } from './engine-figures.ts';
+import { NETWORK_SETUP_TARGET_MS, networkSetupFigures } from './engine-network.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS || 500);
 const KILL_RUNS = Number(process.env.BENCH_KILL_RUNS || 20);
+const NETWORK_SAMPLES = Number(process.env.BENCH_NETWORK_SAMPLES || 60);
 const STACKS = 100;
 const RATE = Number(process.env.BENCH_RATE || 10);
 const CLIENTS = Number(process.env.BENCH_CLIENTS || 20);
@@ -297,6 +299,9 @@ async function main() {
     const starts = slowT.executions.reduce((n, e) => n + (killMarks.starts.get(e.id)?.length ?? 0), 0);
     const lostAttempts = slowT.executions.filter((e) => e.status === 'FAILED').length;
 
+    say(`network phase: ${NETWORK_SAMPLES} sandboxes built on demand with and without a network of their own, in turns ...`);
+    const network = await networkSetupFigures(path.join(work, 'sandboxes'), NETWORK_SAMPLES);
+
     const ratio = (k: 'p50' | 'p99') => pacedF.edges['trigger → process started'][k] / bareStart[k];
     const overheadP99 = pacedF.edges['overhead: exited → next claimed'].p99;
     const startP99 = pacedF.edges['trigger → process started'].p99;
@@ -313,6 +318,10 @@ async function main() {
     lines.push(`  ${'add_job → process started'.padEnd(40)} ${fmt(bareStart)}; started other than once: ${bareTwice}`);
     lines.push(`kill phase (${KILL_RUNS} runs of a 2 s step, a worker SIGKILLed mid-step): ${lostAttempts} attempts failed over, ${starts} process starts for ${slowT.executions.length} executions, all runs ended ${(recoveredMs / 1000).toFixed(1)} s after the kill`);
     lines.push(`  steps run twice: ${killF.runTwice} ${verdict(killF.runTwice === 0)}; unfinished steps: ${killF.unfinished} ${verdict(killF.unfinished === 0)}`);
+    lines.push(`network phase (${NETWORK_SAMPLES} sandboxes of each, built on demand, open → \`true\` ended):`);
+    lines.push(`  ${'PLINTH_SANDBOX_NETWORK=none'.padEnd(40)} ${fmt(network.none)}`);
+    lines.push(`  ${'PLINTH_SANDBOX_NETWORK=policy'.padEnd(40)} ${fmt(network.policy)}`);
+    lines.push(`  the step's own network adds ${network.addedP50.toFixed(1)} ms at p50 (target < ${NETWORK_SETUP_TARGET_MS}) ${verdict(network.addedP50 < NETWORK_SETUP_TARGET_MS)}`);
     lines.push('');
     lines.push('targets (paced phase):');
     lines.push(`  trigger → process started vs bare: p50 ${ratio('p50').toFixed(2)}x, p99 ${ratio('p99').toFixed(2)}x (target <= ${TARGETS.ratio}x) ${verdict(ratio('p50') <= TARGETS.ratio && ratio('p99') <= TARGETS.ratio)}`);
@@ -322,7 +331,7 @@ async function main() {
     process.stdout.write(lines.join('\n'));
     const twice = pacedF.runTwice + burstF.runTwice + killF.runTwice + bareTwice;
     const unfinished = pacedF.unfinished + burstF.unfinished + killF.unfinished;
-    const missed = ratio('p50') > TARGETS.ratio || ratio('p99') > TARGETS.ratio || startP99 >= TARGETS.startP99 || overheadP99 >= TARGETS.overheadP99 || runsPerSecond < TARGETS.runsPerSecond;
+    const missed = network.addedP50 >= NETWORK_SETUP_TARGET_MS || ratio('p50') > TARGETS.ratio || ratio('p99') > TARGETS.ratio || startP99 >= TARGETS.startP99 || overheadP99 >= TARGETS.overheadP99 || runsPerSecond < TARGETS.runsPerSecond;
     if (missed || twice > 0 || unfinished > 0) process.exitCode = 1;
   } finally {
     await db?.end().catch(() => {});
