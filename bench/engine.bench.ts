@@ -299,7 +299,7 @@ async function main() {
     const starts = slowT.executions.reduce((n, e) => n + (killMarks.starts.get(e.id)?.length ?? 0), 0);
     const lostAttempts = slowT.executions.filter((e) => e.status === 'FAILED').length;
 
-    say(`network phase: ${NETWORK_SAMPLES} sandboxes built on demand with and without a network of their own, in turns ...`);
+    say(`network phase: ${NETWORK_SAMPLES} sandboxes with and without a network of their own, in turns, from the warm pool and built on demand ...`);
     const network = await networkSetupFigures(path.join(work, 'sandboxes'), NETWORK_SAMPLES);
 
     const ratio = (k: 'p50' | 'p99') => pacedF.edges['trigger → process started'][k] / bareStart[k];

@@ -84,7 +84,8 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   let worker: EngineWorker | undefined;
   let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {
-    worker = new EngineWorker(database.db, database.url, loadEngineConfig(), log, secrets);
+    // The Git settings as read before the secrets were scrubbed from the environment (the app's private key).
+    worker = new EngineWorker(database.db, database.url, { ...loadEngineConfig(), git: config.git }, log, secrets);
     await worker.start();
     stopAuditJobs = startAuditJobs(database.db, secrets, log, {
       outbound: config.auditWebhookAllowPrivate ? { allow: ALLOW_EVERYTHING } : config.git.outbound,

@@ -132,6 +132,15 @@ describe('code sources', () => {
     }
   });
 
+  it('a path that starts with // stays a path on the code source\'s own host', async () => {
+    const sent = git.requests.length;
+    const source = (await create({ name: 'double-slash', url: `${git.url}//evil.example/public.git` })).body.data;
+    await t.call('GET', `/code-source/${source.id}/branches`);
+    // Whatever the Git server answers, the request was its: the path was not taken for another host.
+    assert.equal(git.requests.length, sent + 1);
+    assert.match(git.requests.at(-1)!, /\/public\.git\/info\/refs/);
+  });
+
   it('a server slower than PLINTH_GIT_TIMEOUT_MS is a 504 within the bound', async () => {
     const source = (await create({ name: 'slow', url: git.repoUrl('public') })).body.data;
     const saved = t.app.config.git.remoteTimeoutMs;

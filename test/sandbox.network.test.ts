@@ -143,6 +143,7 @@ describe('a step\'s names and the operator\'s allowlist', () => {
   let dns: Awaited<ReturnType<typeof startDnsServer>>;
   let allowedByCidr: Awaited<ReturnType<typeof startCountingListener>>;
   let allowedByName: Awaited<ReturnType<typeof startCountingListener>>;
+  let backendOnHostAddress: Awaited<ReturnType<typeof startCountingListener>>;
 
   before(async () => {
     workRoot = mkdtempSync(path.join(os.tmpdir(), 'plinth-net-'));
@@ -150,6 +151,7 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     dns = await startDnsServer({ 'public.test': publicHost.address });
     allowedByCidr = await startCountingListener('127.0.0.2');
     allowedByName = await startCountingListener('127.0.0.1');
+    backendOnHostAddress = await startCountingListener('0.0.0.0');
     const settings = loadSandboxSettings({ ...OWN_UIDS, PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0' }, workRoot);
     const names: Record<string, string> = { 'public.test': publicHost.address, 'git.internal': '127.0.0.1', 'slow.test': '127.0.0.2' };
     settings.egress = {
@@ -162,13 +164,15 @@ describe('a step\'s names and the operator\'s allowlist', () => {
         return names[host] ? [{ address: names[host]!, family: 4 }] : [];
       },
       dnsServers: [dns.server],
+      // The state backend at one of this host's own addresses, as a worker on the API's machine may see it.
+      endpoints: hostAddress() ? [{ host: hostAddress()!, port: backendOnHostAddress.port }] : [],
     };
     sandbox = new NamespaceSandbox(settings);
     assert.equal((await sandbox.start()).mode, 'namespaces');
   });
   after(async () => {
     await sandbox.close();
-    for (const closing of [publicHost, dns, allowedByCidr, allowedByName]) closing.close();
+    for (const closing of [publicHost, dns, allowedByCidr, allowedByName, backendOnHostAddress]) closing.close();
     rmSync(workRoot, { recursive: true, force: true });
   });
 
@@ -203,6 +207,17 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     assert.match(output, /by address=56/, 'the name is allowed, not the address it resolves to');
     assert.equal(allowedByCidr.connections(), 1);
     assert.equal(allowedByName.connections(), 1);
+  });
+
+  it('reaches the state backend at this host\'s own address, which the policy refuses to anything else', async (ctx) => {
+    const address = hostAddress();
+    if (!address) return ctx.skip('this host has no address but loopback');
+    workspace = await sandbox.open();
+    const { output } = await runInWorkspace(workspace, `${viaProxy(`http://${address}:${backendOnHostAddress.port}/`, true)}; ${viaProxy(`http://${address}:${allowedByCidr.port}/`, true)}; echo "other=$?"`);
+    await workspace.dispose();
+    assert.match(output, /^secret$/m, output);
+    assert.match(output, /other=56/, 'another port of the same address stays refused');
+    assert.equal(backendOnHostAddress.connections(), 1);
   });
 
   it('connects nothing for a step connection that closed while its name was resolving', async () => {

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { Db } from '../platform/db/db.ts';
+import { EgressDeniedError } from '../platform/outbound/address-policy.ts';
 import { outboundRequest, type OutboundPolicy } from '../platform/outbound/http.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { findChainRows, lockDueWebhooks, recordDelivery, type AuditSettingsRow } from './audit.repo.ts';
@@ -37,6 +38,8 @@ async function post(settings: AuditSettingsRow, secret: string | null, body: str
     const ok = res.status >= 200 && res.status <= 299;
     return { statusCode: res.status, error: ok ? null : `answered ${res.status}` };
   } catch (error) {
+    // A refused address is named by its rule: what the webhook's name resolves to is the operator's to know.
+    if (error instanceof EgressDeniedError) return { statusCode: null, error: `the webhook's address is not allowed: ${error.reason}` };
     return { statusCode: null, error: (error instanceof Error ? error.message : String(error)).slice(0, 500) };
   }
 }

@@ -1,6 +1,6 @@
 import { AppError } from '../platform/errors.ts';
 import { EgressDeniedError } from '../platform/outbound/address-policy.ts';
-import { OutboundLimitError, outboundRequest, type OutboundPolicy } from '../platform/outbound/http.ts';
+import { notAllowedError, OutboundLimitError, outboundRequest, type OutboundPolicy } from '../platform/outbound/http.ts';
 import { basicAuthorization, type GitCredential } from './git-remote.ts';
 
 export interface RemoteBranch {
@@ -18,16 +18,18 @@ const MAX_ADVERTISEMENT_BYTES = 16 * 1024 * 1024;
  * bounded pkt-line stream, and connects only where the policy allows.
  */
 export async function listRemoteBranches(url: string, credential: GitCredential | null, timeoutMs: number, policy: OutboundPolicy): Promise<RemoteBranch[]> {
-  const base = new URL(url);
-  const refs = new URL(`${base.pathname.replace(/\/+$/, '')}/info/refs`, base);
+  // The path set on the URL, not resolved against it: a path of `//other.host/...` stays a path.
+  const refs = new URL(url);
+  refs.pathname = `${refs.pathname.replace(/\/+$/, '')}/info/refs`;
   refs.search = '?service=git-upload-pack';
+  refs.hash = '';
   const headers: Record<string, string> = { 'user-agent': 'git/plinth', accept: 'application/x-git-upload-pack-advertisement', 'git-protocol': 'version=1' };
   if (credential) headers.authorization = basicAuthorization(credential);
   let res;
   try {
     res = await outboundRequest(refs, { headers, timeoutMs, maxBytes: MAX_ADVERTISEMENT_BYTES }, policy);
   } catch (error) {
-    if (error instanceof EgressDeniedError) throw notAllowed(error);
+    if (error instanceof EgressDeniedError) throw notAllowedError('Git:Repository:NOT_ALLOWED', 'The code source\'s URL', error);
     if (error instanceof OutboundLimitError && /within/.test(error.message)) throw remoteError('TIMEOUT', timeoutMs);
     throw remoteError('UNREACHABLE', timeoutMs);
   }
@@ -53,11 +55,6 @@ function remoteError(failure: RemoteFailure, timeoutMs: number): AppError {
     case 'UNREACHABLE':
       return new AppError(502, 'Git:Repository:UNREACHABLE', 'The Git server at the code source\'s URL cannot be reached');
   }
-}
-
-/** A URL whose host the outbound policy refuses: the same answer whatever listens there. */
-export function notAllowed(error: EgressDeniedError): AppError {
-  return new AppError(422, 'Git:Repository:NOT_ALLOWED', `The code source's URL leads to an address Plinth does not connect to (${error.reason}); an operator can allow it with PLINTH_STEP_EGRESS_ALLOW`);
 }
 
 /**

@@ -12,7 +12,7 @@ import { BadRequestError } from '../platform/errors.ts';
 export interface FlowCookie {
   name: string;
   value: string;
-  /** The callback's path: the only request the cookie goes with. */
+  /** The callback's path as the browser sees it (under PLINTH_PUBLIC_URL's path): the only request the cookie goes with. */
   path: string;
   maxAgeSeconds: number;
 }
@@ -27,9 +27,10 @@ export function flowCookieName(nonce: string): string {
 }
 
 /** A new binding: the cookie for the browser, and the hash that goes into the sealed state. */
-export function newFlowBinding(kind: GitFlowKind, nonce: string, ttlSeconds: number): { cookie: FlowCookie; hash: string } {
+export function newFlowBinding(kind: GitFlowKind, nonce: string, ttlSeconds: number, publicUrl: string): { cookie: FlowCookie; hash: string } {
   const value = randomBytes(24).toString('base64url');
-  return { cookie: { name: flowCookieName(nonce), value, path: CALLBACK_PATHS[kind], maxAgeSeconds: ttlSeconds }, hash: sha256(value) };
+  const path = `${new URL(publicUrl).pathname.replace(/\/+$/, '')}${CALLBACK_PATHS[kind]}`;
+  return { cookie: { name: flowCookieName(nonce), value, path, maxAgeSeconds: ttlSeconds }, hash: sha256(value) };
 }
 
 /** Refuses a return leg whose browser does not hold the flow's cookie (400, nothing stored). */

@@ -1,7 +1,7 @@
 import { AppError } from '../platform/errors.ts';
 import type { GitAppConfig, GitConfig } from '../platform/git-config.ts';
 import { EgressDeniedError } from '../platform/outbound/address-policy.ts';
-import { outboundRequest, type OutboundResponse } from '../platform/outbound/http.ts';
+import { jsonObject, notAllowedError, outboundRequest, type OutboundResponse } from '../platform/outbound/http.ts';
 
 /** Pages of the user's installations read at most (100 each): an id past them is not found. */
 const MAX_PAGES = 10;
@@ -40,7 +40,7 @@ async function call(git: GitConfig, url: string, init: { method?: string; header
   try {
     return await outboundRequest(url, { ...init, timeoutMs: git.httpTimeoutMs, maxBytes: MAX_ANSWER_BYTES }, git.outbound);
   } catch (error) {
-    if (error instanceof EgressDeniedError) throw new AppError(422, 'Git:App:NOT_ALLOWED', `The Git provider is at an address Plinth does not connect to (${error.reason}); an operator can allow it with PLINTH_STEP_EGRESS_ALLOW`);
+    if (error instanceof EgressDeniedError) throw notAllowedError('Git:App:NOT_ALLOWED', 'The Git provider', error);
     throw new AppError(502, 'Git:App:UNREACHABLE', 'The Git provider cannot be reached to verify the installation');
   }
 }
@@ -50,22 +50,14 @@ async function userToken(git: GitConfig, app: GitAppConfig, code: string): Promi
   const url = `${new URL(app.installUrl).origin}/login/oauth/access_token`;
   const body = new URLSearchParams({ client_id: app.clientId!, client_secret: app.clientSecret!, code }).toString();
   const res = await call(git, url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', 'user-agent': 'plinth' }, body });
-  const token = jsonField(res.body, 'access_token');
+  const token = jsonObject(res.body)?.access_token;
   if (res.status !== 200 || typeof token !== 'string' || token === '') throw new AppError(400, 'Git:App:GRANT_REFUSED', 'The Git provider refused the authorization code of the installation');
   return token;
 }
 
 async function installationsPage(git: GitConfig, app: GitAppConfig, token: string, page: number): Promise<string[]> {
   const res = await call(git, `${app.apiUrl}/user/installations?per_page=100&page=${page}`, { headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'user-agent': 'plinth' } });
-  const installations = jsonField(res.body, 'installations');
+  const installations = jsonObject(res.body)?.installations;
   if (res.status !== 200 || !Array.isArray(installations)) throw new AppError(502, 'Git:App:BAD_RESPONSE', `The Git provider did not list the user's installations (HTTP ${res.status})`);
   return installations.map((i: unknown) => String((i as { id?: unknown } | null)?.id));
-}
-
-function jsonField(body: Buffer, field: string): unknown {
-  try {
-    return (JSON.parse(body.toString('utf8')) as Record<string, unknown> | null)?.[field];
-  } catch {
-    return undefined;
-  }
 }

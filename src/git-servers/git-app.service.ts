@@ -4,7 +4,7 @@ import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db/db.ts';
 import type { GitAppConfig, GitConfig } from '../platform/git-config.ts';
 import { EgressDeniedError } from '../platform/outbound/address-policy.ts';
-import { outboundRequest, type OutboundResponse } from '../platform/outbound/http.ts';
+import { jsonObject, notAllowedError, outboundRequest, type OutboundResponse } from '../platform/outbound/http.ts';
 import { AppError, BadRequestError, ConflictError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
@@ -33,7 +33,7 @@ export async function startAppInstall(db: Db, secrets: SecretBox, config: Config
   const nonce = newNonce();
   const expiresAt = Date.now() + config.git.stateTtlSeconds * 1000;
   await insertFlowState(db, { nonce, kind: 'APP_INSTALL', organizationId: principal.organizationId, codeVerifierSealed: null, expiresAt: new Date(expiresAt) });
-  const { cookie, hash } = newFlowBinding('APP_INSTALL', nonce, config.git.stateTtlSeconds);
+  const { cookie, hash } = newFlowBinding('APP_INSTALL', nonce, config.git.stateTtlSeconds, config.publicUrl);
   const url = new URL(app.installUrl);
   url.searchParams.set('state', sealFlowState(secrets, { nonce, kind: 'APP_INSTALL', organizationId: principal.organizationId, userId: principal.userId ?? null, serverId: null, returnTo: target, expiresAt, binding: hash }));
   return { location: url.toString(), cookie };
@@ -87,20 +87,12 @@ export async function installationToken(git: GitConfig, installationId: string):
     const headers = { authorization: `Bearer ${appJwt(app)}`, accept: 'application/vnd.github+json', 'user-agent': 'plinth' };
     res = await outboundRequest(url, { method: 'POST', headers, timeoutMs: git.httpTimeoutMs, maxBytes: 64 * 1024 }, git.outbound);
   } catch (error) {
-    if (error instanceof EgressDeniedError) throw new AppError(422, 'Git:App:NOT_ALLOWED', `The Git app's API is at an address Plinth does not connect to (${error.reason}); an operator can allow it with PLINTH_STEP_EGRESS_ALLOW`);
+    if (error instanceof EgressDeniedError) throw notAllowedError('Git:App:NOT_ALLOWED', 'The Git app\'s API', error);
     throw new AppError(502, 'Git:App:UNREACHABLE', 'The Git app\'s API cannot be reached');
   }
-  const token = tokenOf(res.body);
-  if (res.status < 200 || res.status > 299 || token === undefined) throw new AppError(422, 'Git:App:TOKEN_REFUSED', `The Git app's API refused an installation token (HTTP ${res.status})`);
+  const token = jsonObject(res.body)?.token;
+  if (res.status < 200 || res.status > 299 || typeof token !== 'string') throw new AppError(422, 'Git:App:TOKEN_REFUSED', `The Git app's API refused an installation token (HTTP ${res.status})`);
   return token;
 }
 
-function tokenOf(body: Buffer): string | undefined {
-  try {
-    const json: unknown = JSON.parse(body.toString('utf8'));
-    const token = (json as { token?: unknown } | null)?.token;
-    return typeof token === 'string' ? token : undefined;
-  } catch {
-    return undefined;
-  }
-}
+

@@ -5,7 +5,7 @@ import type { Db } from '../platform/db/db.ts';
 import { AppError, BadRequestError, NotFoundError } from '../platform/errors.ts';
 import type { GitConfig } from '../platform/git-config.ts';
 import { EgressDeniedError } from '../platform/outbound/address-policy.ts';
-import { outboundRequest, type OutboundResponse } from '../platform/outbound/http.ts';
+import { jsonObject, notAllowedError, outboundRequest, type OutboundResponse } from '../platform/outbound/http.ts';
 import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { assertSameBrowser, newFlowBinding, type FlowCookie } from './flow-binding.ts';
@@ -48,7 +48,7 @@ export async function startOAuthLogin(db: Db, secrets: SecretBox, config: Config
     codeVerifierSealed: secrets.seal(verifier, `git_flow_states.code_verifier:${nonce}`),
     expiresAt: new Date(expiresAt),
   });
-  const { cookie, hash } = newFlowBinding('OAUTH', nonce, config.git.stateTtlSeconds);
+  const { cookie, hash } = newFlowBinding('OAUTH', nonce, config.git.stateTtlSeconds, config.publicUrl);
   const state = sealFlowState(secrets, { nonce, kind: 'OAUTH', organizationId: principal.organizationId, userId: principal.userId ?? null, serverId, returnTo: target, expiresAt, binding: hash });
   const url = new URL(oauthEndpoints(server).authorize);
   url.searchParams.set('response_type', 'code');
@@ -90,10 +90,10 @@ async function postToken(git: GitConfig, server: GitServerRow, secrets: SecretBo
       git.outbound,
     );
   } catch (error) {
-    if (error instanceof EgressDeniedError) throw new AppError(422, 'Git:OAuth:NOT_ALLOWED', `The Git server's token endpoint is at an address Plinth does not connect to (${error.reason}); an operator can allow it with PLINTH_STEP_EGRESS_ALLOW`);
+    if (error instanceof EgressDeniedError) throw notAllowedError('Git:OAuth:NOT_ALLOWED', 'The Git server\'s token endpoint', error);
     throw new AppError(502, 'Git:OAuth:UNREACHABLE', 'The Git server\'s token endpoint cannot be reached');
   }
-  const json = parseJson(res.body);
+  const json = jsonObject(res.body);
   if ((res.status >= 400 && res.status < 500) || (json && typeof json.error === 'string')) throw refusals[form.grant_type]();
   if (res.status < 200 || res.status > 299 || !json || typeof json.access_token !== 'string' || json.access_token.length === 0) {
     throw new AppError(502, 'Git:OAuth:BAD_RESPONSE', 'The Git server\'s token endpoint did not answer with a token');
@@ -104,15 +104,6 @@ async function postToken(git: GitConfig, server: GitServerRow, secrets: SecretBo
     refreshToken: typeof json.refresh_token === 'string' ? json.refresh_token : null,
     expiresAt: Number.isFinite(expiresIn) && expiresIn > 0 ? new Date(Date.now() + expiresIn * 1000) : null,
   };
-}
-
-function parseJson(body: Buffer): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(body.toString('utf8'));
-    return value && typeof value === 'object' ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -4,7 +4,7 @@ import { getServers } from 'node:dns';
 import http from 'node:http';
 import net from 'node:net';
 import type { Logger } from '../../platform/logger.ts';
-import { EgressDeniedError, isLoopback, type AllowList } from '../../platform/outbound/address-policy.ts';
+import { bareHost, EgressDeniedError, isLoopback, namedExactly, type AllowList } from '../../platform/outbound/address-policy.ts';
 import { resolveAllowed, systemLookup, type Lookup } from '../../platform/outbound/resolve.ts';
 
 /**
@@ -62,9 +62,10 @@ export function loopbackEndpoints(policy: Pick<EgressPolicy, 'endpoints'>): numb
   return [...new Set(policy.endpoints.filter((e) => isLoopbackName(e.host)).map((e) => e.port))];
 }
 
+/** A host that is this host's loopback (or unspecified) address by its spelling: `localhost`, `127.x`, `::1`, `0.0.0.0`. */
 function isLoopbackName(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return bare === 'localhost' || bare === '::1' || /^127\./.test(bare);
+  const bare = bareHost(host);
+  return bare === 'localhost' || (net.isIP(bare) !== 0 && isLoopback(bare));
 }
 
 /**
@@ -106,6 +107,9 @@ class StepSockets {
 export function serveStepEgress(listeners: StepListeners, policy: EgressPolicy, log: Logger): () => void {
   const sockets = new StepSockets();
   const proxy = proxyServer(policy, log, sockets);
+  // An accept that fails (out of descriptors) must not end the worker: the step's connection fails alone.
+  const report = (error: Error) => log.warn({ err: error.message }, 'a step\'s egress listener failed');
+  for (const server of [listeners.proxy, ...listeners.tunnels.map((t) => t.server)]) server.on('error', report);
   listeners.proxy.maxConnections = MAX_CONNECTIONS;
   listeners.proxy.on('connection', (socket: net.Socket) => {
     // Node's own header timeouts start only on a server that listens itself: this one is handed its sockets.
@@ -126,19 +130,23 @@ export function serveStepEgress(listeners: StepListeners, policy: EgressPolicy, 
 
 /** Whether `host:port` is one of the policy's endpoints (the state backend), which skip the address check. */
 function isEndpoint(policy: EgressPolicy, host: string, port: number): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return policy.endpoints.some((e) => e.port === port && e.host.replace(/^\[|\]$/g, '').toLowerCase() === bare);
+  return policy.endpoints.some((e) => e.port === port && bareHost(e.host) === bareHost(host));
 }
 
-async function addressFor(policy: EgressPolicy, host: string, port: number) {
+/**
+ * The address to connect to for a step, and whether the policy allowed it by name (the state backend,
+ * or an allowlist entry naming exactly that address), so that it may be this host's own.
+ */
+async function addressFor(policy: EgressPolicy, host: string, port: number): Promise<{ address: string; explicit: boolean }> {
   if (isEndpoint(policy, host, port)) {
-    const bare = host.replace(/^\[|\]$/g, '');
-    if (net.isIP(bare)) return { address: bare, family: net.isIP(bare) };
+    const bare = bareHost(host);
+    if (net.isIP(bare)) return { address: bare, explicit: true };
     const [first] = await policy.lookup(bare);
     if (!first) throw new Error(`${host} does not resolve`);
-    return first;
+    return { address: first.address, explicit: true };
   }
-  return resolveAllowed(host, policy.allow, policy.lookup);
+  const { address } = await resolveAllowed(host, policy.allow, policy.lookup);
+  return { address, explicit: namedExactly(address, policy.allow) };
 }
 
 /**
@@ -146,12 +154,12 @@ async function addressFor(policy: EgressPolicy, host: string, port: number) {
  * to be this host's own (a local route the policy's list of interfaces did not show: the kernel then
  * connects from the address it connects to) is dropped before a byte is sent.
  */
-function connectFor(client: net.Socket, sockets: StepSockets, address: string, port: number, onConnect: (upstream: net.Socket) => void, onError: (error: Error) => void) {
+function connectFor(client: net.Socket, sockets: StepSockets, { address, explicit }: { address: string; explicit: boolean }, port: number, onConnect: (upstream: net.Socket) => void, onError: (error: Error) => void) {
   if (client.destroyed) return;
   const upstream = sockets.track(net.connect({ host: address, port }), CONNECT_TIMEOUT_MS);
   let connected = false;
   upstream.once('connect', () => {
-    if (upstream.localAddress === upstream.remoteAddress && !isLoopback(address)) {
+    if (upstream.localAddress === upstream.remoteAddress && !isLoopback(address) && !explicit) {
       upstream.destroy();
       return onError(new EgressDeniedError(address, address, 'an address of this host'));
     }
@@ -172,8 +180,8 @@ function proxyServer(policy: EgressPolicy, log: Logger, sockets: StepSockets): h
     const target = parseAuthority(req.url ?? '');
     if (!target) return refuse(client, 400, `"${req.url}" is not host:port`);
     void addressFor(policy, target.host, target.port).then(
-      ({ address }) =>
-        connectFor(client, sockets, address, target.port, (upstream) => {
+      (to) =>
+        connectFor(client, sockets, to, target.port, (upstream) => {
           client.write('HTTP/1.1 200 Connection established\r\n\r\n');
           if (head.length) upstream.write(head);
           sockets.splice(client, upstream);
@@ -197,8 +205,8 @@ function proxyServer(policy: EgressPolicy, log: Logger, sockets: StepSockets): h
       else answer(res, error instanceof EgressDeniedError ? 403 : 502, error.message);
     };
     void addressFor(policy, url.hostname, port).then(
-      ({ address }) =>
-        connectFor(req.socket, sockets, address, port, (upstream) => {
+      (to) =>
+        connectFor(req.socket, sockets, to, port, (upstream) => {
           const headers = { ...req.headers };
           for (const hop of ['proxy-connection', 'proxy-authorization', 'connection', 'keep-alive']) delete headers[hop];
           const forwarded = http.request({ createConnection: () => upstream, method: req.method, path: `${url.pathname}${url.search}`, headers: { ...headers, connection: 'close' }, setHost: false });
@@ -220,7 +228,7 @@ function proxyServer(policy: EgressPolicy, log: Logger, sockets: StepSockets): h
 /** A raw TCP forward of one connection to a loopback endpoint (the state backend). */
 function forward(client: net.Socket, host: string, port: number, policy: EgressPolicy, sockets: StepSockets, log: Logger) {
   void addressFor(policy, host, port).then(
-    ({ address }) => connectFor(client, sockets, address, port, (upstream) => sockets.splice(client, upstream), () => client.destroy()),
+    (to) => connectFor(client, sockets, to, port, (upstream) => sockets.splice(client, upstream), () => client.destroy()),
     (error: Error) => {
       log.warn({ host, port, err: error.message }, 'step could not reach the state backend');
       client.destroy();

@@ -30,7 +30,7 @@ const defaultHostCheck: HostCheck = async (tools) => {
   if (process.platform !== 'linux') return `namespaces need Linux, this is ${process.platform}`;
   if (process.getuid?.() !== 0) return 'the worker must run as root to give each step its own uid and namespaces';
   const missing = tools.filter((tool) => !SYSTEM_PATH.split(':').some((dir) => existsSync(path.join(dir, tool))));
-  return missing.length ? `missing ${missing.join(', ')} (util-linux)` : undefined;
+  return missing.length ? `missing ${missing.join(', ')} on ${SYSTEM_PATH}` : undefined;
 };
 
 /** A command that fails unless the step sees what the sandbox promises; its output names what failed. */

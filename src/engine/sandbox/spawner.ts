@@ -206,7 +206,7 @@ export class Spawner {
         return;
       case 'error':
         this.forget(m.id);
-        for (const handle of [pending.listeners?.proxy, pending.listeners?.dns, ...(pending.listeners?.tunnels ?? []).map((t) => t.server)]) closeHandle(handle);
+        closeListeners(pending.listeners);
         pending.failed(new Error(`could not start ${m.message}`));
         return;
       case 'exit':
@@ -267,7 +267,7 @@ export class Spawner {
     for (const [id, { child, failed, helper: startedBy, listeners }] of this.live) {
       if (startedBy !== helper) continue;
       if (child.pid === undefined) {
-        for (const handle of [listeners?.proxy, listeners?.dns, ...(listeners?.tunnels ?? []).map((t) => t.server)]) closeHandle(handle);
+        closeListeners(listeners);
         this.forget(id);
         failed(new HelperLostError());
       } else child.exited(null, 'SIGKILL');
@@ -281,6 +281,11 @@ function closeHandle(handle: unknown) {
   } catch {
     // Closed already.
   }
+}
+
+/** Closes the listen sockets of a step that will not run: they hold its network namespace. */
+function closeListeners(listeners: Pending['listeners']) {
+  for (const handle of [listeners?.proxy, listeners?.dns, ...(listeners?.tunnels ?? []).map((t) => t.server)]) closeHandle(handle);
 }
 
 let shared: Spawner | undefined;

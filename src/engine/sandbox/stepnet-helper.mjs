@@ -9,13 +9,16 @@ import net from 'node:net';
 
 const [proxyPort, ...tunnelPorts] = process.argv.slice(2).map(Number);
 
-function listen(port) {
+function listen(port, host) {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
-    server.listen({ host: '127.0.0.1', port, backlog: 128 }, () => resolve(server));
+    server.listen({ host, port, backlog: 128 }, () => resolve(server));
   });
 }
+
+/** A forwarded port answers on both loopback addresses (one dual-stack socket), or on 127.0.0.1 where IPv6 is off. */
+const listenBoth = (port) => listen(port, '::').catch(() => listen(port, '127.0.0.1'));
 
 function bindDns() {
   return new Promise((resolve, reject) => {
@@ -29,9 +32,9 @@ const sent = (message, handle) => new Promise((resolve, reject) => process.send(
 
 process.on('disconnect', () => process.exit(0));
 try {
-  await sent({ op: 'proxy' }, await listen(proxyPort));
+  await sent({ op: 'proxy' }, await listen(proxyPort, '127.0.0.1'));
   await sent({ op: 'dns' }, await bindDns());
-  for (const port of tunnelPorts) await sent({ op: 'tunnel', port }, await listen(port));
+  for (const port of tunnelPorts) await sent({ op: 'tunnel', port }, await listenBoth(port));
 } catch (error) {
   process.stderr.write(`${error.message}\n`);
   process.exit(1);

@@ -20,11 +20,11 @@ describe('the outbound address policy', () => {
       ['192.168.1.1', /private/],
       ['100.64.0.1', /carrier-grade NAT/],
       ['169.254.169.254', /link-local \(cloud metadata\)/],
-      ['0.0.0.0', /this network/],
+      ['0.0.0.0', /this host/],
       ['224.0.0.1', /multicast/],
       ['255.255.255.255', /reserved/],
       ['::1', /loopback/],
-      ['::', /unspecified/],
+      ['::', /this host \(unspecified\)/],
       ['fd00:ec2::254', /the cloud metadata service/],
       ['168.63.129.16', /the cloud host agent/],
       ['fe80::1', /link-local/],
@@ -62,6 +62,7 @@ describe('the outbound address policy', () => {
     assert.equal(deniedReason('10.1.2.3', broad), undefined);
     assert.match(deniedReason('127.0.0.1', broad)!, /loopback/);
     assert.match(deniedReason('169.254.169.254', broad)!, /link-local/);
+    assert.match(deniedReason('0.0.0.0', broad)!, /this host/);
     assert.equal(deniedReason('fd00:ec2::254', broad), 'the cloud metadata service');
     assert.equal(deniedReason('168.63.129.16', broad), 'the cloud host agent');
     const own = Object.values(os.networkInterfaces()).flat().find((a) => a && !a.internal && a.family === 'IPv4')?.address;

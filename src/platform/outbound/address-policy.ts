@@ -17,7 +17,6 @@ import os from 'node:os';
  * only by an entry naming exactly that address.
  */
 const DENIED_V4: ReadonlyArray<readonly [string, number, string]> = [
-  ['0.0.0.0', 8, 'this network'],
   ['10.0.0.0', 8, 'a private network'],
   ['100.64.0.0', 10, 'carrier-grade NAT'],
   ['172.16.0.0', 12, 'a private network'],
@@ -28,7 +27,6 @@ const DENIED_V4: ReadonlyArray<readonly [string, number, string]> = [
   ['240.0.0.0', 4, 'reserved'],
 ];
 const DENIED_V6: ReadonlyArray<readonly [string, number, string]> = [
-  ['::', 128, 'unspecified'],
   ['::', 96, 'IPv4-compatible'],
   ['::ffff:0:0:0', 96, 'IPv4-translated'],
   ['64:ff9b:1::', 48, 'local-use NAT64'],
@@ -43,6 +41,9 @@ const DENIED_V6: ReadonlyArray<readonly [string, number, string]> = [
 const NARROW_RANGES: ReadonlyArray<readonly [string, number, 4 | 6, string]> = [
   ['127.0.0.0', 8, 4, 'loopback'],
   ['::1', 128, 6, 'loopback'],
+  // Connecting to "this network" or the unspecified address reaches this host's own listeners.
+  ['0.0.0.0', 8, 4, 'this host (unspecified)'],
+  ['::', 128, 6, 'this host (unspecified)'],
   ['169.254.0.0', 16, 4, 'link-local (cloud metadata)'],
   ['fe80::', 10, 6, 'link-local (cloud metadata)'],
 ];
@@ -177,7 +178,7 @@ export function deniedReason(address: string, allow: AllowList = EMPTY_ALLOW_LIS
   const { address: checked, family } = canonicalAddress(address);
   if (!isIP(checked)) return 'not an IP address';
   const type = family === 4 ? 'ipv4' : 'ipv6';
-  const exactly = allow.entries.some((e) => e.prefix === (family === 4 ? 32 : 128) && e.list.check(checked, type));
+  const exactly = namedExactly(checked, allow);
   const metadata = METADATA_ADDRESSES.get(checked);
   if (metadata) return exactly ? undefined : metadata;
   if (hostAddresses().has(checked)) return exactly ? undefined : 'an address of this host';
@@ -190,10 +191,21 @@ export function deniedReason(address: string, allow: AllowList = EMPTY_ALLOW_LIS
   return (family === 4 ? V4 : V6).find(({ list }) => list.check(checked, type))?.why;
 }
 
-/** Whether an address is loopback (where a connection's two ends always share an address). */
+/** Whether an address is this host's loopback or unspecified address (where a connection's two ends share an address). */
 export function isLoopback(address: string): boolean {
   const { address: checked, family } = canonicalAddress(address);
-  return NARROW.some((r) => r.why === 'loopback' && r.family === family && r.list.check(checked, family === 4 ? 'ipv4' : 'ipv6'));
+  return NARROW.some((r) => r.why !== 'link-local (cloud metadata)' && r.family === family && r.list.check(checked, family === 4 ? 'ipv4' : 'ipv6'));
+}
+
+/** Whether an allowlist entry names exactly this address (a single-address entry). */
+export function namedExactly(address: string, allow: AllowList): boolean {
+  const { address: checked, family } = canonicalAddress(address);
+  return allow.entries.some((e) => e.prefix === (family === 4 ? 32 : 128) && e.list.check(checked, family === 4 ? 'ipv4' : 'ipv6'));
+}
+
+/** A host as written in a URL or an authority, without IPv6 brackets, in lower case. */
+export function bareHost(host: string): string {
+  return host.replace(/^\[|\]$/g, '').toLowerCase();
 }
 
 /** A connection refused by the policy: nothing was sent to the address. */

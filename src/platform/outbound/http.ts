@@ -1,8 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { EgressDeniedError, isLoopback, type AllowList } from './address-policy.ts';
-import { resolveAllowed, systemLookup, type Lookup } from './resolve.ts';
+import { AppError } from '../errors.ts';
+import { EgressDeniedError, isLoopback, namedExactly, type AllowList } from './address-policy.ts';
+import { resolveAllowed, systemLookup, withTimeout, type Lookup } from './resolve.ts';
 
 /**
  * Every HTTP request Plinth makes on a tenant's behalf (a repository's branches, an OAuth token or user
@@ -38,7 +39,8 @@ export async function outboundRequest(url: string | URL, request: OutboundReques
   const target = typeof url === 'string' ? new URL(url) : url;
   if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new Error(`${target.protocol} URLs are not fetched, only http and https`);
   const deadline = Date.now() + request.timeoutMs;
-  const { address, family } = await withDeadline(resolveAllowed(target.hostname, policy.allow, policy.lookup ?? systemLookup), deadline, request.timeoutMs);
+  const timedOut = () => new OutboundLimitError(`no complete answer within ${request.timeoutMs} ms`);
+  const { address, family } = await withTimeout(resolveAllowed(target.hostname, policy.allow, policy.lookup ?? systemLookup), request.timeoutMs, timedOut);
   // The name stays in the URL (Host header, SNI, certificate check); the connection goes to `address`.
   const pinned: LookupFunction = (_host, options, callback) => {
     if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
@@ -50,9 +52,9 @@ export async function outboundRequest(url: string | URL, request: OutboundReques
     // An address that is this host's own after all (a local route no interface lists): the kernel
     // connects from the very address it connects to. Dropped before the request is written.
     req.once('socket', (socket) => socket.once('connect', () => {
-      if (socket.localAddress === socket.remoteAddress && !isLoopback(address)) req.destroy(new EgressDeniedError(target.hostname, address, 'an address of this host'));
+      if (socket.localAddress === socket.remoteAddress && !isLoopback(address) && !namedExactly(address, policy.allow)) req.destroy(new EgressDeniedError(target.hostname, address, 'an address of this host'));
     }));
-    const timer = setTimeout(() => req.destroy(new OutboundLimitError(`no complete answer within ${request.timeoutMs} ms`)), Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(() => req.destroy(timedOut()), Math.max(0, deadline - Date.now()));
     req.on('error', (error) => {
       clearTimeout(timer);
       reject(error);
@@ -78,11 +80,21 @@ export async function outboundRequest(url: string | URL, request: OutboundReques
   });
 }
 
-async function withDeadline<T>(promise: Promise<T>, deadline: number, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+/** The JSON object an answer's body holds, or undefined (not JSON, or not an object). */
+export function jsonObject(body: Buffer): Record<string, unknown> | undefined {
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new OutboundLimitError(`no complete answer within ${timeoutMs} ms`)), Math.max(0, deadline - Date.now()))))]);
-  } finally {
-    clearTimeout(timer);
+    const value: unknown = JSON.parse(body.toString('utf8'));
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
+}
+
+/**
+ * The answer to a tenant's request whose target the outbound policy refused: a 422 that names the
+ * rule, not the address (what a tenant's name resolves to inside the operator's network is not theirs
+ * to learn), and the same whatever listens there.
+ */
+export function notAllowedError(code: string, what: string, error: EgressDeniedError): AppError {
+  return new AppError(422, code, `${what} is at an address Plinth does not connect to (${error.reason}); an operator can allow it with PLINTH_STEP_EGRESS_ALLOW`);
 }

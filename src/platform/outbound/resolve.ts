@@ -51,10 +51,12 @@ export async function resolveAllowed(host: string, allow: AllowList, lookup: Loo
   return found[0]!;
 }
 
-async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+/** `promise`, or a rejection with `error()` once `ms` passed, whichever comes first. */
+export async function withTimeout<T>(promise: Promise<T>, ms: number, error: string | (() => Error)): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  const fail = () => (typeof error === 'string' ? new Error(error) : error());
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]);
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(fail()), Math.max(0, ms))))]);
   } finally {
     clearTimeout(timer);
   }
