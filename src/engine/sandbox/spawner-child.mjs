@@ -25,6 +25,10 @@ const children = new Map();
 process.on('SIGINT', () => {});
 process.on('SIGTERM', () => {});
 process.on('disconnect', () => process.exit(0));
+// And should 'disconnect' never come: Node holds it back while a handle it sent awaits the other side's
+// acknowledgement, which a worker killed at that moment never sends, and the listen sockets this process
+// was handing over would keep it alive.
+setInterval(() => process.connected || process.exit(0), 1_000).unref();
 
 process.on('message', (m) => {
   const child = children.get(m.id);

@@ -31,6 +31,10 @@ function bindDns() {
 const sent = (message, handle) => new Promise((resolve, reject) => process.send(message, handle, (error) => (error ? reject(error) : resolve())));
 
 process.on('disconnect', () => process.exit(0));
+// The same when 'disconnect' is held back by a handle awaiting its acknowledgement (spawner-child.mjs);
+// and its work takes milliseconds: whatever happens, it is gone within a minute.
+setInterval(() => process.connected || process.exit(0), 1_000).unref();
+setTimeout(() => process.exit(1), 60_000).unref();
 try {
   await sent({ op: 'proxy' }, await listen(proxyPort, '127.0.0.1'));
   await sent({ op: 'dns' }, await bindDns());
