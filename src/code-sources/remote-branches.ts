@@ -30,7 +30,7 @@ export async function listRemoteBranches(url: string, credential: GitCredential 
     res = await outboundRequest(refs, { headers, timeoutMs, maxBytes: MAX_ADVERTISEMENT_BYTES }, policy);
   } catch (error) {
     if (error instanceof EgressDeniedError) throw notAllowedError('Git:Repository:NOT_ALLOWED', 'The code source\'s URL', error);
-    if (error instanceof OutboundLimitError && /within/.test(error.message)) throw remoteError('TIMEOUT', timeoutMs);
+    if (error instanceof OutboundLimitError && error.limit === 'time') throw remoteError('TIMEOUT', timeoutMs);
     throw remoteError('UNREACHABLE', timeoutMs);
   }
   if (res.status === 401 || res.status === 403) throw remoteError('CREDENTIAL_REFUSED', timeoutMs);

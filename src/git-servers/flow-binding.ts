@@ -17,12 +17,12 @@ export interface FlowCookie {
   maxAgeSeconds: number;
 }
 
-export const CALLBACK_PATHS: Record<GitFlowKind, string> = { OAUTH: '/gitoauth/callback', APP_INSTALL: '/gitapp/callback' };
+const CALLBACK_PATHS: Record<GitFlowKind, string> = { OAUTH: '/gitoauth/callback', APP_INSTALL: '/gitapp/callback' };
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** One cookie per flow, named after its nonce: flows started side by side in one browser each keep theirs. */
-export function flowCookieName(nonce: string): string {
+function flowCookieName(nonce: string): string {
   return `plinth_flow_${sha256(nonce).slice(0, 16)}`;
 }
 

@@ -317,7 +317,7 @@ function isStandardQuery(message: Buffer): boolean {
 }
 
 /** `address`, `address:port`, `[v6]` or `[v6]:port`, as dns.getServers() writes them. */
-export function parseServer(entry: string): { address: string; port: number; family: 4 | 6 } {
+function parseServer(entry: string): { address: string; port: number; family: 4 | 6 } {
   const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
   if (v6) return { address: v6[1]!, port: Number(v6[2] ?? 53), family: 6 };
   if (net.isIP(entry) === 6) return { address: entry, port: 53, family: 6 };

@@ -32,14 +32,21 @@ export interface OutboundResponse {
   body: Buffer;
 }
 
-/** The answer was larger than the caller's bound, or took longer than its time. */
-export class OutboundLimitError extends Error {}
+/** The answer took longer than the caller's time (`time`), or was larger than its bound (`size`). */
+export class OutboundLimitError extends Error {
+  constructor(
+    readonly limit: 'time' | 'size',
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 export async function outboundRequest(url: string | URL, request: OutboundRequest, policy: OutboundPolicy): Promise<OutboundResponse> {
   const target = typeof url === 'string' ? new URL(url) : url;
   if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new Error(`${target.protocol} URLs are not fetched, only http and https`);
   const deadline = Date.now() + request.timeoutMs;
-  const timedOut = () => new OutboundLimitError(`no complete answer within ${request.timeoutMs} ms`);
+  const timedOut = () => new OutboundLimitError('time', `no complete answer within ${request.timeoutMs} ms`);
   const { address, family } = await withTimeout(resolveAllowed(target.hostname, policy.allow, policy.lookup ?? systemLookup), request.timeoutMs, timedOut);
   // The name stays in the URL (Host header, SNI, certificate check); the connection goes to `address`.
   const pinned: LookupFunction = (_host, options, callback) => {
@@ -64,7 +71,7 @@ export async function outboundRequest(url: string | URL, request: OutboundReques
       let size = 0;
       res.on('data', (chunk: Buffer) => {
         size += chunk.length;
-        if (size > request.maxBytes) req.destroy(new OutboundLimitError(`the answer is larger than ${request.maxBytes} bytes`));
+        if (size > request.maxBytes) req.destroy(new OutboundLimitError('size', `the answer is larger than ${request.maxBytes} bytes`));
         else chunks.push(chunk);
       });
       res.on('end', () => {
