@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -23,6 +23,14 @@ const OWN_UIDS = { PLINTH_SANDBOX_UID_BASE: '300000', PLINTH_SANDBOX_UID_COUNT: 
 
 /** A request through the step's proxy: `-p` makes curl CONNECT, as HTTPS clients do; without, an absolute-URI request. */
 const viaProxy = (url: string, tunnel = false) => `curl -sS -m 10 --http0.9 ${tunnel ? '-p ' : ''}--noproxy '' -x "$HTTP_PROXY" ${url}`;
+
+/** The worker's spawner: this process's child running spawner-child.mjs. */
+function spawnerPid(): number {
+  const children = readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  const pid = children.find((child) => readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('spawner-child.mjs'));
+  assert.ok(pid, 'a spawner runs');
+  return pid;
+}
 
 /** This host's first address that is not loopback: a service listening on all addresses is there too. */
 function hostAddress(): string | undefined {
@@ -174,6 +182,22 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     await sandbox.close();
     for (const closing of [publicHost, dns, allowedByCidr, allowedByName, backendOnHostAddress]) closing.close();
     rmSync(workRoot, { recursive: true, force: true });
+  });
+
+  it('keeps a claim\'s network for its next step, and makes it again once the spawner that held it is gone', async () => {
+    const netOfStep = async () => {
+      workspace = await sandbox.open();
+      const { code, output } = await runInWorkspace(workspace, `readlink /proc/self/ns/net; ${viaProxy(`http://${publicHost.address}/`, true)}`);
+      await workspace.dispose();
+      assert.equal(code, 0, output);
+      assert.match(output, /hello from the public internet/, 'the proxy answers');
+      return output.split('\n')[0];
+    };
+    const first = await netOfStep();
+    assert.equal(await netOfStep(), first, 'the next step of the claim runs in the same namespace');
+    process.kill(spawnerPid(), 'SIGKILL');
+    const third = await netOfStep();
+    assert.notEqual(third, first, 'a new spawner made a new namespace');
   });
 
   it('resolves names through a resolver on its own loopback that relays to the host\'s', async () => {

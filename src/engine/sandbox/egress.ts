@@ -97,14 +97,23 @@ class StepSockets {
     b.pipe(a);
   }
 
-  closeAll() {
-    this.closed = true;
+  /** Destroys every open socket; with `forGood`, every later one too. */
+  closeAll(forGood: boolean) {
+    this.closed ||= forGood;
     for (const socket of this.open) socket.destroy();
   }
 }
 
-/** Serves one step's listeners until the returned function closes them. */
-export function serveStepEgress(listeners: StepListeners, policy: EgressPolicy, log: Logger): () => void {
+/** The egress of a network a sandbox's steps use one after another. */
+export interface ServedEgress {
+  /** Ends what the last step left: its connections and its DNS queries awaiting an answer. */
+  endStep(): void;
+  /** Closes the listeners and everything above. */
+  close(): void;
+}
+
+/** Serves a step network's listeners until closed. */
+export function serveStepEgress(listeners: StepListeners, policy: EgressPolicy, log: Logger): ServedEgress {
   const sockets = new StepSockets();
   const proxy = proxyServer(policy, log, sockets);
   // An accept that fails (out of descriptors) must not end the worker: the step's connection fails alone.
@@ -120,11 +129,17 @@ export function serveStepEgress(listeners: StepListeners, policy: EgressPolicy, 
     const endpoint = policy.endpoints.find((e) => e.port === port && isLoopbackName(e.host))!;
     server.on('connection', (socket: net.Socket) => forward(sockets.track(socket), endpoint.host, port, policy, sockets, log));
   }
-  const stopDns = relayDns(listeners.dns, policy.dnsServers);
-  return () => {
-    for (const server of [listeners.proxy, ...listeners.tunnels.map((t) => t.server)]) server.close();
-    stopDns();
-    sockets.closeAll();
+  const dns = relayDns(listeners.dns, policy.dnsServers);
+  return {
+    endStep: () => {
+      dns.forget();
+      sockets.closeAll(false);
+    },
+    close: () => {
+      for (const server of [listeners.proxy, ...listeners.tunnels.map((t) => t.server)]) server.close();
+      dns.close();
+      sockets.closeAll(true);
+    },
   };
 }
 
@@ -260,12 +275,11 @@ function parseAuthority(authority: string): { host: string; port: number } | und
 }
 
 /**
- * Relays the step's DNS queries to the first upstream server and its answers back; returns a stop
- * function. Only standard queries of one question pass (no UPDATE, NOTIFY or answers); each goes out
+ * Relays the step's DNS queries to the first upstream server and its answers back until closed. Only standard queries of one question pass (no UPDATE, NOTIFY or answers); each goes out
  * under an id of the relay's own, on a socket connected to the server, so only the server's answers
  * come back, matched to the query they answer.
  */
-function relayDns(inside: dgram.Socket, servers: readonly string[]): () => void {
+function relayDns(inside: dgram.Socket, servers: readonly string[]): { forget(): void; close(): void } {
   const server = parseServer(servers[0] ?? '127.0.0.1');
   const upstream = dgram.createSocket(server.family === 6 ? 'udp6' : 'udp4');
   upstream.on('error', () => {});
@@ -296,16 +310,23 @@ function relayDns(inside: dgram.Socket, servers: readonly string[]): () => void 
     answer.writeUInt16BE(waiting.id, 0);
     inside.send(answer, waiting.port, waiting.address);
   });
-  return () => {
+  // A step's answers go to no later step.
+  const forget = () => {
     for (const { timer } of pending.values()) clearTimeout(timer);
     pending.clear();
-    for (const socket of [inside, upstream]) {
-      try {
-        socket.close();
-      } catch {
-        // Already closed.
+  };
+  return {
+    forget,
+    close: () => {
+      forget();
+      for (const socket of [inside, upstream]) {
+        try {
+          socket.close();
+        } catch {
+          // Already closed.
+        }
       }
-    }
+    },
   };
 }
 

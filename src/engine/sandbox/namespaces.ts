@@ -8,11 +8,11 @@ import pino from 'pino';
 import type { Logger } from '../../platform/logger.ts';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
-import { loopbackEndpoints, PROXY_PORT, serveStepEgress } from './egress.ts';
+import { loopbackEndpoints, PROXY_PORT, serveStepEgress, type ServedEgress } from './egress.ts';
 import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
 import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
-import { sharedSpawner, type SpawnedProcess } from './spawner.ts';
+import { NetworkLostError, sharedSpawner, type NetworkPorts, type SpawnedProcess, type SpawnSpec, type StepNetwork } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
@@ -64,7 +64,7 @@ export class NamespaceSandbox implements StepSandbox {
   private resolverFiles: Array<{ source: string; name: string }> = [];
   private log: Logger = pino({ level: 'silent' });
   /** Under the `policy` network: where a step's proxy listens, and the ports forwarded to the host's loopback. */
-  private readonly network: { proxyPort: number; forwardPorts: number[] } | undefined;
+  private readonly network: NetworkPorts | undefined;
   /** The variables that send a step's clients through its proxy (empty without the `policy` network). */
   private readonly proxyEnv: Record<string, string>;
   private readonly root: string;
@@ -269,10 +269,46 @@ export class NamespaceSandbox implements StepSandbox {
     }
   }
 
-  private async destroy({ claim, cgroup }: Claimed, processes: Iterable<SandboxedProcess>) {
+  private async destroy({ claim, cgroup, network }: Claimed, processes: Iterable<SandboxedProcess>) {
     for (const proc of processes) proc.kill();
+    closeNetwork(await network?.catch(() => undefined));
     await cgroup?.destroy();
     await rm(claim.dir, { recursive: true, force: true });
+  }
+
+  /**
+   * The claim's network under the `policy` network: made with its first sandbox and kept for every
+   * later step of the claim (making one starts a helper process, about 100 ms of CPU), made again
+   * when the spawner that holds it has gone.
+   */
+  private async networkOf(claimed: Claimed): Promise<StepNetwork | undefined> {
+    if (!this.network) return undefined;
+    const made = claimed.network;
+    if (made) {
+      const current = await made.catch(() => undefined);
+      if (current?.network.usable) return current.network;
+      if (claimed.network === made) {
+        closeNetwork(current);
+        claimed.network = undefined;
+      }
+    }
+    claimed.network ??= this.makeNetwork(this.network);
+    return (await claimed.network).network;
+  }
+
+  private async makeNetwork(ports: NetworkPorts): Promise<ClaimNetwork> {
+    const network = await sharedSpawner().network(ports);
+    return { network, egress: serveStepEgress(network.listeners, this.settings.egress, this.log) };
+  }
+
+  /** Spawns in the claim's network; one made by a spawner that has exited since is made again, once. */
+  private async spawnIn(claimed: Claimed, spec: Omit<SpawnSpec, 'network'>): Promise<SpawnedProcess> {
+    try {
+      return await sharedSpawner().spawn({ ...spec, network: await this.networkOf(claimed) });
+    } catch (error) {
+      if (!(error instanceof NetworkLostError)) throw error;
+      return sharedSpawner().spawn({ ...spec, network: await this.networkOf(claimed) });
+    }
   }
 
   /**
@@ -289,6 +325,7 @@ export class NamespaceSandbox implements StepSandbox {
       if (keep && ((await claimed.cgroup?.isEmpty()) ?? true)) {
         await resetWorkspace(claimed.claim, claimed.scratch);
         claimed.scratch.clear();
+        (await claimed.network?.catch(() => undefined))?.egress.endStep();
         this.free.push(claimed);
         return;
       }
@@ -370,19 +407,7 @@ export class NamespaceSandbox implements StepSandbox {
     // Built ahead, its setup yields the CPU to steps running now (the spawner lowers its launcher as
     // soon as it runs; restoreNice sets back whatever it forked); its step gets the normal priority back.
     const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;
-    const proc = await sharedSpawner().spawn({
-      ...launch,
-      env: { PATH: SYSTEM_PATH },
-      cwd: claim.dir,
-      fd3: true,
-      nice,
-      network: this.network,
-    });
-    if (proc.listeners) {
-      const stop = serveStepEgress(proc.listeners, this.settings.egress, this.log);
-      if (isRunning(proc)) proc.child.once('exit', stop);
-      else stop();
-    }
+    const proc = await this.spawnIn(claimed, { ...launch, env: { PATH: SYSTEM_PATH }, cwd: claim.dir, fd3: true, nice });
     return {
       proc,
       begin: (script) => {
@@ -399,6 +424,23 @@ interface Claimed {
   cgroup: StepCgroup | undefined;
   /** Files of the claim's directory made for one step (spawns with binds), removed before the next. */
   scratch: Set<string>;
+  /**
+   * Under the `policy` network, the network namespace its steps run in, one step after another. No
+   * state of a step outlives it there: the step's uid has no capability in the namespace (it cannot
+   * change an address, a route or a setting), and the claim is kept for the next step only once every
+   * process of the step has exited, which closes every socket it had.
+   */
+  network?: Promise<ClaimNetwork>;
+}
+
+interface ClaimNetwork {
+  network: StepNetwork;
+  egress: ServedEgress;
+}
+
+function closeNetwork(net: ClaimNetwork | undefined) {
+  net?.egress.close();
+  net?.network.release();
 }
 
 interface Prestarted {

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 
 const NETWORK_HELPER = fileURLToPath(new URL('./stepnet-helper.mjs', import.meta.url));
 const NETWORK_SETUP_MS = 30_000;
+const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Children by the worker's id for them, until they exit. */
 const children = new Map();
@@ -35,6 +36,13 @@ process.on('message', (m) => {
   switch (m.op) {
     case 'spawn':
       return begin(m.id, spawnSpec(Buffer.from(m.a, 'hex').toString().split('\0')));
+    case 'network':
+      return makeNetwork(m.id, m.ports.map(String)).catch((error) => {
+        dropNetwork(m.id);
+        process.send({ op: 'error', id: m.id, message: `the step's network: ${error.message}` });
+      });
+    case 'drop-network':
+      return dropNetwork(m.id);
     case 'script':
       return child?.stdio[3]?.end(Buffer.from(m.a, 'hex'));
     case 'release':
@@ -47,26 +55,27 @@ process.on('message', (m) => {
   }
 });
 
-/** A spawn's payload, as spawner.ts writes it: file, cwd, nice, fd3, network ports, argc, the arguments, the environment's NAME=value pairs. */
-function spawnSpec([file, cwd, nice, fd3, ports, argc, ...rest]) {
+/** A spawn's payload, as spawner.ts writes it: file, cwd, nice, fd3, network id, argc, the arguments, the environment's NAME=value pairs. */
+function spawnSpec([file, cwd, nice, fd3, net, argc, ...rest]) {
   const args = rest.slice(0, Number(argc));
   const env = Object.fromEntries(rest.slice(args.length).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
-  return { file, args, env, cwd, fd3: fd3 === '1', nice: nice === '' ? undefined : Number(nice), ports: ports === '' ? undefined : ports.split(',') };
-}
-
-function begin(id, spec) {
-  if (!spec.ports) return start(id, spec);
-  withStepNetwork(id, spec).catch((error) => process.send({ op: 'error', id, message: `the step's network: ${error.message}` }));
+  return { file, args, env, cwd, fd3: fd3 === '1', nice: nice === '' ? undefined : Number(nice), net: net === '' ? undefined : Number(net) };
 }
 
 /**
- * A network namespace of the step's own, made by the helper (stepnet-helper.mjs) with the listen
- * sockets the worker serves in it; the process then starts inside it through `nsenter`, which enters
- * the namespace by a descriptor (fd 5), so it cannot be another's whatever happens to the helper.
+ * Network namespaces by the worker's id for them, each held open by a descriptor: a claim's steps run
+ * in its namespace one after another (namespaces.ts), so it is made once per claim, not per step.
  */
-async function withStepNetwork(id, spec) {
-  const helper = spawn('unshare', ['--net', '--', 'sh', '-c', 'ip link set lo up && exec "$0" "$@"', process.execPath, NETWORK_HELPER, ...spec.ports], {
-    env: { PATH: spec.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+const networks = new Map();
+
+/**
+ * A network namespace of its own, made by the helper (stepnet-helper.mjs) with the listen sockets the
+ * worker serves in it: handed to the worker, then `network` says it is ready. This process keeps the
+ * namespace by a descriptor, so it cannot be another's whatever happens to the helper.
+ */
+async function makeNetwork(id, ports) {
+  const helper = spawn('unshare', ['--net', '--', 'sh', '-c', 'ip link set lo up && exec "$0" "$@"', process.execPath, NETWORK_HELPER, ...ports], {
+    env: { PATH: SYSTEM_PATH },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
@@ -77,7 +86,7 @@ async function withStepNetwork(id, spec) {
       const timer = setTimeout(() => reject(new Error(`not set up within ${NETWORK_SETUP_MS / 1000} s`)), NETWORK_SETUP_MS);
       // A proxy, DNS, and a forward for each port after the proxy's. Counted, not awaited by a last
       // message: a server handed over is told once it listens here, after messages sent behind it.
-      const expected = spec.ports.length + 1;
+      const expected = ports.length + 1;
       helper.on('message', (m, handle) => {
         if (handle) handed.push([m, handle]);
         if (handed.length === expected) clearTimeout(timer), resolve();
@@ -86,19 +95,29 @@ async function withStepNetwork(id, spec) {
       helper.once('exit', (code) => (clearTimeout(timer), reject(new Error(stderr.trim() || `its helper exited with ${code}`))));
     });
     const ns = openSync(`/proc/${helper.pid}/ns/net`, 'r');
-    try {
-      // Handed on before `spawned`: the worker serves them before the step can use them.
-      for (const [m, handle] of handed) await new Promise((resolve, reject) => process.send({ op: m.op, id, port: m.port }, handle, (error) => (error ? reject(error) : resolve())));
-      start(id, { ...spec, file: 'nsenter', args: ['--net=/proc/self/fd/5', '--', spec.file, ...spec.args], netns: ns });
-    } finally {
-      closeSync(ns);
-    }
+    networks.set(id, ns);
+    for (const [m, handle] of handed) await new Promise((resolve, reject) => process.send({ op: m.op, id, port: m.port }, handle, (error) => (error ? reject(error) : resolve())));
+    process.send({ op: 'network', id });
   } finally {
     // This process keeps none of them: they are the worker's now, or of nobody.
     for (const [, handle] of handed) closeQuietly(handle);
     if (helper.connected) helper.disconnect();
     helper.kill('SIGKILL');
   }
+}
+
+function dropNetwork(id) {
+  const ns = networks.get(id);
+  networks.delete(id);
+  if (ns !== undefined) closeSync(ns);
+}
+
+/** Starts the process, inside its network namespace when it names one: `nsenter` enters it by a descriptor (fd 5). */
+function begin(id, spec) {
+  if (spec.net === undefined) return start(id, spec);
+  const ns = networks.get(spec.net);
+  if (ns === undefined) return process.send({ op: 'error', id, message: "the step's network: it is gone" });
+  start(id, { ...spec, file: 'nsenter', args: ['--net=/proc/self/fd/5', '--', spec.file, ...spec.args], netns: ns });
 }
 
 function closeQuietly(handle) {

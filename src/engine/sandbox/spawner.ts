@@ -27,11 +27,33 @@ export interface SpawnSpec {
   fd3?: boolean;
   /** A nice level the spawner sets as soon as the child runs: a sandbox built ahead yields to running steps. */
   nice?: number;
-  /**
-   * Starts the child in a network namespace of its own, with loopback up and listen sockets on it for
-   * the worker (egress.ts): the proxy on `proxyPort`, DNS on UDP 53, and one for each of `forwardPorts`.
-   */
-  network?: { proxyPort: number; forwardPorts: number[] };
+  /** Starts the child inside this network namespace (made by `Spawner.network`, still `usable`). */
+  network?: StepNetwork;
+}
+
+/** Where a step's network listens inside its namespace: the proxy on `proxyPort`, DNS on UDP 53, one for each of `forwardPorts`. */
+export interface NetworkPorts {
+  proxyPort: number;
+  forwardPorts: number[];
+}
+
+/**
+ * A network namespace of its own, with loopback up and the listen sockets in it that the worker serves
+ * (egress.ts). The spawner holds the namespace until `release`; should the spawner die, it is no longer
+ * `usable` (a process cannot be started in it) and must be released and made again.
+ */
+export interface StepNetwork {
+  readonly listeners: StepListeners;
+  readonly usable: boolean;
+  /** Closes its listen sockets and lets the namespace go. */
+  release(): void;
+}
+
+/** A spawn named a network whose spawner is gone: make the network again. */
+export class NetworkLostError extends Error {
+  constructor() {
+    super("the step's network was made by a spawner that has exited");
+  }
 }
 
 /** A process the spawner started; signals reach its group only while it runs. */
@@ -40,14 +62,13 @@ export interface SpawnedProcess extends SandboxedProcess {
   handScript(script: string): void;
   /** Closes fd 3 and stdin having written nothing: a waiting shell runs nothing, the guard kills what is left. */
   release(): void;
-  /** With `network`: the listen sockets in the child's namespace, the worker's to serve and close. */
-  readonly listeners?: StepListeners;
 }
 
 type FromSpawner =
   | { op: 'stdout' | 'stderr'; id: number }
   | { op: 'proxy' | 'dns'; id: number }
   | { op: 'tunnel'; id: number; port: number }
+  | { op: 'network'; id: number }
   | { op: 'spawned'; id: number; pid: number }
   | { op: 'error'; id: number; message: string }
   | { op: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null };
@@ -107,13 +128,22 @@ class HelperLostError extends Error {
 
 interface Pending {
   child: RemoteChild;
-  /** With a network: its listen sockets as they arrive, and how many are still to come. */
-  listeners?: { proxy?: Server; dns?: UdpSocket; tunnels: Array<{ server: Server; port: number }>; missing: number };
-  /** `spawned` came before every listener did (a server is told once it listens): the pid, kept until they are in. */
-  spawnedPid?: number;
   started: (proc: SpawnedProcess) => void;
   failed: (error: Error) => void;
   /** The helper that starts it: only that helper's death ends it. */
+  helper: ChildProcess;
+}
+
+/** A network being made: its listen sockets as they arrive. */
+interface PendingNetwork {
+  proxy?: Server;
+  dns?: UdpSocket;
+  tunnels: Array<{ server: Server; port: number }>;
+  /** `network` (all made) came before every listener did (a server is told once it listens): kept until they are in. */
+  made: boolean;
+  missing: number;
+  ready: (network: StepNetwork) => void;
+  failed: (error: Error) => void;
   helper: ChildProcess;
 }
 
@@ -128,6 +158,7 @@ export class Spawner {
   private helper: ChildProcess | undefined;
   private nextId = 1;
   private readonly live = new Map<number, Pending>();
+  private readonly making = new Map<number, PendingNetwork>();
   /** Starts `o` (a process group of its own, stdin a pipe nobody writes); resolves once it runs, rejects when it could not start. */
   async spawn(o: SpawnSpec): Promise<SpawnedProcess> {
     try {
@@ -139,19 +170,39 @@ export class Spawner {
     }
   }
 
+  /** Makes a network namespace with listen sockets on `ports`; rejects when it could not be made. */
+  async network(ports: NetworkPorts): Promise<StepNetwork> {
+    try {
+      return await this.networkOnce(ports);
+    } catch (error) {
+      if (error instanceof HelperLostError) return this.networkOnce(ports);
+      throw error;
+    }
+  }
+
+  private networkOnce(ports: NetworkPorts): Promise<StepNetwork> {
+    const helper = this.helperProcess();
+    const id = this.nextId++;
+    return new Promise((ready, failed) => {
+      this.making.set(id, { tunnels: [], made: false, missing: 2 + ports.forwardPorts.length, ready, failed, helper });
+      this.holdLoop();
+      helper.send({ op: 'network', id, ports: [ports.proxyPort, ...ports.forwardPorts] });
+    });
+  }
+
   private spawnOnce(o: SpawnSpec): Promise<SpawnedProcess> {
     const helper = this.helperProcess();
     const id = this.nextId++;
+    const netId = o.network ? networkIds.get(o.network) : undefined;
+    if (o.network && (!o.network.usable || netId?.helper !== helper)) return Promise.reject(new NetworkLostError());
     const child = new RemoteChild();
     child.once('close', () => this.forget(id));
     return new Promise((started, failed) => {
-      const listeners = o.network ? { tunnels: [], missing: 2 + o.network.forwardPorts.length } : undefined;
-      this.live.set(id, { child, started, failed, helper, listeners });
+      this.live.set(id, { child, started, failed, helper });
       this.holdLoop();
       try {
         const env = Object.entries(o.env).map(([name, value]) => `${name}=${value}`);
-        const ports = o.network ? [o.network.proxyPort, ...o.network.forwardPorts].join(',') : '';
-        const spec = [o.file, o.cwd, o.nice === undefined ? '' : String(o.nice), o.fd3 ? '1' : '0', ports, String(o.args.length), ...o.args, ...env];
+        const spec = [o.file, o.cwd, o.nice === undefined ? '' : String(o.nice), o.fd3 ? '1' : '0', netId ? String(netId.id) : '', String(o.args.length), ...o.args, ...env];
         helper.send({ op: 'spawn', id, a: payload(spec) });
       } catch (error) {
         this.forget(id);
@@ -184,6 +235,8 @@ export class Spawner {
   }
 
   private onMessage(helper: ChildProcess, m: FromSpawner, handle?: Socket | Server | UdpSocket) {
+    const making = this.making.get(m.id);
+    if (making) return this.onNetworkMessage(m, making, handle);
     const pending = this.live.get(m.id);
     if (!pending) {
       closeHandle(handle);
@@ -195,41 +248,63 @@ export class Spawner {
       case 'stderr':
         if (handle) child.adopt(m.op, handle as Socket);
         return;
-      case 'proxy':
-      case 'dns':
-      case 'tunnel':
-        this.adoptListener(helper, m, pending, handle);
-        return;
       case 'spawned':
-        pending.spawnedPid = m.pid;
-        this.startedIfReady(helper, m.id, pending);
+        child.pid = m.pid;
+        pending.started(this.remote(helper, m.id, child));
         return;
       case 'error':
         this.forget(m.id);
-        closeListeners(pending.listeners);
         pending.failed(new Error(`could not start ${m.message}`));
         return;
       case 'exit':
         child.exited(m.code, m.signal);
         return;
+      default:
+        closeHandle(handle);
     }
   }
 
-  private adoptListener(helper: ChildProcess, m: FromSpawner & { op: 'proxy' | 'dns' | 'tunnel' }, pending: Pending, handle: unknown) {
-    const listeners = pending.listeners;
-    if (!listeners || !handle) return closeHandle(handle);
-    if (m.op === 'proxy') listeners.proxy = handle as Server;
-    else if (m.op === 'dns') listeners.dns = handle as UdpSocket;
-    else if (m.op === 'tunnel') listeners.tunnels.push({ server: handle as Server, port: m.port });
-    listeners.missing--;
-    this.startedIfReady(helper, m.id, pending);
+  private onNetworkMessage(m: FromSpawner, making: PendingNetwork, handle: unknown) {
+    if (m.op === 'error') {
+      this.forgetNetwork(m.id, making);
+      return making.failed(new Error(`could not start ${m.message}`));
+    }
+    if (m.op === 'network') making.made = true;
+    else if (!handle) return;
+    else if (m.op === 'proxy') making.proxy = handle as Server;
+    else if (m.op === 'dns') making.dns = handle as UdpSocket;
+    else if (m.op === 'tunnel') making.tunnels.push({ server: handle as Server, port: m.port });
+    else return closeHandle(handle);
+    if (m.op !== 'network') making.missing--;
+    if (!making.made || making.missing > 0) return;
+    this.making.delete(m.id);
+    this.holdLoop();
+    making.ready(this.madeNetwork(m.id, making));
   }
 
-  private startedIfReady(helper: ChildProcess, id: number, pending: Pending) {
-    if (pending.spawnedPid === undefined || (pending.listeners?.missing ?? 0) > 0) return;
-    pending.child.pid = pending.spawnedPid;
-    const { proxy, dns, tunnels } = pending.listeners ?? {};
-    pending.started(this.remote(helper, id, pending.child, proxy && dns ? { proxy, dns, tunnels: tunnels ?? [] } : undefined));
+  private madeNetwork(id: number, { proxy, dns, tunnels, helper }: PendingNetwork): StepNetwork {
+    const listeners: StepListeners = { proxy: proxy!, dns: dns!, tunnels };
+    let released = false;
+    const network: StepNetwork = {
+      listeners,
+      get usable() {
+        return !released && helper.connected;
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        closeListeners(listeners);
+        if (helper.connected) helper.send({ op: 'drop-network', id });
+      },
+    };
+    networkIds.set(network, { id, helper });
+    return network;
+  }
+
+  private forgetNetwork(id: number, making: PendingNetwork) {
+    this.making.delete(id);
+    this.holdLoop();
+    closeListeners(making);
   }
 
   private forget(id: number) {
@@ -237,14 +312,14 @@ export class Spawner {
     this.holdLoop();
   }
 
-  /** The channel holds the event loop open while a process is being started or runs; idle, the helper does not. */
+  /** The channel holds the event loop open while a process or network is being started or a process runs; idle, the helper does not. */
   private holdLoop() {
     const channel = (this.helper as unknown as { channel?: { ref(): void; unref(): void } } | undefined)?.channel;
-    if (this.live.size > 0) channel?.ref();
+    if (this.live.size > 0 || this.making.size > 0) channel?.ref();
     else channel?.unref();
   }
 
-  private remote(helper: ChildProcess, id: number, child: RemoteChild, listeners: StepListeners | undefined): SpawnedProcess {
+  private remote(helper: ChildProcess, id: number, child: RemoteChild): SpawnedProcess {
     const send = (message: object) => {
       if (helper.connected) helper.send({ ...message, id });
     };
@@ -256,7 +331,6 @@ export class Spawner {
       kill: () => signal('SIGKILL'),
       handScript: (script) => send({ op: 'script', a: Buffer.from(script).toString('hex') }),
       release: () => send({ op: 'release' }),
-      listeners,
     };
   }
 
@@ -264,13 +338,17 @@ export class Spawner {
   private lost(helper: ChildProcess) {
     if (this.helper === helper) this.helper = undefined;
     helper.removeAllListeners('message');
-    for (const [id, { child, failed, helper: startedBy, listeners }] of this.live) {
+    for (const [id, { child, failed, helper: startedBy }] of this.live) {
       if (startedBy !== helper) continue;
       if (child.pid === undefined) {
-        closeListeners(listeners);
         this.forget(id);
         failed(new HelperLostError());
       } else child.exited(null, 'SIGKILL');
+    }
+    for (const [id, making] of this.making) {
+      if (making.helper !== helper) continue;
+      this.forgetNetwork(id, making);
+      making.failed(new HelperLostError());
     }
   }
 }
@@ -283,10 +361,13 @@ function closeHandle(handle: unknown) {
   }
 }
 
-/** Closes the listen sockets of a step that will not run: they hold its network namespace. */
-function closeListeners(listeners: Pending['listeners']) {
-  for (const handle of [listeners?.proxy, listeners?.dns, ...(listeners?.tunnels ?? []).map((t) => t.server)]) closeHandle(handle);
+/** Closes a network's listen sockets: they hold its namespace. */
+function closeListeners(listeners: { proxy?: Server; dns?: UdpSocket; tunnels: ReadonlyArray<{ server: Server }> }) {
+  for (const handle of [listeners.proxy, listeners.dns, ...listeners.tunnels.map((t) => t.server)]) closeHandle(handle);
 }
+
+/** A network's id in the spawner that holds it, kept out of its public face. */
+const networkIds = new WeakMap<StepNetwork, { id: number; helper: ChildProcess }>();
 
 let shared: Spawner | undefined;
 
