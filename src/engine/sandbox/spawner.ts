@@ -284,11 +284,15 @@ export class Spawner {
 
   private madeNetwork(id: number, { proxy, dns, tunnels, helper }: PendingNetwork): StepNetwork {
     const listeners: StepListeners = { proxy: proxy!, dns: dns!, tunnels };
+    // Kept between steps, they must not hold the process open by themselves: a step's connections do while they last.
+    for (const handle of [listeners.proxy, listeners.dns, ...tunnels.map((t) => t.server)]) handle.unref();
     let released = false;
+    // Its spawner is the current one: one whose loss was told (by its exit, maybe before its channel closed) is not.
+    const current = () => this.helper === helper && helper.connected;
     const network: StepNetwork = {
       listeners,
       get usable() {
-        return !released && helper.connected;
+        return !released && current();
       },
       release: () => {
         if (released) return;
