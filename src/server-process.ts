@@ -21,13 +21,12 @@ export async function runServerCommand(command: 'serve' | 'api' | 'worker' | 'mi
   // inherit them (docs/sandbox.md#secrets).
   scrubSecretEnv();
   const log = createLogger(config.logLevel, tracing?.logFields);
-  const { openDatabase, runPlinth } = await import('./server.ts');
+  const { openDatabase, prepareDatabase, runPlinth } = await import('./server.ts');
   if (tracing) log.info({ endpoint: tracingEndpoint }, 'tracing to OTLP');
 
   if (command === 'migrate') {
-    const { migrateToLatest } = await import('./platform/db/migrate.ts');
     const database = await openDatabase(config, log);
-    const applied = await migrateToLatest(database.db);
+    const applied = await prepareDatabase(database, log);
     log.info({ migrations: applied }, applied.length ? 'applied migrations' : 'database is up to date');
     await database.close();
     return;

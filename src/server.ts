@@ -18,18 +18,30 @@ import { startQueueSampler } from './engine/queue-gauges.ts';
 import { startAuditJobs } from './audit/audit-maintenance.ts';
 import { ensureAuditPartitions } from './audit/audit.repo.ts';
 import { ALLOW_EVERYTHING } from './platform/outbound/address-policy.ts';
+import { ensureRuntimeRole, grantRuntime, privilegeProblems } from './platform/db/roles.ts';
 
 export interface DatabaseHandle {
+  /** The service's connection: the runtime role's. */
   db: Db;
   url: string;
+  /** The role that migrates and owns the schema: the runtime role itself when no other is given. */
+  ownerUrl: string;
+  /** The runtime role, when it is not the owner: created when missing, and granted what it needs at every start. */
+  runtime?: { role: string; password: string | undefined; setPassword: boolean };
   close(): Promise<void>;
 }
 
-/** openDatabase connects to DATABASE_URL, or starts the embedded PostgreSQL when none is given. */
+/**
+ * openDatabase connects to DATABASE_URL (migrating as DATABASE_OWNER_URL when given), or starts the
+ * embedded PostgreSQL when none is given: its superuser migrates, and the service connects as
+ * `plinth_runtime`, whose password is kept in the data directory.
+ */
 export async function openDatabase(config: Config, log: Logger): Promise<DatabaseHandle> {
   if (config.databaseUrl) {
     const db = createDb(config.databaseUrl, { prepare: config.dbPrepare });
-    return { db, url: config.databaseUrl, close: () => db.destroy() };
+    const ownerUrl = config.databaseOwnerUrl ?? config.databaseUrl;
+    const runtime = runtimeOf(config.databaseUrl, ownerUrl);
+    return { db, url: config.databaseUrl, ownerUrl, runtime, close: () => db.destroy() };
   }
   const embedded = await startEmbeddedPostgres({
     dataDir: config.dataDir,
@@ -37,15 +49,54 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
     onLog: (line) => log.debug({ postgres: line }, 'postgres output'),
   });
   log.info({ dataDir: config.dataDir, port: config.embeddedPgPort }, 'started embedded postgres');
-  const db = createDb(embedded.url, { prepare: config.dbPrepare });
+  const db = createDb(embedded.runtime.url, { prepare: config.dbPrepare });
   return {
     db,
-    url: embedded.url,
+    url: embedded.runtime.url,
+    ownerUrl: embedded.url,
+    runtime: { role: embedded.runtime.role, password: embedded.runtime.password, setPassword: true },
     close: async () => {
       await db.destroy();
       await embedded.stop();
     },
   };
+}
+
+/** The runtime role of DATABASE_URL when it is not DATABASE_OWNER_URL's: created with DATABASE_URL's password when missing. */
+function runtimeOf(url: string, ownerUrl: string): DatabaseHandle['runtime'] {
+  const runtime = new URL(url);
+  const role = decodeURIComponent(runtime.username);
+  if (!role || role === decodeURIComponent(new URL(ownerUrl).username)) return undefined;
+  return { role, password: runtime.password ? decodeURIComponent(runtime.password) : undefined, setPassword: false };
+}
+
+/**
+ * prepareDatabase does, as the owner, what the runtime role may not: the migrations, the audit log's
+ * partitions, the queue's schema, and the runtime role's grants. Each step is idempotent and
+ * serialized in the database, so every process runs it at start.
+ */
+export async function prepareDatabase(database: DatabaseHandle, log: Logger): Promise<string[]> {
+  const owner = createDb(database.ownerUrl, { max: 2, prepare: false });
+  try {
+    const applied = await migrateToLatest(owner);
+    // An audited write needs its month's partition: ensured at every start, and daily by the workers.
+    await ensureAuditPartitions(owner);
+    // The queue's schema is needed by API processes too: they enqueue a run's first steps.
+    await installQueue(database.ownerUrl, log);
+    if (database.runtime) {
+      await ensureRuntimeRole(owner, database.runtime.role, database.runtime.password, database.runtime.setPassword);
+      await grantRuntime(owner, database.runtime.role);
+    }
+    return applied;
+  } finally {
+    await owner.destroy();
+  }
+}
+
+/** Says loudly, once at start, what the service's own role may do that it should not. */
+async function warnOfPrivileges(db: Db, log: Logger): Promise<void> {
+  const problems = await privilegeProblems(db);
+  if (problems.length) log.warn({ problems }, 'the database role Plinth serves with has more privileges than it needs: give it a runtime role of its own (docs/operations.md#database-roles)');
 }
 
 export interface ProcessRoles {
@@ -69,18 +120,15 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   // over while a process starts is waited out for a minute, as running processes wait it out.
   const retried = <T>(what: string, step: () => Promise<T>) =>
     withRetries(step, { onRetry: (err, attempt, delayMs) => log.warn({ err, attempt, delayMs }, `${what}: the database is not reachable; retrying`) });
-  const applied = await retried('migrations', () => migrateToLatest(database.db));
+  const applied = await retried('migrations', () => prepareDatabase(database, log));
   if (applied.length) log.info({ migrations: applied }, 'applied migrations');
+  await retried('the runtime role\'s check', () => warnOfPrivileges(database.db, log));
   const boot = await retried('bootstrap', () => ensureAdmin(database.db, { adminToken: config.adminToken, adminEmail: config.adminEmail, dataDir: config.dataDir }));
   if (boot.generatedToken) {
     process.stdout.write(`\nPlinth admin token (shown once; also in ${config.dataDir}/admin-token):\n${boot.generatedToken}\n\n`);
   }
 
-  // An audited write needs its month's partition: ensured at every start, and daily by the workers.
-  await retried('audit partitions', () => ensureAuditPartitions(database.db));
   const secrets = openSecretBox(config);
-  // The queue's schema is needed by API processes too: they enqueue a run's first steps.
-  await retried('the queue\'s schema', () => installQueue(database.url, log));
   let worker: EngineWorker | undefined;
   let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { freePort, isAlive, isListening, startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
 
 /** The postmaster's pid while the embedded Postgres runs, from its pid file. */
@@ -47,6 +48,23 @@ describe('plinth serve with no DATABASE_URL (embedded PostgreSQL)', { timeout: 1
     });
     assert.equal(res.status, 201);
     orgId = (await res.json()).data.id;
+  });
+
+  it('serves as a runtime role of its own, neither superuser nor owner; only the start used the superuser', async () => {
+    const password = readFileSync(path.join(dataDir, 'pg-password'), 'utf8').trim();
+    const admin = new pg.Client({ connectionString: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/postgres` });
+    await admin.connect();
+    try {
+      const sessions = await admin.query(`select distinct usename from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()`);
+      assert.deepEqual(sessions.rows.map((r) => r.usename), ['plinth_runtime']);
+      const role = await admin.query(`select rolsuper, rolcreaterole, rolcreatedb from pg_roles where rolname = 'plinth_runtime'`);
+      assert.deepEqual(role.rows, [{ rolsuper: false, rolcreaterole: false, rolcreatedb: false }]);
+      const owned = await admin.query(`select count(*)::int as n from pg_class c join pg_roles r on r.oid = c.relowner where r.rolname = 'plinth_runtime'`);
+      assert.equal(owned.rows[0].n, 0);
+    } finally {
+      await admin.end();
+    }
+    assert.equal(statSync(path.join(dataDir, 'pg-runtime-password')).mode & 0o777, 0o600);
   });
 
   it('SIGTERM stops the API and the embedded Postgres, and the process exits 0', async () => {

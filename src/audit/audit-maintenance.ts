@@ -2,10 +2,8 @@ import type { Db } from '../platform/db/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { deliverDueWebhooks, type DeliveryOptions } from './audit-delivery.ts';
-import { deleteExpiredAuditRows, dropPartition, ensureAuditPartitions, findLongestRetentionDays, findPartitionsBefore } from './audit.repo.ts';
+import { applyAuditRetention, ensureAuditPartitions } from './audit.repo.ts';
 import { DEFAULT_RETENTION_DAYS } from './audit.service.ts';
-
-const DAY_MS = 86_400_000;
 
 /**
  * runAuditMaintenance keeps the audit log's partitions and retention: the next months' partitions
@@ -13,13 +11,9 @@ const DAY_MS = 86_400_000;
  * (no row-by-row delete, no table bloat); rows of organizations that keep less than the longest
  * retention are deleted within the months still kept.
  */
-export async function runAuditMaintenance(db: Db, now = new Date()): Promise<{ dropped: string[]; deleted: number }> {
+export async function runAuditMaintenance(db: Db): Promise<{ dropped: string[]; deleted: number }> {
   await ensureAuditPartitions(db);
-  const keepDays = await findLongestRetentionDays(db, DEFAULT_RETENTION_DAYS);
-  const deleted = await db.transaction().execute((trx) => deleteExpiredAuditRows(trx, keepDays, DEFAULT_RETENTION_DAYS));
-  const dropped = await findPartitionsBefore(db, new Date(now.getTime() - keepDays * DAY_MS));
-  for (const name of dropped) await dropPartition(db, name);
-  return { dropped, deleted };
+  return applyAuditRetention(db, DEFAULT_RETENTION_DAYS);
 }
 
 export interface AuditJobOptions extends DeliveryOptions {

@@ -99,35 +99,12 @@ export async function ensureAuditPartitions(db: Executor, monthsAhead = 2): Prom
 }
 
 /**
- * deleteExpiredAuditRows removes the rows older than their organization's retention (365 days without
- * settings), for rows younger than `keepDays` (older ones go with their partition). Oldest rows go
- * first, so what stays of a chain is a suffix of it, which verification accepts.
+ * applyAuditRetention deletes the rows older than their organization's retention (`defaultDays` without
+ * settings), oldest first, so that what stays of a chain is a suffix of it, which verification
+ * accepts; a month older than every retention goes whole, with its partition. It runs as a function
+ * with its owner's rights (migrations/0013): the runtime role itself may not delete audit rows.
  */
-export async function deleteExpiredAuditRows(trx: Trx, keepDays: number, defaultDays: number): Promise<number> {
-  await sql`set local plinth.audit_retention = 'on'`.execute(trx);
-  const result = await sql`
-    delete from audit_events e
-     where e.created_at < now() - make_interval(days => coalesce((select s.retention_days from audit_settings s where s.organization_id = e.organization_id), ${defaultDays}::int))
-       and e.created_at >= now() - make_interval(days => ${keepDays}::int)`.execute(trx);
-  return Number(result.numAffectedRows ?? 0);
-}
-
-/** The longest retention of any organization (at least the default): whole months older than it go. */
-export async function findLongestRetentionDays(db: Executor, defaultDays: number): Promise<number> {
-  const row = await db.selectFrom('audit_settings').select((eb) => eb.fn.max('retention_days').as('days')).executeTakeFirst();
-  return Math.max(defaultDays, Number(row?.days ?? 0));
-}
-
-/** The monthly partitions whose whole month ended before `before`. */
-export async function findPartitionsBefore(db: Db, before: Date): Promise<string[]> {
-  const { rows } = await sql<{ name: string; upper: Date }>`
-    select c.relname as name, (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz as upper
-      from pg_inherits i join pg_class c on c.oid = i.inhrelid
-     where i.inhparent = 'audit_events'::regclass`.execute(db);
-  return rows.filter((r) => r.upper && new Date(r.upper) <= before).map((r) => r.name);
-}
-
-export async function dropPartition(db: Db, name: string): Promise<void> {
-  if (!/^audit_events_\d{4}_\d{2}$/.test(name)) throw new Error(`${name} is not an audit partition`);
-  await sql`drop table if exists ${sql.id(name)}`.execute(db);
+export async function applyAuditRetention(db: Executor, defaultDays: number): Promise<{ dropped: string[]; deleted: number }> {
+  const { rows } = await sql<{ dropped: string[]; deleted: number }>`select dropped, deleted from audit_apply_retention(${defaultDays}::int)`.execute(db);
+  return { dropped: rows[0]?.dropped ?? [], deleted: Number(rows[0]?.deleted ?? 0) };
 }

@@ -7,6 +7,8 @@ export interface Config {
   port: number;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** DATABASE_OWNER_URL: the role that migrates and owns the schema, when DATABASE_URL is the runtime role (src/platform/db/roles.ts). */
+  databaseOwnerUrl: string | undefined;
   embeddedPgPort: number;
   adminToken: string | undefined;
   adminEmail: string;
@@ -68,6 +70,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     dataDir: path.resolve(env.PLINTH_DATA_DIR || '.plinth'),
     databaseUrl: env.DATABASE_URL || undefined,
+    databaseOwnerUrl: env.DATABASE_OWNER_URL || undefined,
     embeddedPgPort: intFrom(env, 'PLINTH_PG_PORT', 54329),
     adminToken: env.PLINTH_ADMIN_TOKEN || undefined,
     adminEmail: env.PLINTH_ADMIN_EMAIL || 'admin@localhost',
@@ -92,7 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * the process's environment, so nothing started later (a library's child process, a step in the
  * unisolated mode) inherits them. Steps never get the worker's environment anyway; this is the second line.
  */
-export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'PLINTH_METRICS_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'DATABASE_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL', 'PLINTH_GITAPP_PRIVATE_KEY', 'PLINTH_GITAPP_CLIENT_SECRET'] as const;
+export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'PLINTH_METRICS_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'DATABASE_URL', 'DATABASE_OWNER_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL', 'PLINTH_GITAPP_PRIVATE_KEY', 'PLINTH_GITAPP_CLIENT_SECRET'] as const;
 
 /** scrubSecretEnv deletes SECRET_ENV_NAMES from `env` (the process's own by default). */
 export function scrubSecretEnv(env: NodeJS.ProcessEnv = process.env): void {

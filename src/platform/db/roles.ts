@@ -1,0 +1,107 @@
+import { sql } from 'kysely';
+import type { Db, Executor } from './db.ts';
+
+/**
+ * Least privilege in the database. The role that migrates owns the schema; the API and the workers
+ * connect as a runtime role that owns nothing, is not a superuser, creates no role or database, runs no
+ * server program, and may only read and append to the audit log. What the runtime role may do is
+ * granted here, anew at every start after the migrations (so a table a new migration made is granted
+ * too), by the owner. docs/operations.md#database-roles says how an operator sets it up.
+ */
+
+/** The runtime role the embedded PostgreSQL creates. */
+export const EMBEDDED_RUNTIME_ROLE = 'plinth_runtime';
+
+/** Serializes the grants of processes starting together (a concurrent GRANT on one table fails). */
+const GRANT_LOCK = 0x706c696e; // "plin"
+
+/** The row security policy on the queue's tables that admits the runtime role. */
+const QUEUE_POLICY = 'plinth_runtime_access';
+
+/** The schema's own tables that only the owner touches: the migrator's bookkeeping. */
+const OWNER_ONLY_TABLES = ['kysely_migration', 'kysely_migration_lock'];
+
+/**
+ * ensureRuntimeRole creates `role` (LOGIN, and nothing else, with `password`) when it does not exist;
+ * with `setPassword`, it sets the password of one that exists too (the embedded PostgreSQL's, whose
+ * password file is the truth). It refuses a role that exists with more than that: a runtime role must not be a superuser,
+ * create roles or databases, replicate or bypass row security.
+ */
+export async function ensureRuntimeRole(owner: Db, role: string, password: string | undefined, setPassword: boolean): Promise<void> {
+  const existing = await sql<{ unsafe: boolean }>`
+    select rolsuper or rolcreaterole or rolcreatedb or rolreplication or rolbypassrls as unsafe from pg_roles where rolname = ${role}`.execute(owner);
+  if (existing.rows[0]?.unsafe) throw new Error(`the runtime role ${role} exists with privileges it must not have (superuser, CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS)`);
+  if (!existing.rows.length) {
+    await sql`create role ${sql.id(role)} login nosuperuser nocreatedb nocreaterole noreplication nobypassrls`.execute(owner).catch((error: { code?: string }) => {
+      // Another process created it in between.
+      if (error.code !== '42710' && error.code !== '23505') throw error;
+    });
+  }
+  // A password travels as a literal in ALTER ROLE (it takes no parameter); it is the operator's or generated, never a tenant's.
+  if (password !== undefined && (setPassword || !existing.rows.length)) await sql`alter role ${sql.id(role)} password ${sql.lit(password)}`.execute(owner);
+}
+
+/**
+ * grantRuntime gives `role` what the service needs, and no more: reading and writing the tables of the
+ * schema and the queue's, but only SELECT and INSERT on the audit log and nothing on its partitions
+ * (an insert routed through the parent needs none), nothing on the migrator's tables, no CREATE in any
+ * schema, and the audit functions that create partitions and apply retention with their owner's rights.
+ */
+export async function grantRuntime(owner: Db, role: string): Promise<void> {
+  const to = sql.id(role);
+  await owner.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${GRANT_LOCK})`.execute(trx);
+    const database = sql.id((await sql<{ name: string }>`select current_database() as name`.execute(trx)).rows[0]!.name);
+    await sql`grant connect on database ${database} to ${to}`.execute(trx);
+    await sql`revoke create on schema public from public`.execute(trx);
+    for (const schema of ['public', 'graphile_worker']) {
+      const s = sql.id(schema);
+      await sql`grant usage on schema ${s} to ${to}`.execute(trx);
+      await sql`grant select, insert, update, delete on all tables in schema ${s} to ${to}`.execute(trx);
+      await sql`grant usage, select, update on all sequences in schema ${s} to ${to}`.execute(trx);
+      await sql`grant execute on all functions in schema ${s} to ${to}`.execute(trx);
+    }
+    // The queue keeps row security on its tables so that only their owner uses them: the runtime role is let through.
+    const secured = await sql<{ name: string }>`select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'graphile_worker' and c.relrowsecurity`.execute(trx);
+    for (const { name } of secured.rows) {
+      const table = sql`graphile_worker.${sql.id(name)}`;
+      await sql`drop policy if exists ${sql.id(QUEUE_POLICY)} on ${table}`.execute(trx);
+      await sql`create policy ${sql.id(QUEUE_POLICY)} on ${table} for all to ${to} using (true) with check (true)`.execute(trx);
+    }
+    await sql`revoke all on audit_events from ${to}`.execute(trx);
+    await sql`grant select, insert on audit_events to ${to}`.execute(trx);
+    const partitions = await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'audit_events'::regclass`.execute(trx);
+    for (const table of [...partitions.rows.map((p) => p.name), ...OWNER_ONLY_TABLES]) {
+      if (await tableExists(trx, table)) await sql`revoke all on ${sql.id(table)} from ${to}`.execute(trx);
+    }
+  });
+}
+
+async function tableExists(db: Executor, table: string): Promise<boolean> {
+  const { rows } = await sql<{ found: boolean }>`select to_regclass(${`public.${table}`}) is not null as found`.execute(db);
+  return rows[0]!.found;
+}
+
+/**
+ * privilegeProblems says what is wrong with the role this connection uses as the service's runtime
+ * role: empty when it is as narrow as it should be. The start logs them loudly.
+ */
+export async function privilegeProblems(db: Db): Promise<string[]> {
+  const { rows } = await sql<{ superuser: boolean; createrole: boolean; createdb: boolean; program: boolean; owns: number; audit_update: boolean }>`
+    select r.rolsuper as superuser, r.rolcreaterole as createrole, r.rolcreatedb as createdb,
+           pg_has_role(current_user, 'pg_execute_server_program', 'member') as program,
+           (select count(*) from pg_class c join pg_namespace n on n.oid = c.relnamespace
+             where n.nspname in ('public', 'graphile_worker') and c.relowner = r.oid)::int as owns,
+           has_table_privilege(current_user, 'audit_events', 'UPDATE') or has_table_privilege(current_user, 'audit_events', 'DELETE') as audit_update
+      from pg_roles r where r.rolname = current_user`.execute(db);
+  const r = rows[0];
+  if (!r) return ['the connection\'s role is not found'];
+  return [
+    r.superuser && 'is a superuser (anything that reaches SQL reaches the operating system)',
+    r.createrole && 'may create roles',
+    r.createdb && 'may create databases',
+    r.program && 'may run server programs (pg_execute_server_program)',
+    r.owns > 0 && `owns ${r.owns} of the schema's tables`,
+    r.audit_update && 'may change or delete audit rows',
+  ].filter((problem): problem is string => typeof problem === 'string');
+}
