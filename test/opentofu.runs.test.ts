@@ -26,7 +26,7 @@ describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () =
   before(async () => {
     t = await startTofuTestApp();
     // A long grace: a cancelled apply must have time to finish its resource, write state and unlock.
-    await startTofuWorker(t, stackCode(slowConfig), { killGraceMs: 15_000 });
+    await startTofuWorker(t, stackCode(slowConfig), { stopGrace: { graceMs: 15_000, termGraceMs: 2_000 } });
   });
   after(() => t.close());
 

@@ -166,7 +166,7 @@ describe('step output stored byte for byte', () => {
       const result = await runInFreshWorkspace({
         command: `yes "$(head -c 999 /dev/zero | tr '\\0' a)" | head -c 10000000`,
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-        killGraceMs: 1000,
+        stopGrace: { graceMs: 1000, termGraceMs: 1000 },
         sink,
         signal: new AbortController().signal,
       });
@@ -186,7 +186,7 @@ describe('step output stored byte for byte', () => {
     const { step } = await runOneStep(t, 'true');
     const run = (command: string, limits: { maxBytes: number; maxLines: number }, from: number) => {
       const sink = new LogSink(t.db, step.id, from, { limits });
-      return runInFreshWorkspace({ command, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, killGraceMs: 1000, sink, signal: new AbortController().signal })
+      return runInFreshWorkspace({ command, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stopGrace: { graceMs: 1000, termGraceMs: 1000 }, sink, signal: new AbortController().signal })
         .then(() => sink.close())
         .then(() => sink.stats);
     };

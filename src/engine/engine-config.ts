@@ -1,3 +1,4 @@
+import type { StopGrace } from './sandbox/stop.ts';
 import { loadConfig } from '../platform/config.ts';
 import { loadLogLimits, type LogLimits } from './log-sink.ts';
 import { createSandbox, type StepSandbox } from './sandbox/index.ts';
@@ -27,8 +28,8 @@ export interface EngineConfig {
   redispatchMs: number;
   /** graphile-worker's fallback poll when LISTEN/NOTIFY is missed. */
   pollMs: number;
-  /** Grace between SIGTERM and SIGKILL when a step's process is stopped. */
-  killGraceMs: number;
+  /** A stopped step's processes: SIGINT, SIGTERM after `graceMs`, SIGKILL `termGraceMs` later (sandbox/stop.ts). */
+  stopGrace: StopGrace;
   /** Where each attempt gets its fresh working directory. */
   workRoot: string | undefined;
   /** Per-step log limits: PLINTH_STEP_LOG_MAX_BYTES, PLINTH_STEP_LOG_MAX_LINES. */
@@ -62,7 +63,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     reapMs: positiveIntFrom(env, 'PLINTH_WORKER_REAP_MS', 5_000),
     redispatchMs: positiveIntFrom(env, 'PLINTH_WORKER_REDISPATCH_MS', 20_000),
     pollMs: positiveIntFrom(env, 'PLINTH_WORKER_POLL_MS', 2_000),
-    killGraceMs: positiveIntFrom(env, 'PLINTH_WORKER_KILL_GRACE_MS', 3_000),
+    stopGrace: { graceMs: positiveIntFrom(env, 'PLINTH_WORKER_KILL_GRACE_MS', 60_000), termGraceMs: positiveIntFrom(env, 'PLINTH_WORKER_TERM_GRACE_MS', 10_000) },
     logLimits: loadLogLimits((name, fallback) => positiveIntFrom(env, name, fallback)),
     workRoot,
     sandbox: createSandbox(loadSandboxSettings(env, workRoot, concurrency, [backendUrl])),

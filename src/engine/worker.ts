@@ -213,7 +213,7 @@ export class EngineWorker {
       outcome = await runStep(claimed, {
         sink,
         signal: attempt.process.signal,
-        killGraceMs: this.config.killGraceMs,
+        stopGrace: this.config.stopGrace,
         sandbox: this.config.sandbox,
         workerId: this.workerId,
         tofu: this.config.tofu,

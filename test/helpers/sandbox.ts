@@ -3,10 +3,11 @@ import type { StepProcessSpec, StepWorkspace } from '../../src/engine/sandbox/sa
 
 /**
  * The command name of a sandbox's top process (util-linux `unshare`, started by the worker's spawner),
- * and of the root init it forks as pid 1 of the step's PID namespace (`sh`).
+ * and of the root init it forks as pid 1 of the step's PID namespace (a shell that, its sandbox
+ * built, becomes `unshare --fork`, the step shell's parent).
  */
 export const isSandboxTop = (comm: string) => comm === 'unshare';
-export const isSandboxInit = (comm: string) => comm === 'sh';
+export const isSandboxInit = (comm: string) => comm === 'unshare';
 
 export const STEP_TEST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 

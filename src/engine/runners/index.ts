@@ -3,6 +3,7 @@ import { engineError } from '../engine-errors.ts';
 import type { LogSink } from '../log-sink.ts';
 import { logDetail, logStoreError } from './output-capture.ts';
 import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';
+import type { StopGrace } from '../sandbox/stop.ts';
 import { runScript, type ScriptResult } from './script.ts';
 import { runOpenTofuStep } from './opentofu/opentofu-step.ts';
 import type { Db } from '../../platform/db/db.ts';
@@ -19,7 +20,7 @@ export interface RunnerContext {
   /** Opens the sealed secrets a step needs; nothing sealed reaches a step's environment unless it needs it. */
   secrets: SecretBox;
   signal: AbortSignal;
-  killGraceMs: number;
+  stopGrace: StopGrace;
   sandbox: StepSandbox;
   /** The checkout's timeout and per-source cache, and what mints Git credentials. */
   git: GitConfig;
@@ -66,7 +67,7 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared:
     env: scriptEnv(claimed, prepared, w.env as Record<string, unknown> | undefined),
     workingDirectory,
     timeoutMs: claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined,
-    killGraceMs: ctx.killGraceMs,
+    stopGrace: ctx.stopGrace,
     workspace: prepared.workspace,
     sink: ctx.sink,
     signal: ctx.signal,

@@ -1,13 +1,14 @@
 import type { LogSink } from '../log-sink.ts';
 import type { StepWorkspace } from '../sandbox/index.ts';
 import { captureOutput } from './output-capture.ts';
+import { stopInStages, type StopGrace } from '../sandbox/stop.ts';
 
 export interface ScriptOptions {
   command: string;
   env: Record<string, string>;
   workingDirectory?: string;
   timeoutMs?: number;
-  killGraceMs: number;
+  stopGrace: StopGrace;
   /** The attempt's prepared workspace (src/engine/sandbox): where, as whom and within which limits it runs. */
   workspace: StepWorkspace;
   sink: LogSink;
@@ -28,8 +29,8 @@ export interface ScriptResult {
 
 /**
  * runScript runs `sh -c <command>` in the attempt's workspace, streaming stdout and stderr byte for byte
- * into the sink. It stops the step (SIGTERM to every process, then SIGKILL after the grace period) on
- * timeout or when `signal` aborts. The workspace is the caller's to dispose of (runStep).
+ * into the sink. It stops the step (stopInStages: SIGINT, SIGTERM, then SIGKILL) on timeout or when
+ * `signal` aborts. The workspace is the caller's to dispose of (runStep).
  */
 export function runScript(o: ScriptOptions): Promise<ScriptResult> {
   return runInWorkspace(o, o.workspace);
@@ -44,11 +45,10 @@ async function runInWorkspace(o: ScriptOptions, workspace: StepWorkspace): Promi
     let stopped = false;
     let exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
     const child = proc.child;
-    let killTimer: NodeJS.Timeout | undefined;
+    let cancelStop: (() => void) | undefined;
     const stop = () => {
-      if (!child.pid || killTimer) return;
-      proc.terminate();
-      killTimer = setTimeout(() => proc.kill(), o.killGraceMs);
+      if (!child.pid || cancelStop) return;
+      cancelStop = stopInStages(proc, o.stopGrace);
     };
     const onAbort = () => {
       stopped = true;
@@ -62,7 +62,7 @@ async function runInWorkspace(o: ScriptOptions, workspace: StepWorkspace): Promi
       : undefined;
     const finish = (result: ScriptResult) => {
       if (timeout) clearTimeout(timeout);
-      if (killTimer) clearTimeout(killTimer);
+      cancelStop?.();
       o.signal.removeEventListener('abort', onAbort);
       // Whatever the step left behind goes too (the guard included): a step leaves no process running.
       proc.kill();

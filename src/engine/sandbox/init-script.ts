@@ -17,20 +17,24 @@
  * 3. pivots into that root, detaching the host's filesystem entirely;
  * 4. starts the step's shell as its own uid with no capabilities, no supplementary groups and
  *    no_new_privs (setuid binaries do nothing), under RLIMIT_NPROC (the shell's `ulimit`: `-u` in bash,
- *    `-p` in dash; should neither take, the step does not start), and with SIGINT and SIGQUIT ignored
- *    (it is a background job of a non-interactive shell): an interrupt is for the step's programs that
- *    handle it (OpenTofu writes its state), not for the shell waiting on them. The shell (`sh -s`) reads its script
- *    from fd 3 and so WAITS until the worker writes it: the sandbox is built ahead of its step (the warm
- *    pool of namespaces.ts), up to this shell, and the worker hands it a step by writing the step's
- *    script (stepScript) and closing the pipe. No tenant data is in the sandbox before that; should the
- *    worker retire it or die instead, the shell reads end-of-file (or the guard kills it) and runs
- *    nothing;
- * 5. stays as pid 1 beside a guard. The guard blocks reading stdin, a pipe which only the worker holds
- *    (and to which nothing is ever written); when the worker dies (even by SIGKILL) or retires the
- *    sandbox, the pipe reaches end-of-file and the guard kills every process of the namespace. SIGTERM
- *    and SIGINT to the init (the worker stopping the step) are passed to every process. When the step's
- *    shell exits the init exits with its status, and the kernel kills whatever the step left in the
- *    namespace: `setsid`, double forks and daemons included, since none can leave a PID namespace.
+ *    `-p` in dash; should neither take, the step does not start). The init becomes `unshare --fork`
+ *    (util-linux, no namespace of its own: a plain fork and wait) whose child is the step's shell, a
+ *    foreground child, so no signal is ignored on its entry: a step's `trap` works, and what it starts
+ *    gets every signal at its default. The shell (`sh -s`) reads its script from fd 3 and so WAITS
+ *    until the worker writes it: the sandbox is built ahead of its step (the warm pool of
+ *    namespaces.ts), up to this shell, and the worker hands it a step by writing the step's script
+ *    (stepScript) and closing the pipe. No tenant data is in the sandbox before that; should the worker
+ *    retire it or die instead, the shell reads end-of-file (or the guard kills it) and runs nothing;
+ * 5. leaves beside it a guard, a root process that ignores SIGINT and SIGTERM and reads stdin, a pipe
+ *    which only the worker holds. Stopping a step is a line on that pipe: `INT` or `TERM`, which the
+ *    guard sends, once, to every process of the namespace but pid 1 and itself (`kill -1`): the
+ *    step's shell and everything the step started, `setsid` and daemons included. Nothing else
+ *    signals them (the worker never signals the sandbox's process group, which would deliver each
+ *    signal twice), and nothing ends the namespace while the step uses its grace: pid 1 ignores both,
+ *    and the step's shell outlives them (stepScript). When the worker dies (even by SIGKILL) or retires
+ *    the sandbox, the pipe reaches end-of-file and the guard kills every process of the namespace.
+ *    When the step's shell exits, pid 1 exits with its status, and the kernel kills whatever the step
+ *    left in the namespace, since nothing can leave a PID namespace.
  *
  * Its own environment is only PATH: the step's variables, its command and its working directory (chosen
  * by the tenant, so never given to a root process, where LD_PRELOAD and friends would mean code
@@ -41,12 +45,15 @@
  * Under the `policy` network it starts inside the step's network namespace already (`nsenter` by the
  * descriptor on fd 5, which it closes first: nothing of the step inherits it).
  *
- * Arguments: fstab, mount point of the root, uid, process limit, cgroup.procs files.
+ * With `PLINTH_SANDBOX_NETWORK=none` it brings up the loopback of the step's empty network namespace.
+ *
+ * Arguments: fstab, mount point of the root, uid, process limit, cgroup.procs files, `up` to bring loopback up.
  */
 export const SANDBOX_INIT = String.raw`set -eu
 exec 5<&-
-fstab=$1 root=$2 uid=$3 nproc=$4 cgroups=$5
+fstab=$1 root=$2 uid=$3 nproc=$4 cgroups=$5 loopback=$6
 for f in $cgroups; do echo 0 > "$f"; done
+if [ "$loopback" = up ]; then ip link set lo up; fi
 echo plinth-step > /proc/sys/kernel/hostname
 mount -a -T "$fstab"
 cd "$root"
@@ -55,17 +62,12 @@ umount -l .
 cd /workspace
 unset OLDPWD
 exec 4<&0
-(ulimit -c 0; ulimit -u "$nproc" 2>/dev/null || ulimit -p "$nproc"
- exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- sh -s) <&3 3<&- 4<&- &
-child=$!
-(trap '' TERM INT; while read -r _; do :; done; kill -KILL -1) <&4 >/dev/null 2>&1 3<&- &
-exec 3<&- 4<&- </dev/null
-trap 'kill -TERM -1 2>/dev/null' TERM
-trap 'kill -INT -1 2>/dev/null' INT
-set +e
-wait "$child"; code=$?
-while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
-exit "$code"
+(trap '' TERM INT
+ while read -r sig; do case $sig in INT|TERM) kill -"$sig" -1 2>/dev/null;; esac; done
+ kill -KILL -1) <&4 >/dev/null 2>&1 3<&- &
+exec 4<&- </dev/null
+ulimit -c 0; ulimit -u "$nproc" 2>/dev/null || ulimit -p "$nproc"
+exec unshare --fork setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- sh -s <&3 3<&-
 `;
 
 /** fstab escapes a path as fstab(5) reads it (octal for the separators and the escape itself). */
@@ -122,12 +124,15 @@ function shellQuote(value: string): string {
 }
 
 /**
- * stepScript is what the step shell (`sh -s`) reads and runs: the step's variables, a `cd` into its
- * working directory (made when missing; a failure ends the step with 1), then its command through
- * `eval` of a quoted word, so the command is parsed as `sh -c` would parse it and never as part of
- * this script, with no positional parameters and standard input from /dev/null.
+ * stepScript is what the step shell (`sh -s`) reads and runs: traps that keep the shell alive through
+ * a stop while the command it waits for uses its grace, then end it once that command has (a trap runs
+ * when the foreground command returns: the script goes no further, and exits 130 or 143 as a shell
+ * killed by the signal would report it); the step's variables; a `cd` into its working directory
+ * (made when missing; a failure ends the step with 1); then its command through `eval` of a quoted
+ * word, so the command is parsed as `sh -c` would parse it and never as part of this script, with no
+ * positional parameters and standard input from /dev/null. A command's own `trap` replaces these.
  */
 export function stepScript(env: Record<string, string>, command: string, cwd: string): string {
   const dir = shellQuote(cwd);
-  return `${shellAssignments(env)}{ cd -- ${dir} 2>/dev/null || { mkdir -p -- ${dir} && cd -- ${dir}; }; } || exit 1\neval ${shellQuote(command)} </dev/null\n`;
+  return `trap 'exit 130' INT\ntrap 'exit 143' TERM\n${shellAssignments(env)}{ cd -- ${dir} 2>/dev/null || { mkdir -p -- ${dir} && cd -- ${dir}; }; } || exit 1\neval ${shellQuote(command)} </dev/null\n`;
 }

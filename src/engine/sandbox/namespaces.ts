@@ -20,7 +20,7 @@ import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorks
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 /** What the worker runs on the host: the template's copy, the step's shell, and the init's tools (util-linux). */
 const TOOLS = ['cp', 'tar', 'sh', 'unshare', 'setpriv', 'pivot_root', 'mount', 'umount'];
-/** What a step's own network takes besides: `ip` brings its loopback up, `nsenter` starts the sandbox in it. */
+/** What a step's own network takes besides: `ip` brings its loopback up (`none` too), `nsenter` starts the sandbox in it. */
 const NETWORK_TOOLS = ['ip', 'nsenter'];
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
@@ -179,8 +179,10 @@ export class NamespaceSandbox implements StepSandbox {
     const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [] });
     const cannot = await this.hostCheck(TOOLS);
     if (cannot) return failed(cannot);
-    const noNetwork = this.network && (await this.hostCheck(NETWORK_TOOLS));
-    if (noNetwork) return failed(`${noNetwork}: each step's own network (PLINTH_SANDBOX_NETWORK=policy) needs \`ip\` (iproute2) and \`nsenter\` (util-linux); install them, or set PLINTH_SANDBOX_NETWORK=none (steps get no network) or host (steps share the host's network: an explicit opt-out)`);
+    const network = this.settings.network;
+    const noNetwork = network !== 'host' && (await this.hostCheck(network === 'policy' ? NETWORK_TOOLS : ['ip']));
+    if (noNetwork && network === 'policy') return failed(`${noNetwork}: each step's own network (PLINTH_SANDBOX_NETWORK=policy) needs \`ip\` (iproute2) and \`nsenter\` (util-linux); install them, or set PLINTH_SANDBOX_NETWORK=none (steps get no network) or host (steps share the host's network: an explicit opt-out)`);
+    if (noNetwork) return failed(`${noNetwork}: a step's empty network (PLINTH_SANDBOX_NETWORK=none) needs \`ip\` (iproute2) to bring its loopback up; install it, or set PLINTH_SANDBOX_NETWORK=host (steps share the host's network: an explicit opt-out)`);
     try {
       await ensurePrivateRoot(this.root);
       await sweepStaleWorkspaces(this.root, this.settings.uidBase, this.settings.uidCount);
@@ -199,7 +201,7 @@ export class NamespaceSandbox implements StepSandbox {
     } catch (error) {
       return failed(`the sandbox could not be set up: ${(error as Error).message}`);
     }
-    const { limits, network } = this.settings;
+    const { limits } = this.settings;
     const enforced = this.cgroups.enforced;
     const report: IsolationReport = {
       mode: 'namespaces',
@@ -403,7 +405,8 @@ export class NamespaceSandbox implements StepSandbox {
     const net = network === 'none' ? ['--net'] : [];
     const sandbox = [fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses)];
     const procsFiles = cgroup?.procsFiles ?? [];
-    const launch = { file: 'unshare', args: ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...net, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' ')] };
+    const loopback = network === 'none' ? 'up' : '';
+    const launch = { file: 'unshare', args: ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...net, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' '), loopback] };
     // Built ahead, its setup yields the CPU to steps running now (the spawner lowers its launcher as
     // soon as it runs; restoreNice sets back whatever it forked); its step gets the normal priority back.
     const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;

@@ -7,7 +7,7 @@
 // only from its worker, over the IPC channel; it starts what it is told with the environment it is
 // told, as the worker would have. It hands each child's stdout and stderr to the worker (the pipes
 // themselves, over the channel) and keeps its stdin and fd 3: it writes the step's script on fd 3 when
-// told, and never writes stdin. When the worker goes (even by SIGKILL) the channel closes and this
+// told, and writes stdin only the lines that stop a step (INT, TERM). When the worker goes (even by SIGKILL) the channel closes and this
 // process exits, which closes every stdin it held: each sandbox's guard then kills its step, as it did
 // when the worker held those pipes itself.
 import { spawn } from 'node:child_process';
@@ -51,6 +51,10 @@ process.on('message', (m) => {
     case 'signal':
       // Only while it runs: once reaped, its pid (and group id) may be another process's.
       if (child && child.exitCode === null && child.signalCode === null) signalGroup(child.pid, m.signal);
+      return;
+    case 'stop':
+      // A sandbox's guard reads its stdin: the line asks it to send the signal, once, to every process of the step.
+      if (child && !child.stdin.writableEnded) child.stdin.write(`${m.signal === 'SIGINT' ? 'INT' : 'TERM'}\n`);
       return;
   }
 });

@@ -17,7 +17,7 @@ function payload(parts: string[]): string {
   return Buffer.from(parts.join('\0')).toString('hex');
 }
 
-/** What the spawner starts: always in a process group of its own, its stdin a pipe nobody writes (the guard's). */
+/** What the spawner starts: always in a process group of its own, its stdin the guard's pipe, written only to stop the step. */
 export interface SpawnSpec {
   file: string;
   args: string[];
@@ -159,7 +159,7 @@ export class Spawner {
   private nextId = 1;
   private readonly live = new Map<number, Pending>();
   private readonly making = new Map<number, PendingNetwork>();
-  /** Starts `o` (a process group of its own, stdin a pipe nobody writes); resolves once it runs, rejects when it could not start. */
+  /** Starts `o` (a process group of its own, stdin the guard's pipe); resolves once it runs, rejects when it could not start. */
   async spawn(o: SpawnSpec): Promise<SpawnedProcess> {
     try {
       return await this.spawnOnce(o);
@@ -327,12 +327,13 @@ export class Spawner {
     const send = (message: object) => {
       if (helper.connected) helper.send({ ...message, id });
     };
-    const signal = (s: NodeJS.Signals) => send({ op: 'signal', signal: s });
+    // A sandbox's guard sends INT and TERM to the step's processes (init-script.ts); only SIGKILL goes to the process group.
+    const stop = (s: NodeJS.Signals) => send({ op: 'stop', signal: s });
     return {
       child,
-      terminate: () => signal('SIGTERM'),
-      interrupt: () => signal('SIGINT'),
-      kill: () => signal('SIGKILL'),
+      terminate: () => stop('SIGTERM'),
+      interrupt: () => stop('SIGINT'),
+      kill: () => send({ op: 'signal', signal: 'SIGKILL' }),
       handScript: (script) => send({ op: 'script', a: Buffer.from(script).toString('hex') }),
       release: () => send({ op: 'release' }),
     };

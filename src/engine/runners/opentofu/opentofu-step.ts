@@ -109,7 +109,7 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
         mask: maskSecrets([...secrets, credential.token]),
         signal: ctx.signal,
         deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
-        killGraceMs: ctx.killGraceMs,
+        stopGrace: ctx.stopGrace,
         onSpawn: ctx.onSpawn,
       },
       env: {

@@ -1,3 +1,4 @@
+import { stopInStages, type StopGrace } from '../../sandbox/stop.ts';
 import type { LogSink } from '../../log-sink.ts';
 import type { StepBind, StepWorkspace } from '../../sandbox/index.ts';
 import { captureOutput } from '../output-capture.ts';
@@ -21,7 +22,7 @@ export interface TofuProcessContext {
   signal: AbortSignal;
   /** When the step's time limit runs out (ms since the epoch), if it has one. */
   deadline?: number;
-  killGraceMs: number;
+  stopGrace: StopGrace;
   onSpawn?: (pid: number) => void;
 }
 
@@ -38,19 +39,17 @@ export interface TofuProcessResult {
 /**
  * runTofuProcess runs one command in the step's workspace and waits for it. Stopping it (the step is
  * cancelled, times out or its worker drains) interrupts it first (SIGINT: OpenTofu finishes what it is
- * doing, writes its state and releases its lock), then kills it after the grace period.
+ * doing, writes its state and releases its lock), then terminates and kills it (stopInStages).
  */
 export async function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessSpec): Promise<TofuProcessResult> {
   const proc = await ctx.workspace.spawn({ command: spec.command, env: spec.env, workingDirectory: spec.workingDirectory, binds: spec.binds });
   return new Promise((resolve) => {
     let stopped = false;
     let timedOut = false;
-    let killTimer: NodeJS.Timeout | undefined;
+    let cancelStop: (() => void) | undefined;
     const child = proc.child;
     const stop = () => {
-      if (killTimer) return;
-      proc.interrupt();
-      killTimer = setTimeout(() => proc.kill(), ctx.killGraceMs);
+      cancelStop ??= stopInStages(proc, ctx.stopGrace);
     };
     const onAbort = () => {
       stopped = true;
@@ -77,7 +76,7 @@ export async function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessS
     child.on('exit', (code: number | null, signal: NodeJS.Signals | null) => (exit = { code, signal }));
     const finish = (code: number | null, signal: NodeJS.Signals | null) => {
       if (timeout) clearTimeout(timeout);
-      if (killTimer) clearTimeout(killTimer);
+      cancelStop?.();
       ctx.signal.removeEventListener('abort', onAbort);
       proc.kill();
       resolve({ exitCode: code, signal, stopped, timedOut, ...(spec.captureMaxBytes === undefined ? {} : { stdout: Buffer.concat(chunks), overflow }) });
