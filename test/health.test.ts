@@ -12,6 +12,7 @@ describe('health and the OpenAPI document', () => {
     assert.equal(res.status, 200);
     assert.equal(res.body.status, 'ok');
     assert.equal(res.body.database, 'ok');
+    assert.deepEqual(res.body.problems, []);
     // This process runs no worker: it says so rather than claiming an isolation it does not run.
     assert.equal(res.body.isolation.mode, 'no-worker');
   });

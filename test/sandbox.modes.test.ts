@@ -30,12 +30,16 @@ describe('sandbox modes', () => {
   it('with no isolation on the host and no opt-out, a script step fails with Engine:Sandbox:UNAVAILABLE naming the opt-out', async () => {
     const worker = await t.startWorker({ sandbox: new NamespaceSandbox(loadSandboxSettings({}, undefined), cannotIsolate) });
     const health = await t.call('GET', '/health', { token: null });
+    assert.equal(health.status, 200, 'the API still serves');
+    assert.equal(health.body.status, 'degraded');
+    assert.match(health.body.problems[0], /script steps fail: this worker cannot isolate them \(this host cannot isolate/);
     assert.equal(health.body.isolation.mode, 'unavailable');
     assert.match(health.body.isolation.detail, /cannot isolate/);
     const { run, step } = await runOne('echo should never run');
     assert.equal(run.status, 'FAILED');
     assert.equal(step.error.code, 'Engine:Sandbox:UNAVAILABLE');
     assert.match(step.error.message, /PLINTH_SANDBOX=off/);
+    assert.match(run.error.message, /^Step "only" failed: Script steps need isolation and this host has none .*PLINTH_SANDBOX=off/, 'the run itself says why and what to do');
     await worker.stop();
     t.workers.splice(t.workers.indexOf(worker), 1);
   });

@@ -115,7 +115,8 @@ export function applyWrites(s: RunSnapshot, writes: readonly RunWrite[]): RunSna
           if (e.id !== w.id) return e;
           const lease = w.set.lease === undefined ? {} : w.set.lease === null ? { leaseOwner: null } : { leaseOwner: w.set.lease.owner, leaseEpoch: e.leaseEpoch + 1, leaseExpired: false };
           const outcome = w.set.outputData === undefined ? {} : { nothingToApprove: w.set.outputData?.needsApproval === false };
-          return { ...e, status: w.status.to, ...lease, ...outcome };
+          const failure = w.set.error ? { error: w.set.error } : {};
+          return { ...e, status: w.status.to, ...lease, ...outcome, ...failure };
         }),
       };
     } else if (w.kind === 'newExecution') {

@@ -63,6 +63,10 @@ describe('planRun', () => {
     assert.equal(d.runStatus, 'FAILED');
     assert.equal(d.error?.code, 'Engine:Run:STEP_FAILED');
     assert.deepEqual(d.cancel, [running.id]);
+    const why = { code: 'Engine:Sandbox:UNAVAILABLE', message: 'this host cannot isolate steps' };
+    const told = planRun(state([{ ...exec('a', 'FAILED'), error: why }, running]));
+    assert.equal(told.error?.message, 'Step "A" failed: this host cannot isolate steps', 'the run says why its step failed');
+    assert.deepEqual((told.error?.metadata as { stepError?: unknown } | undefined)?.stepError, why);
     assert.deepEqual(d.create.map((c) => [c.stepId, c.status]), [['gate', 'SKIPPED'], ['c', 'SKIPPED']]);
   });
 

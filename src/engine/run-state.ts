@@ -29,6 +29,8 @@ export interface ExecutionState {
   retryAttempt: number;
   /** It succeeded saying there is nothing to approve (a plan with no changes): approvals after it pass. */
   nothingToApprove?: boolean;
+  /** Why it failed, when it failed in the decision being made: the run's error repeats it. */
+  error?: ErrorBody;
 }
 
 export interface RunState {
@@ -115,7 +117,11 @@ export function planRun(state: RunState): RunDecision {
   if (failedStep) {
     const cancel = state.executions.filter((e) => !isTerminalStep(e.status)).map((e) => e.id);
     for (const s of state.steps) if (!status.has(s.id)) add(s.id, 'SKIPPED', `step "${failedStep.name}" failed`);
-    const error = engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed`, { stepId: failedStep.id });
+    const stepError = latest.get(failedStep.id)?.error;
+    // What people see of a failed run (`plinth run get`, `run start --follow`) says why, not only where.
+    const error = stepError
+      ? engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed: ${stepError.message}`, { stepId: failedStep.id, stepError: { code: stepError.code, message: stepError.message } })
+      : engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed`, { stepId: failedStep.id });
     return { runStatus: 'FAILED', create, cancel, error };
   }
 

@@ -18,7 +18,12 @@ const Isolation = Type.Object({
   detail: Type.String(),
 });
 
-const Health = Type.Object({ status: Type.String(), database: Type.String(), isolation: Isolation }, { $id: 'Health', title: 'Health' });
+const Health = Type.Object({
+  status: Type.String({ description: '`ok`; `degraded` when the database is unreachable (503) or when this process\'s worker cannot isolate steps, so script steps fail (200: the API still serves)' }),
+  database: Type.String(),
+  isolation: Isolation,
+  problems: Type.Array(Type.String(), { description: 'what makes it degraded, each with its fix; empty when ok' }),
+}, { $id: 'Health', title: 'Health' });
 
 export async function healthRoutes(app: App) {
   app.get('/health', {
@@ -26,11 +31,12 @@ export async function healthRoutes(app: App) {
     schema: { tags: ['health'], summary: 'Liveness, database reachability and step isolation (no credential)', response: { 200: Health, 503: Health } },
   }, async (_request, reply) => {
     const isolation = currentIsolation();
+    const problems = isolation.mode === 'unavailable' ? [`script steps fail: this worker cannot isolate them (${isolation.detail}); see docs/sandbox.md, or set PLINTH_SANDBOX=off where one tenant runs every pipeline`] : [];
     try {
       await sql`select 1`.execute(app.db);
-      return { status: 'ok', database: 'ok', isolation };
+      return { status: problems.length ? 'degraded' : 'ok', database: 'ok', isolation, problems };
     } catch {
-      return reply.status(503).send({ status: 'degraded', database: 'unreachable', isolation });
+      return reply.status(503).send({ status: 'degraded', database: 'unreachable', isolation, problems: ['the database is unreachable', ...problems] });
     }
   });
 }

@@ -38,7 +38,7 @@ interface WaitFlags {
 function finish(s: Session, run: PipelineRun): never {
   s.out.item(run);
   if (run.status === 'WAITING_FOR_APPROVAL') s.out.info(`run ${run.id} is waiting for approval: plinth run approve ${run.id}`);
-  else s.out.info(`run ${run.id} ${run.status}`);
+  else s.out.info(`run ${run.id} ${run.status}${run.error?.message ? `: ${run.error.message}` : ''}`);
   throw new CliExit(exitCodeOfRunStatus(run.status));
 }
 

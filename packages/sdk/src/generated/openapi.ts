@@ -3069,6 +3069,9 @@ export interface paths {
                                 network: string | null;
                                 requested: string | null;
                             };
+                            /** @description what makes it degraded, each with its fix; empty when ok */
+                            problems: string[];
+                            /** @description `ok`; `degraded` when the database is unreachable (503) or when this process's worker cannot isolate steps, so script steps fail (200: the API still serves) */
                             status: string;
                         };
                     };
@@ -3095,6 +3098,9 @@ export interface paths {
                                 network: string | null;
                                 requested: string | null;
                             };
+                            /** @description what makes it degraded, each with its fix; empty when ok */
+                            problems: string[];
+                            /** @description `ok`; `degraded` when the database is unreachable (503) or when this process's worker cannot isolate steps, so script steps fail (200: the API still serves) */
                             status: string;
                         };
                     };
