@@ -66,9 +66,10 @@ describe('cloud accounts and execution environments', () => {
   it('a CLOUD execution environment has every field of SPEC 2.16', async () => {
     const res = await t.call('POST', '/execution-environments', { body: { data: cloud('eu') } });
     assert.equal(res.status, 201, JSON.stringify(res.body));
-    const { id, createdAt, updatedAt, organizationId, ...rest } = res.body.data;
+    const { id, createdAt, updatedAt, organizationId, egressAllow, ...rest } = res.body.data;
     assert.ok(id && createdAt && updatedAt && organizationId);
     assert.deepEqual(rest, cloud('eu'));
+    assert.equal(egressAllow, null, 'Plinth\'s own field beside them: no narrowing unless set');
   });
 
   it('CLOUD without its network fields is 400 listing each; LOCAL with them is 400', async () => {
@@ -93,6 +94,24 @@ describe('cloud accounts and execution environments', () => {
     assert.equal(patch.status, 400);
     const type = await t.call('PATCH', `/execution-environments/${res.body.data.id}`, { body: { data: { type: 'CLOUD' } } });
     assert.equal(type.status, 400, 'the type is fixed');
+  });
+
+  it('an egress allowlist narrows its steps: null by default, set and cleared by PATCH, a bad entry 400 naming it', async () => {
+    const res = await t.call('POST', '/execution-environments', { body: { data: { givenId: 'narrow', name: 'Narrow', type: 'LOCAL' } } });
+    assert.equal(res.status, 201);
+    assert.equal(res.body.data.egressAllow, null);
+    const id = res.body.data.id;
+    const set = await t.call('PATCH', `/execution-environments/${id}`, { body: { data: { egressAllow: ['registry.opentofu.org', '*.github.com', '203.0.113.0/24'] } } });
+    assert.equal(set.status, 200);
+    assert.deepEqual(set.body.data.egressAllow, ['registry.opentofu.org', '*.github.com', '203.0.113.0/24']);
+    assert.deepEqual((await t.call('GET', `/execution-environments/${id}`)).body.data.egressAllow, ['registry.opentofu.org', '*.github.com', '203.0.113.0/24']);
+    const bad = await t.call('PATCH', `/execution-environments/${id}`, { body: { data: { egressAllow: ['github.com', '10.0.0.0/99', 'http://x'] } } });
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.body.details[0].items, ['/data/egressAllow/1: is not a valid CIDR', '/data/egressAllow/2: is neither a CIDR nor a host name']);
+    const cleared = await t.call('PATCH', `/execution-environments/${id}`, { body: { data: { egressAllow: null } } });
+    assert.equal(cleared.body.data.egressAllow, null);
+    const created = await t.call('POST', '/execution-environments', { body: { data: { givenId: 'closed', name: 'Closed', type: 'LOCAL', egressAllow: [] } } });
+    assert.deepEqual(created.body.data.egressAllow, []);
   });
 
   it('a cloud account of another organization is 404, like a missing one', async () => {

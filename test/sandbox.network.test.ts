@@ -10,8 +10,8 @@ import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
 import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
 import type { StepWorkspace } from '../src/engine/sandbox/sandbox.ts';
 import { parseAllowList } from '../src/platform/outbound/address-policy.ts';
-import { createOrganization, userCaller } from './helpers/callers.ts';
-import { createStack, logLines, spawnWorkerProcess, startEngineTestApp, stepsOf, triggerRun, waitFor, type EngineTestApp } from './helpers/engine.ts';
+import { createOrganization, inOrg, userCaller } from './helpers/callers.ts';
+import { createStack, logLines, pipelineConfig, spawnWorkerProcess, startEngineTestApp, stepsOf, triggerRun, waitFor, type EngineTestApp } from './helpers/engine.ts';
 import { startCountingListener, startDnsServer, startPublicHost, type PublicHost } from './helpers/public-host.ts';
 import { runInWorkspace } from './helpers/sandbox.ts';
 
@@ -47,6 +47,7 @@ describe('a step\'s network: only the egress policy leads out', () => {
   let t: EngineTestApp;
   let worker: ChildProcess;
   let member: string;
+  let org: string;
   let publicHost: PublicHost;
   let loopback: Awaited<ReturnType<typeof startCountingListener>>;
   let onHostAddress: Awaited<ReturnType<typeof startCountingListener>>;
@@ -56,7 +57,11 @@ describe('a step\'s network: only the egress policy leads out', () => {
 
   async function runStep(command: string) {
     const stack = await createStack(t, [{ id: 'net', command, timeoutSeconds: 60 }], member);
-    const run = await triggerRun(t, stack.id, {}, member);
+    return runStackStep(stack.id);
+  }
+
+  async function runStackStep(stackId: string) {
+    const run = await triggerRun(t, stackId, {}, member);
     const done = await waitFor(`run ${run.id} to end`, async () => {
       const r = (await t.call('GET', `/pipeline-runs/${run.id}`, { token: member })).body.data;
       return ['SUCCEEDED', 'FAILED'].includes(r.status) ? r : undefined;
@@ -67,7 +72,7 @@ describe('a step\'s network: only the egress policy leads out', () => {
 
   before(async () => {
     t = await startEngineTestApp();
-    const org = await createOrganization(t, 'Tenant');
+    org = await createOrganization(t, 'Tenant');
     member = (await userCaller(t, 'mallory@net.test', 'MEMBER', org)).token;
     publicHost = await startPublicHost();
     loopback = await startCountingListener('127.0.0.1');
@@ -130,6 +135,21 @@ describe('a step\'s network: only the egress policy leads out', () => {
     assert.equal(output.match(/hello from the public internet/g)?.length, 2, output);
     assert.match(output, /direct failed/);
     assert.equal(publicHost.requests(), 2);
+  });
+
+  it('in an execution environment whose egressAllow is empty, reaches the state backend and nothing else', async () => {
+    const ee = await t.call('POST', '/execution-environments', { headers: inOrg(org), body: { data: { givenId: 'sealed', name: 'Sealed', type: 'LOCAL', egressAllow: [] } } });
+    assert.equal(ee.status, 201, JSON.stringify(ee.body));
+    const project = await t.call('POST', '/projects', { token: member, body: { data: { givenId: 'sealed-project', name: 'Sealed' } } });
+    const env = await t.call('POST', '/environments', { token: member, body: { data: { projectId: project.body.data.id, givenId: 'sealed', name: 'Sealed', executionEnvironmentId: ee.body.data.id } } });
+    assert.equal(env.status, 201, JSON.stringify(env.body));
+    const backendUrl = `http://127.0.0.1:${(backend.address() as { port: number }).port}/`;
+    const command = `${viaProxy(`http://${publicHost.address}/`)}; curl -sS -m 10 ${backendUrl}`;
+    const stack = await t.call('POST', '/stacks', { token: member, body: { data: { projectId: project.body.data.id, environmentId: env.body.data.id, name: 'Sealed', pipelines: { change: pipelineConfig([{ id: 'net', command, timeoutSeconds: 60 }]) } } } });
+    assert.equal(stack.status, 201, JSON.stringify(stack.body));
+    const { output } = await runStackStep(stack.body.data.id);
+    assert.match(output, new RegExp(`connecting to ${publicHost.address.replace(/\./g, '\\.')} is not allowed: not in the execution environment's egress allowlist`), output);
+    assert.match(output, /state backend/);
   });
 
   it('reaches the state backend at its loopback URL, directly as OpenTofu does (Go never proxies loopback) and through the proxy', async () => {
@@ -195,9 +215,11 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     };
     const first = await netOfStep();
     assert.equal(await netOfStep(), first, 'the next step of the claim runs in the same namespace');
-    process.kill(spawnerPid(), 'SIGKILL');
-    const third = await netOfStep();
-    assert.notEqual(third, first, 'a new spawner made a new namespace');
+    const killed = spawnerPid();
+    process.kill(killed, 'SIGKILL');
+    // Its namespace went with it (nobody can enter it): a new spawner made the one that answered.
+    await netOfStep();
+    assert.notEqual(spawnerPid(), killed);
   });
 
   it('resolves names through a resolver on its own loopback that relays to the host\'s', async () => {
@@ -242,6 +264,26 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     assert.match(output, /^secret$/m, output);
     assert.match(output, /other=56/, 'another port of the same address stays refused');
     assert.equal(backendOnHostAddress.connections(), 1);
+  });
+
+  it('reaches only what its execution environment\'s list also allows, and the state backend always', async () => {
+    workspace = await sandbox.open({ egressNarrowing: parseAllowList(['127.0.0.2/32'], 'egressAllow') });
+    const backend = hostAddress() ? `${viaProxy(`http://${hostAddress()}:${backendOnHostAddress.port}/`, true)}; echo "backend=$?"` : 'echo backend=0';
+    const { output } = await runInWorkspace(workspace, [
+      `${viaProxy(`http://127.0.0.2:${allowedByCidr.port}/`, true)}; echo "listed=$?"`,
+      `${viaProxy(`http://${publicHost.address}/`, true)}; echo "public=$?"`,
+      `${viaProxy('http://public.test/')} ; echo "by name=$?"`,
+      backend,
+    ].join('\n'));
+    await workspace.dispose();
+    assert.match(output, /listed=0/, output);
+    assert.match(output, /public=56/, 'the public internet is narrowed away');
+    assert.match(output, /not in the execution environment's egress allowlist/);
+    assert.match(output, /backend=0/, 'the state backend stays reachable');
+    const next = await sandbox.open();
+    const after = await runInWorkspace(next, `${viaProxy(`http://${publicHost.address}/`, true)}; echo "public=$?"`);
+    await next.dispose();
+    assert.match(after.output, /public=0/, 'the next step of the claim, narrowed by nothing, reaches it');
   });
 
   it('connects nothing for a step connection that closed while its name was resolving', async () => {

@@ -18,6 +18,8 @@ export interface LockedRunRow extends RunColumns {
   config: PipelineConfig;
   /** The type of the stack's environment's execution environment; null when none is set. */
   execution_environment_type: ExecutionEnvironmentType | null;
+  /** What that execution environment narrows its steps' egress to; null: no narrowing (or none set). */
+  execution_environment_egress_allow: string[] | null;
   executions: ExecutionJson[];
   /** Whether a Git webhook triggered the run (its trigger metadata names the event); the metrics' `trigger`. */
   by_webhook: boolean;
@@ -40,7 +42,7 @@ export interface ExecutionJson
 }
 
 /** What every command reads beside the run's own columns. */
-const RUN_JOINED = sql`v.config, ee.type as execution_environment_type, coalesce(r.trigger_metadata ? 'webhook_event', false) as by_webhook, s.source as stack_source`;
+const RUN_JOINED = sql`v.config, ee.type as execution_environment_type, ee.egress_allow as execution_environment_egress_allow, coalesce(r.trigger_metadata ? 'webhook_event', false) as by_webhook, s.source as stack_source`;
 const RUN_SELECT = sql`
   select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
          r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, r.created_at, r.commit_sha, ${RUN_JOINED}`;

@@ -22,11 +22,13 @@ export interface ClaimedStep {
   executionId: string;
   /** The fencing token of this worker's lease on the attempt. */
   leaseEpoch: number;
-  run: Omit<LockedRunRow, 'config' | 'execution_environment_type' | 'executions'>;
+  run: Omit<LockedRunRow, 'config' | 'execution_environment_type' | 'execution_environment_egress_allow' | 'executions'>;
   step: StepConfig;
   retryAttempt: number;
   /** The execution environment type of the stack's environment; null when none is set (runs as LOCAL). */
   executionEnvironmentType: string | null;
+  /** The execution environment's egress allowlist, which narrows the installation's for this step; null: none. */
+  egressAllow: string[] | null;
   /** The next log sequence number (an attempt handed back by a draining worker keeps its lines). */
   nextLogSeq: number;
 }
@@ -52,7 +54,7 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
     withReadRun<ClaimedStep | undefined>(db, runId, (s, ctx, row) => {
       const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt }, ctx);
       if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
-      const { config, execution_environment_type, executions, ...run } = row;
+      const { config, execution_environment_type, execution_environment_egress_allow, executions, ...run } = row;
       const claimed: ClaimedStep = {
         executionId,
         leaseEpoch: d.result.leaseEpoch,
@@ -60,6 +62,7 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
         step: stepOf(s, d.result.stepId),
         retryAttempt: d.result.retryAttempt,
         executionEnvironmentType: execution_environment_type,
+        egressAllow: execution_environment_egress_allow,
         nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
       };
       return { writes: d.writes, result: claimed };

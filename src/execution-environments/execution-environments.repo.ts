@@ -28,6 +28,7 @@ export function executionEnvironmentRowToExecutionEnvironment(row: ExecutionEnvi
     vpcId: row.vpc_id ?? '',
     subnetId: row.subnet_id ?? '',
     securityGroupId: row.security_group_id ?? '',
+    egressAllow: row.egress_allow,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -35,7 +36,7 @@ export function executionEnvironmentRowToExecutionEnvironment(row: ExecutionEnvi
 
 export function insertExecutionEnvironment(
   db: Executor,
-  v: { id: string; organizationId: string; givenId: string; name: string; type: ExecutionEnvironmentType } & NetworkColumns,
+  v: { id: string; organizationId: string; givenId: string; name: string; type: ExecutionEnvironmentType; egressAllow: string[] | null } & NetworkColumns,
 ) {
   return db
     .insertInto('execution_environments')
@@ -50,6 +51,7 @@ export function insertExecutionEnvironment(
       vpc_id: v.vpc_id ?? null,
       subnet_id: v.subnet_id ?? null,
       security_group_id: v.security_group_id ?? null,
+      egress_allow: v.egressAllow,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -67,7 +69,7 @@ export function findExecutionEnvironmentsPage(db: Executor, organizationId: stri
   return query.$call(keyset(page, 'execution_environments.id')).execute();
 }
 
-export function updateExecutionEnvironment(db: Executor, id: string, changes: { name?: string } & NetworkColumns) {
+export function updateExecutionEnvironment(db: Executor, id: string, changes: { name?: string; egress_allow?: string[] | null } & NetworkColumns) {
   return db
     .updateTable('execution_environments')
     .set({ ...changes, updated_at: new Date() })

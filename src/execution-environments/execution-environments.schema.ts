@@ -12,6 +12,10 @@ const SecurityGroupId = Type.String({ pattern: '^sg-[0-9a-f]{8,17}$' });
 
 const LOCAL_NOTE = 'Empty string for a LOCAL execution environment';
 
+const EGRESS_NOTE = 'What the steps of this environment may reach, narrowing the installation\'s egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend';
+const EgressEntry = Type.String({ minLength: 1, maxLength: 253, description: 'a CIDR, an address, a host name or `*.` and a domain' });
+const EgressAllow = Type.Union([Type.Array(EgressEntry, { maxItems: 64 }), Type.Null()], { description: EGRESS_NOTE });
+
 /** SPEC 2.16: every field always present. A LOCAL environment has no network, so its network fields are "". */
 export const ExecutionEnvironment = Type.Object(
   {
@@ -25,6 +29,7 @@ export const ExecutionEnvironment = Type.Object(
     vpcId: Type.String({ description: LOCAL_NOTE }),
     subnetId: Type.String({ description: LOCAL_NOTE }),
     securityGroupId: Type.String({ description: LOCAL_NOTE }),
+    egressAllow: EgressAllow,
     createdAt: UtcDateTime,
     updatedAt: UtcDateTime,
   },
@@ -45,6 +50,7 @@ export const CreateExecutionEnvironment = Body(
       vpcId: Type.Optional({ ...VpcId, description: REQUIRED_FOR_CLOUD }),
       subnetId: Type.Optional({ ...SubnetId, description: REQUIRED_FOR_CLOUD }),
       securityGroupId: Type.Optional({ ...SecurityGroupId, description: REQUIRED_FOR_CLOUD }),
+      egressAllow: Type.Optional(EgressAllow),
     },
     { additionalProperties: false },
   ),
@@ -61,6 +67,7 @@ export const UpdateExecutionEnvironment = Body(
       vpcId: Type.Optional(VpcId),
       subnetId: Type.Optional(SubnetId),
       securityGroupId: Type.Optional(SecurityGroupId),
+      egressAllow: Type.Optional(EgressAllow),
     },
     { additionalProperties: false },
   ),

@@ -6,6 +6,7 @@ import { BadRequestError, ConflictError, NotFoundError } from '../platform/error
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { findCloudAccountById } from '../cloud-accounts/cloud-accounts.repo.ts';
+import { allowEntryProblem } from '../platform/outbound/address-policy.ts';
 import {
   deleteExecutionEnvironmentById,
   executionEnvironmentRowToExecutionEnvironment,
@@ -35,6 +36,12 @@ function assertNetworkFits(type: string, network: Network, requireAll: boolean) 
   if (problems.length > 0) throw new BadRequestError('The request does not match its schema', problems);
 }
 
+/** Each entry must read as PLINTH_STEP_EGRESS_ALLOW's do: a bad one is a 400 naming it. */
+function assertEgressAllow(entries: readonly string[] | null | undefined) {
+  const problems = (entries ?? []).flatMap((entry, i) => (allowEntryProblem(entry) ? [`/data/egressAllow/${i}: ${allowEntryProblem(entry)}`] : []));
+  if (problems.length > 0) throw new BadRequestError('The request does not match its schema', problems);
+}
+
 function cloudAccountMissing(id: string) {
   return new NotFoundError('CloudAccount', id);
 }
@@ -56,6 +63,7 @@ export async function getExecutionEnvironmentRow(db: Executor, principal: Princi
 
 export async function createExecutionEnvironment(db: Db, principal: Principal, input: CreateExecutionEnvironment) {
   assertNetworkFits(input.type, input, true);
+  assertEgressAllow(input.egressAllow);
   await assertCloudAccount(db, principal, input.cloudAccountId);
   const insert = insertExecutionEnvironment(db, {
     id: newId(),
@@ -63,6 +71,7 @@ export async function createExecutionEnvironment(db: Db, principal: Principal, i
     givenId: input.givenId,
     name: input.name,
     type: input.type,
+    egressAllow: input.egressAllow ?? null,
     ...networkColumns(input),
   });
   const row = await rethrowAs(
@@ -87,8 +96,9 @@ export async function updateExecutionEnvironment(db: Db, principal: Principal, i
   const current = await getExecutionEnvironmentRow(db, principal, id);
   if (isEmptyPatch(changes)) return executionEnvironmentRowToExecutionEnvironment(current);
   assertNetworkFits(current.type, changes, false);
+  assertEgressAllow(changes.egressAllow);
   await assertCloudAccount(db, principal, changes.cloudAccountId);
-  const update = updateExecutionEnvironmentRow(db, id, { name: changes.name, ...networkColumns(changes) });
+  const update = updateExecutionEnvironmentRow(db, id, { name: changes.name, egress_allow: changes.egressAllow, ...networkColumns(changes) });
   const row = await rethrowAs(update, isForeignKeyViolation, () => cloudAccountMissing(changes.cloudAccountId ?? ''));
   return executionEnvironmentRowToExecutionEnvironment(row);
 }

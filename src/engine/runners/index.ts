@@ -4,6 +4,7 @@ import type { LogSink } from '../log-sink.ts';
 import { logDetail, logStoreError } from './output-capture.ts';
 import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';
 import type { StopGrace } from '../sandbox/stop.ts';
+import { allowEntryProblem, parseAllowList, type AllowList } from '../../platform/outbound/address-policy.ts';
 import { runScript, type ScriptResult } from './script.ts';
 import { runOpenTofuStep } from './opentofu/opentofu-step.ts';
 import type { Db } from '../../platform/db/db.ts';
@@ -32,6 +33,10 @@ export interface RunnerContext {
   onSpawn?: (pid: number) => void;
   /** Takes work that may finish after the outcome is committed (removing a workspace whose processes are gone). */
   defer?: (work: Promise<void>) => void;
+}
+
+function parseNarrowing(entries: string[]): AllowList {
+  return parseAllowList(entries.filter((entry) => !allowEntryProblem(entry)), 'egressAllow');
 }
 
 /** The PATH every step starts with: fixed, so nothing of the worker's environment reaches a step. */
@@ -142,7 +147,8 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
   const started = performance.now();
   let workspace;
   try {
-    workspace = await ctx.sandbox.open();
+    // Parsed when the environment was saved; an entry that no longer parses narrows to nothing rather than failing open.
+    workspace = await ctx.sandbox.open({ egressNarrowing: claimed.egressAllow ? parseNarrowing(claimed.egressAllow) : undefined });
   } catch (error) {
     if (error instanceof SandboxUnavailableError) return { status: 'FAILED', error: engineError(error.code, error.message) };
     throw error;

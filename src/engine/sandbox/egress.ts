@@ -4,7 +4,7 @@ import { getServers } from 'node:dns';
 import http from 'node:http';
 import net from 'node:net';
 import type { Logger } from '../../platform/logger.ts';
-import { bareHost, EgressDeniedError, isLoopback, namedExactly, type AllowList } from '../../platform/outbound/address-policy.ts';
+import { bareHost, EgressDeniedError, isLoopback, namedExactly, narrowedOut, type AllowList } from '../../platform/outbound/address-policy.ts';
 import { resolveAllowed, systemLookup, type Lookup } from '../../platform/outbound/resolve.ts';
 
 /**
@@ -28,6 +28,8 @@ export interface EgressPolicy {
   lookup: Lookup;
   /** Where the step's DNS queries go: `address` or `address:port` (`[v6]:port`), the host's resolvers by default. */
   dnsServers: readonly string[];
+  /** The current step's narrowing (its execution environment's `egressAllow`): it reaches only what this allows too. */
+  narrowing?: AllowList;
 }
 
 export function defaultEgressPolicy(allow: AllowList, endpoints: EgressPolicy['endpoints']): EgressPolicy {
@@ -106,6 +108,8 @@ class StepSockets {
 
 /** The egress of a network a sandbox's steps use one after another. */
 export interface ServedEgress {
+  /** Narrows what the next step reaches (undefined: the policy alone), before it runs. */
+  narrow(allow: AllowList | undefined): void;
   /** Ends what the last step left: its connections and its DNS queries awaiting an answer. */
   endStep(): void;
   /** Closes the listeners and everything above. */
@@ -113,7 +117,9 @@ export interface ServedEgress {
 }
 
 /** Serves a step network's listeners until closed. */
-export function serveStepEgress(listeners: StepListeners, policy: EgressPolicy, log: Logger): ServedEgress {
+export function serveStepEgress(listeners: StepListeners, installation: EgressPolicy, log: Logger): ServedEgress {
+  // The policy the handlers below read at each connection: the step's narrowing is set on it.
+  const policy: EgressPolicy = { ...installation };
   const sockets = new StepSockets();
   const proxy = proxyServer(policy, log, sockets);
   // An accept that fails (out of descriptors) must not end the worker: the step's connection fails alone.
@@ -131,6 +137,9 @@ export function serveStepEgress(listeners: StepListeners, policy: EgressPolicy, 
   }
   const dns = relayDns(listeners.dns, policy.dnsServers);
   return {
+    narrow: (allow) => {
+      policy.narrowing = allow;
+    },
     endStep: () => {
       dns.forget();
       sockets.closeAll(false);
@@ -161,6 +170,8 @@ async function addressFor(policy: EgressPolicy, host: string, port: number): Pro
     return { address: first.address, explicit: true };
   }
   const { address } = await resolveAllowed(host, policy.allow, policy.lookup);
+  const narrowed = policy.narrowing && narrowedOut(host, address, policy.narrowing);
+  if (narrowed) throw new EgressDeniedError(host, address, narrowed);
   return { address, explicit: namedExactly(address, policy.allow) };
 }
 

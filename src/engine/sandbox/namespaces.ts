@@ -11,7 +11,8 @@ import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts
 import { loopbackEndpoints, PROXY_PORT, serveStepEgress, type ServedEgress } from './egress.ts';
 import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
-import { SandboxUnavailableError, type IsolationReport, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
+import type { AllowList } from '../../platform/outbound/address-policy.ts';
+import { SandboxUnavailableError, type IsolationReport, type OpenOptions, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
 import { NetworkLostError, sharedSpawner, type NetworkPorts, type SpawnedProcess, type SpawnSpec, type StepNetwork } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
 import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
@@ -146,11 +147,11 @@ export class NamespaceSandbox implements StepSandbox {
     await Promise.all(this.free.splice(0).map((claimed) => this.destroy(claimed, [])));
   }
 
-  async open(): Promise<StepWorkspace> {
+  async open(options: OpenOptions = {}): Promise<StepWorkspace> {
     this.closed = false;
     const report = await this.start();
     if (report.mode !== 'namespaces') throw new SandboxUnavailableError(`Script steps need isolation and this host has none (${report.detail}); an operator running a single tenant can set PLINTH_SANDBOX=off`);
-    return this.openWorkspace();
+    return this.openWorkspace(options.egressNarrowing);
   }
 
   /**
@@ -294,13 +295,15 @@ export class NamespaceSandbox implements StepSandbox {
         claimed.network = undefined;
       }
     }
-    claimed.network ??= this.makeNetwork(this.network);
+    claimed.network ??= this.makeNetwork(claimed, this.network);
     return (await claimed.network).network;
   }
 
-  private async makeNetwork(ports: NetworkPorts): Promise<ClaimNetwork> {
+  private async makeNetwork(claimed: Claimed, ports: NetworkPorts): Promise<ClaimNetwork> {
     const network = await sharedSpawner().network(ports);
-    return { network, egress: serveStepEgress(network.listeners, this.settings.egress, this.log) };
+    const egress = serveStepEgress(network.listeners, this.settings.egress, this.log);
+    egress.narrow(claimed.narrowing);
+    return { network, egress };
   }
 
   /** Spawns in the claim's network; one made by a spawner that has exited since is made again, once. */
@@ -337,9 +340,13 @@ export class NamespaceSandbox implements StepSandbox {
     await this.destroy(claimed, procs);
   }
 
-  private async openWorkspace(): Promise<StepWorkspace> {
+  private async openWorkspace(narrowing?: AllowList): Promise<StepWorkspace> {
     const warm = this.pool.take();
-    return warm ? this.workspaceOf(warm.claimed, warm.first) : this.workspaceOf(await this.claimSlot());
+    const claimed = warm?.claimed ?? (await this.claimSlot());
+    // Before any process of the step runs: a network made later (its first spawn) takes it at its making.
+    claimed.narrowing = narrowing;
+    (await claimed.network?.catch(() => undefined))?.egress.narrow(narrowing);
+    return this.workspaceOf(claimed, warm?.first);
   }
 
   /** A workspace whose first spawn without binds takes `spare` (a sandbox already built); every other spawn builds its own. */
@@ -434,6 +441,8 @@ interface Claimed {
    * process of the step has exited, which closes every socket it had.
    */
   network?: Promise<ClaimNetwork>;
+  /** The current step's egress narrowing (OpenOptions). */
+  narrowing?: AllowList;
 }
 
 interface ClaimNetwork {

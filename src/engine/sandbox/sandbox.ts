@@ -1,6 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import type { Logger } from '../../platform/logger.ts';
+import type { AllowList } from '../../platform/outbound/address-policy.ts';
 import type { EgressPolicy } from './egress.ts';
 
 /**
@@ -123,11 +124,19 @@ export interface StepWorkspace {
   dispose(): Promise<void>;
 }
 
+export interface OpenOptions {
+  /**
+   * Narrows what the step may reach under the `policy` network to what this list also allows (the
+   * state backend stays reachable): an execution environment's `egressAllow`.
+   */
+  egressNarrowing?: AllowList;
+}
+
 export interface StepSandbox {
   /** Probes the mechanism once (memoized) and reports what is active; `log` hears of refused egress. */
   start(log?: Logger): Promise<IsolationReport>;
   /** Makes a fresh workspace; throws SandboxUnavailableError when steps cannot run isolated here. */
-  open(): Promise<StepWorkspace>;
+  open(options?: OpenOptions): Promise<StepWorkspace>;
   /**
    * Makes up what the sandbox keeps ready between steps (the warm pool) for the steps taken from it.
    * The worker calls it once a step's outcome is committed, so that this work (a spawn, which blocks

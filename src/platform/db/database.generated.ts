@@ -147,6 +147,7 @@ export interface Environments {
 export interface ExecutionEnvironments {
   cloud_account_id: string | null;
   created_at: Generated<Timestamp>;
+  egress_allow: string[] | null;
   given_id: string;
   id: string;
   name: string;

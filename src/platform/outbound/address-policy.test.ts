@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { describe, it } from 'node:test';
-import { canonicalAddress, deniedReason, EgressDeniedError, parseAllowList } from './address-policy.ts';
+import { allowEntryProblem, canonicalAddress, deniedReason, EgressDeniedError, narrowedOut, parseAllowList } from './address-policy.ts';
 import { resolveAllowed, type Lookup } from './resolve.ts';
 
 describe('the outbound address policy', () => {
@@ -134,5 +134,23 @@ describe('resolving a name for an outbound connection', () => {
 
   it('says so when a name does not resolve', async () => {
     await assert.rejects(resolveAllowed('nowhere.example', none, lookupOf({})), /nowhere\.example does not resolve/);
+  });
+
+  it('narrows by a second list: a listed name or a listed network passes, anything else is refused with the reason', () => {
+    const narrow = parseAllowList(['registry.opentofu.org', '*.github.com', '203.0.113.0/24'], 'egressAllow');
+    assert.equal(narrowedOut('registry.opentofu.org', '198.51.100.9', narrow), undefined);
+    assert.equal(narrowedOut('codeload.github.com', '198.51.100.10', narrow), undefined);
+    assert.equal(narrowedOut('anything.example', '203.0.113.5', narrow), undefined, 'its address lies in a listed network');
+    assert.equal(narrowedOut('[::ffff:203.0.113.5]', '::ffff:203.0.113.5', narrow), undefined, 'as the IPv4 address it carries');
+    assert.equal(narrowedOut('evil.example', '198.51.100.11', narrow), 'not in the execution environment\'s egress allowlist');
+    assert.equal(narrowedOut('github.com', '198.51.100.12', narrow), 'not in the execution environment\'s egress allowlist', 'a wildcard is for subdomains only');
+    assert.equal(narrowedOut('registry.opentofu.org', '198.51.100.9', parseAllowList([], 'x')), 'not in the execution environment\'s egress allowlist', 'an empty list allows nothing');
+  });
+
+  it('says what is wrong with one entry, and nothing of a good one', () => {
+    for (const good of ['10.0.0.0/8', '2001:db8::/32', 'git.corp.example', '*.corp.example', '192.0.2.1']) assert.equal(allowEntryProblem(good), undefined, good);
+    assert.equal(allowEntryProblem('10.0.0.0/33'), 'is not a valid CIDR');
+    assert.equal(allowEntryProblem('http://x'), 'is neither a CIDR nor a host name');
+    assert.equal(allowEntryProblem('  '), 'is empty');
   });
 });

@@ -140,6 +140,26 @@ export function parseAllowList(entries: readonly string[], setting: string): All
 
 export const EMPTY_ALLOW_LIST: AllowList = { networks: new BlockList(), entries: [], hosts: [] };
 
+/** Why one allowlist entry does not parse, or undefined when it does. */
+export function allowEntryProblem(entry: string): string | undefined {
+  try {
+    parseAllowList([entry], 'entry');
+    return entry.trim() ? undefined : 'is empty';
+  } catch (error) {
+    return (error as Error).message.replace(/^entry: "[^"]*" /, '');
+  }
+}
+
+/**
+ * Whether a connection a policy allowed stays allowed under a narrowing list (an execution
+ * environment's): the name is listed, or the address lies in a listed network. Returns why not.
+ */
+export function narrowedOut(host: string, address: string, narrow: AllowList): string | undefined {
+  const { address: checked, family } = canonicalAddress(address);
+  if (hostAllowed(narrow, bareHost(host)) || narrow.networks.check(checked, family === 4 ? 'ipv4' : 'ipv6')) return undefined;
+  return 'not in the execution environment\'s egress allowlist';
+}
+
 /** Every address but link-local and the cloud's metadata: an operator's opt-out (PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE). */
 export const ALLOW_EVERYTHING: AllowList = parseAllowList(['0.0.0.0/0', '::/0', '127.0.0.0/8', '::1'], 'ALLOW_EVERYTHING');
 

@@ -2231,6 +2231,8 @@ export interface paths {
                         data: {
                             /** @description Required when type is CLOUD; must be absent when type is LOCAL; a cloud account of the same organization */
                             cloudAccountId?: string;
+                            /** @description What the steps of this environment may reach, narrowing the installation's egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend */
+                            egressAllow?: string[] | null;
                             /** @description Caller-chosen identifier */
                             givenId: string;
                             name: string;
@@ -2394,6 +2396,8 @@ export interface paths {
                     "application/json": {
                         data: {
                             cloudAccountId?: string;
+                            /** @description What the steps of this environment may reach, narrowing the installation's egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend */
+                            egressAllow?: string[] | null;
                             name?: string;
                             /** @description AWS region, e.g. eu-west-1 */
                             region?: string;
@@ -6650,6 +6654,8 @@ export interface components {
              * @description RFC 3339 timestamp in UTC, with a trailing Z
              */
             createdAt: string;
+            /** @description What the steps of this environment may reach, narrowing the installation's egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend */
+            egressAllow: string[] | null;
             /** @description Caller-chosen identifier */
             givenId: string;
             id: string;
