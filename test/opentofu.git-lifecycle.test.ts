@@ -112,6 +112,10 @@ describe('a stack from a real Git repository, through the API alone: first plan 
     }, 30_000);
     const state = (await t.call('GET', `/stacks/${slowStack}/state-versions/${versions[0].id}`)).body.data.state;
     assert.ok(state.resources.length >= 1 && state.resources.length < 4, JSON.stringify(state.resources));
+    assert.ok(JSON.stringify(state.resources).includes('"a"'), `the resource in flight at the cancel is in the state: ${JSON.stringify(state.resources)}`);
     await waitFor('the lock to be released', async () => ((await t.call('GET', `/stacks/${slowStack}/state-lock`)).body.data.locked ? undefined : true), 30_000);
+    const lines = await logLines(t, apply.id);
+    assert.equal(lines.filter((l) => l.includes('Interrupt received')).length, 1, 'one interrupt, not two');
+    assert.ok(!lines.some((l) => l.includes('Two interrupts received')), lines.join('\n'));
   });
 });

@@ -8,7 +8,8 @@ import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
 import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
 import { stopInStages, type StopGrace } from '../src/engine/sandbox/stop.ts';
 import type { StepWorkspace } from '../src/engine/sandbox/sandbox.ts';
-import { createStack, logLines, startEngineTestApp, stepsOf, triggerRun, waitFor, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+import { createSandbox } from '../src/engine/sandbox/index.ts';
+import { createStack, FAST_ENGINE_ENV, logLines, startEngineTestApp, stepsOf, triggerRun, waitFor, waitForStep, type EngineTestApp } from './helpers/engine.ts';
 import { STEP_TEST_PATH } from './helpers/sandbox.ts';
 
 /** A step's child that reports every signal it gets and ends on SIGTERM, as OpenTofu ends on its interrupt. */
@@ -90,9 +91,14 @@ describe('stopping a sandboxed step: SIGINT once, SIGTERM after the grace, then 
   });
 });
 
-/** The same through the engine: a cancel and a worker's drain each interrupt a running step once. */
+/**
+ * The same through the engine: a cancel and a worker's drain each interrupt a running step once. Step
+ * uids of their own: the hostile-step suite, which may run beside them, counts the default range's.
+ */
 describe('a cancelled or drained step is interrupted once', () => {
   let t: EngineTestApp;
+  const ownUids = { ...FAST_ENGINE_ENV, PLINTH_SANDBOX_UID_BASE: '341000', PLINTH_SANDBOX_UID_COUNT: '1000' };
+  const startWorker = () => t.startWorker({ sandbox: createSandbox(loadSandboxSettings(ownUids, undefined, 8)) });
   before(async () => {
     t = await startEngineTestApp();
   });
@@ -109,7 +115,7 @@ describe('a cancelled or drained step is interrupted once', () => {
   }
 
   it('a cancel: one SIGINT, then one SIGTERM, and the run is cancelled', async () => {
-    await t.startWorker();
+    await startWorker();
     const { run, step } = await runningStep();
     assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
     await waitFor('the run to be cancelled', async () => ((await t.call('GET', `/pipeline-runs/${run.id}`)).body.data.status === 'CANCELLED' ? true : undefined), 30_000);
@@ -122,6 +128,7 @@ describe('a cancelled or drained step is interrupted once', () => {
   });
 
   it('a drain: the worker stopping interrupts its step once', async () => {
+    await startWorker();
     const { run } = await runningStep();
     const [first] = await stepsOf(t, run.id);
     for (const worker of t.workers) await worker.stop();

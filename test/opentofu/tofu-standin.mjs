@@ -20,6 +20,11 @@ const VERSION = '1.8.0-standin';
 const PROVIDER = 'provider["registry.opentofu.org/plinth/standin"]';
 let interrupted = false;
 process.on('SIGINT', () => {
+  // As OpenTofu: a second interrupt abandons whatever is in flight, and its state with it.
+  if (interrupted) {
+    console.log('\nTwo interrupts received. Exiting immediately. Note that data loss may have occurred.');
+    process.exit(1);
+  }
   interrupted = true;
   console.log('\nInterrupt received.\nPlease wait for OpenTofu to exit or data loss may occur.\nGracefully shutting down...');
 });
