@@ -18,7 +18,7 @@ import { startQueueSampler } from './engine/queue-gauges.ts';
 import { startAuditJobs } from './audit/audit-maintenance.ts';
 import { ensureAuditPartitions } from './audit/audit.repo.ts';
 import { ALLOW_EVERYTHING } from './platform/outbound/address-policy.ts';
-import { ensureRuntimeRole, grantRuntime, privilegeProblems } from './platform/db/roles.ts';
+import { canConnect, prepareRuntimeRole, privilegeProblems } from './platform/db/roles.ts';
 
 export interface DatabaseHandle {
   /** The service's connection: the runtime role's. */
@@ -84,8 +84,9 @@ export async function prepareDatabase(database: DatabaseHandle, log: Logger): Pr
     // The queue's schema is needed by API processes too: they enqueue a run's first steps.
     await installQueue(database.ownerUrl, log);
     if (database.runtime) {
-      await ensureRuntimeRole(owner, database.runtime.role, database.runtime.password, database.runtime.setPassword);
-      await grantRuntime(owner, database.runtime.role);
+      const { role, password, setPassword } = database.runtime;
+      // A password that already works is not sent again: ALTER ROLE carries it in the statement's text.
+      await prepareRuntimeRole(owner, role, password, setPassword && !(await canConnect(database.url)));
     }
     return applied;
   } finally {

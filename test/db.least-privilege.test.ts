@@ -31,6 +31,21 @@ async function sqlState(db: Db, statement: string): Promise<string | undefined> 
 
 const INSUFFICIENT_PRIVILEGE = '42501';
 
+/** A database of this test's own, and the URL of a runtime role (not created yet) on it. */
+async function databaseWithRuntimeUrl(role: string) {
+  const database = await createTestDatabase();
+  const url = new URL(database.url);
+  url.username = role;
+  url.password = randomBytes(12).toString('hex');
+  return { database, runtimeUrl: url.toString() };
+}
+
+async function dropRole(role: string) {
+  const admin = new pg.Client({ connectionString: process.env.PLINTH_TEST_DATABASE_URL });
+  await admin.connect();
+  await admin.query(`drop role if exists ${role}`).finally(() => admin.end());
+}
+
 /**
  * The runtime role, tried as an attacker who reached the service's SQL would: set up the way an
  * operator does (DATABASE_URL names the runtime role, DATABASE_OWNER_URL the owner), by the start itself.
@@ -44,11 +59,7 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
   const role = `plinth_rt_${process.pid}_${randomBytes(3).toString('hex')}`;
 
   before(async () => {
-    database = await createTestDatabase();
-    const url = new URL(database.url);
-    url.username = role;
-    url.password = randomBytes(12).toString('hex');
-    runtimeUrl = url.toString();
+    ({ database, runtimeUrl } = await databaseWithRuntimeUrl(role));
     const config = { ...loadConfig({}), databaseUrl: runtimeUrl, databaseOwnerUrl: database.url };
     handle = await openDatabase(config, silent);
     await prepareDatabase(handle, silent);
@@ -59,9 +70,7 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     await handle?.close();
     await owner?.destroy();
     await database?.drop();
-    const admin = new pg.Client({ connectionString: process.env.PLINTH_TEST_DATABASE_URL });
-    await admin.connect();
-    await admin.query(`drop role if exists ${role}`).finally(() => admin.end());
+    await dropRole(role);
   });
 
   it('is created by the start from DATABASE_URL, with nothing to warn of; the owner has everything to warn of', async () => {
@@ -112,7 +121,18 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
   it('runs the audit log\'s maintenance through its functions alone, which take no name from it', async () => {
     assert.deepEqual(await runAuditMaintenance(runtime), { dropped: [], deleted: 0 });
     assert.equal(await sqlState(runtime, 'select audit_ensure_partitions(100000)'), '22023', 'a bounded number of months');
-    assert.equal(await sqlState(runtime, 'select * from audit_apply_retention(0)'), '22023');
+    assert.equal(await sqlState(runtime, 'select * from audit_apply_retention(1)'), '42883', 'retention takes no number from its caller');
+    // A temporary view of the caller's cannot stand in for a catalog the function reads: this one names
+    // every partition after this month's, so a function that read it would drop this month's as old.
+    await sql`create table audit_events_2020_01 partition of audit_events for values from ('2020-01-01') to ('2020-02-01')`.execute(owner);
+    const partition = `audit_events_${new Date().toISOString().slice(0, 7).replace('-', '_')}`;
+    const result = await runtime.connection().execute(async (session) => {
+      await sql.raw(`create temporary view pg_class as select c.oid, '${partition}'::name as relname, c.relpartbound from pg_catalog.pg_class c`).execute(session);
+      return runAuditMaintenance(session);
+    });
+    assert.deepEqual(result.dropped, ['audit_events_2020_01']);
+    const [kept] = (await sql<{ found: boolean }>`select to_regclass(${`public.${partition}`}) is not null as found`.execute(owner)).rows;
+    assert.equal(kept?.found, true, 'this month\'s partition is still there');
   });
 });
 
@@ -140,13 +160,11 @@ describe('plinth serve as the runtime role', { timeout: 180_000 }, () => {
   const role = `plinth_rt_${process.pid}_${randomBytes(3).toString('hex')}`;
 
   before(async () => {
-    database = await createTestDatabase();
+    let runtimeUrl: string;
+    ({ database, runtimeUrl } = await databaseWithRuntimeUrl(role));
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-rt-'));
-    const url = new URL(database.url);
-    url.username = role;
-    url.password = randomBytes(12).toString('hex');
     plinth = await startPlinthProcess({
-      DATABASE_URL: url.toString(),
+      DATABASE_URL: runtimeUrl,
       DATABASE_OWNER_URL: database.url,
       PLINTH_DATA_DIR: dataDir,
       PLINTH_ADMIN_TOKEN: ADMIN,
@@ -160,9 +178,7 @@ describe('plinth serve as the runtime role', { timeout: 180_000 }, () => {
     await plinth?.stop(30_000);
     await database?.drop();
     rmSync(dataDir, { recursive: true, force: true });
-    const admin = new pg.Client({ connectionString: process.env.PLINTH_TEST_DATABASE_URL });
-    await admin.connect();
-    await admin.query(`drop role if exists ${role}`).finally(() => admin.end());
+    await dropRole(role);
   });
 
   it('serves, audits and runs a step with no warning of its privileges', async () => {

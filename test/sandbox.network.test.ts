@@ -269,7 +269,9 @@ describe('a step\'s names and the operator\'s allowlist', () => {
   it('reaches only what its execution environment\'s list also allows, and the state backend always', async () => {
     workspace = await sandbox.open({ egressNarrowing: parseAllowList(['127.0.0.2/32'], 'egressAllow') });
     const backend = hostAddress() ? `${viaProxy(`http://${hostAddress()}:${backendOnHostAddress.port}/`, true)}; echo "backend=$?"` : 'echo backend=0';
+    const asked = dns.queries().length;
     const { output } = await runInWorkspace(workspace, [
+      'getent hosts public.test || echo "no name"',
       `${viaProxy(`http://127.0.0.2:${allowedByCidr.port}/`, true)}; echo "listed=$?"`,
       `${viaProxy(`http://${publicHost.address}/`, true)}; echo "public=$?"`,
       `${viaProxy('http://public.test/')} ; echo "by name=$?"`,
@@ -280,6 +282,8 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     assert.match(output, /public=56/, 'the public internet is narrowed away');
     assert.match(output, /not in the execution environment's egress allowlist/);
     assert.match(output, /backend=0/, 'the state backend stays reachable');
+    assert.match(output, /^no name$/m, 'a name the list does not name does not resolve');
+    assert.deepEqual(dns.queries().slice(asked), [], 'nor does its query leave the host');
     const next = await sandbox.open();
     const after = await runInWorkspace(next, `${viaProxy(`http://${publicHost.address}/`, true)}; echo "public=$?"`);
     await next.dispose();

@@ -131,7 +131,8 @@ describe('a cancelled or drained step is interrupted once', () => {
     await startWorker();
     const { run } = await runningStep();
     const [first] = await stepsOf(t, run.id);
-    for (const worker of t.workers) await worker.stop();
+    // All at once: a step handed back by one must not start again on another.
+    await Promise.all(t.workers.map((worker) => worker.stop()));
     const lines = await logLines(t, first.id);
     assert.equal(lines.filter((l) => l === 'child got INT').length, 1, lines.join('\n'));
   });

@@ -3,7 +3,6 @@ import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { deliverDueWebhooks, type DeliveryOptions } from './audit-delivery.ts';
 import { applyAuditRetention, ensureAuditPartitions } from './audit.repo.ts';
-import { DEFAULT_RETENTION_DAYS } from './audit.service.ts';
 
 /**
  * runAuditMaintenance keeps the audit log's partitions and retention: the next months' partitions
@@ -13,7 +12,7 @@ import { DEFAULT_RETENTION_DAYS } from './audit.service.ts';
  */
 export async function runAuditMaintenance(db: Db): Promise<{ dropped: string[]; deleted: number }> {
   await ensureAuditPartitions(db);
-  return applyAuditRetention(db, DEFAULT_RETENTION_DAYS);
+  return applyAuditRetention(db);
 }
 
 export interface AuditJobOptions extends DeliveryOptions {

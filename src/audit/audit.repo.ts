@@ -99,12 +99,12 @@ export async function ensureAuditPartitions(db: Executor, monthsAhead = 2): Prom
 }
 
 /**
- * applyAuditRetention deletes the rows older than their organization's retention (`defaultDays` without
- * settings), oldest first, so that what stays of a chain is a suffix of it, which verification
+ * applyAuditRetention deletes the rows older than their organization's retention (DEFAULT_RETENTION_DAYS
+ * without settings, fixed in the function too), oldest first, so that what stays of a chain is a suffix of it, which verification
  * accepts; a month older than every retention goes whole, with its partition. It runs as a function
  * with its owner's rights (migrations/0013): the runtime role itself may not delete audit rows.
  */
-export async function applyAuditRetention(db: Executor, defaultDays: number): Promise<{ dropped: string[]; deleted: number }> {
-  const { rows } = await sql<{ dropped: string[]; deleted: number }>`select dropped, deleted from audit_apply_retention(${defaultDays}::int)`.execute(db);
+export async function applyAuditRetention(db: Executor): Promise<{ dropped: string[]; deleted: number }> {
+  const { rows } = await sql<{ dropped: string[]; deleted: number }>`select dropped, deleted from audit_apply_retention()`.execute(db);
   return { dropped: rows[0]?.dropped ?? [], deleted: Number(rows[0]?.deleted ?? 0) };
 }

@@ -7,6 +7,7 @@ import { findAuditEventsPage, findAuditSettings, findChainHead, findChainRows, f
 import type { AuditDelivery, AuditEvent, AuditFilters, AuditSettings, AuditSettingsPatch, AuditVerification } from './audit.schema.ts';
 
 /** An organization keeps its audit rows this long unless it says otherwise. */
+/** Also fixed in audit_apply_retention (migrations/0013), which the runtime role cannot give another. */
 export const DEFAULT_RETENTION_DAYS = 365;
 
 export function webhookSecretContext(organizationId: string): string {

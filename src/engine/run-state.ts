@@ -117,10 +117,12 @@ export function planRun(state: RunState): RunDecision {
   if (failedStep) {
     const cancel = state.executions.filter((e) => !isTerminalStep(e.status)).map((e) => e.id);
     for (const s of state.steps) if (!status.has(s.id)) add(s.id, 'SKIPPED', `step "${failedStep.name}" failed`);
+    // An internal error's text (the worker's own exception) stays on the step, where operators look.
     const stepError = latest.get(failedStep.id)?.error;
+    const told = stepError && stepError.code !== 'Engine:Worker:ERROR' ? stepError : undefined;
     // What people see of a failed run (`plinth run get`, `run start --follow`) says why, not only where.
-    const error = stepError
-      ? engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed: ${stepError.message}`, { stepId: failedStep.id, stepError: { code: stepError.code, message: stepError.message } })
+    const error = told
+      ? engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed: ${told.message}`, { stepId: failedStep.id, stepError: { code: told.code, message: told.message } })
       : engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed`, { stepId: failedStep.id });
     return { runStatus: 'FAILED', create, cancel, error };
   }

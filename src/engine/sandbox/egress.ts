@@ -4,7 +4,7 @@ import { getServers } from 'node:dns';
 import http from 'node:http';
 import net from 'node:net';
 import type { Logger } from '../../platform/logger.ts';
-import { bareHost, EgressDeniedError, isLoopback, namedExactly, narrowedOut, type AllowList } from '../../platform/outbound/address-policy.ts';
+import { bareHost, EgressDeniedError, hostAllowed, isLoopback, namedExactly, narrowedOut, type AllowList } from '../../platform/outbound/address-policy.ts';
 import { resolveAllowed, systemLookup, type Lookup } from '../../platform/outbound/resolve.ts';
 
 /**
@@ -135,7 +135,8 @@ export function serveStepEgress(listeners: StepListeners, installation: EgressPo
     const endpoint = policy.endpoints.find((e) => e.port === port && isLoopbackName(e.host))!;
     server.on('connection', (socket: net.Socket) => forward(sockets.track(socket), endpoint.host, port, policy, sockets, log));
   }
-  const dns = relayDns(listeners.dns, policy.dnsServers);
+  // Under a narrowing, only the names it lists resolve: a step cannot send what it likes out in its queries.
+  const dns = relayDns(listeners.dns, policy.dnsServers, (name) => !policy.narrowing || hostAllowed(policy.narrowing, name));
   return {
     narrow: (allow) => {
       policy.narrowing = allow;
@@ -286,24 +287,43 @@ function parseAuthority(authority: string): { host: string; port: number } | und
 }
 
 /**
- * Relays the step's DNS queries to the first upstream server and its answers back until closed. Only standard queries of one question pass (no UPDATE, NOTIFY or answers); each goes out
- * under an id of the relay's own, on a socket connected to the server, so only the server's answers
- * come back, matched to the query they answer.
+ * Relays the step's DNS queries to the first upstream server and its answers back until closed. Only
+ * standard queries of one question pass (no UPDATE, NOTIFY or answers), and only for a name `asks`
+ * allows (an execution environment's narrowing). Each goes out under an id of the relay's own, on a
+ * socket connected to the server, so only the server's answers come back, matched to the query they
+ * answer. `forget` ends a step's part: its queries awaiting an answer, and the socket they went out on.
  */
-function relayDns(inside: dgram.Socket, servers: readonly string[]): { forget(): void; close(): void } {
+function relayDns(inside: dgram.Socket, servers: readonly string[], asks: (name: string) => boolean): { forget(): void; close(): void } {
   const server = parseServer(servers[0] ?? '127.0.0.1');
-  const upstream = dgram.createSocket(server.family === 6 ? 'udp6' : 'udp4');
-  upstream.on('error', () => {});
   inside.on('error', () => {});
   const pending = new Map<number, { id: number; address: string; port: number; timer: NodeJS.Timeout }>();
   let connected = false;
-  upstream.connect(server.port, server.address, () => (connected = true));
+  const open = () => {
+    const socket = dgram.createSocket(server.family === 6 ? 'udp6' : 'udp4');
+    socket.on('error', () => {});
+    connected = false;
+    socket.connect(server.port, server.address, () => socket === upstream && (connected = true));
+    socket.on('message', (reply: Buffer) => {
+      if (socket !== upstream || reply.length < 12) return;
+      const waiting = pending.get(reply.readUInt16BE(0));
+      if (!waiting) return;
+      clearTimeout(waiting.timer);
+      pending.delete(reply.readUInt16BE(0));
+      const answer = Buffer.from(reply);
+      answer.writeUInt16BE(waiting.id, 0);
+      inside.send(answer, waiting.port, waiting.address);
+    });
+    return socket;
+  };
+  let upstream = open();
   let second = 0;
   let sentThisSecond = 0;
   inside.on('message', (query: Buffer, from: dgram.RemoteInfo) => {
     const now = Math.floor(Date.now() / 1000);
     if (now !== second) [second, sentThisSecond] = [now, 0];
     if (!connected || !isStandardQuery(query) || pending.size >= MAX_DNS_IN_FLIGHT || ++sentThisSecond > MAX_DNS_PER_SECOND) return;
+    const name = questionName(query);
+    if (name === undefined || !asks(name)) return;
     let ours = randomInt(0x10000);
     while (pending.has(ours)) ours = (ours + 1) & 0xffff;
     pending.set(ours, { id: query.readUInt16BE(0), address: from.address, port: from.port, timer: setTimeout(() => pending.delete(ours), DNS_TIMEOUT_MS) });
@@ -311,34 +331,45 @@ function relayDns(inside: dgram.Socket, servers: readonly string[]): { forget():
     relayed.writeUInt16BE(ours, 0);
     upstream.send(relayed);
   });
-  upstream.on('message', (reply: Buffer) => {
-    if (reply.length < 12) return;
-    const waiting = pending.get(reply.readUInt16BE(0));
-    if (!waiting) return;
-    clearTimeout(waiting.timer);
-    pending.delete(reply.readUInt16BE(0));
-    const answer = Buffer.from(reply);
-    answer.writeUInt16BE(waiting.id, 0);
-    inside.send(answer, waiting.port, waiting.address);
-  });
-  // A step's answers go to no later step.
+  const closeQuietly = (socket: dgram.Socket) => {
+    try {
+      socket.close();
+    } catch {
+      // Already closed.
+    }
+  };
   const forget = () => {
     for (const { timer } of pending.values()) clearTimeout(timer);
     pending.clear();
+    // A late answer to the last step's query cannot reach the next one: it goes to a closed socket.
+    const last = upstream;
+    upstream = open();
+    closeQuietly(last);
   };
   return {
     forget,
     close: () => {
-      forget();
-      for (const socket of [inside, upstream]) {
-        try {
-          socket.close();
-        } catch {
-          // Already closed.
-        }
-      }
+      for (const { timer } of pending.values()) clearTimeout(timer);
+      pending.clear();
+      closeQuietly(inside);
+      closeQuietly(upstream);
     },
   };
+}
+
+/** The name a query asks about, in lower case without the final dot; undefined when it does not read as one. */
+function questionName(message: Buffer): string | undefined {
+  const labels: string[] = [];
+  let at = 12;
+  while (at < message.length) {
+    const length = message[at]!;
+    if (length === 0) return labels.join('.').toLowerCase();
+    // No compression pointer belongs in a question's name; a label is at most 63 bytes.
+    if (length > 63 || at + 1 + length > message.length) return undefined;
+    labels.push(message.toString('latin1', at + 1, at + 1 + length));
+    at += 1 + length;
+  }
+  return undefined;
 }
 
 /** A query (QR 0), of the standard opcode, with exactly one question. */

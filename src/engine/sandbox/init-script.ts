@@ -28,13 +28,15 @@
  * 5. leaves beside it a guard, a root process that ignores SIGINT and SIGTERM and reads stdin, a pipe
  *    which only the worker holds. Stopping a step is a line on that pipe: `INT` or `TERM`, which the
  *    guard sends, once, to every process of the namespace but pid 1 and itself (`kill -1`): the
- *    step's shell and everything the step started, `setsid` and daemons included. Nothing else
+ *    step's shell and everything the step started, `setsid` and daemons included. A stop that comes
+ *    while the sandbox is still being built, with no such process yet, waits for the first one. Nothing else
  *    signals them (the worker never signals the sandbox's process group, which would deliver each
  *    signal twice), and nothing ends the namespace while the step uses its grace: pid 1 ignores both,
  *    and the step's shell outlives them (stepScript). When the worker dies (even by SIGKILL) or retires
  *    the sandbox, the pipe reaches end-of-file and the guard kills every process of the namespace.
- *    When the step's shell exits, pid 1 exits with its status, and the kernel kills whatever the step
- *    left in the namespace, since nothing can leave a PID namespace.
+ *    When the step's shell exits, pid 1 exits with its status (1 when a signal killed it: pid 1 of a
+ *    namespace cannot die of the signal again), and the kernel kills whatever the step left in the
+ *    namespace, since nothing can leave a PID namespace.
  *
  * Its own environment is only PATH: the step's variables, its command and its working directory (chosen
  * by the tenant, so never given to a root process, where LD_PRELOAD and friends would mean code
@@ -63,7 +65,7 @@ cd /workspace
 unset OLDPWD
 exec 4<&0
 (trap '' TERM INT
- while read -r sig; do case $sig in INT|TERM) kill -"$sig" -1 2>/dev/null;; esac; done
+ while read -r sig; do case $sig in INT|TERM) until kill -"$sig" -1 2>/dev/null; do sleep 0.05; done;; esac; done
  kill -KILL -1) <&4 >/dev/null 2>&1 3<&- &
 exec 4<&- </dev/null
 ulimit -c 0; ulimit -u "$nproc" 2>/dev/null || ulimit -p "$nproc"

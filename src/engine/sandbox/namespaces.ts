@@ -343,6 +343,7 @@ export class NamespaceSandbox implements StepSandbox {
   private async openWorkspace(narrowing?: AllowList): Promise<StepWorkspace> {
     const warm = this.pool.take();
     const claimed = warm?.claimed ?? (await this.claimSlot());
+    if (narrowing && this.settings.network === 'host') this.log.warn('a step\'s execution environment narrows its egress, which PLINTH_SANDBOX_NETWORK=host cannot enforce: the step reaches what the host does');
     // Before any process of the step runs: a network made later (its first spawn) takes it at its making.
     claimed.narrowing = narrowing;
     (await claimed.network?.catch(() => undefined))?.egress.narrow(narrowing);

@@ -160,22 +160,21 @@ export class Spawner {
   private readonly live = new Map<number, Pending>();
   private readonly making = new Map<number, PendingNetwork>();
   /** Starts `o` (a process group of its own, stdin the guard's pipe); resolves once it runs, rejects when it could not start. */
-  async spawn(o: SpawnSpec): Promise<SpawnedProcess> {
-    try {
-      return await this.spawnOnce(o);
-    } catch (error) {
-      // Sent to a helper that had died unnoticed: a new one starts it.
-      if (error instanceof HelperLostError) return this.spawnOnce(o);
-      throw error;
-    }
+  spawn(o: SpawnSpec): Promise<SpawnedProcess> {
+    return this.onLiveHelper(() => this.spawnOnce(o));
   }
 
   /** Makes a network namespace with listen sockets on `ports`; rejects when it could not be made. */
-  async network(ports: NetworkPorts): Promise<StepNetwork> {
+  network(ports: NetworkPorts): Promise<StepNetwork> {
+    return this.onLiveHelper(() => this.networkOnce(ports));
+  }
+
+  /** Runs an order; one sent to a helper that had died unnoticed is sent again, once, to a new one. */
+  private async onLiveHelper<T>(order: () => Promise<T>): Promise<T> {
     try {
-      return await this.networkOnce(ports);
+      return await order();
     } catch (error) {
-      if (error instanceof HelperLostError) return this.networkOnce(ports);
+      if (error instanceof HelperLostError) return order();
       throw error;
     }
   }
