@@ -28,8 +28,8 @@ export interface EgressPolicy {
   lookup: Lookup;
   /** Where the step's DNS queries go: `address` or `address:port` (`[v6]:port`), the host's resolvers by default. */
   dnsServers: readonly string[];
-  /** The current step's narrowing (its execution environment's `egressAllow`): it reaches only what this allows too. */
-  narrowing?: AllowList;
+  /** The current step's narrowing (its execution environment's `egressAllow`), read at each connection: it reaches only what this allows too. */
+  readonly narrowing?: AllowList;
 }
 
 export function defaultEgressPolicy(allow: AllowList, endpoints: EgressPolicy['endpoints']): EgressPolicy {
@@ -108,18 +108,20 @@ class StepSockets {
 
 /** The egress of a network a sandbox's steps use one after another. */
 export interface ServedEgress {
-  /** Narrows what the next step reaches (undefined: the policy alone), before it runs. */
-  narrow(allow: AllowList | undefined): void;
   /** Ends what the last step left: its connections and its DNS queries awaiting an answer. */
   endStep(): void;
   /** Closes the listeners and everything above. */
   close(): void;
 }
 
-/** Serves a step network's listeners until closed. */
-export function serveStepEgress(listeners: StepListeners, installation: EgressPolicy, log: Logger): ServedEgress {
-  // The policy the handlers below read at each connection: the step's narrowing is set on it.
-  const policy: EgressPolicy = { ...installation };
+/** Serves a step network's listeners until closed; `narrowing` says, at each connection, what narrows the current step. */
+export function serveStepEgress(listeners: StepListeners, installation: EgressPolicy, log: Logger, narrowing: () => AllowList | undefined = () => undefined): ServedEgress {
+  const policy: EgressPolicy = {
+    ...installation,
+    get narrowing() {
+      return narrowing();
+    },
+  };
   const sockets = new StepSockets();
   const proxy = proxyServer(policy, log, sockets);
   // An accept that fails (out of descriptors) must not end the worker: the step's connection fails alone.
@@ -138,9 +140,6 @@ export function serveStepEgress(listeners: StepListeners, installation: EgressPo
   // Under a narrowing, only the names it lists resolve: a step cannot send what it likes out in its queries.
   const dns = relayDns(listeners.dns, policy.dnsServers, (name) => !policy.narrowing || hostAllowed(policy.narrowing, name));
   return {
-    narrow: (allow) => {
-      policy.narrowing = allow;
-    },
     endStep: () => {
       dns.forget();
       sockets.closeAll(false);

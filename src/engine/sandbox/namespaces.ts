@@ -274,7 +274,7 @@ export class NamespaceSandbox implements StepSandbox {
 
   private async destroy({ claim, cgroup, network }: Claimed, processes: Iterable<SandboxedProcess>) {
     for (const proc of processes) proc.kill();
-    closeNetwork(await network?.catch(() => undefined));
+    closeNetwork(await settled(network));
     await cgroup?.destroy();
     await rm(claim.dir, { recursive: true, force: true });
   }
@@ -288,7 +288,7 @@ export class NamespaceSandbox implements StepSandbox {
     if (!this.network) return undefined;
     const made = claimed.network;
     if (made) {
-      const current = await made.catch(() => undefined);
+      const current = await settled(made);
       if (current?.network.usable) return current.network;
       if (claimed.network === made) {
         closeNetwork(current);
@@ -301,9 +301,7 @@ export class NamespaceSandbox implements StepSandbox {
 
   private async makeNetwork(claimed: Claimed, ports: NetworkPorts): Promise<ClaimNetwork> {
     const network = await sharedSpawner().network(ports);
-    const egress = serveStepEgress(network.listeners, this.settings.egress, this.log);
-    egress.narrow(claimed.narrowing);
-    return { network, egress };
+    return { network, egress: serveStepEgress(network.listeners, this.settings.egress, this.log, () => claimed.narrowing) };
   }
 
   /** Spawns in the claim's network; one made by a spawner that has exited since is made again, once. */
@@ -330,7 +328,7 @@ export class NamespaceSandbox implements StepSandbox {
       if (keep && ((await claimed.cgroup?.isEmpty()) ?? true)) {
         await resetWorkspace(claimed.claim, claimed.scratch);
         claimed.scratch.clear();
-        (await claimed.network?.catch(() => undefined))?.egress.endStep();
+        (await settled(claimed.network))?.egress.endStep();
         this.free.push(claimed);
         return;
       }
@@ -344,9 +342,8 @@ export class NamespaceSandbox implements StepSandbox {
     const warm = this.pool.take();
     const claimed = warm?.claimed ?? (await this.claimSlot());
     if (narrowing && this.settings.network === 'host') this.log.warn('a step\'s execution environment narrows its egress, which PLINTH_SANDBOX_NETWORK=host cannot enforce: the step reaches what the host does');
-    // Before any process of the step runs: a network made later (its first spawn) takes it at its making.
+    // Before any process of the step runs; the claim's network reads it at each connection.
     claimed.narrowing = narrowing;
-    (await claimed.network?.catch(() => undefined))?.egress.narrow(narrowing);
     return this.workspaceOf(claimed, warm?.first);
   }
 
@@ -449,6 +446,11 @@ interface Claimed {
 interface ClaimNetwork {
   network: StepNetwork;
   egress: ServedEgress;
+}
+
+/** The claim's network once made; undefined when none is, or making it failed (it is made again). */
+function settled(network: Promise<ClaimNetwork> | undefined): Promise<ClaimNetwork | undefined> {
+  return network ? network.catch(() => undefined) : Promise.resolve(undefined);
 }
 
 function closeNetwork(net: ClaimNetwork | undefined) {

@@ -192,8 +192,9 @@ export class Spawner {
   private spawnOnce(o: SpawnSpec): Promise<SpawnedProcess> {
     const helper = this.helperProcess();
     const id = this.nextId++;
+    // Usable only while its spawner is the current one, which helperProcess() has just returned.
+    if (o.network && !o.network.usable) return Promise.reject(new NetworkLostError());
     const netId = o.network ? networkIds.get(o.network) : undefined;
-    if (o.network && (!o.network.usable || netId?.helper !== helper)) return Promise.reject(new NetworkLostError());
     const child = new RemoteChild();
     child.once('close', () => this.forget(id));
     return new Promise((started, failed) => {
@@ -201,7 +202,7 @@ export class Spawner {
       this.holdLoop();
       try {
         const env = Object.entries(o.env).map(([name, value]) => `${name}=${value}`);
-        const spec = [o.file, o.cwd, o.nice === undefined ? '' : String(o.nice), o.fd3 ? '1' : '0', netId ? String(netId.id) : '', String(o.args.length), ...o.args, ...env];
+        const spec = [o.file, o.cwd, o.nice === undefined ? '' : String(o.nice), o.fd3 ? '1' : '0', netId === undefined ? '' : String(netId), String(o.args.length), ...o.args, ...env];
         helper.send({ op: 'spawn', id, a: payload(spec) });
       } catch (error) {
         this.forget(id);
@@ -300,7 +301,7 @@ export class Spawner {
         if (helper.connected) helper.send({ op: 'drop-network', id });
       },
     };
-    networkIds.set(network, { id, helper });
+    networkIds.set(network, id);
     return network;
   }
 
@@ -371,7 +372,7 @@ function closeListeners(listeners: { proxy?: Server; dns?: UdpSocket; tunnels: R
 }
 
 /** A network's id in the spawner that holds it, kept out of its public face. */
-const networkIds = new WeakMap<StepNetwork, { id: number; helper: ChildProcess }>();
+const networkIds = new WeakMap<StepNetwork, number>();
 
 let shared: Spawner | undefined;
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import pg from 'pg';
-import type { Db, Executor, Trx } from './db.ts';
+import type { Db, Trx } from './db.ts';
 
 /**
  * Least privilege in the database. The role that migrates owns the schema; the API and the workers
@@ -71,10 +71,13 @@ async function grant(trx: Trx, role: string): Promise<void> {
   await admitToQueueTables(trx, role);
   await sql`revoke all on audit_events from ${to}`.execute(trx);
   await sql`grant select, insert on audit_events to ${to}`.execute(trx);
-  const partitions = await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'audit_events'::regclass`.execute(trx);
-  for (const table of [...partitions.rows.map((p) => p.name), ...OWNER_ONLY_TABLES]) {
-    if (await tableExists(trx, table)) await sql`revoke all on ${sql.id(table)} from ${to}`.execute(trx);
-  }
+  // The audit log's partitions, and the migrator's tables (which exist once it has run).
+  const ownerOnly = await sql<{ name: string }>`
+    select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'audit_events'::regclass
+    union all
+    select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'public' and c.relname = any(${OWNER_ONLY_TABLES})`.execute(trx);
+  const tables = sql.join(ownerOnly.rows.map((t) => sql`public.${sql.id(t.name)}`));
+  if (ownerOnly.rows.length) await sql`revoke all on ${tables} from ${to}`.execute(trx);
 }
 
 /**
@@ -107,11 +110,6 @@ export async function canConnect(url: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => {});
   }
-}
-
-async function tableExists(db: Executor, table: string): Promise<boolean> {
-  const { rows } = await sql<{ found: boolean }>`select to_regclass(${`public.${table}`}) is not null as found`.execute(db);
-  return rows[0]!.found;
 }
 
 /**

@@ -110,29 +110,37 @@ export interface AllowList {
   hosts: string[];
 }
 
+type AllowEntry = { network: AllowList['entries'][number] } | { host: string } | { problem: string };
+
+/** One allowlist entry read: a network, a host name, or what is wrong with it. */
+function readAllowEntry(raw: string): AllowEntry {
+  const [net, bits, ...rest] = raw.split('/') as [string, string | undefined, ...string[]];
+  const { address, family } = canonicalAddress(net);
+  if (isIP(address)) {
+    const max = family === 4 ? 32 : 128;
+    const prefix = bits === undefined ? max : Number(bits);
+    // An IPv4 network written as mapped IPv6 keeps its IPv4 meaning: count its prefix from bit 96.
+    const v4Prefix = family === 4 && isIP(net.replace(/^\[|\]$/g, '')) === 6 ? prefix - 96 : prefix;
+    if (rest.length > 0 || !/^\d+$/.test(bits ?? String(max)) || v4Prefix < 0 || v4Prefix > max) return { problem: 'is not a valid CIDR' };
+    const list = new BlockList();
+    list.addSubnet(address, v4Prefix, family === 4 ? 'ipv4' : 'ipv6');
+    return { network: { address, prefix: v4Prefix, family, list } };
+  }
+  if (bits === undefined && /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(raw)) return { host: raw.toLowerCase() };
+  return { problem: raw ? 'is neither a CIDR nor a host name' : 'is empty' };
+}
+
 export function parseAllowList(entries: readonly string[], setting: string): AllowList {
   const networks = new BlockList();
   const parsed: AllowList['entries'] = [];
   const hosts: string[] = [];
   for (const raw of entries.map((e) => e.trim()).filter(Boolean)) {
-    const [net, bits, ...rest] = raw.split('/') as [string, string | undefined, ...string[]];
-    const { address, family } = canonicalAddress(net);
-    if (isIP(address)) {
-      if (rest.length > 0) throw new Error(`${setting}: "${raw}" is not a valid CIDR`);
-      const max = family === 4 ? 32 : 128;
-      const prefix = bits === undefined ? max : Number(bits);
-      // An IPv4 network written as mapped IPv6 keeps its IPv4 meaning: count its prefix from bit 96.
-      const v4Prefix = family === 4 && isIP(net.replace(/^\[|\]$/g, '')) === 6 ? prefix - 96 : prefix;
-      if (!/^\d+$/.test(bits ?? String(max)) || v4Prefix < 0 || v4Prefix > max) throw new Error(`${setting}: "${raw}" is not a valid CIDR`);
-      const type = family === 4 ? 'ipv4' : 'ipv6';
-      const list = new BlockList();
-      list.addSubnet(address, v4Prefix, type);
-      networks.addSubnet(address, v4Prefix, type);
-      parsed.push({ address, prefix: v4Prefix, family, list });
-    } else if (bits === undefined && /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(raw)) {
-      hosts.push(raw.toLowerCase());
-    } else {
-      throw new Error(`${setting}: "${raw}" is neither a CIDR nor a host name`);
+    const entry = readAllowEntry(raw);
+    if ('problem' in entry) throw new Error(`${setting}: "${raw}" ${entry.problem}`);
+    if ('host' in entry) hosts.push(entry.host);
+    else {
+      networks.addSubnet(entry.network.address, entry.network.prefix, entry.network.family === 4 ? 'ipv4' : 'ipv6');
+      parsed.push(entry.network);
     }
   }
   return { networks, entries: parsed, hosts };
@@ -140,14 +148,10 @@ export function parseAllowList(entries: readonly string[], setting: string): All
 
 export const EMPTY_ALLOW_LIST: AllowList = { networks: new BlockList(), entries: [], hosts: [] };
 
-/** Why one allowlist entry does not parse, or undefined when it does. */
+/** Why one allowlist entry does not read, or undefined when it does. */
 export function allowEntryProblem(entry: string): string | undefined {
-  try {
-    parseAllowList([entry], 'entry');
-    return entry.trim() ? undefined : 'is empty';
-  } catch (error) {
-    return (error as Error).message.replace(/^entry: "[^"]*" /, '');
-  }
+  const read = readAllowEntry(entry.trim());
+  return 'problem' in read ? read.problem : undefined;
 }
 
 /**
