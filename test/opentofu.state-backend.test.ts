@@ -1,18 +1,20 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { metrics } from '../src/platform/metrics/metrics.ts';
+import { resolveStateStack } from '../src/state/state.service.ts';
 import { createOrganization, serviceAccountCaller, userCaller } from './helpers/callers.ts';
 import { TEST_SECRETS } from './helpers/app.ts';
 import { createTofuStack, stackCode, STANDIN, startTofuTestApp, type TofuTestApp } from './helpers/opentofu.ts';
 
 /** One request as OpenTofu's http client makes it: HTTP Basic with the token as password. */
-async function backend(t: TofuTestApp, method: string, path: string, token: string, body?: unknown) {
+async function backend(t: TofuTestApp, method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${t.baseUrl}${path}`, {
     method,
-    headers: { Authorization: `Basic ${Buffer.from(`me:${token}`).toString('base64')}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    headers: { Authorization: `Basic ${Buffer.from(`me:${token}`).toString('base64')}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
@@ -118,9 +120,11 @@ describe('the OpenTofu http state backend', () => {
     assert.equal(JSON.parse(TEST_SECRETS.open(rows[0].sealed_state, `stack_state_versions.state:${rows[0].id}`)).lineage, lineage);
   });
 
-  it('a VIEWER reads state but cannot lock or write it, nor read a version\'s content; another organization sees no workspace', async () => {
+  it('reading state is state:read: a VIEWER gets 403 from the backend and from a version\'s content; another organization sees no workspace', async () => {
     const viewer = (await serviceAccountCaller(t, 'VIEWER')).token;
-    assert.equal((await backend(t, 'GET', workspace, viewer)).status, 200);
+    const refused = await backend(t, 'GET', workspace, viewer);
+    assert.equal(refused.status, 403, 'a 403, which OpenTofu reports, never a 404 it would read as "no state"');
+    assert.equal(refused.json.code, 'Auth:Permission:DENIED', refused.text);
     assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, viewer, lockInfo())).status, 403);
     assert.equal((await backend(t, 'POST', workspace, viewer, stateOf(9, 'x'))).status, 403);
     const versions = (await t.call('GET', `/stacks/${stackId}/state-versions`, { token: viewer })).body.data;
@@ -131,6 +135,98 @@ describe('the OpenTofu http state backend', () => {
     assert.equal((await backend(t, 'GET', workspace, stranger)).status, 404);
     assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, stranger, lockInfo())).status, 404);
     assert.equal((await t.call('GET', `/stacks/${stackId}/state-versions`, { token: stranger })).status, 404);
+  });
+
+  it('a key acting in another organization through X-Organization-Id reaches that organization\'s state, as on every route', async () => {
+    const elsewhere = await createOrganization(t, 'Home of the key');
+    const person = await userCaller(t, `both-${randomUUID()}@example.com`, 'MEMBER', elsewhere);
+    assert.equal((await t.call('POST', '/memberships', { body: { data: { email: person.email, role: 'MEMBER' } } })).status, 201);
+    const defaultOrg = (await t.call('GET', `/stacks/${stackId}`)).body.data.organizationId;
+    const inDefault = { 'X-Organization-Id': defaultOrg };
+    assert.equal((await t.call('GET', `/stacks/${stackId}/state-versions`, { token: person.token, headers: inDefault })).status, 200);
+    const state = await backend(t, 'GET', workspace, person.token, undefined, inDefault);
+    assert.equal(state.status, 200, state.text);
+    assert.equal(state.json.serial, 2);
+    assert.equal((await backend(t, 'GET', workspace, person.token)).status, 404, 'in the key\'s own organization the stack does not exist');
+    assert.equal((await backend(t, 'GET', workspace, person.token, undefined, { 'X-Organization-Id': 'not an id!' })).status, 400);
+  });
+
+  it('UNLOCK: another ID is 423 whatever the caller; the holder\'s ID releases only for the holder, or with state:force-unlock', async () => {
+    const held = lockInfo();
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, held)).status, 200);
+    // `tofu force-unlock <id>` (OpenTofu 1.10 and later) sends the ID with every other field empty.
+    const forceBody = { ID: held.ID, Operation: '', Info: '', Who: '', Version: '', Created: '0001-01-01T00:00:00Z', Path: '' };
+    const otherMember = (await serviceAccountCaller(t, 'MEMBER')).token;
+    const refused = await backend(t, 'UNLOCK', `${workspace}/lock`, otherMember, forceBody);
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(refused.json.code, 'OpenTofu:StateLock:NOT_HOLDER');
+    const admin = await userCaller(t, `unlocker-${randomUUID()}@example.com`, 'ADMIN');
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, admin.token, { ...forceBody, ID: randomUUID() })).status, 423, 'a wrong ID is 423 even for an ADMIN');
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, admin.token, {})).status, 400);
+    assert.equal((await t.call('GET', `/stacks/${stackId}/state-lock`)).body.data.lock.id, held.ID, 'still held');
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, admin.token, forceBody)).status, 200, 'an ADMIN may force it');
+    assert.equal((await t.call('GET', `/stacks/${stackId}/state-lock`)).body.data.locked, false);
+
+    const again = lockInfo();
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, again)).status, 200);
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, member, { ID: again.ID })).status, 200, 'the holder releases with its ID alone');
+  });
+
+  it('a run credential reaching for another stack is a 403, decided without looking that stack up', async () => {
+    const caller = { kind: 'run' as const, organizationId: 'any', stackId: 'its-own-stack', runId: 'r', principalId: 'run:r' };
+    await assert.rejects(resolveStateStack(t.db, caller, `stack-${stackId}`), (error: { status: number; code: string }) => error.status === 403 && error.code === 'OpenTofu:State:OTHER_STACK');
+    assert.deepEqual(await resolveStateStack(t.db, caller, 'stack-its-own-stack'), { id: 'its-own-stack', organizationId: 'any' });
+  });
+
+  it('a state whose Content-MD5 does not match its body is refused', async () => {
+    const held = lockInfo();
+    assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, held)).status, 200);
+    const body = JSON.stringify(stateOf(50, randomUUID()));
+    const wrong = await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, body, { 'Content-MD5': createHash('md5').update('something else').digest('base64') });
+    assert.equal(wrong.status, 400);
+    assert.equal(wrong.json.code, 'OpenTofu:State:CHECKSUM_MISMATCH');
+    assert.equal((await backend(t, 'GET', workspace, member)).json.serial, 2, 'nothing was kept');
+    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, member, held)).status, 200);
+  });
+
+  it('a caller who may not write is refused before the body is read: 32 MiB from a VIEWER in under 100 ms, /health answering meanwhile', async () => {
+    const viewer = (await serviceAccountCaller(t, 'VIEWER')).token;
+    const url = new URL(`${t.baseUrl}${workspace}`);
+    const huge = Buffer.alloc(32 * 1024 * 1024, 0x61);
+    const healthLatencies: number[] = [];
+    let probing = true;
+    const probe = (async () => {
+      while (probing) {
+        const at = performance.now();
+        await fetch(`${t.baseUrl}/health`).then((r) => r.arrayBuffer());
+        healthLatencies.push(performance.now() - at);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const refusals: { status: number; ms: number }[] = [];
+    for (const [method, path] of [['POST', url.pathname], ['LOCK', `${url.pathname}/lock`], ['UNLOCK', `${url.pathname}/lock`]] as const) {
+      refusals.push(await new Promise((resolve, reject) => {
+        const at = performance.now();
+        const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers: { Authorization: `Bearer ${viewer}`, 'Content-Type': 'application/json', 'Content-Length': huge.length } });
+        req.on('response', (res) => {
+          resolve({ status: res.statusCode ?? 0, ms: performance.now() - at });
+          res.resume();
+          req.destroy();
+        });
+        req.on('error', reject);
+        req.write(huge);
+      }));
+    }
+    probing = false;
+    await probe;
+    for (const r of refusals) {
+      assert.equal(r.status, 403);
+      assert.ok(r.ms < 100, `refused in ${r.ms.toFixed(1)} ms`);
+    }
+    assert.ok(healthLatencies.length > 0 && Math.max(...healthLatencies) < 100, `/health took up to ${Math.max(...healthLatencies).toFixed(1)} ms`);
+    // A writer's lock info past its cap is refused by its size, before it is read.
+    const big = await backend(t, 'LOCK', `${workspace}/lock`, member, { ...lockInfo(), Info: 'x'.repeat(128 * 1024) });
+    assert.equal(big.status, 413);
   });
 
   it('force-unlock is for ADMIN and above, and releases whoever holds the lock', async () => {

@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { Db } from '../platform/db/db.ts';
+import { organizationSelector } from '../platform/auth/authenticate.ts';
 import { resolveCredential, type Principal } from '../platform/auth/principal.ts';
-import { assertPermission } from '../platform/auth/roles.ts';
+import { assertPermission, type Permission } from '../platform/auth/roles.ts';
 import { hashToken } from '../platform/auth/tokens.ts';
 import { UnauthenticatedError } from '../platform/errors.ts';
 import { findLiveRunCredential } from '../engine/runners/opentofu/opentofu.repo.ts';
@@ -23,18 +24,24 @@ function tokenOf(header: string | undefined): string {
   if (!header) throw new UnauthenticatedError('MISSING', 'The state backend needs a credential: HTTP Basic with the token as password, or Bearer');
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (bearer) return bearer[1];
-  const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  const basic = /^Basic\s+([A-Za-z0-9+/=]{1,1024})\s*$/i.exec(header);
   if (!basic) throw new UnauthenticatedError('INVALID', 'The Authorization header must be HTTP Basic or Bearer');
   const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   return colon < 0 ? decoded : decoded.slice(colon + 1);
 }
 
+/** What an API key needs for each backend request: reading state is `state:read`, changing it or its lock `stack:write`. */
+export function statePermissionOf(method: string): Permission {
+  return method === 'GET' ? 'state:read' : 'stack:write';
+}
+
 /**
- * authenticateStateCaller resolves the caller of a state backend route. A run credential is refused once
- * it expired or its run finished; an API key must hold `stack:write` to lock, unlock or write.
+ * authenticateStateCaller resolves the caller of a state backend route, before its body is read. A run
+ * credential is refused once it expired or its run finished; an API key acts in the organization
+ * `X-Organization-Id` names (as on every other route) and must hold the request's permission.
  */
-export async function authenticateStateCaller(db: Db, request: FastifyRequest, writes: boolean): Promise<StateCaller> {
+export async function authenticateStateCaller(db: Db, request: FastifyRequest): Promise<StateCaller> {
   const token = tokenOf(request.headers.authorization);
   if (token.length === 0 || token.length > 512) throw new UnauthenticatedError('INVALID', 'The credential is not valid');
   if (token.startsWith(RUN_TOKEN_PREFIX)) {
@@ -42,8 +49,9 @@ export async function authenticateStateCaller(db: Db, request: FastifyRequest, w
     if (!credential) throw new UnauthenticatedError('INVALID', 'The run credential is not valid, has expired, or its run has finished');
     return { kind: 'run', organizationId: credential.organization_id, stackId: credential.stack_id, runId: credential.run_id, principalId: `run:${credential.run_id}` };
   }
-  const { principal } = await resolveCredential(db, token, hashToken(token), null);
+  const requestedOrg = organizationSelector(request.headers['x-organization-id']);
+  const { principal } = await resolveCredential(db, token, hashToken(token), requestedOrg);
   request.principal = principal;
-  assertPermission(principal.role, writes ? 'stack:write' : 'read');
+  assertPermission(principal.role, statePermissionOf(request.method));
   return { kind: 'key', organizationId: principal.organizationId, principal, principalId: principal.userId };
 }

@@ -3,14 +3,16 @@ import { metrics } from '../platform/metrics/metrics.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent, PaginationQuery } from '../platform/schema.ts';
-import { authenticateStateCaller } from './state-auth.ts';
+import { authenticateStateCaller, type StateCaller } from './state-auth.ts';
 import { StateLocked, StateLockStatus, StateVersion, StateVersionParams, StateVersionWithState, StateWriteQuery, WorkspaceParams } from './state.schema.ts';
 import {
+  assertContentMd5,
   forceUnlockState,
   getStateLock,
   getStateVersion,
   listStateVersions,
   lockState,
+  MAX_LOCK_INFO_BYTES,
   readState,
   resolveStateStack,
   StateLockedError,
@@ -20,6 +22,13 @@ import {
 
 /** Largest state file the backend takes. */
 export const MAX_STATE_BYTES = 32 * 1024 * 1024;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The state backend's caller, known before the body is read (the backend's onRequest hook). */
+    stateCaller: StateCaller | null;
+  }
+}
 
 const LOCK_INFO_FIELDS = ['ID', 'Operation', 'Info', 'Who', 'Version', 'Created', 'Path'] as const;
 
@@ -67,13 +76,19 @@ async function backendRoutes(app: App) {
   app.addHook('onResponse', async (request, reply) => {
     metrics.stateOps.inc({ op: STATE_OPS[request.method] ?? 'other', result: resultOf(reply.statusCode) });
   });
+  // Who calls, and whether they may, is settled before a byte of the body is read: a caller who may not
+  // write cannot make the server read (let alone parse) a 32 MiB body.
+  app.decorateRequest('stateCaller', null);
+  app.addHook('onRequest', async (request) => {
+    request.stateCaller = await authenticateStateCaller(app.db, request);
+  });
   // The state and lock bodies are OpenTofu's, not the API's {data} envelope: taken as bytes, stored as sent.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_STATE_BYTES }, (_req, body, done) => done(null, body));
   const bytes = (body: unknown) => (Buffer.isBuffer(body) ? body : Buffer.alloc(0));
-  // Every backend request names its stack's workspace and proves a credential that may use it.
-  const callerAndStack = async (request: FastifyRequest, workspace: string, writes: boolean) => {
-    const caller = await authenticateStateCaller(app.db, request, writes);
+  // Every backend request names its stack's workspace, which its caller must be able to reach.
+  const callerAndStack = async (request: FastifyRequest, workspace: string) => {
+    const caller = request.stateCaller!;
     return { caller, stack: await resolveStateStack(app.db, caller, workspace) };
   };
 
@@ -82,7 +97,7 @@ async function backendRoutes(app: App) {
     config: { public: true, audit: 'state.download', auditDiff: false },
     schema: { tags, summary: "Read a stack's current OpenTofu state (http backend; 204 when there is none)", params: WorkspaceParams, response: { 200: {}, 204: NoContent } },
   }, async (request, reply) => {
-    const { caller, stack } = await callerAndStack(request, request.params.workspace, false);
+    const { stack } = await callerAndStack(request, request.params.workspace);
     const state = await readState(app.db, app.secrets, stack);
     if (!state) return reply.status(204).send(null);
     return reply.status(200).header('Content-Type', 'application/json').header('Content-MD5', state.md5.toString('base64')).send(state.bytes);
@@ -93,18 +108,21 @@ async function backendRoutes(app: App) {
     bodyLimit: MAX_STATE_BYTES,
     schema: { tags, summary: 'Write a new state version (http backend); ?ID= names the lock the writer holds', params: WorkspaceParams, querystring: StateWriteQuery, response: { 200: NoContent, 423: StateLocked } },
   }, async (request, reply) => {
-    const { caller, stack } = await callerAndStack(request, request.params.workspace, true);
-    return lockedAs423(reply, () => writeState(app.db, app.secrets, caller, stack, request.query.ID, bytes(request.body)));
+    const { caller, stack } = await callerAndStack(request, request.params.workspace);
+    const body = bytes(request.body);
+    assertContentMd5(request.headers['content-md5'], body);
+    return lockedAs423(reply, () => writeState(app.db, app.secrets, caller, stack, request.query.ID, body));
   });
 
   // LOCK and UNLOCK cannot be described in OpenAPI 3.0 (it knows only the standard methods): hidden there, documented in docs/opentofu.md.
   app.route({
     method: 'LOCK',
     url: '/state-backend/:workspace/lock',
-    config: { public: true },
+    config: { public: true, audit: 'state.lock', auditDiff: false },
+    bodyLimit: MAX_LOCK_INFO_BYTES,
     schema: { hide: true, params: WorkspaceParams, response: { 200: NoContent, 423: StateLocked } },
     handler: async (request, reply) => {
-      const { caller, stack } = await callerAndStack(request, request.params.workspace, true);
+      const { caller, stack } = await callerAndStack(request, request.params.workspace);
       return lockedAs423(reply, () => lockState(app.db, caller, stack, bytes(request.body)));
     },
   });
@@ -112,11 +130,12 @@ async function backendRoutes(app: App) {
   app.route({
     method: 'UNLOCK',
     url: '/state-backend/:workspace/lock',
-    config: { public: true },
+    config: { public: true, audit: 'state.unlock', auditDiff: false },
+    bodyLimit: MAX_LOCK_INFO_BYTES,
     schema: { hide: true, params: WorkspaceParams, response: { 200: NoContent, 423: StateLocked } },
     handler: async (request, reply) => {
-      const { stack } = await callerAndStack(request, request.params.workspace, true);
-      return lockedAs423(reply, () => unlockState(app.db, stack, bytes(request.body)));
+      const { caller, stack } = await callerAndStack(request, request.params.workspace);
+      return lockedAs423(reply, () => unlockState(app.db, caller, stack, bytes(request.body)));
     },
   });
 }
@@ -133,7 +152,7 @@ export async function stateRoutes(app: App) {
   });
 
   app.get('/stacks/:id/state-versions/:versionId', {
-    config: { permission: 'stack:write', audit: 'state.download', auditDiff: false },
+    config: { permission: 'state:read', audit: 'state.download', auditDiff: false },
     schema: { tags, summary: 'Read one state version with its state (it may hold secrets)', params: StateVersionParams, response: { 200: Envelope(StateVersionWithState) } },
   }, async (request) => ({ data: await getStateVersion(app.db, app.secrets, request.principal, request.params.id, request.params.versionId) }));
 

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
 import { isUniqueViolation } from '../platform/db/db-errors.ts';
-import { AppError, BadRequestError, NotFoundError } from '../platform/errors.ts';
+import { hasPermission } from '../platform/auth/roles.ts';
+import { AppError, BadRequestError, ForbiddenError, NotFoundError } from '../platform/errors.ts';
 import { textProblem } from '../platform/http/input-rules.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
@@ -35,14 +36,16 @@ export interface StateStack {
 const sealContext = (versionId: string) => `stack_state_versions.state:${versionId}`;
 
 /**
- * resolveStateStack finds the stack a state workspace names, as the caller may see it: a run credential
- * reaches only its own stack, an API key only its organization's. Anything else is a 404.
+ * resolveStateStack finds the stack a state workspace names, as the caller may see it: an API key reaches
+ * its organization's stacks (another organization's is a 404, as everywhere). A run credential reaches
+ * only its own stack: any other is a 403 (decided without looking, so it tells nothing of other stacks),
+ * which OpenTofu reports as an error where a 404 would read as "no state".
  */
 export async function resolveStateStack(db: Executor, caller: StateCaller, workspace: string): Promise<StateStack> {
   const id = WORKSPACE.exec(workspace)?.[1];
   if (!id) throw new NotFoundError('StateWorkspace', workspace);
   if (caller.kind === 'run') {
-    if (caller.stackId !== id) throw new NotFoundError('StateWorkspace', workspace);
+    if (caller.stackId !== id) throw new ForbiddenError(`This run credential is for stack-${caller.stackId} only`, 'OpenTofu:State:OTHER_STACK');
     return { id, organizationId: caller.organizationId };
   }
   const stack = await findStackById(db, caller.organizationId, id);
@@ -90,6 +93,18 @@ function stateHeader(body: Buffer): { serial: number; lineage: string; resources
   const problem = textProblem(lineage);
   if (problem) throw new BadRequestError('The state has no valid lineage', [`lineage: ${problem}`], 'OpenTofu:State:INVALID');
   return { serial, lineage, resources: resourceCount(state) };
+}
+
+/**
+ * assertContentMd5 refuses a state whose bytes are not those the client hashed (OpenTofu sends
+ * Content-MD5 with every write): a body cut or changed on its way is never kept as the stack's state.
+ */
+export function assertContentMd5(header: string | string[] | undefined, body: Buffer): void {
+  if (header === undefined) return;
+  const sent = typeof header === 'string' ? header.trim() : '';
+  if (sent !== createHash('md5').update(body).digest('base64')) {
+    throw new BadRequestError('Content-MD5 does not match the body: the state was changed or cut on its way', ['headers/content-md5: does not match the body'], 'OpenTofu:State:CHECKSUM_MISMATCH');
+  }
 }
 
 function stateConflict(reason: 'STALE_SERIAL' | 'LINEAGE_MISMATCH' | 'NOT_HELD', message: string): AppError {
@@ -148,7 +163,7 @@ export async function writeState(db: Db, secrets: SecretBox, caller: StateCaller
 }
 
 /** Lock info is a few hundred bytes; anything much larger is not OpenTofu's. */
-const MAX_LOCK_INFO_BYTES = 64 * 1024;
+export const MAX_LOCK_INFO_BYTES = 64 * 1024;
 
 function lockIdOf(body: Buffer): { id: string; info: string } {
   if (body.length > MAX_LOCK_INFO_BYTES) throw new BadRequestError(`The lock info must be at most ${MAX_LOCK_INFO_BYTES} bytes`, [], 'OpenTofu:StateLock:INVALID');
@@ -171,14 +186,28 @@ export async function lockState(db: Db, caller: StateCaller, stack: StateStack, 
   });
 }
 
-/** unlockState releases the lock its holder names; an unlocked state unlocks again (a retried UNLOCK). */
-export async function unlockState(db: Db, stack: StateStack, body: Buffer): Promise<void> {
+/**
+ * unlockState releases the lock whose ID the body names. Another ID (or none) is a 423 whatever else the
+ * body says. The holder's ID releases it for the holder (the principal that took it, or any credential of
+ * the run that took it); anyone else needs `state:force-unlock` (`tofu force-unlock` by an ADMIN), and a
+ * run that held it hears of it in its history. An unlocked state unlocks again (a retried UNLOCK).
+ */
+export async function unlockState(db: Db, caller: StateCaller, stack: StateStack, body: Buffer): Promise<void> {
   const id = body.length ? lockIdOf(body).id : undefined;
   await db.transaction().execute(async (trx) => {
     if (!(await lockStackForState(trx, stack.id))) throw new NotFoundError('StateWorkspace', `stack-${stack.id}`);
     const held = await findStateLock(trx, stack.id);
     if (!held) return;
     if (held.lock_id !== id) throw new StateLockedError(held);
+    if (held.principal_id !== caller.principalId) {
+      if (caller.kind !== 'key' || !hasPermission(caller.principal.role, 'state:force-unlock')) {
+        throw new ForbiddenError(`Lock ${held.lock_id} is held by ${held.principal_id}: only its holder, or a caller with state:force-unlock (ADMIN and above), may release it`, 'OpenTofu:StateLock:NOT_HOLDER', {
+          holder: held.principal_id,
+          permission: 'state:force-unlock',
+        });
+      }
+      if (held.run_id) await recordRunNote(trx, held.run_id, `state lock ${held.lock_id} force-unlocked by ${caller.principalId}`, caller.principalId);
+    }
     await deleteStateLock(trx, stack.id);
   });
 }
@@ -219,7 +248,7 @@ export async function listStateVersions(db: Db, principal: Principal, stackId: s
   return { items: items.map(versionRowToVersion), meta };
 }
 
-/** getStateVersion returns one version with its state (which holds secrets: the route asks for stack:write). */
+/** getStateVersion returns one version with its state (which holds secrets: the route asks for state:read). */
 export async function getStateVersion(db: Db, secrets: SecretBox, principal: Principal, stackId: string, versionId: string) {
   await stackOf(db, principal, stackId);
   const row = await findStateVersion(db, stackId, versionId);

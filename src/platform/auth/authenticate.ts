@@ -8,7 +8,7 @@ import { hashToken } from './tokens.ts';
 const ORGANIZATION_SELECTOR = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** The X-Organization-Id header: absent is null; present but not an organization id is a 400, never ignored. */
-function organizationSelector(header: string | string[] | undefined): string | null {
+export function organizationSelector(header: string | string[] | undefined): string | null {
   if (header === undefined) return null;
   if (typeof header !== 'string' || !ORGANIZATION_SELECTOR.test(header)) {
     throw new BadRequestError('X-Organization-Id must be one organization id (1 to 64 letters, digits, "_" or "-")', [

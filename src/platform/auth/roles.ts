@@ -23,6 +23,7 @@ export const PERMISSIONS = {
   'code-source:manage': { minRole: 'ADMIN', covers: 'code sources and Git connections' },
   'cloud-account:manage': { minRole: 'ADMIN', covers: 'cloud accounts' },
   'execution-environment:manage': { minRole: 'ADMIN', covers: 'execution environments' },
+  'state:read': { minRole: 'MEMBER', covers: "read a stack's OpenTofu state (it holds secrets): the backend's GET, a state version's `state`" },
   'state:force-unlock': { minRole: 'ADMIN', covers: "force-unlock a stack's OpenTofu state" },
   'audit:read': { minRole: 'ADMIN', covers: 'read and export the audit log, its settings and webhook deliveries' },
   'organization:manage': { minRole: 'OWNER', covers: 'PATCH the organization, grant or remove OWNER, audit retention and webhook' },
