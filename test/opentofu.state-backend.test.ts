@@ -189,10 +189,13 @@ describe('the OpenTofu http state backend', () => {
     assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, member, held)).status, 200);
   });
 
-  it('a caller who may not write is refused before the body is read: 32 MiB from a VIEWER in under 100 ms, /health answering meanwhile', async () => {
+  // The answer comes while most of the body is still unsent: the server cannot have waited for it. The
+  // bounds are loose for a loaded machine (the old way took seconds per MiB); this runs in ~10 ms alone.
+  it('a caller who may not write is refused before the body is read: a 32 MiB body from a VIEWER at once, /health answering meanwhile', async () => {
     const viewer = (await serviceAccountCaller(t, 'VIEWER')).token;
     const url = new URL(`${t.baseUrl}${workspace}`);
-    const huge = Buffer.alloc(32 * 1024 * 1024, 0x61);
+    const declared = 32 * 1024 * 1024;
+    const firstPart = Buffer.alloc(256 * 1024, 0x61);
     const healthLatencies: number[] = [];
     let probing = true;
     const probe = (async () => {
@@ -207,23 +210,23 @@ describe('the OpenTofu http state backend', () => {
     for (const [method, path] of [['POST', url.pathname], ['LOCK', `${url.pathname}/lock`], ['UNLOCK', `${url.pathname}/lock`]] as const) {
       refusals.push(await new Promise((resolve, reject) => {
         const at = performance.now();
-        const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers: { Authorization: `Bearer ${viewer}`, 'Content-Type': 'application/json', 'Content-Length': huge.length } });
+        const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers: { Authorization: `Bearer ${viewer}`, 'Content-Type': 'application/json', 'Content-Length': declared } });
         req.on('response', (res) => {
           resolve({ status: res.statusCode ?? 0, ms: performance.now() - at });
           res.resume();
           req.destroy();
         });
         req.on('error', reject);
-        req.write(huge);
+        req.write(firstPart);
       }));
     }
     probing = false;
     await probe;
     for (const r of refusals) {
       assert.equal(r.status, 403);
-      assert.ok(r.ms < 100, `refused in ${r.ms.toFixed(1)} ms`);
+      assert.ok(r.ms < 500, `refused in ${r.ms.toFixed(1)} ms`);
     }
-    assert.ok(healthLatencies.length > 0 && Math.max(...healthLatencies) < 100, `/health took up to ${Math.max(...healthLatencies).toFixed(1)} ms`);
+    assert.ok(healthLatencies.length > 0 && Math.max(...healthLatencies) < 500, `/health took up to ${Math.max(...healthLatencies).toFixed(1)} ms`);
     // A writer's lock info past its cap is refused by its size, before it is read.
     const big = await backend(t, 'LOCK', `${workspace}/lock`, member, { ...lockInfo(), Info: 'x'.repeat(128 * 1024) });
     assert.equal(big.status, 413);

@@ -32,6 +32,10 @@ export const ENGINE_ERROR_CODES = [
   'OpenTofu:Plan:NOT_THIS_RUN',
   /** A destroy step met a change plan, or an apply step a destroy plan. */
   'OpenTofu:Plan:WRONG_KIND',
+  /** The stack's code declares a backend in an override file, which could move its state and credential elsewhere. */
+  'OpenTofu:Backend:OVERRIDDEN',
+  /** `init` recorded another backend than Plinth's (caught before anything used it). */
+  'OpenTofu:Backend:NOT_PLINTH',
   /** What `show -json`, `output -json` or the plan file gave back is not what OpenTofu writes, or too large. */
   'OpenTofu:Output:INVALID',
   /** The checkout of the stack's source failed: the code source is gone, its credential refused, the ref unknown... */

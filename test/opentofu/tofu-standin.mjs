@@ -9,7 +9,8 @@
 // standin.json: { "variables": { "<name>": { "default"?: any, "sensitive"?: bool } },
 //                 "resources": { "<type>.<name>": { "attributes": {...}, "apply_ms"?: number } },
 //                 "outputs": { "<name>": { "value": any, "sensitive"?: bool } } }
-// Strings may hold `${var.<name>}`. Unlike OpenTofu, plan output prints every attribute in clear, sensitive
+// Strings may hold `${var.<name>}`. The backend comes from .tf/.tf.json files as OpenTofu merges them
+// (override files last), and -backend-config flags. Unlike OpenTofu, plan output prints every attribute in clear, sensitive
 // or not: a careless provider, so that tests prove Plinth masks sensitive values in logs by itself.
 
 import { createHash, randomUUID } from 'node:crypto';
@@ -42,21 +43,68 @@ function parseArgs(argv) {
   const rest = [];
   for (const arg of argv) {
     const m = /^-{1,2}([a-z-]+)(?:=(.*))?$/.exec(arg);
-    if (m) flags[m[1]] = m[2] ?? true;
-    else rest.push(arg);
+    if (!m) rest.push(arg);
+    else if (m[1] === 'backend-config') flags[m[1]] = [...(flags[m[1]] ?? []), m[2]];
+    else flags[m[1]] = m[2] ?? true;
   }
   return { flags, rest };
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// --- the backend's configuration, as OpenTofu settles it --------------------------------------------
+// Primary files, then override files in name order (the last backend block wins; a .tofu file hides the
+// .tf file of the same name), then -backend-config=key=value. What init settles is recorded in
+// .terraform/terraform.tfstate; the TF_HTTP_* variables fill only what that leaves unset.
+const HTTP_ATTRIBUTES = ['address', 'update_method', 'lock_address', 'unlock_address', 'lock_method', 'unlock_method', 'username', 'password', 'skip_cert_verification', 'retry_max', 'retry_wait_min', 'retry_wait_max', 'client_ca_certificate_pem', 'client_certificate_pem', 'client_private_key_pem', 'headers'];
+const CONFIG_FILE = /^(.*)\.(tf|tofu)(\.json)?$/;
+
+function configFiles() {
+  const names = readdirSync('.').filter((f) => CONFIG_FILE.test(f) && !f.startsWith('.')).sort();
+  const visible = names.filter((f) => !(f.includes('.tf') && names.includes(f.replace('.tf', '.tofu'))));
+  const isOverride = (f) => /^(override|.*_override)$/.test(CONFIG_FILE.exec(f)[1]);
+  return [...visible.filter((f) => !isOverride(f)), ...visible.filter(isOverride)];
+}
+
+/** The backend block of one file: { type, config } or undefined. Native syntax as far as these tests write it. */
+function backendIn(file) {
+  const text = readFileSync(file, 'utf8');
+  if (file.endsWith('.json')) {
+    const blocks = [JSON.parse(text).terraform ?? []].flat();
+    for (const block of blocks) {
+      const [type, config] = Object.entries(block.backend ?? {})[0] ?? [];
+      if (type) return { type, config: { ...config } };
+    }
+    return undefined;
+  }
+  const m = /(?:^|[^\w-])backend\s+"?([\w-]+)"?\s*\{([^}]*)\}/.exec(text);
+  if (!m) return undefined;
+  return { type: m[1], config: Object.fromEntries([...m[2].matchAll(/([\w-]+)\s*=\s*"([^"]*)"/g)].map((a) => [a[1], a[2]])) };
+}
+
+function settleBackend(flags) {
+  let found;
+  for (const file of configFiles()) found = backendIn(file) ?? found;
+  if (!found) die('no backend configuration');
+  if (found.type !== 'http') die(`the stand-in speaks only the http backend, not "${found.type}"`);
+  for (const pair of [flags['backend-config'] ?? []].flat()) {
+    const [key, ...rest] = String(pair).split('=');
+    if (!HTTP_ATTRIBUTES.includes(key)) die(`Invalid backend configuration argument: "${key}" is not expected for the selected backend type`);
+    found.config[key] = rest.join('=');
+  }
+  return { type: found.type, config: Object.fromEntries(HTTP_ATTRIBUTES.map((k) => [k, found.config[k] ?? null])) };
+}
+
 // --- the http backend, as OpenTofu's client speaks it -----------------------------------------------
 function backend() {
-  const address = process.env.TF_HTTP_ADDRESS;
+  if (!existsSync('.terraform/terraform.tfstate')) die('Backend initialization required, please run "tofu init"');
+  const config = JSON.parse(readFileSync('.terraform/terraform.tfstate', 'utf8')).backend.config;
+  const setting = (key, env) => config[key] ?? process.env[env];
+  const address = setting('address', 'TF_HTTP_ADDRESS');
   if (!address) die('the http backend needs an address (TF_HTTP_ADDRESS)');
-  const user = process.env.TF_HTTP_USERNAME ?? '';
-  const headers = user ? { Authorization: `Basic ${Buffer.from(`${user}:${process.env.TF_HTTP_PASSWORD ?? ''}`).toString('base64')}` } : {};
-  return { address, lock: process.env.TF_HTTP_LOCK_ADDRESS, unlock: process.env.TF_HTTP_UNLOCK_ADDRESS, headers };
+  const user = setting('username', 'TF_HTTP_USERNAME') ?? '';
+  const headers = user ? { Authorization: `Basic ${Buffer.from(`${user}:${setting('password', 'TF_HTTP_PASSWORD') ?? ''}`).toString('base64')}` } : {};
+  return { address, lock: setting('lock_address', 'TF_HTTP_LOCK_ADDRESS'), unlock: setting('unlock_address', 'TF_HTTP_UNLOCK_ADDRESS'), headers };
 }
 
 /** Like go-retryablehttp: connection errors, 5xx and 429 are retried. */
@@ -167,7 +215,28 @@ function stateResources(state) {
 
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
+/** Variables declared sensitive: in standin.json, or by a `variable "<name>" { sensitive = true }` block of a .tf file. */
+function sensitiveVariables(config) {
+  const names = new Set(Object.entries(config.variables ?? {}).filter(([, v]) => v.sensitive).map(([n]) => n));
+  for (const file of configFiles().filter((f) => !f.endsWith('.json'))) {
+    for (const m of readFileSync(file, 'utf8').matchAll(/variable\s+"([\w-]+)"\s*\{\s*sensitive\s*=\s*true\s*\}/g)) names.add(m[1]);
+  }
+  return names;
+}
+
+/** As OpenTofu: a root output that shows a sensitive variable must say `sensitive: true` itself. */
+function checkOutputs(config) {
+  const sensitive = sensitiveVariables(config);
+  for (const [name, o] of Object.entries(config.outputs ?? {})) {
+    const used = [...JSON.stringify(o.value ?? null).matchAll(/\$\{var\.([\w-]+)\}/g)].map((m) => m[1]);
+    if (!o.sensitive && used.some((v) => sensitive.has(v))) {
+      die(`Output refers to sensitive values\n\n  on outputs.tf, in output "${name}":\n\nTo reduce the risk of accidentally exporting sensitive data that was intended to be only internal, OpenTofu requires that any root module output containing sensitive data be explicitly marked as sensitive, to confirm your intent.`);
+    }
+  }
+}
+
 function makePlan(config, vars, state, destroy) {
+  checkOutputs(config);
   const current = stateResources(state);
   const desired = destroy ? {} : Object.fromEntries(Object.entries(config.resources ?? {}).map(([addr, r]) => [addr, interpolate(r.attributes ?? {}, vars)]));
   const changes = [];
@@ -276,10 +345,12 @@ async function main() {
       return;
     case 'init': {
       readConfig();
-      const tf = readdirSync('.').filter((f) => f.endsWith('.tf'));
-      if (!tf.some((f) => /backend\s+"http"/.test(readFileSync(f, 'utf8')))) die('no backend "http" configuration');
-      await getState();
+      const settled = settleBackend(flags);
+      const saved = existsSync('.terraform/terraform.tfstate') ? JSON.parse(readFileSync('.terraform/terraform.tfstate', 'utf8')) : undefined;
+      if (saved && !flags.reconfigure && JSON.stringify(saved.backend) !== JSON.stringify({ ...settled, hash: 1 })) die('Backend configuration changed: run init with -reconfigure or -migrate-state');
       mkdirSync('.terraform', { recursive: true });
+      writeFileSync('.terraform/terraform.tfstate', JSON.stringify({ version: 3, terraform_version: VERSION, backend: { ...settled, hash: 1 } }));
+      await getState();
       writeFileSync('.terraform/standin-initialized', VERSION);
       console.log('\nInitializing the backend...\n\nSuccessfully configured the backend "http"! OpenTofu will automatically\nuse this backend unless the backend configuration changes.\n\nOpenTofu has been successfully initialized!');
       return;

@@ -9,6 +9,15 @@ import { logDetail, logStoreError } from '../output-capture.ts';
 import type { PreparedStep } from '../prepared-step.ts';
 import type { RunnerContext } from '../index.ts';
 import { findPlan, findSealedVariables, findStackForStep, recordApply, recordLatestRun, upsertPlan, type StackForStep } from './opentofu.repo.ts';
+import {
+  FIND_BACKEND_OVERRIDES,
+  INIT_BACKEND_FLAGS,
+  overridesDeclaringBackend,
+  READ_RECORDED_BACKEND,
+  recordedBackendProblem,
+  WRITE_BACKEND_OVERRIDE,
+  WRITE_SENSITIVE_OVERRIDE,
+} from './backend-guard.ts';
 import { mintRunCredential } from './run-credential.ts';
 import { maskSecrets, runTofuProcess, type TofuProcessContext, type TofuProcessResult } from './tofu-process.ts';
 import { stackOutputs, summarizePlan } from './tofu-json.ts';
@@ -23,12 +32,6 @@ const MAX_CAPTURE_BYTES = 64 * 1024 * 1024;
 /** Raw plan bytes per process that writes the saved plan back into an apply's workspace (an environment variable stays well under 128 KiB). */
 const PLAN_CHUNK_BYTES = 72 * 1024;
 
-/**
- * The backend block every OpenTofu step writes beside the stack's code: an override file replaces any
- * backend the code declares, so the state always lives in Plinth (the address and credential come from
- * TF_HTTP_* variables).
- */
-const WRITE_BACKEND = `mkdir -p "$HOME/.plinth" && printf 'terraform {\\n  backend "http" {}\\n}\\n' > plinth_backend_override.tf`;
 
 /** Where a configured OpenTofu path is shown to steps: one file, read-only (OpenTofu is a single binary). */
 const TOFU_TARGET = '/plinth/bin/tofu';
@@ -58,6 +61,8 @@ interface StepRun {
   workingDirectory: string;
   stack: StackForStep;
   variables: Record<string, unknown>;
+  /** The stack's sensitive variables: their names (marked sensitive for OpenTofu) and values (masked). */
+  sensitive: { names: string[]; values: string[] };
 }
 
 function fail(code: EngineErrorCode, message: string, metadata?: Record<string, unknown>): StepOutcome {
@@ -65,13 +70,13 @@ function fail(code: EngineErrorCode, message: string, metadata?: Record<string, 
 }
 
 /** The stack's variables, its sensitive ones (opened), the step's, then the run's inputs: later ones win. */
-async function variablesOf(claimed: ClaimedStep, ctx: RunnerContext, stack: StackForStep): Promise<{ values: Record<string, unknown>; secrets: string[] }> {
+async function variablesOf(claimed: ClaimedStep, ctx: RunnerContext, stack: StackForStep): Promise<{ values: Record<string, unknown>; sensitive: StepRun['sensitive'] }> {
   const sealed = await findSealedVariables(ctx.db, stack.id);
   const sensitive = Object.fromEntries(sealed.map((v) => [v.name, JSON.parse(ctx.secrets.open(v.sealed_value, `stack_sensitive_variables:${stack.id}:${v.name}`)) as unknown]));
   const fromStep = (claimed.step.with?.variables ?? {}) as Record<string, unknown>;
   const values = { ...stack.variables, ...sensitive, ...fromStep, ...(claimed.run.input ?? {}) };
   const secrets = Object.values(sensitive).flatMap((v) => (typeof v === 'string' ? [v] : [JSON.stringify(v)]));
-  return { values, secrets };
+  return { values, sensitive: { names: Object.keys(sensitive), values: secrets } };
 }
 
 function workingDirectoryOf(claimed: ClaimedStep, prepared: PreparedStep): string {
@@ -94,7 +99,7 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
   const timeoutMs = claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined;
   const credential = await mintRunCredential(ctx.db, { organizationId: stack.organization_id, stackId: stack.id, runId: claimed.run.id, stepExecutionId: claimed.executionId, timeoutMs });
   try {
-    const { values, secrets } = await variablesOf(claimed, ctx, stack);
+    const { values, sensitive } = await variablesOf(claimed, ctx, stack);
     const state = `${ctx.tofu.backendUrl}/state-backend/stack-${stack.id}`;
     const run: StepRun = {
       claimed,
@@ -102,11 +107,12 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
       ctx,
       stack,
       variables: values,
+      sensitive,
       workingDirectory: workingDirectoryOf(claimed, prepared),
       proc: {
         workspace: prepared.workspace,
         sink: ctx.sink,
-        mask: maskSecrets([...secrets, credential.token]),
+        mask: maskSecrets([...sensitive.values, credential.token]),
         signal: ctx.signal,
         deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
         stopGrace: ctx.stopGrace,
@@ -172,6 +178,32 @@ function storable<T>(value: T | undefined): T | undefined {
   return value !== undefined && treeProblems(value, '').length === 0 ? value : undefined;
 }
 
+/** Largest list of override files, or recorded backend configuration, read back from a step. */
+const MAX_CHECK_BYTES = 1024 * 1024;
+
+/**
+ * initWorkspace runs `init` with the state kept in Plinth whatever the code says (backend-guard.ts): a
+ * repository override declaring a backend is refused by name, `init` gets Plinth's addresses on its
+ * command line, and the backend it recorded must be Plinth's before anything else runs.
+ */
+async function initWorkspace(run: StepRun): Promise<StepOutcome | undefined> {
+  const found = await tofu(run, 'backend check', FIND_BACKEND_OVERRIDES, {}, MAX_CHECK_BYTES);
+  if (found.failure) return found.failure;
+  const overrides = overridesDeclaringBackend(found.result.stdout);
+  if (overrides.length) {
+    const names = overrides.slice(0, 10).join(', ');
+    return fail('OpenTofu:Backend:OVERRIDDEN', `The code declares a backend or cloud block in an override file (${names}): Plinth keeps every stack's state in its own backend, so the run stops before init. Remove that block from the file.`, { files: overrides.slice(0, 10) });
+  }
+  const init = [WRITE_BACKEND_OVERRIDE, `{ ${WRITE_SENSITIVE_OVERRIDE}\n}`, `"$PLINTH_TOFU" init -input=false -no-color ${INIT_BACKEND_FLAGS}`].join(' && ');
+  const initialized = await tofu(run, 'init', init, { PLINTH_SENSITIVE_NAMES: run.sensitive.names.join('\n') });
+  if (initialized.failure) return initialized.failure;
+  const recorded = await tofu(run, 'backend check', READ_RECORDED_BACKEND, {}, MAX_CHECK_BYTES);
+  const address = run.env.TF_HTTP_ADDRESS;
+  const problem = recorded.failure ? 'init recorded no backend configuration' : recordedBackendProblem(recorded.result.stdout, { address, lockAddress: `${address}/lock`, unlockAddress: `${address}/lock` });
+  if (problem) return fail('OpenTofu:Backend:NOT_PLINTH', `${problem}: the step stops before OpenTofu uses that backend`);
+  return undefined;
+}
+
 const planContext = (runId: string, attemptEpoch: number) => `stack_plans:${runId}:${attemptEpoch}`;
 
 /**
@@ -181,10 +213,11 @@ const planContext = (runId: string, attemptEpoch: number) => `stack_plans:${runI
  */
 async function planStep(run: StepRun): Promise<StepOutcome> {
   const isDestroy = run.claimed.run.action === 'destroy';
+  const initFailure = await initWorkspace(run);
+  if (initFailure) return initFailure;
   const plan = [
-    WRITE_BACKEND,
     `umask 077 && printf '%s' "$PLINTH_TFVARS_JSON" > ${VAR_FILE} && unset PLINTH_TFVARS_JSON`,
-    `{ "$PLINTH_TOFU" init -input=false -no-color && "$PLINTH_TOFU" plan -input=false -no-color${isDestroy ? ' -destroy' : ''} -var-file=${VAR_FILE} -out=${PLAN_FILE}; code=$?; rm -f ${VAR_FILE}; exit $code; }`,
+    `{ "$PLINTH_TOFU" plan -input=false -no-color${isDestroy ? ' -destroy' : ''} -var-file=${VAR_FILE} -out=${PLAN_FILE}; code=$?; rm -f ${VAR_FILE}; exit $code; }`,
   ].join(' && ');
   const planned = await tofu(run, 'plan', plan, { PLINTH_TFVARS_JSON: JSON.stringify(run.variables) });
   if (planned.failure) return planned.failure;
@@ -256,19 +289,22 @@ async function applyStep(run: StepRun, isDestroy: boolean): Promise<StepOutcome>
   if (plan) {
     const written = await writePlanFile(run, plan.bytes);
     if (written) return written;
-    applied = await tofu(run, 'apply', `${WRITE_BACKEND} && "$PLINTH_TOFU" init -input=false -no-color && "$PLINTH_TOFU" apply -input=false -no-color ${PLAN_FILE}`);
+    const initFailure = await initWorkspace(run);
+    if (initFailure) return initFailure;
+    applied = await tofu(run, 'apply', `"$PLINTH_TOFU" apply -input=false -no-color ${PLAN_FILE}`);
   } else {
+    const initFailure = await initWorkspace(run);
+    if (initFailure) return initFailure;
     const destroy = [
-      WRITE_BACKEND,
       `umask 077 && printf '%s' "$PLINTH_TFVARS_JSON" > ${VAR_FILE} && unset PLINTH_TFVARS_JSON`,
-      `{ "$PLINTH_TOFU" init -input=false -no-color && "$PLINTH_TOFU" destroy -input=false -no-color -auto-approve -var-file=${VAR_FILE}; code=$?; rm -f ${VAR_FILE}; exit $code; }`,
+      `{ "$PLINTH_TOFU" destroy -input=false -no-color -auto-approve -var-file=${VAR_FILE}; code=$?; rm -f ${VAR_FILE}; exit $code; }`,
     ].join(' && ');
     applied = await tofu(run, 'destroy', destroy, { PLINTH_TFVARS_JSON: JSON.stringify(run.variables) });
   }
   if (applied.failure) return applied.failure;
   const out = await tofu(run, 'output -json', `"$PLINTH_TOFU" output -json -no-color`, {}, MAX_CAPTURE_BYTES);
   if (out.failure) return out.failure;
-  const output = storable(stackOutputs(parseJson(out.result.stdout)));
+  const output = storable(stackOutputs(parseJson(out.result.stdout), run.sensitive.values));
   if (!output) return fail('OpenTofu:Output:INVALID', 'tofu output -json did not print outputs in OpenTofu\'s JSON format');
   await recordApply(run.ctx.db, run.stack.id, claimed.run.id, output, !isDestroy);
   return { status: 'SUCCEEDED', outputData: { applied: true, isDestroy, outputs: Object.keys(output) } };

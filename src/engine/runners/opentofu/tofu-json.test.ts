@@ -30,6 +30,18 @@ describe('OpenTofu JSON', () => {
     assert.equal(stackOutputs('nope'), undefined);
   });
 
+  it('masks an output whose value holds a sensitive value, inside a string, a list or a map, raw or JSON-escaped', () => {
+    const secrets = ['pa"ss\\word', 'xy'];
+    const outputs = {
+      same: { value: 'pa"ss\\word' },
+      inside: { value: 'user:pa"ss\\word@db' },
+      nested: { value: { list: ['a', 'pa"ss\\word'] } },
+      clear: { value: 'nothing here' },
+      short: { value: 'xyz' },
+    };
+    assert.deepEqual(stackOutputs(outputs, secrets), { same: SENSITIVE_OUTPUT, inside: SENSITIVE_OUTPUT, nested: SENSITIVE_OUTPUT, clear: 'nothing here', short: 'xyz' });
+  });
+
   it('masks every occurrence of every secret in a log record, longest first, leaving values under 3 bytes', () => {
     const mask = maskSecrets(['hunter2', 'hunter22', 'ab']);
     assert.equal(mask(Buffer.from('pw=hunter22 again hunter2 ab')).toString(), 'pw=*** again *** ab');
