@@ -10,7 +10,8 @@ import type { PreparedStep } from '../prepared-step.ts';
 import type { RunnerContext } from '../index.ts';
 import { findPlan, findSealedVariables, findStackForStep, recordApply, recordLatestRun, upsertPlan, type StackForStep } from './opentofu.repo.ts';
 import { mintRunCredential } from './run-credential.ts';
-import { maskSecrets, runTofuProcess, type TofuProcessContext, type TofuProcessResult } from './tofu-process.ts';
+import { maskSecrets } from './masking.ts';
+import { runTofuProcess, type TofuProcessContext, type TofuProcessResult } from './tofu-process.ts';
 import { stackOutputs, summarizePlan } from './tofu-json.ts';
 
 /** The fixed PATH of every step (as script steps get): nothing of the worker's environment reaches OpenTofu. */
