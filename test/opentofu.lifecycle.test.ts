@@ -4,12 +4,14 @@ import { logLines, stepsOf, triggerRun, waitForRunStatus, waitForStep } from './
 import { createTofuStack, stackCode, startTofuTestApp, startTofuWorker, type StackCode, type TofuTestApp } from './helpers/opentofu.ts';
 
 const SECRET = 'hunter2-very-secret-token';
+/** Printed by the stand-in a line at a time (a heredoc) and JSON-escaped on one line (inside an object). */
+const KEY = 'key-line-one "quoted"\nkey-line-two \\ backslashed\nkey-line-three';
 
 const config = (size: number) => ({
-  variables: { name: {}, password: { sensitive: true } },
+  variables: { name: {}, password: { sensitive: true }, key: { sensitive: true } },
   resources: {
     'standin_network.main': { attributes: { name: '${var.name}', size } },
-    'standin_login.admin': { attributes: { password: '${var.password}' } },
+    'standin_login.admin': { attributes: { password: '${var.password}', key: '${var.key}', settings: { key: '${var.key}' } } },
   },
   outputs: { network_name: { value: '${var.name}' }, admin_password: { value: '${var.password}', sensitive: true } },
 });
@@ -31,8 +33,10 @@ describe('an OpenTofu stack through the API: plan, approve, apply, outputs, a ch
     code = stackCode(config(1));
     await startTofuWorker(t, code);
     stackId = (await createTofuStack(t, { name: 'core' })).id;
-    const set = await t.call('PUT', `/stacks/${stackId}/sensitive-variables/password`, { body: { data: { value: SECRET } } });
-    assert.equal(set.status, 200, JSON.stringify(set.body));
+    for (const [name, value] of [['password', SECRET], ['key', KEY]]) {
+      const set = await t.call('PUT', `/stacks/${stackId}/sensitive-variables/${name}`, { body: { data: { value } } });
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+    }
   });
   after(() => t.close());
 
@@ -108,16 +112,21 @@ describe('an OpenTofu stack through the API: plan, approve, apply, outputs, a ch
 
   it('a sensitive variable appears in no log line, response or step output', async () => {
     let masked = false;
+    let keyMasked = false;
     for (const runId of runs) {
       const logs = await allLogs(t, runId);
       masked ||= logs.includes('password = "***"');
+      keyMasked ||= logs.includes('key = <<-EOT\n            ***\n            ***\n            ***\n') && logs.includes('settings = {"key":"***"}');
       assert.ok(!logs.includes(SECRET), `run ${runId} logged the secret`);
+      for (const line of KEY.split('\n')) assert.ok(!logs.includes(line), `run ${runId} logged a line of the key: ${line}`);
+      assert.ok(!logs.includes(JSON.stringify(KEY).slice(1, -1)), `run ${runId} logged the key JSON-escaped`);
       assert.ok(!JSON.stringify(await stepsOf(t, runId)).includes(SECRET));
       assert.ok(!JSON.stringify((await t.call('GET', `/pipeline-runs/${runId}`)).body).includes(SECRET));
     }
     assert.ok(masked, 'the stand-in prints the password in its plan: Plinth masks it');
+    assert.ok(keyMasked, 'the stand-in prints the key line by line and JSON-escaped: Plinth masks both');
     const listed = await t.call('GET', `/stacks/${stackId}/sensitive-variables`);
-    assert.deepEqual(listed.body.data.map((v: { name: string }) => v.name), ['password']);
+    assert.deepEqual(listed.body.data.map((v: { name: string }) => v.name).sort(), ['key', 'password']);
     assert.ok(!JSON.stringify(listed.body).includes(SECRET));
     assert.ok(!JSON.stringify((await t.call('GET', `/stacks/${stackId}`)).body).includes(SECRET));
     const stored = await t.db.selectFrom('stack_sensitive_variables').select('sealed_value').execute();

@@ -257,6 +257,12 @@ function makePlan(config, vars, state, destroy) {
   return { standin_plan: 1, destroy, prior: state ? { serial: state.serial, lineage: state.lineage } : null, changes, outputs, outputChanges };
 }
 
+// As OpenTofu prints a multi-line string: a heredoc, a line at a time and re-indented. Anything else as JSON.
+function attributeLine(sign, key, value) {
+  if (typeof value !== 'string' || !value.includes('\n')) return `      ${sign} ${key} = ${JSON.stringify(value)}`;
+  return [`      ${sign} ${key} = <<-EOT`, ...value.trim().split('\n').map((line) => `            ${line}`), '        EOT'].join('\n');
+}
+
 function printPlan(plan) {
   const counts = { add: 0, change: 0, destroy: 0 };
   console.log('\nOpenTofu used the selected providers to generate the following execution plan.\n');
@@ -267,7 +273,7 @@ function printPlan(plan) {
     const [type, name] = c.address.split('.');
     console.log(`  # ${c.address} will be ${{ create: 'created', delete: 'destroyed', update: 'updated in-place' }[c.actions[0]]}`);
     console.log(`  ${sign} resource "${type}" "${name}" {`);
-    for (const [k, v] of Object.entries(c.after ?? c.before ?? {})) console.log(`      ${sign} ${k} = ${JSON.stringify(v)}`);
+    for (const [k, v] of Object.entries(c.after ?? c.before ?? {})) console.log(attributeLine(sign, k, v));
     console.log('    }');
   }
   const total = counts.add + counts.change + counts.destroy;

@@ -1,8 +1,9 @@
 import type { Readable } from 'node:stream';
 import type { ErrorBody } from '../../platform/schema.ts';
-import { LineSplitter } from '../log-bytes.ts';
+import { LineSplitter, type OutputRecord } from '../log-bytes.ts';
 import type { LogSink, LogStats } from '../log-sink.ts';
 import { engineError } from '../engine-errors.ts';
+import type { OutputMask } from './output-mask.ts';
 
 /**
  * Reading a pipe pauses while the sink holds more than this (pending plus in flight), and resumes once
@@ -15,17 +16,25 @@ export const LOW_WATER_BYTES = 512 * 1024;
 
 /**
  * captureOutput reads one of the process's pipes as bytes (never decoding it), cuts it into records
- * and writes them to the sink, with backpressure; `mask`, when given, rewrites each record first (secrets out). Once the log is truncated the rest is read and only
- * counted, at pipe speed, so the process never blocks on a pipe nobody reads.
+ * and writes them to the sink, with backpressure; `mask`, when given, takes the secrets out of the records
+ * first, with a masker of this stream's own (it holds back the tail of a long line's partial record). Once
+ * the log is truncated the rest is read and only counted, at pipe speed, so the process never blocks on a
+ * pipe nobody reads.
  */
-export function captureOutput(stream: Readable, name: 'stdout' | 'stderr', sink: LogSink, mask?: (record: Buffer) => Buffer): void {
+export function captureOutput(stream: Readable, name: 'stdout' | 'stderr', sink: LogSink, mask?: OutputMask): void {
   const splitter = new LineSplitter();
-  const writeAll = (records: ReturnType<LineSplitter['push']>) => {
-    for (const record of records) sink.writeOutput(name, mask ? mask(record.bytes) : record.bytes, record.partial);
+  const masker = mask?.forStream();
+  const write = (records: OutputRecord[]) => {
+    for (const record of records) sink.writeOutput(name, record.bytes, record.partial);
+  };
+  const writeAll = (records: OutputRecord[]) => write(masker ? records.flatMap((r) => masker.push(r)) : records);
+  const writeRest = () => {
+    writeAll(splitter.end());
+    if (masker) write(masker.end());
   };
   stream.on('data', (chunk: Buffer) => {
     if (sink.stats.truncated) {
-      writeAll(splitter.end());
+      writeRest();
       sink.discard(chunk.length);
       return;
     }
@@ -35,7 +44,7 @@ export function captureOutput(stream: Readable, name: 'stdout' | 'stderr', sink:
       void sink.belowQueued(LOW_WATER_BYTES).then(() => stream.resume());
     }
   });
-  stream.on('end', () => writeAll(splitter.end()));
+  stream.on('end', writeRest);
 }
 
 /** The step's statusDetail fields about its log: present only when something was left out. */

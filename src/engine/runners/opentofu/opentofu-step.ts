@@ -19,7 +19,8 @@ import {
   WRITE_SENSITIVE_OVERRIDE,
 } from './backend-guard.ts';
 import { mintRunCredential } from './run-credential.ts';
-import { maskSecrets, runTofuProcess, type TofuProcessContext, type TofuProcessResult } from './tofu-process.ts';
+import { maskSecrets } from './masking.ts';
+import { runTofuProcess, type TofuProcessContext, type TofuProcessResult } from './tofu-process.ts';
 import { stackOutputs, summarizePlan } from './tofu-json.ts';
 
 /** The fixed PATH of every step (as script steps get): nothing of the worker's environment reaches OpenTofu. */

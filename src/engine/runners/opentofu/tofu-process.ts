@@ -2,6 +2,7 @@ import { stopInStages, type StopGrace } from '../../sandbox/stop.ts';
 import type { LogSink } from '../../log-sink.ts';
 import type { StepBind, StepWorkspace } from '../../sandbox/index.ts';
 import { captureOutput } from '../output-capture.ts';
+import type { OutputMask } from '../output-mask.ts';
 
 export interface TofuProcessSpec {
   command: string;
@@ -16,8 +17,8 @@ export interface TofuProcessSpec {
 export interface TofuProcessContext {
   workspace: StepWorkspace;
   sink: LogSink;
-  /** Rewrites each log record before it is stored: sensitive values and the run credential become `***`. */
-  mask: (record: Buffer) => Buffer;
+  /** Sensitive values and the run credential, to become `***` in each log record before it is stored (each stream masked on its own). */
+  mask: OutputMask;
   /** Aborted when the engine wants the step gone (cancel, lost lease, drain). */
   signal: AbortSignal;
   /** When the step's time limit runs out (ms since the epoch), if it has one. */
@@ -87,30 +88,4 @@ export async function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessS
     if (ctx.signal.aborted) onAbort();
     else ctx.signal.addEventListener('abort', onAbort);
   });
-}
-
-/** maskSecrets returns a masker that replaces every occurrence of each secret (3 bytes or longer) with `***`. */
-export function maskSecrets(secrets: string[]): (record: Buffer) => Buffer {
-  const needles = [...new Set(secrets.filter((s) => Buffer.byteLength(s) >= 3))]
-    .map((s) => Buffer.from(s, 'utf8'))
-    .sort((a, b) => b.length - a.length);
-  if (needles.length === 0) return (record) => record;
-  const stars = Buffer.from('***');
-  return (record) => {
-    let out = record;
-    for (const needle of needles) {
-      let at = out.indexOf(needle);
-      if (at < 0) continue;
-      const parts: Buffer[] = [];
-      let from = 0;
-      while (at >= 0) {
-        parts.push(out.subarray(from, at), stars);
-        from = at + needle.length;
-        at = out.indexOf(needle, from);
-      }
-      parts.push(out.subarray(from));
-      out = Buffer.concat(parts);
-    }
-    return out;
-  };
 }
