@@ -64,7 +64,7 @@ describe('audit webhook delivery and retention', () => {
     assert.equal(delivered.organizationId, org);
     assert.deepEqual(delivered.events.map((e: any) => e.seq), delivered.events.map((_: unknown, i: number) => i + 1));
     assert.ok(delivered.events.some((e: any) => e.action === 'audit-setting.update'));
-    assert.equal(body.includes(SECRET), false, 'the signing secret is redacted from the diff it rides in');
+    assert.equal(body.includes(SECRET), false, 'the signing secret is not in the diff of the change that set it');
 
     const log = await t.call('GET', '/audit-webhook-deliveries', { headers: inOrg(org) });
     assert.deepEqual(log.body.data.map((d: any) => [d.attempt, d.statusCode, d.delivered]), [[2, 200, true], [1, 500, false]]);

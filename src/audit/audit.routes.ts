@@ -14,7 +14,7 @@ export async function auditRoutes(app: App) {
     schema: {
       tags,
       summary: "The organization's audit log, newest first (ADMIN+)",
-      description: 'One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and a redacted diff, each chained to the previous by hash.',
+      description: 'One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and the allowlisted fields of its body, each chained to the previous by hash.',
       querystring: AuditEventListQuery,
       response: { 200: ListEnvelope(AuditEvent) },
     },
@@ -49,7 +49,7 @@ export async function auditRoutes(app: App) {
   }, async (request) => ({ data: await getAuditSettings(app.db, request.principal) }));
 
   app.patch('/audit-settings', {
-    config: { permission: 'organization:manage' },
+    config: { permission: 'organization:manage', auditFields: ['retentionDays', 'webhookUrl'] },
     schema: {
       tags,
       summary: 'Change audit retention (days, default 365) and the webhook audit rows are delivered to (OWNER)',

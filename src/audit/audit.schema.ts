@@ -20,7 +20,7 @@ export const AuditEvent = Type.Object(
     requestId: Type.String(),
     ip: Nullable(Type.String()),
     userAgent: Nullable(Type.String()),
-    diff: Type.Optional(Type.Unknown({ description: 'What the request asked to change, secrets redacted' })),
+    diff: Type.Optional(Type.Unknown({ description: 'The fields of the request body its route allowlists, URLs without credentials (docs/operations.md#audit-log)' })),
     prevHash: Type.String(),
     hash: Type.String({ description: 'SHA-256 over prevHash and this row (docs/operations.md#audit-log)' }),
   },
@@ -72,7 +72,7 @@ export const AuditSettingsPatch = Type.Object(
   {
     retentionDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
     webhookUrl: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 2048, format: 'uri' }))),
-    webhookSecret: Type.Optional(Type.String({ minLength: 16, maxLength: 256, description: 'Signs each delivery (HMAC-SHA256); write-only' })),
+    webhookSecret: Type.Optional(Type.String({ minLength: 16, maxLength: 256, writeOnly: true, description: 'Signs each delivery (HMAC-SHA256); write-only' })),
   },
   { additionalProperties: false },
 );

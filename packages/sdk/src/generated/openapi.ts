@@ -227,7 +227,7 @@ export interface paths {
         };
         /**
          * The organization's audit log, newest first (ADMIN+)
-         * @description One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and a redacted diff, each chained to the previous by hash.
+         * @description One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and the allowlisted fields of its body, each chained to the previous by hash.
          */
         get: {
             parameters: {
@@ -6415,7 +6415,7 @@ export interface components {
              * @description RFC 3339 timestamp in UTC, with a trailing Z
              */
             createdAt: string;
-            /** @description What the request asked to change, secrets redacted */
+            /** @description The fields of the request body its route allowlists, URLs without credentials (docs/operations.md#audit-log) */
             diff?: unknown;
             errorCode: string | null;
             /** @description SHA-256 over prevHash and this row (docs/operations.md#audit-log) */
