@@ -40,8 +40,8 @@ export async function auditRoutes(app: App) {
 
   app.get('/audit-events/verify', {
     config: { permission: 'audit:read' },
-    schema: { tags, summary: "Recompute the organization's hash chain: shows an edited, removed or reordered row (ADMIN+)", response: { 200: Envelope(AuditVerification) } },
-  }, async (request) => ({ data: await verifyAuditChain(app.db, request.principal.organizationId) }));
+    schema: { tags, summary: "Recompute the organization's hash chain against its anchor: shows an edited, removed or reordered row, and a removed start or end (ADMIN+)", response: { 200: Envelope(AuditVerification) } },
+  }, async (request) => ({ data: await verifyAuditChain(app.db, app.secrets, request.principal.organizationId) }));
 
   app.get('/audit-settings', {
     config: { permission: 'audit:read' },

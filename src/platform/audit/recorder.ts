@@ -109,8 +109,9 @@ registerCommitHook({
   async beforeCommit(connection: DatabaseConnection, wrote: boolean) {
     const scope = pendingScope();
     if (!scope || (!wrote && !scope.standalone)) return;
-    await appendAuditEvent(connection, draftOf(scope));
+    const { anchored } = await appendAuditEvent(connection, scope.request.server.secrets, draftOf(scope));
     scope.recorded = true;
+    if (!anchored) scope.request.log.error({ organizationId: scope.request.principal.organizationId }, 'the audit chain\'s anchor does not hold: its head was rewritten outside Plinth');
   },
 });
 
