@@ -46,8 +46,11 @@ declare
   part record;
   holds_left_alone boolean;
 begin
-  -- One run at a time: two would lock the same chains and drop the same partitions.
-  perform pg_advisory_xact_lock(hashtext('plinth.audit_apply_retention'));
+  -- One run at a time: two would lock the same chains and drop the same partitions. Another worker's
+  -- run in progress does this hour's work.
+  if not pg_try_advisory_xact_lock(hashtext('plinth.audit_apply_retention')) then
+    return jsonb_build_object('dropped', '[]'::jsonb, 'deletions', '[]'::jsonb, 'leftAlone', '[]'::jsonb);
+  end if;
   select date_trunc('month', now_utc - make_interval(days => greatest(default_days, coalesce(max(s.retention_days), 0)))) at time zone 'utc'
     into oldest_kept from public.audit_settings s;
   for chain in
@@ -66,7 +69,7 @@ begin
     select count(*) as n, min(e.created_at) as created_at into counted from public.audit_events e
      where e.organization_id = chain.org and e.seq <= last_row.seq;
     select (r.diff ->> 'toSeq')::bigint as to_seq, r.diff ->> 'lastHash' as last_hash into boundary from public.audit_events r
-     where r.organization_id = chain.org and r.action = 'audit.retention' order by r.seq desc limit 1;
+     where r.organization_id = chain.org and r.action = 'audit.retention' and r.actor_type = 'SYSTEM' order by r.seq desc limit 1;
     has_boundary := found;
     intact := counted.n = last_row.seq - first_row.seq + 1 and case
       when has_boundary then first_row.seq = boundary.to_seq + 1 and first_row.prev_hash = boundary.last_hash
@@ -79,6 +82,9 @@ begin
       left_alone := left_alone || chain.org;
     end if;
   end loop;
+  -- Dropping a partition waits for every reader of the log (a long export) while appends queue behind
+  -- it: past this, the run gives up, rolls back, and the next one tries again.
+  perform set_config('lock_timeout', '10s', true);
   for part in
     select c.relname as name, (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz as upper
       from pg_catalog.pg_inherits i join pg_catalog.pg_class c on c.oid = i.inhrelid

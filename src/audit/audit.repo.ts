@@ -31,10 +31,10 @@ export function findChainHead(db: Executor, organizationId: string): Promise<{ s
   return db.selectFrom('audit_chain_heads').select(['seq', 'hash', 'mac']).where('organization_id', '=', organizationId).executeTakeFirst();
 }
 
-/** The organization's newest `audit.retention` row (through its partial index), if retention ever shortened its chain. */
+/** The organization's newest `audit.retention` row of Plinth's own (through its partial index), if retention ever shortened its chain. */
 export function findNewestRetentionRow(db: Executor, organizationId: string): Promise<AuditEventRow | undefined> {
   return db.selectFrom('audit_events').selectAll().where('organization_id', '=', organizationId).where('action', '=', RETENTION_ACTION)
-    .orderBy('seq', 'desc').limit(1).executeTakeFirst();
+    .where('actor_type', '=', 'SYSTEM').orderBy('seq', 'desc').limit(1).executeTakeFirst();
 }
 
 /** The organizations whose chain head has no anchor (written before anchors were). */
