@@ -55,18 +55,25 @@ interface ChainBreak {
   reason: string;
 }
 
-/** What the newest retention row of a chain says it deleted last: the next kept row must link to it. */
-function retentionBoundary(row: AuditEventRow | undefined): { toSeq: number; lastHash: string } | undefined {
+/** What the newest retention row of a chain says: the last row it deleted, and the horizon it deleted up to. */
+interface RetentionBoundary {
+  toSeq: number;
+  lastHash: string;
+  before: number;
+}
+
+function retentionBoundary(row: AuditEventRow | undefined): RetentionBoundary | undefined {
   if (!row) return undefined;
-  const diff = (row.diff ?? {}) as { toSeq?: unknown; lastHash?: unknown };
-  return { toSeq: Number(diff.toSeq), lastHash: String(diff.lastHash) };
+  const diff = (row.diff ?? {}) as { toSeq?: unknown; lastHash?: unknown; before?: unknown };
+  return { toSeq: Number(diff.toSeq), lastHash: String(diff.lastHash), before: Date.parse(String(diff.before)) };
 }
 
 /**
  * The oldest kept row must be the chain's first (seq 1, no previous hash) or follow the last row its
- * newest retention row deleted: anything else was deleted by someone other than retention, however old.
+ * newest retention row deleted, and be no older than the horizon that retention deleted up to (it
+ * deleted every row before it): anything else was deleted by someone other than retention, however old.
  */
-function startBreak(first: AuditEventRow, boundary: { toSeq: number; lastHash: string } | undefined): ChainBreak | undefined {
+function startBreak(first: AuditEventRow, boundary: RetentionBoundary | undefined): ChainBreak | undefined {
   const expected = boundary ? { seq: boundary.toSeq + 1, prevHash: boundary.lastHash } : { seq: 1, prevHash: '' };
   if (first.seq > expected.seq) {
     const missing = `rows ${expected.seq} to ${first.seq - 1} are missing`;
@@ -74,6 +81,9 @@ function startBreak(first: AuditEventRow, boundary: { toSeq: number; lastHash: s
   }
   if (first.seq !== expected.seq || first.prev_hash !== expected.prevHash) {
     return { brokenAtSeq: first.seq, reason: boundary ? 'does not link to the last row retention deleted' : 'does not start the chain' };
+  }
+  if (boundary && !(first.created_at.getTime() >= boundary.before)) {
+    return { brokenAtSeq: first.seq, reason: 'is older than the horizon retention deleted every row before' };
   }
   return undefined;
 }
