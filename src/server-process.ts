@@ -29,7 +29,7 @@ export async function runServerCommand(command: 'serve' | 'api' | 'worker' | 'mi
     const applied = await prepareDatabase(database, log);
     log.info({ migrations: applied }, applied.length ? 'applied migrations' : 'database is up to date');
     const { openSecretBox } = await import('./platform/secrets/key-file.ts');
-    await anchorChainsOnce(database, openSecretBox(config), applied, log);
+    await anchorChainsOnce(database, () => openSecretBox(config), applied, log);
     await database.close();
     return;
   }

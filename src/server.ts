@@ -98,12 +98,13 @@ export async function prepareDatabase(database: DatabaseHandle, log: Logger): Pr
 /**
  * anchorChainsOnce anchors the audit chains written before chain heads had anchors, when `applied` (what
  * this start migrated) includes the migration that added them: once, since anchoring a head later would
- * vouch for whatever was done to its chain in between.
+ * vouch for whatever was done to its chain in between. The key is opened only when there is a chain to
+ * anchor (`plinth migrate` of a new database makes no key file).
  */
-export async function anchorChainsOnce(database: DatabaseHandle, secrets: SecretBox, applied: string[], log: Logger): Promise<void> {
+export async function anchorChainsOnce(database: DatabaseHandle, openSecrets: () => SecretBox, applied: string[], log: Logger): Promise<void> {
   if (!applied.includes(ANCHOR_MIGRATION)) return;
-  const anchored = await anchorChainsWrittenBefore(database.db, secrets);
-  log.info({ anchored }, 'anchored the audit chains written before anchors');
+  const anchored = await anchorChainsWrittenBefore(database.db, openSecrets);
+  if (anchored) log.info({ anchored }, 'anchored the audit chains written before anchors');
 }
 
 /** Says loudly, once at start, what the service's own role may do that it should not. */
@@ -142,7 +143,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   }
 
   const secrets = openSecretBox(config);
-  await retried('audit anchors', () => anchorChainsOnce(database, secrets, applied, log));
+  await retried('audit anchors', () => anchorChainsOnce(database, () => secrets, applied, log));
   let worker: EngineWorker | undefined;
   let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {

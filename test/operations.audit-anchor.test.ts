@@ -205,9 +205,9 @@ describe('the audit chain\'s anchor and retention', () => {
     assert.match(unanchored.reason!, /the anchor does not hold: its chain head has none/);
 
     const database = { db: t.db } as DatabaseHandle;
-    await anchorChainsOnce(database, TEST_SECRETS, [], silent);
+    await anchorChainsOnce(database, () => TEST_SECRETS, [], silent);
     assert.equal((await verify(org)).valid, false, 'a start that applies nothing anchors nothing');
-    await anchorChainsOnce(database, TEST_SECRETS, ['0015_audit_anchor'], silent);
+    await anchorChainsOnce(database, () => TEST_SECRETS, ['0015_audit_anchor'], silent);
     assert.deepEqual(await verify(org), { valid: true, checked: 2 });
   });
 

@@ -71,9 +71,12 @@ async function moveAnchorsToCurrentKey(db: Db, secrets: SecretBox): Promise<numb
  * that applies ANCHOR_MIGRATION (after it, every head is written with its anchor). Never at any other
  * time: anchoring whatever head it finds would vouch for a chain cut short by hand.
  */
-export async function anchorChainsWrittenBefore(db: Db, secrets: SecretBox): Promise<number> {
+export async function anchorChainsWrittenBefore(db: Db, openSecrets: () => SecretBox): Promise<number> {
+  const organizationIds = await findUnanchoredChains(db);
+  if (!organizationIds.length) return 0;
+  const secrets = openSecrets();
   let anchored = 0;
-  for (const organizationId of await findUnanchoredChains(db)) {
+  for (const organizationId of organizationIds) {
     await db.transaction().execute(async (trx) => {
       const head = await lockChainHead(trx, secrets, organizationId);
       if (head.anchor !== null) return;
