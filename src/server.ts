@@ -13,9 +13,10 @@ import { installQueue } from './engine/queue.ts';
 import { EngineWorker } from './engine/worker.ts';
 import { GitPoller } from './git-webhooks/poller.ts';
 import { openSecretBox } from './platform/secrets/key-file.ts';
+import type { SecretBox } from './platform/secrets/secret-box.ts';
 import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
 import { startQueueSampler } from './engine/queue-gauges.ts';
-import { startAuditJobs } from './audit/audit-maintenance.ts';
+import { ANCHOR_MIGRATION, anchorChainsWrittenBefore, startAuditJobs } from './audit/audit-maintenance.ts';
 import { ensureAuditPartitions } from './audit/audit.repo.ts';
 import { ALLOW_EVERYTHING } from './platform/outbound/address-policy.ts';
 import { canConnect, prepareRuntimeRole, privilegeProblems } from './platform/db/roles.ts';
@@ -94,6 +95,18 @@ export async function prepareDatabase(database: DatabaseHandle, log: Logger): Pr
   }
 }
 
+/**
+ * anchorChainsOnce anchors the audit chains written before chain heads had anchors, when `applied` (what
+ * this start migrated) includes the migration that added them: once, since anchoring a head later would
+ * vouch for whatever was done to its chain in between. The key is opened only when there is a chain to
+ * anchor (`plinth migrate` of a new database makes no key file).
+ */
+export async function anchorChainsOnce(database: DatabaseHandle, openSecrets: () => SecretBox, applied: string[], log: Logger): Promise<void> {
+  if (!applied.includes(ANCHOR_MIGRATION)) return;
+  const anchored = await anchorChainsWrittenBefore(database.db, openSecrets);
+  if (anchored) log.info({ anchored }, 'anchored the audit chains written before anchors');
+}
+
 /** Says loudly, once at start, what the service's own role may do that it should not. */
 async function warnOfPrivileges(db: Db, log: Logger): Promise<void> {
   const problems = await privilegeProblems(db);
@@ -130,6 +143,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   }
 
   const secrets = openSecretBox(config);
+  await retried('audit anchors', () => anchorChainsOnce(database, () => secrets, applied, log));
   let worker: EngineWorker | undefined;
   let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {

@@ -1,18 +1,103 @@
+import { anchorHolds, anchorIsStale, anchorOf } from '../platform/audit/anchor.ts';
+import { appendAuditEvent, lockChainHead, setChainAnchor, type AuditEventDraft } from '../platform/audit/audit-writer.repo.ts';
 import type { Db } from '../platform/db/db.ts';
+import { newId } from '../platform/ids.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { deliverDueWebhooks, type DeliveryOptions } from './audit-delivery.ts';
-import { applyAuditRetention, ensureAuditPartitions } from './audit.repo.ts';
+import { deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains, RETENTION_ACTION, type RetentionDeletion } from './audit.repo.ts';
+
+/** The migration that gave chain heads their anchor: the start that applies it anchors the heads it found. */
+export const ANCHOR_MIGRATION = '0015_audit_anchor';
+
+export interface MaintenanceResult {
+  dropped: string[];
+  deleted: number;
+  /** Organizations whose chain retention left whole: something else had cut it. */
+  leftAlone: string[];
+  /** Anchors moved onto the current key after a rotation. */
+  reanchored: number;
+}
+
+/** A time from the database's JSON (`2026-01-01T00:00:00+00:00`) as the API writes times. */
+function utc(text: string): string {
+  return new Date(text).toISOString();
+}
+
+/** The row retention appends to a chain it shortened: what went, and the last row's seq and hash, which the next kept row links to. */
+function retentionRow(d: RetentionDeletion): AuditEventDraft {
+  return {
+    organizationId: d.organizationId, actorType: 'SYSTEM', actorId: 'retention', apiKeyId: null, action: RETENTION_ACTION, resourceType: 'audit-event',
+    resourceId: null, outcome: 'SUCCESS', statusCode: null, errorCode: null, requestId: newId(), ip: null, userAgent: null,
+    diff: {
+      retentionDays: d.retentionDays, before: utc(d.before), fromSeq: d.fromSeq, toSeq: d.toSeq, count: d.count,
+      fromCreatedAt: utc(d.fromCreatedAt), toCreatedAt: utc(d.toCreatedAt), lastHash: d.lastHash,
+    },
+  };
+}
 
 /**
- * runAuditMaintenance keeps the audit log's partitions and retention: the next months' partitions
- * exist before they are needed; a month older than every organization's retention is dropped whole
- * (no row-by-row delete, no table bloat); rows of organizations that keep less than the longest
- * retention are deleted within the months still kept.
+ * applyAuditRetention deletes what is past each organization's retention (whole months; the months past
+ * every retention with their partitions) and appends to each chain it shortened its `audit.retention`
+ * row, in one transaction: no deletion without its record, and the chain still verifies.
  */
-export async function runAuditMaintenance(db: Db): Promise<{ dropped: string[]; deleted: number }> {
+async function applyAuditRetention(db: Db, secrets: SecretBox, log?: Logger): Promise<Omit<MaintenanceResult, 'reanchored'>> {
+  return db.transaction().execute(async (trx) => {
+    const { dropped, deletions, leftAlone } = await deleteExpiredAuditRows(trx);
+    for (const deletion of deletions) {
+      const { anchored } = await appendAuditEvent(trx, secrets, retentionRow(deletion));
+      if (!anchored) log?.error({ organizationId: deletion.organizationId }, 'the audit chain\'s anchor does not hold: its head was rewritten outside Plinth');
+    }
+    return { dropped, deleted: deletions.reduce((n, d) => n + d.count, 0), leftAlone };
+  });
+}
+
+/** Re-anchors, with the current key, each chain anchored with a previous key that still holds: after a rotation, the old key can go. */
+async function moveAnchorsToCurrentKey(db: Db, secrets: SecretBox): Promise<number> {
+  let moved = 0;
+  for (const organizationId of await findChainsAnchoredWithOtherKey(db, secrets.currentKeyId)) {
+    await db.transaction().execute(async (trx) => {
+      const head = await lockChainHead(trx, secrets, organizationId);
+      if (!head.anchor || !anchorIsStale(secrets, head.anchor) || !anchorHolds(secrets, head, head.anchor)) return;
+      await setChainAnchor(trx, head, anchorOf(secrets, head));
+      moved++;
+    });
+  }
+  return moved;
+}
+
+/**
+ * anchorChainsWrittenBefore anchors the chain heads that have none, as they are: run once, by the start
+ * that applies ANCHOR_MIGRATION (after it, every head is written with its anchor). Never at any other
+ * time: anchoring whatever head it finds would vouch for a chain cut short by hand.
+ */
+export async function anchorChainsWrittenBefore(db: Db, openSecrets: () => SecretBox): Promise<number> {
+  const organizationIds = await findUnanchoredChains(db);
+  if (!organizationIds.length) return 0;
+  const secrets = openSecrets();
+  let anchored = 0;
+  for (const organizationId of organizationIds) {
+    await db.transaction().execute(async (trx) => {
+      const head = await lockChainHead(trx, secrets, organizationId);
+      if (head.anchor !== null) return;
+      await setChainAnchor(trx, head, anchorOf(secrets, head));
+      anchored++;
+    });
+  }
+  return anchored;
+}
+
+/**
+ * runAuditMaintenance keeps the audit log's partitions, retention and anchors: the next months'
+ * partitions exist before they are needed; retention deletes, per organization, the whole months past
+ * its retention (a month past every organization's goes whole, with its partition: no row-by-row
+ * delete, no table bloat) and records it in the chain; an anchor made with a previous key moves to
+ * the current one.
+ */
+export async function runAuditMaintenance(db: Db, secrets: SecretBox, log?: Logger): Promise<MaintenanceResult> {
   await ensureAuditPartitions(db);
-  return applyAuditRetention(db);
+  const retention = await applyAuditRetention(db, secrets, log);
+  return { ...retention, reanchored: await moveAnchorsToCurrentKey(db, secrets) };
 }
 
 export interface AuditJobOptions extends DeliveryOptions {
@@ -23,7 +108,7 @@ export interface AuditJobOptions extends DeliveryOptions {
 /**
  * startAuditJobs runs, in a worker process, webhook delivery every `deliveryEveryMs` and maintenance
  * every `maintenanceEveryMs` (and once now). Several workers may run them: deliveries lock their
- * organization's settings row, and maintenance only creates what is missing and drops what is expired.
+ * organization's settings row, and retention runs one at a time in the database.
  */
 export function startAuditJobs(db: Db, secrets: SecretBox, log: Logger, options: AuditJobOptions): () => void {
   const loop = (what: string, everyMs: number, fn: () => Promise<unknown>) => {
@@ -43,8 +128,10 @@ export function startAuditJobs(db: Db, secrets: SecretBox, log: Logger, options:
   const timers = [
     loop('delivery', options.deliveryEveryMs, () => deliverDueWebhooks(db, secrets, options)),
     loop('maintenance', options.maintenanceEveryMs, async () => {
-      const { dropped, deleted } = await runAuditMaintenance(db);
+      const { dropped, deleted, leftAlone, reanchored } = await runAuditMaintenance(db, secrets, log);
       if (dropped.length || deleted) log.info({ dropped, deleted }, 'applied audit retention');
+      if (reanchored) log.info({ reanchored }, 'moved audit chain anchors to the current key');
+      if (leftAlone.length) log.warn({ organizationIds: leftAlone }, 'left audit chains cut by something else than retention as they are: GET /audit-events/verify shows where');
     }),
   ];
   return () => timers.forEach(clearInterval);

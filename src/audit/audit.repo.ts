@@ -27,8 +27,26 @@ export function findChainRows(db: Executor, organizationId: string, afterSeq: nu
   return db.selectFrom('audit_events').selectAll().where('organization_id', '=', organizationId).where('seq', '>', afterSeq).orderBy('seq').limit(limit).execute();
 }
 
-export async function findChainHead(db: Executor, organizationId: string): Promise<{ seq: number; hash: string } | undefined> {
-  return db.selectFrom('audit_chain_heads').select(['seq', 'hash']).where('organization_id', '=', organizationId).executeTakeFirst();
+export function findChainHead(db: Executor, organizationId: string): Promise<{ seq: number; hash: string; mac: string | null } | undefined> {
+  return db.selectFrom('audit_chain_heads').select(['seq', 'hash', 'mac']).where('organization_id', '=', organizationId).executeTakeFirst();
+}
+
+/** The organization's newest `audit.retention` row of Plinth's own (through its partial index), if retention ever shortened its chain. */
+export function findNewestRetentionRow(db: Executor, organizationId: string): Promise<AuditEventRow | undefined> {
+  return db.selectFrom('audit_events').selectAll().where('organization_id', '=', organizationId).where('action', '=', RETENTION_ACTION)
+    .where('actor_type', '=', 'SYSTEM').orderBy('seq', 'desc').limit(1).executeTakeFirst();
+}
+
+/** The organizations whose chain head has no anchor (written before anchors were). */
+export async function findUnanchoredChains(db: Executor): Promise<string[]> {
+  const rows = await db.selectFrom('audit_chain_heads').select('organization_id').where('mac', 'is', null).orderBy('organization_id').execute();
+  return rows.map((r) => r.organization_id);
+}
+
+/** The organizations whose chain anchor was made with another key than `keyId` (before a rotation). */
+export async function findChainsAnchoredWithOtherKey(db: Executor, keyId: string): Promise<string[]> {
+  const rows = await db.selectFrom('audit_chain_heads').select('organization_id').where('mac', 'not like', `${keyId}:%`).orderBy('organization_id').execute();
+  return rows.map((r) => r.organization_id);
 }
 
 export function findAuditSettings(db: Executor, organizationId: string): Promise<AuditSettingsRow | undefined> {
@@ -98,13 +116,38 @@ export async function ensureAuditPartitions(db: Executor, monthsAhead = 2): Prom
   await sql`select audit_ensure_partitions(${monthsAhead}::int)`.execute(db);
 }
 
+/** The action of the row retention appends to each chain it shortens. */
+export const RETENTION_ACTION = 'audit.retention';
+
+/** What retention deleted of one organization's chain: the rows fromSeq..toSeq, the last one's hash. */
+export interface RetentionDeletion {
+  organizationId: string;
+  retentionDays: number;
+  /** The first day of the month its retention reaches into: every deleted row is older. */
+  before: string;
+  fromSeq: number;
+  toSeq: number;
+  count: number;
+  fromCreatedAt: string;
+  toCreatedAt: string;
+  lastHash: string;
+}
+
+export interface RetentionResult {
+  dropped: string[];
+  deletions: RetentionDeletion[];
+  /** Organizations whose chain was cut by something else than retention: none of their rows was deleted. */
+  leftAlone: string[];
+}
+
 /**
- * applyAuditRetention deletes the rows older than their organization's retention (DEFAULT_RETENTION_DAYS
- * without settings, fixed in the function too), oldest first, so that what stays of a chain is a suffix of it, which verification
- * accepts; a month older than every retention goes whole, with its partition. It runs as a function
- * with its owner's rights (migrations/0013): the runtime role itself may not delete audit rows.
+ * deleteExpiredAuditRows deletes, per organization, every row up to the last one created before the
+ * month its retention reaches into (DEFAULT_RETENTION_DAYS without settings, fixed in the function
+ * too), dropping the months past every retention whole, and locks the chain heads it shortened for the
+ * caller's transaction, which must append each one's `audit.retention` row. It runs as a function with
+ * its owner's rights (migrations/0015): the runtime role itself may not delete audit rows.
  */
-export async function applyAuditRetention(db: Executor): Promise<{ dropped: string[]; deleted: number }> {
-  const { rows } = await sql<{ dropped: string[]; deleted: number }>`select dropped, deleted from audit_apply_retention()`.execute(db);
-  return { dropped: rows[0]?.dropped ?? [], deleted: Number(rows[0]?.deleted ?? 0) };
+export async function deleteExpiredAuditRows(trx: Trx): Promise<RetentionResult> {
+  const { rows } = await sql<{ result: RetentionResult }>`select audit_apply_retention() as result`.execute(trx);
+  return rows[0]!.result;
 }

@@ -14,7 +14,7 @@ export async function auditRoutes(app: App) {
     schema: {
       tags,
       summary: "The organization's audit log, newest first (ADMIN+)",
-      description: 'One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and a redacted diff, each chained to the previous by hash.',
+      description: 'One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and the allowlisted fields of its body, each chained to the previous by hash.',
       querystring: AuditEventListQuery,
       response: { 200: ListEnvelope(AuditEvent) },
     },
@@ -40,8 +40,8 @@ export async function auditRoutes(app: App) {
 
   app.get('/audit-events/verify', {
     config: { permission: 'audit:read' },
-    schema: { tags, summary: "Recompute the organization's hash chain: shows an edited, removed or reordered row (ADMIN+)", response: { 200: Envelope(AuditVerification) } },
-  }, async (request) => ({ data: await verifyAuditChain(app.db, request.principal.organizationId) }));
+    schema: { tags, summary: "Recompute the organization's hash chain against its anchor: shows an edited, removed or reordered row, and a removed start or end (ADMIN+)", response: { 200: Envelope(AuditVerification) } },
+  }, async (request) => ({ data: await verifyAuditChain(app.db, app.secrets, request.principal.organizationId) }));
 
   app.get('/audit-settings', {
     config: { permission: 'audit:read' },
@@ -49,7 +49,7 @@ export async function auditRoutes(app: App) {
   }, async (request) => ({ data: await getAuditSettings(app.db, request.principal) }));
 
   app.patch('/audit-settings', {
-    config: { permission: 'organization:manage' },
+    config: { permission: 'organization:manage', auditFields: ['retentionDays', 'webhookUrl'] },
     schema: {
       tags,
       summary: 'Change audit retention (days, default 365) and the webhook audit rows are delivered to (OWNER)',

@@ -8,8 +8,8 @@ export const AuditEvent = Type.Object(
     organizationId: Type.String(),
     seq: Type.Integer({ description: "Position in the organization's hash chain, from 1" }),
     createdAt: UtcDateTime,
-    actorType: StringEnum(AUDIT_ACTOR_TYPES, { description: 'MEMBERSHIP: a user through a membership; SERVICE_ACCOUNT' }),
-    actorId: Type.String({ description: "The user's id, or the service account's" }),
+    actorType: StringEnum(AUDIT_ACTOR_TYPES, { description: 'MEMBERSHIP: a user through a membership; SERVICE_ACCOUNT; SYSTEM: Plinth itself (retention)' }),
+    actorId: Type.String({ description: "The user's id, or the service account's (`retention` for SYSTEM)" }),
     apiKeyId: Nullable(Type.String({ description: 'The API key the request was made with' })),
     action: Type.String({ description: 'e.g. project.create, run.approve, state.download' }),
     resourceType: Type.String(),
@@ -20,7 +20,7 @@ export const AuditEvent = Type.Object(
     requestId: Type.String(),
     ip: Nullable(Type.String()),
     userAgent: Nullable(Type.String()),
-    diff: Type.Optional(Type.Unknown({ description: 'What the request asked to change, secrets redacted' })),
+    diff: Type.Optional(Type.Unknown({ description: 'The fields of the request body its route allowlists, URLs without credentials (docs/operations.md#audit-log)' })),
     prevHash: Type.String(),
     hash: Type.String({ description: 'SHA-256 over prevHash and this row (docs/operations.md#audit-log)' }),
   },
@@ -50,7 +50,7 @@ export const AuditVerification = Type.Object(
   {
     valid: Type.Boolean(),
     checked: Type.Integer({ description: 'Rows checked, oldest kept first' }),
-    brokenAtSeq: Type.Optional(Type.Integer({ description: 'The first row whose hash or link does not hold' })),
+    brokenAtSeq: Type.Optional(Type.Integer({ description: 'The first row whose hash, link or anchor does not hold, or the first one missing' })),
     reason: Type.Optional(Type.String()),
   },
   { $id: 'AuditVerification', title: 'AuditVerification' },
@@ -72,7 +72,7 @@ export const AuditSettingsPatch = Type.Object(
   {
     retentionDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
     webhookUrl: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 2048, format: 'uri' }))),
-    webhookSecret: Type.Optional(Type.String({ minLength: 16, maxLength: 256, description: 'Signs each delivery (HMAC-SHA256); write-only' })),
+    webhookSecret: Type.Optional(Type.String({ minLength: 16, maxLength: 256, writeOnly: true, description: 'Signs each delivery (HMAC-SHA256); write-only' })),
   },
   { additionalProperties: false },
 );

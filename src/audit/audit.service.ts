@@ -1,9 +1,10 @@
 import type { Principal } from '../platform/auth/principal.ts';
+import { anchorHolds } from '../platform/audit/anchor.ts';
 import { chainHash, type ChainedFields } from '../platform/audit/chain.ts';
 import type { Db } from '../platform/db/db.ts';
 import { encodeCursor, serialCursorKey, type PageMeta, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
-import { findAuditEventsPage, findAuditSettings, findChainHead, findChainRows, findDeliveriesPage, upsertAuditSettings, type AuditDeliveryRow, type AuditEventRow, type AuditSettingsRow } from './audit.repo.ts';
+import { findAuditEventsPage, findAuditSettings, findChainHead, findChainRows, findDeliveriesPage, findNewestRetentionRow, upsertAuditSettings, type AuditDeliveryRow, type AuditEventRow, type AuditSettingsRow } from './audit.repo.ts';
 import type { AuditDelivery, AuditEvent, AuditFilters, AuditSettings, AuditSettingsPatch, AuditVerification } from './audit.schema.ts';
 
 /** An organization keeps its audit rows this long unless it says otherwise. */
@@ -48,32 +49,92 @@ export async function* exportAuditEvents(db: Db, principal: Principal, filters: 
   }
 }
 
+/** A place where the chain does not hold: the first row concerned, and what is wrong. */
+interface ChainBreak {
+  brokenAtSeq: number;
+  reason: string;
+}
+
+/** What the newest retention row of a chain says: the last row it deleted, and the horizon it deleted up to. */
+interface RetentionBoundary {
+  toSeq: number;
+  lastHash: string;
+  before: number;
+}
+
+function retentionBoundary(row: AuditEventRow | undefined): RetentionBoundary | undefined {
+  if (!row) return undefined;
+  const diff = (row.diff ?? {}) as { toSeq?: unknown; lastHash?: unknown; before?: unknown };
+  return { toSeq: Number(diff.toSeq), lastHash: String(diff.lastHash), before: Date.parse(String(diff.before)) };
+}
+
 /**
- * verifyAuditChain recomputes the organization's chain from its oldest kept row: each row must link to
- * the row before it and hash to what it says, and the last must be the chain head. The oldest kept
- * row's link is taken as given (retention removed what it points at), unless it is the very first.
+ * The oldest kept row must be the chain's first (seq 1, no previous hash) or follow the last row its
+ * newest retention row deleted, and be no older than the horizon that retention deleted up to (it
+ * deleted every row before it): anything else was deleted by someone other than retention, however old.
  */
-export async function verifyAuditChain(db: Db, organizationId: string): Promise<AuditVerification> {
-  let checked = 0;
-  let prev: { seq: number; hash: string } | undefined;
-  for (;;) {
-    const rows = await findChainRows(db, organizationId, prev?.seq ?? 0, 1000);
-    for (const row of rows) {
-      const expectedPrev = prev ? prev.hash : row.seq === 1 ? '' : row.prev_hash;
-      if (prev && row.seq !== prev.seq + 1) return { valid: false, checked, brokenAtSeq: prev.seq + 1, reason: 'a row is missing' };
-      if (row.prev_hash !== expectedPrev) return { valid: false, checked, brokenAtSeq: row.seq, reason: 'does not link to the row before it' };
-      if (chainHash(row.prev_hash, fieldsOf(row)) !== row.hash) return { valid: false, checked, brokenAtSeq: row.seq, reason: 'its content does not match its hash' };
-      prev = { seq: row.seq, hash: row.hash };
-      checked++;
+function startBreak(first: AuditEventRow, boundary: RetentionBoundary | undefined): ChainBreak | undefined {
+  const expected = boundary ? { seq: boundary.toSeq + 1, prevHash: boundary.lastHash } : { seq: 1, prevHash: '' };
+  if (first.seq > expected.seq) {
+    const missing = `rows ${expected.seq} to ${first.seq - 1} are missing`;
+    return { brokenAtSeq: expected.seq, reason: boundary ? `${missing}: retention deleted rows only up to ${boundary.toSeq}` : `${missing}, and retention never deleted any` };
+  }
+  if (first.seq !== expected.seq || first.prev_hash !== expected.prevHash) {
+    return { brokenAtSeq: first.seq, reason: boundary ? 'does not link to the last row retention deleted' : 'does not start the chain' };
+  }
+  if (boundary && !(first.created_at.getTime() >= boundary.before)) {
+    return { brokenAtSeq: first.seq, reason: 'is older than the horizon retention deleted every row before' };
+  }
+  return undefined;
+}
+
+function rowBreak(row: AuditEventRow, prev: AuditEventRow): ChainBreak | undefined {
+  if (row.seq !== prev.seq + 1) return { brokenAtSeq: prev.seq + 1, reason: 'a row is missing' };
+  if (row.prev_hash !== prev.hash) return { brokenAtSeq: row.seq, reason: 'does not link to the row before it' };
+  return undefined;
+}
+
+/** The newest kept row must be the head the anchor vouches for, and the anchor must hold. */
+function endBreak(secrets: SecretBox, organizationId: string, head: { seq: number; hash: string; mac: string | null } | undefined, last: AuditEventRow | undefined): ChainBreak | undefined {
+  if (!head) return last ? { brokenAtSeq: last.seq, reason: 'the chain has no head: its anchor was deleted' } : undefined;
+  if (!anchorHolds(secrets, { organizationId, seq: head.seq, hash: head.hash }, head.mac)) {
+    const why = head.mac ? 'its chain head was rewritten outside Plinth, or anchored with a key that is no longer configured' : 'its chain head has none';
+    return { brokenAtSeq: Math.min(head.seq, last?.seq ?? head.seq) + 1, reason: `the anchor does not hold: ${why}` };
+  }
+  if (!last) return head.seq === 0 ? undefined : { brokenAtSeq: 1, reason: `every row is missing: the anchor vouches for rows up to ${head.seq}` };
+  if (last.seq < head.seq) return { brokenAtSeq: last.seq + 1, reason: `rows after ${last.seq} are missing: the anchor vouches for rows up to ${head.seq}` };
+  if (last.seq > head.seq) return { brokenAtSeq: head.seq + 1, reason: `rows after ${head.seq}, the newest the anchor vouches for, were added outside Plinth` };
+  if (last.hash !== head.hash) return { brokenAtSeq: last.seq, reason: 'is not the row the anchor vouches for' };
+  return undefined;
+}
+
+/**
+ * verifyAuditChain recomputes the organization's chain, in one snapshot: the oldest kept row must start
+ * the chain or follow what retention last deleted, each row must link to the row before it and hash to
+ * what it says, and the newest must be the head that the anchor (an HMAC keyed by PLINTH_SECRET_KEY)
+ * vouches for. So an edited, reordered or removed row shows, and so does a removed start or end, or a
+ * whole chain removed, unless its head went with it (docs/operations.md#audit-log).
+ */
+export async function verifyAuditChain(db: Db, secrets: SecretBox, organizationId: string): Promise<AuditVerification> {
+  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(async (trx) => {
+    const head = await findChainHead(trx, organizationId);
+    const boundary = retentionBoundary(await findNewestRetentionRow(trx, organizationId));
+    let checked = 0;
+    let prev: AuditEventRow | undefined;
+    for (;;) {
+      const rows = await findChainRows(trx, organizationId, prev?.seq ?? 0, 1000);
+      for (const row of rows) {
+        const broken = prev ? rowBreak(row, prev) : startBreak(row, boundary);
+        if (broken) return { valid: false, checked, ...broken };
+        if (chainHash(row.prev_hash, fieldsOf(row)) !== row.hash) return { valid: false, checked, brokenAtSeq: row.seq, reason: 'its content does not match its hash' };
+        prev = row;
+        checked++;
+      }
+      if (rows.length < 1000) break;
     }
-    if (rows.length < 1000) break;
-  }
-  const head = await findChainHead(db, organizationId);
-  // No row kept at all: retention removed the whole chain, and nothing is left to check.
-  if (head && prev && (head.seq !== prev.seq || head.hash !== prev.hash)) {
-    return { valid: false, checked, brokenAtSeq: (prev?.seq ?? 0) + 1, reason: 'rows after the last one kept are missing' };
-  }
-  return { valid: true, checked };
+    const broken = endBreak(secrets, organizationId, head, prev);
+    return broken ? { valid: false, checked, ...broken } : { valid: true, checked };
+  });
 }
 
 function settingsOf(row: AuditSettingsRow | undefined): AuditSettings {

@@ -8,7 +8,7 @@ export async function cloudAccountRoutes(app: App) {
   const tags = ['cloud-accounts'];
 
   app.post('/cloud-accounts', {
-    config: { permission: 'cloud-account:manage' },
+    config: { permission: 'cloud-account:manage', auditFields: ['givenId', 'name', 'accountId', 'roleArn'] },
     schema: { tags, summary: 'Register a cloud account (an AWS account and the role to assume)', body: CreateCloudAccount, response: { 201: Envelope(CloudAccount) } },
   }, async (request, reply) => reply.status(201).send({ data: await createCloudAccount(app.db, request.principal, request.body.data) }));
 
@@ -24,7 +24,7 @@ export async function cloudAccountRoutes(app: App) {
   }, async (request) => ({ data: await getCloudAccount(app.db, request.principal, request.params.id) }));
 
   app.patch('/cloud-accounts/:id', {
-    config: { permission: 'cloud-account:manage' },
+    config: { permission: 'cloud-account:manage', auditFields: ['name', 'roleArn'] },
     schema: { tags, summary: 'Change a cloud account', params: IdParams, body: UpdateCloudAccount, response: { 200: Envelope(CloudAccount) } },
   }, async (request) => ({ data: await updateCloudAccount(app.db, request.principal, request.params.id, request.body.data) }));
 

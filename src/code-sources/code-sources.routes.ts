@@ -8,7 +8,7 @@ export async function codeSourceRoutes(app: App) {
   const tags = ['code-sources'];
 
   app.post('/code-sources', {
-    config: { permission: 'code-source:manage' },
+    config: { permission: 'code-source:manage', auditFields: ['name', 'givenId', 'url', 'provider', 'authType', 'gitAppInstallationId', 'gitSelfHostedServerId'] },
     schema: { tags, summary: 'Link a Git repository (its token and webhook secret are stored sealed and never returned)', body: CreateCodeSource, response: { 201: Envelope(CodeSource) } },
   }, async (request, reply) => reply.status(201).send({ data: await createCodeSource(app.db, app.secrets, app.config, request.principal, request.body.data) }));
 
@@ -24,7 +24,7 @@ export async function codeSourceRoutes(app: App) {
   }, async (request) => ({ data: await getCodeSource(app.db, app.config, request.principal, request.params.id) }));
 
   app.patch('/code-sources/:id', {
-    config: { permission: 'code-source:manage' },
+    config: { permission: 'code-source:manage', auditFields: ['name', 'url', 'provider', 'authType', 'gitAppInstallationId', 'gitSelfHostedServerId'] },
     schema: { tags, summary: 'Change a code source (token or webhookSecret null removes it)', params: IdParams, body: UpdateCodeSource, response: { 200: Envelope(CodeSource) } },
   }, async (request) => ({ data: await updateCodeSource(app.db, app.secrets, app.config, request.principal, request.params.id, request.body.data) }));
 

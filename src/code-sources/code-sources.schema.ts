@@ -3,8 +3,8 @@ import { GIT_AUTH_TYPES, GIT_PROVIDERS } from '../platform/db/enums.ts';
 import { Body, GivenId, Id, Name, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
 const RepoUrl = Type.String({ minLength: 8, maxLength: 2048, pattern: '^https?://', description: 'The repository over HTTP(S) smart protocol, without credentials in it' });
-const Token = Type.String({ minLength: 1, maxLength: 4096, description: 'Write-only: stored sealed, never returned' });
-const WebhookSecret = Type.String({ minLength: 16, maxLength: 256, description: 'Write-only: the secret push webhooks are verified with (at least 16 characters)' });
+const Token = Type.String({ minLength: 1, maxLength: 4096, writeOnly: true, description: 'Write-only: stored sealed, never returned' });
+const WebhookSecret = Type.String({ minLength: 16, maxLength: 256, writeOnly: true, description: 'Write-only: the secret push webhooks are verified with (at least 16 characters)' });
 
 /** A Git repository stacks check out, and how Plinth authenticates to it. Secrets are write-only. */
 export const CodeSource = Type.Object(

@@ -31,7 +31,7 @@ export async function credentialRoutes(app: App) {
 
   const saTags = ['service-accounts'];
   app.post('/service-accounts', {
-    config: { permission: 'service-account:manage' },
+    config: { permission: 'service-account:manage', auditFields: ['name', 'role'] },
     schema: { tags: saTags, summary: 'Create a service account', body: CreateServiceAccount, response: { 201: Envelope(ServiceAccount) } },
   }, async (request, reply) => reply.status(201).send({ data: await createServiceAccount(app.db, request.principal, request.body.data) }));
 
@@ -47,7 +47,7 @@ export async function credentialRoutes(app: App) {
   }, async (request) => ({ data: await getServiceAccount(app.db, request.principal, request.params.id) }));
 
   app.patch('/service-accounts/:id', {
-    config: { permission: 'service-account:manage' },
+    config: { permission: 'service-account:manage', auditFields: ['name', 'role'] },
     schema: { tags: saTags, summary: 'Rename a service account or change its role', params: IdParams, body: UpdateServiceAccount, response: { 200: Envelope(ServiceAccount) } },
   }, async (request) => ({ data: await updateServiceAccount(app.db, request.principal, request.params.id, request.body.data) }));
 
@@ -61,7 +61,7 @@ export async function credentialRoutes(app: App) {
 
   const keyTags = ['api-keys'];
   app.post('/api-keys', {
-    config: { permission: 'authenticated' },
+    config: { permission: 'authenticated', auditFields: ['name', 'serviceAccountId', 'userId', 'expiresAt'] },
     schema: { tags: keyTags, summary: 'Create an API key for the caller or a service account; the token is shown once', body: CreateApiKey, response: { 201: Envelope(CreatedApiKey) } },
   }, async (request, reply) => reply.status(201).send({ data: await createApiKey(app.db, request.principal, request.body.data) }));
 

@@ -36,7 +36,7 @@ async function definitionRoutes(app: App) {
   const tags = ['default-value-definitions'];
 
   app.post('/default-value-definitions', {
-    config: { permission: 'default-value:write' },
+    config: { permission: 'default-value:write', auditFields: ['givenId', 'name', 'description'] },
     schema: { tags, summary: 'Create a default-value definition (createdByType USER)', body: CreateDefaultValueDefinition, response: { 201: Envelope(DefaultValueDefinition) } },
   }, async (request, reply) => reply.status(201).send({ data: await createDefinition(app.db, request.principal, request.body.data) }));
 
@@ -52,7 +52,7 @@ async function definitionRoutes(app: App) {
   }, async (request) => ({ data: await getDefinition(app.db, request.principal, request.params.id) }));
 
   app.patch('/default-value-definitions/:id', {
-    config: { permission: 'default-value:write' },
+    config: { permission: 'default-value:write', auditFields: ['name', 'description'] },
     schema: {
       tags,
       summary: 'Change a definition; a new schema must accept every stored value (422 names those it would not)',
@@ -81,7 +81,7 @@ async function valueRoutes(app: App) {
   const tags = ['default-values'];
 
   app.post('/default-values', {
-    config: { permission: 'default-value:write' },
+    config: { permission: 'default-value:write', auditFields: ['defaultValueDefinitionId', 'parentId'] },
     schema: { tags, summary: 'Set a definition’s value on an organization, project or environment', body: CreateDefaultValue, response: { 201: Envelope(DefaultValue) } },
   }, async (request, reply) => reply.status(201).send({ data: await createDefaultValue(app.db, request.principal, request.body.data) }));
 

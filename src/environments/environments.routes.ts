@@ -8,7 +8,7 @@ export async function environmentRoutes(app: App) {
   const tags = ['environments'];
 
   app.post('/environments', {
-    config: { permission: 'environment:write' },
+    config: { permission: 'environment:write', auditFields: ['projectId', 'givenId', 'name', 'description', 'executionEnvironmentId'] },
     schema: { tags, summary: 'Create an environment in a project', body: CreateEnvironment, response: { 201: Envelope(Environment) } },
   }, async (request, reply) => reply.status(201).send({ data: await createEnvironment(app.db, request.principal, request.body.data) }));
 
@@ -24,7 +24,7 @@ export async function environmentRoutes(app: App) {
   }, async (request) => ({ data: await getEnvironment(app.db, request.principal, request.params.id) }));
 
   app.patch('/environments/:id', {
-    config: { permission: 'environment:write' },
+    config: { permission: 'environment:write', auditFields: ['name', 'description', 'executionEnvironmentId'] },
     schema: { tags, summary: 'Change an environment', params: IdParams, body: UpdateEnvironment, response: { 200: Envelope(Environment) } },
   }, async (request) => ({ data: await updateEnvironment(app.db, request.principal, request.params.id, request.body.data) }));
 

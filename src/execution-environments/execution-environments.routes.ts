@@ -14,7 +14,7 @@ export async function executionEnvironmentRoutes(app: App) {
   const tags = ['execution-environments'];
 
   app.post('/execution-environments', {
-    config: { permission: 'execution-environment:manage' },
+    config: { permission: 'execution-environment:manage', auditFields: ['givenId', 'name', 'type', 'cloudAccountId', 'region', 'vpcId', 'subnetId', 'securityGroupId', 'egressAllow'] },
     schema: { tags, summary: 'Create an execution environment: CLOUD (an AWS network) or LOCAL (the worker host)', body: CreateExecutionEnvironment, response: { 201: Envelope(ExecutionEnvironment) } },
   }, async (request, reply) => reply.status(201).send({ data: await createExecutionEnvironment(app.db, request.principal, request.body.data) }));
 
@@ -30,7 +30,7 @@ export async function executionEnvironmentRoutes(app: App) {
   }, async (request) => ({ data: await getExecutionEnvironment(app.db, request.principal, request.params.id) }));
 
   app.patch('/execution-environments/:id', {
-    config: { permission: 'execution-environment:manage' },
+    config: { permission: 'execution-environment:manage', auditFields: ['name', 'cloudAccountId', 'region', 'vpcId', 'subnetId', 'securityGroupId', 'egressAllow'] },
     schema: { tags, summary: 'Change an execution environment (its type is fixed)', params: IdParams, body: UpdateExecutionEnvironment, response: { 200: Envelope(ExecutionEnvironment) } },
   }, async (request) => ({ data: await updateExecutionEnvironment(app.db, request.principal, request.params.id, request.body.data) }));
 

@@ -28,7 +28,7 @@ export async function gitServerRoutes(app: App) {
   const tags = ['git'];
 
   app.post('/git-self-hosted-servers', {
-    config: { permission: 'code-source:manage' },
+    config: { permission: 'code-source:manage', auditFields: ['name', 'provider', 'baseUrl', 'authorizeUrl', 'tokenUrl', 'clientId', 'scopes'] },
     schema: { tags, summary: 'Register a self-hosted Git server and its OAuth client', body: CreateGitSelfHostedServer, response: { 201: Envelope(GitSelfHostedServer) } },
   }, async (request, reply) => reply.status(201).send({ data: await createGitServer(app.db, app.secrets, app.config, request.principal, request.body.data) }));
 
@@ -44,7 +44,7 @@ export async function gitServerRoutes(app: App) {
   }, async (request) => ({ data: await getGitServer(app.db, app.config, request.principal, request.params.id) }));
 
   app.patch('/git-self-hosted-servers/:id', {
-    config: { permission: 'code-source:manage' },
+    config: { permission: 'code-source:manage', auditFields: ['name', 'authorizeUrl', 'tokenUrl', 'clientId', 'scopes'] },
     schema: { tags, summary: 'Change a self-hosted Git server', params: IdParams, body: UpdateGitSelfHostedServer, response: { 200: Envelope(GitSelfHostedServer) } },
   }, async (request) => ({ data: await updateGitServer(app.db, app.secrets, app.config, request.principal, request.params.id, request.body.data) }));
 

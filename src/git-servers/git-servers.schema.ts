@@ -4,7 +4,7 @@ import { Body, Name, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '
 
 const HttpUrl = Type.String({ minLength: 8, maxLength: 2048, pattern: '^https?://', description: 'An http(s) URL' });
 const ClientId = Type.String({ minLength: 1, maxLength: 512, pattern: '^[!-~]+$', description: 'The OAuth client id the server issued' });
-const ClientSecret = Type.String({ minLength: 1, maxLength: 4096, description: 'Write-only: stored sealed, never returned' });
+const ClientSecret = Type.String({ minLength: 1, maxLength: 4096, writeOnly: true, description: 'Write-only: stored sealed, never returned' });
 
 /** A self-hosted Git server (GitLab, Gitea, GitHub Enterprise...) the organization connects to through OAuth. */
 export const GitSelfHostedServer = Type.Object(

@@ -9,7 +9,7 @@ export async function membershipRoutes(app: App) {
   const tags = ['memberships'];
 
   app.post('/memberships', {
-    config: { permission: 'membership:manage' },
+    config: { permission: 'membership:manage', auditFields: ['email', 'role'] },
     schema: { tags, summary: 'Invite a user by email', body: InviteMember, response: { 201: Envelope(Membership) } },
   }, async (request, reply) => reply.status(201).send({ data: await inviteMember(app.db, request.principal, request.body.data) }));
 
@@ -25,7 +25,7 @@ export async function membershipRoutes(app: App) {
   }, async (request) => ({ data: await getMembership(app.db, request.principal, request.params.id) }));
 
   app.patch('/memberships/:id', {
-    config: { permission: 'membership:manage' },
+    config: { permission: 'membership:manage', auditFields: ['role'] },
     schema: { tags, summary: "Change a member's role", params: IdParams, body: UpdateMembership, response: { 200: Envelope(Membership) } },
   }, async (request) => ({ data: await changeMembershipRole(app.db, request.principal, request.params.id, request.body.data.role) }));
 

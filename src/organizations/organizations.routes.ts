@@ -8,7 +8,7 @@ export async function organizationRoutes(app: App) {
   const tags = ['organizations'];
 
   app.post('/organizations', {
-    config: { permission: 'authenticated' },
+    config: { permission: 'authenticated', auditFields: ['name', 'billingEmail'] },
     schema: { tags, summary: 'Create an organization; the caller becomes its OWNER', body: CreateOrganization, response: { 201: Envelope(Organization) } },
   }, async (request, reply) => reply.status(201).send({ data: await createOrganization(app.db, request.principal, request.body.data) }));
 
@@ -26,7 +26,7 @@ export async function organizationRoutes(app: App) {
   }, async (request) => ({ data: await getOrganization(app.db, request.principal, request.params.id) }));
 
   app.patch('/organizations/:id', {
-    config: { permission: 'authenticated' },
+    config: { permission: 'authenticated', auditFields: ['name', 'billingEmail'] },
     schema: { tags, summary: 'Update an organization (OWNER)', params: IdParams, body: UpdateOrganization, response: { 200: Envelope(Organization) } },
   }, async (request) => ({ data: await updateOrganization(app.db, request.principal, request.params.id, request.body.data) }));
 }

@@ -18,7 +18,7 @@ export async function pipelineRoutes(app: App) {
   const tags = ['pipelines'];
 
   app.post('/pipelines', {
-    config: { permission: 'pipeline:write' },
+    config: { permission: 'pipeline:write', auditFields: ['givenId', 'name', 'projectId', 'description'] },
     schema: { tags, summary: 'Create a pipeline with version 1 of its config', body: CreatePipeline, response: { 201: Envelope(Pipeline) } },
   }, async (request, reply) => reply.status(201).send({ data: await createPipeline(app.db, request.principal, request.body.data) }));
 
@@ -35,7 +35,7 @@ export async function pipelineRoutes(app: App) {
   }, async (request) => ({ data: await getPipeline(app.db, request.principal, request.params.id) }));
 
   app.patch('/pipelines/:id', {
-    config: { permission: 'pipeline:write' },
+    config: { permission: 'pipeline:write', auditFields: ['name', 'description'] },
     schema: { tags, summary: "Change a pipeline's name or description", params: IdParams, body: UpdatePipeline, response: { 200: Envelope(Pipeline) } },
   }, async (request) => ({ data: await updatePipeline(app.db, request.principal, request.params.id, request.body.data) }));
 
@@ -53,7 +53,7 @@ export async function pipelineRoutes(app: App) {
   });
 
   app.post('/pipeline-versions', {
-    config: { permission: 'pipeline:write' },
+    config: { permission: 'pipeline:write', auditFields: ['pipelineId', 'dryRun'] },
     schema: {
       tags,
       summary: 'Create the next version of a pipeline, or with dryRun the patch against the latest version',

@@ -8,7 +8,7 @@ export async function projectRoutes(app: App) {
   const tags = ['projects'];
 
   app.post('/projects', {
-    config: { permission: 'project:write' },
+    config: { permission: 'project:write', auditFields: ['givenId', 'name', 'description'] },
     schema: { tags, summary: 'Create a project', body: CreateProject, response: { 201: Envelope(Project) } },
   }, async (request, reply) => reply.status(201).send({ data: await createProject(app.db, request.principal, request.body.data) }));
 
@@ -24,7 +24,7 @@ export async function projectRoutes(app: App) {
   }, async (request) => ({ data: await getProject(app.db, request.principal, request.params.id) }));
 
   app.patch('/projects/:id', {
-    config: { permission: 'project:write' },
+    config: { permission: 'project:write', auditFields: ['name', 'description'] },
     schema: { tags, summary: 'Change a project', params: IdParams, body: UpdateProject, response: { 200: Envelope(Project) } },
   }, async (request) => ({ data: await updateProject(app.db, request.principal, request.params.id, request.body.data) }));
 

@@ -9,7 +9,7 @@ export async function stackRoutes(app: App) {
   const tags = ['stacks'];
 
   app.post('/stacks', {
-    config: { permission: 'stack:write' },
+    config: { permission: 'stack:write', auditFields: ['projectId', 'environmentId', 'name', 'givenId', 'source.codeSourceId', 'source.ref', 'source.path', 'source.onPush'] },
     schema: { tags, summary: 'Create a stack with its change and destroy pipelines', body: CreateStack, response: { 201: Envelope(Stack) } },
   }, async (request, reply) => reply.status(201).send({ data: await createStack(app.db, request.principal, request.body.data) }));
 
@@ -25,7 +25,7 @@ export async function stackRoutes(app: App) {
   }, async (request) => ({ data: await getStack(app.db, request.principal, request.params.id) }));
 
   app.patch('/stacks/:id', {
-    config: { permission: 'stack:write' },
+    config: { permission: 'stack:write', auditFields: ['name', 'source.codeSourceId', 'source.ref', 'source.path', 'source.onPush'] },
     schema: { tags, summary: 'Change a stack', params: IdParams, body: UpdateStack, response: { 200: Envelope(Stack) } },
   }, async (request) => ({ data: await updateStack(app.db, request.principal, request.params.id, request.body.data) }));
 
@@ -38,7 +38,7 @@ export async function stackRoutes(app: App) {
   });
 
   app.post('/stacks/:id/pipeline-run', {
-    config: { permission: 'run:operate', audit: 'run.trigger' },
+    config: { permission: 'run:operate', audit: 'run.trigger', auditFields: ['action', 'autoapprove', 'description'] },
     // Every field is optional, so a bare POST (no body at all) means `{data: {}}`: an apply with defaults.
     preValidation: async (request) => {
       if (request.body === undefined) request.body = { data: {} };

@@ -42,7 +42,7 @@ export function chainHash(prevHash: string, f: ChainedFields): string {
 
 /**
  * The text chainHash hashes after the previous hash and a newline, either side of the row's sequence
- * number: the writer has PostgreSQL put the two together with the head it locks (audit-writer.repo.ts).
+ * number (rows written before the anchor were hashed by PostgreSQL from these two parts and the seq).
  */
 export function chainHashParts(f: Omit<ChainedFields, 'seq'>): { before: string; after: string } {
   const head = [f.id, f.organizationId];

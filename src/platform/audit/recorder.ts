@@ -9,18 +9,19 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CompiledQuery, DatabaseConnection } from 'kysely';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TSchema } from '@sinclair/typebox';
 import { registerCommitHook } from '../db/commit-hooks.ts';
 import type { Db } from '../db/db.ts';
 import type { AuditOutcome } from '../db/enums.ts';
 import { auditSpecOf, type AuditSpec } from './actions.ts';
 import { appendAuditEvent, type AuditEventDraft } from './audit-writer.repo.ts';
-import { redactedDiff } from './redact.ts';
+import { allowlistProblems, auditDiff } from './diff.ts';
 
 interface AuditScope {
   request: FastifyRequest;
   spec: AuditSpec;
-  /** The route keeps its bodies out of the log (a state upload is the state itself). */
-  noDiff: boolean;
+  /** The body fields the route lets its audit rows keep (config.auditFields); none without a list. */
+  fields: readonly string[] | undefined;
   /** Set once the row is written (or can no longer be): later transactions of the request add none. */
   recorded: boolean;
   /** The id of what a create made, learnt from its first insert into the route's table. */
@@ -79,7 +80,7 @@ function draftOf(scope: AuditScope): AuditEventDraft {
     requestId: request.id,
     ip: request.ip ?? null,
     userAgent: (request.headers['user-agent'] ?? '').slice(0, 512) || null,
-    diff: scope.noDiff ? null : (redactedDiff(request.body) ?? null),
+    diff: auditDiff(request.body, scope.fields),
   };
 }
 
@@ -108,8 +109,9 @@ registerCommitHook({
   async beforeCommit(connection: DatabaseConnection, wrote: boolean) {
     const scope = pendingScope();
     if (!scope || (!wrote && !scope.standalone)) return;
-    await appendAuditEvent(connection, draftOf(scope));
+    const { anchored } = await appendAuditEvent(connection, scope.request.server.secrets, draftOf(scope));
     scope.recorded = true;
+    if (!anchored) scope.request.log.error({ organizationId: scope.request.principal.organizationId }, 'the audit chain\'s anchor does not hold: its head was rewritten outside Plinth');
   },
 });
 
@@ -128,8 +130,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The audit log's name for this route's action (a GET is audited only with one), or false: not audited. */
     audit?: string | false;
-    /** false: the audit row keeps no diff of the body (a body that is itself secret, such as a state file). */
-    auditDiff?: boolean;
+    /**
+     * The fields of the body's `data` this route's audit rows keep as their diff (`name`, `source.ref`,
+     * `steps[].id`); without a list, they keep none. Never a write-only field: the start refuses one.
+     */
+    auditFields?: readonly string[];
   }
   interface FastifyRequest {
     auditScope: AuditScope | null;
@@ -146,25 +151,29 @@ function hooksOf<T>(existing: T | T[] | undefined, added: T): T[] {
  * (by an onRoute hook), so a route that is not audited (every plain GET) pays nothing for the audit
  * log. The scope is entered after authentication; a request refused there (403) gets its scope, and
  * its DENIED row, in onSend. A request with no valid credential has no organization to record it in,
- * and is not recorded (the access log has it).
+ * and is not recorded (the access log has it). Of its body, a row keeps what the route's
+ * `config.auditFields` allowlists (diff.ts): a list naming a field the body schema lacks, or a
+ * write-only one, stops the start.
  */
 export function installAudit(app: FastifyInstance, db: Db): void {
   app.decorateRequest('auditScope', null);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const config = route.config as { audit?: string | false; auditDiff?: boolean } | undefined;
+    const config = route.config as { audit?: string | false; auditFields?: readonly string[] } | undefined;
     const declared = config?.audit;
-    const noDiff = config?.auditDiff === false;
+    const fields = config?.auditFields;
     const specs = new Map<string, AuditSpec>();
     for (const method of methods) {
       const spec = auditSpecOf(method, route.url, declared);
       if (spec) specs.set(method, spec);
     }
+    const problems = !fields ? [] : specs.size === 0 ? ['the route is not audited'] : allowlistProblems(route.schema?.body as TSchema | undefined, fields);
+    if (problems.length) throw new Error(`${methods.join(',')} ${route.url}: config.auditFields: ${problems.join('; ')}`);
     if (specs.size === 0) return;
     const scopeOf = (request: FastifyRequest): AuditScope | undefined => {
       if (request.auditScope) return request.auditScope;
       const spec = specs.get(request.method);
-      if (spec) request.auditScope = { request, spec, noDiff, recorded: false };
+      if (spec) request.auditScope = { request, spec, fields, recorded: false };
       return request.auditScope ?? undefined;
     };
     route.onRequest = hooksOf(route.onRequest, (request: FastifyRequest, _reply: unknown, done: () => void) => {

@@ -30,6 +30,7 @@ export interface ApiKeys {
 
 export interface AuditChainHeads {
   hash: string;
+  mac: string | null;
   organization_id: string;
   seq: number;
 }

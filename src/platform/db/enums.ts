@@ -52,8 +52,8 @@ export type GitAuthType = (typeof GIT_AUTH_TYPES)[number];
 /** What a single-use Git state was issued for. */
 export const GIT_FLOW_KINDS = ['OAUTH', 'APP_INSTALL'] as const;
 export type GitFlowKind = (typeof GIT_FLOW_KINDS)[number];
-/** Who an audit row names as its actor: the principal types of platform/auth/principal.ts. */
-export const AUDIT_ACTOR_TYPES = ['MEMBERSHIP', 'SERVICE_ACCOUNT'] as const;
+/** Who an audit row names as its actor: the principal types of platform/auth/principal.ts, or SYSTEM (retention). */
+export const AUDIT_ACTOR_TYPES = ['MEMBERSHIP', 'SERVICE_ACCOUNT', 'SYSTEM'] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
 /** DENIED: a permission check refused the request; FAILURE: any other error; SUCCESS: it was done. */

@@ -37,6 +37,18 @@ describe('secret box', () => {
     assert.equal(rotated.isStale(rotated.seal('token', 'row:1')), false);
   });
 
+  it('derives a key per label and key id, apart from the sealing key, and none from an unknown key id', () => {
+    const box = new SecretBox(keyB, [keyA]);
+    const derived = box.deriveKey('audit anchor')!;
+    assert.equal(derived.id, keyB.id);
+    assert.equal(derived.bytes.length, 32);
+    assert.notDeepEqual(derived.bytes, keyB.bytes);
+    assert.notDeepEqual(box.deriveKey('another use')!.bytes, derived.bytes);
+    assert.deepEqual(new SecretBox(keyB).deriveKey('audit anchor')!.bytes, derived.bytes, 'the same key and label give the same bytes');
+    assert.deepEqual(box.deriveKey('audit anchor', keyA.id)!.bytes, new SecretBox(keyA).deriveKey('audit anchor')!.bytes);
+    assert.equal(box.deriveKey('audit anchor', 'deadbeef'), undefined);
+  });
+
   it('accepts 32-byte keys in hex or base64 and refuses anything else with how to make one', () => {
     assert.equal(parseSecretKey('ab'.repeat(32), 'k').bytes.length, 32);
     assert.throws(() => parseSecretKey('short', 'PLINTH_SECRET_KEY'), /PLINTH_SECRET_KEY must be 32 bytes.*openssl rand -base64 32/);

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 
 /**
  * Secrets at rest (Git tokens, OAuth tokens, sensitive variables, state) are sealed with AES-256-GCM.
@@ -50,6 +50,7 @@ export function generateSecretKeyText(): string {
 /** SecretBox seals with the current key and opens with the current one or any previous one. */
 export class SecretBox {
   private readonly byId = new Map<string, SecretKey>();
+  private readonly derived = new Map<string, SecretKey>();
 
   constructor(
     private readonly current: SecretKey,
@@ -89,6 +90,23 @@ export class SecretBox {
 
   open(sealed: string, context: string): string {
     return this.openBytes(sealed, context).toString('utf8');
+  }
+
+  /**
+   * deriveKey is a key for another use than sealing (an HMAC), derived from the current key, or from
+   * the current or previous key `keyId` names (undefined when none does): HKDF-SHA256 with `label` as
+   * its info, so that no two uses share key bytes and the sealing key never leaves this box. It keeps
+   * the key's id: what was made with a derived key says which one.
+   */
+  deriveKey(label: string, keyId = this.current.id): SecretKey | undefined {
+    const cacheKey = `${keyId}\n${label}`;
+    const cached = this.derived.get(cacheKey);
+    if (cached) return cached;
+    const key = this.byId.get(keyId);
+    if (!key) return undefined;
+    const derived = { id: key.id, bytes: Buffer.from(hkdfSync('sha256', key.bytes, Buffer.alloc(0), label, KEY_BYTES)) };
+    this.derived.set(cacheKey, derived);
+    return derived;
   }
 
   /** Whether a sealed value was made with a previous key (a rotation re-seals those). */

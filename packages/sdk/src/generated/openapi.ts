@@ -227,7 +227,7 @@ export interface paths {
         };
         /**
          * The organization's audit log, newest first (ADMIN+)
-         * @description One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and a redacted diff, each chained to the previous by hash.
+         * @description One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and the allowlisted fields of its body, each chained to the previous by hash.
          */
         get: {
             parameters: {
@@ -367,7 +367,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Recompute the organization's hash chain: shows an edited, removed or reordered row (ADMIN+) */
+        /** Recompute the organization's hash chain against its anchor: shows an edited, removed or reordered row, and a removed start or end (ADMIN+) */
         get: {
             parameters: {
                 query?: never;
@@ -6401,13 +6401,13 @@ export interface components {
         AuditEvent: {
             /** @description e.g. project.create, run.approve, state.download */
             action: string;
-            /** @description The user's id, or the service account's */
+            /** @description The user's id, or the service account's (`retention` for SYSTEM) */
             actorId: string;
             /**
-             * @description MEMBERSHIP: a user through a membership; SERVICE_ACCOUNT
+             * @description MEMBERSHIP: a user through a membership; SERVICE_ACCOUNT; SYSTEM: Plinth itself (retention)
              * @enum {string}
              */
-            actorType: "MEMBERSHIP" | "SERVICE_ACCOUNT";
+            actorType: "MEMBERSHIP" | "SERVICE_ACCOUNT" | "SYSTEM";
             /** @description The API key the request was made with */
             apiKeyId: string | null;
             /**
@@ -6415,7 +6415,7 @@ export interface components {
              * @description RFC 3339 timestamp in UTC, with a trailing Z
              */
             createdAt: string;
-            /** @description What the request asked to change, secrets redacted */
+            /** @description The fields of the request body its route allowlists, URLs without credentials (docs/operations.md#audit-log) */
             diff?: unknown;
             errorCode: string | null;
             /** @description SHA-256 over prevHash and this row (docs/operations.md#audit-log) */
@@ -6449,7 +6449,7 @@ export interface components {
         };
         /** AuditVerification */
         AuditVerification: {
-            /** @description The first row whose hash or link does not hold */
+            /** @description The first row whose hash, link or anchor does not hold, or the first one missing */
             brokenAtSeq?: number;
             /** @description Rows checked, oldest kept first */
             checked: number;

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Type } from '@sinclair/typebox';
+import { allowlistProblems, auditDiff, cleanText } from './diff.ts';
+
+describe('the audit diff: an allowlist of body fields', () => {
+  it('keeps the allowlisted fields of data, nested ones included, and nothing else', () => {
+    const body = { data: { name: 'n', token: 't', source: { ref: 'main', secret: 's' }, value: { sensitive: 'x' } } };
+    assert.deepEqual(auditDiff(body, ['name', 'source.ref']), { name: 'n', source: { ref: 'main' } });
+  });
+
+  it('keeps nothing without an allowlist, without a data object, or when no allowlisted field was sent', () => {
+    assert.equal(auditDiff({ data: { name: 'n' } }, undefined), null);
+    assert.equal(auditDiff({ data: { name: 'n' } }, []), null);
+    assert.equal(auditDiff({ name: 'n' }, ['name']), null);
+    assert.equal(auditDiff({ data: 'n' }, ['name']), null);
+    assert.equal(auditDiff({ data: { other: 1 } }, ['name']), null);
+    assert.equal(auditDiff(undefined, ['name']), null);
+  });
+
+  it('keeps scalars and lists of scalars, never an object or list of objects sent in an allowlisted place', () => {
+    const body = { data: { name: { token: 't' }, role: ['a', { secret: 's' }], tags: ['a', 'b'], n: 2, on: false, gone: null } };
+    assert.deepEqual(auditDiff(body, ['name', 'role', 'tags', 'n', 'on', 'gone']), { tags: ['a', 'b'], n: 2, on: false, gone: null });
+  });
+
+  it('steps into each item of a list with []', () => {
+    const body = { data: { steps: [{ id: 'a', with: { command: 'secret' } }, 'junk', { id: 'b' }] } };
+    assert.deepEqual(auditDiff(body, ['steps[].id']), { steps: [{ id: 'a' }, null, { id: 'b' }] });
+  });
+
+  it('reads only own fields: an inherited key is not a field of the body', () => {
+    const data = Object.create({ name: 'inherited' }) as Record<string, unknown>;
+    assert.equal(auditDiff({ data }, ['name']), null);
+  });
+
+  it('cuts a diff past 16 KiB down to its field names', () => {
+    const diff = auditDiff({ data: { a: 'x'.repeat(4000), b: 'y'.repeat(4000), c: 'z'.repeat(4000), d: 'w'.repeat(4000), e: 'v'.repeat(4000) } }, ['a', 'b', 'c', 'd', 'e']);
+    assert.deepEqual(diff, { truncated: true, fields: ['a', 'b', 'c', 'd', 'e'] });
+  });
+});
+
+describe('texts in the audit log keep no credentials', () => {
+  it('drops the user-info, query and fragment of every URL in a text', () => {
+    assert.equal(cleanText('https://alice:ghp_secret@github.com/org/repo.git'), 'https://github.com/org/repo.git');
+    assert.equal(cleanText('https://github.com/org/repo.git?access_token=ghp_secret#ghp'), 'https://github.com/org/repo.git');
+    assert.equal(cleanText('HTTPS://x-access-token:t@host:8443/a'), 'HTTPS://host:8443/a');
+    assert.equal(cleanText('see https://u:p@a.example/x and ssh://git:pw@b.example/y?k=v'), 'see https://a.example/x and ssh://b.example/y');
+    assert.equal(cleanText('https://host?token=secret'), 'https://host');
+  });
+
+  it('takes everything up to the last @ ahead of the query as user-info, whatever a password holds', () => {
+    assert.equal(cleanText('https://alice:pa/ss@w@rd@host/repo'), 'https://host/repo');
+    assert.equal(cleanText('https://alice:p#ss@host/repo'), 'https://');
+    assert.equal(cleanText('https://alice:p?ss@host/repo'), 'https://');
+    assert.equal(cleanText('https://[::1]:8080/x'), 'https://[::1]:8080/x');
+  });
+
+  it('leaves a text without a URL as it is', () => {
+    assert.equal(cleanText('Project ☃ 1: alice@example.com'), 'Project ☃ 1: alice@example.com');
+  });
+});
+
+describe('an audit allowlist and its route\'s body schema', () => {
+  const body = Type.Object({
+    data: Type.Object({
+      name: Type.String(),
+      token: Type.String({ writeOnly: true }),
+      source: Type.Optional(Type.Object({ ref: Type.String() })),
+      steps: Type.Array(Type.Object({ id: Type.String() })),
+      either: Type.Union([Type.Object({ a: Type.String() }), Type.Object({ b: Type.String() })]),
+    }),
+  });
+
+  it('accepts fields of the schema, nested, in a list or in a branch of a union', () => {
+    assert.deepEqual(allowlistProblems(body, ['name', 'source.ref', 'steps[].id', 'either.b']), []);
+  });
+
+  it('names a field the schema does not have, and a write-only one', () => {
+    assert.deepEqual(allowlistProblems(body, ['nmae', 'source.path', 'steps.id', 'token']), [
+      'nmae is not a field of its body',
+      'source.path is not a field of its body',
+      'steps.id is not a field of its body',
+      'token is write-only (a secret)',
+    ]);
+    assert.deepEqual(allowlistProblems(undefined, ['name']), ['name is not a field of its body']);
+  });
+});

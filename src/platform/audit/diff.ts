@@ -1,0 +1,132 @@
+// What an audit row keeps of a request's body: the fields its route names in `config.auditFields`,
+// and nothing else. An allowlist, not a list of secret-looking names: a field added to a body later,
+// or a secret under an innocent name (a sensitive variable's `value`), stays out of the log until
+// someone decides it belongs there. Even an allowlisted text keeps no credentials: a URL in it loses
+// its user-info, query and fragment.
+
+import type { TSchema } from '@sinclair/typebox';
+
+/** Past this size a diff keeps only its top-level field names. */
+const MAX_DIFF_BYTES = 16 * 1024;
+/** An allowlisted text longer than this (only a refused body can hold one) is cut. */
+const MAX_TEXT = 4096;
+/** An allowlisted list longer than this (only a refused body can hold one) is cut. */
+const MAX_ITEMS = 200;
+
+/**
+ * A URL anywhere in a text: its scheme, then everything up to a space. Its user-info is what comes
+ * before the last `@` ahead of any `?` or `#`: taken generously, since a password may hold a `/`.
+ */
+const URL_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)(\S*)/gi;
+/** A host, or a host and a numeric port: anything else before the path (`alice:p` of `alice:p#ss@host`) may be a credential's head. */
+const HOST_AND_PORT = /^(\[[^\]]*\]|[^:]*)(:\d*)?$/;
+
+function withoutCredentials(_match: string, scheme: string, rest: string): string {
+  const beforeQuery = rest.split(/[?#]/, 1)[0];
+  const kept = beforeQuery.slice(beforeQuery.lastIndexOf('@') + 1);
+  const authority = kept.split('/', 1)[0];
+  return scheme + (HOST_AND_PORT.test(authority) ? kept : kept.slice(authority.length));
+}
+
+/** cleanText is a text as the audit log keeps it: every URL in it without user-info, query or fragment. */
+export function cleanText(text: string): string {
+  return text.slice(0, MAX_TEXT).replace(URL_IN_TEXT, withoutCredentials);
+}
+
+/** A field path: keys from the body's `data`, `.`-separated; `key[]` steps into each item of a list. */
+interface PathTree {
+  [segment: string]: PathTree | true;
+}
+
+function treeOf(fields: readonly string[]): PathTree {
+  const tree: PathTree = {};
+  for (const field of fields) {
+    const segments = field.split('.');
+    let node = tree;
+    segments.forEach((segment, i) => {
+      if (i === segments.length - 1) node[segment] = true;
+      else node = (node[segment] = node[segment] === true || node[segment] === undefined ? {} : node[segment]) as PathTree;
+    });
+  }
+  return tree;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function scalar(value: unknown): unknown {
+  if (typeof value === 'string') return cleanText(value);
+  if (typeof value === 'boolean' || value === null) return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  return undefined;
+}
+
+/** A leaf keeps a scalar or a list of scalars; anything else (a refused body's object in a name's place) is left out. */
+function leaf(value: unknown): unknown {
+  if (!Array.isArray(value)) return scalar(value);
+  const items = value.slice(0, MAX_ITEMS).map(scalar);
+  return items.includes(undefined) ? undefined : items;
+}
+
+function project(value: unknown, tree: PathTree): Record<string, unknown> | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [segment, sub] of Object.entries(tree)) {
+    const list = segment.endsWith('[]');
+    const key = list ? segment.slice(0, -2) : segment;
+    if (!Object.hasOwn(value, key)) continue;
+    const child = value[key];
+    let kept: unknown;
+    if (sub === true) kept = list && !Array.isArray(child) ? undefined : leaf(child);
+    else if (list) kept = Array.isArray(child) ? child.slice(0, MAX_ITEMS).map((item) => project(item, sub) ?? null) : undefined;
+    else kept = project(child, sub);
+    if (kept !== undefined) out[key] = kept;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+/**
+ * auditDiff is what the audit log keeps of a request's body: the allowlisted `fields` of its `data`
+ * that hold scalars (or lists of them), texts cleaned of credentials, cut down to its field names past
+ * 16 KiB. Null without an allowlist, without a `data` object, or when none of the fields was sent.
+ * The body may be a refused one (failed validation, forbidden): nothing here trusts its shape.
+ */
+export function auditDiff(body: unknown, fields: readonly string[] | undefined): Record<string, unknown> | null {
+  if (!fields?.length || !isPlainObject(body)) return null;
+  const kept = project(body.data, treeOf(fields));
+  if (!kept) return null;
+  if (JSON.stringify(kept).length <= MAX_DIFF_BYTES) return kept;
+  return { truncated: true, fields: Object.keys(kept) };
+}
+
+/** The schemas a body schema allows at one of its `data` paths (several when it is a union); empty when none. */
+export function fieldSchemas(body: TSchema | undefined, field: string): TSchema[] {
+  let current: TSchema[] = body ? [body] : [];
+  for (const segment of ['data', ...field.split('.')]) {
+    const list = segment.endsWith('[]');
+    const key = list ? segment.slice(0, -2) : segment;
+    current = current.flatMap(branches).flatMap((s) => (s.properties?.[key] ? [s.properties[key] as TSchema] : []));
+    if (list) current = current.flatMap(branches).flatMap((s) => (s.type === 'array' && s.items ? [s.items as TSchema] : []));
+  }
+  return current;
+}
+
+/** A schema's alternatives: itself, or each branch of its union. */
+function branches(schema: TSchema): TSchema[] {
+  const alternatives = (schema.anyOf ?? schema.oneOf ?? schema.allOf) as TSchema[] | undefined;
+  return alternatives ? alternatives.flatMap(branches) : [schema];
+}
+
+/**
+ * allowlistProblems says what is wrong with a route's audit allowlist: a field its body schema does not
+ * have, or one that is write-only there (a secret: a token, a password, a sensitive value).
+ */
+export function allowlistProblems(body: TSchema | undefined, fields: readonly string[]): string[] {
+  return fields.flatMap((field) => {
+    const schemas = fieldSchemas(body, field);
+    if (!schemas.length) return [`${field} is not a field of its body`];
+    if (schemas.flatMap(branches).some((s) => s.writeOnly === true)) return [`${field} is write-only (a secret)`];
+    return [];
+  });
+}

@@ -1,0 +1,228 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { runAuditMaintenance } from '../src/audit/audit-maintenance.ts';
+import { verifyAuditChain } from '../src/audit/audit.service.ts';
+import { appendAuditEvent } from '../src/platform/audit/audit-writer.repo.ts';
+import { newId } from '../src/platform/ids.ts';
+import { generateSecretKeyText, keyIdOf, parseSecretKey, SecretBox } from '../src/platform/secrets/secret-box.ts';
+import { anchorChainsOnce, type DatabaseHandle } from '../src/server.ts';
+import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
+import { createOrganization, inOrg } from './helpers/callers.ts';
+
+const DAY = 86_400_000;
+
+/** The first instant (UTC) of the month `at` falls in, `monthsBack` months earlier. */
+function monthStart(at: Date, monthsBack = 0): Date {
+  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() - monthsBack, 1));
+}
+
+/** Where retention cuts a chain that keeps `days`: the first day of the month its horizon falls in. */
+function cutoffOf(days: number): Date {
+  return monthStart(new Date(Date.now() - days * DAY));
+}
+
+describe('the audit chain\'s anchor and retention', () => {
+  let t: TestApp;
+  const silent = pino({ level: 'silent' });
+
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  /** A partition for the month of `at`, as the maintenance of that month would have made it. */
+  async function ensureMonth(at: Date) {
+    const from = monthStart(at);
+    const to = new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth() + 1, 1));
+    const name = `audit_events_${from.toISOString().slice(0, 7).replace('-', '_')}`;
+    await sql.raw(`create table if not exists ${name} partition of audit_events for values from ('${from.toISOString()}') to ('${to.toISOString()}')`).execute(t.db);
+  }
+
+  /** Appends `n` rows to the organization's chain as if written at `at` (the API appends at now). */
+  async function appendAt(organizationId: string, at: Date, n: number) {
+    await ensureMonth(at);
+    await t.db.transaction().execute(async (trx) => {
+      for (let i = 0; i < n; i++) {
+        await appendAuditEvent(trx, TEST_SECRETS, {
+          organizationId, actorType: 'MEMBERSHIP', actorId: 'u', apiKeyId: null, action: 'project.create', resourceType: 'project', resourceId: null,
+          outcome: 'SUCCESS', statusCode: null, errorCode: null, requestId: newId(), ip: null, userAgent: null, diff: { name: `then ${i}` },
+        }, at);
+      }
+    });
+  }
+
+  /** An organization with `n` rows written through the API. */
+  async function orgWithRows(name: string, n: number) {
+    const org = await createOrganization(t, name);
+    for (let i = 0; i < n; i++) {
+      const res = await t.call('POST', '/projects', { headers: inOrg(org), body: { data: { givenId: `p${i}`, name: `P${i}` } } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    }
+    return org;
+  }
+
+  async function verify(org: string) {
+    const res = await t.call('GET', '/audit-events/verify', { headers: inOrg(org) });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body.data as { valid: boolean; checked: number; brokenAtSeq?: number; reason?: string };
+  }
+
+  /** What a database operator can do: delete audit rows past the append-only trigger. */
+  async function deleteAsOperator(org: string, where: string) {
+    await t.db.transaction().execute(async (trx) => {
+      await sql`select set_config('plinth.audit_retention', 'on', true)`.execute(trx);
+      await sql.raw(`delete from audit_events where organization_id = '${org}' and ${where}`).execute(trx);
+    });
+  }
+
+  async function rowsOf(org: string) {
+    const { rows } = await sql<any>`select * from audit_events where organization_id = ${org} order by seq`.execute(t.db);
+    return rows;
+  }
+
+  it('an untouched chain verifies against its anchor, kept beside its head', async () => {
+    const org = await orgWithRows('Untouched', 3);
+    assert.deepEqual(await verify(org), { valid: true, checked: 3 });
+    const head = await t.db.selectFrom('audit_chain_heads').selectAll().where('organization_id', '=', org).executeTakeFirstOrThrow();
+    assert.match(head.mac!, new RegExp(`^${TEST_SECRETS.currentKeyId}:[0-9a-f]{64}$`));
+  });
+
+  it('deleting the oldest row is reported', async () => {
+    const org = await orgWithRows('Oldest deleted', 4);
+    await deleteAsOperator(org, 'seq = 1');
+    const result = await verify(org);
+    assert.deepEqual({ valid: result.valid, at: result.brokenAtSeq }, { valid: false, at: 1 });
+    assert.match(result.reason!, /rows 1 to 1 are missing, and retention never deleted any/);
+  });
+
+  it('deleting every row of an organization is reported', async () => {
+    const org = await orgWithRows('All deleted', 3);
+    await deleteAsOperator(org, 'true');
+    const result = await verify(org);
+    assert.equal(result.valid, false);
+    assert.match(result.reason!, /every row is missing: the anchor vouches for rows up to 3/);
+  });
+
+  it('deleting a middle row is reported', async () => {
+    const org = await orgWithRows('Middle deleted', 5);
+    await deleteAsOperator(org, 'seq = 3');
+    assert.deepEqual(await verify(org), { valid: false, checked: 2, brokenAtSeq: 3, reason: 'a row is missing' });
+  });
+
+  it('deleting the newest rows is reported, and so is a head rewritten to match, which later appends do not vouch for', async () => {
+    const org = await orgWithRows('Newest deleted', 5);
+    await deleteAsOperator(org, 'seq >= 4');
+    const cut = await verify(org);
+    assert.deepEqual({ valid: cut.valid, at: cut.brokenAtSeq }, { valid: false, at: 4 });
+    assert.match(cut.reason!, /rows after 3 are missing: the anchor vouches for rows up to 5/);
+
+    // The runtime role may update the head (every append does): without the key, not its anchor.
+    const [third] = (await rowsOf(org)).slice(-1);
+    await sql`update audit_chain_heads set seq = 3, hash = ${third.hash} where organization_id = ${org}`.execute(t.db);
+    const rewritten = await verify(org);
+    assert.equal(rewritten.valid, false);
+    assert.match(rewritten.reason!, /the anchor does not hold: its chain head was rewritten outside Plinth/);
+
+    const res = await t.call('POST', '/projects', { headers: inOrg(org), body: { data: { givenId: 'after', name: 'After' } } });
+    assert.equal(res.status, 201, 'the log still takes appends');
+    const later = await verify(org);
+    assert.equal(later.valid, false, 'an append after the rewrite does not move the anchor onto it');
+    assert.match(later.reason!, /the anchor does not hold/);
+  });
+
+  it('deleting rows past the retention horizon by hand is reported, and retention then leaves the chain as it is', async () => {
+    const org = await createOrganization(t, 'Old rows deleted by hand');
+    const old = new Date(monthStart(new Date(), 20).getTime() + 14 * DAY);
+    const older = new Date(monthStart(new Date(), 18).getTime() + 14 * DAY);
+    await appendAt(org, old, 2);
+    await appendAt(org, older, 2);
+    await t.call('POST', '/projects', { headers: inOrg(org), body: { data: { givenId: 'now', name: 'Now' } } });
+    assert.equal((await verify(org)).valid, true);
+
+    await deleteAsOperator(org, `created_at < '${monthStart(old, -1).toISOString()}'`);
+    const result = await verify(org);
+    assert.deepEqual({ valid: result.valid, at: result.brokenAtSeq }, { valid: false, at: 1 });
+    assert.match(result.reason!, /rows 1 to 2 are missing, and retention never deleted any/);
+
+    const { leftAlone } = await runAuditMaintenance(t.db, TEST_SECRETS, silent);
+    assert.ok(leftAlone.includes(org), 'retention deletes nothing of a chain something else cut');
+    assert.equal((await rowsOf(org)).length, 3);
+    assert.equal((await verify(org)).reason, result.reason, 'the break still shows');
+  });
+
+  it('retention deletes whole months past the horizon, records it in the chain, and the chain still verifies', async () => {
+    const short = await createOrganization(t, 'Keeps 31 days');
+    const cutoff = cutoffOf(31);
+    await appendAt(short, new Date(cutoff.getTime() - 20 * DAY), 3);
+    // Older than 31 days, but in a month the horizon has not passed whole: kept.
+    await appendAt(short, new Date(cutoff.getTime() + DAY), 2);
+    const patch = await t.call('PATCH', '/audit-settings', { headers: inOrg(short), body: { data: { retentionDays: 31 } } });
+    assert.equal(patch.status, 200, JSON.stringify(patch.body));
+    const ancient = await createOrganization(t, 'Rows of 2020');
+    await appendAt(ancient, new Date('2020-01-15T00:00:00Z'), 2);
+    await t.call('POST', '/projects', { headers: inOrg(ancient), body: { data: { givenId: 'now', name: 'Now' } } });
+    const before = await rowsOf(short);
+
+    const { dropped, deleted } = await runAuditMaintenance(t.db, TEST_SECRETS, silent);
+    assert.ok(dropped.includes('audit_events_2020_01'), JSON.stringify(dropped));
+    assert.ok(deleted >= 5, `${deleted} rows deleted`);
+
+    const after = await rowsOf(short);
+    assert.deepEqual(after.map((r) => Number(r.seq)), [4, 5, 6, 7], 'the three rows before the cutoff went; the rest stayed');
+    const record = after.at(-1);
+    assert.equal(record.action, 'audit.retention');
+    assert.equal(record.actor_type, 'SYSTEM');
+    assert.deepEqual(record.diff, {
+      retentionDays: 31, before: cutoff.toISOString(), fromSeq: 1, toSeq: 3, count: 3,
+      fromCreatedAt: before[0].created_at.toISOString(), toCreatedAt: before[2].created_at.toISOString(), lastHash: before[2].hash,
+    });
+    assert.equal(after[0].prev_hash, before[2].hash, 'the oldest kept row links to the last one deleted');
+    assert.deepEqual(await verify(short), { valid: true, checked: 4 });
+    const events = await t.call('GET', '/audit-events?action=audit.retention', { headers: inOrg(short) });
+    assert.equal(events.body.data[0].actorType, 'SYSTEM');
+
+    assert.deepEqual((await rowsOf(ancient)).map((r) => [Number(r.seq), r.action]), [[3, 'project.create'], [4, 'audit.retention']]);
+    assert.deepEqual(await verify(ancient), { valid: true, checked: 2 });
+
+    const again = await runAuditMaintenance(t.db, TEST_SECRETS, silent);
+    assert.equal(again.deleted, 0, 'a second run finds nothing more to delete');
+    assert.equal((await verify(short)).valid, true);
+
+    // Past what retention recorded, a row deleted by hand shows.
+    await deleteAsOperator(short, 'seq = 4');
+    const cut = await verify(short);
+    assert.deepEqual({ valid: cut.valid, at: cut.brokenAtSeq }, { valid: false, at: 4 });
+    assert.match(cut.reason!, /rows 4 to 4 are missing: retention deleted rows only up to 3/);
+  });
+
+  it('anchors the chains written before anchors once, at the start that applies their migration, and never again', async () => {
+    const org = await orgWithRows('Written before anchors', 2);
+    await sql`update audit_chain_heads set mac = null where organization_id = ${org}`.execute(t.db);
+    const unanchored = await verify(org);
+    assert.equal(unanchored.valid, false);
+    assert.match(unanchored.reason!, /the anchor does not hold: its chain head has none/);
+
+    const database = { db: t.db } as DatabaseHandle;
+    await anchorChainsOnce(database, () => TEST_SECRETS, [], silent);
+    assert.equal((await verify(org)).valid, false, 'a start that applies nothing anchors nothing');
+    await anchorChainsOnce(database, () => TEST_SECRETS, ['0015_audit_anchor'], silent);
+    assert.deepEqual(await verify(org), { valid: true, checked: 2 });
+  });
+
+  it('an anchor made with a previous key holds, and maintenance moves it onto the current key', async () => {
+    const org = await orgWithRows('Rotated', 2);
+    const testKey = Buffer.alloc(32, 7);
+    const next = parseSecretKey(generateSecretKeyText(), 'next');
+    const rotated = new SecretBox(next, [{ id: keyIdOf(testKey), bytes: testKey }]);
+    assert.deepEqual(await verifyAuditChain(t.db, rotated, org), { valid: true, checked: 2 });
+    const { reanchored } = await runAuditMaintenance(t.db, rotated, silent);
+    assert.ok(reanchored >= 1);
+    const head = await t.db.selectFrom('audit_chain_heads').select('mac').where('organization_id', '=', org).executeTakeFirstOrThrow();
+    assert.ok(head.mac!.startsWith(`${next.id}:`));
+    assert.deepEqual(await verifyAuditChain(t.db, new SecretBox(next), org), { valid: true, checked: 2 }, 'the previous key is no longer needed');
+    const withoutKey = await verifyAuditChain(t.db, TEST_SECRETS, org);
+    assert.match(withoutKey.reason!, /anchored with a key that is no longer configured/);
+  });
+});
