@@ -154,7 +154,9 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
 
   it('a flag beats its PLINTH_ variable, which beats the context', async () => {
     const unreachable = 'http://127.0.0.1:9';
-    const viaEnv = await user.run(['whoami'], { env: { PLINTH_HOST: unreachable } });
+    // The saved key is not sent to PLINTH_HOST's other host; a key given in PLINTH_TOKEN goes where it says.
+    assert.equal((await user.run(['whoami'], { env: { PLINTH_HOST: unreachable } })).code, 9);
+    const viaEnv = await user.run(['whoami'], { env: { PLINTH_HOST: unreachable, PLINTH_TOKEN: TOKEN } });
     assert.equal(viaEnv.code, 1);
     assert.match(viaEnv.stderr, /cannot reach/);
     const viaFlag = await user.run(['whoami', '--host', plinth.baseUrl], { env: { PLINTH_HOST: unreachable } });
