@@ -3,7 +3,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { parse as parseYaml } from 'yaml';
+import { openSecretBox } from '../src/platform/secrets/key-file.ts';
+import { sensitiveVariableContext } from '../src/stacks/stack-variables.service.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { cliUser, type CliUser } from './helpers/cli.ts';
 import { FAST_ENGINE_ENV } from './helpers/engine.ts';
@@ -30,6 +33,19 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     await plinth?.stop();
     await database.drop();
   });
+
+  /** A sensitive variable's value as the server stored it: opened with the installation's key (its data directory's key file). */
+  const sealedVariable = async (stackId: string, name: string): Promise<unknown> => {
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query('select sealed_value from stack_sensitive_variables where stack_id = $1 and name = $2', [stackId, name]);
+      const box = openSecretBox({ secretKey: undefined, previousSecretKeys: [], dataDir: dir });
+      return JSON.parse(box.open(rows[0].sealed_value, sensitiveVariableContext(stackId, name)));
+    } finally {
+      await client.end();
+    }
+  };
 
   it('every command prints JSON that parses with -o json, mutations included', async () => {
     assert.equal((await user.json(['version'])).cli, '0.0.0');
@@ -59,7 +75,21 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.deepEqual(await user.json(['stack', 'outputs', stack.id]), {});
     const region = { name: 'region', sensitive: false, value: 'eu-west-1' };
     assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'region=eu-west-1', 'replicas=3']), [region, { name: 'replicas', sensitive: false, value: 3 }]);
-    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'db_password=hunter2-secret', '--sensitive']), [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
+    const refused = await user.run(['stack', 'var', 'set', stack.id, 'db_password=hunter2-secret', '--sensitive']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /never taken from the command line.*--value-file -/);
+    assert.doesNotMatch(refused.stderr, /hunter2/);
+    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'db_password', '--sensitive', '--value-file', '-'], { input: 'hunter2-secret\n' }),
+      [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
+    assert.equal(await sealedVariable(stack.id, 'db_password'), 'hunter2-secret', 'the value as piped, its final newline dropped');
+    const valueFile = path.join(dir, 'api-key.txt');
+    writeFileSync(valueFile, '0042 with spaces\n');
+    await user.json(['stack', 'var', 'set', stack.id, 'api_key', '--sensitive', '--value-file', valueFile]);
+    assert.equal(await sealedVariable(stack.id, 'api_key'), '0042 with spaces', 'text from a file, never read as JSON');
+    assert.equal((await user.run(['stack', 'var', 'set', stack.id, 'api_key', '--sensitive'])).code, 2);
+    assert.equal((await user.run(['stack', 'var', 'set', stack.id, 'a', 'b', '--sensitive', '--value-file', valueFile])).code, 2);
+    assert.equal((await user.run(['stack', 'var', 'set', stack.id, 'api_key', '--sensitive', '--value-file', '-'], { input: '\n' })).code, 2, 'an empty value is refused');
+    assert.deepEqual(await user.json(['stack', 'var', 'unset', stack.id, 'api_key']), [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
     const table = await user.run(['stack', 'var', 'list', stack.id]);
     assert.match(table.stdout, /db_password\s+\(sensitive\)/);
     assert.doesNotMatch(table.stdout, /hunter2/);
