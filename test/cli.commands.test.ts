@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -145,6 +146,19 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.deepEqual(await user.json(['logout']), { context: 'default', host: plinth.baseUrl, loggedOut: true });
     assert.equal((await user.run(['whoami'])).code, 3);
     await user.json(['login', '--with-token'], { input: TOKEN });
+  });
+
+  it('bash completion offers each command\'s options, and file names after an option that takes a file', async () => {
+    const script = await user.run(['completion', 'bash']);
+    assert.equal(script.code, 0, script.stderr);
+    const complete = (...words: string[]) => {
+      const probe = `${script.stdout}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _plinth; echo "\${COMPREPLY[*]}"`;
+      return spawnSync('bash', ['-c', probe], { encoding: 'utf8' }).stdout.trim().split(' ').filter(Boolean);
+    };
+    assert.ok(complete('plinth', 'stack', 'var', 'set', '--').includes('--value-file'));
+    assert.deepEqual(complete('plinth', 'stack', 'var', 'set', 'S', 'db_password', '--value-file', ''), [], 'nothing of its own: bash offers file names');
+    assert.deepEqual(complete('plinth', '--host', 'http://x', 'stack', 'var', ''), ['list', 'set', 'unset', '--version', '--host', '--org', '--project', '--context', '--output'], 'an option\'s value is not a command');
+    assert.ok(complete('plinth', 'run', 'logs', '-f', '').includes('--step'), '-f is --follow there, not a file');
   });
 
   it('-o yaml prints YAML and a table has no colour when stdout is not a terminal', async () => {
