@@ -43,6 +43,17 @@ describe('configuration from the environment', () => {
     for (const [key, value] of Object.entries(expected)) assert.equal(config[key as keyof typeof config], value, key);
   });
 
+  it('failed-authentication limits and trusted proxies are read, and a bad one stops the start', () => {
+    const config = loadConfig({ PLINTH_AUTH_FAILURES_PER_ADDRESS: '5', PLINTH_AUTH_FAILURES_PER_KEY_PREFIX: '7', PLINTH_AUTH_FAILURE_WINDOW_S: '30', PLINTH_AUTH_BLOCK_S: '90', PLINTH_AUTH_LIMIT_ENTRIES: '500', PLINTH_TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1,::1' });
+    assert.deepEqual(config.authLimits, { failuresPerAddress: 5, failuresPerKeyPrefix: 7, windowMs: 30_000, blockMs: 90_000, maxEntries: 500 });
+    assert.deepEqual(config.trustedProxies, ['10.0.0.0/8', '192.0.2.1', '::1']);
+    assert.deepEqual(loadConfig({}).authLimits, { failuresPerAddress: 30, failuresPerKeyPrefix: 30, windowMs: 60_000, blockMs: 60_000, maxEntries: 10_000 });
+    assert.deepEqual(loadConfig({}).trustedProxies, []);
+    assert.throws(() => loadConfig({ PLINTH_AUTH_FAILURES_PER_ADDRESS: '0' }), /PLINTH_AUTH_FAILURES_PER_ADDRESS must be a positive integer/);
+    assert.throws(() => loadConfig({ PLINTH_TRUSTED_PROXIES: 'proxy.internal' }), /PLINTH_TRUSTED_PROXIES.*"proxy.internal"/);
+    assert.throws(() => loadConfig({ PLINTH_TRUSTED_PROXIES: '10.0.0.0/33' }), /PLINTH_TRUSTED_PROXIES/);
+  });
+
   it('a port that is not a port number stops the start with a clear message', () => {
     assert.throws(() => loadConfig({ PORT: 'eighty' }), /PORT must be an integer port number/);
     assert.throws(() => loadConfig({ PLINTH_PG_PORT: '70000' }), /PLINTH_PG_PORT/);

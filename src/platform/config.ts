@@ -1,4 +1,6 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
+import { loadAuthLimits, type AuthLimitSettings } from './auth/auth-limiter.ts';
 import { loadGitConfig, type GitConfig } from './git-config.ts';
 
 /** Everything Plinth reads from its environment, parsed once at start. Documented in README.md. */
@@ -36,6 +38,10 @@ export interface Config {
   auditRetryBaseMs: number;
   /** PLINTH_DB_PREPARE: `auto` prepares statements a connection repeats (auto-prepare.ts); `off` for poolers that cannot keep them. */
   dbPrepare: boolean;
+  /** PLINTH_AUTH_*: when failed authentications are refused (auth/auth-limiter.ts). */
+  authLimits: AuthLimitSettings;
+  /** PLINTH_TRUSTED_PROXIES: addresses and CIDRs whose X-Forwarded-For names the client. */
+  trustedProxies: string[];
 }
 
 function msFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -60,6 +66,18 @@ function prepareFrom(env: NodeJS.ProcessEnv): boolean {
   const raw = env.PLINTH_DB_PREPARE || 'auto';
   if (raw !== 'auto' && raw !== 'off') throw new Error(`PLINTH_DB_PREPARE must be auto or off, got "${raw}"`);
   return raw === 'auto';
+}
+
+/** The reverse proxies in front of the API: addresses or CIDRs; a name or a malformed entry stops the start. */
+function trustedProxiesFrom(env: NodeJS.ProcessEnv): string[] {
+  const entries = (env.PLINTH_TRUSTED_PROXIES ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, bits, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const bitsOk = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+    if (!family || !bitsOk || rest.length) throw new Error(`PLINTH_TRUSTED_PROXIES takes IP addresses and CIDRs, comma-separated; "${entry}" is neither`);
+  }
+  return entries;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -87,6 +105,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auditDeliveryMs: msFrom(env, 'PLINTH_AUDIT_DELIVERY_MS', 5000),
     auditRetryBaseMs: msFrom(env, 'PLINTH_AUDIT_RETRY_BASE_MS', 10_000),
     dbPrepare: prepareFrom(env),
+    authLimits: loadAuthLimits(env),
+    trustedProxies: trustedProxiesFrom(env),
   };
 }
 
