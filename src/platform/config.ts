@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { loadAuthLimits, type AuthLimitSettings } from './auth/auth-limiter.ts';
 import { loadGitConfig, type GitConfig } from './git-config.ts';
+import { metricsTokenProblem } from './metrics/exposure.ts';
 
 /** Everything Plinth reads from its environment, parsed once at start. Documented in README.md. */
 export interface Config {
@@ -26,7 +27,7 @@ export interface Config {
   metricsPort: number | undefined;
   /** PLINTH_METRICS_HOST: the address of the metrics listener. */
   metricsHost: string;
-  /** PLINTH_METRICS_TOKEN: when set, a scrape must send it as a bearer token. */
+  /** PLINTH_METRICS_TOKEN: when set, a scrape must send it as a bearer token; required on a host that is not loopback. */
   metricsToken: string | undefined;
   /** PLINTH_BUILD_COMMIT: the commit this build is made of, for plinth_build_info. */
   buildCommit: string;
@@ -80,9 +81,19 @@ function trustedProxiesFrom(env: NodeJS.ProcessEnv): string[] {
   return entries;
 }
 
+/** PLINTH_METRICS_TOKEN, which a metrics listener off loopback must have (metrics/exposure.ts). */
+function metricsTokenFrom(env: NodeJS.ProcessEnv, host: string, port: number | undefined): string | undefined {
+  const token = env.PLINTH_METRICS_TOKEN || undefined;
+  const problem = port === undefined ? undefined : metricsTokenProblem(host, token);
+  if (problem) throw new Error(problem);
+  return token;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST || '127.0.0.1';
   const port = intFrom(env, 'PORT', 8080);
+  const metricsPort = env.PLINTH_METRICS_PORT ? intFrom(env, 'PLINTH_METRICS_PORT', 0) : undefined;
+  const metricsHost = env.PLINTH_METRICS_HOST || '127.0.0.1';
   return {
     host,
     port,
@@ -97,9 +108,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: env.PLINTH_SECRET_KEY || undefined,
     previousSecretKeys: (env.PLINTH_SECRET_KEY_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     git: loadGitConfig(env),
-    metricsPort: env.PLINTH_METRICS_PORT ? intFrom(env, 'PLINTH_METRICS_PORT', 0) : undefined,
-    metricsHost: env.PLINTH_METRICS_HOST || '127.0.0.1',
-    metricsToken: env.PLINTH_METRICS_TOKEN || undefined,
+    metricsPort,
+    metricsHost,
+    metricsToken: metricsTokenFrom(env, metricsHost, metricsPort),
     buildCommit: env.PLINTH_BUILD_COMMIT || 'unknown',
     auditWebhookAllowPrivate: env.PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE === 'true',
     auditDeliveryMs: msFrom(env, 'PLINTH_AUDIT_DELIVERY_MS', 5000),
