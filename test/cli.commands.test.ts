@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { parse as parseYaml } from 'yaml';
+import { openSecretBox } from '../src/platform/secrets/key-file.ts';
+import { sensitiveVariableContext } from '../src/stacks/stack-variables.service.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { cliUser, type CliUser } from './helpers/cli.ts';
 import { FAST_ENGINE_ENV } from './helpers/engine.ts';
@@ -30,6 +34,19 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     await plinth?.stop();
     await database.drop();
   });
+
+  /** A sensitive variable's value as the server stored it: opened with the installation's key (its data directory's key file). */
+  const sealedVariable = async (stackId: string, name: string): Promise<unknown> => {
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query('select sealed_value from stack_sensitive_variables where stack_id = $1 and name = $2', [stackId, name]);
+      const box = openSecretBox({ secretKey: undefined, previousSecretKeys: [], dataDir: dir });
+      return JSON.parse(box.open(rows[0].sealed_value, sensitiveVariableContext(stackId, name)));
+    } finally {
+      await client.end();
+    }
+  };
 
   it('every command prints JSON that parses with -o json, mutations included', async () => {
     assert.equal((await user.json(['version'])).cli, '0.0.0');
@@ -59,7 +76,21 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.deepEqual(await user.json(['stack', 'outputs', stack.id]), {});
     const region = { name: 'region', sensitive: false, value: 'eu-west-1' };
     assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'region=eu-west-1', 'replicas=3']), [region, { name: 'replicas', sensitive: false, value: 3 }]);
-    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'db_password=hunter2-secret', '--sensitive']), [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
+    const refused = await user.run(['stack', 'var', 'set', stack.id, 'db_password=hunter2-secret', '--sensitive']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /never taken from the command line.*--value-file -/);
+    assert.doesNotMatch(refused.stderr, /hunter2/);
+    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'db_password', '--sensitive', '--value-file', '-'], { input: 'hunter2-secret\n' }),
+      [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
+    assert.equal(await sealedVariable(stack.id, 'db_password'), 'hunter2-secret', 'the value as piped, its final newline dropped');
+    const valueFile = path.join(dir, 'api-key.txt');
+    writeFileSync(valueFile, '0042 with spaces\n');
+    await user.json(['stack', 'var', 'set', stack.id, 'api_key', '--sensitive', '--value-file', valueFile]);
+    assert.equal(await sealedVariable(stack.id, 'api_key'), '0042 with spaces', 'text from a file, never read as JSON');
+    assert.equal((await user.run(['stack', 'var', 'set', stack.id, 'api_key', '--sensitive'])).code, 2);
+    assert.equal((await user.run(['stack', 'var', 'set', stack.id, 'a', 'b', '--sensitive', '--value-file', valueFile])).code, 2);
+    assert.equal((await user.run(['stack', 'var', 'set', stack.id, 'api_key', '--sensitive', '--value-file', '-'], { input: '\n' })).code, 2, 'an empty value is refused');
+    assert.deepEqual(await user.json(['stack', 'var', 'unset', stack.id, 'api_key']), [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
     const table = await user.run(['stack', 'var', 'list', stack.id]);
     assert.match(table.stdout, /db_password\s+\(sensitive\)/);
     assert.doesNotMatch(table.stdout, /hunter2/);
@@ -117,6 +148,19 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     await user.json(['login', '--with-token'], { input: TOKEN });
   });
 
+  it('bash completion offers each command\'s options, and file names after an option that takes a file', async () => {
+    const script = await user.run(['completion', 'bash']);
+    assert.equal(script.code, 0, script.stderr);
+    const complete = (...words: string[]) => {
+      const probe = `${script.stdout}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _plinth; echo "\${COMPREPLY[*]}"`;
+      return spawnSync('bash', ['-c', probe], { encoding: 'utf8' }).stdout.trim().split(' ').filter(Boolean);
+    };
+    assert.ok(complete('plinth', 'stack', 'var', 'set', '--').includes('--value-file'));
+    assert.deepEqual(complete('plinth', 'stack', 'var', 'set', 'S', 'db_password', '--value-file', ''), [], 'nothing of its own: bash offers file names');
+    assert.deepEqual(complete('plinth', '--host', 'http://x', 'stack', 'var', ''), ['list', 'set', 'unset', '--version', '--host', '--org', '--project', '--context', '--output'], 'an option\'s value is not a command');
+    assert.ok(complete('plinth', 'run', 'logs', '-f', '').includes('--step'), '-f is --follow there, not a file');
+  });
+
   it('-o yaml prints YAML and a table has no colour when stdout is not a terminal', async () => {
     const yaml = await user.run(['whoami', '-o', 'yaml']);
     assert.equal(parseYaml(yaml.stdout).email, 'admin@localhost');
@@ -154,7 +198,9 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
 
   it('a flag beats its PLINTH_ variable, which beats the context', async () => {
     const unreachable = 'http://127.0.0.1:9';
-    const viaEnv = await user.run(['whoami'], { env: { PLINTH_HOST: unreachable } });
+    // The saved key is not sent to PLINTH_HOST's other host; a key given in PLINTH_TOKEN goes where it says.
+    assert.equal((await user.run(['whoami'], { env: { PLINTH_HOST: unreachable } })).code, 9);
+    const viaEnv = await user.run(['whoami'], { env: { PLINTH_HOST: unreachable, PLINTH_TOKEN: TOKEN } });
     assert.equal(viaEnv.code, 1);
     assert.match(viaEnv.stderr, /cannot reach/);
     const viaFlag = await user.run(['whoami', '--host', plinth.baseUrl], { env: { PLINTH_HOST: unreachable } });

@@ -54,7 +54,7 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
     assert.match(login.stderr, /logged in to http:\/\/127\.0\.0\.1:\d+ as admin@localhost/);
     const credentials = path.join(user.configHome, 'plinth', 'credentials.json');
     assert.equal(statSync(credentials).mode & 0o777, 0o600);
-    assert.equal(JSON.parse(readFileSync(credentials, 'utf8')).tokens.default, TOKEN);
+    assert.deepEqual(JSON.parse(readFileSync(credentials, 'utf8')).keys.default, { host: plinth.baseUrl, token: TOKEN });
     const whoami = await user.json(['whoami']);
     assert.equal(whoami.globalRole, 'SUPER_ADMIN');
     const context = await user.json(['context', 'show']);

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import type { Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sampleQueueGauges } from '../src/engine/queue-gauges.ts';
 import { startProcessMetrics } from '../src/platform/metrics/process-metrics.ts';
-import { metricsPort } from '../src/platform/metrics/server.ts';
+import { metricsPort, startMetricsServer } from '../src/platform/metrics/server.ts';
 import { createStack, startEngineTestApp, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+import { PLINTH_BIN, ROOT } from './helpers/plinth-process.ts';
 
 /** The value of one sample of the scrape, 0 when absent: `name{labels} value`. */
 function sample(text: string, name: string, labels = ''): number {
@@ -39,6 +41,26 @@ describe('Prometheus metrics', () => {
     assert.equal((await fetch(url)).status, 401);
     assert.equal((await fetch(url, { headers: { authorization: `Bearer ${t.adminToken}` } })).status, 401);
     assert.equal((await fetch(url.replace('/metrics', '/other'))).status, 404);
+  });
+
+  it('off loopback the metrics listener needs its token: plinth refuses to start without one', async () => {
+    const started = spawnSync(process.execPath, [PLINTH_BIN, 'api'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, PLINTH_METRICS_PORT: '0', PLINTH_METRICS_HOST: '0.0.0.0', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(started.status, 1, started.stderr);
+    assert.match(started.stderr, /PLINTH_METRICS_HOST is 0\.0\.0\.0, which is not loopback: set PLINTH_METRICS_TOKEN/);
+    await assert.rejects(startMetricsServer({ host: '0.0.0.0', port: 0 }), /not loopback/);
+    const exposed = await startMetricsServer({ host: '0.0.0.0', port: 0, token });
+    try {
+      const at = `http://127.0.0.1:${metricsPort(exposed)}/metrics`;
+      assert.equal((await fetch(at)).status, 401);
+      assert.equal((await fetch(at, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+    } finally {
+      await new Promise((resolve) => exposed.close(resolve));
+    }
   });
 
   it('after a run, shows its counts and histograms, request latency by route template, and no ids', async () => {

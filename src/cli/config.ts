@@ -1,9 +1,10 @@
-// Where the CLI keeps its contexts (host, organization, project) and its tokens:
+// Where the CLI keeps its contexts (host, organization, project) and its keys:
 // $XDG_CONFIG_HOME/plinth/config.json, and credentials.json beside it, readable by its owner only.
 
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { hostOrigin } from './host.ts';
 
 export interface Context {
   host?: string;
@@ -16,9 +17,18 @@ export interface ConfigFile {
   contexts: Record<string, Context>;
 }
 
+/** A saved API key and the origin it was saved for: the CLI sends it there and nowhere else. */
+export interface SavedKey {
+  /** The origin (scheme, host, port) of the login; null for a key that predates the binding and had no host to take. */
+  host: string | null;
+  token: string;
+}
+
 interface CredentialsFile {
-  /** Token per context name. */
-  tokens: Record<string, string>;
+  /** Key per context name. */
+  keys: Record<string, SavedKey>;
+  /** What credentials.json held before keys were bound to hosts: a bare token per context name. */
+  tokens?: Record<string, string>;
 }
 
 export const DEFAULT_CONTEXT = 'default';
@@ -77,14 +87,41 @@ export class ConfigStore {
     return next;
   }
 
-  token(context: string): string | undefined {
-    return readJson<CredentialsFile>(this.credentialsFile, { tokens: {} }).tokens[context];
+  /** The key saved for a context, if any. */
+  key(context: string): SavedKey | undefined {
+    const key = this.keys()[context];
+    return typeof key?.token === 'string' ? key : undefined;
   }
 
-  setToken(context: string, token: string | undefined) {
-    const credentials = readJson<CredentialsFile>(this.credentialsFile, { tokens: {} });
-    if (token === undefined) delete credentials.tokens[context];
-    else credentials.tokens[context] = token;
-    writeJson(this.credentialsFile, credentials);
+  setKey(context: string, key: SavedKey | undefined) {
+    const keys = this.keys();
+    if (key === undefined) delete keys[context];
+    else keys[context] = key;
+    writeJson(this.credentialsFile, { keys } satisfies CredentialsFile);
+  }
+
+  /**
+   * keys reads credentials.json, rewriting one of the older form (a bare token per context) once: each
+   * token is bound to the host its context had, which is the host `plinth login` checked it against and
+   * saved with it. Written back at once, so a later change of the context's host cannot carry it along.
+   */
+  private keys(): Record<string, SavedKey> {
+    const file = readJson<CredentialsFile>(this.credentialsFile, { keys: {} });
+    if (!file.tokens) return file.keys;
+    const contexts = this.read().contexts;
+    const keys = { ...file.keys };
+    for (const [name, token] of Object.entries(file.tokens)) keys[name] ??= { host: legacyBinding(contexts[name]?.host), token };
+    writeJson(this.credentialsFile, { keys } satisfies CredentialsFile);
+    return keys;
+  }
+}
+
+/** The origin an older token is bound to: its context's host; none (the key is refused until a new login) when that is missing or unreadable. */
+function legacyBinding(host: string | undefined): string | null {
+  if (host === undefined) return null;
+  try {
+    return hostOrigin(host);
+  } catch {
+    return null;
   }
 }

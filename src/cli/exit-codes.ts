@@ -10,6 +10,8 @@ export const EXIT = {
   WAITING_FOR_APPROVAL: 6,
   TIMEOUT: 7,
   CANCELLED: 8,
+  /** The context's saved key belongs to another host than the one asked for: it is not sent. */
+  KEY_FOR_OTHER_HOST: 9,
   INTERRUPTED: 130,
 } as const;
 

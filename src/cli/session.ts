@@ -2,11 +2,10 @@
 // else the current context (docs/cli.md#precedence).
 
 import { createPlinth, type Plinth } from '@plinth/sdk';
-import { ConfigStore, DEFAULT_CONTEXT, type Context } from './config.ts';
+import { ConfigStore, DEFAULT_CONTEXT, type Context, type SavedKey } from './config.ts';
 import { CliExit, EXIT, UsageError } from './exit-codes.ts';
+import { DEFAULT_HOST, hostOrigin, normaliseHost, warnIfCleartext } from './host.ts';
 import { Output, parseFormat } from './output.ts';
-
-export const DEFAULT_HOST = 'http://127.0.0.1:8080';
 
 /** The options every command takes (commander's optsWithGlobals()). */
 export interface GlobalOptions {
@@ -21,21 +20,12 @@ export interface Settings {
   contextName: string;
   context: Context;
   host: string;
-  token?: string;
+  /** PLINTH_TOKEN: a key given for this invocation, sent to whatever host it names. */
+  envToken?: string;
+  /** The context's saved key: sent only to the origin it was saved for. */
+  savedKey?: SavedKey;
   organization?: string;
   project?: string;
-}
-
-export function normaliseHost(host: string): string {
-  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(host) ? host : `http://${host}`;
-  let url: URL;
-  try {
-    url = new URL(withScheme);
-  } catch {
-    throw new UsageError(`--host must be a URL such as ${DEFAULT_HOST}, not "${host}"`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--host must be an http or https URL, not "${host}"`);
-  return url.toString().replace(/\/+$/, '');
 }
 
 /** resolveSettings applies the precedence flag > PLINTH_* environment > context. */
@@ -49,7 +39,8 @@ export function resolveSettings(options: GlobalOptions, store: ConfigStore, env:
     contextName,
     context,
     host: normaliseHost(options.host ?? env.PLINTH_HOST ?? context.host ?? DEFAULT_HOST),
-    token: env.PLINTH_TOKEN || store.token(contextName),
+    envToken: env.PLINTH_TOKEN || undefined,
+    savedKey: store.key(contextName),
     organization: options.org ?? env.PLINTH_ORG ?? context.organization,
     project: options.project ?? env.PLINTH_PROJECT ?? context.project,
   };
@@ -72,16 +63,35 @@ export class Session {
     this.settings = resolveSettings(options, this.store, env, allowNewContext);
   }
 
-  /** The API client, with the credential; no credential at all is exit 3 before any request. */
+  /**
+   * The API client, with the credential. No credential at all is exit 3, a saved key for another host
+   * exit 9, both before any request is sent.
+   */
   get plinth(): Plinth {
-    if (!this.settings.token) throw new CliExit(EXIT.AUTH, `not logged in to ${this.settings.host}: run plinth login`);
+    const token = this.token();
+    warnIfCleartext(this.settings.host, (line) => this.out.info(line));
     this.client ??= createPlinth({
       baseUrl: this.settings.host,
-      token: this.settings.token,
+      token,
       organizationId: this.settings.organization,
       userAgent: `plinth-cli/${CLI_VERSION}`,
     });
     return this.client;
+  }
+
+  /**
+   * token is the key to send: PLINTH_TOKEN as given, else the context's saved key, and that only to
+   * the origin it was saved for. A --host or PLINTH_HOST that names another server would otherwise
+   * hand it the key.
+   */
+  private token(): string {
+    const { envToken, savedKey, host, contextName } = this.settings;
+    if (envToken) return envToken;
+    if (!savedKey) throw new CliExit(EXIT.AUTH, `not logged in to ${host}: run plinth login --host ${host}`);
+    if (savedKey.host === hostOrigin(host)) return savedKey.token;
+    const savedFor = savedKey.host === null ? 'no host (it was saved by an older plinth without one)' : savedKey.host;
+    throw new CliExit(EXIT.KEY_FOR_OTHER_HOST, `the key of context "${contextName}" was saved for ${savedFor}, not ${hostOrigin(host)}, and is sent nowhere else: `
+      + `log in to ${host} (plinth login --host ${host}, or add --context <name> to keep this context's key)`);
   }
 
   /** The project to act in: the flag, PLINTH_PROJECT or the context's; none is a usage error. */

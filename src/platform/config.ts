@@ -1,5 +1,8 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
+import { loadAuthLimits, type AuthLimitSettings } from './auth/auth-limiter.ts';
 import { loadGitConfig, type GitConfig } from './git-config.ts';
+import { metricsTokenProblem } from './metrics/exposure.ts';
 
 /** Everything Plinth reads from its environment, parsed once at start. Documented in README.md. */
 export interface Config {
@@ -24,7 +27,7 @@ export interface Config {
   metricsPort: number | undefined;
   /** PLINTH_METRICS_HOST: the address of the metrics listener. */
   metricsHost: string;
-  /** PLINTH_METRICS_TOKEN: when set, a scrape must send it as a bearer token. */
+  /** PLINTH_METRICS_TOKEN: when set, a scrape must send it as a bearer token; required on a host that is not loopback. */
   metricsToken: string | undefined;
   /** PLINTH_BUILD_COMMIT: the commit this build is made of, for plinth_build_info. */
   buildCommit: string;
@@ -36,6 +39,10 @@ export interface Config {
   auditRetryBaseMs: number;
   /** PLINTH_DB_PREPARE: `auto` prepares statements a connection repeats (auto-prepare.ts); `off` for poolers that cannot keep them. */
   dbPrepare: boolean;
+  /** PLINTH_AUTH_*: when failed authentications are refused (auth/auth-limiter.ts). */
+  authLimits: AuthLimitSettings;
+  /** PLINTH_TRUSTED_PROXIES: addresses and CIDRs whose X-Forwarded-For names the client. */
+  trustedProxies: string[];
 }
 
 function msFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -62,9 +69,31 @@ function prepareFrom(env: NodeJS.ProcessEnv): boolean {
   return raw === 'auto';
 }
 
+/** The reverse proxies in front of the API: addresses or CIDRs; a name or a malformed entry stops the start. */
+function trustedProxiesFrom(env: NodeJS.ProcessEnv): string[] {
+  const entries = (env.PLINTH_TRUSTED_PROXIES ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, bits, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const bitsOk = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+    if (!family || !bitsOk || rest.length) throw new Error(`PLINTH_TRUSTED_PROXIES takes IP addresses and CIDRs, comma-separated; "${entry}" is neither`);
+  }
+  return entries;
+}
+
+/** PLINTH_METRICS_TOKEN, which a metrics listener off loopback must have (metrics/exposure.ts). */
+function metricsTokenFrom(env: NodeJS.ProcessEnv, host: string, port: number | undefined): string | undefined {
+  const token = env.PLINTH_METRICS_TOKEN || undefined;
+  const problem = port === undefined ? undefined : metricsTokenProblem(host, token);
+  if (problem) throw new Error(problem);
+  return token;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST || '127.0.0.1';
   const port = intFrom(env, 'PORT', 8080);
+  const metricsPort = env.PLINTH_METRICS_PORT ? intFrom(env, 'PLINTH_METRICS_PORT', 0) : undefined;
+  const metricsHost = env.PLINTH_METRICS_HOST || '127.0.0.1';
   return {
     host,
     port,
@@ -79,14 +108,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: env.PLINTH_SECRET_KEY || undefined,
     previousSecretKeys: (env.PLINTH_SECRET_KEY_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     git: loadGitConfig(env),
-    metricsPort: env.PLINTH_METRICS_PORT ? intFrom(env, 'PLINTH_METRICS_PORT', 0) : undefined,
-    metricsHost: env.PLINTH_METRICS_HOST || '127.0.0.1',
-    metricsToken: env.PLINTH_METRICS_TOKEN || undefined,
+    metricsPort,
+    metricsHost,
+    metricsToken: metricsTokenFrom(env, metricsHost, metricsPort),
     buildCommit: env.PLINTH_BUILD_COMMIT || 'unknown',
     auditWebhookAllowPrivate: env.PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE === 'true',
     auditDeliveryMs: msFrom(env, 'PLINTH_AUDIT_DELIVERY_MS', 5000),
     auditRetryBaseMs: msFrom(env, 'PLINTH_AUDIT_RETRY_BASE_MS', 10_000),
     dbPrepare: prepareFrom(env),
+    authLimits: loadAuthLimits(env),
+    trustedProxies: trustedProxiesFrom(env),
   };
 }
 

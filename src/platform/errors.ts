@@ -45,6 +45,13 @@ export class UnauthenticatedError extends AppError {
   }
 }
 
+/** 429: the caller must wait before trying again; `retryAfterSeconds` is sent as Retry-After. */
+export class TooManyRequestsError extends AppError {
+  constructor(code: string, message: string, readonly retryAfterSeconds: number) {
+    super(429, code, message);
+  }
+}
+
 export class ForbiddenError extends AppError {
   constructor(message: string, code = 'Auth:Permission:DENIED', metadata?: Record<string, unknown>) {
     super(403, code, message, { metadata });

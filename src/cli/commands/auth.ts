@@ -4,12 +4,14 @@ import type { Command } from 'commander';
 import { createPlinth, unwrap, type Principal } from '@plinth/sdk';
 import { action } from '../command-kit.ts';
 import { CliExit, EXIT, UsageError } from '../exit-codes.ts';
+import { hostOrigin, normaliseHost, warnIfCleartext } from '../host.ts';
 import { readSecret } from '../prompt.ts';
-import { CLI_VERSION, normaliseHost, type Session } from '../session.ts';
+import { CLI_VERSION, type Session } from '../session.ts';
 
 const principalColumns = (p: Principal) => p;
 
-async function whoamiWith(host: string, token: string, organization?: string): Promise<Principal> {
+async function whoamiWith(session: Session, host: string, token: string, organization?: string): Promise<Principal> {
+  warnIfCleartext(host, (line) => session.out.info(line));
   const plinth = createPlinth({ baseUrl: host, token, organizationId: organization, userAgent: `plinth-cli/${CLI_VERSION}` });
   return (await unwrap(plinth.api.GET('/auth/whoami'))).data;
 }
@@ -32,14 +34,14 @@ async function readToken(withToken: boolean): Promise<string> {
 export function authCommands(program: Command) {
   program
     .command('login')
-    .description('store an API key for the current context (checked against the server first)')
+    .description('store an API key for the current context, bound to its host (checked against the server first)')
     .option('--with-token', 'read the API key from standard input')
     .action(action(async (session: Session, options: { withToken?: boolean }) => {
       const { host, contextName, organization } = session.settings;
       const token = await readToken(Boolean(options.withToken));
-      const principal = await whoamiWith(host, token, organization);
+      const principal = await whoamiWith(session, host, token, organization);
       session.store.updateContext(contextName, { host, organization: principal.organizationId }, true);
-      session.store.setToken(contextName, token);
+      session.store.setKey(contextName, { host: hostOrigin(host), token });
       session.out.info(`logged in to ${host} as ${principal.email} (${principal.role} of ${principal.organizationName}), context "${contextName}"`);
       session.out.item(principalColumns(principal));
     }));
@@ -49,8 +51,8 @@ export function authCommands(program: Command) {
     .description("forget the current context's API key (the key itself stays valid until revoked)")
     .action(action((session: Session) => {
       const { contextName, host } = session.settings;
-      const had = session.store.token(contextName) !== undefined;
-      session.store.setToken(contextName, undefined);
+      const had = session.store.key(contextName) !== undefined;
+      session.store.setKey(contextName, undefined);
       session.out.info(had ? `logged out of ${host} (context "${contextName}")` : `context "${contextName}" had no stored key`);
       session.out.item({ context: contextName, host, loggedOut: had });
     }));
@@ -71,14 +73,17 @@ function contextCommands(context: Command) {
     .description('every context, the current one marked')
     .action(action((session: Session) => {
       const config = session.store.read();
-      const rows = Object.entries(config.contexts).map(([name, c]) => ({ name, current: name === config.current, ...c, loggedIn: session.store.token(name) !== undefined }));
+      const rows = Object.entries(config.contexts).map(([name, c]) => {
+        const key = session.store.key(name);
+        return { name, current: name === config.current, ...c, loggedIn: key !== undefined, keyHost: key?.host ?? undefined };
+      });
       session.out.list(rows, [
         ['CURRENT', (r) => (r.current ? '*' : '')],
         ['NAME', (r) => r.name],
         ['HOST', (r) => r.host],
         ['ORGANIZATION', (r) => r.organization],
         ['PROJECT', (r) => r.project],
-        ['LOGGED IN', (r) => (r.loggedIn ? 'yes' : 'no')],
+        ['KEY FOR', (r) => (r.loggedIn ? (r.keyHost ?? '(no host: log in again)') : '')],
       ]);
     }));
 
@@ -100,6 +105,10 @@ function contextCommands(context: Command) {
       const flags = session.flags;
       const target = name ?? session.settings.contextName;
       const updated = session.store.updateContext(target, { host: flags.host === undefined ? undefined : normaliseHost(flags.host), organization: flags.org, project: flags.project });
+      const key = session.store.key(target);
+      if (key && updated.host !== undefined && key.host !== hostOrigin(updated.host)) {
+        session.out.info(`the key of context "${target}" stays bound to ${key.host ?? 'no host'}: to use ${updated.host}, plinth login --context ${target}`);
+      }
       session.out.item({ name: target, ...updated });
     }));
 
@@ -108,7 +117,8 @@ function contextCommands(context: Command) {
     .description('what this invocation would use: each setting after flags, PLINTH_* variables and the context')
     .action(action((session: Session) => {
       const s = session.settings;
-      const tokenSource = process.env.PLINTH_TOKEN ? 'PLINTH_TOKEN' : session.store.token(s.contextName) ? session.store.credentialsFile : 'none';
-      session.out.item({ context: s.contextName, host: s.host, organization: s.organization, project: s.project, token: tokenSource });
+      const tokenSource = s.envToken ? 'PLINTH_TOKEN' : s.savedKey ? session.store.credentialsFile : 'none';
+      const keyHost = s.envToken ? undefined : (s.savedKey?.host ?? undefined);
+      session.out.item({ context: s.contextName, host: s.host, organization: s.organization, project: s.project, token: tokenSource, keyHost });
     }));
 }

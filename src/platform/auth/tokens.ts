@@ -1,6 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const TOKEN_PREFIX = 'plk_';
+/** Run credentials, minted by a worker for one OpenTofu step, read apart from API keys: the state backend resolves them against their run. */
+export const RUN_TOKEN_PREFIX = 'plr_';
 
 /** A new API token: the fixed prefix and 256 random bits, base64url. Shown once, never stored. */
 export function generateToken(): string {

@@ -10,6 +10,8 @@ import type { Db } from '../db/db.ts';
 import { AppError, NotFoundError } from '../errors.ts';
 import { ErrorBody } from '../schema.ts';
 import { authenticate } from '../auth/authenticate.ts';
+import { countFailedAuthentication, refuseBlockedAddress } from '../auth/auth-limit-hooks.ts';
+import { AuthLimiter } from '../auth/auth-limiter.ts';
 import { CredentialStore } from '../auth/credential-store.ts';
 import { CredentialWriteWatch } from '../auth/credential-writes.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -103,6 +105,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     genReqId: () => randomUUID(),
+    // request.ip, which the audit log records and failed authentications are counted by: the client's
+    // address as a trusted proxy forwards it, else the connection's (PLINTH_TRUSTED_PROXIES).
+    trustProxy: options.config.trustedProxies.length ? options.config.trustedProxies : false,
     bodyLimit: 1024 * 1024,
     exposeHeadRoutes: false,
     logController: new AccessLog(),
@@ -173,12 +178,16 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const credentials = new CredentialStore(options.db, { listenUrl: options.listenUrl ?? options.config.databaseUrl, log: options.logger, ttlMs: options.credentialCacheTtlMs });
   await credentials.start();
   app.addHook('onClose', async () => credentials.close());
+  const authLimiter = new AuthLimiter(options.config.authLimits);
   app.addHook('onRequest', async (request, reply) => {
     request.credentialWritesAtStart = credentialWrites.writes;
     reply.header('X-Request-Id', request.id);
+    // Every route that takes a credential, the public ones that check their own (the state backend) too.
+    refuseBlockedAddress(authLimiter, request);
     if (request.is404 || request.routeOptions.config.public) return;
     await authenticate(credentials, request);
   });
+  app.addHook('onError', async (request, _reply, error) => countFailedAuthentication(authLimiter, request, error));
   // A request that wrote a credential table (or ran beside one that did): this process forgets its
   // cached credentials before the caller hears back, so the caller's next request sees the change
   // (other processes hear of it through NOTIFY). Any other request leaves the cache as it is.

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, BadRequestError } from '../errors.ts';
+import { AppError, BadRequestError, TooManyRequestsError } from '../errors.ts';
 import type { ErrorBody } from '../schema.ts';
 import { describeValidationErrors } from './validation.ts';
 
@@ -42,6 +42,7 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     if (known.details) body.details = known.details;
     if (known.metadata && request.principal?.isSuperAdmin) body.metadata = known.metadata;
     if (known.status === 405 && known.metadata?.allow) reply.header('Allow', String(known.metadata.allow));
+    if (known instanceof TooManyRequestsError) reply.header('Retry-After', String(known.retryAfterSeconds));
     return reply.status(known.status).send(body);
   }
   request.log.error({ err: error }, 'failed request');

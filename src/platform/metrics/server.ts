@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
+import { metricsTokenProblem } from './exposure.ts';
 import { registry } from './metrics.ts';
 
 /** Read just before each scrape: cheap, in-memory values of this process (pool sizes, busy slots). */
@@ -27,16 +28,19 @@ function tokenMatches(header: string | undefined, token: string): boolean {
 export interface MetricsServerOptions {
   host: string;
   port: number;
-  /** When set, a scrape must send `Authorization: Bearer <token>`. */
+  /** When set, a scrape must send `Authorization: Bearer <token>`; required unless `host` is loopback. */
   token?: string;
 }
 
 /**
  * startMetricsServer serves GET /metrics on its own port, apart from the API: no tenant's credential
  * reaches it, it is never in the API's OpenAPI document, and it can be bound to an address only the
- * monitoring network sees. Its own plain node:http server keeps the API's hooks off the scrape.
+ * monitoring network sees. Its own plain node:http server keeps the API's hooks off the scrape. It
+ * refuses to listen off loopback without a token.
  */
 export async function startMetricsServer(options: MetricsServerOptions): Promise<Server> {
+  const problem = metricsTokenProblem(options.host, options.token);
+  if (problem) throw new Error(problem);
   const server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
     if (request.method !== 'GET' || path !== '/metrics') {

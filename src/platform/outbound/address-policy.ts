@@ -86,7 +86,7 @@ function embeddedIPv4(v6: string): string | undefined {
 }
 
 /** The eight 16-bit words of an IPv6 address (a trailing dotted IPv4 part included), or undefined. */
-function expandIPv6(v6: string): number[] | undefined {
+export function expandIPv6(v6: string): number[] | undefined {
   if (isIP(v6) !== 6) return undefined;
   let text = v6;
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { hashToken } from '../../../platform/auth/tokens.ts';
+import { hashToken, RUN_TOKEN_PREFIX } from '../../../platform/auth/tokens.ts';
 import type { Executor } from '../../../platform/db/db.ts';
 import { newId } from '../../../platform/ids.ts';
 import { deleteRunCredential, insertRunCredential } from './opentofu.repo.ts';
 
-/** Run credentials read apart from API keys (`plk_`): the state backend resolves them against their run. */
-export const RUN_TOKEN_PREFIX = 'plr_';
+// The prefix lives with the API key's in platform/auth/tokens.ts (the failed-authentication limits read
+// it there); the state backend, which resolves run credentials, takes it from here.
+export { RUN_TOKEN_PREFIX };
 
 /** A run credential outlives its step by at most this much beyond the step's own time limit. */
 const CREDENTIAL_MARGIN_MS = 5 * 60_000;

@@ -1,0 +1,45 @@
+// Where the HTTP app applies the limiter: a request's credential, whatever route checks it (the API's
+// bearer keys, the state backend's HTTP Basic and run credentials), passes through these two hooks.
+
+import type { FastifyRequest } from 'fastify';
+import { TooManyRequestsError, UnauthenticatedError } from '../errors.ts';
+import { keyPrefixOf, type AuthLimiter } from './auth-limiter.ts';
+import { RUN_TOKEN_PREFIX } from './tokens.ts';
+
+export const TOO_MANY_FAILURES = 'Auth:Credential:TOO_MANY_FAILURES';
+
+/** The token a request presents: a Bearer token, or the password of HTTP Basic (how OpenTofu's http backend sends it). */
+export function presentedToken(header: string | undefined): string | undefined {
+  const match = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(header ?? '');
+  if (!match) return undefined;
+  if (match[1].toLowerCase() === 'bearer') return match[2];
+  const decoded = Buffer.from(match[2], 'base64').toString('utf8');
+  return decoded.slice(decoded.indexOf(':') + 1);
+}
+
+/**
+ * refuseBlockedAddress answers 429 to a request that carries a credential from an address over its limit,
+ * before the credential is looked at. Requests without one (health checks, the OpenAPI document) pass,
+ * and so do run credentials: OpenTofu steps reach the state backend from their worker host's address,
+ * which every tenant's steps share, and one tenant failing there on purpose must not stop another's
+ * runs. A run credential is 256 random bits minted by Plinth and dies with its run: no guess finds one.
+ */
+export function refuseBlockedAddress(limiter: AuthLimiter, request: FastifyRequest): void {
+  if (request.headers.authorization === undefined) return;
+  const retryAfterSeconds = limiter.retryAfterSeconds(request.ip);
+  if (retryAfterSeconds === undefined) return;
+  if (presentedToken(request.headers.authorization)?.startsWith(RUN_TOKEN_PREFIX)) return;
+  throw new TooManyRequestsError(TOO_MANY_FAILURES, `Too many failed authentications from this address: retry after ${retryAfterSeconds} s`, retryAfterSeconds);
+}
+
+/**
+ * countFailedAuthentication counts a request answered 401 for the credential it presented (unknown,
+ * revoked, expired or malformed); one that presented none is not a guess and is not counted.
+ */
+export function countFailedAuthentication(limiter: AuthLimiter, request: FastifyRequest, error: unknown): void {
+  if (!(error instanceof UnauthenticatedError) || error.code === 'Auth:Credential:MISSING') return;
+  const keyPrefix = keyPrefixOf(presentedToken(request.headers.authorization));
+  const outcome = limiter.recordFailure(request.ip, keyPrefix);
+  if (outcome.addressBlocked) request.log.warn({ address: request.ip }, 'blocked an address after failed authentications');
+  if (outcome.prefixBlocked) request.log.warn({ keyPrefix }, 'a key prefix reached its limit of failed authentications');
+}

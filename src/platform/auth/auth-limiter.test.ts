@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { addressKey, AuthLimiter, keyPrefixOf, type AuthLimitSettings } from './auth-limiter.ts';
+
+const SETTINGS: AuthLimitSettings = { failuresPerAddress: 3, failuresPerKeyPrefix: 5, windowMs: 60_000, blockMs: 10_000, maxEntries: 100 };
+
+/** A limiter on a clock the test moves (the HTTP tests run it on the real one). */
+function limiter(settings: Partial<AuthLimitSettings> = {}) {
+  let now = 1_000_000;
+  const l = new AuthLimiter({ ...SETTINGS, ...settings }, () => now);
+  return { l, advance: (ms: number) => (now += ms) };
+}
+
+describe('failed authentications: per address and per key prefix', () => {
+  it('an address is blocked at its limit, for the block time, then starts afresh', () => {
+    const { l, advance } = limiter();
+    assert.deepEqual(l.recordFailure('192.0.2.1', undefined), { addressBlocked: false, prefixBlocked: false });
+    l.recordFailure('192.0.2.1', undefined);
+    assert.equal(l.retryAfterSeconds('192.0.2.1'), undefined);
+    assert.deepEqual(l.recordFailure('192.0.2.1', undefined), { addressBlocked: true, prefixBlocked: false });
+    assert.equal(l.retryAfterSeconds('192.0.2.1'), 10);
+    assert.equal(l.retryAfterSeconds('192.0.2.2'), undefined, 'other addresses are not touched');
+    advance(9_001);
+    assert.equal(l.retryAfterSeconds('192.0.2.1'), 1, 'rounded up: a client that waits Retry-After is let in');
+    advance(999);
+    assert.equal(l.retryAfterSeconds('192.0.2.1'), undefined);
+    assert.equal(l.recordFailure('192.0.2.1', undefined).addressBlocked, false, 'a fresh budget after the block');
+  });
+
+  it('failures older than the window are forgotten', () => {
+    const { l, advance } = limiter();
+    l.recordFailure('192.0.2.1', undefined);
+    l.recordFailure('192.0.2.1', undefined);
+    advance(60_000);
+    assert.equal(l.recordFailure('192.0.2.1', undefined).addressBlocked, false);
+    assert.equal(l.recordFailure('192.0.2.1', undefined).addressBlocked, false);
+    assert.equal(l.recordFailure('192.0.2.1', undefined).addressBlocked, true);
+  });
+
+  it('a prefix over its limit costs any address that fails with it its whole budget at once', () => {
+    const { l } = limiter();
+    for (let i = 1; i <= 4; i++) assert.equal(l.recordFailure(`198.51.100.${i}`, 'plk_abcdef').prefixBlocked, false);
+    assert.deepEqual(l.recordFailure('198.51.100.5', 'plk_abcdef'), { addressBlocked: false, prefixBlocked: true });
+    // No address is refused for the prefix alone: a valid key of it still passes wherever it comes from.
+    assert.equal(l.retryAfterSeconds('198.51.100.6'), undefined);
+    assert.deepEqual(l.recordFailure('198.51.100.6', 'plk_abcdef'), { addressBlocked: true, prefixBlocked: false });
+    assert.equal(l.retryAfterSeconds('198.51.100.6'), 10);
+    assert.equal(l.recordFailure('198.51.100.7', 'plk_zzzzzz').addressBlocked, false, 'another prefix is counted apart');
+  });
+
+  it('IPv6 addresses are counted by their /64, IPv4-mapped ones as IPv4', () => {
+    assert.equal(addressKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+    assert.equal(addressKey('2001:db8:1:2:bbbb::9'), '2001:db8:1:2::/64');
+    assert.equal(addressKey('::ffff:192.0.2.7'), '192.0.2.7');
+    const { l } = limiter();
+    for (let i = 1; i <= 3; i++) l.recordFailure(`2001:db8:1:2::${i}`, undefined);
+    assert.equal(l.retryAfterSeconds('2001:db8:1:2:ffff::ffff'), 10);
+    assert.equal(l.retryAfterSeconds('2001:db8:1:3::1'), undefined);
+  });
+
+  it('the key prefix is that of an API key only', () => {
+    assert.equal(keyPrefixOf('plk_abcdefghijklmnop'), 'plk_abcdef');
+    assert.equal(keyPrefixOf('plr_runcredential'), undefined);
+    assert.equal(keyPrefixOf(undefined), undefined);
+  });
+
+  it('memory stays within the cap however many addresses and prefixes fail; the stalest is forgotten first', () => {
+    const { l } = limiter({ maxEntries: 1000 });
+    for (let i = 0; i < 3; i++) l.recordFailure('203.0.113.1', undefined);
+    assert.equal(l.retryAfterSeconds('203.0.113.1'), 10);
+    for (let i = 0; i < 100_000; i++) l.recordFailure(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, `plk_${i.toString(36).padStart(6, '0')}`);
+    assert.deepEqual(l.size, { addresses: 1000, prefixes: 1000 });
+    assert.equal(l.retryAfterSeconds('203.0.113.1'), undefined, 'evicted: the cap, not the flood, bounds what is kept');
+  });
+});
