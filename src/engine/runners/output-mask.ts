@@ -1,32 +1,5 @@
 import { cutPoint, MAX_RECORD_BYTES, type OutputRecord } from '../log-bytes.ts';
-
-/**
- * The byte strings to find. One indexOf pass per needle over each record: a stack's secrets in all their
- * printed forms are tens to a few hundred needles, a few milliseconds per 16 KiB record at most.
- */
-class Needles {
-  readonly longest: number;
-
-  constructor(private readonly needles: Buffer[]) {
-    this.needles = needles.filter((n) => n.length > 0);
-    this.longest = this.needles.reduce((max, n) => Math.max(max, n.length), 0);
-  }
-
-  get isEmpty(): boolean {
-    return this.longest === 0;
-  }
-
-  /** longestAt is, for each offset of `buf`, the length of the longest needle starting there (0: none). */
-  longestAt(buf: Buffer): Int32Array {
-    const lengths = new Int32Array(buf.length);
-    for (const needle of this.needles) {
-      for (let at = buf.indexOf(needle); at >= 0; at = buf.indexOf(needle, at + 1)) {
-        if (needle.length > lengths[at]) lengths[at] = needle.length;
-      }
-    }
-    return lengths;
-  }
-}
+import { NeedleSearch } from './needle-search.ts';
 
 /** What a hidden value reads as in the log. */
 const MASK = Buffer.from('***');
@@ -38,10 +11,10 @@ const EMPTY = Buffer.alloc(0);
  * StreamMasker from it: a masker keeps the unfinished tail of a long line, which only its stream may continue.
  */
 export class OutputMask {
-  private readonly search: Needles;
+  private readonly search: NeedleSearch;
 
   constructor(needles: string[]) {
-    this.search = new Needles([...new Set(needles)].map((n) => Buffer.from(n, 'utf8')));
+    this.search = new NeedleSearch([...new Set(needles)].map((n) => Buffer.from(n, 'utf8')));
   }
 
   forStream(maxRecordBytes = MAX_RECORD_BYTES): StreamMasker {
@@ -61,7 +34,7 @@ export class StreamMasker {
   private held: Buffer = EMPTY;
 
   constructor(
-    private readonly search: Needles,
+    private readonly search: NeedleSearch,
     private readonly maxRecordBytes = MAX_RECORD_BYTES,
   ) {}
 
@@ -90,7 +63,7 @@ export class StreamMasker {
  * offset: a longer needle starting at the same byte might otherwise go on in the next record. What remains
  * after the last offset so decided is left for the next record, cut at a character boundary.
  */
-function maskSettled(search: Needles, buf: Buffer, final: boolean): { masked: Buffer; settledTo: number } {
+function maskSettled(search: NeedleSearch, buf: Buffer, final: boolean): { masked: Buffer; settledTo: number } {
   const lengths = search.longestAt(buf);
   const decidable = final ? buf.length : Math.min(buf.length, buf.length - search.longest + 1);
   const parts: Buffer[] = [];
