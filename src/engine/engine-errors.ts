@@ -36,6 +36,8 @@ export const ENGINE_ERROR_CODES = [
   'OpenTofu:Backend:OVERRIDDEN',
   /** `init` recorded another backend than Plinth's (caught before anything used it). */
   'OpenTofu:Backend:NOT_PLINTH',
+  /** The stack's sensitive values make more text to mask than a step's log mask holds (MAX_MASKED_FORM_BYTES). */
+  'OpenTofu:Mask:TOO_LARGE',
   /** What `show -json`, `output -json` or the plan file gave back is not what OpenTofu writes, or too large. */
   'OpenTofu:Output:INVALID',
   /** The checkout of the stack's source failed: the code source is gone, its credential refused, the ref unknown... */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LineSplitter } from '../../log-bytes.ts';
-import { maskSecrets } from './masking.ts';
+import { maskSecrets, MaskTooLargeError, MAX_MASKED_FORM_BYTES, secretPieces } from './masking.ts';
 
 /** The log of `output` as stored (records rebuilt into text), with `secrets` masked. */
 function logged(secrets: string[], output: string): string {
@@ -93,5 +93,15 @@ describe('maskSecrets', () => {
     assert.equal(masked.split('***').length - 1, embedded);
     assert.ok(!masked.includes('s3cret-'));
     assert.ok(elapsed < 3000, `took ${elapsed.toFixed(0)} ms`);
+  });
+
+  it('takes apart a JSON secret holding more strings than a call takes arguments', () => {
+    const many = JSON.stringify(Array.from({ length: 150_000 }, (_, i) => `k${i}`));
+    assert.ok(secretPieces([many]).includes('k149999'));
+  });
+
+  it('refuses sensitive values that would make more than its limit of text to mask, rather than log them', () => {
+    const huge = JSON.stringify(Array.from({ length: 40_000 }, (_, i) => `secret-${i}`));
+    assert.throws(() => maskSecrets([huge]), (error: unknown) => error instanceof MaskTooLargeError && error.bytes > MAX_MASKED_FORM_BYTES);
   });
 });

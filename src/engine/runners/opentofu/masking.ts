@@ -13,13 +13,29 @@ export const MIN_MASKED_BYTES = 3;
  * and shells print strings, and so does each line of a multi-line one and each string inside a JSON one.
  */
 export function maskSecrets(secrets: string[]): OutputMask {
-  return new OutputMask(secretNeedles(secrets));
+  const needles = secretNeedles(secrets);
+  const bytes = needles.reduce((sum, n) => sum + Buffer.byteLength(n), 0);
+  if (bytes > MAX_MASKED_FORM_BYTES) throw new MaskTooLargeError(bytes);
+  return new OutputMask(needles);
+}
+
+/**
+ * The most bytes of printed forms one step's mask searches for. Its search grows with them (tens of
+ * bytes of memory per byte), and the stack's members choose them: a few PEM keys and JSON credentials
+ * are tens of KiB; a step whose sensitive values are past this fails rather than log them unmasked.
+ */
+export const MAX_MASKED_FORM_BYTES = 1024 * 1024;
+
+export class MaskTooLargeError extends Error {
+  constructor(readonly bytes: number) {
+    super(`The stack's sensitive values make ${bytes} bytes of text to mask in the step's log, more than the ${MAX_MASKED_FORM_BYTES} Plinth masks: make them fewer or smaller`);
+  }
 }
 
 /** secretNeedles is every byte string maskSecrets hides: the printed forms of each piece of each secret. */
 export function secretNeedles(secrets: string[]): string[] {
   const needles = new Set<string>();
-  for (const piece of secrets.flatMap(piecesOf)) {
+  for (const piece of secretPieces(secrets)) {
     // A log record never holds a newline: a form with one could never match.
     for (const form of printedForms(piece)) if (!form.includes('\n')) needles.add(form);
   }
@@ -32,16 +48,18 @@ export function secretNeedles(secrets: string[]): string[] {
  * logged a line per record), and the same again for each string inside it when it is a JSON object or
  * array (a map variable, a JSON key file in a string: OpenTofu prints those an attribute per line).
  */
-function piecesOf(secret: string): string[] {
-  const pieces: string[] = [];
-  const pending = [secret];
+export function secretPieces(secrets: string[]): string[] {
+  const pieces = new Set<string>();
+  // Loops, not spreads: a JSON secret may hold more strings than a call takes arguments.
+  const pending = [...secrets];
   while (pending.length) {
     const value = pending.pop()!;
-    pieces.push(value, ...value.split('\n').map((line) => line.trim()));
+    pieces.add(value);
+    for (const line of value.split('\n')) pieces.add(line.trim());
     // Each string inside a JSON text is shorter than the text: this ends.
-    pending.push(...jsonStrings(value));
+    for (const inner of jsonStrings(value)) pending.push(inner);
   }
-  return [...new Set(pieces)].filter((p) => Buffer.byteLength(p) >= MIN_MASKED_BYTES);
+  return [...pieces].filter((p) => Buffer.byteLength(p) >= MIN_MASKED_BYTES);
 }
 
 /** The string values inside `text` when it is a JSON object or array (keys name things; they are not secret). */
@@ -58,7 +76,7 @@ function jsonStrings(text: string): string[] {
   while (pending.length) {
     const value = pending.pop();
     if (typeof value === 'string') strings.push(value);
-    else if (value && typeof value === 'object') pending.push(...Object.values(value));
+    else if (value && typeof value === 'object') for (const inner of Object.values(value)) pending.push(inner);
   }
   return strings;
 }

@@ -19,7 +19,7 @@ import {
   WRITE_SENSITIVE_OVERRIDE,
 } from './backend-guard.ts';
 import { mintRunCredential } from './run-credential.ts';
-import { maskSecrets } from './masking.ts';
+import { maskSecrets, MaskTooLargeError, secretPieces } from './masking.ts';
 import { runTofuProcess, type TofuProcessContext, type TofuProcessResult } from './tofu-process.ts';
 import { stackOutputs, summarizePlan } from './tofu-json.ts';
 
@@ -86,6 +86,16 @@ function workingDirectoryOf(claimed: ClaimedStep, prepared: PreparedStep): strin
   return path.posix.normalize(typeof own === 'string' ? path.posix.join(base, own) : base);
 }
 
+/** The step's log mask, or the failed outcome of a step whose sensitive values are too large to mask. */
+function maskOrFailure(secrets: string[]): ReturnType<typeof maskSecrets> | StepOutcome {
+  try {
+    return maskSecrets(secrets);
+  } catch (error) {
+    if (error instanceof MaskTooLargeError) return fail('OpenTofu:Mask:TOO_LARGE', error.message, { bytes: error.bytes });
+    throw error;
+  }
+}
+
 /**
  * runOpenTofuStep runs `opentofu.plan`, `opentofu.apply` or `opentofu.destroy` in the step's prepared
  * workspace, against the stack's state in Plinth with a credential minted for this step alone (revoked
@@ -101,6 +111,8 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
   const credential = await mintRunCredential(ctx.db, { organizationId: stack.organization_id, stackId: stack.id, runId: claimed.run.id, stepExecutionId: claimed.executionId, timeoutMs });
   try {
     const { values, sensitive } = await variablesOf(claimed, ctx, stack);
+    const mask = maskOrFailure([...sensitive.values, credential.token]);
+    if ('status' in mask) return mask;
     const state = `${ctx.tofu.backendUrl}/state-backend/stack-${stack.id}`;
     const run: StepRun = {
       claimed,
@@ -113,7 +125,7 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
       proc: {
         workspace: prepared.workspace,
         sink: ctx.sink,
-        mask: maskSecrets([...sensitive.values, credential.token]),
+        mask,
         signal: ctx.signal,
         deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
         stopGrace: ctx.stopGrace,
@@ -305,7 +317,7 @@ async function applyStep(run: StepRun, isDestroy: boolean): Promise<StepOutcome>
   if (applied.failure) return applied.failure;
   const out = await tofu(run, 'output -json', `"$PLINTH_TOFU" output -json -no-color`, {}, MAX_CAPTURE_BYTES);
   if (out.failure) return out.failure;
-  const output = storable(stackOutputs(parseJson(out.result.stdout), run.sensitive.values));
+  const output = storable(stackOutputs(parseJson(out.result.stdout), secretPieces(run.sensitive.values)));
   if (!output) return fail('OpenTofu:Output:INVALID', 'tofu output -json did not print outputs in OpenTofu\'s JSON format');
   await recordApply(run.ctx.db, run.stack.id, claimed.run.id, output, !isDestroy);
   return { status: 'SUCCEEDED', outputData: { applied: true, isDestroy, outputs: Object.keys(output) } };

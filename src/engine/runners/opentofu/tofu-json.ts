@@ -39,19 +39,17 @@ export function summarizePlan(plan: unknown): PlanSummary | undefined {
 /** What a sensitive output reads as in the stack's `output`, as `tofu output` prints it. */
 export const SENSITIVE_OUTPUT = '(sensitive value)';
 
-/** Secrets shorter than this are not looked for in outputs: they would hide nearly every value. */
-const MIN_SECRET_LENGTH = 3;
-
 /** Whether a value, as JSON, holds one of the secrets as it is or JSON-escaped (a secret inside a longer string, a list, a map). */
 function holdsSecret(value: unknown, secrets: string[]): boolean {
   const text = JSON.stringify(value ?? null);
-  return secrets.some((secret) => secret.length >= MIN_SECRET_LENGTH && (text.includes(secret) || text.includes(JSON.stringify(secret).slice(1, -1))));
+  return secrets.some((secret) => text.includes(secret) || text.includes(JSON.stringify(secret).slice(1, -1)));
 }
 
 /**
  * stackOutputs turns `output -json` into the stack's `output`: name → value. An output reads as
- * SENSITIVE_OUTPUT when OpenTofu marks it sensitive, or when its value holds one of `secrets` (the
- * stack's sensitive values): an output computed from a sensitive input is never shown in clear.
+ * SENSITIVE_OUTPUT when OpenTofu marks it sensitive, or when its value holds one of `secrets` (the pieces
+ * of the stack's sensitive values the log masks: each value, each line of one, each string inside a JSON
+ * one): an output computed from a sensitive input is not shown in clear.
  */
 export function stackOutputs(outputs: unknown, secrets: string[] = []): Record<string, unknown> | undefined {
   if (!isObject(outputs)) return undefined;
