@@ -26,7 +26,9 @@ export function presentedToken(header: string | undefined): string | undefined {
  */
 export function refuseBlockedAddress(limiter: AuthLimiter, request: FastifyRequest): void {
   if (request.headers.authorization === undefined) return;
-  const retryAfterSeconds = limiter.retryAfterSeconds(request.ip);
+  // Fastify types it as a string, but a connection that closed before this hook has no address left.
+  const address: string | undefined = request.ip;
+  const retryAfterSeconds = limiter.retryAfterSeconds(address);
   if (retryAfterSeconds === undefined) return;
   if (presentedToken(request.headers.authorization)?.startsWith(RUN_TOKEN_PREFIX)) return;
   throw new TooManyRequestsError(TOO_MANY_FAILURES, `Too many failed authentications from this address: retry after ${retryAfterSeconds} s`, retryAfterSeconds);
@@ -38,8 +40,9 @@ export function refuseBlockedAddress(limiter: AuthLimiter, request: FastifyReque
  */
 export function countFailedAuthentication(limiter: AuthLimiter, request: FastifyRequest, error: unknown): void {
   if (!(error instanceof UnauthenticatedError) || error.code === 'Auth:Credential:MISSING') return;
+  const address: string | undefined = request.ip;
   const keyPrefix = keyPrefixOf(presentedToken(request.headers.authorization));
-  const outcome = limiter.recordFailure(request.ip, keyPrefix);
-  if (outcome.addressBlocked) request.log.warn({ address: request.ip }, 'blocked an address after failed authentications');
+  const outcome = limiter.recordFailure(address, keyPrefix);
+  if (outcome.addressBlocked) request.log.warn({ address }, 'blocked an address after failed authentications');
   if (outcome.prefixBlocked) request.log.warn({ keyPrefix }, 'a key prefix reached its limit of failed authentications');
 }

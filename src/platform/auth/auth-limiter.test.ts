@@ -64,6 +64,26 @@ describe('failed authentications: per address and per key prefix', () => {
     assert.equal(keyPrefixOf(undefined), undefined);
   });
 
+  it('a port after the address is dropped: one counter per address, not per source port', () => {
+    assert.equal(addressKey('192.0.2.7:5678'), '192.0.2.7');
+    assert.equal(addressKey('[2001:db8:1:2::7]:443'), '2001:db8:1:2::/64');
+    assert.equal(addressKey('[2001:db8:1:2::7]'), '2001:db8:1:2::/64');
+    assert.equal(addressKey('[::ffff:192.0.2.7]:80'), '192.0.2.7');
+    assert.equal(addressKey('2001:db8:1:2::5678'), '2001:db8:1:2::/64', 'a bare IPv6 address keeps its last word');
+    const { l } = limiter();
+    for (let port = 40_000; port < 40_003; port++) l.recordFailure(`192.0.2.7:${port}`, undefined);
+    assert.equal(l.retryAfterSeconds('192.0.2.7:50000'), 10);
+    assert.equal(l.retryAfterSeconds('192.0.2.7'), 10);
+  });
+
+  it('a request without an address (its connection closed) is neither refused nor counted', () => {
+    const { l } = limiter({ failuresPerAddress: 1, failuresPerKeyPrefix: 1 });
+    assert.deepEqual(l.recordFailure(undefined, 'plk_abcdef'), { addressBlocked: false, prefixBlocked: false });
+    assert.deepEqual(l.recordFailure(undefined, undefined), { addressBlocked: false, prefixBlocked: false });
+    assert.equal(l.recordFailure('192.0.2.1', undefined).addressBlocked, true);
+    assert.equal(l.retryAfterSeconds(undefined), undefined);
+    assert.equal(l.recordFailure('192.0.2.2', 'plk_abcdef').prefixBlocked, true, 'the prefix had no failure counted before');
+  });
   it('memory stays within the cap however many addresses and prefixes fail; the stalest is forgotten first', () => {
     const { l } = limiter({ maxEntries: 1000 });
     for (let i = 0; i < 3; i++) l.recordFailure('203.0.113.1', undefined);

@@ -32,12 +32,21 @@ export function loadAuthLimits(env: NodeJS.ProcessEnv): AuthLimitSettings {
 /**
  * addressKey is what an address is counted under: an IPv4 address as it is (IPv4-mapped IPv6 too), an
  * IPv6 address by its /64, the block one host or one subscriber is given; counting single IPv6
- * addresses would give a guesser 2^64 fresh budgets.
+ * addresses would give a guesser 2^64 fresh budgets. A port is dropped (`192.0.2.7:5678`,
+ * `[2001:db8::1]:443`, as some proxies forward them): one counter per source port would be one budget
+ * per connection.
  */
 export function addressKey(address: string): string {
-  const { address: canonical, family } = canonicalAddress(address);
+  const { address: canonical, family } = canonicalAddress(withoutPort(address));
   const words = family === 6 ? expandIPv6(canonical) : undefined;
   return words ? `${words.slice(0, 4).map((w) => w.toString(16)).join(':')}::/64` : canonical;
+}
+
+function withoutPort(address: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(address);
+  if (bracketed) return bracketed[1]!;
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(address);
+  return v4 ? v4[1]! : address;
 }
 
 /** keyPrefixOf is the public prefix of an API key (`plk_` and six characters, as listed), or undefined for any other token. */
@@ -138,16 +147,25 @@ export class AuthLimiter {
     return { addresses: this.addresses.size, prefixes: this.prefixes.size };
   }
 
-  /** The seconds a request from `address` must wait before authenticating again, or undefined when it need not. */
-  retryAfterSeconds(address: string): number | undefined {
+  /**
+   * The seconds a request from `address` must wait before authenticating again, or undefined when it
+   * need not. A request without an address (its connection closed before it was read) is never refused:
+   * nobody is left to answer, and nothing learnt from its lookup reaches anyone.
+   */
+  retryAfterSeconds(address: string | undefined): number | undefined {
     // Every authenticated request asks: while nothing has failed, it costs a comparison.
-    if (this.addresses.size === 0) return undefined;
+    if (this.addresses.size === 0 || address === undefined) return undefined;
     const ms = this.addresses.blockedForMs(addressKey(address), this.clock());
     return ms > 0 ? Math.ceil(ms / 1000) : undefined;
   }
 
-  /** recordFailure counts a failed authentication from `address` with a key of `prefix` (undefined: not an API key). */
-  recordFailure(address: string, prefix: string | undefined): FailureOutcome {
+  /**
+   * recordFailure counts a failed authentication from `address` with a key of `prefix` (undefined: not an
+   * API key). Without an address nothing is counted: the connection closed, so no guesser heard the
+   * answer, and counting every such request under one shared key would let anyone block that key for all.
+   */
+  recordFailure(address: string | undefined, prefix: string | undefined): FailureOutcome {
+    if (address === undefined) return { addressBlocked: false, prefixBlocked: false };
     const now = this.clock();
     const key = addressKey(address);
     if (prefix === undefined) return { addressBlocked: this.addresses.fail(key, now), prefixBlocked: false };

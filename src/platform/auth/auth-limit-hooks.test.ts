@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { FastifyRequest } from 'fastify';
+import { TooManyRequestsError, UnauthenticatedError } from '../errors.ts';
+import { countFailedAuthentication, refuseBlockedAddress } from './auth-limit-hooks.ts';
+import { AuthLimiter } from './auth-limiter.ts';
+
+interface FakeRequest {
+  headers: Record<string, string>;
+  /** What Fastify computed (undefined once the connection closed); the connection's own is `peer`. */
+  ip?: string;
+  peer?: string;
+  runCredentials?: boolean;
+  warnings?: unknown[][];
+}
+
+function fake({ headers, ip, peer = ip, runCredentials, warnings = [] }: FakeRequest): FastifyRequest {
+  return {
+    headers,
+    ip,
+    socket: { remoteAddress: peer },
+    routeOptions: { config: runCredentials ? { runCredentials } : {} },
+    log: { warn: (...args: unknown[]) => warnings.push(args) },
+  } as unknown as FastifyRequest;
+}
+
+/** A limiter that blocks an address at its first failure. */
+const strict = () => new AuthLimiter({ failuresPerAddress: 1, failuresPerKeyPrefix: 100, windowMs: 60_000, blockMs: 60_000, maxEntries: 100 });
+const failure = new UnauthenticatedError('INVALID', 'The credential is not valid');
+
+describe('the failed-authentication hooks', () => {
+  it('a request whose connection closed (no address left) is neither refused nor counted, and does not throw', () => {
+    const limiter = strict();
+    countFailedAuthentication(limiter, fake({ headers: { authorization: 'Bearer plk_wrong' }, ip: '192.0.2.1' }), failure);
+    const gone = fake({ headers: { authorization: 'Bearer plk_wrong' }, ip: undefined });
+    assert.doesNotThrow(() => refuseBlockedAddress(limiter, gone));
+    assert.doesNotThrow(() => countFailedAuthentication(limiter, gone, failure));
+    assert.throws(() => refuseBlockedAddress(limiter, fake({ headers: { authorization: 'Bearer plk_x' }, ip: '192.0.2.1' })), TooManyRequestsError);
+  });
+});
