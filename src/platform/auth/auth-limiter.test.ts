@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { addressKey, AuthLimiter, keyPrefixOf, type AuthLimitSettings } from './auth-limiter.ts';
+import { addressKey, AuthLimiter, FailureCounter, keyPrefixOf, type AuthLimitSettings } from './auth-limiter.ts';
 
 const SETTINGS: AuthLimitSettings = { failuresPerAddress: 3, failuresPerKeyPrefix: 5, windowMs: 60_000, blockMs: 10_000, maxEntries: 100 };
 
@@ -84,12 +84,66 @@ describe('failed authentications: per address and per key prefix', () => {
     assert.equal(l.retryAfterSeconds(undefined), undefined);
     assert.equal(l.recordFailure('192.0.2.2', 'plk_abcdef').prefixBlocked, true, 'the prefix had no failure counted before');
   });
-  it('memory stays within the cap however many addresses and prefixes fail; the stalest is forgotten first', () => {
-    const { l } = limiter({ maxEntries: 1000 });
-    for (let i = 0; i < 3; i++) l.recordFailure('203.0.113.1', undefined);
-    assert.equal(l.retryAfterSeconds('203.0.113.1'), 10);
-    for (let i = 0; i < 100_000; i++) l.recordFailure(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, `plk_${i.toString(36).padStart(6, '0')}`);
-    assert.deepEqual(l.size, { addresses: 1000, prefixes: 1000 });
-    assert.equal(l.retryAfterSeconds('203.0.113.1'), undefined, 'evicted: the cap, not the flood, bounds what is kept');
+});
+
+describe('failed authentications: what the capped memory forgets', () => {
+  /** A counter with limit 3, a 60 s window and a 10 s block. */
+  const counter = (maxEntries: number) => new FailureCounter(3, 60_000, 10_000, maxEntries);
+  const blockIt = (c: FailureCounter, key: string, now: number) => {
+    for (let i = 0; i < 3; i++) c.fail(key, now);
+    assert.ok(c.blockedForMs(key, now) > 0);
+  };
+
+  it('memory stays within the cap however many keys fail; the stalest key that is not blocked is forgotten first', () => {
+    const c = counter(1000);
+    c.fail('stale', 0);
+    c.fail('stale', 0);
+    for (let i = 0; i < 100_000; i++) c.fail(`key-${i}`, 1);
+    assert.equal(c.size, 1000);
+    assert.equal(c.fail('stale', 2), false, 'forgotten: its third failure is its first again');
+  });
+
+  it('a flood of /64s from one IPv6 /48 (it holds 65,536), past the cap, does not wash out the block of its sender', () => {
+    let now = 1_000_000;
+    const l = new AuthLimiter({ ...SETTINGS, maxEntries: 10_000 }, () => now);
+    for (let i = 0; i < 3; i++) l.recordFailure('2001:db8:aaaa:1::1', undefined);
+    for (let i = 0; i < 12_000; i++) {
+      l.recordFailure(`2001:db8:aaaa:${i.toString(16)}::1`, undefined);
+      now += 0.01;
+    }
+    assert.ok(l.retryAfterSeconds('2001:db8:aaaa:1::99') !== undefined, 'still blocked');
+  });
+
+  it('ended blocks go first, then keys not blocked, oldest first; a live block only when all are blocked, the one ending soonest', () => {
+    const c = counter(3);
+    blockIt(c, 'ended', 0);
+    blockIt(c, 'blocked', 5_000);
+    c.fail('counting', 5_000);
+    c.fail('newcomer', 10_000);
+    assert.equal(c.size, 3);
+    assert.equal(c.blockedForMs('blocked', 10_000), 5_000, 'an ended block was forgotten instead');
+    c.fail('another', 10_000);
+    assert.equal(c.fail('counting', 10_000), false);
+    assert.equal(c.fail('counting', 10_000), false, 'forgotten before: two failures, not three');
+    assert.equal(c.blockedForMs('blocked', 10_000), 5_000);
+
+    const full = counter(2);
+    blockIt(full, 'first', 0);
+    blockIt(full, 'second', 1_000);
+    blockIt(full, 'third', 2_000);
+    assert.equal(full.size, 2);
+    assert.equal(full.blockedForMs('first', 2_000), 0, 'every key blocked: the block ending soonest is forgotten');
+    assert.equal(full.blockedForMs('second', 2_000), 9_000);
+    assert.equal(full.blockedForMs('third', 2_000), 10_000);
+  });
+
+  it('the key just counted is kept even when every other key is blocked', () => {
+    const c = counter(2);
+    blockIt(c, 'blocked-1', 0);
+    blockIt(c, 'blocked-2', 0);
+    c.fail('guesser', 1);
+    c.fail('guesser', 1);
+    assert.equal(c.fail('guesser', 1), true, 'its failures were counted, not forgotten one by one');
+    assert.equal(c.size, 2);
   });
 });

@@ -64,12 +64,18 @@ interface Entry {
 /**
  * FailureCounter counts failures per key (an address or a prefix) in a window that starts at the key's
  * first failure, and blocks the key for a while once they reach the limit; after a window or a block
- * ends, the key starts afresh. It remembers at most `maxEntries` keys: past that, the one whose last
- * failure is oldest is forgotten, so no number of addresses or prefixes grows it further.
+ * ends, the key starts afresh. It remembers at most `maxEntries` keys. Past that it forgets, first, a
+ * block that has ended; then, among the keys not blocked, the one whose last failure is oldest; a key
+ * still blocked only when every other one is, the one whose block ends soonest. The key just counted is
+ * never the one forgotten. A flood of fresh addresses (an IPv6 /48 holds 65,536 /64s) thus cannot wash
+ * out the block of whoever sent it, and no number of addresses or prefixes grows the counter further.
  */
 export class FailureCounter {
-  // A Map iterates in insertion order: each failure re-inserts its key, so the first key is the stalest.
-  private readonly entries = new Map<string, Entry>();
+  // Maps iterate in insertion order, and every write re-inserts its key. Keys not blocked: the first is
+  // the one whose last failure is oldest. Blocked keys: each block is set to blockMs from a monotonic
+  // now, so the first is the block that ends soonest. Eviction only ever looks at the two first keys.
+  private readonly counting = new Map<string, Entry>();
+  private readonly blocked = new Map<string, Entry>();
 
   constructor(
     private readonly limit: number,
@@ -78,41 +84,63 @@ export class FailureCounter {
     private readonly maxEntries: number,
   ) {}
 
+  /** How many keys are remembered: at most `maxEntries`. */
   get size(): number {
-    return this.entries.size;
+    return this.counting.size + this.blocked.size;
+  }
+
+  /** Whether any key may be blocked (a block that has ended but is still remembered included). */
+  get anyBlocked(): boolean {
+    return this.blocked.size > 0;
   }
 
   /** How long `key` stays blocked, in ms; 0 when it is not. */
   blockedForMs(key: string, now: number): number {
-    const entry = this.entries.get(key);
+    const entry = this.blocked.get(key);
     return entry && entry.blockedUntilMs > now ? entry.blockedUntilMs - now : 0;
   }
 
   /** fail counts a failure of `key`; true when this failure started a block. Failures during a block extend it. */
   fail(key: string, now: number): boolean {
-    const entry = this.touch(key, now);
+    const entry = this.take(key, now);
     const wasBlocked = entry.blockedUntilMs > now;
-    if (++entry.failures >= this.limit) entry.blockedUntilMs = now + this.blockMs;
+    if (++entry.failures >= this.limit || wasBlocked) entry.blockedUntilMs = now + this.blockMs;
+    this.put(key, entry, now);
     return !wasBlocked && entry.blockedUntilMs > now;
   }
 
   /** block blocks `key` at once, whatever it had left; true when it was not blocked before. */
   block(key: string, now: number): boolean {
-    const entry = this.touch(key, now);
+    const entry = this.take(key, now);
     const wasBlocked = entry.blockedUntilMs > now;
     entry.blockedUntilMs = now + this.blockMs;
+    this.put(key, entry, now);
     return !wasBlocked;
   }
 
-  private touch(key: string, now: number): Entry {
-    let entry = this.entries.get(key);
-    this.entries.delete(key);
+  /** The entry of `key`, out of both maps: a fresh one when it had none or its window or block is over. */
+  private take(key: string, now: number): Entry {
+    const entry = this.counting.get(key) ?? this.blocked.get(key);
+    this.counting.delete(key);
+    this.blocked.delete(key);
     const over = entry && (entry.blockedUntilMs === 0 ? now - entry.windowStartMs >= this.windowMs : entry.blockedUntilMs <= now);
-    if (!entry || over) entry = { failures: 0, windowStartMs: now, blockedUntilMs: 0 };
-    this.entries.set(key, entry);
-    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    return entry;
+    return !entry || over ? { failures: 0, windowStartMs: now, blockedUntilMs: 0 } : entry;
   }
+
+  private put(key: string, entry: Entry, now: number): void {
+    (entry.blockedUntilMs > now ? this.blocked : this.counting).set(key, entry);
+    while (this.size > this.maxEntries) {
+      const soonest = firstKey(this.blocked);
+      const stalest = firstKey(this.counting);
+      if (soonest !== undefined && this.blocked.get(soonest)!.blockedUntilMs <= now) this.blocked.delete(soonest);
+      else if (stalest !== undefined && stalest !== key) this.counting.delete(stalest);
+      else this.blocked.delete(soonest!);
+    }
+  }
+}
+
+function firstKey(map: Map<string, Entry>): string | undefined {
+  return map.keys().next().value;
 }
 
 /** What one failure blocked: the address, the key prefix, both or neither (each reported once, when its block starts). */
@@ -142,19 +170,14 @@ export class AuthLimiter {
     this.prefixes = new FailureCounter(settings.failuresPerKeyPrefix, windowMs, blockMs, maxEntries);
   }
 
-  /** How many addresses and prefixes are remembered (each at most `maxEntries`). */
-  get size(): { addresses: number; prefixes: number } {
-    return { addresses: this.addresses.size, prefixes: this.prefixes.size };
-  }
-
   /**
    * The seconds a request from `address` must wait before authenticating again, or undefined when it
    * need not. A request without an address (its connection closed before it was read) is never refused:
    * nobody is left to answer, and nothing learnt from its lookup reaches anyone.
    */
   retryAfterSeconds(address: string | undefined): number | undefined {
-    // Every authenticated request asks: while nothing has failed, it costs a comparison.
-    if (this.addresses.size === 0 || address === undefined) return undefined;
+    // Every authenticated request asks: while nothing is blocked, it costs a comparison.
+    if (!this.addresses.anyBlocked || address === undefined) return undefined;
     const ms = this.addresses.blockedForMs(addressKey(address), this.clock());
     return ms > 0 ? Math.ceil(ms / 1000) : undefined;
   }
