@@ -94,7 +94,7 @@ async function backendRoutes(app: App) {
 
   // State holds secrets: reading it is a sensitive read the audit log records, and no body is copied into it.
   app.get('/state-backend/:workspace', {
-    config: { public: true, audit: 'state.download' },
+    config: { public: true, runCredentials: true, audit: 'state.download' },
     schema: { tags, summary: "Read a stack's current OpenTofu state (http backend; 204 when there is none)", params: WorkspaceParams, response: { 200: {}, 204: NoContent } },
   }, async (request, reply) => {
     const { stack } = await callerAndStack(request, request.params.workspace);
@@ -104,7 +104,7 @@ async function backendRoutes(app: App) {
   });
 
   app.post('/state-backend/:workspace', {
-    config: { public: true, audit: 'state.upload' },
+    config: { public: true, runCredentials: true, audit: 'state.upload' },
     bodyLimit: MAX_STATE_BYTES,
     schema: { tags, summary: 'Write a new state version (http backend); ?ID= names the lock the writer holds', params: WorkspaceParams, querystring: StateWriteQuery, response: { 200: NoContent, 423: StateLocked } },
   }, async (request, reply) => {
@@ -118,7 +118,7 @@ async function backendRoutes(app: App) {
   app.route({
     method: 'LOCK',
     url: '/state-backend/:workspace/lock',
-    config: { public: true, audit: 'state.lock' },
+    config: { public: true, runCredentials: true, audit: 'state.lock' },
     bodyLimit: MAX_LOCK_INFO_BYTES,
     schema: { hide: true, params: WorkspaceParams, response: { 200: NoContent, 423: StateLocked } },
     handler: async (request, reply) => {
@@ -130,7 +130,7 @@ async function backendRoutes(app: App) {
   app.route({
     method: 'UNLOCK',
     url: '/state-backend/:workspace/lock',
-    config: { public: true, audit: 'state.unlock' },
+    config: { public: true, runCredentials: true, audit: 'state.unlock' },
     bodyLimit: MAX_LOCK_INFO_BYTES,
     schema: { hide: true, params: WorkspaceParams, response: { 200: NoContent, 423: StateLocked } },
     handler: async (request, reply) => {

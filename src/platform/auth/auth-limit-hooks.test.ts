@@ -4,6 +4,10 @@ import type { FastifyRequest } from 'fastify';
 import { TooManyRequestsError, UnauthenticatedError } from '../errors.ts';
 import { countFailedAuthentication, refuseBlockedAddress } from './auth-limit-hooks.ts';
 import { AuthLimiter } from './auth-limiter.ts';
+import { authenticate } from './authenticate.ts';
+import type { CredentialStore } from './credential-store.ts';
+
+const RUN_TOKEN = `plr_${'r'.repeat(43)}`;
 
 interface FakeRequest {
   headers: Record<string, string>;
@@ -36,5 +40,25 @@ describe('the failed-authentication hooks', () => {
     assert.doesNotThrow(() => refuseBlockedAddress(limiter, gone));
     assert.doesNotThrow(() => countFailedAuthentication(limiter, gone, failure));
     assert.throws(() => refuseBlockedAddress(limiter, fake({ headers: { authorization: 'Bearer plk_x' }, ip: '192.0.2.1' })), TooManyRequestsError);
+  });
+
+  it('from a blocked address, a run credential passes only to a route that takes run credentials', () => {
+    const limiter = strict();
+    countFailedAuthentication(limiter, fake({ headers: { authorization: 'Bearer plk_wrong' }, ip: '192.0.2.1' }), failure);
+    const basic = `Basic ${Buffer.from(`opentofu:${RUN_TOKEN}`).toString('base64')}`;
+    assert.doesNotThrow(() => refuseBlockedAddress(limiter, fake({ headers: { authorization: basic }, ip: '192.0.2.1', runCredentials: true })));
+    assert.doesNotThrow(() => refuseBlockedAddress(limiter, fake({ headers: { authorization: `Bearer ${RUN_TOKEN}` }, ip: '192.0.2.1', runCredentials: true })));
+    assert.throws(() => refuseBlockedAddress(limiter, fake({ headers: { authorization: `Bearer ${RUN_TOKEN}` }, ip: '192.0.2.1' })), TooManyRequestsError);
+  });
+
+  it('a run credential sent to an API route is refused without a lookup, and counted as a failure', async () => {
+    const credentials = { resolve: () => assert.fail('a run credential was looked up') } as unknown as CredentialStore;
+    const request = fake({ headers: { authorization: `Bearer ${RUN_TOKEN}` }, ip: '192.0.2.9' });
+    const error = await authenticate(credentials, request).then(() => undefined, (e: unknown) => e);
+    assert.ok(error instanceof UnauthenticatedError);
+    assert.equal(error.code, 'Auth:Credential:INVALID');
+    const limiter = strict();
+    countFailedAuthentication(limiter, request, error);
+    assert.equal(limiter.retryAfterSeconds('192.0.2.9'), 60);
   });
 });

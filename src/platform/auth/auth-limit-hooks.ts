@@ -20,9 +20,11 @@ export function presentedToken(header: string | undefined): string | undefined {
 /**
  * refuseBlockedAddress answers 429 to a request that carries a credential from an address over its limit,
  * before the credential is looked at. Requests without one (health checks, the OpenAPI document) pass,
- * and so do run credentials: OpenTofu steps reach the state backend from their worker host's address,
- * which every tenant's steps share, and one tenant failing there on purpose must not stop another's
- * runs. A run credential is 256 random bits minted by Plinth and dies with its run: no guess finds one.
+ * and so do run credentials sent to a route that takes them (the state backend): OpenTofu steps reach it
+ * from their worker host's address, which every tenant's steps share, and one tenant failing there on
+ * purpose must not stop another's runs. A run credential is 256 random bits minted by Plinth and dies
+ * with its run: no guess finds one. Anywhere else a run credential can never be valid, so it gets no
+ * lookup and no exemption.
  */
 export function refuseBlockedAddress(limiter: AuthLimiter, request: FastifyRequest): void {
   if (request.headers.authorization === undefined) return;
@@ -30,7 +32,7 @@ export function refuseBlockedAddress(limiter: AuthLimiter, request: FastifyReque
   const address: string | undefined = request.ip;
   const retryAfterSeconds = limiter.retryAfterSeconds(address);
   if (retryAfterSeconds === undefined) return;
-  if (presentedToken(request.headers.authorization)?.startsWith(RUN_TOKEN_PREFIX)) return;
+  if (request.routeOptions.config.runCredentials && presentedToken(request.headers.authorization)?.startsWith(RUN_TOKEN_PREFIX)) return;
   throw new TooManyRequestsError(TOO_MANY_FAILURES, `Too many failed authentications from this address: retry after ${retryAfterSeconds} s`, retryAfterSeconds);
 }
 

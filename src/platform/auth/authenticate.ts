@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { CredentialStore } from './credential-store.ts';
 import { BadRequestError, UnauthenticatedError } from '../errors.ts';
 import { assertPermission } from './roles.ts';
-import { hashToken } from './tokens.ts';
+import { hashToken, RUN_TOKEN_PREFIX } from './tokens.ts';
 
 /** An organization id as Plinth issues them, with room for longer ones: letters, digits, `_`, `-`. */
 const ORGANIZATION_SELECTOR = /^[A-Za-z0-9_-]{1,64}$/;
@@ -30,6 +30,9 @@ export async function authenticate(credentials: CredentialStore, request: Fastif
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match || match[1].length > 512) throw new UnauthenticatedError('INVALID', 'The Authorization header must be "Bearer <token>"');
   const token = match[1];
+  // A run credential is valid on the state backend only: here it is refused unread, so that sending
+  // them costs the database nothing (it is still a failure, counted like any other).
+  if (token.startsWith(RUN_TOKEN_PREFIX)) throw new UnauthenticatedError('INVALID', 'A run credential is valid only on the state backend');
   const requestedOrg = organizationSelector(request.headers['x-organization-id']);
   request.principal = await credentials.resolve(token, hashToken(token), requestedOrg);
   const permission = request.routeOptions.config.permission ?? 'read';

@@ -31,6 +31,8 @@ declare module 'fastify' {
     permission?: Permission | 'authenticated';
     /** Served without a credential (health, OpenAPI, OAuth callback). */
     public?: boolean;
+    /** Takes run credentials (`plr_…`) as well as API keys: the state backend, which checks its own. */
+    runCredentials?: boolean;
   }
   interface FastifyRequest {
     principal: Principal;
