@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { FastifyRequest } from 'fastify';
 import { TooManyRequestsError, UnauthenticatedError } from '../errors.ts';
-import { countFailedAuthentication, refuseBlockedAddress } from './auth-limit-hooks.ts';
+import { countFailedAuthentication, forwardingWatch, refuseBlockedAddress } from './auth-limit-hooks.ts';
 import { AuthLimiter } from './auth-limiter.ts';
 import { authenticate } from './authenticate.ts';
 import type { CredentialStore } from './credential-store.ts';
@@ -60,5 +60,24 @@ describe('the failed-authentication hooks', () => {
     const limiter = strict();
     countFailedAuthentication(limiter, request, error);
     assert.equal(limiter.retryAfterSeconds('192.0.2.9'), 60);
+  });
+
+  it('a forwarding header that is ignored is warned of once per process, naming PLINTH_TRUSTED_PROXIES', () => {
+    const warnings: unknown[][] = [];
+    const watch = forwardingWatch();
+    watch(fake({ headers: {}, ip: '192.0.2.1', warnings }));
+    watch(fake({ headers: { 'x-forwarded-for': '203.0.113.1' }, ip: '203.0.113.1', peer: '192.0.2.5', warnings }));
+    assert.equal(warnings.length, 0, 'no header, or one a trusted proxy sent: nothing ignored');
+    for (let i = 0; i < 3; i++) watch(fake({ headers: { 'x-forwarded-for': '203.0.113.1' }, ip: '192.0.2.1', warnings }));
+    assert.equal(warnings.length, 1);
+    assert.deepEqual(warnings[0]![0], { peer: '192.0.2.1' });
+    assert.match(String(warnings[0]![1]), /192\.0\.2\.1 is not in PLINTH_TRUSTED_PROXIES.*counted as 192\.0\.2\.1/);
+
+    const forwardedOnly: unknown[][] = [];
+    const other = forwardingWatch();
+    other(fake({ headers: { forwarded: 'for=203.0.113.1' }, ip: '192.0.2.5', warnings: forwardedOnly }));
+    other(fake({ headers: { 'x-forwarded-for': '203.0.113.1' }, ip: '192.0.2.6', warnings: forwardedOnly }));
+    assert.equal(forwardedOnly.length, 1);
+    assert.match(String(forwardedOnly[0]![1]), /only X-Forwarded-For is read, not Forwarded.*PLINTH_TRUSTED_PROXIES/);
   });
 });

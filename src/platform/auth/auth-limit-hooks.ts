@@ -48,3 +48,29 @@ export function countFailedAuthentication(limiter: AuthLimiter, request: Fastify
   if (outcome.addressBlocked) request.log.warn({ address }, 'blocked an address after failed authentications');
   if (outcome.prefixBlocked) request.log.warn({ keyPrefix }, 'a key prefix reached its limit of failed authentications');
 }
+
+/**
+ * forwardingWatch returns a check that warns, once per process, of a request that names its client in
+ * X-Forwarded-For or Forwarded while Plinth takes the connection's address for it: a reverse proxy that
+ * is not in PLINTH_TRUSTED_PROXIES (or that sends only Forwarded, which is not read). Behind such a
+ * proxy every client has the proxy's address, so one guesser's failures block every client at once;
+ * once is enough, since the proxy would repeat it on every request.
+ */
+export function forwardingWatch(): (request: FastifyRequest) => void {
+  let warned = false;
+  return (request) => {
+    if (warned) return;
+    const forwardedFor = request.headers['x-forwarded-for'] !== undefined;
+    if (!forwardedFor && request.headers.forwarded === undefined) return;
+    const peer = request.socket.remoteAddress;
+    // A trusted proxy's X-Forwarded-For gave the request another address: nothing was ignored.
+    if (peer === undefined || request.ip !== peer) return;
+    warned = true;
+    const why = forwardedFor ? `${peer} is not in PLINTH_TRUSTED_PROXIES` : 'only X-Forwarded-For is read, not Forwarded';
+    request.log.warn(
+      { peer },
+      `a request names its client in a forwarding header that is ignored (${why}): every client behind that proxy is counted as ${peer}, `
+        + 'so one client failing to authenticate blocks them all; list the proxy in PLINTH_TRUSTED_PROXIES (logged once)',
+    );
+  };
+}

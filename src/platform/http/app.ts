@@ -10,7 +10,7 @@ import type { Db } from '../db/db.ts';
 import { AppError, NotFoundError } from '../errors.ts';
 import { ErrorBody } from '../schema.ts';
 import { authenticate } from '../auth/authenticate.ts';
-import { countFailedAuthentication, refuseBlockedAddress } from '../auth/auth-limit-hooks.ts';
+import { countFailedAuthentication, forwardingWatch, refuseBlockedAddress } from '../auth/auth-limit-hooks.ts';
 import { AuthLimiter } from '../auth/auth-limiter.ts';
 import { CredentialStore } from '../auth/credential-store.ts';
 import { CredentialWriteWatch } from '../auth/credential-writes.ts';
@@ -181,9 +181,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await credentials.start();
   app.addHook('onClose', async () => credentials.close());
   const authLimiter = new AuthLimiter(options.config.authLimits);
+  const watchForwarding = forwardingWatch();
   app.addHook('onRequest', async (request, reply) => {
     request.credentialWritesAtStart = credentialWrites.writes;
     reply.header('X-Request-Id', request.id);
+    watchForwarding(request);
     // Every route that takes a credential, the public ones that check their own (the state backend) too.
     refuseBlockedAddress(authLimiter, request);
     if (request.is404 || request.routeOptions.config.public) return;
