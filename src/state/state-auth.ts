@@ -3,10 +3,9 @@ import type { Db } from '../platform/db/db.ts';
 import { organizationSelector } from '../platform/auth/authenticate.ts';
 import { resolveCredential, type Principal } from '../platform/auth/principal.ts';
 import { assertPermission, type Permission } from '../platform/auth/roles.ts';
-import { hashToken } from '../platform/auth/tokens.ts';
+import { hashToken, RUN_TOKEN_PREFIX } from '../platform/auth/tokens.ts';
 import { UnauthenticatedError } from '../platform/errors.ts';
 import { findLiveRunCredential } from '../engine/runners/opentofu/opentofu.repo.ts';
-import { RUN_TOKEN_PREFIX } from '../engine/runners/opentofu/run-credential.ts';
 
 /**
  * Who calls the state backend: an OpenTofu step of a run, with the credential its worker minted for that

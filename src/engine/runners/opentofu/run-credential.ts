@@ -4,10 +4,6 @@ import type { Executor } from '../../../platform/db/db.ts';
 import { newId } from '../../../platform/ids.ts';
 import { deleteRunCredential, insertRunCredential } from './opentofu.repo.ts';
 
-// The prefix lives with the API key's in platform/auth/tokens.ts (the failed-authentication limits read
-// it there); the state backend, which resolves run credentials, takes it from here.
-export { RUN_TOKEN_PREFIX };
-
 /** A run credential outlives its step by at most this much beyond the step's own time limit. */
 const CREDENTIAL_MARGIN_MS = 5 * 60_000;
 /** Without a step timeout a credential still expires: a stuck run cannot keep one for ever. */
