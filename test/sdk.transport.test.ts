@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { createPlinth, parseSse, retryAfterMs, type SseEvent } from '@plinth/sdk';
+import { createPlinth, parseSse, PlinthApiError, retryAfterMs, unwrap, type SseEvent } from '@plinth/sdk';
 
 function streamOf(chunks: string[]): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
@@ -83,5 +83,43 @@ describe('SDK retries of 429 and 5xx against a stand-in server', () => {
     assert.equal(retryAfterMs('3'), 3000);
     assert.equal(retryAfterMs(new Date(Date.UTC(2030, 0, 1, 0, 0, 10)).toUTCString(), Date.UTC(2030, 0, 1)), 10_000);
     assert.equal(retryAfterMs('soon'), undefined);
+  });
+});
+
+describe('SDK and redirects', () => {
+  /** A server on a port of its own that records what it was sent. */
+  const serve = async (answer: (req: http.IncomingMessage, res: http.ServerResponse) => void) => {
+    const seen: { url: string; authorization?: string }[] = [];
+    const server = http.createServer((req, res) => {
+      seen.push({ url: `${req.method} ${req.url}`, authorization: req.headers.authorization });
+      req.resume().on('end', () => answer(req, res));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { server, seen, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
+  };
+  let elsewhere: Awaited<ReturnType<typeof serve>>;
+  let redirecting: Awaited<ReturnType<typeof serve>>;
+  before(async () => {
+    elsewhere = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":{}}'));
+    redirecting = await serve((req, res) => res.writeHead(req.method === 'POST' ? 307 : 302, { location: `${elsewhere.url}${req.url}` }).end());
+  });
+  after(async () => {
+    for (const { server } of [elsewhere, redirecting]) await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('never follows one: the key is not sent to where it points, and the caller gets an error naming it', async () => {
+    const plinth = createPlinth({ baseUrl: redirecting.url, token: 'plk_never_elsewhere' });
+    const refused = (error: unknown) => {
+      assert.ok(error instanceof PlinthApiError, String(error));
+      assert.equal(error.code, 'Sdk:Response:REDIRECT');
+      assert.match(error.message, new RegExp(`redirected to ${elsewhere.url}/auth/whoami|redirected to ${elsewhere.url}/projects`));
+      return true;
+    };
+    await assert.rejects(plinth.fetch('/auth/whoami'), refused);
+    await assert.rejects(unwrap(plinth.api.GET('/auth/whoami')), refused);
+    await assert.rejects(plinth.fetch('/projects', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }), (error: unknown) => refused(error) && (error as PlinthApiError).status === 307);
+    assert.deepEqual(elsewhere.seen, []);
+    assert.deepEqual(redirecting.seen.map((r) => r.url), ['GET /auth/whoami', 'GET /auth/whoami', 'POST /projects'], 'sent once each: a redirect is not retried');
+    assert.ok(redirecting.seen.every((r) => r.authorization === 'Bearer plk_never_elsewhere'));
   });
 });

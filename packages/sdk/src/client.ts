@@ -30,6 +30,28 @@ export async function unwrap<R extends Answer>(answer: Promise<R>): Promise<Excl
   return data as Exclude<R['data'], undefined>;
 }
 
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * noRedirects sends every request with `redirect: 'manual'` and turns a redirect into a PlinthApiError
+ * (`Sdk:Response:REDIRECT`) that names where it pointed. Followed, it would repeat the request, API key
+ * included, to wherever `Location` says: a key must reach only the host it was given for. The check sits
+ * outside the retries, so a redirect is neither retried nor followed.
+ */
+function noRedirects(inner: typeof fetch, retry: RetryOptions | undefined): (request: Request) => Promise<Response> {
+  const send = retryingFetch((request) => inner(request, { redirect: 'manual' }), retry);
+  return async (request) => {
+    const response = await send(request);
+    if (response.type !== 'opaqueredirect' && !REDIRECTS.has(response.status)) return response;
+    await response.body?.cancel();
+    const location = response.headers.get('location');
+    throw new PlinthApiError(response.status, {
+      code: 'Sdk:Response:REDIRECT',
+      message: `${request.method} ${request.url} was redirected ${location === null ? 'without a Location' : `to ${location}`}, and redirects are not followed so that the API key goes nowhere else: set baseUrl to where Plinth answers`,
+    });
+  };
+}
+
 /** The Plinth client: `api` is the typed openapi-fetch client; the rest is what it cannot do alone. */
 export class Plinth {
   readonly api: Client<paths>;
@@ -42,7 +64,7 @@ export class Plinth {
     const headers: Record<string, string> = { 'user-agent': options.userAgent ?? 'plinth-sdk' };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     if (options.organizationId) headers['x-organization-id'] = options.organizationId;
-    const send = retryingFetch(options.fetch ?? globalThis.fetch, options.retry);
+    const send = noRedirects(options.fetch ?? globalThis.fetch, options.retry);
     this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: send, headers });
     this.fetch = (path, init = {}) => {
       const merged = new Headers(init.headers);
