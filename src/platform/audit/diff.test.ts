@@ -58,6 +58,29 @@ describe('texts in the audit log keep no credentials', () => {
   it('leaves a text without a URL as it is', () => {
     assert.equal(cleanText('Project ☃ 1: alice@example.com'), 'Project ☃ 1: alice@example.com');
   });
+
+  it('takes a scheme only at a word boundary, and of at most 32 characters', () => {
+    assert.equal(cleanText('xhttps://u:p@h/a'), 'xhttps://h/a');
+    assert.equal(cleanText('1https://u:p@h/a'), '1https://u:p@h/a');
+    assert.equal(cleanText('_https://u:p@h/a'), '_https://u:p@h/a');
+    assert.equal(cleanText('-git+ssh://u:p@h/a'), '-git+ssh://h/a');
+    assert.equal(cleanText(`${'b'.repeat(31)}://u:p@h/a`), `${'b'.repeat(31)}://h/a`);
+    assert.equal(cleanText(`-${'b'.repeat(40)}://u:p@h/a`), `-${'b'.repeat(40)}://u:p@h/a`);
+    assert.equal(cleanText(`${'b'.repeat(20)}-${'c'.repeat(20)}://u:p@h/a`), `${'b'.repeat(20)}-${'c'.repeat(20)}://h/a`);
+    assert.equal(cleanText('://u:p@h a://u:p@h ://'), '://u:p@h a://h ://');
+  });
+
+  it('cleans texts of many word boundaries in time linear in their length', () => {
+    const dashes = 'a-'.repeat(2048);
+    const bodies = [dashes, `${dashes.slice(0, -4)}://x`, 'a.'.repeat(2048), '://'.repeat(1365)];
+    const started = performance.now();
+    for (const text of bodies) {
+      const diff = auditDiff({ data: { name: text, tags: Array.from({ length: 200 }, () => text) } }, ['name', 'tags']);
+      assert.deepEqual(diff, { truncated: true, fields: ['name', 'tags'] });
+    }
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 100, `${bodies.length} bodies of 201 texts of 4096 characters took ${Math.round(elapsed)} ms`);
+  });
 });
 
 describe('an audit allowlist and its route\'s body schema', () => {
