@@ -2,7 +2,9 @@
 // and nothing else. An allowlist, not a list of secret-looking names: a field added to a body later,
 // or a secret under an innocent name (a sensitive variable's `value`), stays out of the log until
 // someone decides it belongs there. Even an allowlisted text keeps no credentials: a URL in it loses
-// its user-info, query and fragment.
+// its user-info, query and fragment. A field named with `:origin` (`webhookUrl:origin`) keeps only
+// its URL's scheme, host and port: a webhook's URL (Slack's, Discord's, Teams') is its credential,
+// path included.
 
 import type { TSchema } from '@sinclair/typebox';
 
@@ -67,19 +69,53 @@ export function cleanText(text: string): string {
   return out + input.slice(copied);
 }
 
-/** A field path: keys from the body's `data`, `.`-separated; `key[]` steps into each item of a list. */
+/** The start of a text that is a URL: its scheme, and what comes before its path, query or fragment. */
+const URL_ORIGIN = /^([a-z][a-z0-9+.-]{0,31}:\/\/)([^/\\?#\s]*)/i;
+/** A host name or an IP literal, and a port: nothing a credential could hide in. */
+const PLAIN_HOST = /^(\[[0-9a-f:.]*\]|[a-z0-9.-]+)(:\d{1,5})?$/i;
+
+/**
+ * originOf is what the audit log keeps of a URL that is an endpoint whose path may be its secret: its
+ * scheme and, when it is a plain host and port, its authority without user-info. Not a URL (a refused
+ * body's): nothing.
+ */
+export function originOf(text: string): string | undefined {
+  const match = URL_ORIGIN.exec(text.slice(0, MAX_TEXT));
+  if (!match) return undefined;
+  const [, scheme, authority] = match;
+  const host = authority.slice(authority.lastIndexOf('@') + 1);
+  return scheme + (PLAIN_HOST.test(host) ? host : '');
+}
+
+/** How a kept field's texts are kept: cleaned of credentials, or only their URL's origin. */
+type Keep = 'text' | 'origin';
+const MODES: Record<string, Keep> = { origin: 'origin' };
+
+/**
+ * A field path: keys from the body's `data`, `.`-separated; `key[]` steps into each item of a list;
+ * a `:mode` after it says how its texts are kept.
+ */
 interface PathTree {
-  [segment: string]: PathTree | true;
+  [segment: string]: PathTree | Keep;
+}
+
+/** A field of an allowlist: its path, and its mode (undefined when it names one that does not exist). */
+function parseField(field: string): { path: string; keep: Keep | undefined } {
+  const colon = field.indexOf(':');
+  const path = colon < 0 ? field : field.slice(0, colon);
+  const mode = colon < 0 ? undefined : field.slice(colon + 1);
+  return { path, keep: mode === undefined ? 'text' : Object.hasOwn(MODES, mode) ? MODES[mode] : undefined };
 }
 
 function treeOf(fields: readonly string[]): PathTree {
   const tree: PathTree = {};
   for (const field of fields) {
-    const segments = field.split('.');
+    const { path, keep } = parseField(field);
+    const segments = path.split('.');
     let node = tree;
     segments.forEach((segment, i) => {
-      if (i === segments.length - 1) node[segment] = true;
-      else node = (node[segment] = node[segment] === true || node[segment] === undefined ? {} : node[segment]) as PathTree;
+      if (i === segments.length - 1) node[segment] = keep ?? 'origin';
+      else node = (node[segment] = typeof node[segment] === 'string' || node[segment] === undefined ? {} : node[segment]) as PathTree;
     });
   }
   return tree;
@@ -89,17 +125,17 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function scalar(value: unknown): unknown {
-  if (typeof value === 'string') return cleanText(value);
+function scalar(value: unknown, keep: Keep): unknown {
+  if (typeof value === 'string') return keep === 'origin' ? originOf(value) : cleanText(value);
   if (typeof value === 'boolean' || value === null) return value;
   if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
   return undefined;
 }
 
 /** A leaf keeps a scalar or a list of scalars; anything else (a refused body's object in a name's place) is left out. */
-function leaf(value: unknown): unknown {
-  if (!Array.isArray(value)) return scalar(value);
-  const items = value.slice(0, MAX_ITEMS).map(scalar);
+function leaf(value: unknown, keep: Keep): unknown {
+  if (!Array.isArray(value)) return scalar(value, keep);
+  const items = value.slice(0, MAX_ITEMS).map((item) => scalar(item, keep));
   return items.includes(undefined) ? undefined : items;
 }
 
@@ -112,7 +148,7 @@ function project(value: unknown, tree: PathTree): Record<string, unknown> | unde
     if (!Object.hasOwn(value, key)) continue;
     const child = value[key];
     let kept: unknown;
-    if (sub === true) kept = list && !Array.isArray(child) ? undefined : leaf(child);
+    if (typeof sub === 'string') kept = list && !Array.isArray(child) ? undefined : leaf(child, sub);
     else if (list) kept = Array.isArray(child) ? child.slice(0, MAX_ITEMS).map((item) => project(item, sub) ?? null) : undefined;
     else kept = project(child, sub);
     if (kept !== undefined) out[key] = kept;
@@ -137,7 +173,7 @@ export function auditDiff(body: unknown, fields: readonly string[] | undefined):
 /** The schemas a body schema allows at one of its `data` paths (several when it is a union); empty when none. */
 export function fieldSchemas(body: TSchema | undefined, field: string): TSchema[] {
   let current: TSchema[] = body ? [body] : [];
-  for (const segment of ['data', ...field.split('.')]) {
+  for (const segment of ['data', ...parseField(field).path.split('.')]) {
     const list = segment.endsWith('[]');
     const key = list ? segment.slice(0, -2) : segment;
     current = current.flatMap(branches).flatMap((s) => (s.properties?.[key] ? [s.properties[key] as TSchema] : []));
@@ -154,13 +190,17 @@ function branches(schema: TSchema): TSchema[] {
 
 /**
  * allowlistProblems says what is wrong with a route's audit allowlist: a field its body schema does not
- * have, or one that is write-only there (a secret: a token, a password, a sensitive value).
+ * have, one that is write-only there (a secret: a token, a password, a sensitive value), a mode that
+ * does not exist, or a webhook's URL kept whole (its path may be its secret).
  */
 export function allowlistProblems(body: TSchema | undefined, fields: readonly string[]): string[] {
   return fields.flatMap((field) => {
+    const { path, keep } = parseField(field);
+    if (!keep) return [`${field} names a mode that does not exist (${Object.keys(MODES).join(', ')})`];
     const schemas = fieldSchemas(body, field);
-    if (!schemas.length) return [`${field} is not a field of its body`];
-    if (schemas.flatMap(branches).some((s) => s.writeOnly === true)) return [`${field} is write-only (a secret)`];
+    if (!schemas.length) return [`${path} is not a field of its body`];
+    if (schemas.flatMap(branches).some((s) => s.writeOnly === true)) return [`${path} is write-only (a secret)`];
+    if (/webhook/i.test(path.split('.').at(-1)!) && keep !== 'origin') return [`${path} is a webhook's URL, whose path may be its secret: keep only its origin (${path}:origin)`];
     return [];
   });
 }
