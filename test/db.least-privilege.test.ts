@@ -8,8 +8,11 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import { runAuditMaintenance } from '../src/audit/audit-maintenance.ts';
+import { verifyAuditChain } from '../src/audit/audit.service.ts';
+import { appendAuditEvent } from '../src/platform/audit/audit-writer.repo.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { createDb, type Db } from '../src/platform/db/db.ts';
+import { newId } from '../src/platform/ids.ts';
 import { privilegeProblems } from '../src/platform/db/roles.ts';
 import { openDatabase, prepareDatabase, type DatabaseHandle } from '../src/server.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
@@ -135,6 +138,38 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     assert.deepEqual(result.dropped, ['audit_events_2020_01']);
     const [kept] = (await sql<{ found: boolean }>`select to_regclass(${`public.${partition}`}) is not null as found`.execute(owner)).rows;
     assert.equal(kept?.found, true, 'this month\'s partition is still there');
+  });
+
+  it('cannot shorten an audit chain unseen: retention it calls itself leaves its record, and a retention row it makes up starts no chain', async () => {
+    const org = `org_${randomBytes(4).toString('hex')}`;
+    await owner.insertInto('organizations').values({ id: org, name: 'Attacked', billing_email: 'billing@example.com' }).execute();
+    await sql`create table audit_events_2021_03 partition of audit_events for values from ('2021-03-01') to ('2021-04-01')`.execute(owner);
+    for (const at of [new Date('2021-03-15T00:00:00Z'), new Date('2021-03-16T00:00:00Z'), new Date()]) {
+      await runtime.transaction().execute((trx) => appendAuditEvent(trx, TEST_SECRETS, {
+        organizationId: org, actorType: 'MEMBERSHIP', actorId: 'u', apiKeyId: null, action: 'project.create', resourceType: 'project', resourceId: null,
+        outcome: 'SUCCESS', statusCode: null, errorCode: null, requestId: newId(), ip: null, userAgent: null, diff: null,
+      }, at));
+    }
+    assert.deepEqual(await verifyAuditChain(runtime, TEST_SECRETS, org), { valid: true, checked: 3 });
+
+    // In SQL alone, without the key: the shortest retention, retention run by hand, a retention row of
+    // its own saying so at a seq no walk of the chain reaches, and the retention put back.
+    await sql`insert into audit_settings (organization_id, retention_days) values (${org}, 1)`.execute(runtime);
+    const { rows } = await sql<{ result: { deletions: { organizationId: string; toSeq: number; lastHash: string }[] } }>`select audit_apply_retention() as result`.execute(runtime);
+    const deletion = rows[0]!.result.deletions.find((d) => d.organizationId === org)!;
+    assert.equal(deletion.toSeq, 2);
+    const forged = (seq: number) => `insert into audit_events (id, organization_id, seq, created_at, actor_type, actor_id, action, resource_type, outcome, request_id, diff, prev_hash, hash)
+      values ('${newId()}', '${org}', ${seq}, now(), 'SYSTEM', 'retention', 'audit.retention', 'audit-event', 'SUCCESS', '${newId()}',
+              '{"toSeq": 2, "lastHash": "${deletion.lastHash}", "before": "2000-01-01T00:00:00.000Z"}', '', 'forged')`;
+    assert.equal(await sqlState(runtime, forged(0)), '23514', 'a chain starts at seq 1');
+    assert.equal(await sqlState(runtime, forged(-1)), '23514');
+    await sql`update audit_settings set retention_days = 365 where organization_id = ${org}`.execute(runtime);
+
+    const kept = await runtime.selectFrom('audit_events').select(['seq', 'action', 'actor_type']).where('organization_id', '=', org).orderBy('seq').execute();
+    assert.deepEqual(kept.map((r) => [Number(r.seq), r.action, r.actor_type]), [[3, 'project.create', 'MEMBERSHIP'], [4, 'audit.retention', 'SYSTEM']], 'the deletion is recorded');
+    const result = await verifyAuditChain(runtime, TEST_SECRETS, org);
+    assert.equal(result.valid, false, JSON.stringify(result));
+    assert.match(result.reason!, /the anchor does not hold/);
   });
 });
 

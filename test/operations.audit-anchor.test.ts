@@ -5,6 +5,8 @@ import pino from 'pino';
 import { runAuditMaintenance } from '../src/audit/audit-maintenance.ts';
 import { verifyAuditChain } from '../src/audit/audit.service.ts';
 import { appendAuditEvent } from '../src/platform/audit/audit-writer.repo.ts';
+import { chainHash } from '../src/platform/audit/chain.ts';
+import type { Executor } from '../src/platform/db/db.ts';
 import { newId } from '../src/platform/ids.ts';
 import { generateSecretKeyText, keyIdOf, parseSecretKey, SecretBox } from '../src/platform/secrets/secret-box.ts';
 import { anchorChainsOnce, type DatabaseHandle } from '../src/server.ts';
@@ -80,6 +82,24 @@ describe('the audit chain\'s anchor and retention', () => {
   async function rowsOf(org: string) {
     const { rows } = await sql<any>`select * from audit_events where organization_id = ${org} order by seq`.execute(t.db);
     return rows;
+  }
+
+  /**
+   * What a role that may insert audit rows (the runtime role) can make up without the key: an
+   * `audit.retention` row of the platform's, hashed as Plinth hashes rows, saying retention deleted
+   * every row up to `toSeq`, the last of which had `lastHash`.
+   */
+  async function forgeRetentionRow(org: string, seq: number, toSeq: number, lastHash: string, prevHash = '', db: Executor = t.db) {
+    const fields = {
+      id: newId(), organizationId: org, seq, createdAt: new Date().toISOString(), actorType: 'SYSTEM', actorId: 'retention', apiKeyId: null,
+      action: 'audit.retention', resourceType: 'audit-event', resourceId: null, outcome: 'SUCCESS', statusCode: null, errorCode: null,
+      requestId: newId(), ip: null, userAgent: null, diff: { before: '2000-01-01T00:00:00.000Z', toSeq, lastHash },
+    };
+    await db.insertInto('audit_events').values({
+      id: fields.id, organization_id: org, seq, created_at: new Date(fields.createdAt), actor_type: 'SYSTEM', actor_id: 'retention',
+      action: fields.action, resource_type: fields.resourceType, outcome: 'SUCCESS', request_id: fields.requestId, diff: JSON.stringify(fields.diff),
+      prev_hash: prevHash, hash: chainHash(prevHash, fields),
+    }).execute();
   }
 
   it('an untouched chain verifies against its anchor, kept beside its head', async () => {
@@ -197,6 +217,44 @@ describe('the audit chain\'s anchor and retention', () => {
     assert.match(cut.reason!, /rows 4 to 4 are missing: retention deleted rows only up to 3/);
   });
 
+  it('trusts no retention row outside the chain it walked, not even one below seq 1 from before rows had to start there', async () => {
+    const org = await createOrganization(t, 'Forged retention row');
+    await appendAt(org, new Date(monthStart(new Date(), 20).getTime() + 14 * DAY), 2);
+    await t.call('POST', '/projects', { headers: inOrg(org), body: { data: { givenId: 'now', name: 'Now' } } });
+    const [, second] = await rowsOf(org);
+    await deleteAsOperator(org, 'seq <= 2');
+    assert.equal((await verify(org)).valid, false);
+
+    await assert.rejects(forgeRetentionRow(org, 0, 2, second.hash), /audit_events_seq_check/);
+    // A row of that kind left from before the constraint (it does not check the rows it found).
+    await t.db.transaction().execute(async (trx) => {
+      await sql`alter table audit_events drop constraint audit_events_seq_check`.execute(trx);
+      await forgeRetentionRow(org, 0, 2, second.hash, '', trx);
+      await sql`alter table audit_events add constraint audit_events_seq_check check (seq >= 1) not valid`.execute(trx);
+    });
+    const result = await verify(org);
+    assert.deepEqual({ valid: result.valid, at: result.brokenAtSeq }, { valid: false, at: 1 }, JSON.stringify(result));
+  });
+
+  it('retention takes no retention row for a chain\'s start that the anchored head does not cover, or that shares its seq', async () => {
+    const org = await createOrganization(t, 'Cut, with a forged retention row');
+    await appendAt(org, new Date(monthStart(new Date(), 20).getTime() + 14 * DAY), 2);
+    await appendAt(org, new Date(monthStart(new Date(), 18).getTime() + 14 * DAY), 2);
+    await t.call('POST', '/projects', { headers: inOrg(org), body: { data: { givenId: 'now', name: 'Now' } } });
+    const rows = await rowsOf(org);
+    await deleteAsOperator(org, 'seq <= 2');
+
+    await forgeRetentionRow(org, 6, 2, rows[1].hash, rows[4].hash);
+    const beyondHead = await runAuditMaintenance(t.db, TEST_SECRETS, silent);
+    assert.ok(beyondHead.leftAlone.includes(org), 'a row past the head vouches for nothing');
+    await forgeRetentionRow(org, 5, 2, rows[1].hash, rows[3].hash);
+    const sharedSeq = await runAuditMaintenance(t.db, TEST_SECRETS, silent);
+    assert.ok(sharedSeq.leftAlone.includes(org), 'a second row at a seq vouches for nothing');
+    assert.deepEqual((await rowsOf(org)).map((r) => Number(r.seq)), [3, 4, 5, 5, 6], 'the rows that show the cut are all there');
+    const result = await verify(org);
+    assert.equal(result.valid, false);
+  });
+
   it('anchors the chains written before anchors once, at the start that applies their migration, and never again', async () => {
     const org = await orgWithRows('Written before anchors', 2);
     await sql`update audit_chain_heads set mac = null where organization_id = ${org}`.execute(t.db);
@@ -224,5 +282,25 @@ describe('the audit chain\'s anchor and retention', () => {
     assert.deepEqual(await verifyAuditChain(t.db, new SecretBox(next), org), { valid: true, checked: 2 }, 'the previous key is no longer needed');
     const withoutKey = await verifyAuditChain(t.db, TEST_SECRETS, org);
     assert.match(withoutKey.reason!, /anchored with a key that is no longer configured/);
+  });
+
+  // Last: a direct call applies retention to every organization of this database.
+  it('retention called outside the maintenance leaves its record in the chain, which then no longer verifies', async () => {
+    const org = await createOrganization(t, 'Retention called directly');
+    await appendAt(org, new Date(cutoffOf(31).getTime() - 20 * DAY), 2);
+    const patch = await t.call('PATCH', '/audit-settings', { headers: inOrg(org), body: { data: { retentionDays: 31 } } });
+    assert.equal(patch.status, 200, JSON.stringify(patch.body));
+    assert.deepEqual(await verify(org), { valid: true, checked: 3 });
+
+    await sql`select audit_apply_retention()`.execute(t.db);
+    const rows = await rowsOf(org);
+    assert.deepEqual(rows.map((r) => [Number(r.seq), r.action, r.actor_type]), [[3, 'audit-setting.update', 'MEMBERSHIP'], [4, 'audit.retention', 'SYSTEM']]);
+    assert.deepEqual([rows[1].diff.fromSeq, rows[1].diff.toSeq, rows[1].prev_hash], [1, 2, rows[0].hash]);
+    const result = await verify(org);
+    assert.equal(result.valid, false);
+    assert.match(result.reason!, /the anchor does not hold: its chain head was rewritten outside Plinth/);
+
+    await runAuditMaintenance(t.db, TEST_SECRETS, silent);
+    assert.equal((await verify(org)).reason, result.reason, 'the maintenance does not vouch for it afterwards');
   });
 });

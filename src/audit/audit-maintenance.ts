@@ -1,11 +1,10 @@
 import { anchorHolds, anchorIsStale, anchorOf } from '../platform/audit/anchor.ts';
-import { appendAuditEvent, lockChainHead, setChainAnchor, type AuditEventDraft } from '../platform/audit/audit-writer.repo.ts';
+import { lockChainHead, setChainAnchor } from '../platform/audit/audit-writer.repo.ts';
 import type { Db } from '../platform/db/db.ts';
-import { newId } from '../platform/ids.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { deliverDueWebhooks, type DeliveryOptions } from './audit-delivery.ts';
-import { deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains, RETENTION_ACTION, type RetentionDeletion } from './audit.repo.ts';
+import { deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains } from './audit.repo.ts';
 
 /** The migration that gave chain heads their anchor: the start that applies it anchors the heads it found. */
 export const ANCHOR_MIGRATION = '0015_audit_anchor';
@@ -19,34 +18,22 @@ export interface MaintenanceResult {
   reanchored: number;
 }
 
-/** A time from the database's JSON (`2026-01-01T00:00:00+00:00`) as the API writes times. */
-function utc(text: string): string {
-  return new Date(text).toISOString();
-}
-
-/** The row retention appends to a chain it shortened: what went, and the last row's seq and hash, which the next kept row links to. */
-function retentionRow(d: RetentionDeletion): AuditEventDraft {
-  return {
-    organizationId: d.organizationId, actorType: 'SYSTEM', actorId: 'retention', apiKeyId: null, action: RETENTION_ACTION, resourceType: 'audit-event',
-    resourceId: null, outcome: 'SUCCESS', statusCode: null, errorCode: null, requestId: newId(), ip: null, userAgent: null,
-    diff: {
-      retentionDays: d.retentionDays, before: utc(d.before), fromSeq: d.fromSeq, toSeq: d.toSeq, count: d.count,
-      fromCreatedAt: utc(d.fromCreatedAt), toCreatedAt: utc(d.toCreatedAt), lastHash: d.lastHash,
-    },
-  };
-}
-
 /**
  * applyAuditRetention deletes what is past each organization's retention (whole months; the months past
- * every retention with their partitions) and appends to each chain it shortened its `audit.retention`
- * row, in one transaction: no deletion without its record, and the chain still verifies.
+ * every retention with their partitions), which the database records with an `audit.retention` row in
+ * each chain it shortened, and moves each such chain's anchor onto that row, in one transaction: no
+ * deletion without its record, and the chain still verifies. As an append does, it moves an anchor only
+ * if it held for the head the row was appended to: else the head was rewritten outside Plinth, and
+ * vouching for the row would vouch for that.
  */
 async function applyAuditRetention(db: Db, secrets: SecretBox, log?: Logger): Promise<Omit<MaintenanceResult, 'reanchored'>> {
   return db.transaction().execute(async (trx) => {
     const { dropped, deletions, leftAlone } = await deleteExpiredAuditRows(trx);
-    for (const deletion of deletions) {
-      const { anchored } = await appendAuditEvent(trx, secrets, retentionRow(deletion));
-      if (!anchored) log?.error({ organizationId: deletion.organizationId }, 'the audit chain\'s anchor does not hold: its head was rewritten outside Plinth');
+    for (const d of deletions) {
+      const head = await lockChainHead(trx, secrets, d.organizationId);
+      const previous = { organizationId: d.organizationId, seq: d.recordSeq - 1, hash: d.recordPrevHash };
+      if (head.seq === d.recordSeq && anchorHolds(secrets, previous, head.anchor)) await setChainAnchor(trx, head, anchorOf(secrets, head));
+      else log?.error({ organizationId: d.organizationId }, 'the audit chain\'s anchor does not hold: its head was rewritten outside Plinth');
     }
     return { dropped, deleted: deletions.reduce((n, d) => n + d.count, 0), leftAlone };
   });
