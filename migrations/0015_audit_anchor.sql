@@ -4,8 +4,16 @@
 -- links up. So each chain head also keeps `mac`, an HMAC of the organization, seq and hash of the
 -- newest row, keyed by a key derived from PLINTH_SECRET_KEY: the database never sees that key, so no
 -- role of it can move the anchor onto a chain cut short. The API writes it with every append.
--- Heads written before this migration have none: the start that applies it anchors them once.
 alter table audit_chain_heads add column mac text;
+
+-- Heads written before this migration have none. While this table holds its row, every start anchors
+-- the heads without an anchor, as they are, and deletes the row in the same transaction (as the owner:
+-- the runtime role may not touch it). So a start that dies before anchoring leaves the work to the
+-- next one; once the row is gone, a head without an anchor is never anchored (a head the runtime role
+-- rewrote, anchor cleared, would be vouched for). A database with no chain yet needs no anchoring, nor
+-- the key.
+create table audit_anchor_pending (pending boolean primary key default true check (pending));
+insert into audit_anchor_pending (pending) select true where exists (select 1 from audit_chain_heads);
 
 -- Retention writes a row of its own into each chain it shortens, as the platform (no principal).
 alter table audit_events drop constraint audit_events_actor_type_check;

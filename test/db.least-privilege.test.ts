@@ -65,7 +65,7 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     ({ database, runtimeUrl } = await databaseWithRuntimeUrl(role));
     const config = { ...loadConfig({}), databaseUrl: runtimeUrl, databaseOwnerUrl: database.url };
     handle = await openDatabase(config, silent);
-    await prepareDatabase(handle, silent);
+    await prepareDatabase(handle, silent, () => TEST_SECRETS);
     runtime = handle.db;
     owner = createDb(database.url, 2);
   });
@@ -81,7 +81,7 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     const ownerProblems = await privilegeProblems(owner);
     assert.ok(ownerProblems.some((p) => p.startsWith('is a superuser')), ownerProblems.join('; '));
     // A second start (every process runs it) changes nothing and fails nothing.
-    await prepareDatabase(handle, silent);
+    await prepareDatabase(handle, silent, () => TEST_SECRETS);
     assert.deepEqual(await privilegeProblems(runtime), []);
   });
 
@@ -101,7 +101,7 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     assert.equal(await sqlState(runtime, 'alter table audit_events disable trigger audit_events_append_only'), INSUFFICIENT_PRIVILEGE);
   });
 
-  it('appends to the audit log and reads it, but cannot change, delete or empty it, through the table or a partition, nor delete its chains\' heads', async () => {
+  it('appends to the audit log and reads it, but cannot change, delete or empty it, through the table or a partition, nor delete its chains\' heads or mark them for anchoring', async () => {
     const row = { id: `aud_${randomBytes(6).toString('hex')}`, organization_id: 'org_x', seq: 1, created_at: new Date(), actor_type: 'MEMBERSHIP' as const, actor_id: 'u', action: 'x.y', resource_type: 'x', outcome: 'SUCCESS' as const, request_id: 'r', prev_hash: '', hash: 'h' };
     await runtime.insertInto('audit_events').values(row).execute();
     assert.equal((await runtime.selectFrom('audit_events').select('id').where('id', '=', row.id).execute()).length, 1);
@@ -115,6 +115,8 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
       `insert into ${partition} select * from ${partition}`,
       'delete from audit_chain_heads',
       'truncate audit_chain_heads',
+      'insert into audit_anchor_pending values (true)',
+      'delete from audit_anchor_pending',
     ]) {
       assert.equal(await sqlState(runtime, `begin; set local plinth.audit_retention = 'on'; ${statement}; commit`), INSUFFICIENT_PRIVILEGE, statement);
       await sql`rollback`.execute(runtime).catch(() => {});

@@ -1,16 +1,23 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { Migrator, sql, type Migration } from 'kysely';
+import pg from 'pg';
 import pino from 'pino';
-import { runAuditMaintenance } from '../src/audit/audit-maintenance.ts';
+import { anchorChainsWrittenBefore, runAuditMaintenance } from '../src/audit/audit-maintenance.ts';
 import { verifyAuditChain } from '../src/audit/audit.service.ts';
 import { appendAuditEvent } from '../src/platform/audit/audit-writer.repo.ts';
 import { chainHash } from '../src/platform/audit/chain.ts';
-import type { Executor } from '../src/platform/db/db.ts';
+import { createDb, type Executor } from '../src/platform/db/db.ts';
+import { migrateToLatest } from '../src/platform/db/migrate.ts';
 import { newId } from '../src/platform/ids.ts';
 import { generateSecretKeyText, keyIdOf, parseSecretKey, SecretBox } from '../src/platform/secrets/secret-box.ts';
-import { anchorChainsOnce, type DatabaseHandle } from '../src/server.ts';
+import { anchorKeyOf, prepareDatabase, type DatabaseHandle } from '../src/server.ts';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
+import { databaseUrl } from './helpers/database.ts';
 import { createOrganization, inOrg } from './helpers/callers.ts';
 
 const DAY = 86_400_000;
@@ -255,18 +262,67 @@ describe('the audit chain\'s anchor and retention', () => {
     assert.equal(result.valid, false);
   });
 
-  it('anchors the chains written before anchors once, at the start that applies their migration, and never again', async () => {
+  it('anchors the chains written before anchors while their migration\'s mark is there, with the key the servers have, and never again', async () => {
     const org = await orgWithRows('Written before anchors', 2);
     await sql`update audit_chain_heads set mac = null where organization_id = ${org}`.execute(t.db);
     const unanchored = await verify(org);
     assert.equal(unanchored.valid, false);
     assert.match(unanchored.reason!, /the anchor does not hold: its chain head has none/);
+    const pending = async () => Number((await sql<{ n: string }>`select count(*) as n from audit_anchor_pending`.execute(t.db)).rows[0].n);
+    assert.equal(await pending(), 0, 'a database migrated with no chain has nothing to anchor');
+    assert.equal(await anchorChainsWrittenBefore(t.db, () => TEST_SECRETS), 0);
+    assert.equal((await verify(org)).valid, false, 'without the mark, a head without an anchor stays so');
 
-    const database = { db: t.db } as DatabaseHandle;
-    await anchorChainsOnce(database, () => TEST_SECRETS, [], silent);
-    assert.equal((await verify(org)).valid, false, 'a start that applies nothing anchors nothing');
-    await anchorChainsOnce(database, () => TEST_SECRETS, ['0015_audit_anchor'], silent);
+    // As the migration leaves it for a database with chains.
+    await sql`insert into audit_anchor_pending values (true)`.execute(t.db);
+    // `plinth migrate` given neither PLINTH_SECRET_KEY nor the data directory: no key made, nothing anchored.
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-no-key-'));
+    const database: DatabaseHandle = { db: t.db, url: t.database.url, ownerUrl: t.database.url, close: async () => {} };
+    try {
+      await assert.rejects(prepareDatabase(database, silent, anchorKeyOf({ secretKey: undefined, previousSecretKeys: [], dataDir })), /needs the installation's secret key, and none is set/);
+      assert.deepEqual(readdirSync(dataDir), [], 'no key file was made');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+    // A start that dies before it anchors leaves the mark, and the work, to the next.
+    await assert.rejects(anchorChainsWrittenBefore(t.db, () => { throw new Error('died'); }), /died/);
+    assert.equal(await pending(), 1);
+    assert.equal((await verify(org)).valid, false);
+
+    await prepareDatabase(database, silent, () => TEST_SECRETS);
     assert.deepEqual(await verify(org), { valid: true, checked: 2 });
+    assert.equal(await pending(), 0, 'the mark went with the anchoring');
+
+    await sql`update audit_chain_heads set mac = null where organization_id = ${org}`.execute(t.db);
+    await prepareDatabase(database, silent, () => TEST_SECRETS);
+    assert.equal((await verify(org)).valid, false, 'once the mark is gone, a head without an anchor is never anchored');
+  });
+
+  it('the migration adding anchors marks a database that has chains for anchoring', async () => {
+    const admin = new pg.Client({ connectionString: process.env.PLINTH_TEST_DATABASE_URL });
+    const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    const db = createDb(databaseUrl(process.env.PLINTH_TEST_DATABASE_URL!, name), 2);
+    try {
+      const dir = path.resolve(import.meta.dirname, '../migrations');
+      const before = readdirSync(dir).filter((f) => f.endsWith('.sql') && f < '0015').sort();
+      const provider = {
+        getMigrations: async () => Object.fromEntries(before.map((f): [string, Migration] => [f.replace(/\.sql$/, ''), { up: async (d) => void (await sql.raw(readFileSync(path.join(dir, f), 'utf8')).execute(d)) }])),
+      };
+      const { error } = await new Migrator({ db, provider }).migrateToLatest();
+      assert.ifError(error);
+      await sql`insert into audit_chain_heads (organization_id, seq, hash) values ('org_before', 0, '')`.execute(db);
+      assert.ok((await migrateToLatest(db)).includes('0015_audit_anchor'));
+      assert.deepEqual((await sql`select pending from audit_anchor_pending`.execute(db)).rows, [{ pending: true }]);
+      await anchorChainsWrittenBefore(db, () => TEST_SECRETS);
+      const head = await db.selectFrom('audit_chain_heads').select('mac').where('organization_id', '=', 'org_before').executeTakeFirstOrThrow();
+      assert.match(head.mac!, new RegExp(`^${TEST_SECRETS.currentKeyId}:`));
+    } finally {
+      await db.destroy();
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    }
   });
 
   it('an anchor made with a previous key holds, and maintenance moves it onto the current key', async () => {

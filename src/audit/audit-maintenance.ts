@@ -4,10 +4,7 @@ import type { Db } from '../platform/db/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { deliverDueWebhooks, type DeliveryOptions } from './audit-delivery.ts';
-import { deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains } from './audit.repo.ts';
-
-/** The migration that gave chain heads their anchor: the start that applies it anchors the heads it found. */
-export const ANCHOR_MIGRATION = '0015_audit_anchor';
+import { clearAnchorPending, deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains, lockAnchorPending } from './audit.repo.ts';
 
 export interface MaintenanceResult {
   dropped: string[];
@@ -54,24 +51,28 @@ async function moveAnchorsToCurrentKey(db: Db, secrets: SecretBox): Promise<numb
 }
 
 /**
- * anchorChainsWrittenBefore anchors the chain heads that have none, as they are: run once, by the start
- * that applies ANCHOR_MIGRATION (after it, every head is written with its anchor). Never at any other
- * time: anchoring whatever head it finds would vouch for a chain cut short by hand.
+ * anchorChainsWrittenBefore anchors the chain heads that have none, as they are, while the mark the
+ * migration adding anchors left is there, and removes the mark in the same transaction: all of them or
+ * none, so a start that fails (no key, a crash) leaves the work to the next. Run by every start, as the
+ * owner (the runtime role may not touch the mark). Once the mark is gone, never again: anchoring a head
+ * found without an anchor then would vouch for a chain cut short by hand. `openSecrets` is called only
+ * when there is a head to anchor, and must never make a key: one the servers lack would break every
+ * chain it anchored, for good. Returns how many it anchored.
  */
-export async function anchorChainsWrittenBefore(db: Db, openSecrets: () => SecretBox): Promise<number> {
-  const organizationIds = await findUnanchoredChains(db);
-  if (!organizationIds.length) return 0;
-  const secrets = openSecrets();
-  let anchored = 0;
-  for (const organizationId of organizationIds) {
-    await db.transaction().execute(async (trx) => {
-      const head = await lockChainHead(trx, secrets, organizationId);
-      if (head.anchor !== null) return;
-      await setChainAnchor(trx, head, anchorOf(secrets, head));
-      anchored++;
-    });
-  }
-  return anchored;
+export async function anchorChainsWrittenBefore(owner: Db, openSecrets: () => SecretBox): Promise<number> {
+  return owner.transaction().execute(async (trx) => {
+    if (!(await lockAnchorPending(trx))) return 0;
+    const organizationIds = await findUnanchoredChains(trx);
+    if (organizationIds.length) {
+      const secrets = openSecrets();
+      for (const organizationId of organizationIds) {
+        const head = await lockChainHead(trx, secrets, organizationId);
+        if (head.anchor === null) await setChainAnchor(trx, head, anchorOf(secrets, head));
+      }
+    }
+    await clearAnchorPending(trx);
+    return organizationIds.length;
+  });
 }
 
 /**

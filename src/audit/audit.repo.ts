@@ -48,6 +48,19 @@ export async function findUnanchoredChains(db: Executor): Promise<string[]> {
   return rows.map((r) => r.organization_id);
 }
 
+/**
+ * Locks the mark that the chains written before anchors await their first anchor, for the caller's
+ * transaction: false once it is gone (a concurrent start that held it has anchored them).
+ */
+export async function lockAnchorPending(trx: Trx): Promise<boolean> {
+  const { rows } = await sql<{ pending: boolean }>`select pending from audit_anchor_pending for update`.execute(trx);
+  return rows.length > 0;
+}
+
+export async function clearAnchorPending(trx: Trx): Promise<void> {
+  await sql`delete from audit_anchor_pending`.execute(trx);
+}
+
 /** The organizations whose chain anchor was made with another key than `keyId` (before a rotation). */
 export async function findChainsAnchoredWithOtherKey(db: Executor, keyId: string): Promise<string[]> {
   const rows = await db.selectFrom('audit_chain_heads').select('organization_id').where('mac', 'not like', `${keyId}:%`).orderBy('organization_id').execute();
