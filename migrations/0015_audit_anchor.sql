@@ -16,10 +16,13 @@ create table audit_anchor_pending (pending boolean primary key default true chec
 insert into audit_anchor_pending (pending) select true where exists (select 1 from audit_chain_heads);
 
 -- Retention writes a row of its own into each chain it shortens, as the platform (no principal).
-alter table audit_events drop constraint audit_events_actor_type_check;
-alter table audit_events add constraint audit_events_actor_type_check check (actor_type in ('MEMBERSHIP', 'SERVICE_ACCOUNT', 'SYSTEM'));
 -- A chain starts at 1: a row below it (the runtime role may insert rows) would sit before every walk.
-alter table audit_events add constraint audit_events_seq_check check (seq >= 1);
+-- Both are added unchecked (NOT VALID: new rows are checked, old ones not yet), since checking the rows
+-- here would scan the whole log with every append held off until the migrations commit. Every start
+-- validates them afterwards, under a lock that lets appends and reads go on.
+alter table audit_events drop constraint audit_events_actor_type_check;
+alter table audit_events add constraint audit_events_actor_type_check check (actor_type in ('MEMBERSHIP', 'SERVICE_ACCOUNT', 'SYSTEM')) not valid;
+alter table audit_events add constraint audit_events_seq_check check (seq >= 1) not valid;
 
 -- Retention reads an organization's newest retention row: through this index, without reading the
 -- chain back to it.

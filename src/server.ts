@@ -16,7 +16,7 @@ import { openExistingSecretBox, openSecretBox, type SecretKeySettings } from './
 import type { SecretBox } from './platform/secrets/secret-box.ts';
 import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
 import { startQueueSampler } from './engine/queue-gauges.ts';
-import { anchorChainsWrittenBefore, startAuditJobs } from './audit/audit-maintenance.ts';
+import { anchorChainsWrittenBefore, startAuditJobs, validateAuditConstraints } from './audit/audit-maintenance.ts';
 import { ensureAuditPartitions } from './audit/audit.repo.ts';
 import { ALLOW_EVERYTHING } from './platform/outbound/address-policy.ts';
 import { canConnect, prepareRuntimeRole, privilegeProblems } from './platform/db/roles.ts';
@@ -82,10 +82,10 @@ export function anchorKeyOf(settings: SecretKeySettings): () => SecretBox {
 
 /**
  * prepareDatabase does, as the owner, what the runtime role may not: the migrations, the audit log's
- * partitions, the queue's schema, the runtime role's grants, and the first anchoring of the audit
- * chains written before anchors, with the key `openAnchorKey` opens (only while that is pending, and
- * only if there is a chain to anchor). Each step is idempotent and serialized in the database, so
- * every process runs it at start.
+ * partitions, the queue's schema, the runtime role's grants, the first anchoring of the audit chains
+ * written before anchors, with the key `openAnchorKey` opens (only while that is pending, and only if
+ * there is a chain to anchor), and the check of the audit log's old rows against constraints added
+ * unchecked. Each step is idempotent and serialized in the database, so every process runs it at start.
  */
 export async function prepareDatabase(database: DatabaseHandle, log: Logger, openAnchorKey: () => SecretBox): Promise<string[]> {
   const owner = createDb(database.ownerUrl, { max: 2, prepare: false });
@@ -102,6 +102,7 @@ export async function prepareDatabase(database: DatabaseHandle, log: Logger, ope
     }
     const anchored = await anchorChainsWrittenBefore(owner, openAnchorKey);
     if (anchored) log.info({ anchored }, 'anchored the audit chains written before anchors');
+    await validateAuditConstraints(owner, log);
     return applied;
   } finally {
     await owner.destroy();

@@ -243,6 +243,27 @@ describe('the audit chain\'s anchor and retention', () => {
     assert.deepEqual({ valid: result.valid, at: result.brokenAtSeq }, { valid: false, at: 1 }, JSON.stringify(result));
   });
 
+  it('validates the constraints the migration added unchecked after it, and serves on while old rows break one', async () => {
+    const validated = async () => Object.fromEntries((await sql<{ conname: string; convalidated: boolean }>`
+      select conname, convalidated from pg_constraint where conrelid = 'audit_events'::regclass
+         and conname in ('audit_events_actor_type_check', 'audit_events_seq_check')`.execute(t.db)).rows.map((r) => [r.conname, r.convalidated]));
+    assert.deepEqual(await validated(), { audit_events_actor_type_check: false, audit_events_seq_check: false }, 'the migration checks no old row');
+
+    const warnings: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+    const database: DatabaseHandle = { db: t.db, url: t.database.url, ownerUrl: t.database.url, close: async () => {} };
+    await prepareDatabase(database, log, () => TEST_SECRETS);
+    assert.deepEqual(await validated(), { audit_events_actor_type_check: true, audit_events_seq_check: false }, 'the row below seq 1 of the test before stays');
+    assert.deepEqual(warnings, ['audit_events holds rows its constraint audit_events_seq_check refuses, inserted outside Plinth: verification reports their chains']);
+
+    await t.db.transaction().execute(async (trx) => {
+      await sql`select set_config('plinth.audit_retention', 'on', true)`.execute(trx);
+      await sql`delete from audit_events where seq < 1`.execute(trx);
+    });
+    await prepareDatabase(database, log, () => TEST_SECRETS);
+    assert.deepEqual(await validated(), { audit_events_actor_type_check: true, audit_events_seq_check: true });
+  });
+
   it('retention takes no retention row for a chain\'s start that the anchored head does not cover, or that shares its seq', async () => {
     const org = await createOrganization(t, 'Cut, with a forged retention row');
     await appendAt(org, new Date(monthStart(new Date(), 20).getTime() + 14 * DAY), 2);

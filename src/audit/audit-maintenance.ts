@@ -4,7 +4,7 @@ import type { Db } from '../platform/db/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { deliverDueWebhooks, type DeliveryOptions } from './audit-delivery.ts';
-import { clearAnchorPending, deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains, lockAnchorPending } from './audit.repo.ts';
+import { clearAnchorPending, deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains, findUnvalidatedAuditConstraints, lockAnchorPending, validateAuditConstraint } from './audit.repo.ts';
 
 export interface MaintenanceResult {
   dropped: string[];
@@ -73,6 +73,24 @@ export async function anchorChainsWrittenBefore(owner: Db, openSecrets: () => Se
     await clearAnchorPending(trx);
     return organizationIds.length;
   });
+}
+
+/**
+ * validateAuditConstraints checks the old rows of audit_events against the constraints a migration
+ * added unchecked, as the owner, each in a statement of its own: it scans the log, but lets appends and
+ * reads go on (a constraint added checked would have held them off for the scan). A constraint that old
+ * rows break (rows inserted by hand) stays unchecked for them, which verification reports, and is
+ * tried again at the next start: the service runs on.
+ */
+export async function validateAuditConstraints(owner: Db, log: Logger): Promise<void> {
+  for (const constraint of await findUnvalidatedAuditConstraints(owner)) {
+    try {
+      await validateAuditConstraint(owner, constraint);
+    } catch (error) {
+      if ((error as { code?: string }).code !== '23514') throw error;
+      log.warn({ constraint }, `audit_events holds rows its constraint ${constraint} refuses, inserted outside Plinth: verification reports their chains`);
+    }
+  }
 }
 
 /**

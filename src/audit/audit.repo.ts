@@ -61,6 +61,18 @@ export async function clearAnchorPending(trx: Trx): Promise<void> {
   await sql`delete from audit_anchor_pending`.execute(trx);
 }
 
+/** The check constraints of audit_events that a migration added NOT VALID, and no start has validated yet. */
+export async function findUnvalidatedAuditConstraints(db: Executor): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`
+    select conname as name from pg_constraint where conrelid = 'audit_events'::regclass and contype = 'c' and not convalidated order by conname`.execute(db);
+  return rows.map((r) => r.name);
+}
+
+/** Checks the rows audit_events had before `constraint` was added; fails (23514) when one breaks it. */
+export async function validateAuditConstraint(db: Executor, constraint: string): Promise<void> {
+  await sql`alter table audit_events validate constraint ${sql.id(constraint)}`.execute(db);
+}
+
 /** The organizations whose chain anchor was made with another key than `keyId` (before a rotation). */
 export async function findChainsAnchoredWithOtherKey(db: Executor, keyId: string): Promise<string[]> {
   const rows = await db.selectFrom('audit_chain_heads').select('organization_id').where('mac', 'not like', `${keyId}:%`).orderBy('organization_id').execute();
