@@ -21,16 +21,17 @@ export async function runServerCommand(command: 'serve' | 'api' | 'worker' | 'mi
   // inherit them (docs/sandbox.md#secrets).
   scrubSecretEnv();
   const log = createLogger(config.logLevel, tracing?.logFields);
-  const { anchorChainsOnce, openDatabase, prepareDatabase, runPlinth } = await import('./server.ts');
+  const { anchorKeyOf, openDatabase, prepareDatabase, runPlinth } = await import('./server.ts');
   if (tracing) log.info({ endpoint: tracingEndpoint }, 'tracing to OTLP');
 
   if (command === 'migrate') {
     const database = await openDatabase(config, log);
-    const applied = await prepareDatabase(database, log);
-    log.info({ migrations: applied }, applied.length ? 'applied migrations' : 'database is up to date');
-    const { openSecretBox } = await import('./platform/secrets/key-file.ts');
-    await anchorChainsOnce(database, () => openSecretBox(config), applied, log);
-    await database.close();
+    try {
+      const applied = await prepareDatabase(database, log, anchorKeyOf(config));
+      log.info({ migrations: applied }, applied.length ? 'applied migrations' : 'database is up to date');
+    } finally {
+      await database.close();
+    }
     return;
   }
   const roles = COMMAND_ROLES[command];

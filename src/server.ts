@@ -12,11 +12,11 @@ import { loadEngineConfig } from './engine/engine-config.ts';
 import { installQueue } from './engine/queue.ts';
 import { EngineWorker } from './engine/worker.ts';
 import { GitPoller } from './git-webhooks/poller.ts';
-import { openSecretBox } from './platform/secrets/key-file.ts';
+import { openExistingSecretBox, openSecretBox, type SecretKeySettings } from './platform/secrets/key-file.ts';
 import type { SecretBox } from './platform/secrets/secret-box.ts';
 import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
 import { startQueueSampler } from './engine/queue-gauges.ts';
-import { ANCHOR_MIGRATION, anchorChainsWrittenBefore, startAuditJobs } from './audit/audit-maintenance.ts';
+import { anchorChainsWrittenBefore, startAuditJobs, validateAuditConstraints } from './audit/audit-maintenance.ts';
 import { ensureAuditPartitions } from './audit/audit.repo.ts';
 import { ALLOW_EVERYTHING } from './platform/outbound/address-policy.ts';
 import { canConnect, prepareRuntimeRole, privilegeProblems } from './platform/db/roles.ts';
@@ -72,11 +72,22 @@ function runtimeOf(url: string, ownerUrl: string): DatabaseHandle['runtime'] {
 }
 
 /**
- * prepareDatabase does, as the owner, what the runtime role may not: the migrations, the audit log's
- * partitions, the queue's schema, and the runtime role's grants. Each step is idempotent and
- * serialized in the database, so every process runs it at start.
+ * The installation's secret key for anchoring the audit chains written before anchors: the one the
+ * servers have, never a new one (`plinth migrate` run without PLINTH_SECRET_KEY or the data directory
+ * would otherwise anchor every chain with a key no server has).
  */
-export async function prepareDatabase(database: DatabaseHandle, log: Logger): Promise<string[]> {
+export function anchorKeyOf(settings: SecretKeySettings): () => SecretBox {
+  return () => openExistingSecretBox(settings, 'Anchoring the audit chains written before anchors');
+}
+
+/**
+ * prepareDatabase does, as the owner, what the runtime role may not: the migrations, the audit log's
+ * partitions, the queue's schema, the runtime role's grants, the first anchoring of the audit chains
+ * written before anchors, with the key `openAnchorKey` opens (only while that is pending, and only if
+ * there is a chain to anchor), and the check of the audit log's old rows against constraints added
+ * unchecked. Each step is idempotent and serialized in the database, so every process runs it at start.
+ */
+export async function prepareDatabase(database: DatabaseHandle, log: Logger, openAnchorKey: () => SecretBox): Promise<string[]> {
   const owner = createDb(database.ownerUrl, { max: 2, prepare: false });
   try {
     const applied = await migrateToLatest(owner);
@@ -89,22 +100,13 @@ export async function prepareDatabase(database: DatabaseHandle, log: Logger): Pr
       // A password that already works is not sent again: ALTER ROLE carries it in the statement's text.
       await prepareRuntimeRole(owner, role, password, setPassword && !(await canConnect(database.url)));
     }
+    const anchored = await anchorChainsWrittenBefore(owner, openAnchorKey);
+    if (anchored) log.info({ anchored }, 'anchored the audit chains written before anchors');
+    await validateAuditConstraints(owner, log);
     return applied;
   } finally {
     await owner.destroy();
   }
-}
-
-/**
- * anchorChainsOnce anchors the audit chains written before chain heads had anchors, when `applied` (what
- * this start migrated) includes the migration that added them: once, since anchoring a head later would
- * vouch for whatever was done to its chain in between. The key is opened only when there is a chain to
- * anchor (`plinth migrate` of a new database makes no key file).
- */
-export async function anchorChainsOnce(database: DatabaseHandle, openSecrets: () => SecretBox, applied: string[], log: Logger): Promise<void> {
-  if (!applied.includes(ANCHOR_MIGRATION)) return;
-  const anchored = await anchorChainsWrittenBefore(database.db, openSecrets);
-  if (anchored) log.info({ anchored }, 'anchored the audit chains written before anchors');
 }
 
 /** Says loudly, once at start, what the service's own role may do that it should not. */
@@ -134,7 +136,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   // over while a process starts is waited out for a minute, as running processes wait it out.
   const retried = <T>(what: string, step: () => Promise<T>) =>
     withRetries(step, { onRetry: (err, attempt, delayMs) => log.warn({ err, attempt, delayMs }, `${what}: the database is not reachable; retrying`) });
-  const applied = await retried('migrations', () => prepareDatabase(database, log));
+  const applied = await retried('migrations', () => prepareDatabase(database, log, anchorKeyOf(config)));
   if (applied.length) log.info({ migrations: applied }, 'applied migrations');
   await retried('the runtime role\'s check', () => warnOfPrivileges(database.db, log));
   const boot = await retried('bootstrap', () => ensureAdmin(database.db, { adminToken: config.adminToken, adminEmail: config.adminEmail, dataDir: config.dataDir }));
@@ -143,7 +145,6 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   }
 
   const secrets = openSecretBox(config);
-  await retried('audit anchors', () => anchorChainsOnce(database, () => secrets, applied, log));
   let worker: EngineWorker | undefined;
   let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {

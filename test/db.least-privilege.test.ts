@@ -8,8 +8,11 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import { runAuditMaintenance } from '../src/audit/audit-maintenance.ts';
+import { verifyAuditChain } from '../src/audit/audit.service.ts';
+import { appendAuditEvent } from '../src/platform/audit/audit-writer.repo.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { createDb, type Db } from '../src/platform/db/db.ts';
+import { newId } from '../src/platform/ids.ts';
 import { privilegeProblems } from '../src/platform/db/roles.ts';
 import { openDatabase, prepareDatabase, type DatabaseHandle } from '../src/server.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
@@ -62,7 +65,7 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     ({ database, runtimeUrl } = await databaseWithRuntimeUrl(role));
     const config = { ...loadConfig({}), databaseUrl: runtimeUrl, databaseOwnerUrl: database.url };
     handle = await openDatabase(config, silent);
-    await prepareDatabase(handle, silent);
+    await prepareDatabase(handle, silent, () => TEST_SECRETS);
     runtime = handle.db;
     owner = createDb(database.url, 2);
   });
@@ -78,7 +81,7 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     const ownerProblems = await privilegeProblems(owner);
     assert.ok(ownerProblems.some((p) => p.startsWith('is a superuser')), ownerProblems.join('; '));
     // A second start (every process runs it) changes nothing and fails nothing.
-    await prepareDatabase(handle, silent);
+    await prepareDatabase(handle, silent, () => TEST_SECRETS);
     assert.deepEqual(await privilegeProblems(runtime), []);
   });
 
@@ -98,7 +101,7 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     assert.equal(await sqlState(runtime, 'alter table audit_events disable trigger audit_events_append_only'), INSUFFICIENT_PRIVILEGE);
   });
 
-  it('appends to the audit log and reads it, but cannot change, delete or empty it, through the table or a partition, nor delete its chains\' heads', async () => {
+  it('appends to the audit log and reads it, but cannot change, delete or empty it, through the table or a partition, nor delete its chains\' heads or mark them for anchoring', async () => {
     const row = { id: `aud_${randomBytes(6).toString('hex')}`, organization_id: 'org_x', seq: 1, created_at: new Date(), actor_type: 'MEMBERSHIP' as const, actor_id: 'u', action: 'x.y', resource_type: 'x', outcome: 'SUCCESS' as const, request_id: 'r', prev_hash: '', hash: 'h' };
     await runtime.insertInto('audit_events').values(row).execute();
     assert.equal((await runtime.selectFrom('audit_events').select('id').where('id', '=', row.id).execute()).length, 1);
@@ -112,6 +115,8 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
       `insert into ${partition} select * from ${partition}`,
       'delete from audit_chain_heads',
       'truncate audit_chain_heads',
+      'insert into audit_anchor_pending values (true)',
+      'delete from audit_anchor_pending',
     ]) {
       assert.equal(await sqlState(runtime, `begin; set local plinth.audit_retention = 'on'; ${statement}; commit`), INSUFFICIENT_PRIVILEGE, statement);
       await sql`rollback`.execute(runtime).catch(() => {});
@@ -135,6 +140,38 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     assert.deepEqual(result.dropped, ['audit_events_2020_01']);
     const [kept] = (await sql<{ found: boolean }>`select to_regclass(${`public.${partition}`}) is not null as found`.execute(owner)).rows;
     assert.equal(kept?.found, true, 'this month\'s partition is still there');
+  });
+
+  it('cannot shorten an audit chain unseen: retention it calls itself leaves its record, and a retention row it makes up starts no chain', async () => {
+    const org = `org_${randomBytes(4).toString('hex')}`;
+    await owner.insertInto('organizations').values({ id: org, name: 'Attacked', billing_email: 'billing@example.com' }).execute();
+    await sql`create table audit_events_2021_03 partition of audit_events for values from ('2021-03-01') to ('2021-04-01')`.execute(owner);
+    for (const at of [new Date('2021-03-15T00:00:00Z'), new Date('2021-03-16T00:00:00Z'), new Date()]) {
+      await runtime.transaction().execute((trx) => appendAuditEvent(trx, TEST_SECRETS, {
+        organizationId: org, actorType: 'MEMBERSHIP', actorId: 'u', apiKeyId: null, action: 'project.create', resourceType: 'project', resourceId: null,
+        outcome: 'SUCCESS', statusCode: null, errorCode: null, requestId: newId(), ip: null, userAgent: null, diff: null,
+      }, at));
+    }
+    assert.deepEqual(await verifyAuditChain(runtime, TEST_SECRETS, org), { valid: true, checked: 3 });
+
+    // In SQL alone, without the key: the shortest retention, retention run by hand, a retention row of
+    // its own saying so at a seq no walk of the chain reaches, and the retention put back.
+    await sql`insert into audit_settings (organization_id, retention_days) values (${org}, 1)`.execute(runtime);
+    const { rows } = await sql<{ result: { deletions: { organizationId: string; toSeq: number; lastHash: string }[] } }>`select audit_apply_retention() as result`.execute(runtime);
+    const deletion = rows[0]!.result.deletions.find((d) => d.organizationId === org)!;
+    assert.equal(deletion.toSeq, 2);
+    const forged = (seq: number) => `insert into audit_events (id, organization_id, seq, created_at, actor_type, actor_id, action, resource_type, outcome, request_id, diff, prev_hash, hash)
+      values ('${newId()}', '${org}', ${seq}, now(), 'SYSTEM', 'retention', 'audit.retention', 'audit-event', 'SUCCESS', '${newId()}',
+              '{"toSeq": 2, "lastHash": "${deletion.lastHash}", "before": "2000-01-01T00:00:00.000Z"}', '', 'forged')`;
+    assert.equal(await sqlState(runtime, forged(0)), '23514', 'a chain starts at seq 1');
+    assert.equal(await sqlState(runtime, forged(-1)), '23514');
+    await sql`update audit_settings set retention_days = 365 where organization_id = ${org}`.execute(runtime);
+
+    const kept = await runtime.selectFrom('audit_events').select(['seq', 'action', 'actor_type']).where('organization_id', '=', org).orderBy('seq').execute();
+    assert.deepEqual(kept.map((r) => [Number(r.seq), r.action, r.actor_type]), [[3, 'project.create', 'MEMBERSHIP'], [4, 'audit.retention', 'SYSTEM']], 'the deletion is recorded');
+    const result = await verifyAuditChain(runtime, TEST_SECRETS, org);
+    assert.equal(result.valid, false, JSON.stringify(result));
+    assert.match(result.reason!, /the anchor does not hold/);
   });
 });
 

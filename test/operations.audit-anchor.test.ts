@@ -1,14 +1,23 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { Migrator, sql, type Migration } from 'kysely';
+import pg from 'pg';
 import pino from 'pino';
-import { runAuditMaintenance } from '../src/audit/audit-maintenance.ts';
+import { anchorChainsWrittenBefore, runAuditMaintenance } from '../src/audit/audit-maintenance.ts';
 import { verifyAuditChain } from '../src/audit/audit.service.ts';
 import { appendAuditEvent } from '../src/platform/audit/audit-writer.repo.ts';
+import { chainHash } from '../src/platform/audit/chain.ts';
+import { createDb, type Executor } from '../src/platform/db/db.ts';
+import { migrateToLatest } from '../src/platform/db/migrate.ts';
 import { newId } from '../src/platform/ids.ts';
 import { generateSecretKeyText, keyIdOf, parseSecretKey, SecretBox } from '../src/platform/secrets/secret-box.ts';
-import { anchorChainsOnce, type DatabaseHandle } from '../src/server.ts';
+import { anchorKeyOf, prepareDatabase, type DatabaseHandle } from '../src/server.ts';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
+import { databaseUrl } from './helpers/database.ts';
 import { createOrganization, inOrg } from './helpers/callers.ts';
 
 const DAY = 86_400_000;
@@ -80,6 +89,24 @@ describe('the audit chain\'s anchor and retention', () => {
   async function rowsOf(org: string) {
     const { rows } = await sql<any>`select * from audit_events where organization_id = ${org} order by seq`.execute(t.db);
     return rows;
+  }
+
+  /**
+   * What a role that may insert audit rows (the runtime role) can make up without the key: an
+   * `audit.retention` row of the platform's, hashed as Plinth hashes rows, saying retention deleted
+   * every row up to `toSeq`, the last of which had `lastHash`.
+   */
+  async function forgeRetentionRow(org: string, seq: number, toSeq: number, lastHash: string, prevHash = '', db: Executor = t.db) {
+    const fields = {
+      id: newId(), organizationId: org, seq, createdAt: new Date().toISOString(), actorType: 'SYSTEM', actorId: 'retention', apiKeyId: null,
+      action: 'audit.retention', resourceType: 'audit-event', resourceId: null, outcome: 'SUCCESS', statusCode: null, errorCode: null,
+      requestId: newId(), ip: null, userAgent: null, diff: { before: '2000-01-01T00:00:00.000Z', toSeq, lastHash },
+    };
+    await db.insertInto('audit_events').values({
+      id: fields.id, organization_id: org, seq, created_at: new Date(fields.createdAt), actor_type: 'SYSTEM', actor_id: 'retention',
+      action: fields.action, resource_type: fields.resourceType, outcome: 'SUCCESS', request_id: fields.requestId, diff: JSON.stringify(fields.diff),
+      prev_hash: prevHash, hash: chainHash(prevHash, fields),
+    }).execute();
   }
 
   it('an untouched chain verifies against its anchor, kept beside its head', async () => {
@@ -197,18 +224,126 @@ describe('the audit chain\'s anchor and retention', () => {
     assert.match(cut.reason!, /rows 4 to 4 are missing: retention deleted rows only up to 3/);
   });
 
-  it('anchors the chains written before anchors once, at the start that applies their migration, and never again', async () => {
+  it('trusts no retention row outside the chain it walked, not even one below seq 1 from before rows had to start there', async () => {
+    const org = await createOrganization(t, 'Forged retention row');
+    await appendAt(org, new Date(monthStart(new Date(), 20).getTime() + 14 * DAY), 2);
+    await t.call('POST', '/projects', { headers: inOrg(org), body: { data: { givenId: 'now', name: 'Now' } } });
+    const [, second] = await rowsOf(org);
+    await deleteAsOperator(org, 'seq <= 2');
+    assert.equal((await verify(org)).valid, false);
+
+    await assert.rejects(forgeRetentionRow(org, 0, 2, second.hash), /audit_events_seq_check/);
+    // A row of that kind left from before the constraint (it does not check the rows it found).
+    await t.db.transaction().execute(async (trx) => {
+      await sql`alter table audit_events drop constraint audit_events_seq_check`.execute(trx);
+      await forgeRetentionRow(org, 0, 2, second.hash, '', trx);
+      await sql`alter table audit_events add constraint audit_events_seq_check check (seq >= 1) not valid`.execute(trx);
+    });
+    const result = await verify(org);
+    assert.deepEqual({ valid: result.valid, at: result.brokenAtSeq }, { valid: false, at: 1 }, JSON.stringify(result));
+  });
+
+  it('validates the constraints the migration added unchecked after it, and serves on while old rows break one', async () => {
+    const validated = async () => Object.fromEntries((await sql<{ conname: string; convalidated: boolean }>`
+      select conname, convalidated from pg_constraint where conrelid = 'audit_events'::regclass
+         and conname in ('audit_events_actor_type_check', 'audit_events_seq_check')`.execute(t.db)).rows.map((r) => [r.conname, r.convalidated]));
+    assert.deepEqual(await validated(), { audit_events_actor_type_check: false, audit_events_seq_check: false }, 'the migration checks no old row');
+
+    const warnings: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+    const database: DatabaseHandle = { db: t.db, url: t.database.url, ownerUrl: t.database.url, close: async () => {} };
+    await prepareDatabase(database, log, () => TEST_SECRETS);
+    assert.deepEqual(await validated(), { audit_events_actor_type_check: true, audit_events_seq_check: false }, 'the row below seq 1 of the test before stays');
+    assert.deepEqual(warnings, ['audit_events holds rows its constraint audit_events_seq_check refuses, inserted outside Plinth: verification reports their chains']);
+
+    await t.db.transaction().execute(async (trx) => {
+      await sql`select set_config('plinth.audit_retention', 'on', true)`.execute(trx);
+      await sql`delete from audit_events where seq < 1`.execute(trx);
+    });
+    await prepareDatabase(database, log, () => TEST_SECRETS);
+    assert.deepEqual(await validated(), { audit_events_actor_type_check: true, audit_events_seq_check: true });
+  });
+
+  it('retention takes no retention row for a chain\'s start that the anchored head does not cover, or that shares its seq', async () => {
+    const org = await createOrganization(t, 'Cut, with a forged retention row');
+    await appendAt(org, new Date(monthStart(new Date(), 20).getTime() + 14 * DAY), 2);
+    await appendAt(org, new Date(monthStart(new Date(), 18).getTime() + 14 * DAY), 2);
+    await t.call('POST', '/projects', { headers: inOrg(org), body: { data: { givenId: 'now', name: 'Now' } } });
+    const rows = await rowsOf(org);
+    await deleteAsOperator(org, 'seq <= 2');
+
+    await forgeRetentionRow(org, 6, 2, rows[1].hash, rows[4].hash);
+    const beyondHead = await runAuditMaintenance(t.db, TEST_SECRETS, silent);
+    assert.ok(beyondHead.leftAlone.includes(org), 'a row past the head vouches for nothing');
+    await forgeRetentionRow(org, 5, 2, rows[1].hash, rows[3].hash);
+    const sharedSeq = await runAuditMaintenance(t.db, TEST_SECRETS, silent);
+    assert.ok(sharedSeq.leftAlone.includes(org), 'a second row at a seq vouches for nothing');
+    assert.deepEqual((await rowsOf(org)).map((r) => Number(r.seq)), [3, 4, 5, 5, 6], 'the rows that show the cut are all there');
+    const result = await verify(org);
+    assert.equal(result.valid, false);
+  });
+
+  it('anchors the chains written before anchors while their migration\'s mark is there, with the key the servers have, and never again', async () => {
     const org = await orgWithRows('Written before anchors', 2);
     await sql`update audit_chain_heads set mac = null where organization_id = ${org}`.execute(t.db);
     const unanchored = await verify(org);
     assert.equal(unanchored.valid, false);
     assert.match(unanchored.reason!, /the anchor does not hold: its chain head has none/);
+    const pending = async () => Number((await sql<{ n: string }>`select count(*) as n from audit_anchor_pending`.execute(t.db)).rows[0].n);
+    assert.equal(await pending(), 0, 'a database migrated with no chain has nothing to anchor');
+    assert.equal(await anchorChainsWrittenBefore(t.db, () => TEST_SECRETS), 0);
+    assert.equal((await verify(org)).valid, false, 'without the mark, a head without an anchor stays so');
 
-    const database = { db: t.db } as DatabaseHandle;
-    await anchorChainsOnce(database, () => TEST_SECRETS, [], silent);
-    assert.equal((await verify(org)).valid, false, 'a start that applies nothing anchors nothing');
-    await anchorChainsOnce(database, () => TEST_SECRETS, ['0015_audit_anchor'], silent);
+    // As the migration leaves it for a database with chains.
+    await sql`insert into audit_anchor_pending values (true)`.execute(t.db);
+    // `plinth migrate` given neither PLINTH_SECRET_KEY nor the data directory: no key made, nothing anchored.
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-no-key-'));
+    const database: DatabaseHandle = { db: t.db, url: t.database.url, ownerUrl: t.database.url, close: async () => {} };
+    try {
+      await assert.rejects(prepareDatabase(database, silent, anchorKeyOf({ secretKey: undefined, previousSecretKeys: [], dataDir })), /needs the installation's secret key, and none is set/);
+      assert.deepEqual(readdirSync(dataDir), [], 'no key file was made');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+    // A start that dies before it anchors leaves the mark, and the work, to the next.
+    await assert.rejects(anchorChainsWrittenBefore(t.db, () => { throw new Error('died'); }), /died/);
+    assert.equal(await pending(), 1);
+    assert.equal((await verify(org)).valid, false);
+
+    await prepareDatabase(database, silent, () => TEST_SECRETS);
     assert.deepEqual(await verify(org), { valid: true, checked: 2 });
+    assert.equal(await pending(), 0, 'the mark went with the anchoring');
+
+    await sql`update audit_chain_heads set mac = null where organization_id = ${org}`.execute(t.db);
+    await prepareDatabase(database, silent, () => TEST_SECRETS);
+    assert.equal((await verify(org)).valid, false, 'once the mark is gone, a head without an anchor is never anchored');
+  });
+
+  it('the migration adding anchors marks a database that has chains for anchoring', async () => {
+    const admin = new pg.Client({ connectionString: process.env.PLINTH_TEST_DATABASE_URL });
+    const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    const db = createDb(databaseUrl(process.env.PLINTH_TEST_DATABASE_URL!, name), 2);
+    try {
+      const dir = path.resolve(import.meta.dirname, '../migrations');
+      const before = readdirSync(dir).filter((f) => f.endsWith('.sql') && f < '0015').sort();
+      const provider = {
+        getMigrations: async () => Object.fromEntries(before.map((f): [string, Migration] => [f.replace(/\.sql$/, ''), { up: async (d) => void (await sql.raw(readFileSync(path.join(dir, f), 'utf8')).execute(d)) }])),
+      };
+      const { error } = await new Migrator({ db, provider }).migrateToLatest();
+      assert.ifError(error);
+      await sql`insert into audit_chain_heads (organization_id, seq, hash) values ('org_before', 0, '')`.execute(db);
+      assert.ok((await migrateToLatest(db)).includes('0015_audit_anchor'));
+      assert.deepEqual((await sql`select pending from audit_anchor_pending`.execute(db)).rows, [{ pending: true }]);
+      await anchorChainsWrittenBefore(db, () => TEST_SECRETS);
+      const head = await db.selectFrom('audit_chain_heads').select('mac').where('organization_id', '=', 'org_before').executeTakeFirstOrThrow();
+      assert.match(head.mac!, new RegExp(`^${TEST_SECRETS.currentKeyId}:`));
+    } finally {
+      await db.destroy();
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    }
   });
 
   it('an anchor made with a previous key holds, and maintenance moves it onto the current key', async () => {
@@ -224,5 +359,25 @@ describe('the audit chain\'s anchor and retention', () => {
     assert.deepEqual(await verifyAuditChain(t.db, new SecretBox(next), org), { valid: true, checked: 2 }, 'the previous key is no longer needed');
     const withoutKey = await verifyAuditChain(t.db, TEST_SECRETS, org);
     assert.match(withoutKey.reason!, /anchored with a key that is no longer configured/);
+  });
+
+  // Last: a direct call applies retention to every organization of this database.
+  it('retention called outside the maintenance leaves its record in the chain, which then no longer verifies', async () => {
+    const org = await createOrganization(t, 'Retention called directly');
+    await appendAt(org, new Date(cutoffOf(31).getTime() - 20 * DAY), 2);
+    const patch = await t.call('PATCH', '/audit-settings', { headers: inOrg(org), body: { data: { retentionDays: 31 } } });
+    assert.equal(patch.status, 200, JSON.stringify(patch.body));
+    assert.deepEqual(await verify(org), { valid: true, checked: 3 });
+
+    await sql`select audit_apply_retention()`.execute(t.db);
+    const rows = await rowsOf(org);
+    assert.deepEqual(rows.map((r) => [Number(r.seq), r.action, r.actor_type]), [[3, 'audit-setting.update', 'MEMBERSHIP'], [4, 'audit.retention', 'SYSTEM']]);
+    assert.deepEqual([rows[1].diff.fromSeq, rows[1].diff.toSeq, rows[1].prev_hash], [1, 2, rows[0].hash]);
+    const result = await verify(org);
+    assert.equal(result.valid, false);
+    assert.match(result.reason!, /the anchor does not hold: its chain head was rewritten outside Plinth/);
+
+    await runAuditMaintenance(t.db, TEST_SECRETS, silent);
+    assert.equal((await verify(org)).reason, result.reason, 'the maintenance does not vouch for it afterwards');
   });
 });

@@ -24,6 +24,8 @@ const MARKER = 'plinthsweepmarker7c1x';
  */
 const CLEANABLE = `https://a:${MARKER}@h.example/p?t=${MARKER}#${MARKER}`;
 const CLEANED = 'https://h.example/p';
+/** What a field kept to its URL's origin (`webhookUrl:origin`) keeps of CLEANABLE. */
+const ORIGIN = 'https://h.example';
 /** An object the schema leaves open (variables, inputs, a sensitive value): the marker at every depth. */
 const OPEN_OBJECT = { sweepSecret: MARKER, sweepList: [MARKER, { deep: MARKER }] };
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/plinth';
@@ -41,8 +43,14 @@ type Mode = 'success' | 'refused';
 
 let unique = 0;
 
+/** An allowlisted field's path, without the mode that may follow it (`webhookUrl:origin`). */
+function pathOf(field: string): string {
+  return field.split(':')[0];
+}
+
 function allowed(fields: readonly string[], path: string): boolean {
-  return fields.includes(path) || fields.includes(path.replace(/\[\]$/, ''));
+  const paths = fields.map(pathOf);
+  return paths.includes(path) || paths.includes(path.replace(/\[\]$/, ''));
 }
 
 function sampleString(schema: TSchema, isAllowed: boolean, mode: Mode): string {
@@ -233,6 +241,16 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
     assert.deepEqual(row.diff, { name: 'leaky', url: 'https://git.example.com/org/repo.git', authType: 'NONE', provider: 'GENERIC' });
   });
 
+  it('keeps only the origin of a webhook\'s URL, whose path is its secret', async () => {
+    const slack = `https://hooks.slack.com/services/T0000/B0000/${MARKER}`;
+    for (const [data, status] of [[{ webhookUrl: slack, retentionDays: 0 }, 400], [{ webhookUrl: slack }, 200]] as const) {
+      const res = await send('PATCH', '/audit-settings', t.adminToken, { data });
+      assert.equal(res.statusCode, status, res.body);
+      const [row] = await rowOf(res.headers['x-request-id']);
+      assert.equal(row.diff.webhookUrl, 'https://hooks.slack.com', `${status}`);
+    }
+  });
+
   it('sweeps every audited route with the marker in every string of its body, refused and successful, and finds it nowhere', async () => {
     const withBody = routes.filter((r) => r.body && !NO_SUCCESS_CASE[`${r.method} ${r.url}`]);
     const missing = withBody.map((r) => `${r.method} ${r.url}`).filter((key) => !fixtures[key]);
@@ -266,9 +284,11 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
         continue;
       }
       assert.ok(diff, `${key} keeps its allowlisted fields`);
-      assert.deepEqual(Object.keys(diff).filter((field) => !route.fields.some((f) => f.split('.')[0] === field)), [], `${key} keeps only allowlisted fields`);
-      const cleaned = route.fields.filter((f) => !f.includes('.') && data[f] === CLEANABLE);
-      for (const field of cleaned) assert.equal(diff[field], CLEANED, `${key} keeps ${field} without its URL's credentials`);
+      assert.deepEqual(Object.keys(diff).filter((field) => !route.fields.some((f) => pathOf(f).split('.')[0] === field)), [], `${key} keeps only allowlisted fields`);
+      for (const field of route.fields.filter((f) => !f.includes('.') && data[pathOf(f)] === CLEANABLE)) {
+        const kept = field.endsWith(':origin') ? ORIGIN : CLEANED;
+        assert.equal(diff[pathOf(field)], kept, `${key} keeps ${field} without its URL's credentials`);
+      }
     }
 
     const { rows } = await sql<{ action: string; outcome: string; diff: unknown }>`

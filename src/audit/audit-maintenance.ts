@@ -1,14 +1,10 @@
 import { anchorHolds, anchorIsStale, anchorOf } from '../platform/audit/anchor.ts';
-import { appendAuditEvent, lockChainHead, setChainAnchor, type AuditEventDraft } from '../platform/audit/audit-writer.repo.ts';
+import { lockChainHead, setChainAnchor } from '../platform/audit/audit-writer.repo.ts';
 import type { Db } from '../platform/db/db.ts';
-import { newId } from '../platform/ids.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { deliverDueWebhooks, type DeliveryOptions } from './audit-delivery.ts';
-import { deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains, RETENTION_ACTION, type RetentionDeletion } from './audit.repo.ts';
-
-/** The migration that gave chain heads their anchor: the start that applies it anchors the heads it found. */
-export const ANCHOR_MIGRATION = '0015_audit_anchor';
+import { clearAnchorPending, deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains, findUnvalidatedAuditConstraints, lockAnchorPending, validateAuditConstraint } from './audit.repo.ts';
 
 export interface MaintenanceResult {
   dropped: string[];
@@ -19,34 +15,22 @@ export interface MaintenanceResult {
   reanchored: number;
 }
 
-/** A time from the database's JSON (`2026-01-01T00:00:00+00:00`) as the API writes times. */
-function utc(text: string): string {
-  return new Date(text).toISOString();
-}
-
-/** The row retention appends to a chain it shortened: what went, and the last row's seq and hash, which the next kept row links to. */
-function retentionRow(d: RetentionDeletion): AuditEventDraft {
-  return {
-    organizationId: d.organizationId, actorType: 'SYSTEM', actorId: 'retention', apiKeyId: null, action: RETENTION_ACTION, resourceType: 'audit-event',
-    resourceId: null, outcome: 'SUCCESS', statusCode: null, errorCode: null, requestId: newId(), ip: null, userAgent: null,
-    diff: {
-      retentionDays: d.retentionDays, before: utc(d.before), fromSeq: d.fromSeq, toSeq: d.toSeq, count: d.count,
-      fromCreatedAt: utc(d.fromCreatedAt), toCreatedAt: utc(d.toCreatedAt), lastHash: d.lastHash,
-    },
-  };
-}
-
 /**
  * applyAuditRetention deletes what is past each organization's retention (whole months; the months past
- * every retention with their partitions) and appends to each chain it shortened its `audit.retention`
- * row, in one transaction: no deletion without its record, and the chain still verifies.
+ * every retention with their partitions), which the database records with an `audit.retention` row in
+ * each chain it shortened, and moves each such chain's anchor onto that row, in one transaction: no
+ * deletion without its record, and the chain still verifies. As an append does, it moves an anchor only
+ * if it held for the head the row was appended to: else the head was rewritten outside Plinth, and
+ * vouching for the row would vouch for that.
  */
 async function applyAuditRetention(db: Db, secrets: SecretBox, log?: Logger): Promise<Omit<MaintenanceResult, 'reanchored'>> {
   return db.transaction().execute(async (trx) => {
     const { dropped, deletions, leftAlone } = await deleteExpiredAuditRows(trx);
-    for (const deletion of deletions) {
-      const { anchored } = await appendAuditEvent(trx, secrets, retentionRow(deletion));
-      if (!anchored) log?.error({ organizationId: deletion.organizationId }, 'the audit chain\'s anchor does not hold: its head was rewritten outside Plinth');
+    for (const d of deletions) {
+      const head = await lockChainHead(trx, secrets, d.organizationId);
+      const previous = { organizationId: d.organizationId, seq: d.recordSeq - 1, hash: d.recordPrevHash };
+      if (head.seq === d.recordSeq && anchorHolds(secrets, previous, head.anchor)) await setChainAnchor(trx, head, anchorOf(secrets, head));
+      else log?.error({ organizationId: d.organizationId }, 'the audit chain\'s anchor does not hold: its head was rewritten outside Plinth');
     }
     return { dropped, deleted: deletions.reduce((n, d) => n + d.count, 0), leftAlone };
   });
@@ -67,24 +51,46 @@ async function moveAnchorsToCurrentKey(db: Db, secrets: SecretBox): Promise<numb
 }
 
 /**
- * anchorChainsWrittenBefore anchors the chain heads that have none, as they are: run once, by the start
- * that applies ANCHOR_MIGRATION (after it, every head is written with its anchor). Never at any other
- * time: anchoring whatever head it finds would vouch for a chain cut short by hand.
+ * anchorChainsWrittenBefore anchors the chain heads that have none, as they are, while the mark the
+ * migration adding anchors left is there, and removes the mark in the same transaction: all of them or
+ * none, so a start that fails (no key, a crash) leaves the work to the next. Run by every start, as the
+ * owner (the runtime role may not touch the mark). Once the mark is gone, never again: anchoring a head
+ * found without an anchor then would vouch for a chain cut short by hand. `openSecrets` is called only
+ * when there is a head to anchor, and must never make a key: one the servers lack would break every
+ * chain it anchored, for good. Returns how many it anchored.
  */
-export async function anchorChainsWrittenBefore(db: Db, openSecrets: () => SecretBox): Promise<number> {
-  const organizationIds = await findUnanchoredChains(db);
-  if (!organizationIds.length) return 0;
-  const secrets = openSecrets();
-  let anchored = 0;
-  for (const organizationId of organizationIds) {
-    await db.transaction().execute(async (trx) => {
-      const head = await lockChainHead(trx, secrets, organizationId);
-      if (head.anchor !== null) return;
-      await setChainAnchor(trx, head, anchorOf(secrets, head));
-      anchored++;
-    });
+export async function anchorChainsWrittenBefore(owner: Db, openSecrets: () => SecretBox): Promise<number> {
+  return owner.transaction().execute(async (trx) => {
+    if (!(await lockAnchorPending(trx))) return 0;
+    const organizationIds = await findUnanchoredChains(trx);
+    if (organizationIds.length) {
+      const secrets = openSecrets();
+      for (const organizationId of organizationIds) {
+        const head = await lockChainHead(trx, secrets, organizationId);
+        if (head.anchor === null) await setChainAnchor(trx, head, anchorOf(secrets, head));
+      }
+    }
+    await clearAnchorPending(trx);
+    return organizationIds.length;
+  });
+}
+
+/**
+ * validateAuditConstraints checks the old rows of audit_events against the constraints a migration
+ * added unchecked, as the owner, each in a statement of its own: it scans the log, but lets appends and
+ * reads go on (a constraint added checked would have held them off for the scan). A constraint that old
+ * rows break (rows inserted by hand) stays unchecked for them, which verification reports, and is
+ * tried again at the next start: the service runs on.
+ */
+export async function validateAuditConstraints(owner: Db, log: Logger): Promise<void> {
+  for (const constraint of await findUnvalidatedAuditConstraints(owner)) {
+    try {
+      await validateAuditConstraint(owner, constraint);
+    } catch (error) {
+      if ((error as { code?: string }).code !== '23514') throw error;
+      log.warn({ constraint }, `audit_events holds rows its constraint ${constraint} refuses, inserted outside Plinth: verification reports their chains`);
+    }
   }
-  return anchored;
 }
 
 /**

@@ -27,20 +27,50 @@ export function findChainRows(db: Executor, organizationId: string, afterSeq: nu
   return db.selectFrom('audit_events').selectAll().where('organization_id', '=', organizationId).where('seq', '>', afterSeq).orderBy('seq').limit(limit).execute();
 }
 
-export function findChainHead(db: Executor, organizationId: string): Promise<{ seq: number; hash: string; mac: string | null } | undefined> {
-  return db.selectFrom('audit_chain_heads').select(['seq', 'hash', 'mac']).where('organization_id', '=', organizationId).executeTakeFirst();
+/**
+ * One organization's rows in chain order (by seq, then id), from its first or strictly after `after`:
+ * every row, so that a second one with a row's seq shows instead of hiding behind a page's end.
+ */
+export function findChainPage(db: Executor, organizationId: string, after: { seq: number; id: string } | undefined, limit: number): Promise<AuditEventRow[]> {
+  let q = db.selectFrom('audit_events').selectAll().where('organization_id', '=', organizationId);
+  // The plain bound on seq is what the (organization_id, seq) index can use; the pair is the page's edge.
+  if (after) q = q.where('seq', '>=', after.seq).where(({ eb, refTuple, tuple }) => eb(refTuple('seq', 'id'), '>', tuple(after.seq, after.id)));
+  return q.orderBy('seq').orderBy('id').limit(limit).execute();
 }
 
-/** The organization's newest `audit.retention` row of Plinth's own (through its partial index), if retention ever shortened its chain. */
-export function findNewestRetentionRow(db: Executor, organizationId: string): Promise<AuditEventRow | undefined> {
-  return db.selectFrom('audit_events').selectAll().where('organization_id', '=', organizationId).where('action', '=', RETENTION_ACTION)
-    .where('actor_type', '=', 'SYSTEM').orderBy('seq', 'desc').limit(1).executeTakeFirst();
+export function findChainHead(db: Executor, organizationId: string): Promise<{ seq: number; hash: string; mac: string | null } | undefined> {
+  return db.selectFrom('audit_chain_heads').select(['seq', 'hash', 'mac']).where('organization_id', '=', organizationId).executeTakeFirst();
 }
 
 /** The organizations whose chain head has no anchor (written before anchors were). */
 export async function findUnanchoredChains(db: Executor): Promise<string[]> {
   const rows = await db.selectFrom('audit_chain_heads').select('organization_id').where('mac', 'is', null).orderBy('organization_id').execute();
   return rows.map((r) => r.organization_id);
+}
+
+/**
+ * Locks the mark that the chains written before anchors await their first anchor, for the caller's
+ * transaction: false once it is gone (a concurrent start that held it has anchored them).
+ */
+export async function lockAnchorPending(trx: Trx): Promise<boolean> {
+  const { rows } = await sql<{ pending: boolean }>`select pending from audit_anchor_pending for update`.execute(trx);
+  return rows.length > 0;
+}
+
+export async function clearAnchorPending(trx: Trx): Promise<void> {
+  await sql`delete from audit_anchor_pending`.execute(trx);
+}
+
+/** The check constraints of audit_events that a migration added NOT VALID, and no start has validated yet. */
+export async function findUnvalidatedAuditConstraints(db: Executor): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`
+    select conname as name from pg_constraint where conrelid = 'audit_events'::regclass and contype = 'c' and not convalidated order by conname`.execute(db);
+  return rows.map((r) => r.name);
+}
+
+/** Checks the rows audit_events had before `constraint` was added; fails (23514) when one breaks it. */
+export async function validateAuditConstraint(db: Executor, constraint: string): Promise<void> {
+  await sql`alter table audit_events validate constraint ${sql.id(constraint)}`.execute(db);
 }
 
 /** The organizations whose chain anchor was made with another key than `keyId` (before a rotation). */
@@ -119,7 +149,11 @@ export async function ensureAuditPartitions(db: Executor, monthsAhead = 2): Prom
 /** The action of the row retention appends to each chain it shortens. */
 export const RETENTION_ACTION = 'audit.retention';
 
-/** What retention deleted of one organization's chain: the rows fromSeq..toSeq, the last one's hash. */
+/**
+ * What retention deleted of one organization's chain: the rows fromSeq..toSeq, the last one's hash
+ * (times as ISO texts); and where it recorded that: the seq of its `audit.retention` row, which is the
+ * chain's head now, and the hash of the head before it.
+ */
 export interface RetentionDeletion {
   organizationId: string;
   retentionDays: number;
@@ -131,6 +165,8 @@ export interface RetentionDeletion {
   fromCreatedAt: string;
   toCreatedAt: string;
   lastHash: string;
+  recordSeq: number;
+  recordPrevHash: string;
 }
 
 export interface RetentionResult {
@@ -143,9 +179,10 @@ export interface RetentionResult {
 /**
  * deleteExpiredAuditRows deletes, per organization, every row up to the last one created before the
  * month its retention reaches into (DEFAULT_RETENTION_DAYS without settings, fixed in the function
- * too), dropping the months past every retention whole, and locks the chain heads it shortened for the
- * caller's transaction, which must append each one's `audit.retention` row. It runs as a function with
- * its owner's rights (migrations/0015): the runtime role itself may not delete audit rows.
+ * too), dropping the months past every retention whole, appends to each chain it shortened its
+ * `audit.retention` row, and locks those chains' heads for the caller's transaction, which must move
+ * their anchors onto that row. It runs as a function with its owner's rights (migrations/0015): the
+ * runtime role itself may not delete audit rows.
  */
 export async function deleteExpiredAuditRows(trx: Trx): Promise<RetentionResult> {
   const { rows } = await sql<{ result: RetentionResult }>`select audit_apply_retention() as result`.execute(trx);

@@ -49,7 +49,7 @@ export async function auditRoutes(app: App) {
   }, async (request) => ({ data: await getAuditSettings(app.db, request.principal) }));
 
   app.patch('/audit-settings', {
-    config: { permission: 'organization:manage', auditFields: ['retentionDays', 'webhookUrl'] },
+    config: { permission: 'organization:manage', auditFields: ['retentionDays', 'webhookUrl:origin'] },
     schema: {
       tags,
       summary: 'Change audit retention (days, default 365) and the webhook audit rows are delivered to (OWNER)',

@@ -4,7 +4,7 @@ import { chainHash, type ChainedFields } from '../platform/audit/chain.ts';
 import type { Db } from '../platform/db/db.ts';
 import { encodeCursor, serialCursorKey, type PageMeta, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
-import { findAuditEventsPage, findAuditSettings, findChainHead, findChainRows, findDeliveriesPage, findNewestRetentionRow, upsertAuditSettings, type AuditDeliveryRow, type AuditEventRow, type AuditSettingsRow } from './audit.repo.ts';
+import { findAuditEventsPage, findAuditSettings, findChainHead, findChainPage, findDeliveriesPage, RETENTION_ACTION, upsertAuditSettings, type AuditDeliveryRow, type AuditEventRow, type AuditSettingsRow } from './audit.repo.ts';
 import type { AuditDelivery, AuditEvent, AuditFilters, AuditSettings, AuditSettingsPatch, AuditVerification } from './audit.schema.ts';
 
 /** An organization keeps its audit rows this long unless it says otherwise. */
@@ -55,17 +55,24 @@ interface ChainBreak {
   reason: string;
 }
 
-/** What the newest retention row of a chain says: the last row it deleted, and the horizon it deleted up to. */
+/** What a retention row of a chain says: the last row it deleted, and the horizon it deleted up to. */
 interface RetentionBoundary {
   toSeq: number;
   lastHash: string;
   before: number;
 }
 
-function retentionBoundary(row: AuditEventRow | undefined): RetentionBoundary | undefined {
-  if (!row) return undefined;
+/**
+ * What `row` says as a retention row: only one of the platform's, recording rows deleted before
+ * itself. The caller takes it only from the chain it walked, hashed and matched to the anchor: the
+ * runtime role may insert rows, and one it made up outside the chain would vouch for any start.
+ */
+function retentionBoundary(row: AuditEventRow): RetentionBoundary | undefined {
+  if (row.action !== RETENTION_ACTION || row.actor_type !== 'SYSTEM') return undefined;
   const diff = (row.diff ?? {}) as { toSeq?: unknown; lastHash?: unknown; before?: unknown };
-  return { toSeq: Number(diff.toSeq), lastHash: String(diff.lastHash), before: Date.parse(String(diff.before)) };
+  const toSeq = Number(diff.toSeq);
+  if (!Number.isSafeInteger(toSeq) || toSeq >= row.seq) return undefined;
+  return { toSeq, lastHash: String(diff.lastHash), before: Date.parse(String(diff.before)) };
 }
 
 /**
@@ -89,6 +96,7 @@ function startBreak(first: AuditEventRow, boundary: RetentionBoundary | undefine
 }
 
 function rowBreak(row: AuditEventRow, prev: AuditEventRow): ChainBreak | undefined {
+  if (row.seq === prev.seq) return { brokenAtSeq: row.seq, reason: 'a second row has this seq' };
   if (row.seq !== prev.seq + 1) return { brokenAtSeq: prev.seq + 1, reason: 'a row is missing' };
   if (row.prev_hash !== prev.hash) return { brokenAtSeq: row.seq, reason: 'does not link to the row before it' };
   return undefined;
@@ -109,30 +117,35 @@ function endBreak(secrets: SecretBox, organizationId: string, head: { seq: numbe
 }
 
 /**
- * verifyAuditChain recomputes the organization's chain, in one snapshot: the oldest kept row must start
- * the chain or follow what retention last deleted, each row must link to the row before it and hash to
- * what it says, and the newest must be the head that the anchor (an HMAC keyed by PLINTH_SECRET_KEY)
- * vouches for. So an edited, reordered or removed row shows, and so does a removed start or end, or a
- * whole chain removed, unless its head went with it (docs/operations.md#audit-log).
+ * verifyAuditChain recomputes the organization's chain, in one snapshot: each row must link to the row
+ * before it and hash to what it says, the newest must be the head that the anchor (an HMAC keyed by
+ * PLINTH_SECRET_KEY) vouches for, and the oldest kept row must start the chain or follow what the
+ * newest retention row of that chain last deleted. So an edited, reordered, added or removed row
+ * shows, and so does a removed start or end, or a whole chain removed, unless its head went with it
+ * (docs/operations.md#audit-log). A break inside the chain or at its end is named before one at its
+ * start: only a chain that holds up to its anchor can vouch for where it starts.
  */
 export async function verifyAuditChain(db: Db, secrets: SecretBox, organizationId: string): Promise<AuditVerification> {
   return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(async (trx) => {
     const head = await findChainHead(trx, organizationId);
-    const boundary = retentionBoundary(await findNewestRetentionRow(trx, organizationId));
     let checked = 0;
+    let first: AuditEventRow | undefined;
     let prev: AuditEventRow | undefined;
+    let boundary: RetentionBoundary | undefined;
     for (;;) {
-      const rows = await findChainRows(trx, organizationId, prev?.seq ?? 0, 1000);
+      const rows = await findChainPage(trx, organizationId, prev && { seq: prev.seq, id: prev.id }, 1000);
       for (const row of rows) {
-        const broken = prev ? rowBreak(row, prev) : startBreak(row, boundary);
+        const broken = prev && rowBreak(row, prev);
         if (broken) return { valid: false, checked, ...broken };
         if (chainHash(row.prev_hash, fieldsOf(row)) !== row.hash) return { valid: false, checked, brokenAtSeq: row.seq, reason: 'its content does not match its hash' };
+        first ??= row;
+        boundary = retentionBoundary(row) ?? boundary;
         prev = row;
         checked++;
       }
       if (rows.length < 1000) break;
     }
-    const broken = endBreak(secrets, organizationId, head, prev);
+    const broken = endBreak(secrets, organizationId, head, prev) ?? (first && startBreak(first, boundary));
     return broken ? { valid: false, checked, ...broken } : { valid: true, checked };
   });
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Type } from '@sinclair/typebox';
-import { allowlistProblems, auditDiff, cleanText } from './diff.ts';
+import { allowlistProblems, auditDiff, cleanText, originOf } from './diff.ts';
 
 describe('the audit diff: an allowlist of body fields', () => {
   it('keeps the allowlisted fields of data, nested ones included, and nothing else', () => {
@@ -58,6 +58,52 @@ describe('texts in the audit log keep no credentials', () => {
   it('leaves a text without a URL as it is', () => {
     assert.equal(cleanText('Project ☃ 1: alice@example.com'), 'Project ☃ 1: alice@example.com');
   });
+
+  it('takes a scheme only at a word boundary, and of at most 32 characters', () => {
+    assert.equal(cleanText('xhttps://u:p@h/a'), 'xhttps://h/a');
+    assert.equal(cleanText('1https://u:p@h/a'), '1https://u:p@h/a');
+    assert.equal(cleanText('_https://u:p@h/a'), '_https://u:p@h/a');
+    assert.equal(cleanText('-git+ssh://u:p@h/a'), '-git+ssh://h/a');
+    assert.equal(cleanText(`${'b'.repeat(31)}://u:p@h/a`), `${'b'.repeat(31)}://h/a`);
+    assert.equal(cleanText(`-${'b'.repeat(40)}://u:p@h/a`), `-${'b'.repeat(40)}://u:p@h/a`);
+    assert.equal(cleanText(`${'b'.repeat(20)}-${'c'.repeat(20)}://u:p@h/a`), `${'b'.repeat(20)}-${'c'.repeat(20)}://h/a`);
+    assert.equal(cleanText('://u:p@h a://u:p@h ://'), '://u:p@h a://h ://');
+  });
+
+  it('cleans texts of many word boundaries in time linear in their length', () => {
+    const dashes = 'a-'.repeat(2048);
+    const bodies = [dashes, `${dashes.slice(0, -4)}://x`, 'a.'.repeat(2048), '://'.repeat(1365)];
+    const started = performance.now();
+    for (const text of bodies) {
+      const diff = auditDiff({ data: { name: text, tags: Array.from({ length: 200 }, () => text) } }, ['name', 'tags']);
+      assert.deepEqual(diff, { truncated: true, fields: ['name', 'tags'] });
+    }
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 100, `${bodies.length} bodies of 201 texts of 4096 characters took ${Math.round(elapsed)} ms`);
+  });
+});
+
+describe('a webhook\'s URL keeps only its origin', () => {
+  it('keeps the scheme, host and port of a URL whose path is its secret, and nothing of what is not a URL', () => {
+    assert.equal(originOf('https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX'), 'https://hooks.slack.com');
+    assert.equal(originOf('https://discord.com/api/webhooks/123/tok-en'), 'https://discord.com');
+    assert.equal(originOf('https://u:p@example.webhook.office.com:8443/webhookb2/abc?x=1#f'), 'https://example.webhook.office.com:8443');
+    assert.equal(originOf('http://[::1]:9000/hook'), 'http://[::1]:9000');
+    assert.equal(originOf('https://hooks.slack.com\\services\\T0\\B0\\secret'), 'https://hooks.slack.com');
+    assert.equal(originOf('https://alice:p#ss@host/repo'), 'https://');
+    assert.equal(originOf('https://host%2Fsecret/x'), 'https://');
+    assert.equal(originOf('hooks.slack.com/services/T0/B0/secret'), undefined);
+    assert.equal(originOf(' https://h/secret'), undefined);
+  });
+
+  it('applies to a field named with :origin, and to each item of a list', () => {
+    const body = { data: { webhookUrl: 'https://hooks.slack.com/services/T0/B0/secret', urls: ['https://a.example/s', 'nope'], retentionDays: 30 } };
+    assert.deepEqual(auditDiff(body, ['webhookUrl:origin', 'retentionDays']), { webhookUrl: 'https://hooks.slack.com', retentionDays: 30 });
+    assert.deepEqual(auditDiff(body, ['urls:origin']), null, 'a list with an item that is not a URL is left out');
+    assert.deepEqual(auditDiff({ data: { urls: ['https://a.example/s'] } }, ['urls:origin']), { urls: ['https://a.example'] });
+    assert.deepEqual(auditDiff({ data: { webhookUrl: null } }, ['webhookUrl:origin']), { webhookUrl: null }, 'a webhook removed');
+    assert.equal(auditDiff({ data: { webhookUrl: 'secret-without-scheme' } }, ['webhookUrl:origin']), null);
+  });
 });
 
 describe('an audit allowlist and its route\'s body schema', () => {
@@ -68,6 +114,7 @@ describe('an audit allowlist and its route\'s body schema', () => {
       source: Type.Optional(Type.Object({ ref: Type.String() })),
       steps: Type.Array(Type.Object({ id: Type.String() })),
       either: Type.Union([Type.Object({ a: Type.String() }), Type.Object({ b: Type.String() })]),
+      webhookUrl: Type.String(),
     }),
   });
 
@@ -83,5 +130,14 @@ describe('an audit allowlist and its route\'s body schema', () => {
       'token is write-only (a secret)',
     ]);
     assert.deepEqual(allowlistProblems(undefined, ['name']), ['name is not a field of its body']);
+  });
+
+  it('takes a mode after a field, and keeps a webhook\'s URL to its origin', () => {
+    assert.deepEqual(allowlistProblems(body, ['webhookUrl:origin', 'name:origin']), []);
+    assert.deepEqual(allowlistProblems(body, ['webhookUrl', 'name:path', 'token:origin']), [
+      'webhookUrl is a webhook\'s URL, whose path may be its secret: keep only its origin (webhookUrl:origin)',
+      'name:path names a mode that does not exist (origin)',
+      'token is write-only (a secret)',
+    ]);
   });
 });

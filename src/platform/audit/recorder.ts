@@ -132,7 +132,8 @@ declare module 'fastify' {
     audit?: string | false;
     /**
      * The fields of the body's `data` this route's audit rows keep as their diff (`name`, `source.ref`,
-     * `steps[].id`); without a list, they keep none. Never a write-only field: the start refuses one.
+     * `steps[].id`; `webhookUrl:origin` keeps only its URL's origin); without a list, they keep none.
+     * Never a write-only field: the start refuses one.
      */
     auditFields?: readonly string[];
   }

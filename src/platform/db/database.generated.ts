@@ -28,6 +28,10 @@ export interface ApiKeys {
   user_id: string | null;
 }
 
+export interface AuditAnchorPending {
+  pending: Generated<boolean>;
+}
+
 export interface AuditChainHeads {
   hash: string;
   mac: string | null;
@@ -447,6 +451,7 @@ export interface Users {
 
 export interface DB {
   api_keys: ApiKeys;
+  audit_anchor_pending: AuditAnchorPending;
   audit_chain_heads: AuditChainHeads;
   audit_events: AuditEvents;
   audit_settings: AuditSettings;

@@ -19,8 +19,12 @@ const GRANT_LOCK = 0x706c696e; // "plin"
 /** The row security policy on the queue's tables that admits the runtime role. */
 const QUEUE_POLICY = 'plinth_runtime_access';
 
-/** The schema's own tables that only the owner touches: the migrator's bookkeeping. */
-const OWNER_ONLY_TABLES = ['kysely_migration', 'kysely_migration_lock'];
+/**
+ * The schema's own tables that only the owner touches: the migrator's bookkeeping, and the mark that
+ * audit chains await their first anchor (one the runtime role set would have a start vouch for heads
+ * it rewrote).
+ */
+const OWNER_ONLY_TABLES = ['kysely_migration', 'kysely_migration_lock', 'audit_anchor_pending'];
 
 /**
  * prepareRuntimeRole makes `role` what the service connects as, in one transaction that processes
@@ -30,7 +34,7 @@ const OWNER_ONLY_TABLES = ['kysely_migration', 'kysely_migration_lock'];
  * service needs, and no more: reading and writing the tables of the schema and the queue's (the
  * queue's migrations table only read), only SELECT and INSERT on the audit log and nothing on its
  * partitions (an insert routed through the parent needs none), no DELETE on the audit chains' heads
- * (their anchors), nothing on the migrator's tables, no CREATE in any schema, and the audit functions
+ * (their anchors), nothing on the migrator's tables or the audit anchoring's mark, no CREATE in any schema, and the audit functions
  * that create partitions and apply retention with their owner's rights. It refuses a role that exists with more: a superuser, or one that may create
  * roles or databases, replicate or bypass row security.
  */
@@ -74,7 +78,7 @@ async function grant(trx: Trx, role: string): Promise<void> {
   // A chain head is moved by every append, but never removed: a chain whose rows and head are both gone
   // looks like one never written, which only a role that may delete both could make (the owner).
   await sql`revoke delete, truncate on audit_chain_heads from ${to}`.execute(trx);
-  // The audit log's partitions, and the migrator's tables (which exist once it has run).
+  // The audit log's partitions, and the owner's own tables (the migrator's exist once it has run).
   const ownerOnly = await sql<{ name: string }>`
     select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'audit_events'::regclass
     union all
@@ -120,7 +124,7 @@ export async function canConnect(url: string): Promise<boolean> {
  * role: empty when it is as narrow as it should be. The start logs them loudly.
  */
 export async function privilegeProblems(db: Db): Promise<string[]> {
-  const { rows } = await sql<{ superuser: boolean; createrole: boolean; createdb: boolean; bypassrls: boolean; program: boolean; files: boolean; owner: boolean; owns: number; create: boolean; audit_update: boolean; audit_heads_delete: boolean }>`
+  const { rows } = await sql<{ superuser: boolean; createrole: boolean; createdb: boolean; bypassrls: boolean; program: boolean; files: boolean; owner: boolean; owns: number; create: boolean; audit_update: boolean; audit_heads_delete: boolean; audit_anchor_mark: boolean }>`
     select r.rolsuper as superuser, r.rolcreaterole as createrole, r.rolcreatedb as createdb, r.rolbypassrls as bypassrls,
            pg_has_role(current_user, 'pg_execute_server_program', 'member') as program,
            pg_has_role(current_user, 'pg_read_server_files', 'member') or pg_has_role(current_user, 'pg_write_server_files', 'member') as files,
@@ -129,7 +133,8 @@ export async function privilegeProblems(db: Db): Promise<string[]> {
              where n.nspname in ('public', 'graphile_worker') and c.relowner = r.oid)::int as owns,
            has_schema_privilege(current_user, 'public', 'CREATE') or has_database_privilege(current_user, current_database(), 'CREATE') as create,
            has_table_privilege(current_user, 'audit_events', 'UPDATE') or has_table_privilege(current_user, 'audit_events', 'DELETE') as audit_update,
-           has_table_privilege(current_user, 'audit_chain_heads', 'DELETE') or has_table_privilege(current_user, 'audit_chain_heads', 'TRUNCATE') as audit_heads_delete
+           has_table_privilege(current_user, 'audit_chain_heads', 'DELETE') or has_table_privilege(current_user, 'audit_chain_heads', 'TRUNCATE') as audit_heads_delete,
+           has_table_privilege(current_user, 'audit_anchor_pending', 'INSERT') as audit_anchor_mark
       from pg_roles r where r.rolname = current_user`.execute(db);
   const r = rows[0];
   if (!r) return ['the connection\'s role is not found'];
@@ -145,5 +150,6 @@ export async function privilegeProblems(db: Db): Promise<string[]> {
     r.create && 'may create schemas or tables',
     r.audit_update && 'may change or delete audit rows',
     r.audit_heads_delete && 'may delete the audit chains\' heads',
+    r.audit_anchor_mark && 'may mark the audit chains for anchoring',
   ].filter((problem): problem is string => typeof problem === 'string');
 }

@@ -16,10 +16,31 @@ export interface SecretKeySettings {
  * installation must use the same key: with several machines, set PLINTH_SECRET_KEY on each.
  */
 export function openSecretBox(settings: SecretKeySettings): SecretBox {
+  return boxOf(settings, readOrCreateKeyFile);
+}
+
+/**
+ * openExistingSecretBox builds the box from the configured key or the key file, and never makes a key:
+ * for work that must use the key the installation's servers have, where another key would do lasting
+ * harm (audit chains anchored with a key no server has stay broken). It throws, naming `purpose`, when
+ * there is none.
+ */
+export function openExistingSecretBox(settings: SecretKeySettings, purpose: string): SecretBox {
+  return boxOf(settings, (file) => {
+    try {
+      return fs.readFileSync(file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      throw new Error(`${purpose} needs the installation's secret key, and none is set: give this command the PLINTH_SECRET_KEY the servers use (or the PLINTH_DATA_DIR holding their secret-key file); no key was made`);
+    }
+  });
+}
+
+function boxOf(settings: SecretKeySettings, readKeyFile: (file: string) => string): SecretBox {
   const previous = settings.previousSecretKeys.map((text, i) => parseSecretKey(text, `PLINTH_SECRET_KEY_PREVIOUS[${i}]`));
   if (settings.secretKey) return new SecretBox(parseSecretKey(settings.secretKey, 'PLINTH_SECRET_KEY'), previous);
   const file = path.join(settings.dataDir, 'secret-key');
-  return new SecretBox(parseSecretKey(readOrCreateKeyFile(file), file), previous);
+  return new SecretBox(parseSecretKey(readKeyFile(file), file), previous);
 }
 
 function readOrCreateKeyFile(file: string): string {

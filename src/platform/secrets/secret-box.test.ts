@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { generateSecretKeyText, parseSecretKey, SecretBox, SecretOpenError } from './secret-box.ts';
-import { openSecretBox } from './key-file.ts';
+import { openExistingSecretBox, openSecretBox } from './key-file.ts';
 
 const keyA = parseSecretKey(generateSecretKeyText(), 'a');
 const keyB = parseSecretKey(generateSecretKeyText(), 'b');
@@ -62,6 +62,18 @@ describe('secret box', () => {
     const second = openSecretBox({ secretKey: undefined, previousSecretKeys: [], dataDir });
     assert.equal(second.open(first.seal('v', 'c'), 'c'), 'v');
     assert.deepEqual(fs.readdirSync(dataDir), ['secret-key']);
+    fs.rmSync(dataDir, { recursive: true });
+  });
+
+  it('opens only a key that exists when asked to make none, and says how to give it', () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-key-'));
+    const settings = { secretKey: undefined, previousSecretKeys: [], dataDir };
+    assert.throws(() => openExistingSecretBox(settings, 'Anchoring'), /^Error: Anchoring needs the installation's secret key, and none is set: give this command the PLINTH_SECRET_KEY/);
+    assert.deepEqual(fs.readdirSync(dataDir), [], 'no key file was made');
+    const made = openSecretBox(settings);
+    assert.equal(openExistingSecretBox(settings, 'Anchoring').currentKeyId, made.currentKeyId);
+    const key = generateSecretKeyText();
+    assert.equal(openExistingSecretBox({ ...settings, dataDir: path.join(dataDir, 'none'), secretKey: key }, 'Anchoring').currentKeyId, parseSecretKey(key, 'k').id);
     fs.rmSync(dataDir, { recursive: true });
   });
 });
