@@ -79,7 +79,8 @@ describe('texts in the audit log keep no credentials', () => {
       assert.deepEqual(diff, { truncated: true, fields: ['name', 'tags'] });
     }
     const elapsed = performance.now() - started;
-    assert.ok(elapsed < 100, `${bodies.length} bodies of 201 texts of 4096 characters took ${Math.round(elapsed)} ms`);
+    // Linear takes a few ms; the backtracking this replaced took seconds. The bound leaves room for a loaded machine.
+    assert.ok(elapsed < 1000, `${bodies.length} bodies of 201 texts of 4096 characters took ${Math.round(elapsed)} ms`);
   });
 });
 
