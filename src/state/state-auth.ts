@@ -3,7 +3,7 @@ import type { Db } from '../platform/db/db.ts';
 import { organizationSelector } from '../platform/auth/authenticate.ts';
 import { resolveCredential, type Principal } from '../platform/auth/principal.ts';
 import { assertPermission, type Permission } from '../platform/auth/roles.ts';
-import { hashToken, RUN_TOKEN_PREFIX } from '../platform/auth/tokens.ts';
+import { hashToken, presentedToken, RUN_TOKEN_PREFIX } from '../platform/auth/tokens.ts';
 import { UnauthenticatedError } from '../platform/errors.ts';
 import { findLiveRunCredential } from '../engine/runners/opentofu/opentofu.repo.ts';
 
@@ -15,19 +15,12 @@ export type StateCaller =
   | { kind: 'run'; organizationId: string; stackId: string; runId: string; principalId: string }
   | { kind: 'key'; organizationId: string; principal: Principal; principalId: string };
 
-/**
- * OpenTofu's http backend sends its credential as HTTP Basic (`TF_HTTP_USERNAME` / `TF_HTTP_PASSWORD`):
- * the password is the token, the user name is not read. A Bearer token is accepted too.
- */
+/** The token of a backend request: OpenTofu sends it as HTTP Basic (`TF_HTTP_PASSWORD`); Bearer works too. */
 function tokenOf(header: string | undefined): string {
   if (!header) throw new UnauthenticatedError('MISSING', 'The state backend needs a credential: HTTP Basic with the token as password, or Bearer');
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (bearer) return bearer[1];
-  const basic = /^Basic\s+([A-Za-z0-9+/=]{1,1024})\s*$/i.exec(header);
-  if (!basic) throw new UnauthenticatedError('INVALID', 'The Authorization header must be HTTP Basic or Bearer');
-  const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  return colon < 0 ? decoded : decoded.slice(colon + 1);
+  const token = presentedToken(header);
+  if (token === undefined) throw new UnauthenticatedError('INVALID', 'The Authorization header must be HTTP Basic or Bearer');
+  return token;
 }
 
 /** What an API key needs for each backend request: reading state is `state:read`, changing it or its lock `stack:write`. */

@@ -4,18 +4,9 @@
 import type { FastifyRequest } from 'fastify';
 import { TooManyRequestsError, UnauthenticatedError } from '../errors.ts';
 import { keyPrefixOf, type AuthLimiter } from './auth-limiter.ts';
-import { RUN_TOKEN_PREFIX } from './tokens.ts';
+import { presentedToken, RUN_TOKEN_PREFIX } from './tokens.ts';
 
 export const TOO_MANY_FAILURES = 'Auth:Credential:TOO_MANY_FAILURES';
-
-/** The token a request presents: a Bearer token, or the password of HTTP Basic (how OpenTofu's http backend sends it). */
-export function presentedToken(header: string | undefined): string | undefined {
-  const match = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(header ?? '');
-  if (!match) return undefined;
-  if (match[1].toLowerCase() === 'bearer') return match[2];
-  const decoded = Buffer.from(match[2], 'base64').toString('utf8');
-  return decoded.slice(decoded.indexOf(':') + 1);
-}
 
 /**
  * refuseBlockedAddress answers 429 to a request that carries a credential from an address over its limit,

@@ -24,3 +24,15 @@ export function tokenMatches(token: string, storedHash: string): boolean {
   const stored = Buffer.from(storedHash, 'hex');
   return presented.length === stored.length && timingSafeEqual(presented, stored);
 }
+
+/**
+ * The token a request presents: a Bearer token, or the password of HTTP Basic (how OpenTofu's http
+ * backend sends it; the user name is not read). Undefined when the header is neither.
+ */
+export function presentedToken(header: string | undefined): string | undefined {
+  const match = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(header ?? '');
+  if (!match) return undefined;
+  if (match[1].toLowerCase() === 'bearer') return match[2];
+  const decoded = Buffer.from(match[2], 'base64').toString('utf8');
+  return decoded.slice(decoded.indexOf(':') + 1);
+}
