@@ -12,6 +12,9 @@ const Isolation = Type.Object({
     description: '`namespaces`: steps are isolated; `off`: the single-tenant opt-out (PLINTH_SANDBOX=off); `unavailable`: this host cannot isolate and script steps fail; `no-worker`: this process runs no steps',
   }),
   requested: NullableString,
+  privileges: Type.Union([Type.Literal('root'), Type.Literal('rootless'), Type.Null()], {
+    description: '`root`: the worker runs as root and gives each step a uid of its own on the host; `rootless`: the worker runs as a normal user and each step runs in user namespaces of its own (docs/sandbox.md says what differs); null without isolation',
+  }),
   network: NullableString,
   cgroup: NullableString,
   limits: Type.Object({ maxProcesses: NullableNumber, memoryMb: NullableNumber, cpus: NullableNumber }, { description: 'limits enforced on every step; null where not enforced' }),

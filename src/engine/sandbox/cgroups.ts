@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { constants, existsSync, readFileSync } from 'node:fs';
+import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { StepLimits } from './sandbox.ts';
 
@@ -192,9 +192,11 @@ async function tryV1(mounts: Mount[], cgroupFile: string): Promise<CgroupHost | 
     const base = path.join(mount.point, ownPath(cgroupFile, (c) => c.includes(controller), mount), 'plinth-steps');
     try {
       await mkdir(base, { recursive: true });
+      // Made by another worker already (mkdir said nothing): this one must be able to make cgroups in it.
+      await access(base, constants.W_OK);
       bases.set(controller, base);
     } catch {
-      // Not writable here (a read-only cgroup mount in a container): that controller is not enforced.
+      // Not writable here (a read-only cgroup mount in a container, a worker not run as root): that controller is not enforced.
     }
   }
   if (!bases.has('pids')) return 'no writable cgroup v1 pids hierarchy';

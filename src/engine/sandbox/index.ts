@@ -18,6 +18,7 @@ export function createSandbox(settings: SandboxSettings): StepSandbox {
 const NO_WORKER: IsolationReport = {
   mode: 'no-worker',
   requested: null,
+  privileges: null,
   network: null,
   cgroup: null,
   limits: { maxProcesses: null, memoryMb: null, cpus: null },

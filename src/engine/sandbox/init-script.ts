@@ -1,42 +1,51 @@
 /**
- * The sandbox's init: `unshare --pid --fork --mount --ipc --uts [--net]` runs it as root, as pid 1 of the
- * step's new PID namespace, inside the step's new mount namespace (private propagation: nothing mounted
- * here is seen by the host). It
+ * The sandbox's init: `unshare --pid --fork --mount --ipc --uts [--net]` runs it as root of the step's
+ * namespaces, as pid 1 of the sandbox's new PID namespace, inside its new mount namespace (private
+ * propagation: nothing mounted here is seen by the host). As root on the host it is the host's root;
+ * rootless (a worker run by a normal user) the launcher adds `--user --map-root-user`, so it is root
+ * only of a user namespace of its own, mapped to the worker's user, with no privilege on the host. It
  *
  * 1. enters the step's cgroups, so every process it starts is counted and limited;
  * 2. builds the step's filesystem with ONE `mount -a` of a per-step fstab (stepFstab, below): the
- *    worker's template (the mount points, a minimal `/etc`: name service, TLS roots, alternatives; the
- *    device nodes null, zero, full, random, urandom and tty, which the step cannot add to, having no
- *    CAP_MKNOD) bound read-only as the root; `/usr` (and `/bin`, `/lib*`, `/sbin` where they are
- *    directories) bound read-only; a passwd and group naming the step's uid, the host's resolver
- *    files, read-only; a `/proc` of the new PID namespace (hidepid: the init and guard are not even
- *    listed, their command lines included); a private `/tmp` and `/dev/shm`; the step's workspace at
- *    `/workspace`; and the runner's binds under `/plinth/` (`nosuid,nodev`, read-only unless asked
- *    otherwise). Nothing else of the host (no data directory, no other workspace, no worker file, no
- *    `/sys`). Every mount is `nosuid`; all but the root (which holds the device nodes) `nodev`;
+ *    worker's template (the mount points, a minimal `/etc`: name service, TLS roots, alternatives)
+ *    bound read-only as the root; the host's device nodes null, zero, full, random, urandom and tty
+ *    bound on its empty files (the step cannot add one, having no CAP_MKNOD); `/usr` (and `/bin`,
+ *    `/lib*`, `/sbin` where they are directories) bound read-only; a passwd and group naming the
+ *    step's uid, the host's resolver files, read-only; a `/proc` of this PID namespace (hidepid); a
+ *    private `/tmp` and `/dev/shm`; the step's workspace at `/workspace`; and the runner's binds under
+ *    `/plinth/` (`nosuid,nodev`, read-only unless asked otherwise). Nothing else of the host (no data
+ *    directory, no other workspace, no worker file, no `/sys`). Every mount is `nosuid`, all but the
+ *    device nodes `nodev`;
  * 3. pivots into that root, detaching the host's filesystem entirely;
- * 4. starts the step's shell as its own uid with no capabilities, no supplementary groups and
- *    no_new_privs (setuid binaries do nothing), under RLIMIT_NPROC (the shell's `ulimit`: `-u` in bash,
- *    `-p` in dash; should neither take, the step does not start). The init becomes `unshare --fork`
- *    (util-linux, no namespace of its own: a plain fork and wait) whose child is the step's shell, a
- *    foreground child, so no signal is ignored on its entry: a step's `trap` works, and what it starts
- *    gets every signal at its default. The shell (`sh -s`) reads its script from fd 3 and so WAITS
- *    until the worker writes it: the sandbox is built ahead of its step (the warm pool of
- *    namespaces.ts), up to this shell, and the worker hands it a step by writing the step's script
- *    (stepScript) and closing the pipe. No tenant data is in the sandbox before that; should the worker
- *    retire it or die instead, the shell reads end-of-file (or the guard kills it) and runs nothing;
- * 5. leaves beside it a guard, a root process that ignores SIGINT and SIGTERM and reads stdin, a pipe
- *    which only the worker holds. Stopping a step is a line on that pipe: `INT` or `TERM`, which the
- *    guard sends, once, to every process of the namespace but pid 1 and itself (`kill -1`): the
+ * 4. starts the step in a PID namespace of its own, nested in this one, with a `/proc` of its own
+ *    (`unshare --pid --fork --mount-proc`): the step sees and can address only its own processes,
+ *    never this init or the guard beside it. That namespace's pid 1 is `unshare --fork` (a plain fork
+ *    and wait: a signal from outside reaches a pid 1 only where it has a handler, and it has none)
+ *    whose child is the step's shell, a foreground child, so no signal is ignored on its entry: a
+ *    step's `trap` works, and what it starts gets every signal at its default. The shell runs as the
+ *    step's uid with no capabilities and no_new_privs (setuid binaries and file capabilities do
+ *    nothing), under RLIMIT_NPROC (the shell's `ulimit`: `-u` in bash, `-p` in dash; should neither
+ *    take, the step does not start): as root, `setpriv` gives it that uid with no supplementary group
+ *    and an empty bounding set; rootless, `unshare --user --map-user` makes a user namespace of the
+ *    step's own, in which it is that uid (the worker's user on the host) with no capability, and which
+ *    counts its processes apart from every other step's (kernels from 5.14). The shell (`sh -s`) reads
+ *    its script from fd 3 and so WAITS until the worker writes it: the sandbox is built ahead of its
+ *    step (the warm pool of namespaces.ts), up to this shell, and the worker hands it a step by
+ *    writing the step's script (stepScript) and closing the pipe. No tenant data is in the sandbox
+ *    before that; should the worker retire it or die instead, the shell reads end-of-file (or the
+ *    guard kills it) and runs nothing;
+ * 5. leaves beside it a guard, a process of this init's that ignores SIGINT and SIGTERM and reads stdin,
+ *    a pipe which only the worker holds. Stopping a step is a line on that pipe: `INT` or `TERM`, which
+ *    the guard sends, once, to every process of the namespace but pid 1 and itself (`kill -1`): the
  *    step's shell and everything the step started, `setsid` and daemons included. A stop that comes
- *    while the sandbox is still being built, with no such process yet, waits for the first one. Nothing else
- *    signals them (the worker never signals the sandbox's process group, which would deliver each
- *    signal twice), and nothing ends the namespace while the step uses its grace: pid 1 ignores both,
- *    and the step's shell outlives them (stepScript). When the worker dies (even by SIGKILL) or retires
- *    the sandbox, the pipe reaches end-of-file and the guard kills every process of the namespace.
- *    When the step's shell exits, pid 1 exits with its status (1 when a signal killed it: pid 1 of a
- *    namespace cannot die of the signal again), and the kernel kills whatever the step left in the
- *    namespace, since nothing can leave a PID namespace.
+ *    while the sandbox is still being built, with no such process yet, waits for the first one. Nothing
+ *    else signals them (the worker never signals the sandbox's process group, which would deliver each
+ *    signal twice), and nothing ends the namespace while the step uses its grace: both pid 1s ignore
+ *    them, and the step's shell outlives them (stepScript). When the worker dies (even by SIGKILL) or
+ *    retires the sandbox, the pipe reaches end-of-file and the guard kills every process of the
+ *    namespace. When the step's shell exits, the pid 1s exit with its status (1 when a signal killed
+ *    it: pid 1 of a namespace cannot die of the signal again), and the kernel kills whatever the step
+ *    left in the namespace, since nothing can leave a PID namespace.
  *
  * Its own environment is only PATH: the step's variables, its command and its working directory (chosen
  * by the tenant, so never given to a root process, where LD_PRELOAD and friends would mean code
@@ -45,18 +54,20 @@
  * write and the step's first command).
  *
  * Under the `policy` network it starts inside the step's network namespace already (`nsenter` by the
- * descriptor on fd 5, which it closes first: nothing of the step inherits it).
+ * descriptor on fd 5, and rootless into the user namespace that owns it by fd 6; it closes both first:
+ * nothing of the step inherits them).
  *
  * With `PLINTH_SANDBOX_NETWORK=none` it brings up the loopback of the step's empty network namespace.
  *
- * Arguments: fstab, mount point of the root, uid, process limit, cgroup.procs files, `up` to bring loopback up.
+ * Arguments: fstab, mount point of the root, uid, process limit, cgroup.procs files, `up` to bring
+ * loopback up, `rootless` when the worker is not root.
  */
 export const SANDBOX_INIT = String.raw`set -eu
-exec 5<&-
-fstab=$1 root=$2 uid=$3 nproc=$4 cgroups=$5 loopback=$6
+exec 5<&- 6<&-
+fstab=$1 root=$2 uid=$3 nproc=$4 cgroups=$5 loopback=$6 rootless=$7
 for f in $cgroups; do echo 0 > "$f"; done
 if [ "$loopback" = up ]; then ip link set lo up; fi
-echo plinth-step > /proc/sys/kernel/hostname
+echo plinth-step 2>/dev/null > /proc/sys/kernel/hostname || hostname plinth-step 2>/dev/null || :
 mount -a -T "$fstab"
 cd "$root"
 pivot_root . .
@@ -69,7 +80,10 @@ exec 4<&0
  kill -KILL -1) <&4 >/dev/null 2>&1 3<&- &
 exec 4<&- </dev/null
 ulimit -c 0; ulimit -u "$nproc" 2>/dev/null || ulimit -p "$nproc"
-exec unshare --fork setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- sh -s <&3 3<&-
+if [ "$rootless" = rootless ]; then
+  exec unshare --user --map-user="$uid" --map-group="$uid" --pid --fork --mount-proc unshare --fork setpriv --inh-caps=-all --no-new-privs -- sh -s <&3 3<&-
+fi
+exec unshare --pid --fork --mount-proc unshare --fork setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- sh -s <&3 3<&-
 `;
 
 /** fstab escapes a path as fstab(5) reads it (octal for the separators and the escape itself). */
@@ -95,7 +109,9 @@ export interface FstabInput {
 export function stepFstab(o: FstabInput): string {
   const at = (inside: string) => fstabPath(o.root + inside);
   const lines = [
-    `${fstabPath(o.template)} ${fstabPath(o.root)} none bind,ro,nosuid`,
+    `${fstabPath(o.template)} ${fstabPath(o.root)} none bind,ro,nosuid,nodev`,
+    // Bound, not copied: a rootless worker cannot make a device node. A bare `bind` keeps the host's flags.
+    ...TEMPLATE_DEVICES.map((d) => `/dev/${d} ${at(`/dev/${d}`)} none bind`),
     ...o.systemDirs.map((dir) => `${fstabPath(dir)} ${at(dir)} none bind,ro,nosuid,nodev`),
     ...o.etcFiles.map((f) => `${fstabPath(f.source)} ${at(`/etc/${f.name}`)} none bind,ro,nosuid,nodev`),
     `plinth-shm ${at('/dev/shm')} tmpfs mode=1777,nosuid,nodev,size=64m`,

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,19 +22,39 @@ import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorks
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 /** What the worker runs on the host: the template's copy, the step's shell, and the init's tools (util-linux). */
-const TOOLS = ['cp', 'tar', 'sh', 'unshare', 'setpriv', 'pivot_root', 'mount', 'umount'];
+const TOOLS = ['tar', 'sh', 'unshare', 'setpriv', 'pivot_root', 'mount', 'umount'];
 /** What a step's own network takes besides: `ip` brings its loopback up (`none` too), `nsenter` starts the sandbox in it. */
 const NETWORK_TOOLS = ['ip', 'nsenter'];
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
 export type HostCheck = (tools: string[]) => Promise<string | undefined>;
 
+/**
+ * A worker run by a normal user builds every sandbox inside user namespaces (rootless): the init is
+ * root only there, and each step is the worker's user on the host. See SANDBOX_INIT.
+ */
+const ROOTLESS = process.getuid?.() !== 0;
+
 const defaultHostCheck: HostCheck = async (tools) => {
   if (process.platform !== 'linux') return `namespaces need Linux, this is ${process.platform}`;
-  if (process.getuid?.() !== 0) return 'the worker must run as root to give each step its own uid and namespaces';
   const missing = tools.filter((tool) => !SYSTEM_PATH.split(':').some((dir) => existsSync(path.join(dir, tool))));
   return missing.length ? `missing ${missing.join(', ')} on ${SYSTEM_PATH}` : undefined;
 };
+
+const run = promisify(execFile);
+
+/** Why this user cannot build rootless sandboxes, with the fixes; undefined when it can. */
+async function userNamespaceProblem(): Promise<string | undefined> {
+  const help = await run('unshare', ['--help'], { env: { PATH: SYSTEM_PATH } }).then((r) => r.stdout, () => '');
+  if (!help.includes('--map-user')) return 'rootless steps need util-linux 2.36 or later (`unshare --map-user`): upgrade util-linux, or run the worker as root';
+  try {
+    await run('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--mount', 'true'], { env: { PATH: SYSTEM_PATH }, timeout: 10_000 });
+    return undefined;
+  } catch (error) {
+    const said = String((error as { stderr?: string }).stderr ?? '').trim().split('\n').pop() || (error as Error).message;
+    return `this user cannot make user namespaces (${said}): allow unprivileged user namespaces (sysctl user.max_user_namespaces above 0; kernel.unprivileged_userns_clone=1 where the kernel has it; kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile allowing them for node, on Ubuntu 23.10 and later), or run the worker as root`;
+  }
+}
 
 /** A command that fails unless the step sees what the sandbox promises; its output names what failed. */
 const PROBE_COMMAND = [
@@ -42,11 +64,6 @@ const PROBE_COMMAND = [
   '! touch /usr/.plinth-probe 2>/dev/null || { echo "system directories are writable"; exit 1; }',
 ].join('\n');
 
-/**
- * NamespaceSandbox runs each step in new PID, mount, IPC and UTS namespaces (and network, with
- * `PLINTH_SANDBOX_NETWORK=none`), built by the shell init, as a uid of its own, inside cgroups with
- * the step limits. SANDBOX_INIT (init-script.ts) says what the step sees and how it ends.
- */
 /** Probes by settings: every worker of a process (tests start many) shares one, the host does not change. */
 const probes = new Map<string, Promise<Probed>>();
 
@@ -57,6 +74,12 @@ interface Probed {
   dirs: string[];
 }
 
+/**
+ * NamespaceSandbox runs each step in new PID, mount, IPC, UTS and (but with the `host` network) network
+ * namespaces, built by the shell init, as a uid of its own (rootless: in a user namespace of its own),
+ * inside cgroups with the step limits where the host has them. SANDBOX_INIT (init-script.ts) says what
+ * the step sees and how it ends.
+ */
 export class NamespaceSandbox implements StepSandbox {
   private started: Promise<IsolationReport> | undefined;
   private cgroups: CgroupHost | undefined;
@@ -173,12 +196,12 @@ export class NamespaceSandbox implements StepSandbox {
   }
 
   private unavailable(detail: string): IsolationReport {
-    return { mode: 'unavailable', requested: this.settings.mode, network: null, cgroup: null, limits: { maxProcesses: null, memoryMb: null, cpus: null }, detail };
+    return { mode: 'unavailable', requested: this.settings.mode, privileges: null, network: null, cgroup: null, limits: { maxProcesses: null, memoryMb: null, cpus: null }, detail };
   }
 
   private async probe(): Promise<Probed> {
     const failed = (detail: string) => ({ report: this.unavailable(detail), template: '', cgroups: undefined, dirs: [] });
-    const cannot = await this.hostCheck(TOOLS);
+    const cannot = (await this.hostCheck(TOOLS)) ?? (ROOTLESS ? await userNamespaceProblem() : undefined);
     if (cannot) return failed(cannot);
     const network = this.settings.network;
     const noNetwork = network !== 'host' && (await this.hostCheck(network === 'policy' ? NETWORK_TOOLS : ['ip']));
@@ -207,11 +230,13 @@ export class NamespaceSandbox implements StepSandbox {
     const report: IsolationReport = {
       mode: 'namespaces',
       requested: this.settings.mode,
+      privileges: ROOTLESS ? 'rootless' : 'root',
       network,
       cgroup: this.cgroups.version,
-      // Without a pids cgroup the process limit still holds: RLIMIT_NPROC counts the step's own uid.
+      // Without a pids cgroup the process limit still holds: RLIMIT_NPROC counts the step's own uid
+      // (rootless, the processes of its own user namespace).
       limits: { maxProcesses: limits.maxProcesses, memoryMb: enforced.memory ? limits.memoryMb : null, cpus: enforced.cpu ? limits.cpus : null },
-      detail: `pid, mount, ipc, uts${network === 'host' ? '' : ', net'} namespaces; ${NETWORK_DETAIL[network]}; a uid of its own per step from ${this.settings.uidBase}; ${this.cgroups.detail}`,
+      detail: `${ROOTLESS ? 'rootless: user, ' : ''}pid, mount, ipc, uts${network === 'host' ? '' : ', net'} namespaces; ${NETWORK_DETAIL[network]}; ${ROOTLESS ? `a user namespace of its own per step, as a uid from ${this.settings.uidBase} mapped to this worker's user` : `a uid of its own per step from ${this.settings.uidBase}`}; ${this.cgroups.detail}`,
     };
     return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs };
   }
@@ -407,11 +432,11 @@ export class NamespaceSandbox implements StepSandbox {
       makeBindPoints(bindPoints, binds);
       writeFileSync(fstab, this.fstabOf(claim, binds, bindPoints));
     }
-    const net = network === 'none' ? ['--net'] : [];
+    const namespaces = [...(ROOTLESS ? ['--user', '--map-root-user'] : []), '--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : [])];
     const sandbox = [fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses)];
     const procsFiles = cgroup?.procsFiles ?? [];
     const loopback = network === 'none' ? 'up' : '';
-    const launch = { file: 'unshare', args: ['--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...net, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' '), loopback] };
+    const launch = { file: 'unshare', args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' '), loopback, ROOTLESS ? 'rootless' : ''] };
     // Built ahead, its setup yields the CPU to steps running now (the spawner lowers its launcher as
     // soon as it runs; restoreNice sets back whatever it forked); its step gets the normal priority back.
     const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;
@@ -474,13 +499,14 @@ interface Warm {
  * init and, with the shell init, `mount`, `pivot_root` and `umount`) then run when steps leave the CPU
  * idle, not between a step's exit and its outcome's commit. `begin` sets the init back to 0 before the
  * step starts, so every process of a step runs at the normal priority. It needs /proc's `children`
- * list (to find the init under its launcher); without it nothing is lowered.
+ * list (to find the init under its launcher), and root (a normal user cannot raise a priority back);
+ * without either, nothing is lowered.
  */
 const BUILD_AHEAD_NICE = 10;
 /** See replenish(): how long a worker's steps must leave it quiet before the pool refills, and the most a refill waits. */
 const REFILL_QUIET_MS = 30;
 const REFILL_MAX_WAIT_MS = 250;
-const canRenice = existsSync(`/proc/${process.pid}/task/${process.pid}/children`);
+const canRenice = !ROOTLESS && existsSync(`/proc/${process.pid}/task/${process.pid}/children`);
 
 function setNice(pid: number | undefined, nice: number): boolean {
   if (!pid) return false;

@@ -49,6 +49,8 @@ export interface IsolationReport {
   /** `namespaces`: steps are isolated; `off`: the operator's single-tenant opt-out; `unavailable`: script steps fail. */
   mode: 'namespaces' | 'off' | 'unavailable' | 'no-worker';
   requested: SandboxMode | null;
+  /** `root`: each step a uid of its own on the host; `rootless`: a worker run by a normal user, each step in user namespaces of its own. */
+  privileges: 'root' | 'rootless' | null;
   network: SandboxNetwork | null;
   cgroup: 'v2' | 'v1' | 'none' | null;
   /** Limits actually enforced on every step; null where this host cannot enforce one. */

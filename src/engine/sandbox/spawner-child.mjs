@@ -18,6 +18,9 @@ import { fileURLToPath } from 'node:url';
 const NETWORK_HELPER = fileURLToPath(new URL('./stepnet-helper.mjs', import.meta.url));
 const NETWORK_SETUP_MS = 30_000;
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
+// Run by a normal user, a network namespace needs a user namespace of its own, which then owns it:
+// its sandboxes enter both (namespaces.ts builds them rootless too).
+const ROOTLESS = process.getuid() !== 0;
 
 /** Children by the worker's id for them, until they exit. */
 const children = new Map();
@@ -67,8 +70,9 @@ function spawnSpec([file, cwd, nice, fd3, net, argc, ...rest]) {
 }
 
 /**
- * Network namespaces by the worker's id for them, each held open by a descriptor: a claim's steps run
- * in its namespace one after another (namespaces.ts), so it is made once per claim, not per step.
+ * Network namespaces by the worker's id for them, each held open by a descriptor (`net`, and rootless
+ * `user`, the user namespace that owns it): a claim's steps run in its namespace one after another
+ * (namespaces.ts), so it is made once per claim, not per step.
  */
 const networks = new Map();
 
@@ -78,7 +82,8 @@ const networks = new Map();
  * namespace by a descriptor, so it cannot be another's whatever happens to the helper.
  */
 async function makeNetwork(id, ports) {
-  const helper = spawn('unshare', ['--net', '--', 'sh', '-c', 'ip link set lo up && exec "$0" "$@"', process.execPath, NETWORK_HELPER, ...ports], {
+  const owner = ROOTLESS ? ['--user', '--map-root-user'] : [];
+  const helper = spawn('unshare', [...owner, '--net', '--', 'sh', '-c', 'ip link set lo up && exec "$0" "$@"', process.execPath, NETWORK_HELPER, ...ports], {
     env: { PATH: SYSTEM_PATH },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
@@ -98,7 +103,7 @@ async function makeNetwork(id, ports) {
       helper.once('error', (error) => (clearTimeout(timer), reject(error)));
       helper.once('exit', (code) => (clearTimeout(timer), reject(new Error(stderr.trim() || `its helper exited with ${code}`))));
     });
-    const ns = openSync(`/proc/${helper.pid}/ns/net`, 'r');
+    const ns = { net: openSync(`/proc/${helper.pid}/ns/net`, 'r'), user: ROOTLESS ? openSync(`/proc/${helper.pid}/ns/user`, 'r') : undefined };
     networks.set(id, ns);
     for (const [m, handle] of handed) await new Promise((resolve, reject) => process.send({ op: m.op, id, port: m.port }, handle, (error) => (error ? reject(error) : resolve())));
     process.send({ op: 'network', id });
@@ -113,15 +118,21 @@ async function makeNetwork(id, ports) {
 function dropNetwork(id) {
   const ns = networks.get(id);
   networks.delete(id);
-  if (ns !== undefined) closeSync(ns);
+  if (ns === undefined) return;
+  closeSync(ns.net);
+  if (ns.user !== undefined) closeSync(ns.user);
 }
 
-/** Starts the process, inside its network namespace when it names one: `nsenter` enters it by a descriptor (fd 5). */
+/**
+ * Starts the process, inside its network namespace when it names one: `nsenter` enters it by a
+ * descriptor (fd 5), rootless after the user namespace that owns it (fd 6), keeping its uid there (0).
+ */
 function begin(id, spec) {
   if (spec.net === undefined) return start(id, spec);
   const ns = networks.get(spec.net);
   if (ns === undefined) return process.send({ op: 'error', id, message: "the step's network: it is gone" });
-  start(id, { ...spec, file: 'nsenter', args: ['--net=/proc/self/fd/5', '--', spec.file, ...spec.args], netns: ns });
+  const user = ns.user === undefined ? [] : ['--user=/proc/self/fd/6', '--preserve-credentials'];
+  start(id, { ...spec, file: 'nsenter', args: [...user, '--net=/proc/self/fd/5', '--', spec.file, ...spec.args], netns: ns });
 }
 
 function closeQuietly(handle) {
@@ -136,7 +147,7 @@ function start(id, { file, args, env, cwd, fd3, nice, netns }) {
   let child;
   try {
     const stdio = fd3 ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'];
-    if (netns !== undefined) stdio.push(...(fd3 ? [] : ['ignore']), 'ignore', netns);
+    if (netns !== undefined) stdio.push(...(fd3 ? [] : ['ignore']), 'ignore', netns.net, ...(netns.user === undefined ? [] : [netns.user]));
     child = spawn(file, args, { cwd, env, detached: true, stdio });
   } catch (error) {
     return process.send({ op: 'error', id, message: error.message });

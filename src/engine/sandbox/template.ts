@@ -52,8 +52,8 @@ async function build(root: string): Promise<string> {
     else if (info?.isDirectory()) await mkdir(path.join(dir, name));
   }
   for (const name of ['etc', 'dev', 'dev/shm', 'proc', 'tmp', 'workspace', 'plinth']) await mkdir(path.join(dir, name));
-  // Device nodes, copied as nodes once (cp -a as root): every step's root is this directory, bound without nodev.
-  await run('cp', ['-a', ...TEMPLATE_DEVICES.map((d) => `/dev/${d}`), path.join(dir, 'dev')]);
+  // Mount points of the host's device nodes, which each sandbox binds here (stepFstab).
+  for (const device of TEMPLATE_DEVICES) await writeFile(path.join(dir, 'dev', device), '', { mode: 0o644 });
   for (const [link, target] of [['fd', '/proc/self/fd'], ['stdin', '/proc/self/fd/0'], ['stdout', '/proc/self/fd/1'], ['stderr', '/proc/self/fd/2']]) {
     await symlink(target, path.join(dir, 'dev', link));
   }

@@ -37,6 +37,7 @@ export class UnisolatedSandbox implements StepSandbox {
     return {
       mode: 'off',
       requested: 'off',
+      privileges: null,
       network: 'host',
       cgroup: 'none',
       limits: { maxProcesses: null, memoryMb: null, cpus: null },

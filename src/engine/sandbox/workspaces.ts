@@ -35,7 +35,10 @@ export async function ensurePrivateRoot(root: string): Promise<void> {
 }
 
 export interface ClaimedWorkspace {
+  /** The uid the step sees itself as (its own on the host too, as root; rootless, only inside its user namespace). */
   uid: number;
+  /** Who owns the workspace on the host: `uid` as root; rootless, the worker's own user, which the step's uid maps to. */
+  owner: number;
   /** `<root>/<uid>`: holds `workspace/` (the step's, mode 0700) and `root/` (where its filesystem view is mounted). */
   dir: string;
   workspace: string;
@@ -45,9 +48,12 @@ export interface ClaimedWorkspace {
 /**
  * claimWorkspace picks a free uid for one step and makes its directories. `mkdir` of `<root>/<uid>` is
  * the claim: atomic across every worker process on the host, so two running steps never share a uid,
- * and so never each other's files or processes.
+ * and so never each other's files or processes. Rootless, every step is the worker's user on the host
+ * and the uid only names the claim (and the step inside its user namespace): what keeps two steps
+ * apart is then their namespaces alone.
  */
 export async function claimWorkspace(root: string, uidBase: number, uidCount: number): Promise<ClaimedWorkspace> {
+  const rootless = process.getuid?.() !== 0;
   for (let tries = 0; tries < 64; tries++) {
     const uid = uidBase + randomInt(uidCount);
     const dir = path.join(root, String(uid));
@@ -60,8 +66,8 @@ export async function claimWorkspace(root: string, uidBase: number, uidCount: nu
     const workspace = path.join(dir, 'workspace');
     const mountPoint = path.join(dir, 'root');
     await Promise.all([mkdir(workspace, { mode: 0o700 }), mkdir(mountPoint, { mode: 0o700 }), writeFile(path.join(dir, OWNER_FILE), String(process.pid))]);
-    await chown(workspace, uid, uid);
-    return { uid, dir, workspace, mountPoint };
+    if (!rootless) await chown(workspace, uid, uid);
+    return { uid, owner: rootless ? process.getuid!() : uid, dir, workspace, mountPoint };
   }
   throw new Error(`no free sandbox uid in ${uidBase}..${uidBase + uidCount - 1}`);
 }
@@ -79,7 +85,7 @@ export async function resetWorkspace(claim: ClaimedWorkspace, scratch: Iterable<
   const gone = [...inside.map((name) => path.join(claim.workspace, name)), ...[...scratch].map((name) => path.join(claim.dir, name))];
   if (gone.length) await Promise.all(gone.map((p) => rm(p, { recursive: true, force: true })));
   const info = lstatSync(claim.workspace);
-  if (!info.isDirectory() || info.uid !== claim.uid) throw new Error(`${claim.workspace} is no longer the step uid's directory`);
+  if (!info.isDirectory() || info.uid !== claim.owner) throw new Error(`${claim.workspace} is no longer the step uid's directory`);
   if ((info.mode & 0o7777) !== 0o700) chmodSync(claim.workspace, 0o700);
   if (inside.length && readdirSync(claim.workspace).length) throw new Error(`${claim.workspace} could not be emptied`);
 }
@@ -110,7 +116,8 @@ async function ownerAlive(dir: string): Promise<boolean> {
 
 /**
  * sweepStaleWorkspaces removes what a worker killed mid-step left: a claim older than a minute whose
- * worker is gone and whose uid runs no process is nobody's any more.
+ * worker is gone and whose uid runs no process is nobody's any more. Rootless, a step's uid is the
+ * worker's own user on the host, so only the worker's death tells (its guards killed its steps).
  */
 export async function sweepStaleWorkspaces(root: string, uidBase: number, uidCount: number): Promise<number> {
   const old: number[] = [];
@@ -121,7 +128,7 @@ export async function sweepStaleWorkspaces(root: string, uidBase: number, uidCou
     if (info && Date.now() - info.mtimeMs >= 60_000 && !(await ownerAlive(path.join(root, entry)))) old.push(uid);
   }
   if (old.length === 0) return 0;
-  const live = await liveUids();
+  const live = process.getuid?.() === 0 ? await liveUids() : new Set<number>();
   let removed = 0;
   for (const uid of old) {
     if (live.has(uid)) continue;

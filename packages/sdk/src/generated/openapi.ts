@@ -3071,6 +3071,8 @@ export interface paths {
                                 /** @description `namespaces`: steps are isolated; `off`: the single-tenant opt-out (PLINTH_SANDBOX=off); `unavailable`: this host cannot isolate and script steps fail; `no-worker`: this process runs no steps */
                                 mode: "namespaces" | "off" | "unavailable" | "no-worker";
                                 network: string | null;
+                                /** @description `root`: the worker runs as root and gives each step a uid of its own on the host; `rootless`: the worker runs as a normal user and each step runs in user namespaces of its own (docs/sandbox.md says what differs); null without isolation */
+                                privileges: "root" | "rootless" | (never | null);
                                 requested: string | null;
                             };
                             /** @description what makes it degraded, each with its fix; empty when ok */
@@ -3100,6 +3102,8 @@ export interface paths {
                                 /** @description `namespaces`: steps are isolated; `off`: the single-tenant opt-out (PLINTH_SANDBOX=off); `unavailable`: this host cannot isolate and script steps fail; `no-worker`: this process runs no steps */
                                 mode: "namespaces" | "off" | "unavailable" | "no-worker";
                                 network: string | null;
+                                /** @description `root`: the worker runs as root and gives each step a uid of its own on the host; `rootless`: the worker runs as a normal user and each step runs in user namespaces of its own (docs/sandbox.md says what differs); null without isolation */
+                                privileges: "root" | "rootless" | (never | null);
                                 requested: string | null;
                             };
                             /** @description what makes it degraded, each with its fix; empty when ok */
