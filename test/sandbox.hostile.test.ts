@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { createOrganization, userCaller } from './helpers/callers.ts';
-import { isSandboxInit, isSandboxTop } from './helpers/sandbox.ts';
+import { isSandboxMachinery, ownUid, ROOTLESS } from './helpers/sandbox.ts';
 import {
   createStack,
   hostProcesses,
@@ -17,24 +17,28 @@ import {
   type EngineTestApp,
 } from './helpers/engine.ts';
 
-/** The default uid range of step sandboxes (PLINTH_SANDBOX_UID_BASE, PLINTH_SANDBOX_UID_COUNT). */
-const SANDBOX_UIDS = { from: 200_000, to: 250_000 };
+/**
+ * The uid range of step sandboxes: the default (PLINTH_SANDBOX_UID_BASE, PLINTH_SANDBOX_UID_COUNT) as
+ * root; rootless (this suite is run again as a normal user, test/sandbox.rootless.test.ts) a range of
+ * its own, so that the two runs never count each other's steps.
+ */
+const SANDBOX_UIDS = ROOTLESS ? { from: 260_000, to: 310_000 } : { from: 200_000, to: 250_000 };
 const MAX_PROCESSES = 64;
 /**
- * Processes of sandbox uids that belong to a step: every one but the waiting shell of a sandbox built
- * ahead (its uid's only process, `sh`, a child of the sandbox's root init under its launcher), which has
- * run nothing yet and runs its step's script once the worker writes it.
+ * Processes of a step: of a sandbox uid (as the process sees itself: rootless steps are the worker's
+ * user on the host), but the sandbox's own `unshare`s and the waiting shell of a sandbox built ahead
+ * (its uid's only other process, `sh`, a child of the sandbox's pid 1), which has run nothing yet and
+ * runs its step's script once the worker writes it.
  */
 function sandboxProcesses() {
   const all = hostProcesses();
   const byPid = new Map(all.map((p) => [p.pid, p]));
-  const ofSandboxUids = all.filter((p) => p.uid >= SANDBOX_UIDS.from && p.uid < SANDBOX_UIDS.to);
+  const ofSandboxUids = all
+    .map((p) => ({ ...p, uid: ownUid(p.pid, p.uid) ?? -1 }))
+    .filter((p) => p.uid >= SANDBOX_UIDS.from && p.uid < SANDBOX_UIDS.to && !isSandboxMachinery(p.comm));
   const perUid = new Map<number, number>();
   for (const p of ofSandboxUids) perUid.set(p.uid, (perUid.get(p.uid) ?? 0) + 1);
-  const waiting = (p: (typeof all)[number]) => {
-    const init = byPid.get(p.ppid);
-    return p.comm === 'sh' && perUid.get(p.uid) === 1 && init !== undefined && isSandboxInit(init.comm) && init.uid === 0 && isSandboxTop(byPid.get(init.ppid)?.comm ?? '');
-  };
+  const waiting = (p: (typeof ofSandboxUids)[number]) => p.comm === 'sh' && perUid.get(p.uid) === 1 && isSandboxMachinery(byPid.get(p.ppid)?.comm ?? '');
   return ofSandboxUids.filter((p) => !waiting(p));
 }
 /**
@@ -58,6 +62,7 @@ describe('a hostile step is contained by the sandbox', () => {
 
   /** runAttack runs `command` as a one-step pipeline of `token`'s organization and returns its run, step and output. */
   async function runAttack(command: string, token = member, timeoutSeconds = 20) {
+    assert.equal(worker.exitCode, null, 'the worker exited: PLINTH_SANDBOX=namespaces, and this host cannot isolate steps?');
     const stack = await createStack(t, [{ id: 'attack', command, timeoutSeconds }], token);
     const run = await triggerRun(t, stack.id, {}, token);
     const done = await waitFor(`run ${run.id} to end`, async () => {
@@ -78,7 +83,14 @@ describe('a hostile step is contained by the sandbox', () => {
     rival = (await userCaller(t, 'victim@b.test', 'MEMBER', orgB)).token;
     // namespaces, not auto: should this host not isolate, the worker refuses to start and no attack runs.
     // Small process and CPU limits keep the fork bomb from slowing the other test files down.
-    worker = spawnWorkerProcess(t, { PLINTH_WORKER_CONCURRENCY: '8', PLINTH_SANDBOX: 'namespaces', PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES), PLINTH_STEP_CPUS: '0.5' });
+    worker = spawnWorkerProcess(t, {
+      PLINTH_WORKER_CONCURRENCY: '8',
+      PLINTH_SANDBOX: 'namespaces',
+      PLINTH_SANDBOX_UID_BASE: String(SANDBOX_UIDS.from),
+      PLINTH_SANDBOX_UID_COUNT: String(SANDBOX_UIDS.to - SANDBOX_UIDS.from),
+      PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES),
+      PLINTH_STEP_CPUS: '0.5',
+    });
   });
   after(async () => {
     worker.kill('SIGKILL');
@@ -96,7 +108,10 @@ describe('a hostile step is contained by the sandbox', () => {
   it('holds no capability in any set, cannot gain one (no_new_privs), dumps no core, has the process limit, and ignores no signal', async () => {
     const { run, output } = await runAttack('grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|SigIgn):" /proc/self/status; grep -E "^Max (processes|core file size)" /proc/self/limits');
     assert.equal(run.status, 'SUCCEEDED', output);
-    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) assert.match(output, new RegExp(`^${set}:\\s+0+$`, 'm'), `${set} is empty:\n${output}`);
+    // Rootless, the bounding set is the full one of the step's own user namespace, which it cannot use:
+    // it is not root there, and no_new_privs keeps file capabilities and setuid from raising any set.
+    const sets = ROOTLESS ? ['CapInh', 'CapPrm', 'CapEff', 'CapAmb'] : ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'];
+    for (const set of sets) assert.match(output, new RegExp(`^${set}:\\s+0+$`, 'm'), `${set} is empty:\n${output}`);
     assert.match(output, /^NoNewPrivs:\s+1$/m);
     assert.match(output, new RegExp(`^Max processes\\s+${MAX_PROCESSES}\\s+${MAX_PROCESSES}\\s`, 'm'));
     assert.match(output, /^Max core file size\s+0\s+0\s/m);
@@ -112,7 +127,10 @@ describe('a hostile step is contained by the sandbox', () => {
       `echo "worker visible: $(test -e /proc/${worker.pid}/environ && echo yes || echo no)"`,
     ].join('\n'));
     assert.doesNotMatch(output, /PLINTH_ADMIN_TOKEN|DATABASE_URL|PLINTH_SECRET_KEY|PGPASSWORD/);
-    assert.match(output, /ppid environ: [1-9]/, 'the parent (the sandbox init) is not readable');
+    // As root, the parent (the step namespace's pid 1) is root's and unreadable; rootless it is the
+    // step's own `unshare --fork`, whose environment is the sandbox's PATH and its directory alone.
+    if (ROOTLESS) assert.match(output, /^PATH=\/usr\/sbin:\/usr\/bin:\/sbin:\/bin\nPWD=\/workspace\nppid environ: 0$/m);
+    else assert.match(output, /ppid environ: [1-9]/, 'the parent (the sandbox init) is not readable');
     assert.match(output, /worker visible: no/);
     assert.match(output, /^HOME=\/workspace$/m);
   });
@@ -162,6 +180,7 @@ describe('a hostile step is contained by the sandbox', () => {
       'ps -e -o pid=,user=,comm= | sed "s/^/ps: /"',
       `kill -0 ${worker.pid} 2>/dev/null; echo "kill worker: $?"`,
       'kill -0 1 2>/dev/null; echo "kill init: $?"',
+      'kill -KILL 1 2>/dev/null; sleep 0.2; test -e /proc/1/stat && echo "init survived"',
       'kill -KILL -1 2>/dev/null; echo "kill all: survived"',
     ].join('\n')));
     assert.doesNotMatch(output, /NOT SANDBOXED/);
@@ -169,7 +188,9 @@ describe('a hostile step is contained by the sandbox', () => {
     assert.ok(ps.length > 0 && ps.length < 10, `only the step's own processes:\n${ps.join('\n')}`);
     assert.ok(!ps.some((l) => /node|postgres|plinth worker/.test(l)), ps.join('\n'));
     assert.match(output, /kill worker: 1/);
-    assert.match(output, /kill init: 1/);
+    // Rootless, the step's pid 1 is its own user's (kill -0 says yes), but no signal from inside ends a pid 1.
+    if (!ROOTLESS) assert.match(output, /kill init: 1/);
+    assert.match(output, /^init survived$/m);
     // `kill -1` reached only the step's own processes (its shell included, so the run fails): the worker lives.
     assert.ok(['SUCCEEDED', 'FAILED'].includes(run.status));
     assert.equal(worker.exitCode, null, 'the worker is alive');
@@ -184,7 +205,7 @@ describe('a hostile step is contained by the sandbox', () => {
       'sleep 0.3; echo spawned',
     ].join('\n'));
     assert.equal(run.status, 'SUCCEEDED', output);
-    await waitFor('every process of the step to be gone', async () => (hostProcesses().some((p) => p.comm === 'sleep' && p.uid >= SANDBOX_UIDS.from && p.uid < SANDBOX_UIDS.to) ? undefined : true), 5_000);
+    await waitFor('every process of the step to be gone', async () => (sandboxProcesses().some((p) => p.comm === 'sleep') ? undefined : true), 5_000);
   });
 
   it('a fork bomb is held to the process limit, fails, and the worker runs the next step', async () => {

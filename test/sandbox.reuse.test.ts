@@ -7,7 +7,7 @@ import { NamespaceSandbox } from '../src/engine/sandbox/namespaces.ts';
 import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
 import { SPAWNER_COMM } from '../src/engine/sandbox/spawner.ts';
 import { hostProcesses, processTree, waitFor } from './helpers/engine.ts';
-import { isSandboxTop, runInWorkspace } from './helpers/sandbox.ts';
+import { isSandboxMachinery, runInWorkspace } from './helpers/sandbox.ts';
 
 const run = runInWorkspace;
 
@@ -117,7 +117,7 @@ describe('sandboxes built ahead', () => {
         const ours = new Set(processTree(process.pid));
         const all = hostProcesses();
         const comms = new Map(all.map((p) => [p.pid, p.comm]));
-        const found = all.filter((p) => ours.has(p.pid) && comms.get(p.ppid) === SPAWNER_COMM && p.ppid !== process.pid && isSandboxTop(p.comm));
+        const found = all.filter((p) => ours.has(p.pid) && comms.get(p.ppid) === SPAWNER_COMM && p.ppid !== process.pid && isSandboxMachinery(p.comm));
         return found.length === 2 ? found : undefined;
       }, 10_000);
       for (const p of waiting) assert.equal(os.getPriority(p.pid), 10, 'a sandbox built ahead waits at nice 10');

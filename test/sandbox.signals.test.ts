@@ -10,7 +10,7 @@ import { stopInStages, type StopGrace } from '../src/engine/sandbox/stop.ts';
 import type { StepWorkspace } from '../src/engine/sandbox/sandbox.ts';
 import { createSandbox } from '../src/engine/sandbox/index.ts';
 import { createStack, FAST_ENGINE_ENV, logLines, startEngineTestApp, stepsOf, triggerRun, waitFor, waitForStep, type EngineTestApp } from './helpers/engine.ts';
-import { STEP_TEST_PATH } from './helpers/sandbox.ts';
+import { ROOTLESS, STEP_TEST_PATH } from './helpers/sandbox.ts';
 
 /** A step's child that reports every signal it gets and ends on SIGTERM, as OpenTofu ends on its interrupt. */
 const COUNTING_CHILD = `sh -c 'trap "echo child got INT" INT; trap "echo child got TERM; exit 0" TERM; echo ready; while :; do sleep 0.05; done'`;
@@ -45,7 +45,9 @@ describe('stopping a sandboxed step: SIGINT once, SIGTERM after the grace, then 
   before(async () => {
     workRoot = mkdtempSync(path.join(os.tmpdir(), 'plinth-signals-'));
     sandbox = new NamespaceSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0', PLINTH_SANDBOX_UID_BASE: '340000', PLINTH_SANDBOX_UID_COUNT: '1000' }, workRoot));
-    assert.equal((await sandbox.start()).mode, 'namespaces');
+    const report = await sandbox.start();
+    assert.equal(report.mode, 'namespaces');
+    assert.equal(report.privileges, ROOTLESS ? 'rootless' : 'root');
   });
   after(async () => {
     await sandbox.close();

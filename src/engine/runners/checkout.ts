@@ -1,5 +1,4 @@
 import { chmod, mkdir } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { gitCredential } from '../../code-sources/credentials.ts';
 import { findCodeSourceById } from '../../code-sources/code-sources.repo.ts';
@@ -9,7 +8,7 @@ import { withRetries } from '../../platform/db/retry.ts';
 import { engineError } from '../engine-errors.ts';
 import { recordRunCommit } from '../run-commit.repo.ts';
 import type { StepBind, StepWorkspace } from '../sandbox/index.ts';
-import { ensurePrivateRoot, relativeWorkingDirectory } from '../sandbox/workspaces.ts';
+import { ensurePrivateRoot, relativeWorkingDirectory, workDirectory } from '../sandbox/workspaces.ts';
 import type { ClaimedStep, StepOutcome } from '../step-lifecycle.ts';
 import type { StepCheckout } from './prepared-step.ts';
 import type { RunnerContext } from './index.ts';
@@ -65,7 +64,7 @@ const failed = (code: 'Engine:Checkout:FAILED' | 'Engine:Checkout:INVALID_SOURCE
 
 /** The per-source cache directory on the worker host: under a private root, writable by the step uids. */
 async function cacheDirOf(ctx: RunnerContext, codeSourceId: string): Promise<string> {
-  const root = ctx.git.cacheDir ?? path.join(ctx.workRoot ?? os.tmpdir(), 'plinth-git-cache');
+  const root = ctx.git.cacheDir ?? workDirectory(ctx.workRoot, 'plinth-git-cache');
   await ensurePrivateRoot(root);
   const dir = path.join(root, codeSourceId);
   await mkdir(dir, { recursive: true });

@@ -17,7 +17,7 @@ import type { AllowList } from '../../platform/outbound/address-policy.ts';
 import { SandboxUnavailableError, type IsolationReport, type OpenOptions, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
 import { NetworkLostError, sharedSpawner, type NetworkPorts, type SpawnedProcess, type SpawnSpec, type StepNetwork } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
-import { claimWorkspace, ensurePrivateRoot, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
+import { claimWorkspace, ensurePrivateRoot, workDirectory, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
@@ -115,7 +115,7 @@ export class NamespaceSandbox implements StepSandbox {
     private readonly hostCheck: HostCheck = defaultHostCheck,
     onPoolError: (error: unknown) => void = () => {},
   ) {
-    this.root = path.join(settings.workRoot ?? os.tmpdir(), 'plinth-sandboxes');
+    this.root = workDirectory(settings.workRoot, 'plinth-sandboxes');
     this.maxFree = Math.max(4, settings.poolSize);
     this.cgroupTag = createHash('sha256').update(this.root).digest('hex').slice(0, 8);
     this.network = settings.network === 'policy' ? stepNetwork(loopbackEndpoints(settings.egress)) : undefined;
@@ -520,13 +520,14 @@ function setNice(pid: number | undefined, nice: number): boolean {
 
 /**
  * restoreNice sets the sandbox's processes back to 0, parents before children (the launcher, its init,
- * then the init's: the step's waiting shell and the guard): a process forked after its parent was set
+ * the init's guard and the step namespace's pid 1, then that one's child: the step's waiting shell):
+ * a process forked after its parent was set
  * inherits 0, one forked before is in its parent's `children` list. So every process of the step, its
  * shell and whatever that starts once its script arrives, runs at 0.
  */
 function restoreNice(launcherPid: number) {
   const pending = [launcherPid];
-  for (let depth = 0; depth < 3 && pending.length; depth++) {
+  for (let depth = 0; depth < 4 && pending.length; depth++) {
     for (const pid of pending.splice(0)) {
       setNice(pid, 0);
       pending.push(...childrenOf(pid));

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, readdirSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 
 /**
@@ -12,6 +13,15 @@ export function relativeWorkingDirectory(workingDirectory: string | undefined): 
   const normal = path.posix.normalize(workingDirectory);
   if (path.posix.isAbsolute(normal) || normal === '..' || normal.startsWith('../')) throw new Error(`workingDirectory "${workingDirectory}" leaves the workspace`);
   return normal;
+}
+
+/**
+ * workDirectory is where a worker keeps `name` (its sandboxes, its Git cache): under
+ * PLINTH_WORKER_WORK_ROOT, else in the OS temp directory with the service user's uid in the name, so
+ * services of different users on one host never meet in one directory (each must own its own).
+ */
+export function workDirectory(workRoot: string | undefined, name: string): string {
+  return workRoot ? path.join(workRoot, name) : path.join(os.tmpdir(), `${name}-${process.getuid?.() ?? 0}`);
 }
 
 /** One syscall for the common empty directory; the recursive walk only when the step left files. */
