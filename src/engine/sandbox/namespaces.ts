@@ -43,6 +43,18 @@ const defaultHostCheck: HostCheck = async (tools) => {
 
 const run = promisify(execFile);
 
+/** Whether the mount holding `dir` is `noexec` (the longest mount point of /proc/self/mountinfo that contains it). */
+function noexecAt(dir: string): boolean {
+  let best = { point: '', options: [] as string[] };
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const [, , , , point, options] = line.split(' ');
+    if (point === undefined || options === undefined) continue;
+    const inside = point === '/' || dir === point || dir.startsWith(`${point}/`);
+    if (inside && point.length >= best.point.length) best = { point, options: options.split(',') };
+  }
+  return best.options.includes('noexec');
+}
+
 /** Why this user cannot build rootless sandboxes, with the fixes; undefined when it can. */
 async function userNamespaceProblem(): Promise<string | undefined> {
   const help = await run('unshare', ['--help'], { env: { PATH: SYSTEM_PATH } }).then((r) => r.stdout, () => '');
@@ -221,7 +233,7 @@ export class NamespaceSandbox implements StepSandbox {
         return uid !== undefined && !existsSync(path.join(this.root, uid));
       });
       const output = await this.tryOnce();
-      if (output !== undefined) return failed(`a probe step failed: ${output}`);
+      if (output !== undefined) return failed(`a probe step failed: ${output}${ROOTLESS && noexecAt(this.root) ? `; ${this.root} is on a file system mounted noexec, which a rootless sandbox cannot bind executable: set PLINTH_WORKER_WORK_ROOT to a directory on another` : ''}`);
     } catch (error) {
       return failed(`the sandbox could not be set up: ${(error as Error).message}`);
     }

@@ -62,7 +62,7 @@ export interface IsolationReport {
  * A host path made visible to one process at `target`: a Git source's cache, the configured OpenTofu
  * binary. `target` is absolute and lies under `/plinth/` (anything else is refused, as are overlapping
  * targets). Namespaced, it is a bind mount, `nosuid,nodev`, read-only unless `writable`; a writable
- * source must be writable by the step's uid (`StepWorkspace.uid`). Unisolated (`off`), nothing can be
+ * source must be writable by the step (rootless, by the worker's own user, which the step is on the host). Unisolated (`off`), nothing can be
  * mounted: the process reaches the host path itself, read-only is not enforced, and the runner asks
  * `StepWorkspace.pathOf` where a target is.
  */

@@ -1,6 +1,6 @@
 // Makes a step's listen sockets inside the step's own network namespace, for the worker to serve
-// (egress.ts). The spawner runs it as `unshare --net sh -c 'ip link set lo up && exec node THIS PORTS'`:
-// a new namespace with loopback up and nothing else. It binds, on 127.0.0.1, the proxy's port (the first
+// (egress.ts). The spawner runs it as `unshare --net sh -c 'ip link set lo up && exec node THIS PORTS'`
+// (rootless, `unshare --user --map-root-user --net`): a new namespace with loopback up and nothing else. It binds, on 127.0.0.1, the proxy's port (the first
 // argument), UDP 53 for DNS and each port to forward (the rest), hands every socket to the spawner over
 // the IPC channel, and exits when the spawner disconnects (by then the spawner holds the namespace open,
 // and the worker the sockets).
