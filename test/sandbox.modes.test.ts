@@ -67,6 +67,7 @@ describe('sandbox modes', () => {
     const { isolation } = (await t.call('GET', '/health', { token: null })).body;
     assert.equal(isolation.mode, 'namespaces');
     assert.equal(isolation.requested, 'auto');
+    assert.equal(isolation.privileges, process.getuid!() === 0 ? 'root' : 'rootless');
     assert.equal(isolation.network, 'policy');
     assert.ok(['v1', 'v2', 'none'].includes(isolation.cgroup));
     assert.equal(isolation.limits.maxProcesses, 512);
