@@ -2,15 +2,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { StopListener } from '../src/engine/stop-listener.ts';
+import { STEP_STOP_CHANNEL } from '../src/engine/decision-statement.repo.ts';
 import { CREDENTIAL_CHANNEL, CredentialStore } from '../src/platform/auth/credential-store.ts';
 import { createDb, type Db } from '../src/platform/db/db.ts';
-import type { Logger } from '../src/platform/logger.ts';
+import { ChannelListener } from '../src/platform/db/listener.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 
 /**
- * The processes' LISTEN connections (the worker's step-stop listener, the API's credential cache)
+ * The processes' LISTEN connections (the worker's step-stop listener, the API's credential cache, both
+ * a ChannelListener)
  * through a database outage: however long it lasts, each reconnects with one connection, and keeps
  * trying at a bounded pace (one attempt in flight at a time), not one more chain of retries per failure.
  */
@@ -49,9 +50,9 @@ describe('LISTEN connections through a database outage', () => {
 
   it('the step-stop listener reconnects with one connection after a 4 s outage, retried one attempt at a time, and hears each stop once', async () => {
     const warnings: string[] = [];
-    const log = { warn: (_o: object, msg: string) => warnings.push(msg) } as unknown as Logger;
+    const log = { warn: (_o: object, msg: string) => warnings.push(msg) };
     const stops: string[] = [];
-    const listener = new StopListener(viaProxy, log, (id) => stops.push(id));
+    const listener = new ChannelListener({ connectionString: viaProxy, channel: STEP_STOP_CHANNEL, name: 'the step-stop listener', log, onNotification: (id) => id && stops.push(id) });
     await listener.start();
     assert.equal(await waitForListeners('plinth_step_stop', 1), 1);
     await proxy.cut(4_000);
@@ -64,7 +65,7 @@ describe('LISTEN connections through a database outage', () => {
     for (let i = 0; i < 100 && stops.length === 0; i++) await sleep(20);
     await sleep(200);
     assert.deepEqual(stops, ['execution-1']);
-    await listener.stop();
+    await listener.close();
     assert.equal(await waitForListeners('plinth_step_stop', 0), 0);
   });
 

@@ -5,6 +5,9 @@ import type { RunStatus } from '../platform/db/enums.ts';
 import { executionUpdate, newExecutionJobs, newExecutionsParts, type ExecutionChanges, type ExecutionGuard, type NewExecutionRow } from './executions.repo.ts';
 import { historyFrom, runUpdate, type RunChanges, type TransitionRecord } from './runs.repo.ts';
 
+/** Where a stopped step's id is announced, for the worker running it (worker.ts listens). */
+export const STEP_STOP_CHANNEL = 'plinth_step_stop';
+
 /**
  * SQL of a decision's writes as one statement: each write a data-modifying CTE, with its history row
  * beside it, and the statement returns how many rows each changed. One round trip instead of one per
@@ -95,7 +98,7 @@ export async function writeStatement(ex: Executor, writes: readonly StatementWri
         return count(name);
       }
       case 'stopProcess':
-        cte(name, sql`select pg_notify('plinth_step_stop', ${w.id}::text)`);
+        cte(name, sql`select pg_notify(${STEP_STOP_CHANNEL}, ${w.id}::text)`);
         return count(name);
       case 'alongside':
         cte(name, w.statement);

@@ -1,5 +1,6 @@
 import { ConflictError } from '../platform/errors.ts';
 import type { ErrorBody } from '../platform/schema.ts';
+import { readySteps, withDescendants } from '../pipelines/dag.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
 import { engineError } from './engine-errors.ts';
 import type { RunAction, RunStatus, StepStatus } from '../platform/db/enums.ts';
@@ -73,18 +74,7 @@ function latestByStep(executions: readonly ExecutionState[]): Map<string, Execut
 /** A `plan` run stops before approval gates: an approval step and everything after it is skipped. */
 function gatedSteps(state: RunState): Set<string> {
   if (state.action !== 'plan') return new Set();
-  const gated = new Set(state.steps.filter((s) => s.type === 'approval').map((s) => s.id));
-  let grew = true;
-  while (grew) {
-    grew = false;
-    for (const s of state.steps) {
-      if (!gated.has(s.id) && (s.needs ?? []).some((n) => gated.has(n))) {
-        gated.add(s.id);
-        grew = true;
-      }
-    }
-  }
-  return gated;
+  return withDescendants(state.steps, state.steps.filter((s) => s.type === 'approval').map((s) => s.id));
 }
 
 function initialStatus(step: StepConfig, autoapprove: boolean, nothingToApprove: boolean): NewExecutionStatus {
@@ -127,23 +117,20 @@ export function planRun(state: RunState): RunDecision {
     return { runStatus: 'FAILED', create, cancel, error };
   }
 
-  let progressed = true;
-  while (progressed) {
-    progressed = false;
-    for (const step of state.steps) {
-      if (status.has(step.id)) continue;
-      if (gated.has(step.id)) {
-        add(step.id, 'SKIPPED', 'a plan run stops before approval steps');
-        progressed = true;
-      } else if ((step.needs ?? []).every((n) => status.get(n) === 'SUCCEEDED')) {
-        const unneeded = nothingToApprove(step, latest);
-        const initial = initialStatus(step, state.autoapprove, unneeded);
-        const why = unneeded ? 'approved automatically (nothing to approve)' : 'approved automatically (autoapprove)';
-        add(step.id, initial, initial === 'SUCCEEDED' ? why : 'its needs succeeded');
-        progressed ||= initial === 'SUCCEEDED';
-      }
+  // Gated steps are skipped whatever their needs; nothing outside the gates needs one of them.
+  for (const step of state.steps) if (gated.has(step.id) && !status.has(step.id)) add(step.id, 'SKIPPED', 'a plan run stops before approval steps');
+  // Rounds, because an approval that passes by itself makes the steps after it ready at once.
+  const succeeded = () => new Set([...status].filter(([, s]) => s === 'SUCCEEDED').map(([id]) => id));
+  for (let ready = readySteps(state.steps, succeeded(), status); ready.length > 0; ready = readySteps(state.steps, succeeded(), status)) {
+    for (const step of ready) {
+      const unneeded = nothingToApprove(step, latest);
+      const initial = initialStatus(step, state.autoapprove, unneeded);
+      const why = unneeded ? 'approved automatically (nothing to approve)' : 'approved automatically (autoapprove)';
+      add(step.id, initial, initial === 'SUCCEEDED' ? why : 'its needs succeeded');
     }
   }
+  const order = new Map(state.steps.map((s, i) => [s.id, i]));
+  create.sort((a, b) => order.get(a.stepId)! - order.get(b.stepId)!);
   return { runStatus: runStatusOf(state, status), create, cancel: [] };
 }
 

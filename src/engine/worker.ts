@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Db } from '../platform/db/db.ts';
+import { ChannelListener } from '../platform/db/listener.ts';
 import type { RetryOptions } from '../platform/db/retry.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { EngineConfig } from './engine-config.ts';
+import { STEP_STOP_CHANNEL } from './decision-statement.repo.ts';
 import { engineError } from './engine-errors.ts';
 import { LogSink } from './log-sink.ts';
 import { startQueue, type Queue, type StepExecutePayload } from './queue.ts';
@@ -11,7 +13,6 @@ import { runStep } from './runners/index.ts';
 import { withLostLines } from './runners/output-capture.ts';
 import { startSandbox } from './sandbox/index.ts';
 import { claimStep, completeStep, handBackStep, reapLostSteps, redispatchStaleSteps, renewHeldLeases, type HeldAttempt, type StepOutcome } from './step-lifecycle.ts';
-import { StopListener } from './stop-listener.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { metrics } from '../platform/metrics/metrics.ts';
 import { onScrape } from '../platform/metrics/server.ts';
@@ -60,7 +61,7 @@ export class EngineWorker {
   readonly spawnedPids: number[] = [];
   private readonly running = new Map<string, RunningAttempt>();
   private queue: Queue | undefined;
-  private readonly listener: StopListener;
+  private readonly listener: ChannelListener;
   private timers: NodeJS.Timeout[] = [];
   private draining = false;
   private readonly cleanups = new Set<Promise<void>>();
@@ -76,7 +77,14 @@ export class EngineWorker {
     workerId?: string,
   ) {
     this.workerId = workerId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-    this.listener = new StopListener(connectionString, log, (id) => this.stopAttempt(id, 'stopped'));
+    // A cancelled step's worker kills its process at once; a stop sent while this is down is noticed by the heartbeat.
+    this.listener = new ChannelListener({
+      connectionString,
+      channel: STEP_STOP_CHANNEL,
+      name: 'the step-stop listener',
+      log,
+      onNotification: (executionId) => executionId && this.stopAttempt(executionId, 'stopped'),
+    });
   }
 
   async start(): Promise<void> {
@@ -106,7 +114,7 @@ export class EngineWorker {
     for (const id of this.running.keys()) this.stopAttempt(id, 'drain');
     await this.queue?.stop();
     for (const timer of this.timers) clearInterval(timer);
-    await this.listener.stop();
+    await this.listener.close();
     await Promise.all(this.cleanups);
     await this.config.sandbox.close();
     this.log.info({ workerId: this.workerId }, 'stopped worker');

@@ -1,6 +1,7 @@
-// Graph helpers over a pipeline's steps. A step depends on the steps it `needs`; the engine starts a
-// step once all of them succeeded. The functions take the minimal `{id, needs}` shape so the validator
-// can run them on a config it has not finished checking.
+// The graph of a pipeline's steps, for the validator (cycles) and the engine (what starts next, what a
+// plan run skips). A step depends on the steps it `needs`; the engine starts a step once all of them
+// succeeded. The functions take the minimal `{id, needs}` shape so the validator can run them on a
+// config it has not finished checking.
 
 import { stronglyConnectedComponents } from '../platform/graph.ts';
 
@@ -9,61 +10,30 @@ export interface DagNode {
   needs?: readonly string[];
 }
 
-/** dependenciesOf returns the ids a step needs, in config order, or [] for an unknown step. */
-export function dependenciesOf(steps: readonly DagNode[], stepId: string): string[] {
-  return [...(steps.find((s) => s.id === stepId)?.needs ?? [])];
-}
-
-/** dependentsOf returns the ids of the steps that directly need `stepId`, in config order. */
-export function dependentsOf(steps: readonly DagNode[], stepId: string): string[] {
-  return steps.filter((s) => s.needs?.includes(stepId)).map((s) => s.id);
-}
-
 /**
- * descendantsOf returns every step that transitively needs `stepId`, in config order: the steps the
- * engine marks SKIPPED when that step fails for good.
+ * withDescendants returns `stepIds` and every step that transitively needs one of them: what a plan
+ * run skips from its approval gates on.
  */
-export function descendantsOf(steps: readonly DagNode[], stepId: string): string[] {
-  const found = new Set<string>();
-  const pending = [stepId];
-  while (pending.length > 0) {
-    const current = pending.pop()!;
-    for (const dependent of dependentsOf(steps, current)) {
-      if (!found.has(dependent)) {
-        found.add(dependent);
-        pending.push(dependent);
+export function withDescendants(steps: readonly DagNode[], stepIds: readonly string[]): Set<string> {
+  const found = new Set(stepIds);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const s of steps) {
+      if (!found.has(s.id) && (s.needs ?? []).some((n) => found.has(n))) {
+        found.add(s.id);
+        grew = true;
       }
     }
   }
-  return steps.filter((s) => found.has(s.id)).map((s) => s.id);
+  return found;
 }
 
 /**
- * topologicalOrder returns the steps so that each comes after everything it needs. Among steps whose
- * needs are met at the same time, config order is kept, so the result is deterministic. Throws on a
- * cycle or an unknown `needs`; a validated config has neither.
+ * readySteps returns the steps that may start now: not started yet and with every need succeeded, in
+ * config order. Independent steps come back together, which is what lets the engine run them in parallel.
  */
-export function topologicalOrder<T extends DagNode>(steps: readonly T[]): T[] {
-  const ordered: T[] = [];
-  const placed = new Set<string>();
-  let remaining = [...steps];
-  while (remaining.length > 0) {
-    const ready = remaining.filter((s) => (s.needs ?? []).every((n) => placed.has(n)));
-    if (ready.length === 0) throw new Error(`steps ${remaining.map((s) => s.id).join(', ')} cannot be ordered: a cycle or an unknown need`);
-    for (const step of ready) {
-      ordered.push(step);
-      placed.add(step.id);
-    }
-    remaining = remaining.filter((s) => !placed.has(s.id));
-  }
-  return ordered;
-}
-
-/**
- * readySteps returns the steps that may start now: not started yet and with every need succeeded.
- * Independent steps come back together, which is what lets the engine run them in parallel.
- */
-export function readySteps<T extends DagNode>(steps: readonly T[], succeeded: ReadonlySet<string>, started: ReadonlySet<string>): T[] {
+export function readySteps<T extends DagNode>(steps: readonly T[], succeeded: { has(id: string): boolean }, started: { has(id: string): boolean }): T[] {
   return steps.filter((s) => !started.has(s.id) && (s.needs ?? []).every((n) => succeeded.has(n)));
 }
 

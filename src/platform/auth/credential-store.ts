@@ -1,5 +1,5 @@
-import pg from 'pg';
 import type { Db } from '../db/db.ts';
+import { ChannelListener } from '../db/listener.ts';
 import { resolveCredential, type Principal } from './principal.ts';
 
 /** How long a resolved credential may be served from memory, even if no change notification arrives. */
@@ -8,7 +8,6 @@ export const CREDENTIAL_CACHE_TTL_MS = 1000;
 export const CREDENTIAL_CACHE_MAX_ENTRIES = 10_000;
 /** The channel migrations/0008_credential_notify.sql notifies on any change to a credential's tables. */
 export const CREDENTIAL_CHANNEL = 'plinth_credentials';
-const RECONNECT_MS = 1000;
 
 interface Entry {
   principal: Principal;
@@ -33,18 +32,35 @@ export class CredentialStore {
   private readonly entries = new Map<string, Entry>();
   private generation = 0;
   private listening = false;
-  private client?: pg.Client;
-  private closed = false;
-  private reconnectTimer?: NodeJS.Timeout;
+  private readonly listener: ChannelListener | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly options: { listenUrl?: string; log?: { warn(obj: object, msg: string): void }; ttlMs?: number; maxEntries?: number } = {},
-  ) {}
+  ) {
+    this.listener = options.listenUrl
+      ? new ChannelListener({
+          connectionString: options.listenUrl,
+          channel: CREDENTIAL_CHANNEL,
+          name: 'the credential cache (every key is looked up meanwhile)',
+          log: options.log,
+          onNotification: () => this.invalidate(),
+          // Anything cached before this LISTEN may have missed a notification.
+          onListening: () => {
+            this.invalidate();
+            this.listening = true;
+          },
+          onDown: () => {
+            this.listening = false;
+            this.invalidate();
+          },
+        })
+      : undefined;
+  }
 
   /** Starts listening for changes; resolves once the first LISTEN is in place (or failed: then it retries). */
   async start(): Promise<void> {
-    if (this.options.listenUrl) await this.connect();
+    await this.listener?.start();
   }
 
   async resolve(token: string, tokenHash: string, requestedOrgId: string | null): Promise<Principal> {
@@ -71,46 +87,8 @@ export class CredentialStore {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    this.listening = false;
-    clearTimeout(this.reconnectTimer);
-    this.invalidate();
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => {});
-  }
-
-  private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.options.listenUrl });
-    client.on('notification', () => this.invalidate());
-    client.on('error', () => this.lost(client));
-    client.on('end', () => this.lost(client));
-    try {
-      await client.connect();
-      await client.query(`listen ${CREDENTIAL_CHANNEL}`);
-    } catch (error) {
-      this.options.log?.warn({ err: error }, 'credential cache: cannot listen for changes; looking every key up until it can');
-      this.lost(client);
-      return;
-    }
-    if (this.closed) return void (await client.end().catch(() => {}));
-    this.client = client;
-    // Anything cached before this LISTEN may have missed a notification.
-    this.invalidate();
-    this.listening = true;
-  }
-
-  private lost(client: pg.Client): void {
-    if (this.client !== undefined && this.client !== client) return;
     this.listening = false;
     this.invalidate();
-    this.client = undefined;
-    client.end().catch(() => {});
-    if (this.closed || this.reconnectTimer) return;
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = undefined;
-      if (!this.closed) void this.connect();
-    }, RECONNECT_MS);
-    this.reconnectTimer.unref();
+    await this.listener?.close();
   }
 }
