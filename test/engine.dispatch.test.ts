@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Trx } from '../src/platform/db/db.ts';
 import { claimStep, redispatchStaleSteps } from '../src/engine/step-lifecycle.ts';
+import { lockWaiters } from './helpers/database.ts';
 import { createStack, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
 
 describe('dispatch', () => {
@@ -94,7 +95,7 @@ describe('dispatch', () => {
       await sql`update pipeline_runs set status = 'RUNNING' where id = ${run.id} and status = 'QUEUED'`.execute(trx);
     });
     const second = claimStep(t.db, b.id, run.id, { id: 'second-claim', leaseMs: 60_000 });
-    await sleep(200);
+    await lockWaiters(t.db);
     await first.commit();
     const claimed = await second;
     assert.equal(claimed?.executionId, b.id);
@@ -116,7 +117,7 @@ describe('dispatch', () => {
       await sql`update step_executions set status = 'CANCELLED' where pipeline_run_id = ${run.id}`.execute(trx);
     });
     const claim = claimStep(t.db, b.id, run.id, { id: 'late-claim', leaseMs: 60_000 });
-    await sleep(200);
+    await lockWaiters(t.db);
     await cancel.commit();
     assert.equal(await claim, undefined, 'the claim found its step cancelled');
     const steps = await stepsOf(t, run.id);
@@ -134,7 +135,7 @@ describe('dispatch', () => {
       await sql`update step_executions set status = 'RUNNING', lease_owner = 'w', lease_epoch = lease_epoch + 1 where id = ${b.id} and status = 'QUEUED'`.execute(trx);
     });
     const cancel = t.call('POST', `/pipeline-runs/${run.id}/cancel`);
-    await sleep(300);
+    await lockWaiters(t.db);
     await claim.commit();
     const res = await cancel;
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -157,7 +158,7 @@ describe('dispatch', () => {
                 select ${a.id + 'b'}, ${org}, ${run.id}, 'b', 'b', 'script', 'QUEUED', (select attempt_epoch from step_executions where id = ${a.id})`.execute(trx);
     });
     const cancel = t.call('POST', `/pipeline-runs/${run.id}/cancel`);
-    await sleep(300);
+    await lockWaiters(t.db);
     await advance.commit();
     const res = await cancel;
     assert.equal(res.status, 200, JSON.stringify(res.body));

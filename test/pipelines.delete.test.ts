@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { newId } from '../src/platform/ids.ts';
+import { lockWaiters } from './helpers/database.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { assertError, serviceAccountCaller, type ServiceAccountCaller } from './helpers/callers.ts';
 import { createPipeline, insertRun, insertStackUsing, PLAN_APPROVE_APPLY } from './pipelines.fixtures.ts';
@@ -76,7 +76,7 @@ describe('DELETE /pipelines/{id}', () => {
     await runInserted;
     let settled = false;
     const deletion = t.call('DELETE', `/pipelines/${pipeline.id}`, { token: member.token }).finally(() => (settled = true));
-    await sleep(150);
+    await lockWaiters(t.db);
     assert.equal(settled, false, 'the delete must wait for the uncommitted run');
     release();
     await writer;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
+import { lockWaiters } from './helpers/database.ts';
 import { createStack, getRun, startEngineTestApp, stepsOf, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
 
 describe('the stack queue', () => {
@@ -126,7 +126,7 @@ describe('the trigger response', () => {
                 select ${newVersionId}, organization_id, pipeline_id, version + 1, config from pipeline_versions where id = ${before.pipelineVersionId}`.execute(trx);
       await sql`update pipelines set latest_version = latest_version + 1 where id = ${stack.changePipelineId}`.execute(trx);
       triggered = triggerRun(t, stack.id);
-      await sleep(300); // The trigger's statement is waiting on the stack's row lock by now.
+      await lockWaiters(t.db); // The trigger's statement waits on the stack's row lock.
     });
     const after = await triggered!;
     assert.equal(after.pipelineVersionId, newVersionId);

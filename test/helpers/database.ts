@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { sql, type Kysely } from 'kysely';
 
 /** The server-level URL and migrated template that scripts/test.ts prepared for this run. */
 function testEnvironment() {
@@ -45,4 +46,19 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+/**
+ * Resolves once `n` sessions of this database wait on a lock (pg_stat_activity): how a test knows that
+ * the statement it started is blocked behind the transaction it holds open, whatever the machine's
+ * load, instead of sleeping and hoping.
+ */
+export async function lockWaiters(db: Kysely<any>, n = 1, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
+    if (rows[0].n >= n) return;
+    if (Date.now() > deadline) throw new Error(`no ${n} session(s) waiting on a lock within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
