@@ -2,7 +2,7 @@
  * The benchmark's minimal floor: a bare Fastify server with `pg` answering GET /auth/whoami with the
  * least a credential check can do: the SHA-256 of the bearer token looked up, joined to its user and
  * organization, as a named (prepared) statement. No Plinth machinery, no role, no membership. Plinth's
- * whoami is read against it (issue 10); bench/api-baseline.ts runs Plinth's own query instead.
+ * whoami is read against it (the target: at least 0.8× its requests/s); bench/api-baseline.ts runs Plinth's own query instead.
  * Run by bench/api.bench.ts as its own process: `DATABASE_URL=… PORT=… node --import tsx bench/api-floor.ts`.
  */
 import { createHash } from 'node:crypto';

@@ -63,7 +63,7 @@ describe('cloud accounts and execution environments', () => {
     assert.equal((await t.call('POST', '/execution-environments', { token: admin.token, body: { data: cloud('by-admin') } })).status, 201);
   });
 
-  it('a CLOUD execution environment has every field of SPEC 2.16', async () => {
+  it('a CLOUD execution environment answers with every field it was created with', async () => {
     const res = await t.call('POST', '/execution-environments', { body: { data: cloud('eu') } });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const { id, createdAt, updatedAt, organizationId, egressAllow, ...rest } = res.body.data;

@@ -33,7 +33,7 @@ describe('the catalogue in the OpenAPI document', () => {
     assert.deepEqual(body.properties.data.properties.schema, { $ref: '#/components/schemas/InputProperty' });
   });
 
-  it('the execution environment response has every field of SPEC 2.16 as required', () => {
+  it('the execution environment response has every field as required, LOCAL ones included', () => {
     const ee = doc.components.schemas.ExecutionEnvironment;
     for (const f of ['cloudAccountId', 'createdAt', 'givenId', 'id', 'name', 'organizationId', 'region', 'securityGroupId', 'subnetId', 'type', 'updatedAt', 'vpcId']) {
       assert.ok(ee.required.includes(f), f);

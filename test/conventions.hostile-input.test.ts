@@ -4,7 +4,7 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { assertError, serviceAccountCaller } from './helpers/callers.ts';
 import { createPipeline, insertRun } from './pipelines.fixtures.ts';
 
-/** The exact requests of issue 10 that were 500s or were silently bent: each is now a 4xx ErrorBody. */
+/** Hostile requests that could end in a 500 or be silently bent (NUL bytes, lone surrogates, out-of-range integers, deep nesting, prototype keys, bad encodings): each must be a 4xx ErrorBody. */
 describe('hostile input is a 4xx ErrorBody, never a 500', () => {
   let t: TestApp;
   let projectId: string;

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { assertError } from './helpers/callers.ts';
 
-/** Every route of issue 3 that takes a body, with a body it would accept. */
+/** Every identity route (organizations, memberships, service accounts, API keys) that takes a body, with a body it would accept. */
 const WRITES: { method: 'POST' | 'PATCH'; url: (ids: Ids) => string; valid: Record<string, unknown> }[] = [
   { method: 'POST', url: () => '/organizations', valid: { name: 'Org', billingEmail: 'b@example.com' } },
   { method: 'PATCH', url: (ids) => `/organizations/${ids.org}`, valid: { name: 'Org' } },

@@ -98,14 +98,14 @@ describe('GET /openapi.json', () => {
       const name = `${r.method} ${r.url}`;
       assert.equal(op.responses['4XX']?.content['application/json'].schema.$ref, '#/components/schemas/ErrorBody', name);
       assert.equal(op.responses['5XX']?.content['application/json'].schema.$ref, '#/components/schemas/ErrorBody', name);
-      // A redirect flow (rows 19-21) succeeds with its 302.
+      // A redirect flow (the Git app install, the OAuth login and its callbacks) succeeds with its 302.
       assert.ok(Object.keys(op.responses).some((code) => /^(2\d\d|302)$/.test(code)), `${name} has a success response`);
       if (r.public) assert.deepEqual(op.security, [], name);
       else assert.equal(op.security, undefined, name);
     }
   });
 
-  it('documents request bodies and the {data} envelope of issue-3 resources', () => {
+  it('documents request bodies and the {data} envelope of the identity resources', () => {
     const create = doc.paths['/organizations'].post;
     const body = create.requestBody.content['application/json'].schema;
     assert.deepEqual(body.required, ['data']);

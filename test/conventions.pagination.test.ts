@@ -96,7 +96,7 @@ describe('keyset cursor pagination (GET /memberships)', () => {
     assert.equal(res.body.meta.nextCursor, undefined);
   });
 
-  it('every list route of issue 3 paginates with the same meta', async () => {
+  it('every identity list route paginates with the same meta', async () => {
     for (const url of ['/organizations', '/memberships', '/service-accounts', '/api-keys']) {
       const res = await t.call('GET', `${url}?limit=1`);
       assert.equal(res.status, 200, url);

@@ -65,5 +65,5 @@ export type UpdateCodeSource = Static<typeof UpdateCodeSource>['data'];
 
 export const CodeSourceListQuery = PaginationQuery;
 
-/** Row 18's Branch (`name`), with the commit its head points at. */
+/** A branch of `GET /code-source/{id}/branches`: its `name`, with the commit its head points at. */
 export const Branch = Type.Object({ name: Type.String(), commitSha: Type.String() }, { $id: 'Branch', title: 'Branch' });

@@ -151,7 +151,7 @@ export async function deleteCodeSource(db: Db, principal: Principal, id: string)
 }
 
 /**
- * listBranches (row 18) asks the repository for its branches over the smart-HTTP protocol (bounded by
+ * listBranches (`GET /code-source/{id}/branches`) asks the repository for its branches over the smart-HTTP protocol (bounded by
  * PLINTH_GIT_TIMEOUT_MS) and pages through them in name order; the cursor is a position in that list.
  */
 export async function listBranches(db: Db, secrets: SecretBox, config: Config, principal: Principal, id: string, page: PageRequest) {

@@ -24,7 +24,7 @@ export const CreateDefaultValueDefinition = Body(
 );
 export type CreateDefaultValueDefinition = Static<typeof CreateDefaultValueDefinition>['data'];
 
-/** SPEC row 2: only the supplied fields change; a new schema must accept every value already stored. */
+/** PATCH of a definition: only the supplied fields change; a new schema must accept every value already stored. */
 export const UpdateDefaultValueDefinition = Body(
   Type.Object(
     { description: Type.Optional(Description), name: Type.Optional(Name), schema: Type.Optional(InputProperty) },

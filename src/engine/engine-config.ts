@@ -7,10 +7,10 @@ import { loadGitConfig, type GitConfig } from '../platform/git-config.ts';
 import { positiveIntFrom } from '../platform/env-settings.ts';
 
 /**
- * The worker's knobs, read from the environment (documented in docs/engine.md). The defaults meet the
- * durability contract: a dead worker's lease expires after at most 30 s, a job it took without claiming
- * is redispatched after 20 s, and the reaper looks every 5 s, so every lost step is recovered within
- * 35 s, inside the 60 s of the contract. Tests shrink them to run in seconds.
+ * The worker's knobs, read from the environment (documented in docs/engine.md). With the defaults a
+ * lost step is recovered well within a minute: a dead worker's lease expires after at most 30 s, a job
+ * it took without claiming is redispatched after 20 s, and the reaper looks every 5 s, so every lost
+ * step is recovered within 35 s. Tests shrink them to run in seconds.
  */
 export interface EngineConfig {
   /** Step executions one worker process runs at once (graphile-worker concurrency). */

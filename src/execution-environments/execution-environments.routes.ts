@@ -19,7 +19,7 @@ export async function executionEnvironmentRoutes(app: App) {
   }, async (request, reply) => reply.status(201).send({ data: await createExecutionEnvironment(app.db, request.principal, request.body.data) }));
 
   app.get('/execution-environments', {
-    schema: { tags, summary: "List the organization's execution environments (SPEC row 22); `type` filters", querystring: ExecutionEnvironmentListQuery, response: { 200: ListEnvelope(ExecutionEnvironment) } },
+    schema: { tags, summary: "List the organization's execution environments; `type` filters", querystring: ExecutionEnvironmentListQuery, response: { 200: ListEnvelope(ExecutionEnvironment) } },
   }, async (request) => {
     const { items, meta } = await listExecutionEnvironments(app.db, request.principal, pageRequest(request.query), request.query);
     return { data: items, meta };

@@ -16,7 +16,7 @@ const EGRESS_NOTE = 'What the steps of this environment may reach, narrowing the
 const EgressEntry = Type.String({ minLength: 1, maxLength: 253, description: 'a CIDR, an address, a host name or `*.` and a domain' });
 const EgressAllow = Type.Union([Type.Array(EgressEntry, { maxItems: 64 }), Type.Null()], { description: EGRESS_NOTE });
 
-/** SPEC 2.16: every field always present. A LOCAL environment has no network, so its network fields are "". */
+/** Every field always present. A LOCAL environment has no network, so its network fields are "". */
 export const ExecutionEnvironment = Type.Object(
   {
     id: Type.String(),

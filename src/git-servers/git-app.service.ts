@@ -25,7 +25,7 @@ function notConfigured(): AppError {
   });
 }
 
-/** startAppInstall (row 19) makes the app's installation URL with a sealed, expiring, single-use state. */
+/** startAppInstall (`GET /gitapp/install`) makes the app's installation URL with a sealed, expiring, single-use state. */
 export async function startAppInstall(db: Db, secrets: SecretBox, config: Config, principal: Principal, returnTo: string | undefined): Promise<{ location: string; cookie: FlowCookie }> {
   const app = config.git.app;
   if (!app) throw notConfigured();

@@ -30,7 +30,7 @@ export function callbackUrl(config: Config): string {
 }
 
 /**
- * startOAuthLogin (row 20) makes the authorization URL of a self-hosted server: a sealed, expiring,
+ * startOAuthLogin (`GET /gitoauth/self-hosted/{id}/login`) makes the authorization URL of a self-hosted server: a sealed, expiring,
  * single-use state carrying the caller, the server and where to return, and a PKCE S256 challenge
  * whose verifier stays in the database, sealed.
  */
@@ -107,7 +107,7 @@ async function postToken(git: GitConfig, server: GitServerRow, secrets: SecretBo
 }
 
 /**
- * completeOAuthCallback (row 21, no credential) checks the state (sealed by this service, not expired,
+ * completeOAuthCallback (`GET /gitoauth/callback`, no credential) checks the state (sealed by this service, not expired,
  * never used), exchanges the code with the PKCE verifier, stores the tokens sealed, and returns where to
  * redirect. A bad, expired or reused state is a 400 and nothing is stored.
  */

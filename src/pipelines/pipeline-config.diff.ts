@@ -1,7 +1,7 @@
 import type { PipelineConfig, StepConfig } from './pipeline-config.ts';
 
 /**
- * One change between two configs (SPEC 2.9). Which side is present tells the kind of change: only
+ * One change between two configs, as a dry run's patch lists it. Which side is present tells the kind of change: only
  * `value` is an addition, only `fromValue` a removal, both a replacement, and `from` a step that moved.
  */
 export interface PatchOp {

@@ -1,4 +1,4 @@
-// The pipeline config (CONTRACT part 5): a DAG of steps. A step starts when every step it `needs` has
+// The pipeline config: a DAG of steps. A step starts when every step it `needs` has
 // succeeded; independent steps run in parallel. The validator that turns untrusted JSON into this type,
 // listing every problem, lives beside it (pipeline-config.validate.ts).
 

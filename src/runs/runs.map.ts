@@ -112,7 +112,7 @@ export function executionRowToExecution(row: ExecutionReadRow): StepExecution {
     ...(row.output_data ? { outputData: row.output_data } : {}),
     ...(row.status_detail ? { statusDetail: row.status_detail } : {}),
     // LOCAL steps log into Plinth itself: the "group" is the engine, the stream prefix is the URL to read
-    // them, and there is no cloud account or region (empty and `local`, so the SPEC's four strings are all there).
+    // them, and there is no cloud account or region (empty and `local`, so the four strings every step's `logs` has are all there).
     ...(row.step_type === 'script' ? { logs: { cloudAccountId: '', logGroupName: 'plinth-local', logStreamPrefix: `/pipeline-step-executions/${row.id}/logs`, region: 'local' } } : {}),
   };
 }

@@ -33,7 +33,8 @@ export function stackRowToStack(row: StackRow): Stack {
     variables: row.variables,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-    // The state backend workspace of the stack: named after it, served from the OpenTofu issue on.
+    // The stack's workspace in Plinth's state backend, named after it: OpenTofu steps keep its state at
+    // `<state backend URL>/state-backend/stack-<id>` (docs/opentofu.md).
     serviceStateBackendWorkspace: `stack-${row.id}`,
     ...(row.given_id ? { givenId: row.given_id } : {}),
     ...(row.source ? { source: stackSourceOf(row.source) } : {}),

@@ -81,7 +81,7 @@ export const StackListQuery = Type.Object(
 );
 export type StackListQuery = Static<typeof StackListQuery>;
 
-/** The body of row 11. `action` picks the pipeline and how far it goes (docs/engine.md). */
+/** The body of `POST /stacks/{id}/pipeline-run`. `action` picks the pipeline and how far it goes (docs/engine.md). */
 export const TriggerStackRun = Body(
   Type.Object(
     {

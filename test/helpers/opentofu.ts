@@ -30,9 +30,9 @@ export interface StackCode {
 }
 
 /**
- * stackCode makes a stack's code and a PLINTH_TOFU_BIN for it. Until the Git checkout fills the
- * workspace (the Git issue), the executable copies the code into the working directory before running
- * the stand-in: the checkout's stand-in, on the test side only. Steps run unsandboxed (PLINTH_SANDBOX=off):
+ * stackCode makes a stack's code and a PLINTH_TOFU_BIN for it. The stacks these helpers make have no
+ * code source, so nothing is checked out: the executable copies the code into the working directory
+ * before running the stand-in, standing in for the checkout on the test side only. Steps run unsandboxed (PLINTH_SANDBOX=off):
  * the namespace sandbox shows steps nothing under test/.
  */
 export function stackCode(config: unknown): StackCode {

@@ -31,7 +31,7 @@ function toAppError(error: FastifyError): AppError | undefined {
 /**
  * The one place errors become ErrorBody. Internal errors never show their cause, except to a
  * super-administrator, for whom `isInternal` marks the extra detail. `metadata` (error parameters) is
- * withheld from everyone else too (SPEC 7.4), so whatever a caller needs to act on an error is said in
+ * withheld from everyone else too, so whatever a caller needs to act on an error is said in
  * `message` or `details`, never only in `metadata`.
  */
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {

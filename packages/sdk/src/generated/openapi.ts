@@ -2163,7 +2163,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the organization's execution environments (SPEC row 22); `type` filters */
+        /** List the organization's execution environments; `type` filters */
         get: {
             parameters: {
                 query?: {
