@@ -48,8 +48,8 @@ function sandboxProcesses() {
 const onlyIfSandboxed = (command: string) => `if [ "$(id -u)" -lt ${SANDBOX_UIDS.from} ]; then echo "NOT SANDBOXED: refusing to run"; exit 97; fi\n${command}`;
 
 /**
- * Every attack of issue 8, run as a real step by a MEMBER of a fresh organization through the API,
- * against a real `plinth worker` process whose own environment holds the admin token and the database
+ * The attacks a hostile tenant's step makes on its host, each run as a real step by a MEMBER of a
+ * fresh organization through the API, against a real `plinth worker` process whose own environment holds the admin token and the database
  * URL with its password, as a production worker's does.
  */
 describe('a hostile step is contained by the sandbox', () => {
