@@ -12,7 +12,7 @@ import { projectRoutes } from './projects/projects.routes.ts';
 import { runRoutes } from './runs/runs.routes.ts';
 import { stepLogRoutes } from './runs/step-logs.routes.ts';
 import { stackRoutes } from './stacks/stacks.routes.ts';
-import { stateRoutes } from './state/state.routes.ts';
+import { stateRoutes } from './opentofu/state.routes.ts';
 import { stackVariableRoutes } from './stacks/stack-variables.routes.ts';
 import { userRoutes } from './users/users.routes.ts';
 import { codeSourceRoutes } from './code-sources/code-sources.routes.ts';

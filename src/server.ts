@@ -11,6 +11,7 @@ import { ROUTES } from './routes.ts';
 import { loadEngineConfig } from './engine/engine-config.ts';
 import { installQueue } from './engine/queue.ts';
 import { EngineWorker } from './engine/worker.ts';
+import { OPENTOFU_RUNNERS } from './opentofu/opentofu-step.ts';
 import { GitPoller } from './git-webhooks/poller.ts';
 import { openExistingSecretBox, openSecretBox, type SecretKeySettings } from './platform/secrets/key-file.ts';
 import type { SecretBox } from './platform/secrets/secret-box.ts';
@@ -149,7 +150,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {
     // The Git settings as read before the secrets were scrubbed from the environment (the app's private key).
-    worker = new EngineWorker(database.db, database.url, { ...loadEngineConfig(), git: config.git }, log, secrets);
+    worker = new EngineWorker(database.db, database.url, { ...loadEngineConfig(), git: config.git, runners: OPENTOFU_RUNNERS }, log, secrets);
     await worker.start();
     stopAuditJobs = startAuditJobs(database.db, secrets, log, {
       outbound: config.auditWebhookAllowPrivate ? { allow: ALLOW_EVERYTHING } : config.git.outbound,

@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { metrics } from '../src/platform/metrics/metrics.ts';
-import { resolveStateStack } from '../src/state/state.service.ts';
+import { resolveStateStack } from '../src/opentofu/state.service.ts';
 import { createOrganization, serviceAccountCaller, userCaller } from './helpers/callers.ts';
 import { TEST_SECRETS } from './helpers/app.ts';
 import { createTofuStack, stackCode, STANDIN, startTofuTestApp, type TofuTestApp } from './helpers/opentofu.ts';

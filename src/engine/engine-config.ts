@@ -5,6 +5,7 @@ import { createSandbox, type StepSandbox } from './sandbox/index.ts';
 import { loadSandboxSettings } from './sandbox/settings.ts';
 import { loadGitConfig, type GitConfig } from '../platform/git-config.ts';
 import { positiveIntFrom } from '../platform/env-settings.ts';
+import type { StepRunners } from './runners/index.ts';
 
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). With the defaults a
@@ -40,6 +41,8 @@ export interface EngineConfig {
   tofu: TofuSettings;
   /** The checkout's timeout and cache, and what mints Git credentials (PLINTH_GIT_*, docs/git.md). */
   git: GitConfig;
+  /** The runners of step types outside the engine, given by the process that starts the worker; none: such steps fail. */
+  runners?: StepRunners;
 }
 
 export interface TofuSettings {

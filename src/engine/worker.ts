@@ -225,6 +225,7 @@ export class EngineWorker {
         sandbox: this.config.sandbox,
         workerId: this.workerId,
         tofu: this.config.tofu,
+        runners: this.config.runners ?? {},
         db: this.db,
         secrets: this.secrets,
         git: this.config.git,

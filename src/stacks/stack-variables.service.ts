@@ -6,7 +6,7 @@ import { findStackById } from './stacks.repo.ts';
 import { deleteSensitiveVariable, findSensitiveVariables, upsertSensitiveVariable, type SensitiveVariableRow } from './stack-variables.repo.ts';
 import type { SensitiveVariable } from './stack-variables.schema.ts';
 
-/** The context a sensitive variable is sealed under: the worker opens it under the same (src/engine/runners/opentofu). */
+/** The context a sensitive variable is sealed under: the worker opens it under the same (src/opentofu). */
 export const sensitiveVariableContext = (stackId: string, name: string) => `stack_sensitive_variables:${stackId}:${name}`;
 
 function rowToVariable(row: SensitiveVariableRow): SensitiveVariable {

@@ -8,6 +8,7 @@ import { loadEngineConfig, type EngineConfig } from '../../src/engine/engine-con
 import { installQueue } from '../../src/engine/queue.ts';
 import { SPAWNER_COMM } from '../../src/engine/sandbox/spawner.ts';
 import { EngineWorker } from '../../src/engine/worker.ts';
+import { OPENTOFU_RUNNERS } from '../../src/opentofu/opentofu-step.ts';
 import { startTestApp, TEST_SECRETS, type TestApp, type TestAppOptions } from './app.ts';
 
 /** Timings that keep engine tests in seconds; the defaults (docs/engine.md) are for production. */
@@ -53,7 +54,7 @@ export async function startEngineTestApp(options: TestAppOptions = {}): Promise<
   await installQueue(t.database.url, silent);
   const workers: EngineWorker[] = [];
   const startWorker = async (overrides: Partial<EngineConfig> = {}) => {
-    const worker = new EngineWorker(t.db, t.database.url, { ...loadEngineConfig(FAST_ENGINE_ENV), ...overrides }, silent, TEST_SECRETS, `test-worker-${workers.length + 1}`);
+    const worker = new EngineWorker(t.db, t.database.url, { ...loadEngineConfig(FAST_ENGINE_ENV), runners: OPENTOFU_RUNNERS, ...overrides }, silent, TEST_SECRETS, `test-worker-${workers.length + 1}`);
     await worker.start();
     workers.push(worker);
     return worker;

@@ -6,13 +6,20 @@ import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';
 import type { StopGrace } from '../sandbox/stop.ts';
 import { allowEntryProblem, parseAllowList, type AllowList } from '../../platform/outbound/address-policy.ts';
 import { runScript, type ScriptResult } from './script.ts';
-import { runOpenTofuStep } from './opentofu/opentofu-step.ts';
 import type { Db } from '../../platform/db/db.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import type { TofuSettings } from '../engine-config.ts';
 import type { GitConfig } from '../../platform/git-config.ts';
 import { prepareCheckout } from './checkout.ts';
 import type { PreparedStep } from './prepared-step.ts';
+
+/**
+ * The runner of a step type that lives outside the engine (the OpenTofu steps, src/opentofu/): given
+ * the claimed attempt and its prepared workspace, it runs the step and says how it ended. The process
+ * that starts a worker hands it these (EngineConfig.runners): the engine imports no step domain.
+ */
+export type StepRunner = (claimed: ClaimedStep, ctx: RunnerContext, prepared: PreparedStep) => Promise<StepOutcome>;
+export type StepRunners = Partial<Record<'opentofu.plan' | 'opentofu.apply' | 'opentofu.destroy', StepRunner>>;
 
 export interface RunnerContext {
   sink: LogSink;
@@ -30,6 +37,7 @@ export interface RunnerContext {
   workerId: string;
   /** The OpenTofu CLI and the state backend's address (PLINTH_TOFU_BIN, PLINTH_STATE_BACKEND_URL). */
   tofu: TofuSettings;
+  runners: StepRunners;
   onSpawn?: (pid: number) => void;
   /** Takes work that may finish after the outcome is committed (removing a workspace whose processes are gone). */
   defer?: (work: Promise<void>) => void;
@@ -107,8 +115,12 @@ function runPrepared(claimed: ClaimedStep, ctx: RunnerContext, prepared: Prepare
       return runScriptStep(claimed, ctx, prepared);
     case 'opentofu.plan':
     case 'opentofu.apply':
-    case 'opentofu.destroy':
-      return runOpenTofuStep(claimed, ctx, prepared);
+    case 'opentofu.destroy': {
+      const runner = ctx.runners[claimed.step.type];
+      if (runner) return runner(claimed, ctx, prepared);
+      const error = engineError('Engine:StepType:NOT_IMPLEMENTED', `This worker was started without a runner for ${claimed.step.type} steps`, { stepType: claimed.step.type });
+      return Promise.resolve({ status: 'FAILED', error });
+    }
     default:
       throw new Error(`no runner for ${claimed.step.type}`);
   }

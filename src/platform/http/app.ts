@@ -120,7 +120,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  // OpenTofu's http state backend locks with these WebDAV methods (src/state/state.routes.ts).
+  // OpenTofu's http state backend locks with these WebDAV methods (src/opentofu/state.routes.ts).
   app.addHttpMethod('LOCK', { hasBody: true });
   app.addHttpMethod('UNLOCK', { hasBody: true });
   if (options.tracingPlugin) await app.register(options.tracingPlugin);

@@ -5,7 +5,7 @@ import { resolveCredential, type Principal } from '../platform/auth/principal.ts
 import { assertPermission, type Permission } from '../platform/auth/roles.ts';
 import { hashToken, presentedToken, RUN_TOKEN_PREFIX } from '../platform/auth/tokens.ts';
 import { UnauthenticatedError } from '../platform/errors.ts';
-import { findLiveRunCredential } from '../engine/runners/opentofu/opentofu.repo.ts';
+import { findLiveRunCredential } from './opentofu.repo.ts';
 
 /**
  * Who calls the state backend: an OpenTofu step of a run, with the credential its worker minted for that

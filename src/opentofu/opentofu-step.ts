@@ -1,13 +1,13 @@
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
-import type { StepBind } from '../../sandbox/index.ts';
-import type { ErrorBody } from '../../../platform/schema.ts';
-import { treeProblems } from '../../../platform/http/input-rules.ts';
-import { engineError, type EngineErrorCode } from '../../engine-errors.ts';
-import type { ClaimedStep, StepOutcome } from '../../step-lifecycle.ts';
-import { logDetail, logStoreError } from '../output-capture.ts';
-import type { PreparedStep } from '../prepared-step.ts';
-import type { RunnerContext } from '../index.ts';
+import type { StepBind } from '../engine/sandbox/index.ts';
+import type { ErrorBody } from '../platform/schema.ts';
+import { treeProblems } from '../platform/http/input-rules.ts';
+import { engineError, type EngineErrorCode } from '../engine/engine-errors.ts';
+import type { ClaimedStep, StepOutcome } from '../engine/step-lifecycle.ts';
+import { logDetail, logStoreError } from '../engine/runners/output-capture.ts';
+import type { PreparedStep } from '../engine/runners/prepared-step.ts';
+import type { RunnerContext, StepRunners } from '../engine/runners/index.ts';
 import { findPlan, findSealedVariables, findStackForStep, recordApply, recordLatestRun, upsertPlan, type StackForStep } from './opentofu.repo.ts';
 import {
   FIND_BACKEND_OVERRIDES,
@@ -95,6 +95,9 @@ function maskOrFailure(secrets: string[]): ReturnType<typeof maskSecrets> | Step
     throw error;
   }
 }
+
+/** The OpenTofu step types' runner, for the process that starts a worker to hand it (EngineConfig.runners). */
+export const OPENTOFU_RUNNERS: StepRunners = { 'opentofu.plan': runOpenTofuStep, 'opentofu.apply': runOpenTofuStep, 'opentofu.destroy': runOpenTofuStep };
 
 /**
  * runOpenTofuStep runs `opentofu.plan`, `opentofu.apply` or `opentofu.destroy` in the step's prepared

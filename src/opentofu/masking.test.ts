@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LineSplitter } from '../../log-bytes.ts';
+import { LineSplitter } from '../engine/log-bytes.ts';
 import { maskSecrets, MaskTooLargeError, MAX_MASKED_FORM_BYTES, secretPieces } from './masking.ts';
 
 /** The log of `output` as stored (records rebuilt into text), with `secrets` masked. */

@@ -4,9 +4,9 @@
 // writes the stack's apply results, as it already writes the stack's queue columns (stack-queue.repo.ts).
 
 import { sql, type Selectable } from 'kysely';
-import type { StackPlansTable } from '../../../platform/db/database.ts';
-import type { Executor } from '../../../platform/db/db.ts';
-import { ACTIVE_RUN_STATUSES } from '../../../platform/db/enums.ts';
+import type { StackPlansTable } from '../platform/db/database.ts';
+import type { Executor } from '../platform/db/db.ts';
+import { ACTIVE_RUN_STATUSES } from '../platform/db/enums.ts';
 
 export interface StackForStep {
   id: string;

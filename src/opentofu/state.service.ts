@@ -8,7 +8,7 @@ import { textProblem } from '../platform/http/input-rules.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
-import { recordRunNote } from '../engine/runners/opentofu/opentofu.repo.ts';
+import { recordRunNote } from './opentofu.repo.ts';
 import { findStackById } from '../stacks/stacks.repo.ts';
 import type { StateCaller } from './state-auth.ts';
 import {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { hashToken, RUN_TOKEN_PREFIX } from '../../../platform/auth/tokens.ts';
-import type { Executor } from '../../../platform/db/db.ts';
-import { newId } from '../../../platform/ids.ts';
+import { hashToken, RUN_TOKEN_PREFIX } from '../platform/auth/tokens.ts';
+import type { Executor } from '../platform/db/db.ts';
+import { newId } from '../platform/ids.ts';
 import { deleteRunCredential, insertRunCredential } from './opentofu.repo.ts';
 
 /** A run credential outlives its step by at most this much beyond the step's own time limit. */

@@ -1,4 +1,4 @@
-import { OutputMask } from '../output-mask.ts';
+import { OutputMask } from '../engine/runners/output-mask.ts';
 
 /**
  * The fewest bytes a secret, or a line or JSON string of one, must have to be masked on its own. Shorter

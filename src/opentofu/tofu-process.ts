@@ -1,8 +1,8 @@
-import { stopInStages, type StopGrace } from '../../sandbox/stop.ts';
-import type { LogSink } from '../../log-sink.ts';
-import type { StepBind, StepWorkspace } from '../../sandbox/index.ts';
-import { captureOutput } from '../output-capture.ts';
-import type { OutputMask } from '../output-mask.ts';
+import { stopInStages, type StopGrace } from '../engine/sandbox/stop.ts';
+import type { LogSink } from '../engine/log-sink.ts';
+import type { StepBind, StepWorkspace } from '../engine/sandbox/index.ts';
+import { captureOutput } from '../engine/runners/output-capture.ts';
+import type { OutputMask } from '../engine/runners/output-mask.ts';
 
 export interface TofuProcessSpec {
   command: string;
