@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { createOrganization, userCaller } from './helpers/callers.ts';
@@ -11,6 +11,7 @@ import {
   spawnWorkerProcess,
   startEngineTestApp,
   stepsOf,
+  tempDir,
   triggerRun,
   waitFor,
   waitForLine,
@@ -55,6 +56,7 @@ const onlyIfSandboxed = (command: string) => `if [ "$(id -u)" -lt ${SANDBOX_UIDS
 describe('a hostile step is contained by the sandbox', () => {
   let t: EngineTestApp;
   let worker: ChildProcess;
+  let workRoot: string;
   let member: string;
   let rival: string;
   const dbUrl = new URL(process.env.PLINTH_TEST_DATABASE_URL!);
@@ -83,14 +85,16 @@ describe('a hostile step is contained by the sandbox', () => {
     rival = (await userCaller(t, 'victim@b.test', 'MEMBER', orgB)).token;
     // namespaces, not auto: should this host not isolate, the worker refuses to start and no attack runs.
     // Small process and CPU limits keep the fork bomb from slowing the other test files down.
+    workRoot = tempDir();
     worker = spawnWorkerProcess(t, {
+      PLINTH_WORKER_WORK_ROOT: workRoot,
       PLINTH_WORKER_CONCURRENCY: '8',
       PLINTH_SANDBOX: 'namespaces',
       PLINTH_SANDBOX_UID_BASE: String(SANDBOX_UIDS.from),
       PLINTH_SANDBOX_UID_COUNT: String(SANDBOX_UIDS.to - SANDBOX_UIDS.from),
       PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES),
       PLINTH_STEP_CPUS: '0.5',
-    });
+    }, { inheritedDescriptor: true });
   });
   after(async () => {
     worker.kill('SIGKILL');
@@ -206,6 +210,29 @@ describe('a hostile step is contained by the sandbox', () => {
     ].join('\n'));
     assert.equal(run.status, 'SUCCEEDED', output);
     await waitFor('every process of the step to be gone', async () => (sandboxProcesses().some((p) => p.comm === 'sleep') ? undefined : true), 5_000);
+  });
+
+  it('holds no descriptor but its standard ones, whatever the worker inherited from what started it', async () => {
+    const { run, output } = await runAttack('ls /proc/self/fd | tr "\\n" " "');
+    assert.equal(run.status, 'SUCCEEDED', output);
+    // 0, 1 and 2, and 3: the directory `ls` reads. The worker's fd 7, a pipe it inherited, is not there.
+    assert.equal(output.trim(), '0 1 2 3');
+  });
+
+  it('leaves nothing behind in files it made unreadable, and the worker runs the next step', async () => {
+    const marker = `unreadable-${Date.now()}`;
+    const { run, output } = await runAttack(`mkdir -p ${marker}/d/sub && echo x > ${marker}/d/sub/f && chmod 000 ${marker}/d ${marker} && echo made`);
+    assert.equal(run.status, 'SUCCEEDED', output);
+    const left = () => execFileSync('find', [workRoot, '-name', marker], { encoding: 'utf8' }).trim();
+    await waitFor('the unreadable files to be removed', async () => (left() === '' ? true : undefined), 10_000);
+    assert.equal((await runAttack('echo still working')).run.status, 'SUCCEEDED');
+  });
+
+  it('rootless, cannot take all of the worker user\'s user namespaces: its sandbox has a share of its own', { skip: !ROOTLESS && 'as root, each step counts against its own uid' }, async () => {
+    const { output } = await runAttack('for i in $(seq 1 40); do unshare --user sleep 10 2>/dev/null & done; sleep 1; echo "held $(ps -e -o comm= | grep -c sleep)"; kill $(jobs -p) 2>/dev/null; true');
+    const held = Number(/held (\d+)/.exec(output)?.[1]);
+    assert.ok(held > 0 && held < 16, `at most the sandbox's share (15) held at once, saw ${held}:\n${output}`);
+    assert.equal((await runAttack('echo another step starts')).run.status, 'SUCCEEDED');
   });
 
   it('a fork bomb is held to the process limit, fails, and the worker runs the next step', async () => {

@@ -219,8 +219,12 @@ export function tempDir(): string {
   return mkdtempSync(path.join(os.tmpdir(), 'plinth-engine-test-'));
 }
 
-/** spawnWorkerProcess starts `plinth worker` as a real process against the test database. */
-export function spawnWorkerProcess(t: TestApp, env: Record<string, string> = {}): ChildProcess {
+/**
+ * spawnWorkerProcess starts `plinth worker` as a real process against the test database. With
+ * `inheritedDescriptor`, it also gets an open pipe at fd 7 (not close-on-exec), as a service started
+ * from a shell inherits that shell's descriptors.
+ */
+export function spawnWorkerProcess(t: TestApp, env: Record<string, string> = {}, { inheritedDescriptor = false } = {}): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
     env: {
       ...process.env,
@@ -231,6 +235,6 @@ export function spawnWorkerProcess(t: TestApp, env: Record<string, string> = {})
       PLINTH_DATA_DIR: tempDir(),
       LOG_LEVEL: process.env.ENGINE_TEST_LOG ?? 'warn',
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: inheritedDescriptor ? ['ignore', 'inherit', 'inherit', 'ignore', 'ignore', 'ignore', 'ignore', 'pipe'] : ['ignore', 'inherit', 'inherit'],
   });
 }

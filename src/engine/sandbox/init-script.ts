@@ -59,12 +59,19 @@
  *
  * With `PLINTH_SANDBOX_NETWORK=none` it brings up the loopback of the step's empty network namespace.
  *
+ * Rootless, it first caps what the sandbox may take of the kernel's per-user counts (ROOTLESS_QUOTAS):
+ * every rootless step is the worker's user on the host, and without a cap one step could take all of
+ * that user's namespaces or inotify instances, and no other step could start.
+ *
  * Arguments: fstab, mount point of the root, uid, process limit, cgroup.procs files, `up` to bring
- * loopback up, `rootless` when the worker is not root.
+ * loopback up, `rootless` when the worker is not root, and rootless the caps (pairs of a name of
+ * /proc/sys/user and its value, each written in the sandbox's own user namespace).
  */
 export const SANDBOX_INIT = String.raw`set -eu
 exec 5<&- 6<&-
 fstab=$1 root=$2 uid=$3 nproc=$4 cgroups=$5 loopback=$6 rootless=$7
+shift 7
+while [ $# -ge 2 ]; do if [ -e "/proc/sys/user/$1" ]; then echo "$2" > "/proc/sys/user/$1"; fi; shift 2; done
 for f in $cgroups; do echo 0 > "$f"; done
 if [ "$loopback" = up ]; then ip link set lo up; fi
 echo plinth-step 2>/dev/null > /proc/sys/kernel/hostname || hostname plinth-step 2>/dev/null || :
@@ -85,6 +92,26 @@ if [ "$rootless" = rootless ]; then
 fi
 exec unshare --pid --fork --mount-proc unshare --fork setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- sh -s <&3 3<&-
 `;
+
+/**
+ * What one rootless sandbox may take of the per-user counts of the kernel (/proc/sys/user, counted in
+ * its user namespace and every one below it). Its init takes one user namespace and two of the mount
+ * and PID kinds; the step may make the rest (tools such as bwrap or rootless containers make some).
+ */
+export const ROOTLESS_QUOTAS: Record<string, number> = {
+  max_user_namespaces: 16,
+  max_mnt_namespaces: 64,
+  max_pid_namespaces: 64,
+  max_net_namespaces: 64,
+  max_ipc_namespaces: 64,
+  max_uts_namespaces: 64,
+  max_cgroup_namespaces: 64,
+  max_time_namespaces: 64,
+  max_inotify_instances: 8,
+  max_inotify_watches: 8192,
+  max_fanotify_groups: 8,
+  max_fanotify_marks: 8192,
+};
 
 /** fstab escapes a path as fstab(5) reads it (octal for the separators and the escape itself). */
 function fstabPath(p: string): string {

@@ -11,13 +11,13 @@ import type { Logger } from '../../platform/logger.ts';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
 import { loopbackEndpoints, PROXY_PORT, serveStepEgress, type ServedEgress } from './egress.ts';
-import { SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
+import { ROOTLESS_QUOTAS, SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
 import type { AllowList } from '../../platform/outbound/address-policy.ts';
 import { SandboxUnavailableError, type IsolationReport, type OpenOptions, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
 import { NetworkLostError, sharedSpawner, type NetworkPorts, type SpawnedProcess, type SpawnSpec, type StepNetwork } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
-import { claimWorkspace, ensurePrivateRoot, workDirectory, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
+import { claimWorkspace, ensurePrivateRoot, removeStepFiles, workDirectory, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
@@ -42,6 +42,8 @@ const defaultHostCheck: HostCheck = async (tools) => {
 };
 
 const run = promisify(execFile);
+
+const quotaArguments = Object.entries(ROOTLESS_QUOTAS).flatMap(([name, value]) => [name, String(value)]);
 
 /** Whether the mount holding `dir` is `noexec` (the longest mount point of /proc/self/mountinfo that contains it). */
 function noexecAt(dir: string): boolean {
@@ -294,7 +296,7 @@ export class NamespaceSandbox implements StepSandbox {
       ]);
       return { claim, cgroup: await this.cgroups?.create(`${this.cgroupTag}-${claim.uid}`, limits), scratch: new Set() };
     } catch (error) {
-      await rm(claim.dir, { recursive: true, force: true });
+      await removeStepFiles(claim.dir);
       throw error;
     }
   }
@@ -313,7 +315,7 @@ export class NamespaceSandbox implements StepSandbox {
     for (const proc of processes) proc.kill();
     closeNetwork(await settled(network));
     await cgroup?.destroy();
-    await rm(claim.dir, { recursive: true, force: true });
+    await removeStepFiles(claim.dir);
   }
 
   /**
@@ -448,7 +450,7 @@ export class NamespaceSandbox implements StepSandbox {
     const sandbox = [fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses)];
     const procsFiles = cgroup?.procsFiles ?? [];
     const loopback = network === 'none' ? 'up' : '';
-    const launch = { file: 'unshare', args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' '), loopback, ROOTLESS ? 'rootless' : ''] };
+    const launch = { file: 'unshare', args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' '), loopback, ROOTLESS ? 'rootless' : '', ...(ROOTLESS ? quotaArguments : [])] };
     // Built ahead, its setup yields the CPU to steps running now (the spawner lowers its launcher as
     // soon as it runs; restoreNice sets back whatever it forked); its step gets the normal priority back.
     const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;

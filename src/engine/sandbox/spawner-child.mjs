@@ -11,7 +11,7 @@
 // process exits, which closes every stdin it held: each sandbox's guard then kills its step, as it did
 // when the worker held those pipes itself.
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
@@ -21,6 +21,29 @@ const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 // Run by a normal user, a network namespace needs a user namespace of its own, which then owns it:
 // its sandboxes enter both (namespaces.ts builds them rootless too).
 const ROOTLESS = process.getuid() !== 0;
+
+/** The IPC channel to the worker (spawner.ts forks this process with it as fd 3). */
+const CHANNEL_FD = 3;
+const O_CLOEXEC = 0o2000000;
+
+/**
+ * Closes the descriptors this process inherited without close-on-exec (a pipe the shell that started
+ * the service left open), but the channel and the standard ones: every process this one starts would
+ * inherit them, a step included. Node's own descriptors are all close-on-exec.
+ */
+function closeInheritedDescriptors() {
+  for (const name of readdirSync('/proc/self/fd')) {
+    const fd = Number(name);
+    if (fd <= CHANNEL_FD) continue;
+    try {
+      const flags = /^flags:\s+([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
+      if (flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) === 0) closeSync(fd);
+    } catch {
+      // Closed already (the listing's own descriptor).
+    }
+  }
+}
+closeInheritedDescriptors();
 
 /** Children by the worker's id for them, until they exit. */
 const children = new Map();

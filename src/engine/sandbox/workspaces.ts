@@ -1,8 +1,12 @@
+import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, readdirSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
 
 /**
  * relativeWorkingDirectory turns `with.workingDirectory` into a path inside the workspace. Pipeline
@@ -29,7 +33,23 @@ export async function removeTree(dir: string) {
   try {
     await rmdir(dir);
   } catch {
-    await rm(dir, { recursive: true, force: true });
+    await removeStepFiles(dir);
+  }
+}
+
+/**
+ * removeStepFiles removes what a step left, whatever modes it gave it: a directory it made unreadable
+ * (`chmod 000`) stops a recursive delete by anyone but root, and rootless the worker is not root. Its
+ * owner may always change its mode back, so the tree is made readable, then removed.
+ */
+export async function removeStepFiles(target: string): Promise<void> {
+  try {
+    await rm(target, { recursive: true, force: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM') throw error;
+    await run('chmod', ['-R', 'u+rwX', '--', target]).catch(() => {});
+    await rm(target, { recursive: true, force: true });
   }
 }
 
@@ -93,7 +113,7 @@ export async function resetWorkspace(claim: ClaimedWorkspace, scratch: Iterable<
   // at every step. Only what the step left (any size) is removed asynchronously.
   const inside = readdirSync(claim.workspace);
   const gone = [...inside.map((name) => path.join(claim.workspace, name)), ...[...scratch].map((name) => path.join(claim.dir, name))];
-  if (gone.length) await Promise.all(gone.map((p) => rm(p, { recursive: true, force: true })));
+  if (gone.length) await Promise.all(gone.map(removeStepFiles));
   const info = lstatSync(claim.workspace);
   if (!info.isDirectory() || info.uid !== claim.owner) throw new Error(`${claim.workspace} is no longer the step uid's directory`);
   if ((info.mode & 0o7777) !== 0o700) chmodSync(claim.workspace, 0o700);
@@ -142,9 +162,9 @@ export async function sweepStaleWorkspaces(root: string, uidBase: number, uidCou
   let removed = 0;
   for (const uid of old) {
     if (live.has(uid)) continue;
-    // force: another worker may be sweeping it at the same moment.
-    await rm(path.join(root, String(uid)), { recursive: true, force: true });
-    removed++;
+    // force: another worker may be sweeping it at the same moment. One that cannot be removed stays
+    // for the next sweep: it must not keep this worker from running steps.
+    if (await removeStepFiles(path.join(root, String(uid))).then(() => true, () => false)) removed++;
   }
   return removed;
 }
