@@ -35,7 +35,12 @@ const NETWORK_SAMPLES = Number(process.env.BENCH_NETWORK_SAMPLES || 60);
 const STACKS = 100;
 const RATE = Number(process.env.BENCH_RATE || 10);
 const CLIENTS = Number(process.env.BENCH_CLIENTS || 20);
-const TARGETS = { ratio: 2, startP99: 100, overheadP99: 25, runsPerSecond: 40 };
+/**
+ * What a user feels: a step starts within 3x of a bare graphile-worker job at p50 and within 250 ms at
+ * p99 (paced phase); a SIGKILLed worker's steps end within a lease and a reap interval (the defaults,
+ * PLINTH_WORKER_LEASE_MS and PLINTH_WORKER_REAP_MS: docs/engine.md), plus the 2 s step and a second.
+ */
+const TARGETS = { ratioP50: 3, startP99: 250, recoveryMs: 30_000 + 5_000 + 2_000 + 1_000 };
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 const work = mkdtempSync(path.join(os.tmpdir(), 'plinth-bench-engine-'));
@@ -312,11 +317,11 @@ async function main() {
       '',
     ];
     printPhase(`paced phase (${RUNS} runs at ${RATE}/s):`, pacedF, lines);
-    printPhase(`burst phase (${RUNS} runs, ${CLIENTS} clients): ${runsPerSecond.toFixed(1)} runs/s (target >= ${TARGETS.runsPerSecond}) ${verdict(runsPerSecond >= TARGETS.runsPerSecond)}`, burstF, lines);
+    printPhase(`burst phase (${RUNS} runs, ${CLIENTS} clients): ${runsPerSecond.toFixed(1)} runs/s`, burstF, lines);
     lines.push(...burstCpu, ...statements);
     lines.push(`bare graphile-worker job, same sh -c, same database (${RUNS} at ${RATE}/s):`);
     lines.push(`  ${'add_job → process started'.padEnd(40)} ${fmt(bareStart)}; started other than once: ${bareTwice}`);
-    lines.push(`kill phase (${KILL_RUNS} runs of a 2 s step, a worker SIGKILLed mid-step): ${lostAttempts} attempts failed over, ${starts} process starts for ${slowT.executions.length} executions, all runs ended ${(recoveredMs / 1000).toFixed(1)} s after the kill`);
+    lines.push(`kill phase (${KILL_RUNS} runs of a 2 s step, a worker SIGKILLed mid-step): ${lostAttempts} attempts failed over, ${starts} process starts for ${slowT.executions.length} executions, all runs ended ${(recoveredMs / 1000).toFixed(1)} s after the kill (target <= ${TARGETS.recoveryMs / 1000} s) ${verdict(recoveredMs <= TARGETS.recoveryMs)}`);
     lines.push(`  steps run twice: ${killF.runTwice} ${verdict(killF.runTwice === 0)}; unfinished steps: ${killF.unfinished} ${verdict(killF.unfinished === 0)}`);
     lines.push(`network phase (${NETWORK_SAMPLES} sandboxes of each, open → \`true\` ended):`);
     for (const [title, f] of [['a step\'s first process (warm pool)', network.warm], ['a later process (built on demand)', network.onDemand]] as const) {
@@ -327,14 +332,14 @@ async function main() {
     }
     lines.push('');
     lines.push('targets (paced phase):');
-    lines.push(`  trigger → process started vs bare: p50 ${ratio('p50').toFixed(2)}x, p99 ${ratio('p99').toFixed(2)}x (target <= ${TARGETS.ratio}x) ${verdict(ratio('p50') <= TARGETS.ratio && ratio('p99') <= TARGETS.ratio)}`);
+    lines.push(`  trigger → process started vs bare: p50 ${ratio('p50').toFixed(2)}x (target <= ${TARGETS.ratioP50}x) ${verdict(ratio('p50') <= TARGETS.ratioP50)}, p99 ${ratio('p99').toFixed(2)}x`);
     lines.push(`  trigger → process started p99 ${startP99.toFixed(1)} ms (target < ${TARGETS.startP99}) ${verdict(startP99 < TARGETS.startP99)}`);
-    lines.push(`  overhead per step (exited → next claimed) p99 ${overheadP99.toFixed(1)} ms (target < ${TARGETS.overheadP99}) ${verdict(overheadP99 < TARGETS.overheadP99)}`);
+    lines.push(`  overhead per step (exited → next claimed) p99 ${overheadP99.toFixed(1)} ms`);
     lines.push('');
     process.stdout.write(lines.join('\n'));
     const twice = pacedF.runTwice + burstF.runTwice + killF.runTwice + bareTwice;
     const unfinished = pacedF.unfinished + burstF.unfinished + killF.unfinished;
-    const missed = network.warm.addedP50 >= NETWORK_SETUP_TARGET_MS || network.onDemand.addedP50 >= NETWORK_SETUP_TARGET_MS || ratio('p50') > TARGETS.ratio || ratio('p99') > TARGETS.ratio || startP99 >= TARGETS.startP99 || overheadP99 >= TARGETS.overheadP99 || runsPerSecond < TARGETS.runsPerSecond;
+    const missed = network.warm.addedP50 >= NETWORK_SETUP_TARGET_MS || network.onDemand.addedP50 >= NETWORK_SETUP_TARGET_MS || ratio('p50') > TARGETS.ratioP50 || startP99 >= TARGETS.startP99 || recoveredMs > TARGETS.recoveryMs;
     if (missed || twice > 0 || unfinished > 0) process.exitCode = 1;
   } finally {
     await db?.end().catch(() => {});
