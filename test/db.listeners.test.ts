@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { STEP_STOP_CHANNEL } from '../src/engine/decision-statement.repo.ts';
+import { STEP_STOP_CHANNEL } from '../src/engine/executions.repo.ts';
 import { CREDENTIAL_CHANNEL, CredentialStore } from '../src/platform/auth/credential-store.ts';
 import { createDb, type Db } from '../src/platform/db/db.ts';
 import { ChannelListener } from '../src/platform/db/listener.ts';

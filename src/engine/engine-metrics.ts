@@ -56,13 +56,8 @@ function runObservation(row: LockedRunRow, to: string, startsNow: boolean): (() 
   };
 }
 
-/**
- * observeAfterCommit counts what the write changed once (and if) the transaction commits; a write
- * made outside a transaction (one statement, already committed) is counted at once.
- */
-export async function observeAfterCommit(ex: Executor, row: LockedRunRow, s: RunSnapshot, w: RunWrite, inTransaction: boolean): Promise<void> {
+/** observeAfterCommit counts what the write changed once (and if) the transaction commits. */
+export async function observeAfterCommit(ex: Executor, row: LockedRunRow, s: RunSnapshot, w: RunWrite): Promise<void> {
   const observe = observation(row, s, w);
-  if (!observe) return;
-  if (inTransaction) await ex.executeQuery(afterCommit(observe));
-  else observe();
+  if (observe) await ex.executeQuery(afterCommit(observe));
 }

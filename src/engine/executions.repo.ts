@@ -3,9 +3,17 @@ import type { Database } from '../platform/db/database.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
 import type { StepStatus } from '../platform/db/enums.ts';
 import type { ExecutionSet } from './run-decisions.ts';
-import { transitionValues, type TransitionRecord } from './runs.repo.ts';
+import { insertTransition, type TransitionRecord } from './runs.repo.ts';
 
 /** SQL of step executions: their rows, their history rows, their jobs and their leases. */
+
+/** Where a stopped step's id is announced, for the worker running it (worker.ts listens). */
+export const STEP_STOP_CHANNEL = 'plinth_step_stop';
+
+/** Wakes the worker running the execution, at commit: it kills the step's process at once. */
+export async function notifyStop(trx: Executor, executionId: string): Promise<void> {
+  await sql`select pg_notify(${STEP_STOP_CHANNEL}, ${executionId}::text)`.execute(trx);
+}
 export interface NewExecutionValues {
   id: string;
   organizationId: string;
@@ -29,16 +37,14 @@ export interface NewExecutionRow {
 }
 
 /**
- * The parts of one statement (decision-statement.repo.ts) that create step executions of one run: the
- * executions (`<name>`), each QUEUED one with the id of its job from the statement's `jobs` CTE
- * (newExecutionJobs), and their first history rows. A QUEUED execution never exists without its job:
- * they are one statement.
+ * insertExecution creates a step execution and its first history row; a QUEUED one also gets its job,
+ * in the same transaction, so a QUEUED execution never exists without one.
  */
-export function newExecutionsParts(db: QueryCreator<Database>, rows: readonly NewExecutionRow[], jobs: string) {
-  const executionRow = (v: NewExecutionValues) => {
-    const terminal = v.status === 'SUCCEEDED' || v.status === 'SKIPPED';
-    const dispatch = v.status === 'QUEUED';
-    return {
+export async function insertExecution(trx: Executor, { values: v, transition }: NewExecutionRow): Promise<void> {
+  const terminal = v.status === 'SUCCEEDED' || v.status === 'SKIPPED';
+  await trx
+    .insertInto('step_executions')
+    .values({
       id: v.id,
       organization_id: v.organizationId,
       pipeline_run_id: v.runId,
@@ -53,24 +59,10 @@ export function newExecutionsParts(db: QueryCreator<Database>, rows: readonly Ne
       input_data: v.inputData === null ? null : JSON.stringify(v.inputData),
       status_detail: v.statusDetail ? JSON.stringify(v.statusDetail) : null,
       completed_at: terminal ? sql<Date>`now()` : null,
-      engine_job_id: dispatch ? sql<string>`(select id from ${sql.raw(jobs)} where execution_id = ${v.id})` : null,
-      dispatched_at: dispatch ? sql<Date>`now()` : null,
-    };
-  };
-  return {
-    executions: db.insertInto('step_executions').values(rows.map((r) => executionRow(r.values))).returning('id'),
-    history: db.insertInto('run_transitions').values(rows.map((r) => transitionValues({ ...r.transition, executionId: r.values.id }))),
-  };
-}
-
-/**
- * The jobs of the QUEUED ones of `rows`, as rows (execution_id, id), for a statement's `jobs` CTE:
- * one `add_jobs` call for every new execution of the statement, since a call costs about the same
- * for one job as for several (a run's first steps paid for one call each); undefined when none is QUEUED.
- */
-export function newExecutionJobs(rows: readonly NewExecutionRow[]) {
-  const dispatched = rows.filter((r) => r.values.status === 'QUEUED').map((r) => ({ executionId: r.values.id, runId: r.values.runId }));
-  return dispatched.length ? stepJobs(dispatched) : undefined;
+    })
+    .execute();
+  await insertTransition(trx, { ...transition, executionId: v.id });
+  if (v.status === 'QUEUED') await enqueueStepJob(trx, v.id, v.runId);
 }
 
 /** A change of a step execution: its new status and what the decision sets beside it. */
@@ -82,7 +74,7 @@ export interface ExecutionGuard {
   leaseEpoch: number;
 }
 
-/** The guarded update of an execution (its history row is the caller's: decision-statement.repo.ts). */
+/** The guarded update of an execution (its history row is the caller's: locked-run.ts). */
 export function executionUpdate(db: QueryCreator<Database>, id: string, c: ExecutionChanges, guard: ExecutionGuard) {
   const lease =
     c.lease === undefined
@@ -113,9 +105,8 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
 }
 
 /**
- * The graphile-worker jobs of QUEUED executions, as rows (execution_id, id): one `add_jobs` call for
- * all of them, in the caller's transaction, so a job exists exactly when its QUEUED step does.
- * The job key (`step:<id>`, kept run_at) makes a redispatch replace a waiting job instead of adding one,
+ * The graphile-worker job of a QUEUED execution, as a row (execution_id, id), in the caller's
+ * transaction, so a job exists exactly when its QUEUED step does. The job key (`step:<id>`, kept run_at) makes a redispatch replace a waiting job instead of adding one,
  * and (graphile-worker's rule) add a fresh job when the old one is locked by a worker that died before
  * it claimed the step.
  */

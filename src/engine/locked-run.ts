@@ -1,26 +1,27 @@
 import type { RawBuilder, Selectable } from 'kysely';
 import type { PipelineRunsTable } from '../platform/db/database.ts';
-import type { Db, Executor, Trx } from '../platform/db/db.ts';
+import type { Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
-import { statementKey, writeStatement, type StatementWrite } from './decision-statement.repo.ts';
 import { observeAfterCommit } from './engine-metrics.ts';
-import { enqueueStepJob, type NewExecutionRow } from './executions.repo.ts';
+import { enqueueStepJob, executionUpdate, insertExecution, notifyStop, type NewExecutionRow } from './executions.repo.ts';
 import { applyWrites, decideAdmit, stepOf, type DecideContext, type Decision, type RunSnapshot, type RunWrite } from './run-decisions.ts';
 import { isLastAttempt, type RunAction, type RunStatus, type StepStatus } from './run-state.ts';
-import { readRun, type LockedRunRow } from './runs.repo.ts';
+import { insertTransition, readRun, runUpdate, type LockedRunRow } from './runs.repo.ts';
 import { claimStackForRun, lockStack, passStackToNextWaitingRun } from './stack-queue.repo.ts';
 
 /**
- * The one shape of every change to a run: lock the run row, read it and its executions, let a pure
- * decision (run-decisions.ts) say what to write, write it, in the caller's transaction. Concurrent
- * approvals, cancels, completions and reapers of one run queue on the lock, and each decides on
- * what the previous one committed. A claim reads without the lock and outside a transaction
- * (withReadRun): its writes are guarded, and one statement, so parallel steps of one run claim side
- * by side. A run the caller's own transaction inserted is decided on as its insert returned it.
+ * The one shape of every change to a run: lock the run row and read it with its executions
+ * (readRun), let a pure decision (run-decisions.ts) say what to write, and write it, one plain
+ * statement per write, in the caller's transaction. Claims, approvals, cancels, completions and
+ * reapers of one run queue on the lock, and each decides on what the previous one committed. A run
+ * the caller's own transaction inserted is decided on as its insert returned it.
  */
 export type Decide<R> = (snapshot: RunSnapshot, ctx: DecideContext, row: LockedRunRow) => Decision<R>;
 
-/** A guarded write found its row changed under it: only possible for a run read without the lock. */
+/**
+ * A guarded write found its row changed under it. Under the run's lock it cannot happen: this is
+ * the guard's alarm, and the transaction rolls back and is decided again on a fresh read.
+ */
 export class StaleWriteError extends Error {
   constructor(id: string) {
     super(`${id} changed between the read and the write`);
@@ -55,116 +56,59 @@ function snapshotOf(row: LockedRunRow): RunSnapshot {
   };
 }
 
-/** withLockedRun runs one command on a run; undefined when the run does not exist. */
-export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R>, options: LockedRunOptions = {}): Promise<R | undefined> {
-  const row = await readRun(trx, runId, 'update');
-  if (row) return decideOn(trx, row, decide, { ...options, inTransaction: true });
-  if (options.alongside) await writeStatement(trx, [{ kind: 'alongside', statement: options.alongside }]);
-  return undefined;
-}
-
 export interface LockedRunOptions {
   actor?: string;
-  /** A write made in the decision's first statement whatever it decides (a step's last log lines). */
+  /** A write made in the same transaction whatever the decision (a step's last log lines). */
   alongside?: RawBuilder<unknown>;
-  /** Given the run's row as each statement that changes it leaves it: what a caller showing the run shows. */
+  /** Given the run's row as each write that changes it leaves it: what a caller showing the run shows. */
   onRunRow?: (row: Selectable<PipelineRunsTable>) => void;
 }
 
-/** Decides on a run as read (locked, visible to this transaction alone, or read for a claim) and applies the writes. */
-async function decideOn<R>(ex: Executor, row: LockedRunRow, decide: Decide<R>, options: LockedRunOptions & { inTransaction: boolean }): Promise<R> {
-  const snapshot = snapshotOf(row);
-  const decision = decide(snapshot, { actor: options.actor, newId }, row);
-  await applyDecision(ex, row, snapshot, decision.writes, options);
+/** withLockedRun runs one command on a run; undefined when the run does not exist. */
+export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R>, options: LockedRunOptions = {}): Promise<R | undefined> {
+  const row = await readRun(trx, runId);
+  if (options.alongside) await options.alongside.execute(trx);
+  return row ? decideOn(trx, row, decide, options) : undefined;
+}
+
+/** Decides on a run as read (locked, or visible to this transaction alone) and makes the writes, in order. */
+async function decideOn<R>(trx: Trx, row: LockedRunRow, decide: Decide<R>, options: LockedRunOptions): Promise<R> {
+  let state = snapshotOf(row);
+  const decision = decide(state, { actor: options.actor, newId }, row);
+  for (const w of decision.writes) {
+    await applyWrite(trx, state, w, options);
+    await observeAfterCommit(trx, row, state, w);
+    state = applyWrites(state, [w]);
+  }
   return decision.result;
 }
 
-/**
- * withReadRun is a claim's shape of a command, outside any transaction: the run read without a lock,
- * the decision, and its writes made as one statement, which is atomic by itself. Every write is
- * guarded; one that finds its row changed throws StaleWriteError, and then nothing was written.
- */
-export async function withReadRun<R>(db: Db, runId: string, decide: Decide<R>, options: { actor?: string } = {}): Promise<R | undefined> {
-  const row = await readRun(db, runId, 'none');
-  return row ? decideOn(db, row, decide, { actor: options.actor, inTransaction: false }) : undefined;
-}
-
-interface Planned {
-  /** Undefined for the write made alongside the decision's. */
-  write: RunWrite | undefined;
-  statement: StatementWrite;
-  /** The snapshot the write was decided on (what its metrics read). */
-  before: RunSnapshot;
-}
-
-/**
- * applyDecision makes the writes of a decision, in order: consecutive writes of rows, history rows and
- * notifications are one statement (decision-statement.repo.ts) until one would write a row the
- * statement already writes; the stack queue's writes are statements of their own. Outside a
- * transaction the decision must fit in one statement.
- */
-async function applyDecision(ex: Executor, row: LockedRunRow, snapshot: RunSnapshot, writes: readonly RunWrite[], o: LockedRunOptions & { inTransaction: boolean }): Promise<void> {
-  let state = snapshot;
-  let group: Planned[] = o.alongside ? [{ write: undefined, statement: { kind: 'alongside', statement: o.alongside }, before: snapshot }] : [];
-  const keys = new Set<string>();
-  const flush = async () => {
-    if (group.length) await writeGroup(ex, row, group, o);
-    group = [];
-    keys.clear();
-  };
-  for (const w of writes) {
-    const statement = statementWriteOf(state, w, o.actor);
-    const key = statement && statementKey(statement);
-    if (!statement || (key && keys.has(key))) {
-      if (!o.inTransaction) throw new Error(`a decision made outside a transaction must be one statement (${w.kind})`);
-      await flush();
-    }
-    if (statement) {
-      if (key) keys.add(key);
-      group.push({ write: w, statement, before: state });
-    } else await applyStackWrite(ex as Trx, state, w, o.actor);
-    state = applyWrites(state, [w]);
-  }
-  await flush();
-}
-
-/** Makes a group of writes as one statement; a guarded write that found its row changed throws StaleWriteError. */
-async function writeGroup(ex: Executor, row: LockedRunRow, group: readonly Planned[], o: LockedRunOptions & { inTransaction: boolean }): Promise<void> {
-  const { changed, runStatus, runRow } = await writeStatement(ex, group.map((g) => g.statement), { returnRun: o.onRunRow !== undefined });
-  if (runRow) o.onRunRow?.(runRow);
-  const applied = group.filter((g, i) => {
-    const w = g.statement;
-    if (w.kind === 'runStart') {
-      // Not started by this claim: found started by a parallel one (the run's lock made it wait for it).
-      if (changed[i] === 0 && runStatus !== w.transition.to) throw new StaleWriteError(w.runId);
-      return changed[i] > 0;
-    }
-    if (w.kind === 'execution' && changed[i] !== 1) throw new StaleWriteError(w.id);
-    if (w.kind === 'run' && w.transition && changed[i] !== 1) throw new StaleWriteError(w.runId);
-    return true;
-  });
-  for (const g of applied) if (g.write) await observeAfterCommit(ex, row, g.before, g.write, o.inTransaction);
-}
-
-/** The write as a part of one statement; undefined for the stack queue's writes, which read before they write. */
-function statementWriteOf(s: RunSnapshot, w: RunWrite, actor?: string): StatementWrite | undefined {
+async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, o: LockedRunOptions): Promise<void> {
   switch (w.kind) {
     case 'execution': {
       const { from, to, reason } = w.status;
-      return { kind: 'execution', id: w.id, changes: { status: to, ...w.set }, guard: { status: from, leaseEpoch: w.leaseEpoch }, transition: { runId: s.id, from, to, reason, actor: actorOf(w, actor) } };
+      const changed = await executionUpdate(trx, w.id, { status: to, ...w.set }, { status: from, leaseEpoch: w.leaseEpoch }).returning('id').execute();
+      if (changed.length !== 1) throw new StaleWriteError(w.id);
+      return insertTransition(trx, { runId: s.id, executionId: w.id, from, to, reason, actor: actorOf(w, o.actor) });
     }
     case 'newExecution':
-      return { kind: 'newExecutions', rows: [newExecutionRow(s, w, actor)] };
+      return insertExecution(trx, newExecutionRow(s, w, o.actor));
     case 'run': {
-      if (!w.status) return { kind: 'run', runId: s.id, changes: w.set };
-      const { from, to, reason } = w.status;
-      const transition = { runId: s.id, from, to, reason, actor };
-      return w.unlessAlready ? { kind: 'runStart', runId: s.id, changes: { status: to, ...w.set }, transition } : { kind: 'run', runId: s.id, changes: { status: to, ...w.set }, transition };
+      const update = runUpdate(trx, s.id, w.status ? { status: w.status.to, ...w.set } : w.set);
+      const [changed] = await (w.status ? update.where('status', '=', w.status.from) : update).returningAll().execute();
+      if (!changed) throw new StaleWriteError(s.id);
+      o.onRunRow?.(changed);
+      if (w.status) await insertTransition(trx, { runId: s.id, from: w.status.from, to: w.status.to, reason: w.status.reason, actor: o.actor });
+      return;
     }
     case 'stopProcess':
-      return { kind: 'stopProcess', id: w.id };
-    default:
-      return undefined;
+      return notifyStop(trx, w.id);
+    case 'dispatch':
+      return enqueueStepJob(trx, w.id, s.id);
+    case 'releaseStack':
+      return releaseStack(trx, s.stackId!, s.id);
+    case 'enterStackQueue':
+      return enterStackQueue(trx, s.id, s.stackId, o.actor);
   }
 }
 
@@ -190,20 +134,6 @@ function newExecutionRow(s: RunSnapshot, w: NewExecutionWrite, actor?: string): 
     },
     transition: { runId: s.id, from: null, to: w.status, reason: w.reason, actor },
   };
-}
-
-/** The writes that are not one statement's part: a redispatch, and the stack queue's. */
-async function applyStackWrite(trx: Trx, s: RunSnapshot, w: RunWrite, actor?: string): Promise<void> {
-  switch (w.kind) {
-    case 'dispatch':
-      return enqueueStepJob(trx, w.id, s.id);
-    case 'releaseStack':
-      return releaseStack(trx, s.stackId!, s.id);
-    case 'enterStackQueue':
-      return enterStackQueue(trx, s.id, s.stackId, actor);
-    default:
-      throw new Error(`${w.kind} is a statement's part`);
-  }
 }
 
 /** A claim's history row names the worker; every other change the caller's actor. */
@@ -244,6 +174,6 @@ export async function enterStackQueue(trx: Trx, runId: string, stackId: string |
  */
 export async function admitTriggeredRun(trx: Trx, run: LockedRunRow, actor?: string): Promise<Selectable<PipelineRunsTable> | undefined> {
   let admitted: Selectable<PipelineRunsTable> | undefined;
-  await decideOn(trx, run, (s, ctx) => decideAdmit(s, ctx), { actor, inTransaction: true, onRunRow: (row) => (admitted = row) });
+  await decideOn(trx, run, (s, ctx) => decideAdmit(s, ctx), { actor, onRunRow: (row) => (admitted = row) });
   return admitted;
 }

@@ -196,7 +196,7 @@ export class LogSink {
 
   /**
    * takeTail hands over what is pending, to be written in the transaction that commits the step's
-   * outcome (one statement and one commit less per step, and the last lines land exactly with it).
+   * outcome (one commit less per step, and the last lines land exactly with it).
    * Should that transaction fail for good, `storeTail` stores them as a flush would, or counts them lost.
    */
   takeTail(): LogTail | undefined {
@@ -221,10 +221,7 @@ export class LogSink {
   }
 }
 
-/**
- * The last records of a step, written by the statement that commits its outcome (its `insert` is one
- * part of that statement: decision-statement.repo.ts).
- */
+/** The last records of a step, written by the transaction that commits its outcome (locked-run.ts). */
 export interface LogTail {
   readonly insert: RawBuilder<unknown>;
   readonly batch: readonly PendingRecord[];

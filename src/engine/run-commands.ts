@@ -5,7 +5,7 @@ import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { admitTriggeredRun, withLockedRun, type Decide } from './locked-run.ts';
 import { decideApprove, decideCancel, decideReject, decideRetry } from './run-decisions.ts';
-import { insertRun, insertRunAtStackLock, type InsertedRun, type NewRunValues, type TransitionRecord } from './runs.repo.ts';
+import { insertRun, type InsertedRun, type NewRunValues, type TransitionRecord } from './runs.repo.ts';
 
 /**
  * The commands callers give the engine (trigger, approve, reject, cancel, retry). Each runs inside
@@ -29,24 +29,6 @@ export async function triggerRun(trx: Trx, v: NewRun): Promise<TriggeredRun> {
   const id = newId();
   const actor = v.createdById ?? undefined;
   return admitIfFree(trx, id, v.stackId, await insertRun(trx, { id, ...v }, triggered(id, actor)), actor);
-}
-
-/**
- * triggerRunAtStackLock is triggerRun with the stack's lock taken by the same statement, at the latest
- * version of the stack's `pipeline`. Undefined when it triggered nothing (insertRunAtStackLock): the
- * caller then locks the stack and calls triggerRun.
- */
-export async function triggerRunAtStackLock(
-  trx: Trx,
-  v: Omit<NewRun, 'pipelineId' | 'pipelineVersionId'> & { stackId: string },
-  pipeline: 'change' | 'destroy',
-): Promise<(TriggeredRun & { stackProjectId: string; stackEnvironmentId: string }) | undefined> {
-  const id = newId();
-  const actor = v.createdById ?? undefined;
-  const inserted = await insertRunAtStackLock(trx, { id, ...v }, pipeline, triggered(id, actor));
-  if (!inserted) return undefined;
-  const run = await admitIfFree(trx, id, v.stackId, inserted, actor);
-  return { ...run, stackProjectId: inserted.stackProjectId, stackEnvironmentId: inserted.stackEnvironmentId };
 }
 
 function triggered(runId: string, actor: string | undefined): TransitionRecord {

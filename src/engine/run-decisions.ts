@@ -79,11 +79,8 @@ export type RunWrite =
   /** A change of an execution, guarded: it applies only while the row still has `from` and `leaseEpoch`. */
   | { kind: 'execution'; id: string; leaseEpoch: number; status: StatusChange<StepStatus>; set: ExecutionSet }
   | { kind: 'newExecution'; id: string; stepId: string; status: NewExecutionStatus; retryAttempt: number; reason: string }
-  /**
-   * A change of the run; with a status change, guarded: it applies only while the run still has `from`.
-   * `unlessAlready`: a run found already at `to` needs nothing (a parallel claim started it first).
-   */
-  | { kind: 'run'; status?: StatusChange<RunStatus>; set: RunSet; unlessAlready?: true }
+  /** A change of the run; with a status change, guarded: it applies only while the run still has `from`. */
+  | { kind: 'run'; status?: StatusChange<RunStatus>; set: RunSet }
   /** Dispatch a job for an existing QUEUED execution (a hand-back). */
   | { kind: 'dispatch'; id: string }
   /** Tell the worker running this execution to kill its process now. */
@@ -244,14 +241,10 @@ export type ClaimResult =
   | { kind: 'skip'; status: string };
 
 /**
- * claim moves a QUEUED execution to RUNNING under the worker's lease, with a new epoch. It is
- * decided on a run read without its lock (parallel steps of a run claim side by side), so its
- * writes are guarded: each applies only if its row is still as read. The first claim of an attempt
- * also moves the run to RUNNING; that write comes first, so a claim locks the run before its
- * execution, in the order every locked command does. Two parallel first claims both decide to start
- * the run: the second finds it started (`unlessAlready`) and goes on, rather than deciding again. `mayAdopt` is set when an earlier try of the
- * same claim failed without knowing whether it committed: an execution this worker already holds
- * is then its own claim.
+ * claim moves a QUEUED execution to RUNNING under the worker's lease, with a new epoch; the first
+ * claim of an attempt also moves the run to RUNNING. `mayAdopt` is set when an earlier try of the
+ * same claim failed without knowing whether it committed: an execution this worker already holds is
+ * then its own claim.
  */
 export function decideClaim(s: RunSnapshot, executionId: string, worker: { id: string; leaseMs: number; mayAdopt: boolean }, ctx: DecideContext): Decision<ClaimResult> {
   const e = s.executions.find((x) => x.id === executionId);
@@ -260,14 +253,9 @@ export function decideClaim(s: RunSnapshot, executionId: string, worker: { id: s
   }
   if (!e || e.status !== 'QUEUED') return { writes: [], result: { kind: 'skip', status: e?.status ?? 'SUPERSEDED' } };
   const claim = executionWrite(e, 'RUNNING', 'claimed by a worker', { lease: { owner: worker.id, ms: worker.leaseMs }, started: true });
-  const run = advance(applyWrites(s, [claim]), 'a step started', ctx);
-  // A claim finishes nothing, so all it can change besides its execution is the run's status: the
-  // start of the run, which the first of two parallel claims makes and the second then finds made.
-  const starts = run.map((w) => {
-    if (w.kind !== 'run') throw new Error(`a claim of ${executionId} would change more than its run`);
-    return { ...w, unlessAlready: true as const };
-  });
-  return { writes: [...starts, claim], result: { kind: 'claimed', leaseEpoch: e.leaseEpoch + 1, retryAttempt: e.retryAttempt, stepId: e.stepId } };
+  // A claim finishes nothing, so all it can change besides its execution is the run: its start.
+  const start = advance(applyWrites(s, [claim]), 'a step started', ctx);
+  return { writes: [claim, ...start], result: { kind: 'claimed', leaseEpoch: e.leaseEpoch + 1, retryAttempt: e.retryAttempt, stepId: e.stepId } };
 }
 
 export interface StepOutcome {

@@ -29,7 +29,7 @@ export interface LockedRunRow extends RunColumns {
   stack_source: JsonObject | null;
 }
 
-/** One execution as the run's read returns it (JSON, so the run and its steps are one round trip). */
+/** One execution as the run's read returns it. */
 export interface ExecutionJson
   extends Pick<Selectable<StepExecutionsTable>, 'id' | 'step_id' | 'status' | 'attempt_epoch' | 'retry_attempt' | 'lease_owner' | 'lease_epoch'> {
   lease_expired: boolean;
@@ -37,8 +37,8 @@ export interface ExecutionJson
   nothing_to_approve: boolean | null;
   /** For a QUEUED execution: the highest log line number so far (a handed-back attempt keeps its lines). */
   last_log_seq: number | null;
-  /** When its worker claimed it (JSON's timestamp text). */
-  started_at: string | null;
+  /** When its worker claimed it. */
+  started_at: Date | null;
 }
 
 /** What every command reads beside the run's own columns. */
@@ -53,27 +53,24 @@ const runFrom = (runs: 'pipeline_runs' | 'created') => sql`
     left join environments en on en.id = s.environment_id
     left join execution_environments ee on ee.id = en.execution_environment_id`;
 /**
- * readRun reads a run, its pipeline version's config and all its executions, in one round trip: the
- * executions come from `plinth_run_executions` (migrations/0012), which holds their field list.
- *
- * `lock: 'update'` is the lock of every command: `for no key update` of the run row (which does
- * not block the key-share locks of inserts that reference the run), then, by the function called on
- * the locked row, of its executions in id order and their read. The function's queries take their
- * snapshots once the run lock is granted: they see what the previous holder committed, and wait for
- * a claim in flight (claims lock only their own execution), so a command's guarded writes always
- * find the rows as it read them. The run's row is locked in a subquery so that the function is
- * called only after the lock, on the row's newest version.
- *
- * `lock: 'none'` is the claim's read, one statement and no lock: its writes are guarded instead.
+ * readRun is every command's read of a run, under its lock: the run row is locked (`for no key
+ * update`, which does not block the key-share locks of inserts that reference the run), then, by a
+ * statement of its own, its executions in id order. That statement takes its snapshot once the run's
+ * lock is granted, so it sees what the previous holder committed (the executions it inserted too),
+ * and its row locks wait for a claim in flight: what the command reads stays as read until it commits.
  */
-export async function readRun(trx: Executor, runId: string, lock: 'update' | 'none'): Promise<LockedRunRow | undefined> {
-  const { rows } =
-    lock === 'update'
-      ? await sql<LockedRunRow>`
-          select l.*, plinth_run_executions(l.id, true) as executions
-            from (${RUN_SELECT} ${runFrom('pipeline_runs')} where r.id = ${runId} for no key update of r) l`.execute(trx)
-      : await sql<LockedRunRow>`${RUN_SELECT}, plinth_run_executions(r.id, false) as executions ${runFrom('pipeline_runs')} where r.id = ${runId}`.execute(trx);
-  return rows[0];
+export async function readRun(trx: Executor, runId: string): Promise<LockedRunRow | undefined> {
+  const { rows } = await sql<Omit<LockedRunRow, 'executions'>>`${RUN_SELECT} ${runFrom('pipeline_runs')} where r.id = ${runId} for no key update of r`.execute(trx);
+  if (!rows[0]) return undefined;
+  const executions = await sql<ExecutionJson>`
+    select e.id, e.step_id, e.status, e.attempt_epoch, e.retry_attempt, e.lease_owner, e.lease_epoch, e.started_at,
+           coalesce(e.lease_expires_at < now(), false) as lease_expired,
+           coalesce(e.output_data -> 'needsApproval' = 'false'::jsonb, false) as nothing_to_approve,
+           case when e.status = 'QUEUED' then (select coalesce(max(seq), 0) from step_logs where step_execution_id = e.id) end as last_log_seq
+      from step_executions e where e.pipeline_run_id = ${runId}
+     order by e.id
+       for no key update of e`.execute(trx);
+  return { ...rows[0], executions: executions.rows };
 }
 
 /** One row of the append-only history, written by the same statement as the change it records. */
@@ -97,6 +94,11 @@ export function transitionValues(t: TransitionRecord) {
   };
 }
 
+/** A history row, written by the transaction of the change it records. */
+export async function insertTransition(trx: Executor, t: TransitionRecord): Promise<void> {
+  await trx.insertInto('run_transitions').values(transitionValues(t)).execute();
+}
+
 /** The history row of a change, written only when the change (the CTE `source`) wrote its row. */
 export function historyFrom(source: string, t: TransitionRecord) {
   const v = transitionValues(t);
@@ -108,7 +110,7 @@ export function historyFrom(source: string, t: TransitionRecord) {
 /** A change of a run: its new status, if any, and what the decision sets beside it. */
 export type RunChanges = RunSet & { status?: RunStatus };
 
-/** The update of a run (its guard and history row are the caller's: decision-statement.repo.ts). */
+/** The update of a run (its guard and history row are the caller's: locked-run.ts). */
 export function runUpdate(db: QueryCreator<Database>, id: string, c: RunChanges) {
   return db
     .updateTable('pipeline_runs')
@@ -153,92 +155,25 @@ export interface InsertedRun {
 /**
  * insertRun creates a QUEUED run and, in the same statement, its first history row; for a stack run
  * also the stack queue's claim (claimStackForRun): the run becomes the stack's latest, and its active
- * run when it had none. The caller holds the stack's row lock. Returns the run from the insert's own
- * result, and the stack's active run afterwards (null without a stack): the run itself when it got
- * the stack.
+ * run when it had none. The caller holds the stack's row lock. Returns the run as the insert returned
+ * it, and the stack's active run afterwards (null without a stack): the run itself when it got the stack.
  */
 export async function insertRun(trx: Executor, v: NewRunValues, transition: TransitionRecord): Promise<InsertedRun> {
-  const source = {
-    ctes: [],
-    from: sql`(select 1) as one`,
-    pipelineId: sql`${v.pipelineId}::text`,
-    versionId: sql`${v.pipelineVersionId}::text`,
-    stackColumns: sql`null::text as stack_project_id, null::text as stack_environment_id`,
-  };
-  const { run, stackActiveRunId } = splitInserted((await insertRunFrom(trx, v, transition, source))!);
-  return { run, stackActiveRunId };
-}
-
-/**
- * insertRunAtStackLock is the trigger's lock of the stack (as lockStackForRun) and insertRun in one
- * statement, for a stack the statement finds as its snapshot saw it. The insert is made only when the
- * row it locked is the one its snapshot sees (same xmin): nothing changed the stack while the lock
- * waited, so what it read is what a statement begun after the lock would read. Undefined when it
- * inserted nothing (no such stack, no version of its pipeline, or the stack changed under the lock):
- * the caller then locks and inserts in two statements, as before, holding the lock if it was taken.
- */
-export async function insertRunAtStackLock(
-  trx: Executor,
-  v: RunFields & { stackId: string },
-  pipeline: 'change' | 'destroy',
-  transition: TransitionRecord,
-): Promise<(InsertedRun & { stackProjectId: string; stackEnvironmentId: string }) | undefined> {
-  const pipelineColumn = sql.raw(pipeline === 'destroy' ? 's.destroy_pipeline_id' : 's.change_pipeline_id');
-  const locked = sql`locked as (
-    select s.id, s.xmin as locked_xmin, s.project_id, s.environment_id, ${pipelineColumn} as pipeline_id
-      from stacks s where s.id = ${v.stackId} and s.organization_id = ${v.organizationId} for update)`;
-  const fresh = sql`fresh as (
-    select l.*, (select v.id from pipeline_versions v join pipelines p on p.id = v.pipeline_id and p.latest_version = v.version
-                  where v.pipeline_id = l.pipeline_id) as version_id
-      from locked l where l.locked_xmin = (select xmin from stacks where id = ${v.stackId}))`;
-  const source = {
-    ctes: [locked, fresh],
-    from: sql`fresh where fresh.version_id is not null`,
-    pipelineId: sql`fresh.pipeline_id`,
-    versionId: sql`fresh.version_id`,
-    stackColumns: sql`(select project_id from fresh) as stack_project_id, (select environment_id from fresh) as stack_environment_id`,
-  };
-  const row = await insertRunFrom(trx, v, transition, source);
-  return row && { ...splitInserted(row), stackProjectId: row.stack_project_id!, stackEnvironmentId: row.stack_environment_id! };
-}
-
-/** A run's own fields, whatever says which pipeline version it runs. */
-type RunFields = Omit<NewRunValues, 'pipelineId' | 'pipelineVersionId'>;
-
-type InsertedRow = InsertedRunRow & { stack_active_run_id: string | null; stack_project_id: string | null; stack_environment_id: string | null };
-
-function splitInserted(row: InsertedRow): InsertedRun {
-  const { stack_active_run_id, stack_project_id: _project, stack_environment_id: _environment, ...run } = row;
-  return { run, stackActiveRunId: stack_active_run_id };
-}
-
-interface RunValuesSource {
-  /** CTEs the insert reads from, before it. */
-  ctes: RawBuilder<unknown>[];
-  /** The insert's `from` (one row, or none to insert nothing). */
-  from: RawBuilder<unknown>;
-  pipelineId: RawBuilder<unknown>;
-  versionId: RawBuilder<unknown>;
-  /** The stack's project and environment, as the source read them (nulls when it read no stack). */
-  stackColumns: RawBuilder<unknown>;
-}
-
-async function insertRunFrom(trx: Executor, v: RunFields, transition: TransitionRecord, source: RunValuesSource): Promise<InsertedRow | undefined> {
-  const { rows } = await sql<InsertedRow>`
-    with ${sql.join([...source.ctes, sql`created as (
+  const { rows } = await sql<InsertedRunRow & { stack_active_run_id: string | null }>`
+    with created as (
       insert into pipeline_runs (id, organization_id, pipeline_id, pipeline_version_id, stack_id, status, action, autoapprove, description,
                                  input, created_by_id, commit_sha, trigger_metadata)
-      select ${v.id}, ${v.organizationId}, ${source.pipelineId}, ${source.versionId}, ${v.stackId}, 'QUEUED', ${v.action}, ${v.autoapprove},
-             ${v.description}, ${v.input === null ? null : JSON.stringify(v.input)}::jsonb, ${v.createdById}, ${v.commitSha ?? null},
-             ${v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null}::jsonb
-        from ${source.from}
-      returning *)`])},
+      values (${v.id}, ${v.organizationId}, ${v.pipelineId}, ${v.pipelineVersionId}, ${v.stackId}, 'QUEUED', ${v.action}, ${v.autoapprove},
+              ${v.description}, ${v.input === null ? null : JSON.stringify(v.input)}::jsonb, ${v.createdById}, ${v.commitSha ?? null},
+              ${v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null}::jsonb)
+      returning *),
     history as (${historyFrom('created', transition)}),
     stack as (
       update stacks set active_run_id = coalesce(active_run_id, ${v.id}), latest_run_id = ${v.id}, updated_at = now()
        where id = (select stack_id from created)
       returning active_run_id)
-    select r.*, ${RUN_JOINED}, '[]'::json as executions, (select active_run_id from stack) as stack_active_run_id, ${source.stackColumns}
+    select r.*, ${RUN_JOINED}, (select active_run_id from stack) as stack_active_run_id
     ${runFrom('created')}`.execute(trx);
-  return rows[0];
+  const { stack_active_run_id, ...run } = rows[0];
+  return { run: { ...run, executions: [] }, stackActiveRunId: stack_active_run_id };
 }

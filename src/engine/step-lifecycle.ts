@@ -3,7 +3,7 @@ import { isRetryableDbError, withRetries, type RetryOptions } from '../platform/
 import { metrics } from '../platform/metrics/metrics.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
 import { enqueueStepJob, findExpiredLeases, findStaleDispatches, renewLeases } from './executions.repo.ts';
-import { StaleWriteError, withLockedRun, withReadRun } from './locked-run.ts';
+import { StaleWriteError, withLockedRun } from './locked-run.ts';
 import { decideClaim, decideComplete, decideHandBack, decideReap, stepOf, type HeldAttempt, type StepOutcome } from './run-decisions.ts';
 import type { LockedRunRow } from './runs.repo.ts';
 import type { LogTail } from './log-sink.ts';
@@ -42,42 +42,33 @@ export interface ClaimWorker {
 }
 
 /**
- * claimStep moves a QUEUED execution to RUNNING under this worker's lease and a new lease epoch.
- * Undefined when it is no longer QUEUED (cancelled, claimed through a duplicate job): the job is
- * then a no-op, which makes a redispatch safe. A claim reads the run without locking it and writes
- * in one guarded statement (withReadRun): two round trips. Should its writes find the rows changed,
- * or the statement go unacknowledged, it is decided again (and recognizes its own lease, mayAdopt),
- * so a claim is neither doubled nor lost to a fault.
+ * claimStep moves a QUEUED execution to RUNNING under this worker's lease and a new lease epoch, under
+ * the run's lock as every command does. Undefined when it is no longer QUEUED (cancelled, claimed
+ * through a duplicate job): the job is then a no-op, which makes a redispatch safe. A try whose commit
+ * went unacknowledged is decided again and recognizes its own lease (mayAdopt), so a claim is neither
+ * doubled nor lost to a fault.
  */
 export async function claimStep(db: Db, executionId: string, runId: string, worker: ClaimWorker, retry: RetryOptions = {}): Promise<ClaimedStep | undefined> {
   const claimOnce = (mayAdopt: boolean) =>
-    withReadRun<ClaimedStep | undefined>(db, runId, (s, ctx, row) => {
-      const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt }, ctx);
-      if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
-      const { config, execution_environment_type, execution_environment_egress_allow, executions, ...run } = row;
-      const claimed: ClaimedStep = {
-        executionId,
-        leaseEpoch: d.result.leaseEpoch,
-        run,
-        step: stepOf(s, d.result.stepId),
-        retryAttempt: d.result.retryAttempt,
-        executionEnvironmentType: execution_environment_type,
-        egressAllow: execution_environment_egress_allow,
-        nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
-      };
-      return { writes: d.writes, result: claimed };
-    }, { actor: worker.id });
-  return withRetries(async (attempt) => {
-    // A stale read (the execution changed between the read and the write: a cancel, a duplicate job)
-    // is decided again at once: nothing was written, and the next read sees what changed.
-    for (let stale = 0; ; stale++) {
-      try {
-        return await claimOnce(attempt > 1);
-      } catch (error) {
-        if (!(error instanceof StaleWriteError) || stale >= 3) throw error;
-      }
-    }
-  }, { ...retry, isRetryable: retryable });
+    db.transaction().execute((trx) =>
+      withLockedRun<ClaimedStep | undefined>(trx, runId, (s, ctx, row) => {
+        const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt }, ctx);
+        if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
+        const { config, execution_environment_type, execution_environment_egress_allow, executions, ...run } = row;
+        const claimed: ClaimedStep = {
+          executionId,
+          leaseEpoch: d.result.leaseEpoch,
+          run,
+          step: stepOf(s, d.result.stepId),
+          retryAttempt: d.result.retryAttempt,
+          executionEnvironmentType: execution_environment_type,
+          egressAllow: execution_environment_egress_allow,
+          nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
+        };
+        return { writes: d.writes, result: claimed };
+      }, { actor: worker.id }),
+    );
+  return withRetries((attempt) => claimOnce(attempt > 1), { ...retry, isRetryable: retryable });
 }
 
 /**

@@ -5,7 +5,7 @@ import { ChannelListener } from '../platform/db/listener.ts';
 import type { RetryOptions } from '../platform/db/retry.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { EngineConfig } from './engine-config.ts';
-import { STEP_STOP_CHANNEL } from './decision-statement.repo.ts';
+import { STEP_STOP_CHANNEL } from './executions.repo.ts';
 import { engineError } from './engine-errors.ts';
 import { LogSink } from './log-sink.ts';
 import { startQueue, type Queue, type StepExecutePayload } from './queue.ts';

@@ -88,27 +88,6 @@ export function lockStackInOrg(trx: Trx, organizationId: string, id: string): Pr
   return selectStacks(trx).where('organization_id', '=', organizationId).where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
-/**
- * lockStackForRun is lockStackInOrg plus, in the same statement, the latest version of the pipeline a
- * run of `pipeline` runs (null should it have none): the trigger's first read is one round trip.
- */
-export function lockStackForRun(trx: Trx, organizationId: string, id: string, pipeline: 'change' | 'destroy'): Promise<(StackRow & { run_version_id: string | null }) | undefined> {
-  const pipelineColumn = pipeline === 'destroy' ? 'stacks.destroy_pipeline_id' : 'stacks.change_pipeline_id';
-  return selectStacks(trx)
-    .select((eb) =>
-      eb
-        .selectFrom('pipeline_versions as v')
-        .innerJoin('pipelines as p', (join) => join.onRef('p.id', '=', 'v.pipeline_id').onRef('p.latest_version', '=', 'v.version'))
-        .select('v.id')
-        .whereRef('v.pipeline_id', '=', pipelineColumn)
-        .as('run_version_id'),
-    )
-    .where('stacks.organization_id', '=', organizationId)
-    .where('stacks.id', '=', id)
-    .forUpdate()
-    .executeTakeFirst();
-}
-
 export function findStacksPage(
   db: Executor,
   organizationId: string,

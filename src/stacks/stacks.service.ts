@@ -10,7 +10,7 @@ import { parsePipelineConfig } from '../pipelines/pipeline-config.validate.ts';
 import { deletePipelinesByIds, findLatestPipelineVersion, insertPipelineWithFirstVersion } from '../pipelines/pipelines.repo.ts';
 import { getProjectRow } from '../projects/projects.service.ts';
 import { assertCodeSourceUsable } from '../code-sources/code-sources.service.ts';
-import { triggerRun, triggerRunAtStackLock, type TriggeredRun } from '../engine/run-commands.ts';
+import { triggerRun, type TriggeredRun } from '../engine/run-commands.ts';
 import { hasActiveRunOfStack } from '../runs/runs.repo.ts';
 import { runRowToRun } from '../runs/runs.map.ts';
 import { DEFAULT_CHANGE_PIPELINE, DEFAULT_DESTROY_PIPELINE } from './default-pipelines.ts';
@@ -19,7 +19,6 @@ import {
   findStackById,
   findStacksPage,
   insertStack,
-  lockStackForRun,
   lockStackInOrg,
   lockStacksOfCodeSource,
   stackRowToStack,
@@ -129,7 +128,6 @@ export async function deleteStack(db: Db, principal: Principal, id: string) {
  */
 export async function triggerStackRun(db: Db, principal: Principal, stackId: string, input: TriggerStackRun) {
   const action = input.action ?? 'apply';
-  const pipeline = action === 'destroy' ? 'destroy' : 'change';
   const run = {
     organizationId: principal.organizationId,
     stackId,
@@ -140,15 +138,15 @@ export async function triggerStackRun(db: Db, principal: Principal, stackId: str
     createdById: principal.userId,
   };
   return db.transaction().execute(async (trx) => {
-    // As this transaction leaves it: the response shows the run as triggered, before any worker saw it.
-    const atLock = await triggerRunAtStackLock(trx, run, pipeline);
-    if (atLock) return triggeredRunToRun(atLock, atLock.stackProjectId, atLock.stackEnvironmentId);
-    // The stack is missing, has no pipeline version, or changed while the lock waited: lock, then read afresh.
-    const stack = await lockStackForRun(trx, principal.organizationId, stackId, pipeline);
+    const stack = await lockStackInOrg(trx, principal.organizationId, stackId);
     if (!stack) throw new NotFoundError('Stack', stackId);
     const pipelineId = action === 'destroy' ? stack.destroy_pipeline_id : stack.change_pipeline_id;
-    if (!stack.run_version_id) throw new NotFoundError('Pipeline', pipelineId);
-    const triggered = await triggerRun(trx, { ...run, pipelineId, pipelineVersionId: stack.run_version_id });
+    // Read once the stack's lock is held: a change of the stack that committed while this waited
+    // (a new pipeline version) is what the run runs.
+    const version = await findLatestPipelineVersion(trx, pipelineId);
+    if (!version) throw new NotFoundError('Pipeline', pipelineId);
+    const triggered = await triggerRun(trx, { ...run, pipelineId, pipelineVersionId: version.id });
+    // As this transaction leaves it: the response shows the run as triggered, before any worker saw it.
     return triggeredRunToRun(triggered, stack.project_id, stack.environment_id);
   });
 }
