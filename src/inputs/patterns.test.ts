@@ -36,6 +36,10 @@ describe('patternProblem', () => {
     }
   });
 
+  it('a syntax error quotes the pattern as written, not as rewritten', () => {
+    assert.doesNotMatch(patternProblem('\\s[')!, /x\{a0\}/);
+  });
+
   it('refuses overlong patterns and patterns that compile to too many instructions', () => {
     assert.equal(patternProblem('a'.repeat(MAX_PATTERN_LENGTH + 1)), `is longer than ${MAX_PATTERN_LENGTH} characters`);
     assert.equal(patternProblem('(a|aa){300}'), `compiles to more than ${MAX_PROGRAM_SIZE} instructions; use smaller repetition counts`);
@@ -61,6 +65,22 @@ describe('matchPattern', () => {
   it('counts code points: an astral character is one', () => {
     assert.equal(matchPattern('^.$', '😀'), 'match');
     assert.equal(matchPattern('^.{2}$', '😀'), 'no-match');
+  });
+
+  it('keeps ECMAScript\'s `.`: no line terminator, unless (?s)', () => {
+    for (const terminator of ['\n', '\r', '\u2028', '\u2029']) {
+      assert.equal(matchPattern('^a.b$', `a${terminator}b`), 'no-match', JSON.stringify(terminator));
+      assert.equal(matchPattern('(?s)^a.b$', `a${terminator}b`), 'match', JSON.stringify(terminator));
+    }
+    assert.equal(matchPattern('^a[.]b$', 'a.b'), 'match');
+    assert.equal(matchPattern('^a\\.b$', 'axb'), 'no-match');
+  });
+
+  it('keeps ECMAScript\'s `\\s` and `\\S`: Unicode spaces and line terminators', () => {
+    for (const space of ['\u000b', '\u00a0', '\u2003', '\u3000', '\ufeff', '\u2028']) {
+      assert.equal(matchPattern('^\\S+$', `a${space}b`), 'no-match', JSON.stringify(space));
+      assert.equal(matchPattern('^a\\sb$', `a${space}b`), 'match', JSON.stringify(space));
+    }
   });
 
   it('answers hostile shapes on hostile values in linear time', () => {

@@ -1,4 +1,5 @@
 import { RE2JS, RE2JSException } from 're2js';
+import { rewriteForSearch } from './pattern-rewrite.ts';
 
 /**
  * User `patterns` are compiled and matched by RE2 (re2js, in JavaScript): it never backtracks, so a
@@ -22,13 +23,23 @@ function describe(error: unknown): string {
   return `is not a valid regular expression (${reason}); patterns are RE2 syntax, without backreferences or lookaround`;
 }
 
+/** The error names the user's text rather than the rewrite, which fails only where the pattern does. */
+function syntaxProblem(pattern: string, rewriteError: unknown): string {
+  try {
+    RE2JS.compile(pattern);
+  } catch (error) {
+    return describe(error);
+  }
+  return describe(rewriteError);
+}
+
 function compileUncached(pattern: string): Compiled {
   if (pattern.length > MAX_PATTERN_LENGTH) return { problem: `is longer than ${MAX_PATTERN_LENGTH} characters` };
   let re: RE2JS;
   try {
-    re = RE2JS.compile(pattern);
+    re = RE2JS.compile(rewriteForSearch(pattern));
   } catch (error) {
-    return { problem: describe(error) };
+    return { problem: syntaxProblem(pattern, error) };
   }
   if (re.programSize() > MAX_PROGRAM_SIZE) {
     return { problem: `compiles to more than ${MAX_PROGRAM_SIZE} instructions; use smaller repetition counts` };
