@@ -60,14 +60,14 @@ describe('default-value definitions', () => {
       label: 'X',
       type: 'object',
       properties: [
-        { id: 'name', label: 'Name', type: 'string', patterns: [{ pattern: '^(a+)+$', message: 'a' }] },
+        { id: 'name', label: 'Name', type: 'string', patterns: [{ pattern: '^(a)\\1$', message: 'a' }] },
         { id: 'size', label: 'Size', type: 'number', min: 10, max: 1, default: { $defaultValue: 'nowhere' } },
       ],
     });
     assert.equal(res.status, 422);
     assert.equal(res.body.code, 'Api:DefaultValueDefinition:INVALID_SCHEMA');
     assert.deepEqual(res.body.details[0].items, [
-      '/data/schema/properties/0/patterns/0/pattern: can backtrack catastrophically (nested quantifiers or too many repetitions)',
+      '/data/schema/properties/0/patterns/0/pattern: is not a valid regular expression (invalid escape sequence: `\\1`); patterns are RE2 syntax, without backreferences or lookaround',
       '/data/schema/properties/1/min: must not be greater than max',
       '/data/schema: $defaultValue nowhere names no definition of this organization',
     ]);

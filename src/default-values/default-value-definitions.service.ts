@@ -7,7 +7,6 @@ import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { checkInputProperty, defaultValueRefsOf } from '../inputs/check-property.ts';
 import type { InputProperty } from '../inputs/inputs.schema.ts';
-import { PatternBudget } from '../inputs/patterns.ts';
 import { formatProblems, validateValue } from '../inputs/validate-value.ts';
 import {
   definitionRowToDefinition,
@@ -31,8 +30,8 @@ const MAX_NAMED_VALUES = 20;
  * assertSchemaSound refuses (422) a schema its own rules contradict, and `$defaultValue` references to
  * definitions the organization does not have, or to the definition itself (a cycle of one).
  */
-async function assertSchemaSound(db: Executor, organizationId: string, schema: InputProperty, selfGivenId: string, budget: PatternBudget) {
-  const problems = formatProblems(checkInputProperty(schema, budget), '/data/schema');
+async function assertSchemaSound(db: Executor, organizationId: string, schema: InputProperty, selfGivenId: string) {
+  const problems = formatProblems(checkInputProperty(schema), '/data/schema');
   const refs = [...new Set(defaultValueRefsOf(schema))];
   const found = new Set((await findDefinitionsByGivenIds(db, organizationId, refs)).map((d) => d.given_id));
   for (const ref of refs) {
@@ -49,19 +48,15 @@ function assertUserOwned(row: DefinitionRow) {
   }
 }
 
-/**
- * Every stored value must still satisfy a changed schema; a 422 names the values that would not. The
- * pattern matches of all the values share the request's budget, so a schema change cannot block the
- * server for as long as the values take to check one by one.
- */
-async function assertValuesFit(trx: Trx, definitionId: string, schema: InputProperty, budget: PatternBudget) {
+/** Every stored value must still satisfy a changed schema; a 422 names the values that would not. */
+async function assertValuesFit(trx: Trx, definitionId: string, schema: InputProperty) {
   const broken: string[] = [];
   let brokenCount = 0;
   let after: string | undefined;
   for (;;) {
     const batch = await findDefinitionValuesBatch(trx, definitionId, after, 500);
     for (const row of batch) {
-      const problems = validateValue({ ...schema, required: true } as InputProperty, row.value, budget);
+      const problems = validateValue({ ...schema, required: true } as InputProperty, row.value);
       if (problems.length === 0) continue;
       brokenCount++;
       if (brokenCount <= MAX_NAMED_VALUES) {
@@ -85,7 +80,7 @@ export async function getDefinitionRow(db: Executor, principal: Principal, id: s
 
 /** createDefinition adds a USER definition; its givenId is unique within the organization. */
 export async function createDefinition(db: Db, principal: Principal, input: CreateDefaultValueDefinition) {
-  await assertSchemaSound(db, principal.organizationId, input.schema, input.givenId, new PatternBudget());
+  await assertSchemaSound(db, principal.organizationId, input.schema, input.givenId);
   const insert = insertDefinition(db, { id: newId(), organizationId: principal.organizationId, createdByType: 'USER', ...input });
   const row = await rethrowAs(insert, isUniqueViolation, () => new ConflictError(ENTITY, 'ALREADY_EXISTS', `A definition with givenId ${input.givenId} already exists`));
   return definitionRowToDefinition(row);
@@ -110,9 +105,8 @@ export async function updateDefinitionFields(db: Db, principal: Principal, id: s
     assertUserOwned(current);
     if (isEmptyPatch(changes)) return definitionRowToDefinition(current);
     if (changes.schema !== undefined) {
-      const budget = new PatternBudget();
-      await assertSchemaSound(trx, principal.organizationId, changes.schema, current.given_id, budget);
-      await assertValuesFit(trx, id, changes.schema, budget);
+      await assertSchemaSound(trx, principal.organizationId, changes.schema, current.given_id);
+      await assertValuesFit(trx, id, changes.schema);
     }
     return definitionRowToDefinition(await updateDefinition(trx, id, changes));
   });

@@ -1,5 +1,5 @@
 import { DEFAULT_VALUE_REF_KEY, type InputProperty } from './inputs.schema.ts';
-import { PatternBudget, patternProblem } from './patterns.ts';
+import { patternProblem } from './patterns.ts';
 import { validateValue, type Problem } from './validate-value.ts';
 
 /** Deeper nesting than this is refused: it only ever comes from a generated or hostile schema. */
@@ -27,14 +27,14 @@ function checkUnique(values: string[], path: (i: number) => string, what: string
 }
 
 /** Sibling inputs: ids are unique and every show_when names a sibling. */
-function checkChildren(children: InputProperty[], path: string, depth: number, out: Problem[], budget: PatternBudget, extraIds: string[] = []) {
+function checkChildren(children: InputProperty[], path: string, depth: number, out: Problem[], extraIds: string[] = []) {
   checkUnique(children.map((c) => c.id), (i) => `${path}/${i}/id`, 'input id', out);
   const ids = new Set([...children.map((c) => c.id), ...extraIds]);
   children.forEach((child, i) => {
     for (const key of Object.keys(child.show_when ?? {})) {
       if (!ids.has(key) || key === child.id) out.push({ path: `${path}/${i}/show_when/${key}`, message: 'does not name a sibling input' });
     }
-    walk(child, `${path}/${i}`, depth + 1, out, budget);
+    walk(child, `${path}/${i}`, depth + 1, out);
   });
 }
 
@@ -42,7 +42,7 @@ function isDefaultValueRef(value: unknown): boolean {
   return typeof value === 'object' && value !== null && DEFAULT_VALUE_REF_KEY in value;
 }
 
-function walk(p: InputProperty, path: string, depth: number, out: Problem[], budget: PatternBudget) {
+function walk(p: InputProperty, path: string, depth: number, out: Problem[]) {
   if (depth > MAX_DEPTH) {
     out.push({ path, message: `nests deeper than ${MAX_DEPTH} levels` });
     return;
@@ -62,45 +62,45 @@ function walk(p: InputProperty, path: string, depth: number, out: Problem[], bud
   }
   switch (p.type) {
     case 'array':
-      walk(p.items, `${path}/items`, depth + 1, out, budget);
+      walk(p.items, `${path}/items`, depth + 1, out);
       break;
     case 'object':
     case 'section':
     case 'object_map':
     case 'object_array':
-      checkChildren(p.properties, `${path}/properties`, depth, out, budget);
+      checkChildren(p.properties, `${path}/properties`, depth, out);
       break;
     case 'compound':
       checkUnique(p.options.map((o) => o.value), (i) => `${path}/options/${i}/value`, 'option value', out);
       p.options.forEach((o, i) => {
         if (o.properties.some((c) => c.id === 'kind')) out.push({ path: `${path}/options/${i}/properties`, message: '"kind" is reserved for the choice' });
-        checkChildren(o.properties, `${path}/options/${i}/properties`, depth, out, budget, ['kind']);
+        checkChildren(o.properties, `${path}/options/${i}/properties`, depth, out, ['kind']);
       });
       break;
   }
   // A literal default is checked only once the shape itself is sound, so its problems are meaningful.
   if (out.length === 0 && p.default !== undefined && !isDefaultValueRef(p.default)) {
-    for (const problem of validateValue({ ...p, required: false } as InputProperty, p.default, budget)) {
+    for (const problem of validateValue({ ...p, required: false } as InputProperty, p.default)) {
       out.push({ path: `${path}/default${problem.path}`, message: problem.message });
     }
   }
 }
 
 /**
- * checkInputProperty finds what a well-typed InputProperty still gets wrong: unsafe or invalid
- * patterns, inverted ranges, duplicate ids or options, show_when naming no sibling, too deep nesting,
+ * checkInputProperty finds what a well-typed InputProperty still gets wrong: patterns RE2 cannot
+ * compile or that are too large, inverted ranges, duplicate ids or options, show_when naming no sibling, too deep nesting,
  * and a literal default that its own property refuses. Paths are JSON Pointers into the property.
  */
-export function checkInputProperty(property: InputProperty, budget = new PatternBudget()): Problem[] {
+export function checkInputProperty(property: InputProperty): Problem[] {
   const out: Problem[] = [];
-  walk(property, '', 0, out, budget);
+  walk(property, '', 0, out);
   return out;
 }
 
 /** checkInputProperties checks a list of sibling inputs (a module version's inputs): each one, unique ids, show_when. */
-export function checkInputProperties(properties: InputProperty[], budget = new PatternBudget()): Problem[] {
+export function checkInputProperties(properties: InputProperty[]): Problem[] {
   const out: Problem[] = [];
-  checkChildren(properties, '', 0, out, budget);
+  checkChildren(properties, '', 0, out);
   return out;
 }
 

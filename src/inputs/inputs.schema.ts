@@ -52,7 +52,7 @@ export const Option = Type.Object(
 
 export const Pattern = Type.Object(
   {
-    pattern: Type.String({ minLength: 1, maxLength: 512, description: 'ECMAScript regular expression; catastrophic-backtracking patterns are refused' }),
+    pattern: Type.String({ minLength: 1, maxLength: 512, description: 'RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md' }),
     message: Type.String({ minLength: 1, maxLength: 1024 }),
   },
   { additionalProperties: false },

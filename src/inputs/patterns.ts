@@ -1,134 +1,120 @@
-import vm from 'node:vm';
-import safeRegex from 'safe-regex2';
-import { AppError } from '../platform/errors.ts';
+import { RE2JS, RE2JSException } from 're2js';
+import { rewriteForSearch } from './pattern-rewrite.ts';
 
 /**
- * Safe `patterns`. Two layers, because no static check catches every slow expression:
- * 1. When a schema is stored, a pattern is refused if it does not compile, is longer than
- *    MAX_PATTERN_LENGTH, nests quantifiers (star height > 1, e.g. `(a+)+`, found by safe-regex2), has
- *    more than 25 quantifiers, or uses backreferences (which make matching exponential by nature).
- * 2. Every match runs in a separate V8 context with a MATCH_TIMEOUT_MS time bound, which catches what the
- *    static check misses (e.g. overlapping alternation `(a|a)*$`). A timed-out match is reported as a
- *    problem of the value, never as a pass.
- * 3. All the matches of one request share a PatternBudget of REQUEST_PATTERN_BUDGET_MS: many slow
- *    matches (many values, many patterns, or a schema change re-checking every stored value) cannot add
- *    up to a blocked server. A request that spends it is a 422 `Api:Request:CHECK_BUDGET_EXCEEDED`.
+ * User `patterns` are compiled and matched by RE2 (re2js, in JavaScript): it never backtracks, so a
+ * match takes time linear in the length of the value whatever the pattern, and no match needs a time
+ * limit. The price is RE2's syntax, which has no backreferences and no lookaround; a pattern RE2
+ * cannot compile is refused when a schema is written. A match is a search, as JSON Schema's `pattern`
+ * is: `^` and `$` anchor it (docs/inputs.md).
  */
 export const MAX_PATTERN_LENGTH = 512;
-export const MATCH_TIMEOUT_MS = 40;
-export const REQUEST_PATTERN_BUDGET_MS = 80;
+/**
+ * Linear time is still a cost per character and per instruction: `(a|aa){300}` is a short pattern but
+ * thousands of instructions, which a match may all visit at every character. This admits `^.{1,256}$`.
+ */
+export const MAX_PROGRAM_SIZE = 1000;
 
-/** 422: the request's pattern checks needed more time than one request may spend on them. */
-export class PatternBudgetExceededError extends AppError {
-  constructor(budgetMs: number) {
-    super(422, 'Api:Request:CHECK_BUDGET_EXCEEDED', `Checking the values against their patterns took longer than this request may spend (${budgetMs} ms in all); use simpler patterns or fewer, shorter values`);
-  }
+type Compiled = { re: RE2JS; problem?: undefined } | { re?: undefined; problem: string };
+
+function describe(error: unknown): string {
+  if (!(error instanceof RE2JSException)) throw error;
+  const reason = error.message.replace(/^error parsing regexp: /, '');
+  return `is not a valid regular expression (${reason}); patterns are RE2 syntax, without backreferences or lookaround`;
 }
 
-/** The time one request may still spend matching patterns; every match draws on it. */
-export class PatternBudget {
-  private remainingMs: number;
-  constructor(readonly totalMs = REQUEST_PATTERN_BUDGET_MS) {
-    this.remainingMs = totalMs;
-  }
-  get remaining(): number {
-    return this.remainingMs;
-  }
-  spend(ms: number): void {
-    this.remainingMs -= ms;
-  }
-  exceeded(): PatternBudgetExceededError {
-    return new PatternBudgetExceededError(this.totalMs);
-  }
-}
-
-// Patterns are compiled without flags: `u` would change what a stored pattern means between engines.
-const BACKREFERENCE = /\\[1-9]|\\k</;
-
-/** patternProblem says why a pattern may not be stored, or undefined when it is safe. */
-export function patternProblem(pattern: string): string | undefined {
-  if (pattern.length > MAX_PATTERN_LENGTH) return `is longer than ${MAX_PATTERN_LENGTH} characters`;
+/** The error names the user's text rather than the rewrite, which fails only where the pattern does. */
+function syntaxProblem(pattern: string, rewriteError: unknown): string {
   try {
-    new RegExp(pattern);
+    RE2JS.compile(pattern);
   } catch (error) {
-    return `is not a valid regular expression (${(error as Error).message})`;
+    return describe(error);
   }
-  if (BACKREFERENCE.test(pattern)) return 'uses a backreference, which can make matching exponentially slow';
-  if (!safeRegex(pattern)) return 'can backtrack catastrophically (nested quantifiers or too many repetitions)';
-  return undefined;
+  return describe(rewriteError);
 }
 
-const compiled = new Map<string, RegExp>();
-const MAX_CACHED = 1000;
-
-function compile(pattern: string): RegExp {
-  let re = compiled.get(pattern);
-  if (!re) {
-    re = new RegExp(pattern);
-    if (compiled.size >= MAX_CACHED) compiled.delete(compiled.keys().next().value!);
-    compiled.set(pattern, re);
+function compileUncached(pattern: string): Compiled {
+  if (pattern.length > MAX_PATTERN_LENGTH) return { problem: `is longer than ${MAX_PATTERN_LENGTH} characters` };
+  let re: RE2JS;
+  try {
+    re = RE2JS.compile(rewriteForSearch(pattern));
+  } catch (error) {
+    return { problem: syntaxProblem(pattern, error) };
   }
-  return re;
+  if (re.programSize() > MAX_PROGRAM_SIZE) {
+    return { problem: `compiles to more than ${MAX_PROGRAM_SIZE} instructions; use smaller repetition counts` };
+  }
+  return { re };
 }
-
-const sandbox = vm.createContext({ re: /(?:)/, input: '' });
-const runTest = new vm.Script('re.test(input)');
-// The first run in a context, and the first with a time limit (which starts V8's watchdog), cost
-// milliseconds on a busy machine: pay them now, not inside the first request's budget.
-runTest.runInContext(sandbox, { timeout: 1000 });
-
-export type MatchResult = 'match' | 'no-match' | 'timeout' | 'invalid';
-
-/** CPU time this process has used, in ms: what a match costs the server, whatever else the machine runs. */
-function cpuMs(): number {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
-}
-
-/** A run that ends on the wall-clock limit with less CPU than this share of it was descheduled, not slow. */
-const BUSY_SHARE = 0.8;
-const MAX_RETRIES = 20;
 
 /**
- * matchPattern tests a value against a pattern within MATCH_TIMEOUT_MS and what is left of the budget;
- * it throws PatternBudgetExceededError once the budget is spent. Limits and budget count the CPU time
- * the match took: V8's limit is wall-clock, so on a machine busier than its cores a match that ran out
- * of wall time without using most of it on the CPU is run again for what is left, rather than refused.
- * On an idle machine CPU and wall time are the same, and no match blocks the server longer than the limit.
+ * Compiling costs far more than matching (half a millisecond for `^.{1,256}$`, a microsecond to match
+ * it), so compiled patterns are kept. A compiled pattern also keeps the DFA states its matches built,
+ * which grow with the characters it has seen, to megabytes for a hostile one: the cache is bounded by
+ * an estimate of that memory, not by a count. A unit is one instruction of one DFA state (about 16
+ * bytes), states are at most one per character matched, and the least recently used pattern goes first.
  */
-export function matchPattern(pattern: string, input: string, budget: PatternBudget = new PatternBudget()): MatchResult {
-  let re: RegExp;
-  try {
-    re = compile(pattern);
-  } catch {
-    return 'invalid';
-  }
-  let spent = 0;
-  for (let attempt = 0; ; attempt++) {
-    if (budget.remaining <= 0) throw budget.exceeded();
-    const limit = Math.min(MATCH_TIMEOUT_MS - spent, budget.remaining);
-    const outcome = runOnce(re, input, limit);
-    spent += outcome.cpuMs;
-    budget.spend(outcome.cpuMs);
-    if (outcome.result !== 'timeout') return outcome.result;
-    const descheduled = outcome.cpuMs < limit * BUSY_SHARE && attempt < MAX_RETRIES;
-    if (descheduled && spent < MATCH_TIMEOUT_MS) continue;
-    if (MATCH_TIMEOUT_MS - spent > budget.remaining || budget.remaining <= 0) throw budget.exceeded();
-    return 'timeout';
+const MAX_CACHED_WEIGHT = 2 ** 23;
+/** What a compiled program weighs before any match, in DFA states. */
+const PROGRAM_STATES = 64;
+const STATE_OVERHEAD = 20;
+/**
+ * RE2's DFA builds its states as a match meets them and keeps them: fast once built, but a pattern's
+ * first characters mostly pay for states. Until a pattern has seen this many characters, it matches
+ * with RE2's engines that keep nothing (its bounded backtracker, or its NFA on a longer value), which
+ * are linear too.
+ */
+const DFA_AFTER_CHARS = 4096;
+
+type Entry = Compiled & { weight: number; seen: number };
+const cache = new Map<string, Entry>();
+let cachedWeight = 0;
+
+function stateWeight(entry: Compiled): number {
+  return (entry.re?.programSize() ?? 0) + STATE_OVERHEAD;
+}
+
+function addWeight(entry: Entry, weight: number) {
+  entry.weight += weight;
+  cachedWeight += weight;
+  if (cachedWeight <= MAX_CACHED_WEIGHT) return;
+  for (const [pattern, oldest] of cache) {
+    cache.delete(pattern);
+    cachedWeight -= oldest.weight;
+    if (cachedWeight <= MAX_CACHED_WEIGHT) return;
   }
 }
 
-function runOnce(re: RegExp, input: string, limitMs: number): { result: 'match' | 'no-match' | 'timeout'; cpuMs: number } {
-  re.lastIndex = 0;
-  sandbox.re = re;
-  sandbox.input = input;
-  const started = cpuMs();
-  try {
-    return { result: runTest.runInContext(sandbox, { timeout: Math.max(1, Math.ceil(limitMs)) }) ? 'match' : 'no-match', cpuMs: cpuMs() - started };
-  } catch (error) {
-    if ((error as { code?: string }).code !== 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw error;
-    return { result: 'timeout', cpuMs: cpuMs() - started };
-  } finally {
-    sandbox.input = '';
+function compile(pattern: string): Entry {
+  let entry = cache.get(pattern);
+  if (entry) {
+    cache.delete(pattern);
+    cache.set(pattern, entry);
+    return entry;
   }
+  entry = { ...compileUncached(pattern), weight: 0, seen: 0 };
+  cache.set(pattern, entry);
+  addWeight(entry, stateWeight(entry) * PROGRAM_STATES);
+  return entry;
+}
+
+/** patternProblem says why a pattern may not be stored, or undefined when it may. */
+export function patternProblem(pattern: string): string | undefined {
+  return compile(pattern).problem;
+}
+
+function search(entry: Entry, re: RE2JS, input: string): boolean {
+  entry.seen += input.length;
+  if (entry.seen <= DFA_AFTER_CHARS) return re.matcher(input).find();
+  addWeight(entry, stateWeight(entry) * input.length);
+  return re.test(input);
+}
+
+export type MatchResult = 'match' | 'no-match' | 'invalid';
+
+/** matchPattern searches a value for a pattern; a pattern that may not be stored is 'invalid', never a pass. */
+export function matchPattern(pattern: string, input: string): MatchResult {
+  const entry = compile(pattern);
+  if (!entry.re) return 'invalid';
+  return search(entry, entry.re, input) ? 'match' : 'no-match';
 }

@@ -1,4 +1,4 @@
-import { matchPattern, PatternBudget } from './patterns.ts';
+import { matchPattern } from './patterns.ts';
 import type { InputProperty, InputPropertyOf } from './inputs.schema.ts';
 
 /** One problem of a value: where (a JSON Pointer into the value, '' for the value itself) and what. */
@@ -8,12 +8,6 @@ export interface Problem {
 }
 
 type Json = unknown;
-/** The problems found so far, and the pattern budget of the request the check runs for. */
-type Problems = Problem[] & { readonly budget: PatternBudget };
-
-function problemList(budget: PatternBudget): Problems {
-  return Object.defineProperty([] as Problem[], 'budget', { value: budget, enumerable: false }) as Problems;
-}
 
 function isObject(value: Json): value is Record<string, Json> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -45,28 +39,27 @@ function deepEqual(a: Json, b: Json): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-function checkPatterns(patterns: { pattern: string; message: string }[] | undefined, input: string, path: string, out: Problems) {
+function checkPatterns(patterns: { pattern: string; message: string }[] | undefined, input: string, path: string, out: Problem[]) {
   for (const { pattern, message } of patterns ?? []) {
-    const result = matchPattern(pattern, input, out.budget);
+    const result = matchPattern(pattern, input);
     if (result === 'no-match') out.push({ path, message });
-    else if (result === 'timeout') out.push({ path, message: `took too long to match ${pattern}` });
     else if (result === 'invalid') out.push({ path, message: `cannot be checked: ${pattern} is not a valid pattern` });
   }
 }
 
-function checkCount(count: number, p: { min_items?: number; max_items?: number }, path: string, out: Problems, noun = 'items') {
+function checkCount(count: number, p: { min_items?: number; max_items?: number }, path: string, out: Problem[], noun = 'items') {
   if (p.min_items !== undefined && count < p.min_items) out.push({ path, message: `must have at least ${p.min_items} ${noun}` });
   if (p.max_items !== undefined && count > p.max_items) out.push({ path, message: `must have at most ${p.max_items} ${noun}` });
 }
 
-function checkOptions(values: { value: string }[] | undefined, input: string, path: string, out: Problems) {
+function checkOptions(values: { value: string }[] | undefined, input: string, path: string, out: Problem[]) {
   if (values && values.length > 0 && !values.some((o) => o.value === input)) {
     out.push({ path, message: `must be one of ${values.map((o) => JSON.stringify(o.value)).join(', ')}` });
   }
 }
 
 /** Validates an object against a list of child properties: unknown keys, required-when-shown, each child. */
-function checkFields(properties: InputProperty[], value: Record<string, Json>, path: string, out: Problems, allowed: string[] = []) {
+function checkFields(properties: InputProperty[], value: Record<string, Json>, path: string, out: Problem[], allowed: string[] = []) {
   const known = new Set([...properties.map((p) => p.id), ...allowed]);
   for (const key of Object.keys(value)) {
     if (!known.has(key)) out.push({ path: pointer(path, key), message: 'is not an input of this schema' });
@@ -81,7 +74,7 @@ function checkFields(properties: InputProperty[], value: Record<string, Json>, p
   }
 }
 
-function checkString(p: InputPropertyOf<'string'> | InputPropertyOf<'text'>, value: Json, path: string, out: Problems) {
+function checkString(p: InputPropertyOf<'string'> | InputPropertyOf<'text'>, value: Json, path: string, out: Problem[]) {
   if (typeof value !== 'string') return out.push({ path, message: 'must be a string' });
   if (p.type === 'text') {
     if (p.min_length !== undefined && value.length < p.min_length) out.push({ path, message: `must be at least ${p.min_length} characters` });
@@ -92,7 +85,7 @@ function checkString(p: InputPropertyOf<'string'> | InputPropertyOf<'text'>, val
   checkPatterns(p.patterns, value, path, out);
 }
 
-function checkNumber(p: InputPropertyOf<'number'>, value: Json, path: string, out: Problems) {
+function checkNumber(p: InputPropertyOf<'number'>, value: Json, path: string, out: Problem[]) {
   if (typeof value !== 'number' || !Number.isFinite(value)) return out.push({ path, message: 'must be a number' });
   if (p.integer && !Number.isInteger(value)) out.push({ path, message: 'must be an integer' });
   if (p.min !== undefined && value < p.min) out.push({ path, message: `must be at least ${p.min}` });
@@ -103,7 +96,7 @@ function checkNumber(p: InputPropertyOf<'number'>, value: Json, path: string, ou
   }
 }
 
-function checkStringArray(p: InputPropertyOf<'string_array'>, value: Json, path: string, out: Problems) {
+function checkStringArray(p: InputPropertyOf<'string_array'>, value: Json, path: string, out: Problem[]) {
   if (!Array.isArray(value)) return out.push({ path, message: 'must be an array of strings' });
   checkCount(value.length, p, path, out);
   const seen = new Set<string>();
@@ -117,15 +110,14 @@ function checkStringArray(p: InputPropertyOf<'string_array'>, value: Json, path:
   });
 }
 
-function checkMap(p: InputPropertyOf<'object_map'> | InputPropertyOf<'key_value'>, value: Json, path: string, out: Problems) {
+function checkMap(p: InputPropertyOf<'object_map'> | InputPropertyOf<'key_value'>, value: Json, path: string, out: Problem[]) {
   if (!isObject(value)) return out.push({ path, message: 'must be an object' });
   const entries = Object.entries(value);
   checkCount(entries.length, p, path, out, 'entries');
   for (const [key, entry] of entries) {
     const at = pointer(path, key);
     for (const { pattern, message } of p.key_patterns ?? []) {
-      const result = matchPattern(pattern, key, out.budget);
-      if (result !== 'match') out.push({ path: at, message: result === 'timeout' ? `key took too long to match ${pattern}` : `key: ${message}` });
+      if (matchPattern(pattern, key) !== 'match') out.push({ path: at, message: `key: ${message}` });
     }
     if (p.type === 'key_value') {
       if (typeof entry !== 'string') out.push({ path: at, message: 'must be a string' });
@@ -138,7 +130,7 @@ function checkMap(p: InputPropertyOf<'object_map'> | InputPropertyOf<'key_value'
   }
 }
 
-function checkCompound(p: InputPropertyOf<'compound'>, value: Json, path: string, out: Problems) {
+function checkCompound(p: InputPropertyOf<'compound'>, value: Json, path: string, out: Problem[]) {
   if (!isObject(value)) return out.push({ path, message: 'must be an object' });
   const option = p.options.find((o) => o.value === value.kind);
   if (!option) {
@@ -147,7 +139,7 @@ function checkCompound(p: InputPropertyOf<'compound'>, value: Json, path: string
   checkFields(option.properties, value, path, out, ['kind']);
 }
 
-function checkStrictObject(value: Json, path: string, out: Problems, fields: Record<string, boolean>) {
+function checkStrictObject(value: Json, path: string, out: Problem[], fields: Record<string, boolean>) {
   if (!isObject(value)) return out.push({ path, message: 'must be an object' });
   for (const key of Object.keys(value)) {
     if (!(key in fields)) out.push({ path: pointer(path, key), message: 'is not a field of this input' });
@@ -162,14 +154,14 @@ function checkStrictObject(value: Json, path: string, out: Problems, fields: Rec
   }
 }
 
-function checkReference(p: InputPropertyOf<'reference'>, value: Json, path: string, out: Problems) {
+function checkReference(p: InputPropertyOf<'reference'>, value: Json, path: string, out: Problem[]) {
   checkStrictObject(value, path, out, { module_instance_id: true, output: false });
   if (isObject(value) && typeof value.output === 'string' && value.output !== p.output) {
     out.push({ path: pointer(path, 'output'), message: `must be ${JSON.stringify(p.output)}` });
   }
 }
 
-function check(p: InputProperty, value: Json, path: string, out: Problems): void {
+function check(p: InputProperty, value: Json, path: string, out: Problem[]): void {
   switch (p.type) {
     case 'string':
     case 'text':
@@ -210,14 +202,13 @@ function check(p: InputProperty, value: Json, path: string, out: Problems): void
 /**
  * validateValue checks a value against an InputProperty and returns every problem, each with the JSON
  * Pointer of the offending part of the value. A missing value (undefined, null, or "" for a text input)
- * is a problem only when the property is required; defaults are not applied here. Pattern matches draw
- * on `budget` (one per request: pass the same one to every check a request makes).
+ * is a problem only when the property is required; defaults are not applied here.
  */
-export function validateValue(property: InputProperty, value: Json, budget = new PatternBudget()): Problem[] {
-  const out = problemList(budget);
+export function validateValue(property: InputProperty, value: Json): Problem[] {
+  const out: Problem[] = [];
   if (isMissingFor(property, value)) return property.required ? [{ path: '', message: 'is required' }] : [];
   check(property, value, '', out);
-  return [...out];
+  return out;
 }
 
 /**
@@ -225,10 +216,10 @@ export function validateValue(property: InputProperty, value: Json, budget = new
  * inputs) against a list of InputProperty, as the fields of one object: unknown ids, required inputs
  * that are shown, and every value. Paths start at the input id (`/subnets/2`).
  */
-export function validateInputs(properties: InputProperty[], values: Record<string, Json>, budget = new PatternBudget()): Problem[] {
-  const out = problemList(budget);
+export function validateInputs(properties: InputProperty[], values: Record<string, Json>): Problem[] {
+  const out: Problem[] = [];
   checkFields(properties, values, '', out);
-  return [...out];
+  return out;
 }
 
 /** formatProblems renders problems as `<prefix><path>: <message>` lines for ErrorBody details. */

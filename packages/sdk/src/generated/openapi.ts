@@ -6742,7 +6742,7 @@ export interface components {
             no_options_message?: string;
             patterns?: {
                 message: string;
-                /** @description ECMAScript regular expression; catastrophic-backtracking patterns are refused */
+                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
                 pattern: string;
             }[];
             placeholder?: string;
@@ -6787,7 +6787,7 @@ export interface components {
             moved_from?: string[];
             patterns?: {
                 message: string;
-                /** @description ECMAScript regular expression; catastrophic-backtracking patterns are refused */
+                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
                 pattern: string;
             }[];
             placeholder?: string;
@@ -6910,7 +6910,7 @@ export interface components {
             moved_from?: string[];
             patterns?: {
                 message: string;
-                /** @description ECMAScript regular expression; catastrophic-backtracking patterns are refused */
+                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
                 pattern: string;
             }[];
             placeholder?: string;
@@ -6981,7 +6981,7 @@ export interface components {
             key_label?: string;
             key_patterns?: {
                 message: string;
-                /** @description ECMAScript regular expression; catastrophic-backtracking patterns are refused */
+                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
                 pattern: string;
             }[];
             /** @description text above the form field */
@@ -7172,7 +7172,7 @@ export interface components {
             immutable?: boolean;
             key_patterns?: {
                 message: string;
-                /** @description ECMAScript regular expression; catastrophic-backtracking patterns are refused */
+                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
                 pattern: string;
             }[];
             /** @description text above the form field */
@@ -7194,7 +7194,7 @@ export interface components {
             type: "key_value";
             value_patterns?: {
                 message: string;
-                /** @description ECMAScript regular expression; catastrophic-backtracking patterns are refused */
+                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
                 pattern: string;
             }[];
         };
