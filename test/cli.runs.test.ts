@@ -125,7 +125,9 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
     // SIGINT once the run has started: the command is then following it, with its handler in place.
     const following = await user.run(['run', 'start', slow, '--follow'], {
       onStderr: (stderr, pid) => {
-        if (runId === undefined && (runId = startedRunId(stderr))) process.kill(pid, 'SIGINT');
+        if (runId !== undefined) return;
+        runId = startedRunId(stderr);
+        if (runId) process.kill(pid, 'SIGINT');
       },
     });
     assert.equal(following.code, 130, following.stderr);

@@ -16,7 +16,7 @@ describe('audit webhook delivery', () => {
   let receiver: Server;
   let url: string;
   const received: { headers: IncomingHttpHeaders; body: string }[] = [];
-  let answers = [500, 200];
+  const answers = [500, 200];
 
   before(async () => {
     t = await startTestApp();

@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { AuditEventsTable, AuditSettingsTable, AuditWebhookDeliveriesTable } from '../platform/db/database.ts';
-import type { Db, Executor, Trx } from '../platform/db/db.ts';
+import type { Executor, Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
 import type { AuditFilters } from './audit.schema.ts';
 

@@ -1,7 +1,7 @@
 // Small pieces the commands share: an action wrapper that hands each a Session, file and flag parsing.
 
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
+import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { UsageError } from './exit-codes.ts';
 import { Session, type GlobalOptions } from './session.ts';

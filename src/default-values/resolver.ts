@@ -2,7 +2,6 @@ import type { Executor } from '../platform/db/db.ts';
 import { DEFAULT_VALUE_REF_KEY, type InputProperty } from '../inputs/inputs.schema.ts';
 import { findDefinitionsByGivenIds, type DefinitionRow } from './default-value-definitions.repo.ts';
 import { findValuesForScopes, type DefaultValueRow } from './default-values.repo.ts';
-import type { ParentType } from '../platform/db/enums.ts';
 import type { ResolvedDefaultValue } from './default-values.schema.ts';
 
 /** The scopes of an environment, nearest first: the environment, its project, its organization. */

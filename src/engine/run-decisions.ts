@@ -251,7 +251,7 @@ export function decideClaim(s: RunSnapshot, executionId: string, worker: { id: s
   if (e && worker.mayAdopt && e.status === 'RUNNING' && e.leaseOwner === worker.id) {
     return { writes: [], result: { kind: 'claimed', leaseEpoch: e.leaseEpoch, retryAttempt: e.retryAttempt, stepId: e.stepId } };
   }
-  if (!e || e.status !== 'QUEUED') return { writes: [], result: { kind: 'skip', status: e?.status ?? 'SUPERSEDED' } };
+  if (e?.status !== 'QUEUED') return { writes: [], result: { kind: 'skip', status: e?.status ?? 'SUPERSEDED' } };
   const claim = executionWrite(e, 'RUNNING', 'claimed by a worker', { lease: { owner: worker.id, ms: worker.leaseMs }, started: true });
   // A claim finishes nothing, so all it can change besides its execution is the run: its start.
   const start = advance(applyWrites(s, [claim]), 'a step started', ctx);
@@ -305,7 +305,7 @@ export function decideHandBack(s: RunSnapshot, a: HeldAttempt): Decision<boolean
  */
 export function decideReap(s: RunSnapshot, executionId: string, ctx: DecideContext): Decision<boolean> {
   const e = s.executions.find((x) => x.id === executionId);
-  if (!e || e.status !== 'RUNNING' || !e.leaseExpired) return { writes: [], result: false };
+  if (e?.status !== 'RUNNING' || !e.leaseExpired) return { writes: [], result: false };
   const error = engineError('Engine:Worker:LOST', `Worker ${e.leaseOwner} stopped renewing its lease; the outcome of the attempt is unknown and it is failed over`, {
     workerId: e.leaseOwner,
   });

@@ -1,4 +1,4 @@
-import { sql, type QueryCreator, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type QueryCreator, type Selectable } from 'kysely';
 import type { Database, JsonObject, PipelineRunsTable, StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import type { PipelineConfig } from '../pipelines/pipeline-config.ts';

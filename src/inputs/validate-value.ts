@@ -181,7 +181,8 @@ function check(p: InputProperty, value: Json, path: string, out: Problem[]): voi
     case 'object':
     case 'section':
       if (!isObject(value)) return void out.push({ path, message: 'must be an object' });
-      return checkFields(p.properties, value, path, out);
+      checkFields(p.properties, value, path, out);
+      return;
     case 'object_array':
       if (!Array.isArray(value)) return void out.push({ path, message: 'must be an array of objects' });
       checkCount(value.length, p, path, out);
@@ -193,7 +194,8 @@ function check(p: InputProperty, value: Json, path: string, out: Problem[]): voi
     case 'compound':
       return void checkCompound(p, value, path, out);
     case 'reference':
-      return checkReference(p, value, path, out);
+      checkReference(p, value, path, out);
+      return;
     case 'git_repository':
       return void checkStrictObject(value, path, out, { code_source_id: true, repository: true, ref: p.require_ref === true, path: false });
   }

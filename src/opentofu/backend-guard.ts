@@ -92,7 +92,7 @@ export function recordedBackendProblem(recorded: Buffer | undefined, expected: P
     return 'init recorded no readable backend configuration';
   }
   const backend = (parsed as { backend?: { type?: unknown; config?: Record<string, unknown> } } | null)?.backend;
-  if (!backend || backend.type !== 'http') return `init configured the ${typeof backend?.type === 'string' ? `"${backend.type}"` : 'wrong'} backend, not Plinth's http backend`;
+  if (backend?.type !== 'http') return `init configured the ${typeof backend?.type === 'string' ? `"${backend.type}"` : 'wrong'} backend, not Plinth's http backend`;
   const config = backend.config ?? {};
   const wanted: Record<string, string> = { address: expected.address, lock_address: expected.lockAddress, unlock_address: expected.unlockAddress };
   const wrong = Object.keys(wanted).filter((key) => config[key] !== wanted[key]);

@@ -35,7 +35,7 @@ const REF_PATTERN = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,255}$/;
 
 // umask 0: every file of the cache (FETCH_HEAD included, which --shared does not cover) stays writable
 // by the next step's uid, which differs from this one's.
-const FETCH_SCRIPT = String.raw`set -eu
+const FETCH_SCRIPT = `set -eu
 umask 0000
 cache=$PLINTH_GIT_CACHE
 exec 9<"$cache"
@@ -51,7 +51,7 @@ else
 fi
 `;
 
-const EXTRACT_SCRIPT = String.raw`set -eu
+const EXTRACT_SCRIPT = `set -eu
 mkdir -p "$PLINTH_CHECKOUT_DIR"
 git --git-dir="$PLINTH_GIT_CACHE" archive --format=tar "$PLINTH_GIT_COMMIT" | tar -x -f - -C "$PLINTH_CHECKOUT_DIR"
 `;

@@ -72,7 +72,10 @@ describe('OutputMask', () => {
 
   it('loses and repeats no byte: random records come out as the whole line masked at once', () => {
     let seed = 11;
-    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     const pick = (alphabet: string, length: number) => Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
     for (let round = 0; round < 300; round++) {
       const needles = Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick('abc', 1 + Math.floor(random() * 7)));

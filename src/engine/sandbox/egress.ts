@@ -301,7 +301,9 @@ function relayDns(inside: dgram.Socket, servers: readonly string[], asks: (name:
     const socket = dgram.createSocket(server.family === 6 ? 'udp6' : 'udp4');
     socket.on('error', () => {});
     connected = false;
-    socket.connect(server.port, server.address, () => socket === upstream && (connected = true));
+    socket.connect(server.port, server.address, () => {
+      if (socket === upstream) connected = true;
+    });
     socket.on('message', (reply: Buffer) => {
       if (socket !== upstream || reply.length < 12) return;
       const waiting = pending.get(reply.readUInt16BE(0));

@@ -67,7 +67,7 @@
  * loopback up, `rootless` when the worker is not root, and rootless the caps (pairs of a name of
  * /proc/sys/user and its value, each written in the sandbox's own user namespace).
  */
-export const SANDBOX_INIT = String.raw`set -eu
+export const SANDBOX_INIT = `set -eu
 exec 5<&- 6<&-
 fstab=$1 root=$2 uid=$3 nproc=$4 cgroups=$5 loopback=$6 rootless=$7
 shift 7

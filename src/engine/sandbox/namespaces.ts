@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -205,7 +205,10 @@ export class NamespaceSandbox implements StepSandbox {
     if (this.hostCheck !== defaultHostCheck) return this.probe();
     const key = JSON.stringify({ ...this.settings, root: this.root });
     let probed = probes.get(key);
-    if (!probed) probes.set(key, (probed = this.probe()));
+    if (!probed) {
+      probed = this.probe();
+      probes.set(key, probed);
+    }
     return probed;
   }
 

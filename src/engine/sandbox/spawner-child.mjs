@@ -121,10 +121,17 @@ async function makeNetwork(id, ports) {
       const expected = ports.length + 1;
       helper.on('message', (m, handle) => {
         if (handle) handed.push([m, handle]);
-        if (handed.length === expected) clearTimeout(timer), resolve();
+        if (handed.length === expected) {
+          clearTimeout(timer);
+          resolve();
+        }
       });
-      helper.once('error', (error) => (clearTimeout(timer), reject(error)));
-      helper.once('exit', (code) => (clearTimeout(timer), reject(new Error(stderr.trim() || `its helper exited with ${code}`))));
+      const fail = (error) => {
+        clearTimeout(timer);
+        reject(error);
+      };
+      helper.once('error', fail);
+      helper.once('exit', (code) => fail(new Error(stderr.trim() || `its helper exited with ${code}`)));
     });
     const ns = { net: openSync(`/proc/${helper.pid}/ns/net`, 'r'), user: ROOTLESS ? openSync(`/proc/${helper.pid}/ns/user`, 'r') : undefined };
     networks.set(id, ns);

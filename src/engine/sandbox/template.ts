@@ -30,7 +30,10 @@ export async function systemDirs(): Promise<string[]> {
  */
 export function buildTemplate(root: string): Promise<string> {
   let built = templates.get(root);
-  if (!built) templates.set(root, (built = build(root)));
+  if (!built) {
+    built = build(root);
+    templates.set(root, built);
+  }
   return built;
 }
 

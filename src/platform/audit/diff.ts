@@ -113,10 +113,14 @@ function treeOf(fields: readonly string[]): PathTree {
     const { path, keep } = parseField(field);
     const segments = path.split('.');
     let node = tree;
-    segments.forEach((segment, i) => {
-      if (i === segments.length - 1) node[segment] = keep ?? 'origin';
-      else node = (node[segment] = typeof node[segment] === 'string' || node[segment] === undefined ? {} : node[segment]) as PathTree;
-    });
+    for (const [i, segment] of segments.entries()) {
+      if (i === segments.length - 1) {
+        node[segment] = keep ?? 'origin';
+        continue;
+      }
+      if (typeof node[segment] === 'string' || node[segment] === undefined) node[segment] = {};
+      node = node[segment] as PathTree;
+    }
   }
   return tree;
 }

@@ -51,7 +51,7 @@ function withoutPort(address: string): string {
 
 /** keyPrefixOf is the public prefix of an API key (`plk_` and six characters, as listed), or undefined for any other token. */
 export function keyPrefixOf(token: string | undefined): string | undefined {
-  return token !== undefined && token.startsWith(TOKEN_PREFIX) ? tokenDisplayPrefix(token) : undefined;
+  return token?.startsWith(TOKEN_PREFIX) ? tokenDisplayPrefix(token) : undefined;
 }
 
 interface Entry {
