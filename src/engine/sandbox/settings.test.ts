@@ -72,6 +72,7 @@ describe('the step spec and the mount table handed to the sandbox', () => {
     const lines = fstab.trim().split('\n');
     for (const line of lines) assert.equal(line.split(' ').length, 6, line);
     assert.ok(lines.some((l) => l.startsWith('/w/a\\012b\\134c /w/a\\040b/root/workspace none bind,nosuid,nodev')), fstab);
-    assert.ok(lines[0].startsWith('/w/t /w/a\\040b/root none bind,ro,nosuid '), 'the template is the read-only root, mounted first');
+    assert.ok(lines[0].startsWith('/w/t /w/a\\040b/root none bind,ro,nosuid,nodev '), 'the template is the read-only root, mounted first');
+    assert.ok(lines.includes('/dev/null /w/a\\040b/root/dev/null none bind 0 0'), 'the host\'s device nodes are bound, keeping their own flags');
   });
 });
