@@ -55,9 +55,7 @@ app.get<{ Querystring: { cursor?: string; limit?: string } }>('/memberships', as
   if (!row) return reply.status(401).send({ code: 'Auth:Credential:INVALID' });
   const limit = Math.min(Number(request.query.limit ?? 50), 200);
   const after = request.query.cursor ? (JSON.parse(Buffer.from(request.query.cursor, 'base64url').toString()) as { k: string }).k : null;
-  const { rows } = after === null
-    ? await pool.query(FIRST_PAGE, [row.org_id, limit + 1])
-    : await pool.query(LATER_PAGE, [row.org_id, limit + 1, after]);
+  const { rows } = after === null ? await pool.query(FIRST_PAGE, [row.org_id, limit + 1]) : await pool.query(LATER_PAGE, [row.org_id, limit + 1, after]);
   const items = rows.slice(0, limit);
   const nextCursor = rows.length > limit ? Buffer.from(JSON.stringify({ k: items[items.length - 1].id })).toString('base64url') : undefined;
   return { data: items, meta: { limit, nextCursor } };

@@ -120,10 +120,9 @@ async function seed(databaseUrl: string, orgId: string) {
   try {
     const id = `'0180' || lpad(to_hex(g), 28, '0')`;
     await client.query(`insert into users (id, email) select ${id}, 'member-' || g || '@bench.example' from generate_series(1, ${MEMBERS}) g`);
-    await client.query(
-      `insert into memberships (id, organization_id, user_id, role) select ${id}, $1, ${id}, 'VIEWER' from generate_series(1, ${MEMBERS}) g`,
-      [orgId],
-    );
+    await client.query(`insert into memberships (id, organization_id, user_id, role) select ${id}, $1, ${id}, 'VIEWER' from generate_series(1, ${MEMBERS}) g`, [
+      orgId,
+    ]);
     await client.query('analyze users');
     await client.query('analyze memberships');
     const { rows } = await client.query(`select id from memberships where organization_id = $1 order by id offset $2 limit 1`, [orgId, MEMBERS - 50]);
@@ -188,7 +187,8 @@ async function main() {
     const deepQuery = `/memberships?limit=50&cursor=${deepCursor}`;
     const lastPage = await api(plinth.baseUrl, saToken, 'GET', deepQuery);
     const firstPage = await api(plinth.baseUrl, saToken, 'GET', '/memberships?limit=50');
-    if (firstPage.data.length !== 50 || lastPage.data.length !== 50 || lastPage.meta.nextCursor) throw new Error('the seeded pages are not what the benchmark expects');
+    if (firstPage.data.length !== 50 || lastPage.data.length !== 50 || lastPage.meta.nextCursor)
+      throw new Error('the seeded pages are not what the benchmark expects');
 
     const idleRss = rssMb(plinth.pid);
     say('starting the baseline (bare Fastify + pg) ...');

@@ -55,7 +55,13 @@ async function sandboxOf(workRoot: string, network: 'none' | 'policy', pool: num
   const root = path.join(workRoot, `network-${network}-${pool}`);
   mkdirSync(root, { recursive: true });
   const base = 400_000 + (network === 'none' ? 0 : 10_000) + pool * 20_000;
-  const env = { PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: String(pool), PLINTH_SANDBOX_NETWORK: network, PLINTH_SANDBOX_UID_BASE: String(base), PLINTH_SANDBOX_UID_COUNT: '10000' };
+  const env = {
+    PLINTH_SANDBOX: 'namespaces',
+    PLINTH_SANDBOX_POOL: String(pool),
+    PLINTH_SANDBOX_NETWORK: network,
+    PLINTH_SANDBOX_UID_BASE: String(base),
+    PLINTH_SANDBOX_UID_COUNT: '10000',
+  };
   const sandbox = new NamespaceSandbox(loadSandboxSettings(env, root, 1));
   const report = await sandbox.start();
   if (report.mode !== 'namespaces') throw new Error(`the ${network} network cannot be measured here: ${report.detail}`);

@@ -124,9 +124,11 @@ async function trigger(count: number, rate: number, clients: number, one: (i: nu
     await Promise.all(pending);
   } else {
     let next = 0;
-    await Promise.all(Array.from({ length: clients }, async () => {
-      while (next < count) await fire(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        while (next < count) await fire(next++);
+      }),
+    );
   }
   return sentAt;
 }
@@ -161,15 +163,17 @@ async function times(db: pg.Client, sentAt: Map<string, number>): Promise<{ runs
     [ids],
   );
   return {
-    executions: executions.rows.map((r): ExecutionTimes => ({
-      id: r.id,
-      runId: r.runId,
-      stepId: r.stepId,
-      status: r.status,
-      queuedCommitMs: Number(r.queuedCommitMs),
-      claimedCommitMs: Number(r.claimedCommitMs),
-      endedCommitMs: Number(r.endedCommitMs),
-    })),
+    executions: executions.rows.map(
+      (r): ExecutionTimes => ({
+        id: r.id,
+        runId: r.runId,
+        stepId: r.stepId,
+        status: r.status,
+        queuedCommitMs: Number(r.queuedCommitMs),
+        claimedCommitMs: Number(r.claimedCommitMs),
+        endedCommitMs: Number(r.endedCommitMs),
+      }),
+    ),
     runs: runs.rows.map((r): RunTimes => ({ runId: r.runId, endedCommitMs: Number(r.endedCommitMs), triggerMs: sentAt.get(r.runId)! })),
   };
 }
@@ -199,7 +203,10 @@ async function topStatements(db: pg.Client, runs: number): Promise<string[]> {
   const total = (await db.query('select sum(calls) as calls, sum(total_exec_time) as ms from pg_stat_statements')).rows[0];
   return [
     `  statements (pg_stat_statements, execution time only): ${(Number(total.calls) / runs).toFixed(1)} calls, ${(Number(total.ms) / runs).toFixed(2)} ms per run; costliest:`,
-    ...rows.map((r) => `    ${(Number(r.calls) / runs).toFixed(2).padStart(6)} calls ${(Number(r.ms) / runs).toFixed(3).padStart(7)} ms/run  ${String(r.query).slice(0, 150)}`),
+    ...rows.map(
+      (r) =>
+        `    ${(Number(r.calls) / runs).toFixed(2).padStart(6)} calls ${(Number(r.ms) / runs).toFixed(3).padStart(7)} ms/run  ${String(r.query).slice(0, 150)}`,
+    ),
   ];
 }
 
@@ -210,7 +217,10 @@ async function main() {
   let plinth: PlinthProcess | undefined;
   const children: ChildProcess[] = [];
   let db: pg.Client | undefined;
-  const loadBefore = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+  const loadBefore = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   const plinthEnv = { PLINTH_DATA_DIR: dataDir, PLINTH_PG_PORT: String(await freePort()), PLINTH_ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn' };
   // BENCH_API_NODE_ARGS: extra node flags for the API (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof-api`).
   const apiNodeArgs = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -243,7 +253,8 @@ async function main() {
     say(`creating ${STACKS} stacks ...`);
     const stacks = await createStacks(plinth.baseUrl, adminToken, STACKS, CONFIG, 'bench');
     const slowStacks = await createStacks(plinth.baseUrl, adminToken, KILL_RUNS, SLOW, 'slow');
-    const post = (list: string[]) => async (i: number) => (await api(plinth!.baseUrl, adminToken, 'POST', `/stacks/${list[i % list.length]}/pipeline-run`, { data: {} })).data.id as string;
+    const post = (list: string[]) => async (i: number) =>
+      (await api(plinth!.baseUrl, adminToken, 'POST', `/stacks/${list[i % list.length]}/pipeline-run`, { data: {} })).data.id as string;
 
     say('warming up (20 runs) ...');
     await runsDone(db, [...(await trigger(20, 0, 5, post(stacks))).keys()]);
@@ -292,7 +303,9 @@ async function main() {
     const slow = await trigger(KILL_RUNS, 0, KILL_RUNS, post(slowStacks));
     const victim = workers[0];
     // Should every step have gone to the other worker, the kill still happens (and is reported as such).
-    await waitFor(db, `select count(*) > 0 as done from step_executions where status = 'RUNNING' and lease_owner like $1`, [`%-${victim.pid}-%`], 10_000).catch(() => {});
+    await waitFor(db, `select count(*) > 0 as done from step_executions where status = 'RUNNING' and lease_owner like $1`, [`%-${victim.pid}-%`], 10_000).catch(
+      () => {},
+    );
     const killedAt = Date.now();
     victim.kill('SIGKILL');
     children.push(await startWorker());
@@ -313,7 +326,10 @@ async function main() {
     const lines = [
       '',
       `Plinth engine benchmark: ${STACKS} stacks, a and b in parallel then c, 2 worker processes (PLINTH_SANDBOX=${SANDBOX}), ${os.availableParallelism()} cores`,
-      `load average before: ${loadBefore}, after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews every figure)`,
+      `load average before: ${loadBefore}, after: ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} (other work on the machine skews every figure)`,
       '',
     ];
     printPhase(`paced phase (${RUNS} runs at ${RATE}/s):`, pacedF, lines);
@@ -321,25 +337,41 @@ async function main() {
     lines.push(...burstCpu, ...statements);
     lines.push(`bare graphile-worker job, same sh -c, same database (${RUNS} at ${RATE}/s):`);
     lines.push(`  ${'add_job → process started'.padEnd(40)} ${fmt(bareStart)}; started other than once: ${bareTwice}`);
-    lines.push(`kill phase (${KILL_RUNS} runs of a 2 s step, a worker SIGKILLed mid-step): ${lostAttempts} attempts failed over, ${starts} process starts for ${slowT.executions.length} executions, all runs ended ${(recoveredMs / 1000).toFixed(1)} s after the kill (target <= ${TARGETS.recoveryMs / 1000} s) ${verdict(recoveredMs <= TARGETS.recoveryMs)}`);
-    lines.push(`  steps run twice: ${killF.runTwice} ${verdict(killF.runTwice === 0)}; unfinished steps: ${killF.unfinished} ${verdict(killF.unfinished === 0)}`);
+    lines.push(
+      `kill phase (${KILL_RUNS} runs of a 2 s step, a worker SIGKILLed mid-step): ${lostAttempts} attempts failed over, ${starts} process starts for ${slowT.executions.length} executions, all runs ended ${(recoveredMs / 1000).toFixed(1)} s after the kill (target <= ${TARGETS.recoveryMs / 1000} s) ${verdict(recoveredMs <= TARGETS.recoveryMs)}`,
+    );
+    lines.push(
+      `  steps run twice: ${killF.runTwice} ${verdict(killF.runTwice === 0)}; unfinished steps: ${killF.unfinished} ${verdict(killF.unfinished === 0)}`,
+    );
     lines.push(`network phase (${NETWORK_SAMPLES} sandboxes of each, open → \`true\` ended):`);
-    for (const [title, f] of [['a step\'s first process (warm pool)', network.warm], ['a later process (built on demand)', network.onDemand]] as const) {
+    for (const [title, f] of [
+      ["a step's first process (warm pool)", network.warm],
+      ['a later process (built on demand)', network.onDemand],
+    ] as const) {
       lines.push(`  ${title}:`);
       lines.push(`    ${'PLINTH_SANDBOX_NETWORK=none'.padEnd(38)} ${fmt(f.none)}`);
       lines.push(`    ${'PLINTH_SANDBOX_NETWORK=policy'.padEnd(38)} ${fmt(f.policy)}`);
-      lines.push(`    the step's own network adds ${f.addedP50.toFixed(1)} ms at p50 (target < ${NETWORK_SETUP_TARGET_MS}) ${verdict(f.addedP50 < NETWORK_SETUP_TARGET_MS)}`);
+      lines.push(
+        `    the step's own network adds ${f.addedP50.toFixed(1)} ms at p50 (target < ${NETWORK_SETUP_TARGET_MS}) ${verdict(f.addedP50 < NETWORK_SETUP_TARGET_MS)}`,
+      );
     }
     lines.push('');
     lines.push('targets (paced phase):');
-    lines.push(`  trigger → process started vs bare: p50 ${ratio('p50').toFixed(2)}x (target <= ${TARGETS.ratioP50}x) ${verdict(ratio('p50') <= TARGETS.ratioP50)}, p99 ${ratio('p99').toFixed(2)}x`);
+    lines.push(
+      `  trigger → process started vs bare: p50 ${ratio('p50').toFixed(2)}x (target <= ${TARGETS.ratioP50}x) ${verdict(ratio('p50') <= TARGETS.ratioP50)}, p99 ${ratio('p99').toFixed(2)}x`,
+    );
     lines.push(`  trigger → process started p99 ${startP99.toFixed(1)} ms (target < ${TARGETS.startP99}) ${verdict(startP99 < TARGETS.startP99)}`);
     lines.push(`  overhead per step (exited → next claimed) p99 ${overheadP99.toFixed(1)} ms`);
     lines.push('');
     process.stdout.write(lines.join('\n'));
     const twice = pacedF.runTwice + burstF.runTwice + killF.runTwice + bareTwice;
     const unfinished = pacedF.unfinished + burstF.unfinished + killF.unfinished;
-    const missed = network.warm.addedP50 >= NETWORK_SETUP_TARGET_MS || network.onDemand.addedP50 >= NETWORK_SETUP_TARGET_MS || ratio('p50') > TARGETS.ratioP50 || startP99 >= TARGETS.startP99 || recoveredMs > TARGETS.recoveryMs;
+    const missed =
+      network.warm.addedP50 >= NETWORK_SETUP_TARGET_MS ||
+      network.onDemand.addedP50 >= NETWORK_SETUP_TARGET_MS ||
+      ratio('p50') > TARGETS.ratioP50 ||
+      startP99 >= TARGETS.startP99 ||
+      recoveredMs > TARGETS.recoveryMs;
     if (missed || twice > 0 || unfinished > 0) process.exitCode = 1;
   } finally {
     await db?.end().catch(() => {});

@@ -21,7 +21,25 @@ import { gitWebhookRoutes } from './git-webhooks/webhooks.routes.ts';
 import { auditRoutes } from './audit/audit.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
-export const ROUTES: RoutePlugin[] = [healthRoutes, credentialRoutes, organizationRoutes, membershipRoutes, userRoutes, pipelineRoutes,
-  projectRoutes, environmentRoutes, cloudAccountRoutes, executionEnvironmentRoutes, defaultValueRoutes,
-  stackRoutes, runRoutes, stepLogRoutes,
-  codeSourceRoutes, gitServerRoutes, gitWebhookRoutes, stateRoutes, stackVariableRoutes, auditRoutes];
+export const ROUTES: RoutePlugin[] = [
+  healthRoutes,
+  credentialRoutes,
+  organizationRoutes,
+  membershipRoutes,
+  userRoutes,
+  pipelineRoutes,
+  projectRoutes,
+  environmentRoutes,
+  cloudAccountRoutes,
+  executionEnvironmentRoutes,
+  defaultValueRoutes,
+  stackRoutes,
+  runRoutes,
+  stepLogRoutes,
+  codeSourceRoutes,
+  gitServerRoutes,
+  gitWebhookRoutes,
+  stateRoutes,
+  stackVariableRoutes,
+  auditRoutes,
+];

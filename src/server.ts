@@ -113,7 +113,11 @@ export async function prepareDatabase(database: DatabaseHandle, log: Logger, ope
 /** Says loudly, once at start, what the service's own role may do that it should not. */
 async function warnOfPrivileges(db: Db, log: Logger): Promise<void> {
   const problems = await privilegeProblems(db);
-  if (problems.length) log.warn({ problems }, 'the database role Plinth serves with has more privileges than it needs: give it a runtime role of its own (docs/operations.md#database-roles)');
+  if (problems.length)
+    log.warn(
+      { problems },
+      'the database role Plinth serves with has more privileges than it needs: give it a runtime role of its own (docs/operations.md#database-roles)',
+    );
 }
 
 export interface ProcessRoles {
@@ -139,8 +143,10 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     withRetries(step, { onRetry: (err, attempt, delayMs) => log.warn({ err, attempt, delayMs }, `${what}: the database is not reachable; retrying`) });
   const applied = await retried('migrations', () => prepareDatabase(database, log, anchorKeyOf(config)));
   if (applied.length) log.info({ migrations: applied }, 'applied migrations');
-  await retried('the runtime role\'s check', () => warnOfPrivileges(database.db, log));
-  const boot = await retried('bootstrap', () => ensureAdmin(database.db, { adminToken: config.adminToken, adminEmail: config.adminEmail, dataDir: config.dataDir }));
+  await retried("the runtime role's check", () => warnOfPrivileges(database.db, log));
+  const boot = await retried('bootstrap', () =>
+    ensureAdmin(database.db, { adminToken: config.adminToken, adminEmail: config.adminEmail, dataDir: config.dataDir }),
+  );
   if (boot.generatedToken) {
     process.stdout.write(`\nPlinth admin token (shown once; also in ${config.dataDir}/admin-token):\n${boot.generatedToken}\n\n`);
   }
@@ -165,17 +171,29 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   const poller = roles.worker ? new GitPoller(database.db, secrets, config.git, log) : undefined;
   poller?.start();
   // Each process serves its own metrics on its own port (docs/operations.md#metrics); off unless set.
-  const metricsServer = config.metricsPort === undefined ? undefined : await startProcessMetrics(database.db, {
-    host: config.metricsHost,
-    port: config.metricsPort,
-    token: config.metricsToken,
-    commit: config.buildCommit,
-  });
+  const metricsServer =
+    config.metricsPort === undefined
+      ? undefined
+      : await startProcessMetrics(database.db, {
+          host: config.metricsHost,
+          port: config.metricsPort,
+          token: config.metricsToken,
+          commit: config.buildCommit,
+        });
   const stopSampler = metricsServer ? startQueueSampler(database.db, log) : undefined;
   if (metricsServer) log.info({ host: config.metricsHost, port: config.metricsPort }, 'serving metrics');
   let app: App | undefined;
   if (roles.api) {
-    app = await buildApp({ db: database.db, config, logger: log, routes: ROUTES, listenUrl: database.url, secrets, tracingPlugin: tracing?.fastifyPlugin, requestMetrics: metricsServer !== undefined });
+    app = await buildApp({
+      db: database.db,
+      config,
+      logger: log,
+      routes: ROUTES,
+      listenUrl: database.url,
+      secrets,
+      tracingPlugin: tracing?.fastifyPlugin,
+      requestMetrics: metricsServer !== undefined,
+    });
     await app.listen({ host: config.host, port: config.port });
   }
   return {

@@ -17,7 +17,14 @@ const EMAIL = 'root@example.com';
 
 async function counts(db: Db) {
   const count = async (table: 'users' | 'organizations' | 'api_keys' | 'memberships') =>
-    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   return { users: await count('users'), organizations: await count('organizations'), keys: await count('api_keys'), memberships: await count('memberships') };
 }
 

@@ -10,9 +10,7 @@ describe('catalogue under concurrent requests', () => {
   after(() => t.close());
 
   it('of concurrent creations with one givenId exactly one wins, the others are 409', async () => {
-    const results = await Promise.all(
-      Array.from({ length: 8 }, () => t.call('POST', '/projects', { body: { data: { givenId: 'race', name: 'Race' } } })),
-    );
+    const results = await Promise.all(Array.from({ length: 8 }, () => t.call('POST', '/projects', { body: { data: { givenId: 'race', name: 'Race' } } })));
     assert.deepEqual(results.map((r) => r.status).sort(), [201, 409, 409, 409, 409, 409, 409, 409]);
   });
 

@@ -78,7 +78,10 @@ describe('default-value definitions', () => {
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const target = (await create('target', { id: 't', label: 'T', type: 'string' })).body.data;
     const referrer = await create('referrer', {
-      id: 'o', label: 'O', type: 'object', properties: [{ id: 'n', label: 'N', type: 'string', default: { $defaultValue: 'target' } }],
+      id: 'o',
+      label: 'O',
+      type: 'object',
+      properties: [{ id: 'n', label: 'N', type: 'string', default: { $defaultValue: 'target' } }],
     });
     assert.equal(referrer.status, 201, JSON.stringify(referrer.body));
     const blocked = await t.call('DELETE', `/default-value-definitions/${target.id}?cascade=true`);
@@ -89,9 +92,11 @@ describe('default-value definitions', () => {
   });
 
   it('PATCH changes only the supplied fields', async () => {
-    const def = (await t.call('POST', '/default-value-definitions', {
-      body: { data: { givenId: 'patchme', name: 'Before', description: 'kept', schema: replicas } },
-    })).body.data;
+    const def = (
+      await t.call('POST', '/default-value-definitions', {
+        body: { data: { givenId: 'patchme', name: 'Before', description: 'kept', schema: replicas } },
+      })
+    ).body.data;
     const res = await t.call('PATCH', `/default-value-definitions/${def.id}`, { body: { data: { name: 'After' } } });
     assert.equal(res.status, 200);
     assert.equal(res.body.data.name, 'After');

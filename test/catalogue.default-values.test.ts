@@ -27,7 +27,8 @@ describe('default values and the resolver', () => {
     projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data.id;
     envId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'Prod' } } })).body.data.id;
     otherEnvId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'dev', name: 'Dev' } } })).body.data.id;
-    networkDef = (await t.call('POST', '/default-value-definitions', { body: { data: { givenId: 'network', name: 'Network', schema: network } } })).body.data.id;
+    networkDef = (await t.call('POST', '/default-value-definitions', { body: { data: { givenId: 'network', name: 'Network', schema: network } } })).body.data
+      .id;
     const defs = await t.call('GET', '/default-value-definitions?limit=200');
     regionDef = defs.body.data.find((d: { givenId: string }) => d.givenId === 'aws_region').id;
   });
@@ -102,15 +103,17 @@ describe('default values and the resolver', () => {
 
   it('lists by definition and by parent', async () => {
     const byDef = await t.call('GET', `/default-values?defaultValueDefinitionId=${regionDef}`);
-    assert.deepEqual(byDef.body.data.map((v: { parentType: string }) => v.parentType), ['ORGANIZATION', 'PROJECT', 'ENVIRONMENT']);
+    assert.deepEqual(
+      byDef.body.data.map((v: { parentType: string }) => v.parentType),
+      ['ORGANIZATION', 'PROJECT', 'ENVIRONMENT'],
+    );
     const byParent = await t.call('GET', `/default-values?parentId=${projectId}`);
     assert.ok(byParent.body.data.length >= 1);
     assert.ok(byParent.body.data.every((v: { parentId: string }) => v.parentId === projectId));
   });
 
   it('the resolver picks the environment, then the project, then the organization, and says where from', async () => {
-    const region = async (env: string) =>
-      (await t.call('GET', `/environments/${env}/resolved-default-values?givenId=aws_region`)).body.data[0];
+    const region = async (env: string) => (await t.call('GET', `/environments/${env}/resolved-default-values?givenId=aws_region`)).body.data[0];
     const prod = await region(envId);
     assert.equal(prod.value, 'eu-central-1');
     assert.equal(prod.source.type, 'ENVIRONMENT');
@@ -130,7 +133,9 @@ describe('default values and the resolver', () => {
     });
     assert.equal(literal.status, 201);
     const ref = await t.call('POST', '/default-value-definitions', {
-      body: { data: { givenId: 'deploy_region', name: 'Deploy region', schema: { id: 'r', label: 'R', type: 'string', default: { $defaultValue: 'aws_region' } } } },
+      body: {
+        data: { givenId: 'deploy_region', name: 'Deploy region', schema: { id: 'r', label: 'R', type: 'string', default: { $defaultValue: 'aws_region' } } },
+      },
     });
     assert.equal(ref.status, 201, JSON.stringify(ref.body));
     const all = await t.call('GET', `/environments/${envId}/resolved-default-values`);
@@ -147,7 +152,10 @@ describe('default values and the resolver', () => {
     assert.equal(res.status, 404);
     const viewer = await serviceAccountCaller(t, 'VIEWER');
     assert.equal((await t.call('GET', `/environments/${envId}/resolved-default-values`, { token: viewer.token })).status, 200);
-    const write = await t.call('POST', '/default-values', { token: viewer.token, body: { data: { defaultValueDefinitionId: networkDef, parentId: orgId, value: { cidr: '10.0.0.0/8' } } } });
+    const write = await t.call('POST', '/default-values', {
+      token: viewer.token,
+      body: { data: { defaultValueDefinitionId: networkDef, parentId: orgId, value: { cidr: '10.0.0.0/8' } } },
+    });
     assert.equal(write.status, 403);
   });
 });

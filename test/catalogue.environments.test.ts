@@ -44,7 +44,10 @@ describe('environments', () => {
     const p = (await t.call('POST', '/projects', { body: { data: { givenId: 'listed', name: 'L' } } })).body.data.id;
     for (const g of ['a', 'b', 'c']) assert.equal((await create({ givenId: g, projectId: p })).status, 201);
     const res = await t.call('GET', `/environments?projectId=${p}`);
-    assert.deepEqual(res.body.data.map((e: { givenId: string }) => e.givenId), ['a', 'b', 'c']);
+    assert.deepEqual(
+      res.body.data.map((e: { givenId: string }) => e.givenId),
+      ['a', 'b', 'c'],
+    );
   });
 
   it('a project or execution environment of another organization is 404, like a missing one', async () => {

@@ -69,7 +69,7 @@ describe('cloud accounts and execution environments', () => {
     const { id, createdAt, updatedAt, organizationId, egressAllow, ...rest } = res.body.data;
     assert.ok(id && createdAt && updatedAt && organizationId);
     assert.deepEqual(rest, cloud('eu'));
-    assert.equal(egressAllow, null, 'Plinth\'s own field beside them: no narrowing unless set');
+    assert.equal(egressAllow, null, "Plinth's own field beside them: no narrowing unless set");
   });
 
   it('CLOUD without its network fields is 400 listing each; LOCAL with them is 400', async () => {
@@ -101,7 +101,9 @@ describe('cloud accounts and execution environments', () => {
     assert.equal(res.status, 201);
     assert.equal(res.body.data.egressAllow, null);
     const id = res.body.data.id;
-    const set = await t.call('PATCH', `/execution-environments/${id}`, { body: { data: { egressAllow: ['registry.opentofu.org', '*.github.com', '203.0.113.0/24'] } } });
+    const set = await t.call('PATCH', `/execution-environments/${id}`, {
+      body: { data: { egressAllow: ['registry.opentofu.org', '*.github.com', '203.0.113.0/24'] } },
+    });
     assert.equal(set.status, 200);
     assert.deepEqual(set.body.data.egressAllow, ['registry.opentofu.org', '*.github.com', '203.0.113.0/24']);
     assert.deepEqual((await t.call('GET', `/execution-environments/${id}`)).body.data.egressAllow, ['registry.opentofu.org', '*.github.com', '203.0.113.0/24']);
@@ -136,7 +138,9 @@ describe('cloud accounts and execution environments', () => {
   it('deleting what is in use is 409 naming the users, then succeeds once they are gone', async () => {
     const ee = (await t.call('POST', '/execution-environments', { body: { data: cloud('used') } })).body.data;
     const project = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data;
-    const env = (await t.call('POST', '/environments', { body: { data: { projectId: project.id, givenId: 'prod', name: 'Prod', executionEnvironmentId: ee.id } } })).body.data;
+    const env = (
+      await t.call('POST', '/environments', { body: { data: { projectId: project.id, givenId: 'prod', name: 'Prod', executionEnvironmentId: ee.id } } })
+    ).body.data;
 
     const eeDelete = await t.call('DELETE', `/execution-environments/${ee.id}`);
     assert.equal(eeDelete.status, 409);

@@ -89,8 +89,7 @@ describe('hostile default-value schemas and values answer in milliseconds', () =
   });
   after(() => t.close());
 
-  const create = (givenId: string, schema: unknown) =>
-    t.call('POST', '/default-value-definitions', { body: { data: { givenId, name: givenId, schema } } });
+  const create = (givenId: string, schema: unknown) => t.call('POST', '/default-value-definitions', { body: { data: { givenId, name: givenId, schema } } });
 
   it('a schema with section nested 10 deep is refused quickly (validation is linear in the input)', async () => {
     assert.ok(JSON.stringify(nestedSections(10)).length < 700);
@@ -102,7 +101,10 @@ describe('hostile default-value schemas and values answer in milliseconds', () =
       const res = await create(`deep${depth}`, nestedSections(depth));
       const ms = performance.now() - started;
       assertError(res, 422, 'Api:DefaultValueDefinition:INVALID_SCHEMA');
-      assert.ok(res.body.details[0].items.some((p: string) => p.includes('nests deeper than 8')), JSON.stringify(res.body));
+      assert.ok(
+        res.body.details[0].items.some((p: string) => p.includes('nests deeper than 8')),
+        JSON.stringify(res.body),
+      );
       assert.ok(ms < 1000, `depth ${depth}: ${ms} ms`);
     }
   });

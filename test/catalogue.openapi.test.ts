@@ -35,7 +35,20 @@ describe('the catalogue in the OpenAPI document', () => {
 
   it('the execution environment response has every field as required, LOCAL ones included', () => {
     const ee = doc.components.schemas.ExecutionEnvironment;
-    for (const f of ['cloudAccountId', 'createdAt', 'givenId', 'id', 'name', 'organizationId', 'region', 'securityGroupId', 'subnetId', 'type', 'updatedAt', 'vpcId']) {
+    for (const f of [
+      'cloudAccountId',
+      'createdAt',
+      'givenId',
+      'id',
+      'name',
+      'organizationId',
+      'region',
+      'securityGroupId',
+      'subnetId',
+      'type',
+      'updatedAt',
+      'vpcId',
+    ]) {
       assert.ok(ee.required.includes(f), f);
     }
   });

@@ -49,11 +49,14 @@ describe('catalogue pagination', () => {
     for (let i = 0; i < 7; i++) created.projects.push(await post('/projects', { givenId: `p${i}`, name: `P${i}` }));
     for (let i = 0; i < 7; i++) created.environments.push(await post('/environments', { projectId: created.projects[0], givenId: `e${i}`, name: 'E' }));
     for (let i = 0; i < 7; i++) {
-      created['cloud-accounts'].push(await post('/cloud-accounts', { givenId: `c${i}`, name: 'C', accountId: '123456789012', roleArn: 'arn:aws:iam::123456789012:role/r' }));
+      created['cloud-accounts'].push(
+        await post('/cloud-accounts', { givenId: `c${i}`, name: 'C', accountId: '123456789012', roleArn: 'arn:aws:iam::123456789012:role/r' }),
+      );
     }
     for (let i = 0; i < 7; i++) created['execution-environments'].push(await post('/execution-environments', { givenId: `x${i}`, name: 'X', type: 'LOCAL' }));
     const region = (await t.call('GET', '/default-value-definitions', { headers: h })).body.data[0].id;
-    for (const parentId of created.projects) created['default-values'].push(await post('/default-values', { defaultValueDefinitionId: region, parentId, value: 'eu-west-1' }));
+    for (const parentId of created.projects)
+      created['default-values'].push(await post('/default-values', { defaultValueDefinitionId: region, parentId, value: 'eu-west-1' }));
 
     for (const [url, expected] of Object.entries(created)) {
       for (const limit of [1, 3, 7, 200]) assert.deepEqual(await walk(`/${url}`, limit, h), expected, `${url} limit ${limit}`);
@@ -80,9 +83,7 @@ describe('catalogue pagination', () => {
     for (let i = 0; i < 25; i++) before.push((await t.call('POST', '/projects', { headers: h, body: { data: { givenId: `b${i}`, name: 'B' } } })).body.data.id);
     let n = 0;
     const insertSome = async () => {
-      await Promise.all(
-        [0, 1, 2].map(() => t.call('POST', '/projects', { headers: h, body: { data: { givenId: `during${n++}`, name: 'D' } } })),
-      );
+      await Promise.all([0, 1, 2].map(() => t.call('POST', '/projects', { headers: h, body: { data: { givenId: `during${n++}`, name: 'D' } } })));
     };
     const seen = await walk('/projects', 4, h, insertSome);
     assertStrictlyAscending(seen);

@@ -55,7 +55,11 @@ describe('projects', () => {
     const orgId = await createOrganization(t, 'Hidden org');
     const hidden = (await t.call('POST', '/projects', { headers: inOrg(orgId), body: { data: { givenId: 'hidden', name: 'h' } } })).body.data;
     const outsider = await serviceAccountCaller(t, 'OWNER');
-    for (const [method, body] of [['GET', undefined], ['PATCH', { data: { name: 'x' } }], ['DELETE', undefined]] as const) {
+    for (const [method, body] of [
+      ['GET', undefined],
+      ['PATCH', { data: { name: 'x' } }],
+      ['DELETE', undefined],
+    ] as const) {
       const res = await t.call(method, `/projects/${hidden.id}`, { token: outsider.token, body });
       assert.equal(res.status, 404, `${method} ${JSON.stringify(res.body)}`);
     }

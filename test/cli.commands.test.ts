@@ -25,7 +25,10 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     database = await createTestDatabase();
     dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-cli-commands-'));
     // Generous: under a full parallel npm test a start can take far longer than on a quiet machine.
-    plinth = await startPlinthProcess({ ...FAST_ENGINE_ENV, DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir }, { readyTimeoutMs: 120_000 });
+    plinth = await startPlinthProcess(
+      { ...FAST_ENGINE_ENV, DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir },
+      { readyTimeoutMs: 120_000 },
+    );
     user = cliUser();
     const login = await user.json(['login', '--host', plinth.baseUrl, '--with-token'], { input: TOKEN });
     assert.equal(login.email, 'admin@localhost');
@@ -66,22 +69,34 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.ok((await user.json(['project', 'list'])).some((p: { id: string }) => p.id === project.id));
     const env = await user.json(['env', 'create', '--project', project.id, '--given-id', 'prod', '--name', 'Prod']);
     assert.equal((await user.json(['env', 'get', env.id])).givenId, 'prod');
-    assert.deepEqual((await user.json(['env', 'list', '--project', project.id])).map((e: { id: string }) => e.id), [env.id]);
+    assert.deepEqual(
+      (await user.json(['env', 'list', '--project', project.id])).map((e: { id: string }) => e.id),
+      [env.id],
+    );
 
     const pipelines = path.join(dir, 'pipelines.yaml');
     writeFileSync(pipelines, 'change:\n  steps:\n    - {id: hello, name: Hello, type: script, with: {command: "echo hi"}}\n');
     const stack = await user.json(['stack', 'create', '--project', project.id, '--env', env.id, '--name', 'site', '-f', pipelines]);
     assert.equal((await user.json(['stack', 'get', stack.id])).name, 'site');
-    assert.deepEqual((await user.json(['stack', 'list', '--project', project.id])).map((s: { id: string }) => s.id), [stack.id]);
+    assert.deepEqual(
+      (await user.json(['stack', 'list', '--project', project.id])).map((s: { id: string }) => s.id),
+      [stack.id],
+    );
     assert.deepEqual(await user.json(['stack', 'outputs', stack.id]), {});
     const region = { name: 'region', sensitive: false, value: 'eu-west-1' };
-    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'region=eu-west-1', 'replicas=3']), [region, { name: 'replicas', sensitive: false, value: 3 }]);
+    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'region=eu-west-1', 'replicas=3']), [
+      region,
+      { name: 'replicas', sensitive: false, value: 3 },
+    ]);
     const refused = await user.run(['stack', 'var', 'set', stack.id, 'db_password=hunter2-secret', '--sensitive']);
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /never taken from the command line.*--value-file -/);
     assert.doesNotMatch(refused.stderr, /hunter2/);
-    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'db_password', '--sensitive', '--value-file', '-'], { input: 'hunter2-secret\n' }),
-      [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
+    assert.deepEqual(await user.json(['stack', 'var', 'set', stack.id, 'db_password', '--sensitive', '--value-file', '-'], { input: 'hunter2-secret\n' }), [
+      region,
+      { name: 'replicas', sensitive: false, value: 3 },
+      { name: 'db_password', sensitive: true },
+    ]);
     assert.equal(await sealedVariable(stack.id, 'db_password'), 'hunter2-secret', 'the value as piped, its final newline dropped');
     const valueFile = path.join(dir, 'api-key.txt');
     writeFileSync(valueFile, '0042 with spaces\n');
@@ -89,8 +104,16 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.equal(await sealedVariable(stack.id, 'api_key'), '0042 with spaces', 'text from a file, never read as JSON');
     assert.equal((await user.run(['stack', 'var', 'set', stack.id, 'api_key', '--sensitive'])).code, 2);
     assert.equal((await user.run(['stack', 'var', 'set', stack.id, 'a', 'b', '--sensitive', '--value-file', valueFile])).code, 2);
-    assert.equal((await user.run(['stack', 'var', 'set', stack.id, 'api_key', '--sensitive', '--value-file', '-'], { input: '\n' })).code, 2, 'an empty value is refused');
-    assert.deepEqual(await user.json(['stack', 'var', 'unset', stack.id, 'api_key']), [region, { name: 'replicas', sensitive: false, value: 3 }, { name: 'db_password', sensitive: true }]);
+    assert.equal(
+      (await user.run(['stack', 'var', 'set', stack.id, 'api_key', '--sensitive', '--value-file', '-'], { input: '\n' })).code,
+      2,
+      'an empty value is refused',
+    );
+    assert.deepEqual(await user.json(['stack', 'var', 'unset', stack.id, 'api_key']), [
+      region,
+      { name: 'replicas', sensitive: false, value: 3 },
+      { name: 'db_password', sensitive: true },
+    ]);
     const table = await user.run(['stack', 'var', 'list', stack.id]);
     assert.match(table.stdout, /db_password\s+\(sensitive\)/);
     assert.doesNotMatch(table.stdout, /hunter2/);
@@ -109,25 +132,43 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     });
     assert.equal(written.status, 200, await written.text());
     const versions = await user.json(['stack', 'state', 'list', stack.id]);
-    assert.deepEqual(versions.map((v: { serial: number }) => v.serial), [1]);
+    assert.deepEqual(
+      versions.map((v: { serial: number }) => v.serial),
+      [1],
+    );
     assert.deepEqual(await user.json(['stack', 'state', 'pull', stack.id]), state);
     assert.deepEqual(await user.json(['stack', 'state', 'pull', stack.id, '--state-version', versions[0].id]), state);
 
     assert.ok((await user.json(['pipeline', 'list'])).some((p: { id: string }) => p.id === stack.changePipelineId));
     assert.equal((await user.json(['pipeline', 'get', stack.changePipelineId])).id, stack.changePipelineId);
-    assert.deepEqual((await user.json(['pipeline', 'versions', stack.changePipelineId])).map((v: { version: number }) => v.version), [1]);
+    assert.deepEqual(
+      (await user.json(['pipeline', 'versions', stack.changePipelineId])).map((v: { version: number }) => v.version),
+      [1],
+    );
     const changed = path.join(dir, 'changed.json');
     writeFileSync(changed, JSON.stringify({ steps: [{ id: 'hello', name: 'Hello', type: 'script', with: { command: 'echo hello' } }] }));
     const dryRun = await user.json(['pipeline', 'validate', stack.changePipelineId, '-f', changed]);
     assert.equal(dryRun.baseVersion, 1);
-    assert.deepEqual(dryRun.patch.map((op: { path: string; value: unknown }) => [op.path, op.value]), [['/steps/0/with/command', 'echo hello']]);
+    assert.deepEqual(
+      dryRun.patch.map((op: { path: string; value: unknown }) => [op.path, op.value]),
+      [['/steps/0/with/command', 'echo hello']],
+    );
 
     const run = await user.json(['run', 'start', stack.id, '--wait']);
     assert.equal(run.status, 'SUCCEEDED');
     assert.equal((await user.json(['run', 'get', run.id])).id, run.id);
-    assert.deepEqual((await user.json(['run', 'list', '--stack', stack.id])).map((r: { id: string }) => r.id), [run.id]);
-    assert.deepEqual((await user.json(['run', 'steps', run.id])).map((s: { stepId: string }) => s.stepId), ['hello']);
-    assert.deepEqual((await user.json(['run', 'logs', run.id])).map((l: { line: string }) => l.line), ['hi']);
+    assert.deepEqual(
+      (await user.json(['run', 'list', '--stack', stack.id])).map((r: { id: string }) => r.id),
+      [run.id],
+    );
+    assert.deepEqual(
+      (await user.json(['run', 'steps', run.id])).map((s: { stepId: string }) => s.stepId),
+      ['hello'],
+    );
+    assert.deepEqual(
+      (await user.json(['run', 'logs', run.id])).map((l: { line: string }) => l.line),
+      ['hi'],
+    );
     assert.equal((await user.json(['run', 'wait', run.id])).status, 'SUCCEEDED');
 
     const gated = await user.json(['stack', 'create', '--project', project.id, '--env', env.id, '--name', 'gated', '-f', '-'], {
@@ -148,7 +189,7 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     await user.json(['login', '--with-token'], { input: TOKEN });
   });
 
-  it('bash completion offers each command\'s options, and file names after an option that takes a file', async () => {
+  it("bash completion offers each command's options, and file names after an option that takes a file", async () => {
     const script = await user.run(['completion', 'bash']);
     assert.equal(script.code, 0, script.stderr);
     const complete = (...words: string[]) => {
@@ -157,7 +198,11 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     };
     assert.ok(complete('plinth', 'stack', 'var', 'set', '--').includes('--value-file'));
     assert.deepEqual(complete('plinth', 'stack', 'var', 'set', 'S', 'db_password', '--value-file', ''), [], 'nothing of its own: bash offers file names');
-    assert.deepEqual(complete('plinth', '--host', 'http://x', 'stack', 'var', ''), ['list', 'set', 'unset', '--version', '--host', '--org', '--project', '--context', '--output'], 'an option\'s value is not a command');
+    assert.deepEqual(
+      complete('plinth', '--host', 'http://x', 'stack', 'var', ''),
+      ['list', 'set', 'unset', '--version', '--host', '--org', '--project', '--context', '--output'],
+      "an option's value is not a command",
+    );
     assert.ok(complete('plinth', 'run', 'logs', '-f', '').includes('--step'), '-f is --follow there, not a file');
   });
 

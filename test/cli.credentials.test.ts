@@ -22,7 +22,9 @@ async function startOtherServer(): Promise<{ url: string; authorizations: (strin
   const authorizations: (string | undefined)[] = [];
   const server = createServer((request, response) => {
     authorizations.push(request.headers.authorization);
-    response.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'Auth:Credential:INVALID', message: 'The credential is not valid', requestId: 'other' }));
+    response
+      .writeHead(401, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ code: 'Auth:Credential:INVALID', message: 'The credential is not valid', requestId: 'other' }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, authorizations, server };
@@ -39,7 +41,10 @@ describe('the CLI keeps each saved key for the host it was saved for', () => {
   before(async () => {
     database = await createTestDatabase();
     const dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-cli-credentials-'));
-    plinth = await startPlinthProcess({ DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir }, { command: 'api', readyTimeoutMs: 120_000 });
+    plinth = await startPlinthProcess(
+      { DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir },
+      { command: 'api', readyTimeoutMs: 120_000 },
+    );
     other = await startOtherServer();
     user = cliUser();
     await user.json(['login', '--host', plinth.baseUrl, '--with-token'], { input: TOKEN });
@@ -56,7 +61,10 @@ describe('the CLI keeps each saved key for the host it was saved for', () => {
   });
 
   it('a --host or PLINTH_HOST of another origin gets no request and the command exits 9, saying how to log in there', async () => {
-    const ways: [string[], Record<string, string>][] = [[['whoami', '--host', other.url], {}], [['whoami'], { PLINTH_HOST: other.url }]];
+    const ways: [string[], Record<string, string>][] = [
+      [['whoami', '--host', other.url], {}],
+      [['whoami'], { PLINTH_HOST: other.url }],
+    ];
     for (const [args, env] of ways) {
       const refused = await user.run(args, { env });
       assert.equal(refused.code, 9, refused.stderr);
@@ -89,7 +97,7 @@ describe('the CLI keeps each saved key for the host it was saved for', () => {
     assert.equal(listed[0].keyHost, plinth.baseUrl);
   });
 
-  it('a credentials.json of the older form is bound to its context\'s host, once, and refused elsewhere', async () => {
+  it("a credentials.json of the older form is bound to its context's host, once, and refused elsewhere", async () => {
     const old = cliUser();
     const dir = path.join(old.configHome, 'plinth');
     mkdirSync(dir, { recursive: true });

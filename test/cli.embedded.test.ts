@@ -56,7 +56,10 @@ describe('plinth serve with no DATABASE_URL (embedded PostgreSQL)', { timeout: 1
     await admin.connect();
     try {
       const sessions = await admin.query(`select distinct usename from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()`);
-      assert.deepEqual(sessions.rows.map((r) => r.usename), ['plinth_runtime']);
+      assert.deepEqual(
+        sessions.rows.map((r) => r.usename),
+        ['plinth_runtime'],
+      );
       const role = await admin.query(`select rolsuper, rolcreaterole, rolcreatedb from pg_roles where rolname = 'plinth_runtime'`);
       assert.deepEqual(role.rows, [{ rolsuper: false, rolcreaterole: false, rolcreatedb: false }]);
       const owned = await admin.query(`select count(*)::int as n from pg_class c join pg_roles r on r.oid = c.relowner where r.rolname = 'plinth_runtime'`);

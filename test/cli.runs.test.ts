@@ -40,7 +40,10 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
     database = await createTestDatabase();
     dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-cli-runs-'));
     // Generous: under a full parallel npm test a start can take far longer than on a quiet machine.
-    plinth = await startPlinthProcess({ ...FAST_ENGINE_ENV, DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir }, { readyTimeoutMs: 120_000 });
+    plinth = await startPlinthProcess(
+      { ...FAST_ENGINE_ENV, DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir },
+      { readyTimeoutMs: 120_000 },
+    );
     user = cliUser();
   });
   after(async () => {
@@ -95,11 +98,16 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
     assert.equal(waited.code, 0, waited.stderr);
     assert.equal(JSON.parse(waited.stdout).status, 'SUCCEEDED');
     const lines = await user.json(['run', 'logs', runId]);
-    assert.deepEqual(lines.map((l: { stepId: string; line: string }) => `${l.stepId}:${l.line}`), ['build:hello-from-build', 'apply:applied-after-approval']);
+    assert.deepEqual(
+      lines.map((l: { stepId: string; line: string }) => `${l.stepId}:${l.line}`),
+      ['build:hello-from-build', 'apply:applied-after-approval'],
+    );
   });
 
   it('a failed run exits 5, a cancelled one 8, a wait that runs out of time 7', async () => {
-    const failing = await stackWith('failing', { change: { steps: [{ id: 'boom', name: 'Boom', type: 'script', with: { command: 'echo about-to-fail; exit 3' } }] } });
+    const failing = await stackWith('failing', {
+      change: { steps: [{ id: 'boom', name: 'Boom', type: 'script', with: { command: 'echo about-to-fail; exit 3' } }] },
+    });
     const failed = await user.run(['run', 'start', failing, '--follow']);
     assert.equal(failed.code, 5, failed.stderr);
     assert.match(failed.stdout, /\[boom\] about-to-fail/);

@@ -47,15 +47,26 @@ describe('configuration from the environment', () => {
 
   it('a metrics listener off loopback without PLINTH_METRICS_TOKEN stops the start, saying what to set', () => {
     for (const host of ['0.0.0.0', '::', '10.1.2.3', 'metrics.internal']) {
-      assert.throws(() => loadConfig({ PLINTH_METRICS_PORT: '9464', PLINTH_METRICS_HOST: host }), /PLINTH_METRICS_HOST is .* not loopback: set PLINTH_METRICS_TOKEN/);
+      assert.throws(
+        () => loadConfig({ PLINTH_METRICS_PORT: '9464', PLINTH_METRICS_HOST: host }),
+        /PLINTH_METRICS_HOST is .* not loopback: set PLINTH_METRICS_TOKEN/,
+      );
       assert.equal(loadConfig({ PLINTH_METRICS_PORT: '9464', PLINTH_METRICS_HOST: host, PLINTH_METRICS_TOKEN: 't' }).metricsToken, 't');
     }
-    for (const host of ['127.0.0.1', '127.0.0.2', '::1', 'localhost']) assert.equal(loadConfig({ PLINTH_METRICS_PORT: '9464', PLINTH_METRICS_HOST: host }).metricsToken, undefined);
+    for (const host of ['127.0.0.1', '127.0.0.2', '::1', 'localhost'])
+      assert.equal(loadConfig({ PLINTH_METRICS_PORT: '9464', PLINTH_METRICS_HOST: host }).metricsToken, undefined);
     assert.equal(loadConfig({ PLINTH_METRICS_HOST: '0.0.0.0' }).metricsPort, undefined, 'no listener, nothing to protect');
   });
 
   it('failed-authentication limits and trusted proxies are read, and a bad one stops the start', () => {
-    const config = loadConfig({ PLINTH_AUTH_FAILURES_PER_ADDRESS: '5', PLINTH_AUTH_FAILURES_PER_KEY_PREFIX: '7', PLINTH_AUTH_FAILURE_WINDOW_S: '30', PLINTH_AUTH_BLOCK_S: '90', PLINTH_AUTH_LIMIT_ENTRIES: '500', PLINTH_TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1,::1' });
+    const config = loadConfig({
+      PLINTH_AUTH_FAILURES_PER_ADDRESS: '5',
+      PLINTH_AUTH_FAILURES_PER_KEY_PREFIX: '7',
+      PLINTH_AUTH_FAILURE_WINDOW_S: '30',
+      PLINTH_AUTH_BLOCK_S: '90',
+      PLINTH_AUTH_LIMIT_ENTRIES: '500',
+      PLINTH_TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1,::1',
+    });
     assert.deepEqual(config.authLimits, { failuresPerAddress: 5, failuresPerKeyPrefix: 7, windowMs: 30_000, blockMs: 90_000, maxEntries: 500 });
     assert.deepEqual(config.trustedProxies, ['10.0.0.0/8', '192.0.2.1', '::1']);
     assert.deepEqual(loadConfig({}).authLimits, { failuresPerAddress: 30, failuresPerKeyPrefix: 30, windowMs: 60_000, blockMs: 60_000, maxEntries: 10_000 });
@@ -90,11 +101,26 @@ const isSetting = (name: string) => PRODUCT_NAME.test(name) && !name.startsWith(
  * OpenTelemetry SDK itself), and a constant.
  */
 const NOT_SETTINGS = new Set([
-  'PLINTH_RUN_ID', 'PLINTH_STEP_ID', 'PLINTH_STEP_EXECUTION_ID', 'PLINTH_ATTEMPT_EPOCH', 'PLINTH_RETRY_ATTEMPT', 'PLINTH_ACTION',
-  'PLINTH_STACK_ID', 'PLINTH_INPUTS', 'PLINTH_COMMIT_SHA', 'PLINTH_CHECKOUT_DIR',
-  'PLINTH_GIT_CACHE', 'PLINTH_GIT_URL', 'PLINTH_GIT_REF', 'PLINTH_GIT_COMMIT',
-  'PLINTH_TOFU', 'PLINTH_TFVARS_JSON', 'PLINTH_PLAN_CHUNK', 'PLINTH_SENSITIVE_NAMES',
-  'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'PLINTH_RUN_ID',
+  'PLINTH_STEP_ID',
+  'PLINTH_STEP_EXECUTION_ID',
+  'PLINTH_ATTEMPT_EPOCH',
+  'PLINTH_RETRY_ATTEMPT',
+  'PLINTH_ACTION',
+  'PLINTH_STACK_ID',
+  'PLINTH_INPUTS',
+  'PLINTH_COMMIT_SHA',
+  'PLINTH_CHECKOUT_DIR',
+  'PLINTH_GIT_CACHE',
+  'PLINTH_GIT_URL',
+  'PLINTH_GIT_REF',
+  'PLINTH_GIT_COMMIT',
+  'PLINTH_TOFU',
+  'PLINTH_TFVARS_JSON',
+  'PLINTH_PLAN_CHUNK',
+  'PLINTH_SENSITIVE_NAMES',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
   'LOG_STREAMS',
 ]);
 
@@ -128,7 +154,8 @@ function scanCode(): { reads: Map<string, Set<string>>; mentioned: Map<string, S
     const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
     const visit = (node: ts.Node) => {
       if (ts.isPropertyAccessExpression(node) && isEnv(node.expression) && !isAssigned(node)) note(reads, node.name.text, file);
-      if (ts.isElementAccessExpression(node) && isEnv(node.expression) && ts.isStringLiteralLike(node.argumentExpression) && !isAssigned(node)) note(reads, node.argumentExpression.text, file);
+      if (ts.isElementAccessExpression(node) && isEnv(node.expression) && ts.isStringLiteralLike(node.argumentExpression) && !isAssigned(node))
+        note(reads, node.argumentExpression.text, file);
       if (ts.isVariableDeclaration(node) && ts.isObjectBindingPattern(node.name) && node.initializer && isEnv(node.initializer)) {
         for (const element of node.name.elements) note(reads, ((element.propertyName ?? element.name) as ts.Identifier).text, file);
       }
@@ -165,7 +192,11 @@ function configTable(): ConfigRow[] {
   const start = readme.indexOf('\n## Configuration\n');
   assert.ok(start >= 0, 'README.md has a "## Configuration" section');
   const end = readme.indexOf('\n## ', start + 1);
-  const rows = readme.slice(start, end < 0 ? undefined : end).split('\n').filter((line) => line.startsWith('|')).slice(2);
+  const rows = readme
+    .slice(start, end < 0 ? undefined : end)
+    .split('\n')
+    .filter((line) => line.startsWith('|'))
+    .slice(2);
   assert.ok(rows.length > 10, 'the configuration table has rows');
   return rows.map((text) => {
     const [first, ...rest] = text.split('|').slice(1, -1);
@@ -188,11 +219,23 @@ describe('the README configuration table and the variables the code reads', () =
 
   it('finds the settings the code reads in every way it reads them', () => {
     // Each reading pattern, by one variable the code is known to read that way.
-    for (const name of ['PLINTH_DATA_DIR', 'OTEL_SERVICE_NAME', 'PORT', 'PLINTH_WORKER_LEASE_MS', 'PLINTH_SANDBOX', 'PLINTH_STEP_LOG_MAX_BYTES', 'PLINTH_AUTH_BLOCK_S']) {
+    for (const name of [
+      'PLINTH_DATA_DIR',
+      'OTEL_SERVICE_NAME',
+      'PORT',
+      'PLINTH_WORKER_LEASE_MS',
+      'PLINTH_SANDBOX',
+      'PLINTH_STEP_LOG_MAX_BYTES',
+      'PLINTH_AUTH_BLOCK_S',
+    ]) {
       assert.ok(reads.has(name), `${name} is found as read`);
     }
     const unclassified = [...mentioned.keys()].filter((name) => !reads.has(name) && !NOT_SETTINGS.has(name));
-    assert.deepEqual(unclassified, [], `names in src/ that are neither read as a setting by a known pattern nor in NOT_SETTINGS: ${unclassified.map((n) => `${n} (${[...mentioned.get(n)!].join(', ')})`).join('; ')}`);
+    assert.deepEqual(
+      unclassified,
+      [],
+      `names in src/ that are neither read as a setting by a known pattern nor in NOT_SETTINGS: ${unclassified.map((n) => `${n} (${[...mentioned.get(n)!].join(', ')})`).join('; ')}`,
+    );
   });
 
   it('lists every variable the code reads', () => {
@@ -201,7 +244,11 @@ describe('the README configuration table and the variables the code reads', () =
       const family = rows.flatMap((row) => row.families).find((f) => name.startsWith(f.prefix) && f.doc && !f.others);
       return !family || !readFileSync(path.resolve(family.doc!), 'utf8').includes(`\`${name}\``);
     });
-    assert.deepEqual(missing, [], `read in src/ but not in README.md's configuration table (nor in the doc a \`PREFIX_*\` row points to): ${missing.map((n) => `${n} (${[...reads.get(n)!].join(', ')})`).join('; ')}`);
+    assert.deepEqual(
+      missing,
+      [],
+      `read in src/ but not in README.md's configuration table (nor in the doc a \`PREFIX_*\` row points to): ${missing.map((n) => `${n} (${[...reads.get(n)!].join(', ')})`).join('; ')}`,
+    );
   });
 
   it('lists only variables the code reads', () => {
@@ -212,7 +259,10 @@ describe('the README configuration table and the variables the code reads', () =
         assert.ok(reads.has(name), `${name} is in the table but nothing in src/ reads it: ${row.text}`);
       }
       for (const family of row.families) {
-        assert.ok([...reads.keys()].some((name) => name.startsWith(family.prefix)), `the code reads some ${family.prefix}*: ${row.text}`);
+        assert.ok(
+          [...reads.keys()].some((name) => name.startsWith(family.prefix)),
+          `the code reads some ${family.prefix}*: ${row.text}`,
+        );
         assert.ok(family.doc || family.others, `a ${family.prefix}* row points to the doc that lists each: ${row.text}`);
       }
     }

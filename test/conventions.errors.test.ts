@@ -11,10 +11,17 @@ const testRoutes: RoutePlugin = async (app) => {
   app.get('/test/boom', async () => {
     throw new Error('connection to 10.1.2.3 refused: secret internals');
   });
-  app.post('/test/given-ids', {
-    config: { permission: 'authenticated' },
-    schema: { body: Body(Type.Object({ givenId: GivenId }, { additionalProperties: false })), response: { 201: Envelope(Type.Object({ givenId: Type.String() })) } },
-  }, async (request, reply) => reply.status(201).send({ data: { givenId: request.body.data.givenId } }));
+  app.post(
+    '/test/given-ids',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        body: Body(Type.Object({ givenId: GivenId }, { additionalProperties: false })),
+        response: { 201: Envelope(Type.Object({ givenId: Type.String() })) },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ data: { givenId: request.body.data.givenId } }),
+  );
 };
 
 describe('error conventions', () => {

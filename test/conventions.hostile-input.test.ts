@@ -29,13 +29,21 @@ describe('hostile input is a 4xx ErrorBody, never a 500', () => {
       ['POST', '/projects', { givenId: 'p1', name: 'P', description: '\u0000' }, 'body/data/description'],
       ['POST', '/stacks', { projectId, environmentId, name: 's', variables: { region: 'eu\u0000' } }, 'body/data/variables/region'],
       ['POST', `/stacks/${stackId}/pipeline-run`, { inputs: { x: ['ok', '\u0000'] } }, 'body/data/inputs/x/1'],
-      ['POST', '/pipelines', { name: 'p', config: { steps: [{ id: 'a', name: 'A', type: 'script', with: { command: 'echo \u0000' } }] } }, 'body/data/config/steps/0/with/command'],
+      [
+        'POST',
+        '/pipelines',
+        { name: 'p', config: { steps: [{ id: 'a', name: 'A', type: 'script', with: { command: 'echo \u0000' } }] } },
+        'body/data/config/steps/0/with/command',
+      ],
       ['POST', '/stacks', { projectId, environmentId, name: 's', variables: { 'k\u0000': 'v' } }, 'body/data/variables/k\u0000'],
     ];
     for (const [method, url, data, field] of cases) {
       const res = await t.call(method as 'POST', url, { body: { data } });
       assertError(res, 400, 'Api:Request:INVALID');
-      assert.ok(problemsOf(res).some((p) => p.startsWith(`${field}: `) && p.includes('NUL')), `${url}: ${JSON.stringify(res.body)}`);
+      assert.ok(
+        problemsOf(res).some((p) => p.startsWith(`${field}: `) && p.includes('NUL')),
+        `${url}: ${JSON.stringify(res.body)}`,
+      );
     }
   });
 
@@ -50,7 +58,10 @@ describe('hostile input is a 4xx ErrorBody, never a 500', () => {
       // JSON.stringify escapes a lone surrogate as \ud800, exactly what a hostile client sends.
       const res = await t.call(method as 'POST', url, { body: { data } });
       assertError(res, 400, 'Api:Request:INVALID');
-      assert.ok(problemsOf(res).some((p) => p.startsWith(`${field}: `) && p.includes('surrogate')), `${url}: ${JSON.stringify(res.body)}`);
+      assert.ok(
+        problemsOf(res).some((p) => p.startsWith(`${field}: `) && p.includes('surrogate')),
+        `${url}: ${JSON.stringify(res.body)}`,
+      );
     }
   });
 
@@ -108,7 +119,10 @@ describe('hostile input is a 4xx ErrorBody, never a 500', () => {
     ]) {
       const res = await t.call('POST', '/projects', { rawBody });
       assertError(res, 400, 'Api:Request:INVALID');
-      assert.ok(problemsOf(res).some((p) => /__proto__|constructor/.test(p)), JSON.stringify(res.body));
+      assert.ok(
+        problemsOf(res).some((p) => /__proto__|constructor/.test(p)),
+        JSON.stringify(res.body),
+      );
     }
     const nested = await t.call('PATCH', `/stacks/${stackId}`, { rawBody: '{"data": {"variables": {"a": {"__proto__": {"polluted": 1}}}}}' });
     assertError(nested, 400, 'Api:Request:INVALID');

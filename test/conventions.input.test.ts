@@ -54,7 +54,10 @@ describe('bad input is always a 4xx ErrorBody', () => {
         for (const wrong of [5, true, null, [value], { value }]) {
           const res = await t.call(route.method, route.url(ids), { body: { data: { ...route.valid, [field]: wrong } } });
           assertError(res, 400, 'Api:Request:INVALID');
-          assert.ok(res.body.details[0].items.some((line: string) => line.includes(field)), `${field}=${JSON.stringify(wrong)}: ${JSON.stringify(res.body.details)}`);
+          assert.ok(
+            res.body.details[0].items.some((line: string) => line.includes(field)),
+            `${field}=${JSON.stringify(wrong)}: ${JSON.stringify(res.body.details)}`,
+          );
         }
       }
     });

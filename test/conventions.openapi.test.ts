@@ -99,7 +99,10 @@ describe('GET /openapi.json', () => {
       assert.equal(op.responses['4XX']?.content['application/json'].schema.$ref, '#/components/schemas/ErrorBody', name);
       assert.equal(op.responses['5XX']?.content['application/json'].schema.$ref, '#/components/schemas/ErrorBody', name);
       // A redirect flow (the Git app install, the OAuth login and its callbacks) succeeds with its 302.
-      assert.ok(Object.keys(op.responses).some((code) => /^(2\d\d|302)$/.test(code)), `${name} has a success response`);
+      assert.ok(
+        Object.keys(op.responses).some((code) => /^(2\d\d|302)$/.test(code)),
+        `${name} has a success response`,
+      );
       if (r.public) assert.deepEqual(op.security, [], name);
       else assert.equal(op.security, undefined, name);
     }

@@ -62,7 +62,10 @@ describe('keyset cursor pagination (GET /memberships)', () => {
 
   it('a page exactly as long as what is left has no nextCursor', async () => {
     const res = await page(`?limit=20&cursor=${encodeCursor(allIds[allIds.length - 21])}`);
-    assert.deepEqual(res.body.data.map((m: { id: string }) => m.id), allIds.slice(-20));
+    assert.deepEqual(
+      res.body.data.map((m: { id: string }) => m.id),
+      allIds.slice(-20),
+    );
     assert.equal(res.body.meta.nextCursor, undefined);
   });
 
@@ -70,7 +73,10 @@ describe('keyset cursor pagination (GET /memberships)', () => {
     const first = await page('?limit=5');
     await t.call('POST', '/memberships', { headers: inOrg(orgId), body: { data: { email: 'late@example.com', role: 'VIEWER' } } });
     const second = await page(`?limit=5&cursor=${first.body.meta.nextCursor}`);
-    assert.deepEqual(second.body.data.map((m: { id: string }) => m.id), allIds.slice(5, 10));
+    assert.deepEqual(
+      second.body.data.map((m: { id: string }) => m.id),
+      allIds.slice(5, 10),
+    );
   });
 
   it('limit below 1 or not an integer is 400', async () => {

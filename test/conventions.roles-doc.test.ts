@@ -14,8 +14,14 @@ describe('docs/roles.md', () => {
     for (const [name, p] of Object.entries(PERMISSIONS)) {
       const row = doc.split('\n').find((line) => line.startsWith(`| \`${name}\` |`));
       assert.ok(row, `row for ${name}`);
-      const cells = row.split('|').slice(3, 3 + ROLES.length).map((c) => c.trim());
-      assert.deepEqual(cells, ROLES.map((r) => (ROLES.indexOf(r) >= ROLES.indexOf(p.minRole) ? 'yes' : '-')));
+      const cells = row
+        .split('|')
+        .slice(3, 3 + ROLES.length)
+        .map((c) => c.trim());
+      assert.deepEqual(
+        cells,
+        ROLES.map((r) => (ROLES.indexOf(r) >= ROLES.indexOf(p.minRole) ? 'yes' : '-')),
+      );
     }
   });
 });

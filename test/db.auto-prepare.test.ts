@@ -32,7 +32,11 @@ describe('prepared statements for what a connection repeats', () => {
     const read = (conn: Db) => sql<{ name: string }>`select name from prepare_probe where id = ${1}`.execute(conn);
     const statements = await preparedOnConnection(db, async (conn) => {
       for (let i = 0; i < 2; i++) assert.equal((await read(conn)).rows[0].name, 'one');
-      assert.deepEqual(await sql`select name from pg_prepared_statements where statement like '%prepare_probe where id%'`.execute(conn).then((r) => r.rows), [], 'not after two runs');
+      assert.deepEqual(
+        await sql`select name from pg_prepared_statements where statement like '%prepare_probe where id%'`.execute(conn).then((r) => r.rows),
+        [],
+        'not after two runs',
+      );
       for (let i = 0; i < 3; i++) assert.equal((await read(conn)).rows[0].name, 'one');
     });
     assert.equal(statements.filter((s) => s.includes('prepare_probe where id')).length, 1);

@@ -25,10 +25,12 @@ describe('commit hooks', () => {
     });
     assert.deepEqual(seen, ['committed']);
 
-    await assert.rejects(db.transaction().execute(async (trx) => {
-      await trx.executeQuery(afterCommit(() => seen.push('rolled back')));
-      await sql`select 1 / 0`.execute(trx);
-    }));
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await trx.executeQuery(afterCommit(() => seen.push('rolled back')));
+        await sql`select 1 / 0`.execute(trx);
+      }),
+    );
     assert.deepEqual(seen, ['committed']);
 
     await db.executeQuery(afterCommit(() => seen.push('no transaction')));

@@ -53,7 +53,7 @@ async function dropRole(role: string) {
  * The runtime role, tried as an attacker who reached the service's SQL would: set up the way an
  * operator does (DATABASE_URL names the runtime role, DATABASE_OWNER_URL the owner), by the start itself.
  */
-describe('the service\'s database role: least privilege', { timeout: 180_000 }, () => {
+describe("the service's database role: least privilege", { timeout: 180_000 }, () => {
   let database: TestDatabase;
   let handle: DatabaseHandle;
   let owner: Db;
@@ -79,7 +79,10 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
   it('is created by the start from DATABASE_URL, with nothing to warn of; the owner has everything to warn of', async () => {
     assert.deepEqual(await privilegeProblems(runtime), []);
     const ownerProblems = await privilegeProblems(owner);
-    assert.ok(ownerProblems.some((p) => p.startsWith('is a superuser')), ownerProblems.join('; '));
+    assert.ok(
+      ownerProblems.some((p) => p.startsWith('is a superuser')),
+      ownerProblems.join('; '),
+    );
     // A second start (every process runs it) changes nothing and fails nothing.
     await prepareDatabase(handle, silent, () => TEST_SECRETS);
     assert.deepEqual(await privilegeProblems(runtime), []);
@@ -89,20 +92,33 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     assert.equal(await sqlState(runtime, `copy (select 1) to program 'touch /tmp/plinth-pwned'`), INSUFFICIENT_PRIVILEGE);
   });
 
-  it('cannot change roles: not its own privileges, not another\'s password, no new role', async () => {
+  it("cannot change roles: not its own privileges, not another's password, no new role", async () => {
     assert.equal(await sqlState(runtime, `alter role ${role} superuser`), INSUFFICIENT_PRIVILEGE);
     assert.equal(await sqlState(runtime, `alter role postgres password 'taken'`), INSUFFICIENT_PRIVILEGE);
     assert.equal(await sqlState(runtime, 'create role intruder login'), INSUFFICIENT_PRIVILEGE);
   });
 
-  it('cannot change the schema: no table of its own, no DDL on the service\'s', async () => {
+  it("cannot change the schema: no table of its own, no DDL on the service's", async () => {
     assert.equal(await sqlState(runtime, 'create table public.planted (x int)'), INSUFFICIENT_PRIVILEGE);
     assert.equal(await sqlState(runtime, 'drop table users'), INSUFFICIENT_PRIVILEGE);
     assert.equal(await sqlState(runtime, 'alter table audit_events disable trigger audit_events_append_only'), INSUFFICIENT_PRIVILEGE);
   });
 
-  it('appends to the audit log and reads it, but cannot change, delete or empty it, through the table or a partition, nor delete its chains\' heads or mark them for anchoring', async () => {
-    const row = { id: `aud_${randomBytes(6).toString('hex')}`, organization_id: 'org_x', seq: 1, created_at: new Date(), actor_type: 'MEMBERSHIP' as const, actor_id: 'u', action: 'x.y', resource_type: 'x', outcome: 'SUCCESS' as const, request_id: 'r', prev_hash: '', hash: 'h' };
+  it("appends to the audit log and reads it, but cannot change, delete or empty it, through the table or a partition, nor delete its chains' heads or mark them for anchoring", async () => {
+    const row = {
+      id: `aud_${randomBytes(6).toString('hex')}`,
+      organization_id: 'org_x',
+      seq: 1,
+      created_at: new Date(),
+      actor_type: 'MEMBERSHIP' as const,
+      actor_id: 'u',
+      action: 'x.y',
+      resource_type: 'x',
+      outcome: 'SUCCESS' as const,
+      request_id: 'r',
+      prev_hash: '',
+      hash: 'h',
+    };
     await runtime.insertInto('audit_events').values(row).execute();
     assert.equal((await runtime.selectFrom('audit_events').select('id').where('id', '=', row.id).execute()).length, 1);
     const partition = `audit_events_${new Date().toISOString().slice(0, 7).replace('-', '_')}`;
@@ -125,7 +141,7 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     assert.equal(kept?.action, 'x.y');
   });
 
-  it('runs the audit log\'s maintenance through its functions alone, which take no name from it', async () => {
+  it("runs the audit log's maintenance through its functions alone, which take no name from it", async () => {
     assert.deepEqual(await runAuditMaintenance(runtime, TEST_SECRETS), { dropped: [], deleted: 0, leftAlone: [], reanchored: 0 });
     assert.equal(await sqlState(runtime, 'select audit_ensure_partitions(100000)'), '22023', 'a bounded number of months');
     assert.equal(await sqlState(runtime, 'select * from audit_apply_retention(1)'), '42883', 'retention takes no number from its caller');
@@ -134,12 +150,14 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     await sql`create table audit_events_2020_01 partition of audit_events for values from ('2020-01-01') to ('2020-02-01')`.execute(owner);
     const partition = `audit_events_${new Date().toISOString().slice(0, 7).replace('-', '_')}`;
     const result = await runtime.connection().execute(async (session) => {
-      await sql.raw(`create temporary view pg_class as select c.oid, '${partition}'::name as relname, c.relpartbound from pg_catalog.pg_class c`).execute(session);
+      await sql
+        .raw(`create temporary view pg_class as select c.oid, '${partition}'::name as relname, c.relpartbound from pg_catalog.pg_class c`)
+        .execute(session);
       return runAuditMaintenance(session, TEST_SECRETS);
     });
     assert.deepEqual(result.dropped, ['audit_events_2020_01']);
     const [kept] = (await sql<{ found: boolean }>`select to_regclass(${`public.${partition}`}) is not null as found`.execute(owner)).rows;
-    assert.equal(kept?.found, true, 'this month\'s partition is still there');
+    assert.equal(kept?.found, true, "this month's partition is still there");
   });
 
   it('cannot shorten an audit chain unseen: retention it calls itself leaves its record, and a retention row it makes up starts no chain', async () => {
@@ -147,20 +165,43 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     await owner.insertInto('organizations').values({ id: org, name: 'Attacked', billing_email: 'billing@example.com' }).execute();
     await sql`create table audit_events_2021_03 partition of audit_events for values from ('2021-03-01') to ('2021-04-01')`.execute(owner);
     for (const at of [new Date('2021-03-15T00:00:00Z'), new Date('2021-03-16T00:00:00Z'), new Date()]) {
-      await runtime.transaction().execute((trx) => appendAuditEvent(trx, TEST_SECRETS, {
-        organizationId: org, actorType: 'MEMBERSHIP', actorId: 'u', apiKeyId: null, action: 'project.create', resourceType: 'project', resourceId: null,
-        outcome: 'SUCCESS', statusCode: null, errorCode: null, requestId: newId(), ip: null, userAgent: null, diff: null,
-      }, at));
+      await runtime.transaction().execute((trx) =>
+        appendAuditEvent(
+          trx,
+          TEST_SECRETS,
+          {
+            organizationId: org,
+            actorType: 'MEMBERSHIP',
+            actorId: 'u',
+            apiKeyId: null,
+            action: 'project.create',
+            resourceType: 'project',
+            resourceId: null,
+            outcome: 'SUCCESS',
+            statusCode: null,
+            errorCode: null,
+            requestId: newId(),
+            ip: null,
+            userAgent: null,
+            diff: null,
+          },
+          at,
+        ),
+      );
     }
     assert.deepEqual(await verifyAuditChain(runtime, TEST_SECRETS, org), { valid: true, checked: 3 });
 
     // In SQL alone, without the key: the shortest retention, retention run by hand, a retention row of
     // its own saying so at a seq no walk of the chain reaches, and the retention put back.
     await sql`insert into audit_settings (organization_id, retention_days) values (${org}, 1)`.execute(runtime);
-    const { rows } = await sql<{ result: { deletions: { organizationId: string; toSeq: number; lastHash: string }[] } }>`select audit_apply_retention() as result`.execute(runtime);
+    const { rows } = await sql<{
+      result: { deletions: { organizationId: string; toSeq: number; lastHash: string }[] };
+    }>`select audit_apply_retention() as result`.execute(runtime);
     const deletion = rows[0]!.result.deletions.find((d) => d.organizationId === org)!;
     assert.equal(deletion.toSeq, 2);
-    const forged = (seq: number) => `insert into audit_events (id, organization_id, seq, created_at, actor_type, actor_id, action, resource_type, outcome, request_id, diff, prev_hash, hash)
+    const forged = (
+      seq: number,
+    ) => `insert into audit_events (id, organization_id, seq, created_at, actor_type, actor_id, action, resource_type, outcome, request_id, diff, prev_hash, hash)
       values ('${newId()}', '${org}', ${seq}, now(), 'SYSTEM', 'retention', 'audit.retention', 'audit-event', 'SUCCESS', '${newId()}',
               '{"toSeq": 2, "lastHash": "${deletion.lastHash}", "before": "2000-01-01T00:00:00.000Z"}', '', 'forged')`;
     assert.equal(await sqlState(runtime, forged(0)), '23514', 'a chain starts at seq 1');
@@ -168,7 +209,14 @@ describe('the service\'s database role: least privilege', { timeout: 180_000 }, 
     await sql`update audit_settings set retention_days = 365 where organization_id = ${org}`.execute(runtime);
 
     const kept = await runtime.selectFrom('audit_events').select(['seq', 'action', 'actor_type']).where('organization_id', '=', org).orderBy('seq').execute();
-    assert.deepEqual(kept.map((r) => [Number(r.seq), r.action, r.actor_type]), [[3, 'project.create', 'MEMBERSHIP'], [4, 'audit.retention', 'SYSTEM']], 'the deletion is recorded');
+    assert.deepEqual(
+      kept.map((r) => [Number(r.seq), r.action, r.actor_type]),
+      [
+        [3, 'project.create', 'MEMBERSHIP'],
+        [4, 'audit.retention', 'SYSTEM'],
+      ],
+      'the deletion is recorded',
+    );
     const result = await verifyAuditChain(runtime, TEST_SECRETS, org);
     assert.equal(result.valid, false, JSON.stringify(result));
     assert.match(result.reason!, /the anchor does not hold/);
@@ -202,16 +250,19 @@ describe('plinth serve as the runtime role', { timeout: 180_000 }, () => {
     let runtimeUrl: string;
     ({ database, runtimeUrl } = await databaseWithRuntimeUrl(role));
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-rt-'));
-    plinth = await startPlinthProcess({
-      DATABASE_URL: runtimeUrl,
-      DATABASE_OWNER_URL: database.url,
-      PLINTH_DATA_DIR: dataDir,
-      PLINTH_ADMIN_TOKEN: ADMIN,
-      PLINTH_SANDBOX_UID_BASE: '320000',
-      PLINTH_SANDBOX_UID_COUNT: '1000',
-      PLINTH_SANDBOX_POOL: '0',
-      LOG_LEVEL: 'warn',
-    }, { readyTimeoutMs: 120_000 });
+    plinth = await startPlinthProcess(
+      {
+        DATABASE_URL: runtimeUrl,
+        DATABASE_OWNER_URL: database.url,
+        PLINTH_DATA_DIR: dataDir,
+        PLINTH_ADMIN_TOKEN: ADMIN,
+        PLINTH_SANDBOX_UID_BASE: '320000',
+        PLINTH_SANDBOX_UID_COUNT: '1000',
+        PLINTH_SANDBOX_POOL: '0',
+        LOG_LEVEL: 'warn',
+      },
+      { readyTimeoutMs: 120_000 },
+    );
   });
   after(async () => {
     await plinth?.stop(30_000);
@@ -227,7 +278,10 @@ describe('plinth serve as the runtime role', { timeout: 180_000 }, () => {
     await waitForRunStatus(t, run.id, 'SUCCEEDED', 60_000);
     const events = await t.call('GET', '/audit-events?limit=100');
     assert.equal(events.status, 200, JSON.stringify(events.body));
-    assert.ok(events.body.data.some((e: { resourceId: string }) => e.resourceId === stack.id), 'the stack\'s creation was audited');
+    assert.ok(
+      events.body.data.some((e: { resourceId: string }) => e.resourceId === stack.id),
+      "the stack's creation was audited",
+    );
     assert.ok(!plinth.output().includes('more privileges than it needs'), plinth.output());
   });
 });

@@ -52,7 +52,13 @@ describe('LISTEN connections through a database outage', () => {
     const warnings: string[] = [];
     const log = { warn: (_o: object, msg: string) => warnings.push(msg) };
     const stops: string[] = [];
-    const listener = new ChannelListener({ connectionString: viaProxy, channel: STEP_STOP_CHANNEL, name: 'the step-stop listener', log, onNotification: (id) => id && stops.push(id) });
+    const listener = new ChannelListener({
+      connectionString: viaProxy,
+      channel: STEP_STOP_CHANNEL,
+      name: 'the step-stop listener',
+      log,
+      onNotification: (id) => id && stops.push(id),
+    });
     await listener.start();
     assert.equal(await waitForListeners('plinth_step_stop', 1), 1);
     await proxy.cut(4_000);

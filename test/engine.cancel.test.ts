@@ -42,7 +42,10 @@ describe('cancelling runs', () => {
     assert.equal(res.body.data.error.code, 'Engine:Run:CANCELLED');
     await waitFor('the processes to be gone', async () => (pids.some(isAlive) ? undefined : true), 5_000);
     const steps = await stepsOf(t, run.id);
-    assert.deepEqual(steps.map((s) => [s.stepId, s.status]), [['long', 'CANCELLED']]);
+    assert.deepEqual(
+      steps.map((s) => [s.stepId, s.status]),
+      [['long', 'CANCELLED']],
+    );
     // The worker does not overwrite the cancellation when the killed process exits.
     await new Promise((r) => setTimeout(r, 300));
     assert.equal((await getRun(t, run.id)).status, 'CANCELLED');

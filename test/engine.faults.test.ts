@@ -3,7 +3,18 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { assertHistoryConsistent, injectFault, markedCommand, processStarts, type FaultKind } from './helpers/faults.ts';
 import { loadEngineConfig } from '../src/engine/engine-config.ts';
-import { FAST_ENGINE_ENV, createStack, startEngineTestApp, stepsOf, tempDir, triggerRun, waitFor, waitForRunStatus, type EngineTestApp, type StepSpec } from './helpers/engine.ts';
+import {
+  FAST_ENGINE_ENV,
+  createStack,
+  startEngineTestApp,
+  stepsOf,
+  tempDir,
+  triggerRun,
+  waitFor,
+  waitForRunStatus,
+  type EngineTestApp,
+  type StepSpec,
+} from './helpers/engine.ts';
 
 // Steps here write marker files on the host; a sandbox must not hide them.
 const UNSANDBOXED = { sandbox: loadEngineConfig({ ...FAST_ENGINE_ENV, PLINTH_SANDBOX: 'off' }).sandbox };
@@ -44,7 +55,10 @@ describe('a single database fault at any engine write', () => {
         kind,
       });
       assert.equal(processStarts(dir, `done-${kind}`), 1);
-      assert.deepEqual(steps.map((s) => [s.retryAttempt, s.status]), [[0, 'SUCCEEDED']]);
+      assert.deepEqual(
+        steps.map((s) => [s.retryAttempt, s.status]),
+        [[0, 'SUCCEEDED']],
+      );
     });
 
     it(`a ${kind} on the claim is retried: the step runs once`, async () => {
@@ -54,7 +68,10 @@ describe('a single database fault at any engine write', () => {
         kind,
       });
       assert.equal(processStarts(dir, `claim-${kind}`), 1);
-      assert.deepEqual(steps.map((s) => s.status), ['SUCCEEDED']);
+      assert.deepEqual(
+        steps.map((s) => s.status),
+        ['SUCCEEDED'],
+      );
     });
 
     it(`a ${kind} on a heartbeat is retried: the lease is kept and the step runs once`, async () => {
@@ -64,19 +81,28 @@ describe('a single database fault at any engine write', () => {
         kind,
       });
       assert.equal(processStarts(dir, `beat-${kind}`), 1);
-      assert.deepEqual(steps.map((s) => [s.retryAttempt, s.status]), [[0, 'SUCCEEDED']]);
+      assert.deepEqual(
+        steps.map((s) => [s.retryAttempt, s.status]),
+        [[0, 'SUCCEEDED']],
+      );
     });
 
     it(`a ${kind} while the run advances to the next step is retried: each step runs once`, async () => {
       const { dir, steps } = await runWithFault({
-        steps: (d) => [{ id: 'first', command: markedCommand(d) }, { id: `next-${kind}`, command: markedCommand(d), needs: ['first'] }],
+        steps: (d) => [
+          { id: 'first', command: markedCommand(d) },
+          { id: `next-${kind}`, command: markedCommand(d), needs: ['first'] },
+        ],
         on: 'insert',
         when: `new.step_id = 'next-${kind}'`,
         kind,
       });
       assert.equal(processStarts(dir, 'first'), 1);
       assert.equal(processStarts(dir, `next-${kind}`), 1);
-      assert.deepEqual(steps.map((s) => s.status), ['SUCCEEDED', 'SUCCEEDED']);
+      assert.deepEqual(
+        steps.map((s) => s.status),
+        ['SUCCEEDED', 'SUCCEEDED'],
+      );
     });
 
     it(`a ${kind} on the reaper's write is retried: the lost attempt fails over once and its retry runs once`, async () => {
@@ -90,7 +116,12 @@ describe('a single database fault at any engine write', () => {
       const [queued] = await stepsOf(t, run.id);
       await sql`update step_executions set status = 'RUNNING', lease_owner = 'dead-worker', lease_epoch = 1, lease_expires_at = now() - interval '1 second'
                  where id = ${queued.id}`.execute(t.db);
-      const fault = await injectFault(t.db, { table: 'step_executions', on: 'update', when: `old.status = 'RUNNING' and new.status = 'FAILED' and new.step_id = '${stepId}'`, kind });
+      const fault = await injectFault(t.db, {
+        table: 'step_executions',
+        on: 'update',
+        when: `old.status = 'RUNNING' and new.status = 'FAILED' and new.step_id = '${stepId}'`,
+        kind,
+      });
       try {
         await t.startWorker(UNSANDBOXED);
         await waitForRunStatus(t, run.id, 'SUCCEEDED', 20_000);
@@ -99,17 +130,32 @@ describe('a single database fault at any engine write', () => {
         await fault.remove();
       }
       const steps = await stepsOf(t, run.id);
-      assert.deepEqual(steps.map((s) => [s.retryAttempt, s.status, s.error?.code ?? null]), [[0, 'FAILED', 'Engine:Worker:LOST'], [1, 'SUCCEEDED', null]]);
+      assert.deepEqual(
+        steps.map((s) => [s.retryAttempt, s.status, s.error?.code ?? null]),
+        [
+          [0, 'FAILED', 'Engine:Worker:LOST'],
+          [1, 'SUCCEEDED', null],
+        ],
+      );
       assert.equal(processStarts(dir, stepId), 1, 'only the retry ran; the dead worker never did');
       const history = await sql<{ to_status: string }>`select to_status from run_transitions where step_execution_id = ${queued.id} order by id`.execute(t.db);
-      assert.deepEqual(history.rows.map((r) => r.to_status), ['QUEUED', 'FAILED'], 'failed over once, by one reaper');
+      assert.deepEqual(
+        history.rows.map((r) => r.to_status),
+        ['QUEUED', 'FAILED'],
+        'failed over once, by one reaper',
+      );
     });
   }
 
   it('a deadlock on the hand-back of a draining worker is retried: the step goes back to the queue and runs to the end once more', async () => {
     const dir = tempDir();
     const stack = await createStack(t, [{ id: 'drained', command: markedCommand(dir, 'sleep 30') }]);
-    const fault = await injectFault(t.db, { table: 'step_executions', on: 'update', when: `old.status = 'RUNNING' and new.status = 'QUEUED' and new.step_id = 'drained'`, kind: 'deadlock' });
+    const fault = await injectFault(t.db, {
+      table: 'step_executions',
+      on: 'update',
+      when: `old.status = 'RUNNING' and new.status = 'QUEUED' and new.step_id = 'drained'`,
+      kind: 'deadlock',
+    });
     try {
       const run = await triggerRun(t, stack.id);
       await waitFor('the step to start', async () => (processStarts(dir, 'drained') === 1 ? true : undefined));

@@ -29,7 +29,11 @@ describe('a stack run through the API', () => {
     const waiting = await waitForRunStatus(t, queued.id, 'WAITING_FOR_APPROVAL');
     assert.equal(waiting.queueReason, 'WAITING_FOR_APPROVAL');
     const approval = await waitForStep(t, queued.id, 'approve', 'WAITING_FOR_APPROVAL');
-    assert.equal((await stepsOf(t, queued.id)).some((s) => s.stepId === 'apply'), false, 'apply must not start before the approval');
+    assert.equal(
+      (await stepsOf(t, queued.id)).some((s) => s.stepId === 'apply'),
+      false,
+      'apply must not start before the approval',
+    );
 
     const approved = await t.call('POST', `/pipeline-step-executions/${approval.id}/approve`);
     assert.equal(approved.status, 200, JSON.stringify(approved.body));
@@ -39,13 +43,23 @@ describe('a stack run through the API', () => {
     assert.equal(done.isCancellable, false);
     assert.ok(done.completedAt && done.startedAt);
     const steps = await stepsOf(t, queued.id);
-    assert.deepEqual(steps.map((s) => [s.stepId, s.status]), [['plan', 'SUCCEEDED'], ['approve', 'SUCCEEDED'], ['apply', 'SUCCEEDED']]);
+    assert.deepEqual(
+      steps.map((s) => [s.stepId, s.status]),
+      [
+        ['plan', 'SUCCEEDED'],
+        ['approve', 'SUCCEEDED'],
+        ['apply', 'SUCCEEDED'],
+      ],
+    );
     const plan = steps[0];
     assert.match(plan.engineRunId, /^\d+$/, 'a dispatched step carries its job id');
     assert.equal(plan.logs.logStreamPrefix, `/pipeline-step-executions/${plan.id}/logs`);
     assert.deepEqual(Object.keys(plan.logs).sort(), ['cloudAccountId', 'logGroupName', 'logStreamPrefix', 'region']);
     const logs = await t.call('GET', `/pipeline-step-executions/${plan.id}/logs`);
-    assert.deepEqual(logs.body.data.map((l: any) => [l.seq, l.stream, l.line]), [[1, 'stdout', 'planning']]);
+    assert.deepEqual(
+      logs.body.data.map((l: any) => [l.seq, l.stream, l.line]),
+      [[1, 'stdout', 'planning']],
+    );
     assert.equal(logs.body.meta.complete, true);
     const stackNow = await t.call('GET', `/stacks/${stack.id}`);
     assert.equal(stackNow.body.data.latestRunId, queued.id);
@@ -53,7 +67,13 @@ describe('a stack run through the API', () => {
     const runHistory = history.filter((h: any) => !h.stepExecutionId).map((h: any) => h.toStatus);
     assert.deepEqual(runHistory, ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'RUNNING', 'SUCCEEDED']);
     const approvalHistory = history.filter((h: any) => h.stepExecutionId === approval.id);
-    assert.deepEqual(approvalHistory.map((h: any) => [h.fromStatus ?? null, h.toStatus, h.reason]), [[null, 'WAITING_FOR_APPROVAL', 'its needs succeeded'], ['WAITING_FOR_APPROVAL', 'SUCCEEDED', 'approved']]);
+    assert.deepEqual(
+      approvalHistory.map((h: any) => [h.fromStatus ?? null, h.toStatus, h.reason]),
+      [
+        [null, 'WAITING_FOR_APPROVAL', 'its needs succeeded'],
+        ['WAITING_FOR_APPROVAL', 'SUCCEEDED', 'approved'],
+      ],
+    );
   });
 
   it('runs independent steps in parallel and a step only after everything it needs', async () => {
@@ -77,7 +97,10 @@ describe('a stack run through the API', () => {
   });
 
   it('autoapprove passes approval steps without a human', async () => {
-    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }, { id: 'apply', needs: ['approve'] }]);
+    const stack = await createStack(t, [
+      { id: 'approve', type: 'approval' },
+      { id: 'apply', needs: ['approve'] },
+    ]);
     const run = await triggerRun(t, stack.id, { autoapprove: true });
     await waitForRunStatus(t, run.id, 'SUCCEEDED');
     const approval = (await stepsOf(t, run.id)).find((s) => s.stepId === 'approve');
@@ -102,10 +125,13 @@ describe('a stack run through the API', () => {
     const run = await triggerRun(t, stack.id);
     assert.equal(run.pipelineVersionId, version.body.data.id);
     await waitForRunStatus(t, run.id, 'SUCCEEDED');
-    assert.deepEqual((await stepsOf(t, run.id)).map((s) => s.stepId), ['new']);
+    assert.deepEqual(
+      (await stepsOf(t, run.id)).map((s) => s.stepId),
+      ['new'],
+    );
   });
 
-  it('a destroy run runs the stack\'s destroy pipeline', async () => {
+  it("a destroy run runs the stack's destroy pipeline", async () => {
     const stack = await createStack(t, [{ id: 'change' }]);
     const destroy = (await t.call('GET', `/stacks/${stack.id}`)).body.data.destroyPipelineId;
     await t.call('POST', '/pipeline-versions', {

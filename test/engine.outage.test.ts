@@ -41,7 +41,10 @@ describe('a 5 s database outage while steps finish', () => {
     };
     api = await startPlinthProcess(env, { command: 'api', readyTimeoutMs: 90_000 });
     for (let i = 0; i < 2; i++) {
-      const child = spawn(process.execPath, [PLINTH_BIN, 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: process.env.ENGINE_TEST_LOG ?? 'error' }, stdio: ['ignore', 'ignore', 'inherit'] });
+      const child = spawn(process.execPath, [PLINTH_BIN, 'worker'], {
+        env: { ...process.env, ...env, LOG_LEVEL: process.env.ENGINE_TEST_LOG ?? 'error' },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
       child.on('exit', (code, signal) => exits.push(`worker ${i + 1} exited (${code ?? signal})`));
       workers.push(child);
     }
@@ -58,10 +61,19 @@ describe('a 5 s database outage while steps finish', () => {
   it('no process exits, every run ends, and each step process started once', async () => {
     const dir = tempDir();
     const stacks = await Promise.all(
-      Array.from({ length: 6 }, () => createStack(t, [{ id: 'a', command: markedCommand(dir, 'sleep 2') }, { id: 'b', command: markedCommand(dir), needs: ['a'] }])),
+      Array.from({ length: 6 }, () =>
+        createStack(t, [
+          { id: 'a', command: markedCommand(dir, 'sleep 2') },
+          { id: 'b', command: markedCommand(dir), needs: ['a'] },
+        ]),
+      ),
     );
     const post = async (path: string) => {
-      const res = await fetch(`${api.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' }, body: '{"data":{}}' });
+      const res = await fetch(`${api.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' },
+        body: '{"data":{}}',
+      });
       return { status: res.status, body: (await res.json()) as { data: { id: string } } };
     };
     const runs: string[] = [];
@@ -81,7 +93,12 @@ describe('a 5 s database outage while steps finish', () => {
     await outage;
     const back = Date.now();
 
-    await waitFor('every run to succeed', async () => ((await Promise.all(runs.map((id) => getRun(t, id)))).every((r) => r.status === 'SUCCEEDED') ? true : undefined), 40_000, 200);
+    await waitFor(
+      'every run to succeed',
+      async () => ((await Promise.all(runs.map((id) => getRun(t, id)))).every((r) => r.status === 'SUCCEEDED') ? true : undefined),
+      40_000,
+      200,
+    );
     assert.ok(Date.now() - back < 30_000, 'the runs finished within seconds of the database returning (margin for a loaded machine)');
     assert.deepEqual(exits, [], 'no process exited');
     const health = await fetch(`${api.baseUrl}/health`);
@@ -92,7 +109,13 @@ describe('a 5 s database outage while steps finish', () => {
     for (const id of runs) {
       await assertHistoryConsistent(t.db, id);
       const steps = await stepsOf(t, id);
-      assert.deepEqual(steps.map((s) => [s.stepId, s.retryAttempt, s.status]), [['a', 0, 'SUCCEEDED'], ['b', 0, 'SUCCEEDED']]);
+      assert.deepEqual(
+        steps.map((s) => [s.stepId, s.retryAttempt, s.status]),
+        [
+          ['a', 0, 'SUCCEEDED'],
+          ['b', 0, 'SUCCEEDED'],
+        ],
+      );
     }
   });
 
@@ -102,7 +125,10 @@ describe('a 5 s database outage while steps finish', () => {
     let workerOutput = '';
     const outage = proxy.cutUntil(() => /retrying/.test(apiOutput) && /retrying/.test(workerOutput), 8_000, 60_000);
     const lateApi = startPlinthProcess(env, { command: 'api', readyTimeoutMs: 90_000, onOutput: (chunk) => (apiOutput += chunk) });
-    const lateWorker = spawn(process.execPath, [PLINTH_BIN, 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const lateWorker = spawn(process.execPath, [PLINTH_BIN, 'worker'], {
+      env: { ...process.env, ...env, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     lateWorker.stdout!.on('data', (chunk) => (workerOutput += chunk));
     let workerExit: number | string | null = null;
     lateWorker.on('exit', (code, signal) => (workerExit = code ?? signal));

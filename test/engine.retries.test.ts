@@ -16,7 +16,14 @@ describe('retries and timeouts', () => {
     const failed = await waitForRunStatus(t, run.id, 'FAILED');
     assert.equal(failed.error.code, 'Engine:Run:STEP_FAILED');
     const attempts = await stepsOf(t, run.id);
-    assert.deepEqual(attempts.map((s) => [s.retryAttempt, s.isLastRetry, s.status]), [[0, false, 'FAILED'], [1, false, 'FAILED'], [2, true, 'FAILED']]);
+    assert.deepEqual(
+      attempts.map((s) => [s.retryAttempt, s.isLastRetry, s.status]),
+      [
+        [0, false, 'FAILED'],
+        [1, false, 'FAILED'],
+        [2, true, 'FAILED'],
+      ],
+    );
     assert.equal(attempts[0].error.code, 'Engine:Script:FAILED');
     assert.equal(attempts[0].error.metadata.exitCode, 3);
     assert.notEqual(attempts[0].id, attempts[1].id);
@@ -30,7 +37,14 @@ describe('retries and timeouts', () => {
     const run = await triggerRun(t, stack.id);
     await waitForRunStatus(t, run.id, 'SUCCEEDED');
     const steps = await stepsOf(t, run.id);
-    assert.deepEqual(steps.map((s) => [s.stepId, s.retryAttempt, s.status]), [['flaky', 0, 'FAILED'], ['flaky', 1, 'SUCCEEDED'], ['next', 0, 'SUCCEEDED']]);
+    assert.deepEqual(
+      steps.map((s) => [s.stepId, s.retryAttempt, s.status]),
+      [
+        ['flaky', 0, 'FAILED'],
+        ['flaky', 1, 'SUCCEEDED'],
+        ['next', 0, 'SUCCEEDED'],
+      ],
+    );
   });
 
   it('a step running past timeoutSeconds is killed and fails with TIMED_OUT', async () => {
@@ -58,7 +72,13 @@ describe('retries and timeouts', () => {
     const done = await waitForRunStatus(t, run.id, 'SUCCEEDED');
     assert.equal(done.engineRunId, `${run.id}.3`);
     const epoch3 = (await t.call('GET', `/pipeline-runs/${run.id}/step-executions?attemptEpoch=3`)).body.data;
-    assert.deepEqual(epoch3.map((s: any) => [s.stepId, s.attemptEpoch, s.status]), [['first', 3, 'SUCCEEDED'], ['second', 3, 'SUCCEEDED']]);
+    assert.deepEqual(
+      epoch3.map((s: any) => [s.stepId, s.attemptEpoch, s.status]),
+      [
+        ['first', 3, 'SUCCEEDED'],
+        ['second', 3, 'SUCCEEDED'],
+      ],
+    );
     assert.equal((await stepsOf(t, run.id)).length, 6);
     const conflict = await t.call('POST', `/pipeline-runs/${run.id}/retry`);
     assert.equal(conflict.status, 409);

@@ -56,14 +56,20 @@ describe('workers that die, drain and share a queue', () => {
       child.kill('SIGKILL');
       await once(child, 'exit');
       const killedAt = Date.now();
-      await waitFor('the dead worker\'s spawner to exit', async () => (isAlive(spawner) ? undefined : true));
-      await waitFor('the dead worker\'s step processes to be killed by its guard', async () => (orphans.some(isAlive) ? undefined : true));
+      await waitFor("the dead worker's spawner to exit", async () => (isAlive(spawner) ? undefined : true));
+      await waitFor("the dead worker's step processes to be killed by its guard", async () => (orphans.some(isAlive) ? undefined : true));
       await t.startWorker();
 
       const done = await waitForRunStatus(t, run.id, 'SUCCEEDED', 20_000);
       assert.ok(Date.now() - killedAt < 10_000, 'failed over within lease + reap time');
       const attempts = await stepsOf(t, run.id);
-      assert.deepEqual(attempts.map((s) => [s.retryAttempt, s.status]), [[0, 'FAILED'], [1, 'SUCCEEDED']]);
+      assert.deepEqual(
+        attempts.map((s) => [s.retryAttempt, s.status]),
+        [
+          [0, 'FAILED'],
+          [1, 'SUCCEEDED'],
+        ],
+      );
       assert.equal(attempts[0].error.code, 'Engine:Worker:LOST');
       assert.equal(attempts[1].statusDetail.workerId, 'test-worker-1');
       assert.equal(done.attemptEpoch, 1);
@@ -108,7 +114,15 @@ describe('workers that die, drain and share a queue', () => {
     t.workers.length = 0;
     const [w1, w2] = [await t.startWorker({ concurrency: 4 }), await t.startWorker({ concurrency: 4 })];
     const record = 'echo "ran $PLINTH_STEP_EXECUTION_ID"; sleep 0.05';
-    const stacks = await Promise.all(Array.from({ length: 12 }, () => createStack(t, [{ id: 'a', command: record }, { id: 'b', command: record }, { id: 'c', command: record, needs: ['a', 'b'] }])));
+    const stacks = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        createStack(t, [
+          { id: 'a', command: record },
+          { id: 'b', command: record },
+          { id: 'c', command: record, needs: ['a', 'b'] },
+        ]),
+      ),
+    );
     const runs = await Promise.all(stacks.map((s) => triggerRun(t, s.id)));
     // 36 sandboxed steps: each costs a fifth of a second of setup on a loaded 2-core machine.
     await Promise.all(runs.map((r) => waitForRunStatus(t, r.id, 'SUCCEEDED', 90_000)));

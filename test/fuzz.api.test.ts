@@ -64,7 +64,8 @@ describe(`fuzz: every operation of /openapi.json with hostile values (seed ${SEE
         const res = await t.app.inject({ method: 'GET', url: '/health' });
         assert.equal(res.statusCode, 200);
         healthMax = Math.max(healthMax, performance.now() - started);
-        if (performance.now() - started > MAX_HEALTH_MS && !loop.overloaded) process.stdout.write(`slow /health ${(performance.now() - started).toFixed(0)} ms during ${inFlight}\n`);
+        if (performance.now() - started > MAX_HEALTH_MS && !loop.overloaded)
+          process.stdout.write(`slow /health ${(performance.now() - started).toFixed(0)} ms during ${inFlight}\n`);
         healthCalls++;
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -97,8 +98,10 @@ describe(`fuzz: every operation of /openapi.json with hostile values (seed ${SEE
       loop.stop();
       await sampler;
     }
-    process.stdout.write(`fuzz: ${RUNS} requests in ${Date.now() - started} ms, statuses ${JSON.stringify(Object.fromEntries(counts))}, ` +
-      `${loop.describe()}, /health max ${healthMax.toFixed(1)} ms over ${healthCalls} calls\n`);
+    process.stdout.write(
+      `fuzz: ${RUNS} requests in ${Date.now() - started} ms, statuses ${JSON.stringify(Object.fromEntries(counts))}, ` +
+        `${loop.describe()}, /health max ${healthMax.toFixed(1)} ms over ${healthCalls} calls\n`,
+    );
     assert.ok(healthCalls > 0);
     if (!loop.overloaded) {
       assert.ok(loop.maxDelayMs < MAX_EVENT_LOOP_DELAY_MS, `the event loop was blocked for ${loop.maxDelayMs.toFixed(1)} ms`);

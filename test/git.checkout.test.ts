@@ -3,7 +3,20 @@ import { after, before, describe, it } from 'node:test';
 import { loadEngineConfig } from '../src/engine/engine-config.ts';
 import { recordRunCommit } from '../src/engine/run-commit.repo.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
-import { FAST_ENGINE_ENV, getRun, LOOPBACK_GIT_ENV, logLines, pipelineConfig, startEngineTestApp, stepsOf, triggerRun, waitFor, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+import {
+  FAST_ENGINE_ENV,
+  getRun,
+  LOOPBACK_GIT_ENV,
+  logLines,
+  pipelineConfig,
+  startEngineTestApp,
+  stepsOf,
+  triggerRun,
+  waitFor,
+  waitForRunStatus,
+  waitForStep,
+  type EngineTestApp,
+} from './helpers/engine.ts';
 
 describe('the checkout of a stack source', () => {
   let t: EngineTestApp;
@@ -23,15 +36,20 @@ describe('the checkout of a stack source', () => {
   });
 
   async function stackOn(source: Record<string, unknown>, steps: Parameters<typeof pipelineConfig>[0]) {
-    const res = await t.call('POST', '/stacks', { body: { data: { projectId, environmentId, name: `s-${Math.random()}`, source, pipelines: { change: pipelineConfig(steps) } } } });
+    const res = await t.call('POST', '/stacks', {
+      body: { data: { projectId, environmentId, name: `s-${Math.random()}`, source, pipelines: { change: pipelineConfig(steps) } } },
+    });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body.data;
   }
 
   it('every step of a run sees the commit its first step resolved, in the stack path, without the credential', async () => {
-    const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'priv', url: git.repoUrl('private'), authType: 'TOKEN', token: 'checkout-token-1234' } } })).body.data;
+    const source = (
+      await t.call('POST', '/code-sources', { body: { data: { name: 'priv', url: git.repoUrl('private'), authType: 'TOKEN', token: 'checkout-token-1234' } } })
+    ).body.data;
     const first = git.commit('private', 'main', 'stacks/app/main.tf', 'resource "one" {}\n');
-    const probe = 'pwd; cat main.tf; echo "sha=$PLINTH_COMMIT_SHA"; ! env | grep -q checkout-token; ! grep -rq checkout-token /workspace /tmp; ! grep -rq Authorization /workspace; echo clean';
+    const probe =
+      'pwd; cat main.tf; echo "sha=$PLINTH_COMMIT_SHA"; ! env | grep -q checkout-token; ! grep -rq checkout-token /workspace /tmp; ! grep -rq Authorization /workspace; echo clean';
     const stack = await stackOn({ codeSourceId: source.id, ref: 'main', path: 'stacks/app' }, [
       { id: 'a', command: probe },
       { id: 'gate', type: 'approval', needs: ['a'] },
@@ -70,9 +88,14 @@ describe('the checkout of a stack source', () => {
   });
 
   it('a refused credential or an unknown ref fails the step with Engine:Checkout:FAILED, and the step never runs', async () => {
-    const wrong = (await t.call('POST', '/code-sources', { body: { data: { name: 'wrong', url: git.repoUrl('private'), authType: 'TOKEN', token: 'wrong-token-5678' } } })).body.data;
+    const wrong = (
+      await t.call('POST', '/code-sources', { body: { data: { name: 'wrong', url: git.repoUrl('private'), authType: 'TOKEN', token: 'wrong-token-5678' } } })
+    ).body.data;
     const pub = (await t.call('POST', '/code-sources', { body: { data: { name: 'pub2', url: git.repoUrl('public') } } })).body.data;
-    for (const source of [{ codeSourceId: wrong.id, ref: 'main' }, { codeSourceId: pub.id, ref: 'no-such-branch' }]) {
+    for (const source of [
+      { codeSourceId: wrong.id, ref: 'main' },
+      { codeSourceId: pub.id, ref: 'no-such-branch' },
+    ]) {
       const stack = await stackOn(source, [{ id: 'a', command: 'echo ran' }]);
       const run = await triggerRun(t, stack.id);
       await waitForRunStatus(t, run.id, 'FAILED', 60_000);

@@ -24,7 +24,15 @@ describe('code sources', () => {
   const create = (data: Record<string, unknown>, token?: string) => t.call('POST', '/code-sources', { token, body: { data } });
 
   it('creates, reads, lists, patches and deletes a code source; its token and webhook secret are sealed and never returned', async () => {
-    const res = await create({ name: 'infra', givenId: 'infra', url: git.repoUrl('private'), provider: 'GITEA', authType: 'TOKEN', token: 's3cret-token', webhookSecret: 'a-webhook-secret-of-length' });
+    const res = await create({
+      name: 'infra',
+      givenId: 'infra',
+      url: git.repoUrl('private'),
+      provider: 'GITEA',
+      authType: 'TOKEN',
+      token: 's3cret-token',
+      webhookSecret: 'a-webhook-secret-of-length',
+    });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const source = res.body.data;
     assert.equal(source.hasToken, true);
@@ -50,8 +58,16 @@ describe('code sources', () => {
     assertError(await create({ name: 'x', url: git.repoUrl('public'), token: 'abc' }), 422, 'Api:CodeSource:INVALID_AUTH');
     assertError(await create({ name: 'x', url: 'http://user:pw@127.0.0.1/x.git' }), 422, 'Api:CodeSource:CREDENTIAL_IN_URL');
     assertError(await create({ name: 'x', url: 'file:///etc/passwd' }), 400);
-    assertError(await create({ name: 'x', url: git.repoUrl('public'), authType: 'OAUTH', gitSelfHostedServerId: 'nope' }), 404, 'Api:GitSelfHostedServer:NOT_FOUND');
-    assertError(await create({ name: 'x', url: git.repoUrl('public'), authType: 'APP_INSTALLATION', gitAppInstallationId: 'nope' }), 404, 'Api:GitAppInstallation:NOT_FOUND');
+    assertError(
+      await create({ name: 'x', url: git.repoUrl('public'), authType: 'OAUTH', gitSelfHostedServerId: 'nope' }),
+      404,
+      'Api:GitSelfHostedServer:NOT_FOUND',
+    );
+    assertError(
+      await create({ name: 'x', url: git.repoUrl('public'), authType: 'APP_INSTALLATION', gitAppInstallationId: 'nope' }),
+      404,
+      'Api:GitAppInstallation:NOT_FOUND',
+    );
   });
 
   it('a MEMBER or VIEWER reads code sources but may not manage them; another organization sees a 404', async () => {
@@ -86,12 +102,21 @@ describe('code sources', () => {
     const source = (await create({ name: 'branches', url: git.repoUrl('public') })).body.data;
     const all = await t.call('GET', `/code-source/${source.id}/branches`);
     assert.equal(all.status, 200, JSON.stringify(all.body));
-    assert.deepEqual(all.body.data.map((b: any) => b.name), ['dev', 'feature/x', 'main']);
+    assert.deepEqual(
+      all.body.data.map((b: any) => b.name),
+      ['dev', 'feature/x', 'main'],
+    );
     assert.equal(all.body.data[2].commitSha, git.head('public', 'main'));
     const first = await t.call('GET', `/code-source/${source.id}/branches?limit=2`);
-    assert.deepEqual(first.body.data.map((b: any) => b.name), ['dev', 'feature/x']);
+    assert.deepEqual(
+      first.body.data.map((b: any) => b.name),
+      ['dev', 'feature/x'],
+    );
     const second = await t.call('GET', `/code-source/${source.id}/branches?limit=2&cursor=${first.body.meta.nextCursor}`);
-    assert.deepEqual(second.body.data.map((b: any) => b.name), ['main']);
+    assert.deepEqual(
+      second.body.data.map((b: any) => b.name),
+      ['main'],
+    );
     assert.equal(second.body.meta.nextCursor, undefined);
   });
 
@@ -112,12 +137,18 @@ describe('code sources', () => {
     assertError(await t.call('GET', `/code-source/${down.id}/branches`), 502, 'Git:Repository:UNREACHABLE');
   });
 
-  it('a repository on the host\'s loopback, a private network or the metadata address is a 422 before anything is sent, whatever listens there', async () => {
+  it("a repository on the host's loopback, a private network or the metadata address is a 422 before anything is sent, whatever listens there", async () => {
     const saved = t.app.config.git.outbound;
     t.app.config.git.outbound = { allow: EMPTY_ALLOW_LIST };
     const sent = git.requests.length;
     try {
-      const urls = [git.repoUrl('public'), 'http://127.0.0.1:9/repo.git', `http://localhost:${new URL(git.url).port}/public.git`, 'http://169.254.169.254/latest.git', 'http://[::ffff:10.0.0.1]/r.git'];
+      const urls = [
+        git.repoUrl('public'),
+        'http://127.0.0.1:9/repo.git',
+        `http://localhost:${new URL(git.url).port}/public.git`,
+        'http://169.254.169.254/latest.git',
+        'http://[::ffff:10.0.0.1]/r.git',
+      ];
       const answers = [];
       for (const [i, url] of urls.entries()) {
         const source = (await create({ name: `internal-${i}`, url })).body.data;
@@ -132,7 +163,7 @@ describe('code sources', () => {
     }
   });
 
-  it('a path that starts with // stays a path on the code source\'s own host', async () => {
+  it("a path that starts with // stays a path on the code source's own host", async () => {
     const sent = git.requests.length;
     const source = (await create({ name: 'double-slash', url: `${git.url}//evil.example/public.git` })).body.data;
     await t.call('GET', `/code-source/${source.id}/branches`);

@@ -25,7 +25,9 @@ async function startGitHubStandIn(accounts: Record<string, { code: string; insta
         const form = new URLSearchParams(body);
         const account = Object.entries(accounts).find(([, a]) => a.code === form.get('code'));
         const clientOk = form.get('client_id') === 'app-client' && form.get('client_secret') === 'app-secret';
-        return res.end(JSON.stringify(account && clientOk ? { access_token: `token-${account[0]}`, token_type: 'bearer' } : { error: 'bad_verification_code' }));
+        return res.end(
+          JSON.stringify(account && clientOk ? { access_token: `token-${account[0]}`, token_type: 'bearer' } : { error: 'bad_verification_code' }),
+        );
       }
       if (req.method === 'GET' && url.pathname === '/user/installations') {
         const installations = byToken.get(String(req.headers.authorization).replace(/^Bearer /, ''));
@@ -84,7 +86,18 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
 
   const register = async (name: string) => {
     const res = await t.call('POST', '/git-self-hosted-servers', {
-      body: { data: { name, provider: 'GITLAB', baseUrl: oauth.issuer.url!, authorizeUrl: `${oauth.issuer.url}/authorize`, tokenUrl: `${oauth.issuer.url}/token`, clientId: 'plinth-client', clientSecret: 'client-secret-value', scopes: 'read_repository' } },
+      body: {
+        data: {
+          name,
+          provider: 'GITLAB',
+          baseUrl: oauth.issuer.url!,
+          authorizeUrl: `${oauth.issuer.url}/authorize`,
+          tokenUrl: `${oauth.issuer.url}/token`,
+          clientId: 'plinth-client',
+          clientSecret: 'client-secret-value',
+          scopes: 'read_repository',
+        },
+      },
     });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body.data;
@@ -129,31 +142,49 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     const server = await register('gitlab-for-source');
     const { callback } = await authorize(server.id);
     assert.equal((await browser(callback, { token: null })).status, 302);
-    const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'oauth-src', url: git.repoUrl('private'), provider: 'GITLAB', authType: 'OAUTH', gitSelfHostedServerId: server.id } } })).body.data;
+    const source = (
+      await t.call('POST', '/code-sources', {
+        body: { data: { name: 'oauth-src', url: git.repoUrl('private'), provider: 'GITLAB', authType: 'OAUTH', gitSelfHostedServerId: server.id } },
+      })
+    ).body.data;
     const listed = await t.call('GET', `/code-source/${source.id}/branches`);
     assert.equal(listed.status, 200, JSON.stringify(listed.body));
     assert.equal(listed.body.data.length, 3);
-    assert.ok(git.requests.some((r) => r.endsWith(' oauth2')), 'GitLab OAuth tokens go as the oauth2 user');
+    assert.ok(
+      git.requests.some((r) => r.endsWith(' oauth2')),
+      'GitLab OAuth tokens go as the oauth2 user',
+    );
     // The token runs out: the next use refreshes it with the refresh token first.
-    await t.db.updateTable('git_oauth_connections').set({ expires_at: new Date(Date.now() - 1000) }).where('server_id', '=', server.id).execute();
+    await t.db
+      .updateTable('git_oauth_connections')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('server_id', '=', server.id)
+      .execute();
     const refreshesBefore = grants.filter((g) => g === 'refresh_token').length;
     assert.equal((await t.call('GET', `/code-source/${source.id}/branches`)).status, 200);
     assert.ok(grants.filter((g) => g === 'refresh_token').length > refreshesBefore, 'the refresh grant was used');
     const row = await t.db.selectFrom('git_oauth_connections').selectAll().where('server_id', '=', server.id).executeTakeFirstOrThrow();
     assert.ok(row.expires_at!.getTime() > Date.now());
     // A refused refresh says to log in again, and stores nothing.
-    await t.db.updateTable('git_oauth_connections').set({ expires_at: new Date(Date.now() - 1000) }).where('server_id', '=', server.id).execute();
+    await t.db
+      .updateTable('git_oauth_connections')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('server_id', '=', server.id)
+      .execute();
     oauth.service.once('beforeResponse', (response: { statusCode: number; body: unknown }) => {
       response.statusCode = 400;
       response.body = { error: 'invalid_grant' };
     });
     assertError(await t.call('GET', `/code-source/${source.id}/branches`), 422, 'Git:OAuth:REFRESH_REFUSED');
-    assert.ok((await t.db.selectFrom('git_oauth_connections').select('expires_at').where('server_id', '=', server.id).executeTakeFirstOrThrow()).expires_at!.getTime() < Date.now());
+    assert.ok(
+      (await t.db.selectFrom('git_oauth_connections').select('expires_at').where('server_id', '=', server.id).executeTakeFirstOrThrow()).expires_at!.getTime() <
+        Date.now(),
+    );
     // A server that deletes would now break the source: it is in use.
     assertError(await t.call('DELETE', `/git-self-hosted-servers/${server.id}`), 409, 'Api:GitSelfHostedServer:IN_USE');
   });
 
-  it('a token endpoint on the host\'s loopback is refused with 422 unless the operator allows it, and receives nothing', async () => {
+  it("a token endpoint on the host's loopback is refused with 422 unless the operator allows it, and receives nothing", async () => {
     const server = await register('gitlab-internal');
     const { callback } = await authorize(server.id);
     const saved = t.app.config.git.outbound;
@@ -208,9 +239,11 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
   it('self-hosted servers are listed, patched and deleted by ADMINs; the client secret is never returned', async () => {
     const server = await register('crud');
     assert.equal(server.tokenUrl, `${oauth.issuer.url}/token`);
-    const derived = await t.call('PATCH', `/git-self-hosted-servers/${server.id}`, { body: { data: { authorizeUrl: null, tokenUrl: null, clientSecret: 'rotated-secret-value' } } });
+    const derived = await t.call('PATCH', `/git-self-hosted-servers/${server.id}`, {
+      body: { data: { authorizeUrl: null, tokenUrl: null, clientSecret: 'rotated-secret-value' } },
+    });
     assert.equal(derived.status, 200, JSON.stringify(derived.body));
-    assert.equal(derived.body.data.authorizeUrl, `${oauth.issuer.url}/oauth/authorize`, 'GitLab\'s endpoints derive from the base URL');
+    assert.equal(derived.body.data.authorizeUrl, `${oauth.issuer.url}/oauth/authorize`, "GitLab's endpoints derive from the base URL");
     const row = await t.db.selectFrom('git_self_hosted_servers').selectAll().where('id', '=', server.id).executeTakeFirstOrThrow();
     assert.equal(TEST_SECRETS.open(row.client_secret_sealed, `git_self_hosted_servers.client_secret:${server.id}`), 'rotated-secret-value');
     assert.ok(!JSON.stringify((await t.call('GET', '/git-self-hosted-servers')).body).includes('secret-value'));
@@ -221,7 +254,7 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     assertError(await t.call('GET', `/git-self-hosted-servers/${server.id}`), 404, 'Api:GitSelfHostedServer:NOT_FOUND');
   });
 
-  it('login is for ADMINs of the server\'s organization, and returns only to this service', async () => {
+  it("login is for ADMINs of the server's organization, and returns only to this service", async () => {
     const server = await register('gitlab-rules');
     const member = await serviceAccountCaller(t, 'MEMBER');
     assertError(await t.call('GET', `/gitoauth/self-hosted/${server.id}/login`, { token: member.token }), 403);
@@ -236,7 +269,14 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     assertError(unconfigured, 422, 'Git:App:NOT_CONFIGURED');
     assert.match(unconfigured.body.description, /PLINTH_GITAPP_INSTALL_URL/);
     const github = await startGitHubStandIn({ alice: { code: 'code-alice', installations: [42] }, mallory: { code: 'code-mallory', installations: [7] } });
-    const app = { installUrl: `${github.url}/apps/plinth-test/installations/new`, appId: undefined, privateKey: undefined, apiUrl: github.url, clientId: 'app-client', clientSecret: 'app-secret' };
+    const app = {
+      installUrl: `${github.url}/apps/plinth-test/installations/new`,
+      appId: undefined,
+      privateKey: undefined,
+      apiUrl: github.url,
+      clientId: 'app-client',
+      clientSecret: 'app-secret',
+    };
     t.app.config.git.app = app;
     const start = async (headers: Record<string, string> = {}) => {
       const install = await browser('/gitapp/install?returnTo=/ui/git', { headers });
@@ -255,7 +295,10 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
       assert.equal(back.status, 302, JSON.stringify(back.body));
       assert.equal(back.headers.location, `${t.app.config.publicUrl}/ui/git`);
       const installations = (await t.call('GET', '/git-app-installations')).body.data;
-      assert.deepEqual(installations.map((i: any) => i.installationId), ['42']);
+      assert.deepEqual(
+        installations.map((i: any) => i.installationId),
+        ['42'],
+      );
       assertError(await browser(`/gitapp/callback?installation_id=43&code=code-alice&state=${state}`, { token: null }), 400, 'Git:State:USED');
 
       // Another organization names installation 42 (ids are sequential): its account cannot access it.
@@ -277,7 +320,17 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
       assertError(refused, 422, 'Git:App:NOT_CONFIGURED');
       assert.match(refused.body.description, /Request user authorization/);
 
-      const source = await t.call('POST', '/code-sources', { body: { data: { name: 'app', url: 'https://github.com/acme/infra.git', provider: 'GITHUB', authType: 'APP_INSTALLATION', gitAppInstallationId: installations[0].id } } });
+      const source = await t.call('POST', '/code-sources', {
+        body: {
+          data: {
+            name: 'app',
+            url: 'https://github.com/acme/infra.git',
+            provider: 'GITHUB',
+            authType: 'APP_INSTALLATION',
+            gitAppInstallationId: installations[0].id,
+          },
+        },
+      });
       assert.equal(source.status, 201, JSON.stringify(source.body));
       // Without the app's id and key no installation token can be minted: the listing says how to configure it.
       assertError(await t.call('GET', `/code-source/${source.body.data.id}/branches`), 422, 'Git:App:NOT_CONFIGURED');

@@ -7,7 +7,17 @@ import { metrics } from '../src/platform/metrics/metrics.ts';
 import { TEST_SECRETS } from './helpers/app.ts';
 import { assertError } from './helpers/callers.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
-import { FAST_ENGINE_ENV, getRun, LOOPBACK_GIT_ENV, logLines, pipelineConfig, startEngineTestApp, stepsOf, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
+import {
+  FAST_ENGINE_ENV,
+  getRun,
+  LOOPBACK_GIT_ENV,
+  logLines,
+  pipelineConfig,
+  startEngineTestApp,
+  stepsOf,
+  waitForRunStatus,
+  type EngineTestApp,
+} from './helpers/engine.ts';
 
 const SECRET = 'webhook-secret-0123456789';
 
@@ -23,7 +33,8 @@ describe('push webhooks', () => {
     git = await startGitServer();
     projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'infra', name: 'Infra' } } })).body.data.id;
     environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'Prod' } } })).body.data.id;
-    source = (await t.call('POST', '/code-sources', { body: { data: { name: 'pub', url: git.repoUrl('public'), provider: 'GITHUB', webhookSecret: SECRET } } })).body.data;
+    source = (await t.call('POST', '/code-sources', { body: { data: { name: 'pub', url: git.repoUrl('public'), provider: 'GITHUB', webhookSecret: SECRET } } }))
+      .body.data;
   });
   after(async () => {
     await t.close();
@@ -32,13 +43,26 @@ describe('push webhooks', () => {
 
   const stack = async (name: string, src: Record<string, unknown>) => {
     const res = await t.call('POST', '/stacks', {
-      body: { data: { projectId, environmentId, name, source: { codeSourceId: source.id, ...src }, pipelines: { change: pipelineConfig([{ id: 'show', command: 'cat main.tf; echo "at $PLINTH_COMMIT_SHA"' }]) } } },
+      body: {
+        data: {
+          projectId,
+          environmentId,
+          name,
+          source: { codeSourceId: source.id, ...src },
+          pipelines: { change: pipelineConfig([{ id: 'show', command: 'cat main.tf; echo "at $PLINTH_COMMIT_SHA"' }]) },
+        },
+      },
     });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body.data;
   };
   const githubPush = (sha: string, paths: string[], branch = 'main') =>
-    JSON.stringify({ ref: `refs/heads/${branch}`, after: sha, head_commit: { id: sha, message: 'Change the app\n\nbody', author: { name: 'Grace Hopper' } }, commits: [{ id: sha, modified: paths }] });
+    JSON.stringify({
+      ref: `refs/heads/${branch}`,
+      after: sha,
+      head_commit: { id: sha, message: 'Change the app\n\nbody', author: { name: 'Grace Hopper' } },
+      commits: [{ id: sha, modified: paths }],
+    });
   const deliver = (raw: string, headers: Record<string, string>, id = source.id) =>
     t.call('POST', `/webhooks/git/${id}`, { token: null, rawBody: raw, headers: { 'content-type': 'application/json', ...headers } });
   const sign = (raw: string, secret = SECRET) => createHmac('sha256', secret).update(raw).digest('hex');
@@ -80,7 +104,11 @@ describe('push webhooks', () => {
     const raw = githubPush(sha, ['stacks/app/main.tf']);
     const before = await deliveries();
     const id = randomUUID();
-    assertError(await deliver(raw, { 'x-github-event': 'push', 'x-github-delivery': id, 'x-hub-signature-256': `sha256=${sign(raw, 'not-the-secret-at-all')}` }), 401, 'Git:Webhook:UNVERIFIED');
+    assertError(
+      await deliver(raw, { 'x-github-event': 'push', 'x-github-delivery': id, 'x-hub-signature-256': `sha256=${sign(raw, 'not-the-secret-at-all')}` }),
+      401,
+      'Git:Webhook:UNVERIFIED',
+    );
     assertError(await deliver(raw, { 'x-github-event': 'push', 'x-github-delivery': id }), 401);
     assertError(await deliver(`${raw} `, { 'x-github-event': 'push', 'x-github-delivery': id, 'x-hub-signature-256': `sha256=${sign(raw)}` }), 401);
     assertError(await deliver(raw, { 'x-bitbucket-event': 'push', 'x-hub-signature-256': `sha256=${sign(raw)}` }), 401);
@@ -88,7 +116,15 @@ describe('push webhooks', () => {
     const bare = (await t.call('POST', '/code-sources', { body: { data: { name: 'nosecret', url: git.repoUrl('public') } } })).body.data;
     assertError(await deliver(raw, { 'x-github-event': 'push', 'x-hub-signature-256': `sha256=${sign(raw)}` }, bare.id), 401);
     // Gitea sends GitHub's headers too: it is judged by its own signature header.
-    assertError(await deliver(raw, { 'x-gitea-event': 'push', 'x-github-event': 'push', 'x-hub-signature-256': `sha256=${sign(raw)}`, 'x-gitea-signature': sign(raw, 'forged-secret-000000') }), 401);
+    assertError(
+      await deliver(raw, {
+        'x-gitea-event': 'push',
+        'x-github-event': 'push',
+        'x-hub-signature-256': `sha256=${sign(raw)}`,
+        'x-gitea-signature': sign(raw, 'forged-secret-000000'),
+      }),
+      401,
+    );
     assertError(await deliver(raw, { 'x-gitlab-event': 'Push Hook', 'x-gitlab-token': 'forged-token-000000' }), 401);
     assert.equal(await deliveries(), before);
   });
@@ -96,10 +132,22 @@ describe('push webhooks', () => {
   it('Gitea and GitLab pushes are verified their own way; a push that touches nothing of a stack triggers nothing', async () => {
     const sha = git.commit('public', 'main', 'docs/readme.md', 'docs\n');
     const raw = githubPush(sha, ['docs/readme.md']);
-    const gitea = await deliver(raw, { 'x-gitea-event': 'push', 'x-github-event': 'push', 'x-gitea-delivery': randomUUID(), 'x-gitea-signature': sign(raw), 'x-hub-signature-256': 'sha256=00' });
+    const gitea = await deliver(raw, {
+      'x-gitea-event': 'push',
+      'x-github-event': 'push',
+      'x-gitea-delivery': randomUUID(),
+      'x-gitea-signature': sign(raw),
+      'x-hub-signature-256': 'sha256=00',
+    });
     assert.equal(gitea.status, 200, JSON.stringify(gitea.body));
     assert.deepEqual(gitea.body.data.runIds, []);
-    const gitlabRaw = JSON.stringify({ ref: 'refs/heads/main', after: sha, user_name: 'Linus', total_commits_count: 1, commits: [{ id: sha, message: 'm', author: { name: 'Linus' }, modified: ['docs/readme.md'] }] });
+    const gitlabRaw = JSON.stringify({
+      ref: 'refs/heads/main',
+      after: sha,
+      user_name: 'Linus',
+      total_commits_count: 1,
+      commits: [{ id: sha, message: 'm', author: { name: 'Linus' }, modified: ['docs/readme.md'] }],
+    });
     const gitlab = await deliver(gitlabRaw, { 'x-gitlab-event': 'Push Hook', 'x-gitlab-event-uuid': randomUUID(), 'x-gitlab-token': SECRET });
     assert.equal(gitlab.status, 200, JSON.stringify(gitlab.body));
     assert.equal(gitlab.body.data.duplicate, false);
@@ -107,7 +155,8 @@ describe('push webhooks', () => {
 
   it('deliveries are counted by provider event and result, with no id as a label', async () => {
     const counted = (await metrics.inboundEvents.get()).values;
-    const count = (type: string, result: string) => counted.find((v) => v.labels.source === 'git' && v.labels.type === type && v.labels.result === result)?.value ?? 0;
+    const count = (type: string, result: string) =>
+      counted.find((v) => v.labels.source === 'git' && v.labels.type === type && v.labels.result === result)?.value ?? 0;
     assert.ok(count('push', 'accepted') >= 2, 'accepted pushes');
     assert.ok(count('push', 'unverified') + count('other', 'unverified') >= 1, 'refused signatures');
     assert.ok(counted.every((v) => Object.keys(v.labels).every((k) => ['source', 'type', 'result'].includes(k))));
@@ -136,9 +185,19 @@ describe('the branch poller, for sources that cannot send webhooks', () => {
     const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'poll', name: 'Poll' } } })).body.data.id;
     const environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'dev', name: 'Dev' } } })).body.data.id;
     const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'polled', url: git.repoUrl('public') } } })).body.data;
-    const stack = (await t.call('POST', '/stacks', {
-      body: { data: { projectId, environmentId, name: 'polled', source: { codeSourceId: source.id, ref: 'feature/x' }, pipelines: { change: pipelineConfig([{ id: 'a', command: 'true' }]) } } },
-    })).body.data;
+    const stack = (
+      await t.call('POST', '/stacks', {
+        body: {
+          data: {
+            projectId,
+            environmentId,
+            name: 'polled',
+            source: { codeSourceId: source.id, ref: 'feature/x' },
+            pipelines: { change: pipelineConfig([{ id: 'a', command: 'true' }]) },
+          },
+        },
+      })
+    ).body.data;
     const git2 = { ...t.app.config.git, pollIntervalSeconds: 1 };
     const silent = { info() {}, warn() {}, error() {} } as unknown as ConstructorParameters<typeof GitPoller>[3];
     const pollers = [new GitPoller(t.db, TEST_SECRETS, git2, silent), new GitPoller(t.db, TEST_SECRETS, git2, silent)];

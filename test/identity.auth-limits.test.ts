@@ -47,7 +47,9 @@ const ADDRESS_BLOCKED = /"address":"([^"]+)".*blocked an address after failed au
 const IGNORED_FORWARDING = /forwarding header that is ignored/g;
 
 // Source addresses other than 127.0.0.1 need Linux, which routes all of 127.0.0.0/8 to loopback.
-describe('failed authentications are refused per address and per key prefix, valid keys never', { skip: process.platform !== 'linux' && 'needs every 127.0.0.0/8 address on loopback (Linux)' }, () => {
+describe('failed authentications are refused per address and per key prefix, valid keys never', {
+  skip: process.platform !== 'linux' && 'needs every 127.0.0.0/8 address on loopback (Linux)',
+}, () => {
   let database: TestDatabase;
   let plinth: PlinthProcess;
 
@@ -57,12 +59,28 @@ describe('failed authentications are refused per address and per key prefix, val
       const url = new URL(path, plinth.baseUrl);
       const sentAt = performance.now();
       const request = http.request(
-        { host: url.hostname, port: url.port, path: url.pathname, localAddress: from, agent: false, headers: { ...headers, ...(authorization ? { authorization } : {}) } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          localAddress: from,
+          agent: false,
+          headers: { ...headers, ...(authorization ? { authorization } : {}) },
+        },
         (response) => {
           let text = '';
-          response.setEncoding('utf8').on('data', (chunk) => (text += chunk)).on('end', () => {
-            resolve({ status: response.statusCode!, headers: response.headers, body: text ? JSON.parse(text) : undefined, sentAt, answeredAt: performance.now() });
-          });
+          response
+            .setEncoding('utf8')
+            .on('data', (chunk) => (text += chunk))
+            .on('end', () => {
+              resolve({
+                status: response.statusCode!,
+                headers: response.headers,
+                body: text ? JSON.parse(text) : undefined,
+                sentAt,
+                answeredAt: performance.now(),
+              });
+            });
         },
       );
       request.on('error', reject).end();
@@ -99,17 +117,20 @@ describe('failed authentications are refused per address and per key prefix, val
   before(async () => {
     database = await createTestDatabase();
     const dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-auth-limits-'));
-    plinth = await startPlinthProcess({
-      DATABASE_URL: database.url,
-      PLINTH_ADMIN_TOKEN: TOKEN,
-      PLINTH_DATA_DIR: dir,
-      PLINTH_AUTH_FAILURES_PER_ADDRESS: '10',
-      PLINTH_AUTH_FAILURES_PER_KEY_PREFIX: '5',
-      PLINTH_AUTH_FAILURE_WINDOW_S: '3600',
-      PLINTH_AUTH_BLOCK_S: String(BLOCK_S),
-      PLINTH_AUTH_LIMIT_ENTRIES: '40',
-      PLINTH_TRUSTED_PROXIES: '127.0.0.5',
-    }, { command: 'api', readyTimeoutMs: 120_000 });
+    plinth = await startPlinthProcess(
+      {
+        DATABASE_URL: database.url,
+        PLINTH_ADMIN_TOKEN: TOKEN,
+        PLINTH_DATA_DIR: dir,
+        PLINTH_AUTH_FAILURES_PER_ADDRESS: '10',
+        PLINTH_AUTH_FAILURES_PER_KEY_PREFIX: '5',
+        PLINTH_AUTH_FAILURE_WINDOW_S: '3600',
+        PLINTH_AUTH_BLOCK_S: String(BLOCK_S),
+        PLINTH_AUTH_LIMIT_ENTRIES: '40',
+        PLINTH_TRUSTED_PROXIES: '127.0.0.5',
+      },
+      { command: 'api', readyTimeoutMs: 120_000 },
+    );
   });
   after(async () => {
     await plinth?.stop();
@@ -127,13 +148,19 @@ describe('failed authentications are refused per address and per key prefix, val
       if (i % 5 === 0) valid.push(call({ from: '127.0.0.3', authorization: bearer(TOKEN) }));
       answers.push(await call({ from: '127.0.0.2', authorization: bearer(wrongKey()) }));
     }
-    assert.deepEqual(answers.slice(0, 10).map((a) => a.status), Array(10).fill(401));
+    assert.deepEqual(
+      answers.slice(0, 10).map((a) => a.status),
+      Array(10).fill(401),
+    );
     const blocker = answers[9]!;
     for (const answer of answers.slice(10)) {
       if (!stillBlocked(blocker, answer)) break;
       assertLimited(answer);
     }
-    assert.deepEqual((await Promise.all(valid)).map((a) => a.status), Array(8).fill(200));
+    assert.deepEqual(
+      (await Promise.all(valid)).map((a) => a.status),
+      Array(8).fill(200),
+    );
 
     // Decided: a blocked address is answered before its key is looked at, a valid key included; else a
     // guesser there would still learn which guess is right. It waits Retry-After like any other.
@@ -141,21 +168,28 @@ describe('failed authentications are refused per address and per key prefix, val
     if (retryAfter !== undefined) await sleep(retryAfter * 1000);
     assert.equal((await call({ from: '127.0.0.2', authorization: bearer(TOKEN) })).status, 200);
     assert.equal((await call({ from: '127.0.0.2' })).status, 401, 'no credential is not a failure: never refused with 429');
-    assert.deepEqual([...(await outputWith(ADDRESS_BLOCKED)).matchAll(ADDRESS_BLOCKED)].map((m) => m[1]), ['127.0.0.2']);
+    assert.deepEqual(
+      [...(await outputWith(ADDRESS_BLOCKED)).matchAll(ADDRESS_BLOCKED)].map((m) => m[1]),
+      ['127.0.0.2'],
+    );
   });
 
   it('a key prefix over its limit still lets its valid key in from anywhere; one more failure with it blocks that address', async () => {
     const prefix = TOKEN.slice(0, 10);
     const failures: Answer[] = [];
     for (let i = 0; i < 5; i++) failures.push(await call({ from: `127.0.0.1${i}`, authorization: bearer(wrongKey(prefix)) }));
-    assert.deepEqual(failures.map((a) => a.status), Array(5).fill(401));
+    assert.deepEqual(
+      failures.map((a) => a.status),
+      Array(5).fill(401),
+    );
     assert.equal((await call({ from: '127.0.0.15', authorization: bearer(TOKEN) })).status, 200);
     const more = await call({ from: '127.0.0.16', authorization: bearer(wrongKey(prefix)) });
     assert.equal(more.status, 401);
     const valid = await call({ from: '127.0.0.16', authorization: bearer(TOKEN) });
     if (stillBlocked(failures[4]!, more)) assertBlockedBy(more, valid, 200);
     else assert.ok([200, 429].includes(valid.status), `${valid.status}`);
-    for (let i = 0; i < 2; i++) assert.equal((await call({ from: '127.0.0.17', authorization: bearer(wrongKey()) })).status, 401, 'another prefix is not affected');
+    for (let i = 0; i < 2; i++)
+      assert.equal((await call({ from: '127.0.0.17', authorization: bearer(wrongKey()) })).status, 401, 'another prefix is not affected');
   });
 
   it('the state backend is limited the same way; a run credential is exempt there only, and refused unread anywhere else', async () => {
@@ -164,7 +198,10 @@ describe('failed authentications are refused per address and per key prefix, val
       const token = i % 2 ? wrongKey() : runCredential();
       failures.push(await call({ from: '127.0.0.20', path: '/state-backend/stack-none', authorization: basic(token) }));
     }
-    assert.deepEqual(failures.map((a) => a.status), Array(10).fill(401));
+    assert.deepEqual(
+      failures.map((a) => a.status),
+      Array(10).fill(401),
+    );
     const blocker = failures[9]!;
     assertBlockedBy(blocker, await call({ from: '127.0.0.20', path: '/state-backend/stack-none', authorization: basic(wrongKey()) }), 401);
     assertBlockedBy(blocker, await call({ from: '127.0.0.20', path: '/stacks', authorization: bearer(TOKEN) }), 200);
@@ -177,7 +214,10 @@ describe('failed authentications are refused per address and per key prefix, val
 
     const elsewhere: Answer[] = [];
     for (let i = 0; i < 10; i++) elsewhere.push(await call({ from: '127.0.0.22', path: '/auth/whoami', authorization: bearer(runCredential()) }));
-    assert.deepEqual(elsewhere.map((a) => `${a.status} ${a.body.code}`), Array(10).fill('401 Auth:Credential:INVALID'));
+    assert.deepEqual(
+      elsewhere.map((a) => `${a.status} ${a.body.code}`),
+      Array(10).fill('401 Auth:Credential:INVALID'),
+    );
     assertBlockedBy(elsewhere[9]!, await call({ from: '127.0.0.22', authorization: bearer(TOKEN) }), 200);
   });
 
@@ -189,7 +229,10 @@ describe('failed authentications are refused per address and per key prefix, val
     const viaProxy = (client: string, authorization: string) => call({ from: '127.0.0.5', authorization, headers: { 'x-forwarded-for': client } });
     const failures: Answer[] = [];
     for (let i = 0; i < 10; i++) failures.push(await viaProxy('203.0.113.7', bearer(wrongKey())));
-    assert.deepEqual(failures.map((a) => a.status), Array(10).fill(401));
+    assert.deepEqual(
+      failures.map((a) => a.status),
+      Array(10).fill(401),
+    );
     assertBlockedBy(failures[9]!, await viaProxy('203.0.113.7', bearer(TOKEN)), 200);
     assert.equal((await viaProxy('203.0.113.8', bearer(TOKEN))).status, 200, 'another client behind the same proxy');
     assert.equal((await call({ from: '127.0.0.6', authorization: bearer(TOKEN), headers: { 'x-forwarded-for': '203.0.113.7' } })).status, 200);
@@ -197,7 +240,10 @@ describe('failed authentications are refused per address and per key prefix, val
     // One client, a new source port on each connection: one address all the same.
     const ports: Answer[] = [];
     for (let i = 0; i < 10; i++) ports.push(await viaProxy(`203.0.113.9:${40_000 + i}`, bearer(wrongKey())));
-    assert.deepEqual(ports.map((a) => a.status), Array(10).fill(401));
+    assert.deepEqual(
+      ports.map((a) => a.status),
+      Array(10).fill(401),
+    );
     assertBlockedBy(ports[9]!, await viaProxy('203.0.113.9:50000', bearer(TOKEN)), 200);
 
     const output = await outputWith(/"address":"203\.0\.113\.9:\d+".*blocked an address/);
@@ -209,7 +255,10 @@ describe('failed authentications are refused per address and per key prefix, val
     for (let i = 0; i < 9; i++) assert.equal((await call({ from: '127.0.0.31', authorization: bearer(wrongKey()) })).status, 401);
     const failures: Answer[] = [];
     for (let i = 0; i < 10; i++) failures.push(await call({ from: '127.0.0.30', authorization: bearer(wrongKey()) }));
-    assert.deepEqual(failures.map((a) => a.status), Array(10).fill(401));
+    assert.deepEqual(
+      failures.map((a) => a.status),
+      Array(10).fill(401),
+    );
     for (let i = 1; i <= 50; i++) assert.equal((await call({ from: `127.0.1.${i}`, authorization: bearer(wrongKey()) })).status, 401);
     assertBlockedBy(failures[9]!, await call({ from: '127.0.0.30', authorization: bearer(TOKEN) }), 200);
     // Its tenth failure is its first again: 127.0.0.31 was forgotten, with the nine before.

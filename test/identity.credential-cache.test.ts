@@ -19,7 +19,10 @@ async function msUntil(check: () => Promise<boolean>, limitMs = 3000): Promise<n
 }
 
 const codeOf = (store: CredentialStore, token: string, org: string | null = null) =>
-  store.resolve(token, hashToken(token), org).then(() => 'ok', (error: { code?: string }) => error.code ?? 'error');
+  store.resolve(token, hashToken(token), org).then(
+    () => 'ok',
+    (error: { code?: string }) => error.code ?? 'error',
+  );
 
 /**
  * The credential cache of every API process: a change made anywhere (another process, or SQL) reaches

@@ -37,7 +37,7 @@ describe('service accounts', () => {
     assertError(await t.call('GET', `/service-accounts/${sa.id}`), 404, 'Api:ServiceAccount:NOT_FOUND');
   });
 
-  it('a role change applies on the service account key\'s next request', async () => {
+  it("a role change applies on the service account key's next request", async () => {
     const sa = await serviceAccountCaller(t, 'VIEWER');
     await t.call('PATCH', `/service-accounts/${sa.serviceAccountId}`, { body: { data: { role: 'ADMIN' } } });
     assert.equal((await t.call('GET', '/auth/whoami', { token: sa.token })).body.data.role, 'ADMIN');
@@ -117,9 +117,18 @@ describe('API keys', () => {
     assert.equal(who.body.data.email, 'invitee@example.com');
     assert.equal(who.body.data.role, 'VIEWER');
     assertError(await t.call('POST', '/api-keys', { token: member.token, body: { data: { name: 'x', userId } } }), 403, 'Auth:Permission:DENIED');
-    const outsider = (await t.call('POST', '/memberships', { headers: inOrg(await createOrganization(t, 'Elsewhere')), body: { data: { email: 'outsider@example.com', role: 'OWNER' } } })).body.data.userId;
+    const outsider = (
+      await t.call('POST', '/memberships', {
+        headers: inOrg(await createOrganization(t, 'Elsewhere')),
+        body: { data: { email: 'outsider@example.com', role: 'OWNER' } },
+      })
+    ).body.data.userId;
     assertError(await t.call('POST', '/api-keys', { body: { data: { name: 'x', userId: outsider } } }), 404, 'Api:User:NOT_FOUND');
-    assertError(await t.call('POST', '/api-keys', { body: { data: { name: 'x', userId, serviceAccountId: viewerSa.serviceAccountId } } }), 422, 'Api:ApiKey:AMBIGUOUS_OWNER');
+    assertError(
+      await t.call('POST', '/api-keys', { body: { data: { name: 'x', userId, serviceAccountId: viewerSa.serviceAccountId } } }),
+      422,
+      'Api:ApiKey:AMBIGUOUS_OWNER',
+    );
   });
 
   it('a user creates a key for themselves: the plk_ token is shown once and stored only as its hash', async () => {
@@ -187,7 +196,10 @@ describe('API keys', () => {
     const who = await t.call('GET', '/auth/whoami', { token: key.body.data.token });
     assert.equal(who.body.data.principalType, 'SERVICE_ACCOUNT');
     const listed = await t.call('GET', `/api-keys?serviceAccountId=${sa.body.data.id}`);
-    assert.deepEqual(listed.body.data.map((k: { id: string }) => k.id), [key.body.data.id]);
+    assert.deepEqual(
+      listed.body.data.map((k: { id: string }) => k.id),
+      [key.body.data.id],
+    );
   });
 
   it("a caller below ADMIN sees and revokes only their own keys; others' are 404", async () => {
@@ -196,7 +208,10 @@ describe('API keys', () => {
     assert.ok(mine.body.data.length > 0);
     assert.ok(mine.body.data.every((k: { userId?: string }) => k.userId === member.userId));
     const saList = await t.call('GET', '/api-keys', { token: viewerSa.token });
-    assert.deepEqual(saList.body.data.map((k: { id: string }) => k.id), [viewerSa.keyId]);
+    assert.deepEqual(
+      saList.body.data.map((k: { id: string }) => k.id),
+      [viewerSa.keyId],
+    );
     assertError(await t.call('GET', `/api-keys/${adminKey.id}`, { token: member.token }), 404);
     assertError(await t.call('DELETE', `/api-keys/${adminKey.id}`, { token: member.token }), 404);
     assert.equal((await t.call('GET', '/auth/whoami', { token: adminKey.token })).status, 200);

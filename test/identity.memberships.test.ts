@@ -95,7 +95,11 @@ describe('memberships', () => {
     const list = await t.call('GET', '/memberships', { headers: inOrg(orgId) });
     assert.equal(list.body.data.length, 1);
     const ownerId = list.body.data[0].id;
-    assertError(await t.call('PATCH', `/memberships/${ownerId}`, { headers: inOrg(orgId), body: { data: { role: 'ADMIN' } } }), 409, 'Api:Membership:LAST_OWNER');
+    assertError(
+      await t.call('PATCH', `/memberships/${ownerId}`, { headers: inOrg(orgId), body: { data: { role: 'ADMIN' } } }),
+      409,
+      'Api:Membership:LAST_OWNER',
+    );
     assertError(await t.call('DELETE', `/memberships/${ownerId}`, { headers: inOrg(orgId) }), 409, 'Api:Membership:LAST_OWNER');
     // With a second OWNER, the first may go.
     const second = await t.call('POST', '/memberships', { headers: inOrg(orgId), body: { data: { email: 'second@example.com', role: 'OWNER' } } });
@@ -107,7 +111,8 @@ describe('memberships', () => {
   it('two concurrent demotions of the only two OWNERs leave one OWNER', async () => {
     const orgId = await createOrganization(t, 'Race');
     const first = (await t.call('GET', '/memberships', { headers: inOrg(orgId) })).body.data[0].id;
-    const second = (await t.call('POST', '/memberships', { headers: inOrg(orgId), body: { data: { email: 'racer@example.com', role: 'OWNER' } } })).body.data.id;
+    const second = (await t.call('POST', '/memberships', { headers: inOrg(orgId), body: { data: { email: 'racer@example.com', role: 'OWNER' } } })).body.data
+      .id;
     const results = await Promise.all(
       [first, second].map((id) => t.call('PATCH', `/memberships/${id}`, { headers: inOrg(orgId), body: { data: { role: 'MEMBER' } } })),
     );

@@ -48,7 +48,10 @@ describe('organizations', () => {
     const sa = await serviceAccountCaller(t, 'VIEWER');
     const res = await t.call('GET', '/organizations', { token: sa.token });
     assert.equal(res.status, 200);
-    assert.deepEqual(res.body.data.map((o: { name: string }) => o.name), ['Default']);
+    assert.deepEqual(
+      res.body.data.map((o: { name: string }) => o.name),
+      ['Default'],
+    );
   });
 
   it('GET /organizations/{id} reads an organization the caller belongs to', async () => {

@@ -53,7 +53,10 @@ describe('tenant isolation: another organization’s id answers exactly as a mis
     foreignIds = seeded.foreign.ids;
     // Callers bound to one organization: a super-administrator acts in every organization by design.
     const owner = await userCaller(t, 'own-owner@example.com', 'OWNER');
-    callers = [{ name: 'OWNER user', token: owner.token }, { name: 'MEMBER service account', token: seeded.callers.member }];
+    callers = [
+      { name: 'OWNER user', token: owner.token },
+      { name: 'MEMBER service account', token: seeded.callers.member },
+    ];
     before_ = await digest();
   });
   after(() => t.close());
@@ -79,7 +82,9 @@ describe('tenant isolation: another organization’s id answers exactly as a mis
        where table_schema = 'public' and table_type = 'BASE TABLE' and table_name !~ '^audit_(events|chain_heads)' order by 1`.execute(t.db);
     const parts: string[] = [];
     for (const { table_name } of tables.rows) {
-      const { rows } = await sql<{ d: string }>`select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as d from ${sql.table(table_name)} x`.execute(t.db);
+      const { rows } = await sql<{
+        d: string;
+      }>`select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as d from ${sql.table(table_name)} x`.execute(t.db);
       parts.push(`${table_name}:${rows[0].d}`);
     }
     return parts.join('\n');

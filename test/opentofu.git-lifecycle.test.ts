@@ -1,7 +1,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadEngineConfig } from '../src/engine/engine-config.ts';
-import { FAST_ENGINE_ENV, getRun, LOOPBACK_GIT_ENV, logLines, stepsOf, triggerRun, waitFor, waitForLine, waitForRunStatus, waitForStep } from './helpers/engine.ts';
+import {
+  FAST_ENGINE_ENV,
+  getRun,
+  LOOPBACK_GIT_ENV,
+  logLines,
+  stepsOf,
+  triggerRun,
+  waitFor,
+  waitForLine,
+  waitForRunStatus,
+  waitForStep,
+} from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 import { STANDIN, startTofuTestApp, type TofuTestApp } from './helpers/opentofu.ts';
 
@@ -39,7 +50,15 @@ describe('a stack from a real Git repository, through the API alone: first plan 
     projectId = project.id;
     environmentId = env.id;
     const stack = await t.call('POST', '/stacks', {
-      body: { data: { projectId: project.id, environmentId: env.id, name: 'app', source: { codeSourceId: source.id, ref: 'main', path: 'stacks/app' }, variables: { region: 'eu' } } },
+      body: {
+        data: {
+          projectId: project.id,
+          environmentId: env.id,
+          name: 'app',
+          source: { codeSourceId: source.id, ref: 'main', path: 'stacks/app' },
+          variables: { region: 'eu' },
+        },
+      },
     });
     assert.equal(stack.status, 201, JSON.stringify(stack.body));
     stackId = stack.body.data.id;
@@ -84,8 +103,14 @@ describe('a stack from a real Git repository, through the API alone: first plan 
     assert.deepEqual((await t.call('GET', `/stacks/${stackId}`)).body.data.output, {});
 
     const versions = (await t.call('GET', `/stacks/${stackId}/state-versions`)).body.data;
-    assert.deepEqual(versions.map((v: { serial: number }) => v.serial), [1, 2, 3]);
-    assert.deepEqual(versions.map((v: { runId: string }) => v.runId), [first.id, second.id, destroy.id]);
+    assert.deepEqual(
+      versions.map((v: { serial: number }) => v.serial),
+      [1, 2, 3],
+    );
+    assert.deepEqual(
+      versions.map((v: { runId: string }) => v.runId),
+      [first.id, second.id, destroy.id],
+    );
     for (const run of [first, second, destroy]) {
       for (const step of await stepsOf(t, run.id)) assert.ok(!(await logLines(t, step.id)).join('\n').includes(SECRET), `${step.stepId} of ${run.id}`);
     }
@@ -106,14 +131,22 @@ describe('a stack from a real Git repository, through the API alone: first plan 
     await waitForLine(t, apply.id, /standin_vm\.a: Creating/, 60_000);
     assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
     await waitForLine(t, apply.id, /Interrupt received/, 30_000);
-    const versions = await waitFor('the interrupted apply\'s state', async () => {
-      const list = (await t.call('GET', `/stacks/${slowStack}/state-versions`)).body.data;
-      return list.length ? list : undefined;
-    }, 30_000);
+    const versions = await waitFor(
+      "the interrupted apply's state",
+      async () => {
+        const list = (await t.call('GET', `/stacks/${slowStack}/state-versions`)).body.data;
+        return list.length ? list : undefined;
+      },
+      30_000,
+    );
     const state = (await t.call('GET', `/stacks/${slowStack}/state-versions/${versions[0].id}`)).body.data.state;
     assert.ok(state.resources.length >= 1 && state.resources.length < 4, JSON.stringify(state.resources));
     assert.ok(JSON.stringify(state.resources).includes('"a"'), `the resource in flight at the cancel is in the state: ${JSON.stringify(state.resources)}`);
-    await waitFor('the lock to be released', async () => ((await t.call('GET', `/stacks/${slowStack}/state-lock`)).body.data.locked ? undefined : true), 30_000);
+    await waitFor(
+      'the lock to be released',
+      async () => ((await t.call('GET', `/stacks/${slowStack}/state-lock`)).body.data.locked ? undefined : true),
+      30_000,
+    );
     const lines = await logLines(t, apply.id);
     assert.equal(lines.filter((l) => l.includes('Interrupt received')).length, 1, 'one interrupt, not two');
     assert.ok(!lines.some((l) => l.includes('Two interrupts received')), lines.join('\n'));

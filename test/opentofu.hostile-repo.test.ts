@@ -27,7 +27,7 @@ const standin = (outputs: Record<string, unknown> = {}) =>
 
 // Steps run unsandboxed here, so that nothing but Plinth's own guard stands between a step and the
 // tenant's server on loopback: the guard must not depend on network isolation.
-describe('a hostile repository cannot move a stack\'s state, nor show its secrets', () => {
+describe("a hostile repository cannot move a stack's state, nor show its secrets", () => {
   let t: TofuTestApp;
   let git: GitServer;
   let thief: Awaited<ReturnType<typeof startThief>>;
@@ -52,7 +52,9 @@ describe('a hostile repository cannot move a stack\'s state, nor show its secret
   async function stackAt(path: string, files: Record<string, string>): Promise<string> {
     for (const [name, text] of Object.entries(files)) git.commit('public', 'main', `${path}/${name}`, text);
     const source = (await t.call('POST', '/code-sources', { body: { data: { name: path.replaceAll('/', '-'), url: git.repoUrl('public') } } })).body.data;
-    const stack = await t.call('POST', '/stacks', { body: { data: { projectId, environmentId, name: path.replaceAll('/', '-'), source: { codeSourceId: source.id, ref: 'main', path } } } });
+    const stack = await t.call('POST', '/stacks', {
+      body: { data: { projectId, environmentId, name: path.replaceAll('/', '-'), source: { codeSourceId: source.id, ref: 'main', path } } },
+    });
     assert.equal(stack.status, 201, JSON.stringify(stack.body));
     assert.equal((await t.call('PUT', `/stacks/${stack.body.data.id}/sensitive-variables/pw`, { body: { data: { value: SECRET } } })).status, 200);
     return stack.body.data.id;
@@ -64,7 +66,7 @@ describe('a hostile repository cannot move a stack\'s state, nor show its secret
     return (await stepsOf(t, run.id)).find((s) => s.stepId === 'plan');
   }
 
-  it('an override file pointing the backend at the tenant\'s server stops the run before init, naming the file', async () => {
+  it("an override file pointing the backend at the tenant's server stops the run before init, naming the file", async () => {
     const redirect = { terraform: { backend: { http: { address: thief.url, lock_address: `${thief.url}/lock`, unlock_address: `${thief.url}/lock` } } } };
     const stackId = await stackAt('stacks/redirect', { 'standin.json': standin(), 'zz_override.tf.json': JSON.stringify(redirect) });
     const plan = await failedPlan(stackId);
@@ -80,7 +82,7 @@ describe('a hostile repository cannot move a stack\'s state, nor show its secret
     assert.deepEqual(thief.requests, []);
   });
 
-  it('a backend in the code itself, and a committed .terraform naming the tenant\'s server, are replaced: the run plans against Plinth', async () => {
+  it("a backend in the code itself, and a committed .terraform naming the tenant's server, are replaced: the run plans against Plinth", async () => {
     const own = `terraform {\n  backend "http" {\n    address = "${thief.url}"\n    lock_address = "${thief.url}/lock"\n  }\n}\n`;
     const kept = JSON.stringify({ version: 3, backend: { type: 'http', config: { address: thief.url }, hash: 1 } });
     const stackId = await stackAt('stacks/own-backend', { 'standin.json': standin(), 'main.tf': own, '.terraform/terraform.tfstate': kept });
@@ -93,14 +95,19 @@ describe('a hostile repository cannot move a stack\'s state, nor show its secret
   });
 
   it('an output showing a declared sensitive variable fails the plan, as OpenTofu does for a sensitive input', async () => {
-    const stackId = await stackAt('stacks/leaky-output', { 'standin.json': standin({ leak: { value: '${var.pw}' } }), 'variables.tf': 'variable "pw" {\n  type = string\n}\n' });
+    const stackId = await stackAt('stacks/leaky-output', {
+      'standin.json': standin({ leak: { value: '${var.pw}' } }),
+      'variables.tf': 'variable "pw" {\n  type = string\n}\n',
+    });
     const plan = await failedPlan(stackId);
     assert.equal(plan.error.code, 'OpenTofu:Command:FAILED');
     assert.ok((await logLines(t, plan.id)).some((l) => l.includes('Output refers to sensitive values')));
   });
 
   it('an output whose value holds a sensitive value is masked in the stack, whoever reads it', async () => {
-    const stackId = await stackAt('stacks/derived-output', { 'standin.json': standin({ conn: { value: 'postgres://app:${var.pw}@db/app' }, region: { value: 'eu' } }) });
+    const stackId = await stackAt('stacks/derived-output', {
+      'standin.json': standin({ conn: { value: 'postgres://app:${var.pw}@db/app' }, region: { value: 'eu' } }),
+    });
     const run = await triggerRun(t, stackId);
     const approval = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL', 60_000);
     assert.equal((await t.call('POST', `/pipeline-step-executions/${approval.id}/approve`)).status, 200);

@@ -33,7 +33,10 @@ describe('an OpenTofu stack through the API: plan, approve, apply, outputs, a ch
     code = stackCode(config(1));
     await startTofuWorker(t, code);
     stackId = (await createTofuStack(t, { name: 'core' })).id;
-    for (const [name, value] of [['password', SECRET], ['key', KEY]]) {
+    for (const [name, value] of [
+      ['password', SECRET],
+      ['key', KEY],
+    ]) {
       const set = await t.call('PUT', `/stacks/${stackId}/sensitive-variables/${name}`, { body: { data: { value } } });
       assert.equal(set.status, 200, JSON.stringify(set.body));
     }
@@ -90,7 +93,10 @@ describe('an OpenTofu stack through the API: plan, approve, apply, outputs, a ch
     assert.equal(stack.output.network_name, 'edge', 'a run input overrides the stack variable');
     assert.equal(stack.firstAppliedAt, first);
     const versions = (await t.call('GET', `/stacks/${stackId}/state-versions`)).body.data;
-    assert.deepEqual(versions.map((v: { serial: number }) => v.serial), [1, 2]);
+    assert.deepEqual(
+      versions.map((v: { serial: number }) => v.serial),
+      [1, 2],
+    );
     assert.equal(versions[0].lineage, versions[1].lineage);
   });
 

@@ -40,7 +40,15 @@ describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () =
   it('a run whose plan meets a lock held by someone else fails, naming the holder, and leaves state and lock alone', async () => {
     const stack = await createTofuStack(t);
     const member = (await serviceAccountCaller(t, 'MEMBER')).token;
-    const holder = { ID: randomUUID(), Operation: 'OperationTypeApply', Who: 'other@laptop', Version: '1.8.0', Created: new Date().toISOString(), Info: '', Path: '' };
+    const holder = {
+      ID: randomUUID(),
+      Operation: 'OperationTypeApply',
+      Who: 'other@laptop',
+      Version: '1.8.0',
+      Created: new Date().toISOString(),
+      Info: '',
+      Path: '',
+    };
     const lock = await fetch(`${t.baseUrl}/state-backend/${stack.serviceStateBackendWorkspace}/lock`, {
       method: 'LOCK',
       headers: { Authorization: `Bearer ${member}`, 'Content-Type': 'application/json' },
@@ -57,7 +65,7 @@ describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () =
     await t.call('DELETE', `/stacks/${stack.id}/state-lock`);
   });
 
-  it('apply refuses a saved plan that is another run\'s', async () => {
+  it("apply refuses a saved plan that is another run's", async () => {
     const stack = await createTofuStack(t);
     const first = await triggerRun(t, stack.id, { action: 'plan' });
     await waitForRunStatus(t, first.id, 'SUCCEEDED', 30_000);
@@ -73,7 +81,7 @@ describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () =
     assert.equal(await latestState(t, stack.id), undefined, 'nothing was applied');
   });
 
-  it('an ADMIN force-unlocking a run\'s lock is recorded in that run\'s history; the run\'s next write is refused', async () => {
+  it("an ADMIN force-unlocking a run's lock is recorded in that run's history; the run's next write is refused", async () => {
     const stack = await createTofuStack(t);
     const run = await triggerRun(t, stack.id, { autoapprove: true });
     const apply = await waitForStep(t, run.id, 'apply', 'RUNNING', 30_000);
@@ -82,7 +90,10 @@ describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () =
     assert.equal(held.runId, run.id);
     assert.equal((await t.call('DELETE', `/stacks/${stack.id}/state-lock`)).status, 204);
     const history = (await t.call('GET', `/pipeline-runs/${run.id}/transitions?limit=200`)).body.data;
-    assert.ok(history.some((h: { reason: string }) => h.reason.startsWith(`state lock ${held.id} force-unlocked by`)), JSON.stringify(history));
+    assert.ok(
+      history.some((h: { reason: string }) => h.reason.startsWith(`state lock ${held.id} force-unlocked by`)),
+      JSON.stringify(history),
+    );
     await waitForRunStatus(t, run.id, 'FAILED', 30_000);
     assert.ok((await logLines(t, apply.id)).some((l) => /HTTP error: 409/.test(l)));
   });
@@ -95,10 +106,14 @@ describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () =
     assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
     await waitForRunStatus(t, run.id, 'CANCELLED', 30_000);
     const saved = await waitFor('the interrupted apply to write its state', () => latestState(t, stack.id), 30_000);
-    const lock = await waitFor('the lock to be released', async () => {
-      const status = (await t.call('GET', `/stacks/${stack.id}/state-lock`)).body.data;
-      return status.locked ? undefined : status;
-    }, 30_000);
+    const lock = await waitFor(
+      'the lock to be released',
+      async () => {
+        const status = (await t.call('GET', `/stacks/${stack.id}/state-lock`)).body.data;
+        return status.locked ? undefined : status;
+      },
+      30_000,
+    );
     assert.equal(lock.locked, false);
     const created = saved.state.resources.map((r: { name: string }) => r.name);
     assert.ok(created.length >= 1 && created.length < 3, `applied part of the plan: ${created}`);
@@ -110,4 +125,3 @@ describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () =
     assert.equal((await latestState(t, stack.id)).state.resources.length, 3);
   });
 });
-

@@ -14,7 +14,11 @@ import { createTofuStack, stackCode, STANDIN, startTofuTestApp, type TofuTestApp
 async function backend(t: TofuTestApp, method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${t.baseUrl}${path}`, {
     method,
-    headers: { Authorization: `Basic ${Buffer.from(`me:${token}`).toString('base64')}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...headers },
+    headers: {
+      Authorization: `Basic ${Buffer.from(`me:${token}`).toString('base64')}`,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      ...headers,
+    },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
@@ -27,8 +31,24 @@ async function backend(t: TofuTestApp, method: string, path: string, token: stri
   return { status: res.status, text, json, headers: res.headers };
 }
 
-const lockInfo = (id = randomUUID()) => ({ ID: id, Operation: 'OperationTypeApply', Info: '', Who: 'someone@laptop', Version: '1.8.0', Created: new Date().toISOString(), Path: '' });
-const stateOf = (serial: number, lineage: string, extra: Record<string, unknown> = {}) => ({ version: 4, terraform_version: '1.8.0', serial, lineage, outputs: {}, resources: [], ...extra });
+const lockInfo = (id = randomUUID()) => ({
+  ID: id,
+  Operation: 'OperationTypeApply',
+  Info: '',
+  Who: 'someone@laptop',
+  Version: '1.8.0',
+  Created: new Date().toISOString(),
+  Path: '',
+});
+const stateOf = (serial: number, lineage: string, extra: Record<string, unknown> = {}) => ({
+  version: 4,
+  terraform_version: '1.8.0',
+  serial,
+  lineage,
+  outputs: {},
+  resources: [],
+  ...extra,
+});
 
 /** Runs the stand-in CLI on this machine, as a person would run tofu against a stack's state. */
 function runStandin(dir: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
@@ -63,7 +83,7 @@ describe('the OpenTofu http state backend', () => {
     assert.equal((await none.json()).code, 'Auth:Credential:MISSING');
   });
 
-  it('LOCK is 200 (again with the same ID too); another holder gets 423 with the holder\'s lock info; UNLOCK is 200 and idempotent', async () => {
+  it("LOCK is 200 (again with the same ID too); another holder gets 423 with the holder's lock info; UNLOCK is 200 and idempotent", async () => {
     const mine = lockInfo();
     assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, mine)).status, 200);
     assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, mine)).status, 200);
@@ -113,14 +133,23 @@ describe('the OpenTofu http state backend', () => {
     assert.equal(current.json.serial, 2);
     assert.ok(current.headers.get('content-md5'));
     const versions = (await t.call('GET', `/stacks/${stackId}/state-versions`)).body.data;
-    assert.deepEqual(versions.map((v: any) => [v.serial, v.lineage]), [[1, lineage], [2, lineage]]);
+    assert.deepEqual(
+      versions.map((v: any) => [v.serial, v.lineage]),
+      [
+        [1, lineage],
+        [2, lineage],
+      ],
+    );
     assert.ok(versions.every((v: any) => !v.runId && v.principalId.length > 0));
     const rows = await t.db.selectFrom('stack_state_versions').select(['id', 'sealed_state']).execute();
-    assert.ok(rows.every((r) => !r.sealed_state.includes(lineage)), 'sealed at rest');
+    assert.ok(
+      rows.every((r) => !r.sealed_state.includes(lineage)),
+      'sealed at rest',
+    );
     assert.equal(JSON.parse(TEST_SECRETS.open(rows[0].sealed_state, `stack_state_versions.state:${rows[0].id}`)).lineage, lineage);
   });
 
-  it('reading state is state:read: a VIEWER gets 403 from the backend and from a version\'s content; another organization sees no workspace', async () => {
+  it("reading state is state:read: a VIEWER gets 403 from the backend and from a version's content; another organization sees no workspace", async () => {
     const viewer = (await serviceAccountCaller(t, 'VIEWER')).token;
     const refused = await backend(t, 'GET', workspace, viewer);
     assert.equal(refused.status, 403, 'a 403, which OpenTofu reports, never a 404 it would read as "no state"');
@@ -137,7 +166,7 @@ describe('the OpenTofu http state backend', () => {
     assert.equal((await t.call('GET', `/stacks/${stackId}/state-versions`, { token: stranger })).status, 404);
   });
 
-  it('a key acting in another organization through X-Organization-Id reaches that organization\'s state, as on every route', async () => {
+  it("a key acting in another organization through X-Organization-Id reaches that organization's state, as on every route", async () => {
     const elsewhere = await createOrganization(t, 'Home of the key');
     const person = await userCaller(t, `both-${randomUUID()}@example.com`, 'MEMBER', elsewhere);
     assert.equal((await t.call('POST', '/memberships', { body: { data: { email: person.email, role: 'MEMBER' } } })).status, 201);
@@ -147,11 +176,11 @@ describe('the OpenTofu http state backend', () => {
     const state = await backend(t, 'GET', workspace, person.token, undefined, inDefault);
     assert.equal(state.status, 200, state.text);
     assert.equal(state.json.serial, 2);
-    assert.equal((await backend(t, 'GET', workspace, person.token)).status, 404, 'in the key\'s own organization the stack does not exist');
+    assert.equal((await backend(t, 'GET', workspace, person.token)).status, 404, "in the key's own organization the stack does not exist");
     assert.equal((await backend(t, 'GET', workspace, person.token, undefined, { 'X-Organization-Id': 'not an id!' })).status, 400);
   });
 
-  it('UNLOCK: another ID is 423 whatever the caller; the holder\'s ID releases only for the holder, or with state:force-unlock', async () => {
+  it("UNLOCK: another ID is 423 whatever the caller; the holder's ID releases only for the holder, or with state:force-unlock", async () => {
     const held = lockInfo();
     assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, held)).status, 200);
     // `tofu force-unlock <id>` (OpenTofu 1.10 and later) sends the ID with every other field empty.
@@ -161,7 +190,11 @@ describe('the OpenTofu http state backend', () => {
     assert.equal(refused.status, 403, refused.text);
     assert.equal(refused.json.code, 'OpenTofu:StateLock:NOT_HOLDER');
     const admin = await userCaller(t, `unlocker-${randomUUID()}@example.com`, 'ADMIN');
-    assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, admin.token, { ...forceBody, ID: randomUUID() })).status, 423, 'a wrong ID is 423 even for an ADMIN');
+    assert.equal(
+      (await backend(t, 'UNLOCK', `${workspace}/lock`, admin.token, { ...forceBody, ID: randomUUID() })).status,
+      423,
+      'a wrong ID is 423 even for an ADMIN',
+    );
     assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, admin.token, {})).status, 400);
     assert.equal((await t.call('GET', `/stacks/${stackId}/state-lock`)).body.data.lock.id, held.ID, 'still held');
     assert.equal((await backend(t, 'UNLOCK', `${workspace}/lock`, admin.token, forceBody)).status, 200, 'an ADMIN may force it');
@@ -174,7 +207,10 @@ describe('the OpenTofu http state backend', () => {
 
   it('a run credential reaching for another stack is a 403, decided without looking that stack up', async () => {
     const caller = { kind: 'run' as const, organizationId: 'any', stackId: 'its-own-stack', runId: 'r', principalId: 'run:r' };
-    await assert.rejects(resolveStateStack(t.db, caller, `stack-${stackId}`), (error: { status: number; code: string }) => error.status === 403 && error.code === 'OpenTofu:State:OTHER_STACK');
+    await assert.rejects(
+      resolveStateStack(t.db, caller, `stack-${stackId}`),
+      (error: { status: number; code: string }) => error.status === 403 && error.code === 'OpenTofu:State:OTHER_STACK',
+    );
     assert.deepEqual(await resolveStateStack(t.db, caller, 'stack-its-own-stack'), { id: 'its-own-stack', organizationId: 'any' });
   });
 
@@ -182,7 +218,9 @@ describe('the OpenTofu http state backend', () => {
     const held = lockInfo();
     assert.equal((await backend(t, 'LOCK', `${workspace}/lock`, member, held)).status, 200);
     const body = JSON.stringify(stateOf(50, randomUUID()));
-    const wrong = await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, body, { 'Content-MD5': createHash('md5').update('something else').digest('base64') });
+    const wrong = await backend(t, 'POST', `${workspace}?ID=${held.ID}`, member, body, {
+      'Content-MD5': createHash('md5').update('something else').digest('base64'),
+    });
     assert.equal(wrong.status, 400);
     assert.equal(wrong.json.code, 'OpenTofu:State:CHECKSUM_MISMATCH');
     assert.equal((await backend(t, 'GET', workspace, member)).json.serial, 2, 'nothing was kept');
@@ -207,18 +245,30 @@ describe('the OpenTofu http state backend', () => {
       }
     })();
     const refusals: { status: number; ms: number }[] = [];
-    for (const [method, path] of [['POST', url.pathname], ['LOCK', `${url.pathname}/lock`], ['UNLOCK', `${url.pathname}/lock`]] as const) {
-      refusals.push(await new Promise((resolve, reject) => {
-        const at = performance.now();
-        const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers: { Authorization: `Bearer ${viewer}`, 'Content-Type': 'application/json', 'Content-Length': declared } });
-        req.on('response', (res) => {
-          resolve({ status: res.statusCode ?? 0, ms: performance.now() - at });
-          res.resume();
-          req.destroy();
-        });
-        req.on('error', reject);
-        req.write(firstPart);
-      }));
+    for (const [method, path] of [
+      ['POST', url.pathname],
+      ['LOCK', `${url.pathname}/lock`],
+      ['UNLOCK', `${url.pathname}/lock`],
+    ] as const) {
+      refusals.push(
+        await new Promise((resolve, reject) => {
+          const at = performance.now();
+          const req = httpRequest({
+            host: url.hostname,
+            port: url.port,
+            method,
+            path,
+            headers: { Authorization: `Bearer ${viewer}`, 'Content-Type': 'application/json', 'Content-Length': declared },
+          });
+          req.on('response', (res) => {
+            resolve({ status: res.statusCode ?? 0, ms: performance.now() - at });
+            res.resume();
+            req.destroy();
+          });
+          req.on('error', reject);
+          req.write(firstPart);
+        }),
+      );
     }
     probing = false;
     await probe;
@@ -244,11 +294,17 @@ describe('the OpenTofu http state backend', () => {
     await t.call('DELETE', `/stacks/${stackId}/state-lock`);
   });
 
-  it('OpenTofu on a person\'s machine uses a stack\'s state with an API key: plan, apply, output; a held lock stops it', async () => {
+  it("OpenTofu on a person's machine uses a stack's state with an API key: plan, apply, output; a held lock stops it", async () => {
     const stack = await createTofuStack(t);
     const code = stackCode({ resources: { 'standin_bucket.logs': { attributes: { name: 'logs' } } }, outputs: { bucket: { value: 'logs' } } });
     const address = `${t.baseUrl}/state-backend/${stack.serviceStateBackendWorkspace}`;
-    const env = { TF_HTTP_ADDRESS: address, TF_HTTP_LOCK_ADDRESS: `${address}/lock`, TF_HTTP_UNLOCK_ADDRESS: `${address}/lock`, TF_HTTP_USERNAME: 'laptop', TF_HTTP_PASSWORD: member };
+    const env = {
+      TF_HTTP_ADDRESS: address,
+      TF_HTTP_LOCK_ADDRESS: `${address}/lock`,
+      TF_HTTP_UNLOCK_ADDRESS: `${address}/lock`,
+      TF_HTTP_USERNAME: 'laptop',
+      TF_HTTP_PASSWORD: member,
+    };
     const { writeFileSync } = await import('node:fs');
     writeFileSync(`${code.dir}/backend.tf`, 'terraform {\n  backend "http" {}\n}\n');
     assert.equal((await runStandin(code.dir, ['init'], env)).code, 0);
@@ -273,13 +329,33 @@ describe('the OpenTofu http state backend', () => {
     assert.match(stale.output, /Saved plan is stale/);
 
     // Reading state is a sensitive read: the audit log names it, and keeps no copy of the state itself.
-    const { rows } = await sql<{ action: string; outcome: string; diff: unknown }>`select action, outcome, diff from audit_events where action in ('state.download', 'state.upload') and outcome = 'SUCCESS'`.execute(t.db);
-    assert.ok(rows.some((r) => r.action === 'state.download'), 'state downloads are audited');
-    assert.ok(rows.some((r) => r.action === 'state.upload'), 'state uploads are audited');
-    assert.ok(rows.every((r) => !JSON.stringify(r.diff ?? null).includes('standin_bucket')), 'no state body in the audit log');
+    const { rows } = await sql<{
+      action: string;
+      outcome: string;
+      diff: unknown;
+    }>`select action, outcome, diff from audit_events where action in ('state.download', 'state.upload') and outcome = 'SUCCESS'`.execute(t.db);
+    assert.ok(
+      rows.some((r) => r.action === 'state.download'),
+      'state downloads are audited',
+    );
+    assert.ok(
+      rows.some((r) => r.action === 'state.upload'),
+      'state uploads are audited',
+    );
+    assert.ok(
+      rows.every((r) => !JSON.stringify(r.diff ?? null).includes('standin_bucket')),
+      'no state body in the audit log',
+    );
     // And the state backend's counter saw each kind of operation, by result (this process's registry).
     const counted = (await metrics.stateOps.get()).values;
     const count = (op: string, result: string) => counted.find((v) => v.labels.op === op && v.labels.result === result)?.value ?? 0;
-    for (const [op, result] of [['read', 'ok'], ['write', 'ok'], ['lock', 'ok'], ['unlock', 'ok'], ['lock', 'locked']]) assert.ok(count(op, result) > 0, `plinth_state_ops_total{op="${op}",result="${result}"}`);
+    for (const [op, result] of [
+      ['read', 'ok'],
+      ['write', 'ok'],
+      ['lock', 'ok'],
+      ['unlock', 'ok'],
+      ['lock', 'locked'],
+    ])
+      assert.ok(count(op, result) > 0, `plinth_state_ops_total{op="${op}",result="${result}"}`);
   });
 });

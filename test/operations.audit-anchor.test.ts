@@ -32,7 +32,7 @@ function cutoffOf(days: number): Date {
   return monthStart(new Date(Date.now() - days * DAY));
 }
 
-describe('the audit chain\'s anchor and retention', () => {
+describe("the audit chain's anchor and retention", () => {
   let t: TestApp;
   const silent = pino({ level: 'silent' });
 
@@ -46,7 +46,9 @@ describe('the audit chain\'s anchor and retention', () => {
     const from = monthStart(at);
     const to = new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth() + 1, 1));
     const name = `audit_events_${from.toISOString().slice(0, 7).replace('-', '_')}`;
-    await sql.raw(`create table if not exists ${name} partition of audit_events for values from ('${from.toISOString()}') to ('${to.toISOString()}')`).execute(t.db);
+    await sql
+      .raw(`create table if not exists ${name} partition of audit_events for values from ('${from.toISOString()}') to ('${to.toISOString()}')`)
+      .execute(t.db);
   }
 
   /** Appends `n` rows to the organization's chain as if written at `at` (the API appends at now). */
@@ -54,10 +56,27 @@ describe('the audit chain\'s anchor and retention', () => {
     await ensureMonth(at);
     await t.db.transaction().execute(async (trx) => {
       for (let i = 0; i < n; i++) {
-        await appendAuditEvent(trx, TEST_SECRETS, {
-          organizationId, actorType: 'MEMBERSHIP', actorId: 'u', apiKeyId: null, action: 'project.create', resourceType: 'project', resourceId: null,
-          outcome: 'SUCCESS', statusCode: null, errorCode: null, requestId: newId(), ip: null, userAgent: null, diff: { name: `then ${i}` },
-        }, at);
+        await appendAuditEvent(
+          trx,
+          TEST_SECRETS,
+          {
+            organizationId,
+            actorType: 'MEMBERSHIP',
+            actorId: 'u',
+            apiKeyId: null,
+            action: 'project.create',
+            resourceType: 'project',
+            resourceId: null,
+            outcome: 'SUCCESS',
+            statusCode: null,
+            errorCode: null,
+            requestId: newId(),
+            ip: null,
+            userAgent: null,
+            diff: { name: `then ${i}` },
+          },
+          at,
+        );
       }
     });
   }
@@ -98,15 +117,42 @@ describe('the audit chain\'s anchor and retention', () => {
    */
   async function forgeRetentionRow(org: string, seq: number, toSeq: number, lastHash: string, prevHash = '', db: Executor = t.db) {
     const fields = {
-      id: newId(), organizationId: org, seq, createdAt: new Date().toISOString(), actorType: 'SYSTEM', actorId: 'retention', apiKeyId: null,
-      action: 'audit.retention', resourceType: 'audit-event', resourceId: null, outcome: 'SUCCESS', statusCode: null, errorCode: null,
-      requestId: newId(), ip: null, userAgent: null, diff: { before: '2000-01-01T00:00:00.000Z', toSeq, lastHash },
+      id: newId(),
+      organizationId: org,
+      seq,
+      createdAt: new Date().toISOString(),
+      actorType: 'SYSTEM',
+      actorId: 'retention',
+      apiKeyId: null,
+      action: 'audit.retention',
+      resourceType: 'audit-event',
+      resourceId: null,
+      outcome: 'SUCCESS',
+      statusCode: null,
+      errorCode: null,
+      requestId: newId(),
+      ip: null,
+      userAgent: null,
+      diff: { before: '2000-01-01T00:00:00.000Z', toSeq, lastHash },
     };
-    await db.insertInto('audit_events').values({
-      id: fields.id, organization_id: org, seq, created_at: new Date(fields.createdAt), actor_type: 'SYSTEM', actor_id: 'retention',
-      action: fields.action, resource_type: fields.resourceType, outcome: 'SUCCESS', request_id: fields.requestId, diff: JSON.stringify(fields.diff),
-      prev_hash: prevHash, hash: chainHash(prevHash, fields),
-    }).execute();
+    await db
+      .insertInto('audit_events')
+      .values({
+        id: fields.id,
+        organization_id: org,
+        seq,
+        created_at: new Date(fields.createdAt),
+        actor_type: 'SYSTEM',
+        actor_id: 'retention',
+        action: fields.action,
+        resource_type: fields.resourceType,
+        outcome: 'SUCCESS',
+        request_id: fields.requestId,
+        diff: JSON.stringify(fields.diff),
+        prev_hash: prevHash,
+        hash: chainHash(prevHash, fields),
+      })
+      .execute();
   }
 
   it('an untouched chain verifies against its anchor, kept beside its head', async () => {
@@ -197,20 +243,36 @@ describe('the audit chain\'s anchor and retention', () => {
     assert.ok(deleted >= 5, `${deleted} rows deleted`);
 
     const after = await rowsOf(short);
-    assert.deepEqual(after.map((r) => Number(r.seq)), [4, 5, 6, 7], 'the three rows before the cutoff went; the rest stayed');
+    assert.deepEqual(
+      after.map((r) => Number(r.seq)),
+      [4, 5, 6, 7],
+      'the three rows before the cutoff went; the rest stayed',
+    );
     const record = after.at(-1);
     assert.equal(record.action, 'audit.retention');
     assert.equal(record.actor_type, 'SYSTEM');
     assert.deepEqual(record.diff, {
-      retentionDays: 31, before: cutoff.toISOString(), fromSeq: 1, toSeq: 3, count: 3,
-      fromCreatedAt: before[0].created_at.toISOString(), toCreatedAt: before[2].created_at.toISOString(), lastHash: before[2].hash,
+      retentionDays: 31,
+      before: cutoff.toISOString(),
+      fromSeq: 1,
+      toSeq: 3,
+      count: 3,
+      fromCreatedAt: before[0].created_at.toISOString(),
+      toCreatedAt: before[2].created_at.toISOString(),
+      lastHash: before[2].hash,
     });
     assert.equal(after[0].prev_hash, before[2].hash, 'the oldest kept row links to the last one deleted');
     assert.deepEqual(await verify(short), { valid: true, checked: 4 });
     const events = await t.call('GET', '/audit-events?action=audit.retention', { headers: inOrg(short) });
     assert.equal(events.body.data[0].actorType, 'SYSTEM');
 
-    assert.deepEqual((await rowsOf(ancient)).map((r) => [Number(r.seq), r.action]), [[3, 'project.create'], [4, 'audit.retention']]);
+    assert.deepEqual(
+      (await rowsOf(ancient)).map((r) => [Number(r.seq), r.action]),
+      [
+        [3, 'project.create'],
+        [4, 'audit.retention'],
+      ],
+    );
     assert.deepEqual(await verify(ancient), { valid: true, checked: 2 });
 
     const again = await runAuditMaintenance(t.db, TEST_SECRETS, silent);
@@ -244,9 +306,14 @@ describe('the audit chain\'s anchor and retention', () => {
   });
 
   it('validates the constraints the migration added unchecked after it, and serves on while old rows break one', async () => {
-    const validated = async () => Object.fromEntries((await sql<{ conname: string; convalidated: boolean }>`
+    const validated = async () =>
+      Object.fromEntries(
+        (
+          await sql<{ conname: string; convalidated: boolean }>`
       select conname, convalidated from pg_constraint where conrelid = 'audit_events'::regclass
-         and conname in ('audit_events_actor_type_check', 'audit_events_seq_check')`.execute(t.db)).rows.map((r) => [r.conname, r.convalidated]));
+         and conname in ('audit_events_actor_type_check', 'audit_events_seq_check')`.execute(t.db)
+        ).rows.map((r) => [r.conname, r.convalidated]),
+      );
     assert.deepEqual(await validated(), { audit_events_actor_type_check: false, audit_events_seq_check: false }, 'the migration checks no old row');
 
     const warnings: string[] = [];
@@ -254,7 +321,9 @@ describe('the audit chain\'s anchor and retention', () => {
     const database: DatabaseHandle = { db: t.db, url: t.database.url, ownerUrl: t.database.url, close: async () => {} };
     await prepareDatabase(database, log, () => TEST_SECRETS);
     assert.deepEqual(await validated(), { audit_events_actor_type_check: true, audit_events_seq_check: false }, 'the row below seq 1 of the test before stays');
-    assert.deepEqual(warnings, ['audit_events holds rows its constraint audit_events_seq_check refuses, inserted outside Plinth: verification reports their chains']);
+    assert.deepEqual(warnings, [
+      'audit_events holds rows its constraint audit_events_seq_check refuses, inserted outside Plinth: verification reports their chains',
+    ]);
 
     await t.db.transaction().execute(async (trx) => {
       await sql`select set_config('plinth.audit_retention', 'on', true)`.execute(trx);
@@ -264,7 +333,7 @@ describe('the audit chain\'s anchor and retention', () => {
     assert.deepEqual(await validated(), { audit_events_actor_type_check: true, audit_events_seq_check: true });
   });
 
-  it('retention takes no retention row for a chain\'s start that the anchored head does not cover, or that shares its seq', async () => {
+  it("retention takes no retention row for a chain's start that the anchored head does not cover, or that shares its seq", async () => {
     const org = await createOrganization(t, 'Cut, with a forged retention row');
     await appendAt(org, new Date(monthStart(new Date(), 20).getTime() + 14 * DAY), 2);
     await appendAt(org, new Date(monthStart(new Date(), 18).getTime() + 14 * DAY), 2);
@@ -278,12 +347,16 @@ describe('the audit chain\'s anchor and retention', () => {
     await forgeRetentionRow(org, 5, 2, rows[1].hash, rows[3].hash);
     const sharedSeq = await runAuditMaintenance(t.db, TEST_SECRETS, silent);
     assert.ok(sharedSeq.leftAlone.includes(org), 'a second row at a seq vouches for nothing');
-    assert.deepEqual((await rowsOf(org)).map((r) => Number(r.seq)), [3, 4, 5, 5, 6], 'the rows that show the cut are all there');
+    assert.deepEqual(
+      (await rowsOf(org)).map((r) => Number(r.seq)),
+      [3, 4, 5, 5, 6],
+      'the rows that show the cut are all there',
+    );
     const result = await verify(org);
     assert.equal(result.valid, false);
   });
 
-  it('anchors the chains written before anchors while their migration\'s mark is there, with the key the servers have, and never again', async () => {
+  it("anchors the chains written before anchors while their migration's mark is there, with the key the servers have, and never again", async () => {
     const org = await orgWithRows('Written before anchors', 2);
     await sql`update audit_chain_heads set mac = null where organization_id = ${org}`.execute(t.db);
     const unanchored = await verify(org);
@@ -300,13 +373,21 @@ describe('the audit chain\'s anchor and retention', () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-no-key-'));
     const database: DatabaseHandle = { db: t.db, url: t.database.url, ownerUrl: t.database.url, close: async () => {} };
     try {
-      await assert.rejects(prepareDatabase(database, silent, anchorKeyOf({ secretKey: undefined, previousSecretKeys: [], dataDir })), /needs the installation's secret key, and none is set/);
+      await assert.rejects(
+        prepareDatabase(database, silent, anchorKeyOf({ secretKey: undefined, previousSecretKeys: [], dataDir })),
+        /needs the installation's secret key, and none is set/,
+      );
       assert.deepEqual(readdirSync(dataDir), [], 'no key file was made');
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
     // A start that dies before it anchors leaves the mark, and the work, to the next.
-    await assert.rejects(anchorChainsWrittenBefore(t.db, () => { throw new Error('died'); }), /died/);
+    await assert.rejects(
+      anchorChainsWrittenBefore(t.db, () => {
+        throw new Error('died');
+      }),
+      /died/,
+    );
     assert.equal(await pending(), 1);
     assert.equal((await verify(org)).valid, false);
 
@@ -327,9 +408,17 @@ describe('the audit chain\'s anchor and retention', () => {
     const db = createDb(databaseUrl(process.env.PLINTH_TEST_DATABASE_URL!, name), 2);
     try {
       const dir = path.resolve(import.meta.dirname, '../migrations');
-      const before = readdirSync(dir).filter((f) => f.endsWith('.sql') && f < '0015').sort();
+      const before = readdirSync(dir)
+        .filter((f) => f.endsWith('.sql') && f < '0015')
+        .sort();
       const provider = {
-        getMigrations: async () => Object.fromEntries(before.map((f): [string, Migration] => [f.replace(/\.sql$/, ''), { up: async (d) => void (await sql.raw(readFileSync(path.join(dir, f), 'utf8')).execute(d)) }])),
+        getMigrations: async () =>
+          Object.fromEntries(
+            before.map((f): [string, Migration] => [
+              f.replace(/\.sql$/, ''),
+              { up: async (d) => void (await sql.raw(readFileSync(path.join(dir, f), 'utf8')).execute(d)) },
+            ]),
+          ),
       };
       const { error } = await new Migrator({ db, provider }).migrateToLatest();
       assert.ifError(error);
@@ -371,7 +460,13 @@ describe('the audit chain\'s anchor and retention', () => {
 
     await sql`select audit_apply_retention()`.execute(t.db);
     const rows = await rowsOf(org);
-    assert.deepEqual(rows.map((r) => [Number(r.seq), r.action, r.actor_type]), [[3, 'audit-setting.update', 'MEMBERSHIP'], [4, 'audit.retention', 'SYSTEM']]);
+    assert.deepEqual(
+      rows.map((r) => [Number(r.seq), r.action, r.actor_type]),
+      [
+        [3, 'audit-setting.update', 'MEMBERSHIP'],
+        [4, 'audit.retention', 'SYSTEM'],
+      ],
+    );
     assert.deepEqual([rows[1].diff.fromSeq, rows[1].diff.toSeq, rows[1].prev_hash], [1, 2, rows[0].hash]);
     const result = await verify(org);
     assert.equal(result.valid, false);

@@ -39,7 +39,10 @@ describe('audit webhook delivery', () => {
   });
 
   it('delivers the rows in chain order, signed, retried after a failure, with every attempt in the delivery log', async () => {
-    const patch = await t.call('PATCH', '/audit-settings', { headers: inOrg(org), body: { data: { webhookUrl: url, webhookSecret: SECRET, retentionDays: 30 } } });
+    const patch = await t.call('PATCH', '/audit-settings', {
+      headers: inOrg(org),
+      body: { data: { webhookUrl: url, webhookSecret: SECRET, retentionDays: 30 } },
+    });
     assert.equal(patch.status, 200, JSON.stringify(patch.body));
     assert.deepEqual(patch.body.data, { retentionDays: 30, webhookUrl: url, webhookSecretSet: true, deliveredSeq: 0 });
     assert.equal(JSON.stringify(patch.body).includes(SECRET), false);
@@ -59,12 +62,21 @@ describe('audit webhook delivery', () => {
     assert.equal(headers['x-plinth-signature'], signDelivery(SECRET, String(headers['x-plinth-timestamp']), body));
     const delivered = JSON.parse(body);
     assert.equal(delivered.organizationId, org);
-    assert.deepEqual(delivered.events.map((e: any) => e.seq), delivered.events.map((_: unknown, i: number) => i + 1));
+    assert.deepEqual(
+      delivered.events.map((e: any) => e.seq),
+      delivered.events.map((_: unknown, i: number) => i + 1),
+    );
     assert.ok(delivered.events.some((e: any) => e.action === 'audit-setting.update'));
     assert.equal(body.includes(SECRET), false, 'the signing secret is not in the diff of the change that set it');
 
     const log = await t.call('GET', '/audit-webhook-deliveries', { headers: inOrg(org) });
-    assert.deepEqual(log.body.data.map((d: any) => [d.attempt, d.statusCode, d.delivered]), [[2, 200, true], [1, 500, false]]);
+    assert.deepEqual(
+      log.body.data.map((d: any) => [d.attempt, d.statusCode, d.delivered]),
+      [
+        [2, 200, true],
+        [1, 500, false],
+      ],
+    );
     const settings = await t.call('GET', '/audit-settings', { headers: inOrg(org) });
     assert.equal(settings.body.data.deliveredSeq, delivered.events.at(-1).seq);
   });
@@ -74,6 +86,6 @@ describe('audit webhook delivery', () => {
     await deliverDueWebhooks(t.db, TEST_SECRETS, { ...OPTIONS, outbound: { allow: EMPTY_ALLOW_LIST } });
     const log = await t.call('GET', '/audit-webhook-deliveries?limit=1', { headers: inOrg(org) });
     assert.equal(log.body.data[0].delivered, false);
-    assert.equal(log.body.data[0].error, 'the webhook\'s address is not allowed: loopback');
+    assert.equal(log.body.data[0].error, "the webhook's address is not allowed: loopback");
   });
 });

@@ -129,7 +129,8 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
         const config = route.config as { audit?: string | false; auditFields?: readonly string[] } | undefined;
         for (const method of methods) {
           const spec = auditSpecOf(method, route.url, config?.audit);
-          if (spec) routes.push({ method, url: route.url, action: spec.action, fields: config?.auditFields ?? [], body: route.schema?.body as TSchema | undefined });
+          if (spec)
+            routes.push({ method, url: route.url, action: spec.action, fields: config?.auditFields ?? [], body: route.schema?.body as TSchema | undefined });
         }
       });
     },
@@ -160,7 +161,13 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
     const pipeline = await create('/pipelines', { name: 'Swept', config: PIPELINE });
     const definition = await create('/default-value-definitions', { givenId: 'tier', name: 'Tier', schema: { id: 'tier', label: 'Tier', type: 'string' } });
     const defaultValue = await create('/default-values', { defaultValueDefinitionId: definition, parentId: org, value: 'standard' });
-    const gitServer = await create('/git-self-hosted-servers', { name: 'gl', provider: 'GITLAB', baseUrl: 'https://gitlab.example.com', clientId: 'plinth', clientSecret: 'client-secret' });
+    const gitServer = await create('/git-self-hosted-servers', {
+      name: 'gl',
+      provider: 'GITLAB',
+      baseUrl: 'https://gitlab.example.com',
+      clientId: 'plinth',
+      clientSecret: 'client-secret',
+    });
     const local = ['cloudAccountId', 'region', 'vpcId', 'subnetId', 'securityGroupId'];
 
     Object.assign(fixtures, {
@@ -189,8 +196,15 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
       'POST /stacks': { set: { projectId: project, environmentId: environment, source, pipelines: { change: PIPELINE, destroy: PIPELINE } } },
       'PATCH /stacks/:id': { path: `/stacks/${stack}`, set: { source } },
       'POST /stacks/:id/pipeline-run': { path: `/stacks/${stack}/pipeline-run` },
-      'POST /code-sources': { set: { url: 'https://git.example.com/org/sweep.git', authType: 'TOKEN' }, omit: ['gitAppInstallationId', 'gitSelfHostedServerId'] },
-      'PATCH /code-sources/:id': { path: `/code-sources/${codeSource}`, set: { url: 'https://git.example.com/org/repo.git', authType: 'TOKEN' }, omit: ['gitAppInstallationId', 'gitSelfHostedServerId'] },
+      'POST /code-sources': {
+        set: { url: 'https://git.example.com/org/sweep.git', authType: 'TOKEN' },
+        omit: ['gitAppInstallationId', 'gitSelfHostedServerId'],
+      },
+      'PATCH /code-sources/:id': {
+        path: `/code-sources/${codeSource}`,
+        set: { url: 'https://git.example.com/org/repo.git', authType: 'TOKEN' },
+        omit: ['gitAppInstallationId', 'gitSelfHostedServerId'],
+      },
       'POST /git-self-hosted-servers': {},
       'PATCH /git-self-hosted-servers/:id': { path: `/git-self-hosted-servers/${gitServer}` },
       'PUT /stacks/:id/sensitive-variables/:name': { path: `/stacks/${stack}/sensitive-variables/sweep_var` },
@@ -200,22 +214,34 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
   after(() => t.close());
 
   const send = (method: string, url: string, token: string, body: unknown) =>
-    t.app.inject({ method: method as 'POST', url, headers: { authorization: `Bearer ${token}`, ...inOrg(org), ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { payload: JSON.stringify(body) }) });
+    t.app.inject({
+      method: method as 'POST',
+      url,
+      headers: { authorization: `Bearer ${token}`, ...inOrg(org), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
 
   const rowOf = async (requestId: unknown) => {
     const { rows } = await sql<any>`select * from audit_events where request_id = ${String(requestId)}`.execute(t.db);
     return rows;
   };
 
-  it('every allowlist names fields of its route\'s body schema, none of them write-only', () => {
+  it("every allowlist names fields of its route's body schema, none of them write-only", () => {
     const listed = routes.filter((r) => r.fields.length > 0);
     assert.ok(listed.length > 25, `${listed.length} routes allowlist fields`);
     for (const route of listed) assert.deepEqual(allowlistProblems(route.body, route.fields), [], `${route.method} ${route.url}`);
   });
 
   it('the start refuses an allowlist naming a field its body lacks, a write-only field, or a route that is not audited', async () => {
-    const body = { type: 'object', properties: { data: { type: 'object', properties: { name: { type: 'string' }, token: { type: 'string', writeOnly: true } } } } };
-    for (const [method, auditFields, problem] of [['POST', ['nmae'], /nmae is not a field of its body/], ['POST', ['token'], /token is write-only/], ['GET', ['name'], /not audited/]] as const) {
+    const body = {
+      type: 'object',
+      properties: { data: { type: 'object', properties: { name: { type: 'string' }, token: { type: 'string', writeOnly: true } } } },
+    };
+    for (const [method, auditFields, problem] of [
+      ['POST', ['nmae'], /nmae is not a field of its body/],
+      ['POST', ['token'], /token is write-only/],
+      ['GET', ['name'], /not audited/],
+    ] as const) {
       const app = Fastify();
       installAudit(app, {} as Db);
       const schema = method === 'GET' ? {} : { body };
@@ -224,7 +250,7 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
     }
   });
 
-  it('keeps a sensitive variable\'s value out of its audit row', async () => {
+  it("keeps a sensitive variable's value out of its audit row", async () => {
     const fixture = fixtures['PUT /stacks/:id/sensitive-variables/:name'];
     const res = await send('PUT', fixture.path!, t.adminToken, { data: { value: `ghp_${MARKER}` } });
     assert.equal(res.statusCode, 200, res.body);
@@ -234,16 +260,21 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
   });
 
   it('keeps the token of a code source refused for the credentials in its URL out of its audit row', async () => {
-    const res = await send('POST', '/code-sources', t.adminToken, { data: { name: 'leaky', url: `https://alice:ghp_${MARKER}@git.example.com/org/repo.git?token=${MARKER}` } });
+    const res = await send('POST', '/code-sources', t.adminToken, {
+      data: { name: 'leaky', url: `https://alice:ghp_${MARKER}@git.example.com/org/repo.git?token=${MARKER}` },
+    });
     assert.equal(res.statusCode, 422, res.body);
     const [row] = await rowOf(res.headers['x-request-id']);
     assert.equal(row.outcome, 'FAILURE');
     assert.deepEqual(row.diff, { name: 'leaky', url: 'https://git.example.com/org/repo.git', authType: 'NONE', provider: 'GENERIC' });
   });
 
-  it('keeps only the origin of a webhook\'s URL, whose path is its secret', async () => {
+  it("keeps only the origin of a webhook's URL, whose path is its secret", async () => {
     const slack = `https://hooks.slack.com/services/T0000/B0000/${MARKER}`;
-    for (const [data, status] of [[{ webhookUrl: slack, retentionDays: 0 }, 400], [{ webhookUrl: slack }, 200]] as const) {
+    for (const [data, status] of [
+      [{ webhookUrl: slack, retentionDays: 0 }, 400],
+      [{ webhookUrl: slack }, 200],
+    ] as const) {
       const res = await send('PATCH', '/audit-settings', t.adminToken, { data });
       assert.equal(res.statusCode, status, res.body);
       const [row] = await rowOf(res.headers['x-request-id']);
@@ -284,7 +315,11 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
         continue;
       }
       assert.ok(diff, `${key} keeps its allowlisted fields`);
-      assert.deepEqual(Object.keys(diff).filter((field) => !route.fields.some((f) => pathOf(f).split('.')[0] === field)), [], `${key} keeps only allowlisted fields`);
+      assert.deepEqual(
+        Object.keys(diff).filter((field) => !route.fields.some((f) => pathOf(f).split('.')[0] === field)),
+        [],
+        `${key} keeps only allowlisted fields`,
+      );
       for (const field of route.fields.filter((f) => !f.includes('.') && data[pathOf(f)] === CLEANABLE)) {
         const kept = field.endsWith(':origin') ? ORIGIN : CLEANED;
         assert.equal(diff[pathOf(field)], kept, `${key} keeps ${field} without its URL's credentials`);
@@ -314,14 +349,21 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-      const patch = await t.call('PATCH', '/audit-settings', { headers: inOrg(org), body: { data: { webhookUrl: url, webhookSecret: 'a-webhook-signing-secret' } } });
+      const patch = await t.call('PATCH', '/audit-settings', {
+        headers: inOrg(org),
+        body: { data: { webhookUrl: url, webhookSecret: 'a-webhook-signing-secret' } },
+      });
       assert.equal(patch.status, 200, JSON.stringify(patch.body));
       const options = { outbound: { allow: ALLOW_EVERYTHING }, retryBaseMs: 60_000, timeoutMs: 5000, batchSize: 100 };
       while (await deliverDueWebhooks(t.db, TEST_SECRETS, options)) {}
       const events = received.flatMap((body) => JSON.parse(body).events as { seq: number }[]);
       const { rows } = await sql<{ n: string }>`select count(*) as n from audit_events where organization_id = ${org}`.execute(t.db);
       assert.equal(events.length, Number(rows[0].n), 'every row of the organization was delivered');
-      assert.equal(received.some((body) => body.toLowerCase().includes(MARKER)), false, 'no delivery holds the marker');
+      assert.equal(
+        received.some((body) => body.toLowerCase().includes(MARKER)),
+        false,
+        'no delivery holds the marker',
+      );
     } finally {
       receiver.closeAllConnections();
       await new Promise((resolve) => receiver.close(resolve));

@@ -48,7 +48,10 @@ describe('the audit log', () => {
   after(() => t.close());
 
   it('records a create in the same transaction, with actor, key, resource id, request id and the allowlisted fields as its diff', async () => {
-    const res = await t.call('POST', '/projects', { headers: { ...inOrg(org), 'user-agent': 'audit-test/1' }, body: { data: { givenId: 'audited', name: 'Audited' } } });
+    const res = await t.call('POST', '/projects', {
+      headers: { ...inOrg(org), 'user-agent': 'audit-test/1' },
+      body: { data: { givenId: 'audited', name: 'Audited' } },
+    });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const [row] = await rowsOf(t, res.headers['x-request-id']);
     assert.equal(row.action, 'project.create');
@@ -84,7 +87,9 @@ describe('the audit log', () => {
       const res = await t.call('POST', '/projects', { headers: inOrg(org), body: { data: { givenId: 'unaudited', name: 'Unaudited' } } });
       assert.equal(res.status, 500);
     } finally {
-      await sql`drop trigger refuse_audit on audit_chain_heads; drop trigger refuse_audit_update on audit_chain_heads; drop function refuse_audit()`.execute(t.db);
+      await sql`drop trigger refuse_audit on audit_chain_heads; drop trigger refuse_audit_update on audit_chain_heads; drop function refuse_audit()`.execute(
+        t.db,
+      );
     }
     const { rows } = await sql`select id from projects where given_id = 'unaudited'`.execute(t.db);
     assert.deepEqual(rows, []);
@@ -98,10 +103,18 @@ describe('the audit log', () => {
     for (const route of audited) {
       const url = route.url.replace(/:(\w+)/g, 'no-such-id');
       const action = auditSpecOf(route.method, route.url, route.audit)!.action;
-      for (const [caller, token] of [['VIEWER', viewer], ['OWNER', t.adminToken]] as const) {
+      for (const [caller, token] of [
+        ['VIEWER', viewer],
+        ['OWNER', t.adminToken],
+      ] as const) {
         const payload = route.method === 'GET' || route.method === 'DELETE' ? undefined : { data: {} };
         // Not every audited route answers JSON (the NDJSON export): only an error body is read.
-        const raw = await t.app.inject({ method: route.method as 'POST', url, headers: { authorization: `Bearer ${token}`, ...inOrg(org) }, ...(payload ? { payload } : {}) });
+        const raw = await t.app.inject({
+          method: route.method as 'POST',
+          url,
+          headers: { authorization: `Bearer ${token}`, ...inOrg(org) },
+          ...(payload ? { payload } : {}),
+        });
         const res = { status: raw.statusCode, body: raw.statusCode >= 400 ? JSON.parse(raw.body) : undefined };
         const rows = await rowsOf(t, raw.headers['x-request-id'] as string);
         const what = `${caller} ${route.method} ${route.url} → ${res.status}`;
@@ -133,25 +146,41 @@ describe('the audit log', () => {
     const denied = await t.call('GET', '/audit-events?outcome=DENIED&limit=200', { headers: inOrg(org) });
     assert.ok(denied.body.data.length > 10);
 
-    const res = await t.app.inject({ method: 'GET', url: '/audit-events/export?outcome=SUCCESS', headers: { authorization: `Bearer ${t.adminToken}`, ...inOrg(org) } });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/audit-events/export?outcome=SUCCESS',
+      headers: { authorization: `Bearer ${t.adminToken}`, ...inOrg(org) },
+    });
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers['content-type']), /application\/x-ndjson/);
-    const lines: any[] = res.body.trim().split('\n').map((l) => JSON.parse(l));
+    const lines: any[] = res.body
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.ok(lines.length >= 2 && lines.every((l) => l.outcome === 'SUCCESS' && l.organizationId === org));
     const [exportRow] = await rowsOf(t, String(res.headers['x-request-id']));
     assert.equal(exportRow.action, 'audit.export', 'reading the audit log in bulk is itself recorded');
   });
 
-  it('chains concurrent writes of one organization, and a new organization\'s first, with non-ASCII text, into one unbroken chain', async () => {
+  it("chains concurrent writes of one organization, and a new organization's first, with non-ASCII text, into one unbroken chain", async () => {
     const fresh = await createOrganization(t, 'Fresh chain');
     const created = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        t.call('POST', '/projects', { headers: { ...inOrg(fresh), 'user-agent': `agent-é-${i}` }, body: { data: { givenId: `chain-${i}`, name: `Ünïcode ☃ 💥 ${i}` } } }),
+        t.call('POST', '/projects', {
+          headers: { ...inOrg(fresh), 'user-agent': `agent-é-${i}` },
+          body: { data: { givenId: `chain-${i}`, name: `Ünïcode ☃ 💥 ${i}` } },
+        }),
       ),
     );
-    assert.deepEqual(created.map((r) => r.status), created.map(() => 201));
+    assert.deepEqual(
+      created.map((r) => r.status),
+      created.map(() => 201),
+    );
     const { rows } = await sql<{ seq: string }>`select seq from audit_events where organization_id = ${fresh} order by seq`.execute(t.db);
-    assert.deepEqual(rows.map((r) => Number(r.seq)), rows.map((_, i) => i + 1));
+    assert.deepEqual(
+      rows.map((r) => Number(r.seq)),
+      rows.map((_, i) => i + 1),
+    );
     const verified = await t.call('GET', '/audit-events/verify', { headers: inOrg(fresh) });
     assert.equal(verified.body.data.valid, true, JSON.stringify(verified.body));
     assert.ok(verified.body.data.checked >= 12);

@@ -77,7 +77,10 @@ describe('tracing', () => {
       }
       assert.ok(request, `no span names request ${requestId}: ${JSON.stringify(spansOf(bodies).map((s) => s.name))}`);
       const trace = spansOf(bodies).filter((s) => s.traceId === request.traceId);
-      assert.ok(trace.some((s) => s.attributes.some((a) => a.key === 'db.system' || a.key === 'db.system.name')), `no pg span in ${JSON.stringify(trace.map((s) => s.name))}`);
+      assert.ok(
+        trace.some((s) => s.attributes.some((a) => a.key === 'db.system' || a.key === 'db.system.name')),
+        `no pg span in ${JSON.stringify(trace.map((s) => s.name))}`,
+      );
       assert.ok(trace.length >= 2);
       // Log lines are written in batches, at least once a second.
       const logDeadline = Date.now() + 5000;

@@ -42,7 +42,7 @@ describe('pipelines: create, read, list, change', () => {
     assert.deepEqual((await t.call('GET', `/pipelines/${pipeline.id}`, { token: viewer.token })).body.data, pipeline);
   });
 
-  it('a pipeline may belong to a project of the organization; another org\'s project is 404', async () => {
+  it("a pipeline may belong to a project of the organization; another org's project is 404", async () => {
     const orgId = (await t.call('GET', '/auth/whoami', { token: member.token })).body.data.organizationId;
     const projectId = await insertProject(t, orgId);
     const res = await t.call('POST', '/pipelines', { token: member.token, body: { data: { name: 'In project', projectId, config: PLAN_APPROVE_APPLY } } });
@@ -50,21 +50,31 @@ describe('pipelines: create, read, list, change', () => {
     assert.equal(res.body.data.projectId, projectId);
 
     const foreignProject = await insertProject(t, foreignOrgId);
-    const refused = await t.call('POST', '/pipelines', { token: member.token, body: { data: { name: 'x', projectId: foreignProject, config: PLAN_APPROVE_APPLY } } });
+    const refused = await t.call('POST', '/pipelines', {
+      token: member.token,
+      body: { data: { name: 'x', projectId: foreignProject, config: PLAN_APPROVE_APPLY } },
+    });
     assertError(refused, 404, 'Api:Project:NOT_FOUND');
 
     const listed = await t.call('GET', `/pipelines?projectId=${projectId}`, { token: viewer.token });
-    assert.deepEqual(listed.body.data.map((p: { id: string }) => p.id), [res.body.data.id]);
+    assert.deepEqual(
+      listed.body.data.map((p: { id: string }) => p.id),
+      [res.body.data.id],
+    );
     assertError(await t.call('GET', `/pipelines?projectId=${foreignProject}`, { token: viewer.token }), 404, 'Api:Project:NOT_FOUND');
   });
 
   it('a second pipeline with the same givenId is 409; another organization may reuse it', async () => {
     await createPipeline(t, { givenId: 'twice' });
-    assertError(await t.call('POST', '/pipelines', { body: { data: { name: 'again', givenId: 'twice', config: PLAN_APPROVE_APPLY } } }), 409, 'Api:Pipeline:ALREADY_EXISTS');
+    assertError(
+      await t.call('POST', '/pipelines', { body: { data: { name: 'again', givenId: 'twice', config: PLAN_APPROVE_APPLY } } }),
+      409,
+      'Api:Pipeline:ALREADY_EXISTS',
+    );
     await createPipeline(t, { givenId: 'twice' }, inOrg(foreignOrgId));
   });
 
-  it('GET /pipelines pages through the organization\'s pipelines only, in creation order', async () => {
+  it("GET /pipelines pages through the organization's pipelines only, in creation order", async () => {
     const created = [];
     for (let i = 0; i < 3; i++) created.push((await createPipeline(t, { name: `paged ${i}` })).id);
     const seen: string[] = [];
@@ -143,7 +153,11 @@ describe('pipelines: create, read, list, change', () => {
 
   it('a VIEWER may read but not create or change pipelines (403)', async () => {
     const pipeline = await createPipeline(t);
-    assertError(await t.call('POST', '/pipelines', { token: viewer.token, body: { data: { name: 'x', config: PLAN_APPROVE_APPLY } } }), 403, 'Auth:Permission:DENIED');
+    assertError(
+      await t.call('POST', '/pipelines', { token: viewer.token, body: { data: { name: 'x', config: PLAN_APPROVE_APPLY } } }),
+      403,
+      'Auth:Permission:DENIED',
+    );
     assertError(await t.call('PATCH', `/pipelines/${pipeline.id}`, { token: viewer.token, body: { data: { name: 'x' } } }), 403);
     assert.equal((await t.call('GET', `/pipelines/${pipeline.id}`, { token: viewer.token })).status, 200);
   });
@@ -158,7 +172,11 @@ describe('pipelines: create, read, list, change', () => {
 
   it("another organization's pipeline is 404 to read, change or delete", async () => {
     assertError(await t.call('GET', `/pipelines/${foreignPipelineId}`, { token: member.token }), 404, 'Api:Pipeline:NOT_FOUND');
-    assertError(await t.call('PATCH', `/pipelines/${foreignPipelineId}`, { token: member.token, body: { data: { name: 'x' } } }), 404, 'Api:Pipeline:NOT_FOUND');
+    assertError(
+      await t.call('PATCH', `/pipelines/${foreignPipelineId}`, { token: member.token, body: { data: { name: 'x' } } }),
+      404,
+      'Api:Pipeline:NOT_FOUND',
+    );
     assertError(await t.call('DELETE', `/pipelines/${foreignPipelineId}`, { token: member.token }), 404, 'Api:Pipeline:NOT_FOUND');
     assert.equal((await t.call('GET', `/pipelines/${foreignPipelineId}`, { headers: inOrg(foreignOrgId) })).status, 200);
   });

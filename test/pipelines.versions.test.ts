@@ -99,7 +99,10 @@ describe('pipeline versions', () => {
     const results = await Promise.all(
       Array.from({ length: 8 }, () => t.call('POST', '/pipeline-versions', { body: { data: { pipelineId: pipeline.id, config: CHANGED } } })),
     );
-    assert.deepEqual(results.map((r) => r.status), Array(8).fill(201));
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(8).fill(201),
+    );
     const numbers = results.map((r) => r.body.data.version).sort((a: number, b: number) => a - b);
     assert.deepEqual(numbers, [2, 3, 4, 5, 6, 7, 8, 9]);
     const latest = (await t.call('GET', `/pipelines/${pipeline.id}`)).body.data;
@@ -107,7 +110,7 @@ describe('pipeline versions', () => {
     assert.equal(latest.latestVersionId, results.find((r) => r.body.data.version === 9)!.body.data.id);
   });
 
-  it('GET /pipeline-versions lists a pipeline\'s versions oldest first, page by page', async () => {
+  it("GET /pipeline-versions lists a pipeline's versions oldest first, page by page", async () => {
     const pipeline = await createPipeline(t);
     for (let i = 0; i < 4; i++) await t.call('POST', '/pipeline-versions', { body: { data: { pipelineId: pipeline.id, config: CHANGED } } });
     const numbers: number[] = [];

@@ -11,7 +11,11 @@ describe('approvals', () => {
   });
   after(() => t.close());
 
-  const approvalStack = () => createStack(t, [{ id: 'approve', type: 'approval' }, { id: 'apply', needs: ['approve'] }]);
+  const approvalStack = () =>
+    createStack(t, [
+      { id: 'approve', type: 'approval' },
+      { id: 'apply', needs: ['approve'] },
+    ]);
 
   it('of two concurrent approvals of one step exactly one wins, the other is 409', async () => {
     const stack = await approvalStack();
@@ -49,7 +53,10 @@ describe('approvals', () => {
   });
 
   it('approving a step that is not waiting for approval is 409, and a VIEWER may not approve', async () => {
-    const stack = await createStack(t, [{ id: 'only', command: 'true' }, { id: 'approve', type: 'approval', needs: ['only'] }]);
+    const stack = await createStack(t, [
+      { id: 'only', command: 'true' },
+      { id: 'approve', type: 'approval', needs: ['only'] },
+    ]);
     const run = await triggerRun(t, stack.id);
     const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
     const script = (await stepsOf(t, run.id)).find((s) => s.stepId === 'only');
@@ -63,7 +70,10 @@ describe('approvals', () => {
   it('an approval racing a cancel: exactly one order wins, and the run ends CANCELLED with nothing left running', async () => {
     for (let i = 0; i < 5; i++) {
       // The step after the gate lasts: should the approval win, the cancel still finds the run going (it stops the step).
-      const stack = await createStack(t, [{ id: 'approve', type: 'approval' }, { id: 'apply', needs: ['approve'], command: 'sleep 30' }]);
+      const stack = await createStack(t, [
+        { id: 'approve', type: 'approval' },
+        { id: 'apply', needs: ['approve'], command: 'sleep 30' },
+      ]);
       const run = await triggerRun(t, stack.id);
       const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
       const [approve, cancel] = await Promise.all([

@@ -86,7 +86,15 @@ describe('step output stored byte for byte', () => {
     assert.equal(byLine('c\\xffd\\\\e').stream, 'stderr');
     assert.ok(byLine('café \\xc3'), 'valid characters stay readable beside an escaped byte');
     const long = records.filter((r) => r.line.startsWith('xxx'));
-    assert.deepEqual(long.map((r) => [r.line.length, r.partial ?? false]), [[16_384, true], [16_384, true], [7_232, false]], 'a 40,000-byte line is split, not cut');
+    assert.deepEqual(
+      long.map((r) => [r.line.length, r.partial ?? false]),
+      [
+        [16_384, true],
+        [16_384, true],
+        [7_232, false],
+      ],
+      'a 40,000-byte line is split, not cut',
+    );
     // stdout and stderr are two pipes: only the order within a stream is defined.
     const lastOut = records.filter((r) => r.stream === 'stdout').at(-1);
     assert.deepEqual([lastOut.line, lastOut.partial], ['no newline', true]);
@@ -94,14 +102,19 @@ describe('step output stored byte for byte', () => {
   });
 
   it("a step's last lines are written by the transaction that commits its outcome: no statement or commit of their own", async () => {
-    await sql.raw(`
+    await sql
+      .raw(`
       create table log_txids (txid bigint);
       create function log_txid() returns trigger language plpgsql as $$ begin insert into log_txids values (txid_current() % 4294967296); return null; end $$;
-      create trigger log_txid after insert on step_logs for each statement execute function log_txid();`).execute(t.db);
+      create trigger log_txid after insert on step_logs for each statement execute function log_txid();`)
+      .execute(t.db);
     try {
       const { run, step } = await runOneStep(t, 'echo first; echo last');
       assert.equal(run.status, 'SUCCEEDED');
-      assert.deepEqual((await allRecords(t, step.id)).map((r) => r.line), ['first', 'last']);
+      assert.deepEqual(
+        (await allRecords(t, step.id)).map((r) => r.line),
+        ['first', 'last'],
+      );
       const { rows } = await sql<{ logs: string; outcome: string }>`
         select (select string_agg(distinct txid::text, ',') from log_txids) as logs,
                (select xmin::text from run_transitions where step_execution_id = ${step.id} and to_status = 'SUCCEEDED') as outcome`.execute(t.db);
@@ -112,19 +125,24 @@ describe('step output stored byte for byte', () => {
   });
 
   it('a log flush that hits a deadlock is retried and every line is stored', async () => {
-    await sql.raw(`
+    await sql
+      .raw(`
       create sequence log_fault_once;
       create function log_fault() returns trigger language plpgsql as $$
       begin
         if nextval('log_fault_once') = 1 then raise exception 'injected deadlock' using errcode = '40P01'; end if;
         return null;
       end $$;
-      create trigger log_fault before insert on step_logs for each statement execute function log_fault();`).execute(t.db);
+      create trigger log_fault before insert on step_logs for each statement execute function log_fault();`)
+      .execute(t.db);
     try {
       const { run, step } = await runOneStep(t, 'for i in $(seq 1 300); do echo "line $i"; done');
       assert.equal(run.status, 'SUCCEEDED');
       const records = await allRecords(t, step.id);
-      assert.deepEqual(records.map((r) => r.line), Array.from({ length: 300 }, (_, i) => `line ${i + 1}`));
+      assert.deepEqual(
+        records.map((r) => r.line),
+        Array.from({ length: 300 }, (_, i) => `line ${i + 1}`),
+      );
       const { rows } = await sql<{ n: string }>`select last_value as n from log_fault_once`.execute(t.db);
       assert.ok(Number(rows[0].n) >= 2, 'the injected fault fired and the flush was tried again');
     } finally {
@@ -133,10 +151,12 @@ describe('step output stored byte for byte', () => {
   });
 
   it('a flush that fails for good fails the step with Engine:Log:STORE_FAILED instead of losing lines silently', async () => {
-    await sql.raw(`
+    await sql
+      .raw(`
       create function log_broken() returns trigger language plpgsql as $$
       begin raise exception 'injected failure' using errcode = 'P0001'; end $$;
-      create trigger log_broken before insert on step_logs for each statement execute function log_broken();`).execute(t.db);
+      create trigger log_broken before insert on step_logs for each statement execute function log_broken();`)
+      .execute(t.db);
     let result;
     try {
       result = await runOneStep(t, 'echo one; echo two');
@@ -150,9 +170,11 @@ describe('step output stored byte for byte', () => {
 
   it('reading the process pauses it while the database is behind: a 10 MB printer never has more than a few MB queued', async () => {
     const { step } = await runOneStep(t, 'true');
-    await sql.raw(`
+    await sql
+      .raw(`
       create function log_slow() returns trigger language plpgsql as $$ begin perform pg_sleep(0.05); return null; end $$;
-      create trigger log_slow before insert on step_logs for each statement execute function log_slow();`).execute(t.db);
+      create trigger log_slow before insert on step_logs for each statement execute function log_slow();`)
+      .execute(t.db);
     class WatchedSink extends LogSink {
       peakQueued = 0;
       override writeOutput(stream: 'stdout' | 'stderr', bytes: Buffer, partial: boolean): boolean {
@@ -186,7 +208,13 @@ describe('step output stored byte for byte', () => {
     const { step } = await runOneStep(t, 'true');
     const run = (command: string, limits: { maxBytes: number; maxLines: number }, from: number) => {
       const sink = new LogSink(t.db, step.id, from, { limits });
-      return runInFreshWorkspace({ command, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stopGrace: { graceMs: 1000, termGraceMs: 1000 }, sink, signal: new AbortController().signal })
+      return runInFreshWorkspace({
+        command,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        stopGrace: { graceMs: 1000, termGraceMs: 1000 },
+        sink,
+        signal: new AbortController().signal,
+      })
         .then(() => sink.close())
         .then(() => sink.stats);
     };
@@ -195,15 +223,18 @@ describe('step output stored byte for byte', () => {
     const byLines = await run('seq 1 10', { maxBytes: 1000, maxLines: 3 }, 100);
     assert.deepEqual([byLines.linesStored, byLines.bytesStored, byLines.bytesSeen, byLines.truncated], [3, 6, 21, true]);
     const records = await allRecords(t, step.id);
-    assert.deepEqual(records.map((r) => [r.seq, r.stream, r.line.replace(/ \(.*/, ''), r.partial ?? false]), [
-      [1, 'stdout', '12345', false],
-      [2, 'stdout', '678', true],
-      [3, 'system', '[plinth] output truncated at 9 bytes', false],
-      [100, 'stdout', '1', false],
-      [101, 'stdout', '2', false],
-      [102, 'stdout', '3', false],
-      [103, 'system', '[plinth] output truncated at 3 lines', false],
-    ]);
+    assert.deepEqual(
+      records.map((r) => [r.seq, r.stream, r.line.replace(/ \(.*/, ''), r.partial ?? false]),
+      [
+        [1, 'stdout', '12345', false],
+        [2, 'stdout', '678', true],
+        [3, 'system', '[plinth] output truncated at 9 bytes', false],
+        [100, 'stdout', '1', false],
+        [101, 'stdout', '2', false],
+        [102, 'stdout', '3', false],
+        [103, 'system', '[plinth] output truncated at 3 lines', false],
+      ],
+    );
   });
 
   it('one caller follows at most 32 log streams at once: the 33rd is a 429 ErrorBody until one ends', async () => {
@@ -247,6 +278,9 @@ describe('step output stored byte for byte', () => {
     assert.equal(tooFar.status, 400);
     assert.equal(tooFar.body.code, 'Api:Request:INVALID');
     const resumed = await t.call('GET', `/pipeline-step-executions/${step.id}/logs`, { headers: { 'last-event-id': '1' } });
-    assert.deepEqual(resumed.body.data.map((l: any) => l.line), ['b']);
+    assert.deepEqual(
+      resumed.body.data.map((l: any) => l.line),
+      ['b'],
+    );
   });
 });

@@ -5,7 +5,18 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { createStack, getRun, spawnWorkerProcess, startEngineTestApp, stepsOf, tempDir, triggerRun, waitFor, waitForRunStatus, type EngineTestApp } from './helpers/engine.ts';
+import {
+  createStack,
+  getRun,
+  spawnWorkerProcess,
+  startEngineTestApp,
+  stepsOf,
+  tempDir,
+  triggerRun,
+  waitFor,
+  waitForRunStatus,
+  type EngineTestApp,
+} from './helpers/engine.ts';
 import { startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
 
 const MB = 1024 * 1024;
@@ -58,10 +69,14 @@ describe('step log limits, with a real worker process and a real API process', (
     ]);
     const { result: run, peak } = await peakRssDuring(worker.pid!, async () => {
       const triggered = await triggerRun(t, stack.id);
-      return waitFor(`run ${triggered.id} to end`, async () => {
-        const current = await getRun(t, triggered.id);
-        return ['SUCCEEDED', 'FAILED'].includes(current.status) ? current : undefined;
-      }, 120_000);
+      return waitFor(
+        `run ${triggered.id} to end`,
+        async () => {
+          const current = await getRun(t, triggered.id);
+          return ['SUCCEEDED', 'FAILED'].includes(current.status) ? current : undefined;
+        },
+        120_000,
+      );
     });
     assert.equal(run.status, 'SUCCEEDED', 'a truncated log does not fail the step');
     const growth = peak - baseline;
@@ -86,7 +101,10 @@ describe('step log limits, with a real worker process and a real API process', (
     const nextStep = steps.find((s) => s.stepId === 'next');
     assert.equal(nextStep.status, 'SUCCEEDED');
     const nextLog = await t.call('GET', `/pipeline-step-executions/${nextStep.id}/logs`);
-    assert.deepEqual(nextLog.body.data.map((l: any) => l.line), ['next']);
+    assert.deepEqual(
+      nextLog.body.data.map((l: any) => l.line),
+      ['next'],
+    );
   });
 
   it('16 followers that never read a 300 MB log cost the API a few MB each, and /health still answers at once', async (ctx) => {
@@ -101,7 +119,9 @@ describe('step log limits, with a real worker process and a real API process', (
 
     api = await startPlinthProcess({ DATABASE_URL: t.database.url, PLINTH_ADMIN_TOKEN: t.adminToken, PLINTH_DATA_DIR: tempDir() }, { command: 'api' });
     const port = Number(new URL(api.baseUrl).port);
-    const warmRead = await fetch(`${api.baseUrl}/pipeline-step-executions/${bigStepId}/logs?limit=2000`, { headers: { authorization: `Bearer ${t.adminToken}` } });
+    const warmRead = await fetch(`${api.baseUrl}/pipeline-step-executions/${bigStepId}/logs?limit=2000`, {
+      headers: { authorization: `Bearer ${t.adminToken}` },
+    });
     assert.equal(warmRead.status, 200);
     await warmRead.arrayBuffer();
     const baseline = (await peakRssDuring(api.pid, () => sleep(500))).peak;

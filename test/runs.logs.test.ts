@@ -22,11 +22,20 @@ describe('step logs', () => {
     });
     assert.equal(early.meta.complete, false);
     assert.equal(early.meta.stepStatus, 'RUNNING');
-    assert.deepEqual(early.data.map((l: any) => [l.seq, l.stream, l.line]), [[1, 'stdout', 'one'], [2, 'stderr', 'oops']]);
+    assert.deepEqual(
+      early.data.map((l: any) => [l.seq, l.stream, l.line]),
+      [
+        [1, 'stdout', 'one'],
+        [2, 'stderr', 'oops'],
+      ],
+    );
 
     await waitForRunStatus(t, run.id, 'SUCCEEDED');
     const rest = await t.call('GET', `/pipeline-step-executions/${step.id}/logs?after=${early.meta.lastSeq}`);
-    assert.deepEqual(rest.body.data.map((l: any) => [l.seq, l.line]), [[3, 'two']]);
+    assert.deepEqual(
+      rest.body.data.map((l: any) => [l.seq, l.line]),
+      [[3, 'two']],
+    );
     assert.equal(rest.body.meta.complete, true);
   });
 
@@ -64,7 +73,10 @@ describe('step logs', () => {
       headers: { authorization: `Bearer ${t.adminToken}`, 'last-event-id': '1' },
     });
     const text = await res.text();
-    assert.deepEqual([...text.matchAll(/"line":"(\w)"/g)].map((m) => m[1]), ['b', 'c']);
+    assert.deepEqual(
+      [...text.matchAll(/"line":"(\w)"/g)].map((m) => m[1]),
+      ['b', 'c'],
+    );
     const missing = await t.call('GET', '/pipeline-step-executions/nope/logs?follow=true');
     assert.equal(missing.status, 404);
     assert.equal(missing.body.code, 'Api:StepExecution:NOT_FOUND');

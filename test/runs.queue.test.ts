@@ -13,7 +13,10 @@ describe('the stack queue', () => {
   after(() => t.close());
 
   it('runs one run of a stack at a time, in the order triggered, with queueState explaining the wait', async () => {
-    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }, { id: 'work', needs: ['approve'] }]);
+    const stack = await createStack(t, [
+      { id: 'approve', type: 'approval' },
+      { id: 'work', needs: ['approve'] },
+    ]);
     const first = await triggerRun(t, stack.id);
     const second = await triggerRun(t, stack.id);
     const third = await triggerRun(t, stack.id);
@@ -72,9 +75,15 @@ describe('the stack queue', () => {
     const other = await createStack(t, [{ id: 'approve', type: 'approval' }]);
     const otherRun = await triggerRun(t, other.id);
     const byStack = await t.call('GET', `/pipeline-runs?stackId=${stack.id}`);
-    assert.deepEqual(byStack.body.data.map((r: any) => r.id), [run.id]);
+    assert.deepEqual(
+      byStack.body.data.map((r: any) => r.id),
+      [run.id],
+    );
     const byPipeline = await t.call('GET', `/pipeline-runs?pipelineId=${other.changePipelineId}`);
-    assert.deepEqual(byPipeline.body.data.map((r: any) => r.id), [otherRun.id]);
+    assert.deepEqual(
+      byPipeline.body.data.map((r: any) => r.id),
+      [otherRun.id],
+    );
     const succeeded = await t.call('GET', `/pipeline-runs?status=SUCCEEDED&limit=200`);
     assert.ok(succeeded.body.data.some((r: any) => r.id === run.id));
     assert.ok(!succeeded.body.data.some((r: any) => r.id === otherRun.id));
@@ -91,14 +100,14 @@ describe('the trigger response', () => {
 
   it('is the run exactly as a read right after shows it: admitted, waiting for the stack, or paused at an approval', async () => {
     const work = await createStack(t, [{ id: 'a' }, { id: 'b', needs: ['a'] }]);
-    const gated = await createStack(t, [{ id: 'approve', type: 'approval' }, { id: 'work', needs: ['approve'] }]);
+    const gated = await createStack(t, [
+      { id: 'approve', type: 'approval' },
+      { id: 'work', needs: ['approve'] },
+    ]);
     const admitted = await triggerRun(t, work.id);
     const waiting = await triggerRun(t, work.id, { description: 'second', autoapprove: true });
     const paused = await triggerRun(t, gated.id);
-    assert.deepEqual(
-      [admitted.queueReason, waiting.queueReason, paused.queueReason],
-      ['WAITING_FOR_WORKER', 'WAITING_FOR_STACK', 'WAITING_FOR_APPROVAL'],
-    );
+    assert.deepEqual([admitted.queueReason, waiting.queueReason, paused.queueReason], ['WAITING_FOR_WORKER', 'WAITING_FOR_STACK', 'WAITING_FOR_APPROVAL']);
     for (const triggered of [admitted, waiting, paused]) assert.deepEqual(triggered, await getRun(t, triggered.id));
   });
 
@@ -123,7 +132,9 @@ describe('the trigger response', () => {
     await t.db.transaction().execute(async (trx) => {
       await sql`update stacks set updated_at = now() where id = ${stack.id}`.execute(trx);
       await sql`insert into pipeline_versions (id, organization_id, pipeline_id, version, config)
-                select ${newVersionId}, organization_id, pipeline_id, version + 1, config from pipeline_versions where id = ${before.pipelineVersionId}`.execute(trx);
+                select ${newVersionId}, organization_id, pipeline_id, version + 1, config from pipeline_versions where id = ${before.pipelineVersionId}`.execute(
+        trx,
+      );
       await sql`update pipelines set latest_version = latest_version + 1 where id = ${stack.changePipelineId}`.execute(trx);
       triggered = triggerRun(t, stack.id);
       await lockWaiters(t.db); // The trigger's statement waits on the stack's row lock.

@@ -16,13 +16,15 @@ const run = runInWorkspace;
 /** Resolves once the process printed `line`, so it is known to be running. */
 async function started(proc: SandboxedProcess, line: string) {
   let output = '';
-  await new Promise<void>((resolve) => proc.child.stdout!.on('data', (d: Buffer) => {
-    output += d.toString();
-    if (output.includes(line)) resolve();
-  }));
+  await new Promise<void>((resolve) =>
+    proc.child.stdout!.on('data', (d: Buffer) => {
+      output += d.toString();
+      if (output.includes(line)) resolve();
+    }),
+  );
 }
 
-const exited = (proc: SandboxedProcess) => proc.child.exitCode !== null || proc.child.signalCode !== null ? Promise.resolve() : once(proc.child, 'exit');
+const exited = (proc: SandboxedProcess) => (proc.child.exitCode !== null || proc.child.signalCode !== null ? Promise.resolve() : once(proc.child, 'exit'));
 
 describe('sandbox binds and workspaces of several processes', () => {
   let host: string;
@@ -53,11 +55,11 @@ describe('sandbox binds and workspaces of several processes', () => {
     try {
       const binds: StepBind[] = [{ source: cache, target: '/plinth/cache', writable: false }];
       assert.equal(workspace.pathOf('/plinth/cache/objects', binds), '/plinth/cache/objects');
-      const { code, output } = await run(workspace, [
-        'cat /plinth/cache/objects',
-        'touch /plinth/cache/new 2>/dev/null && echo "wrote the bind"',
-        'grep " /plinth/cache " /proc/self/mountinfo',
-      ].join('\n'), { binds });
+      const { code, output } = await run(
+        workspace,
+        ['cat /plinth/cache/objects', 'touch /plinth/cache/new 2>/dev/null && echo "wrote the bind"', 'grep " /plinth/cache " /proc/self/mountinfo'].join('\n'),
+        { binds },
+      );
       assert.equal(code, 0, output);
       assert.match(output, /^cached-object$/m);
       assert.doesNotMatch(output, /wrote the bind/);
@@ -69,13 +71,16 @@ describe('sandbox binds and workspaces of several processes', () => {
     }
   });
 
-  it('namespaced: a writable bind lets the step\'s uid write into the host directory; a file bind makes a host binary runnable', async () => {
+  it("namespaced: a writable bind lets the step's uid write into the host directory; a file bind makes a host binary runnable", async () => {
     const workspace = await sandboxes[0][1].open();
     const writable = path.join(host, `writable-${workspace.uid}`);
     mkdirSync(writable);
     chownSync(writable, workspace.uid, workspace.uid);
     try {
-      const binds: StepBind[] = [{ source: writable, target: '/plinth/git/cache', writable: true }, { source: tool, target: '/plinth/bin/tofu', writable: false }];
+      const binds: StepBind[] = [
+        { source: writable, target: '/plinth/git/cache', writable: true },
+        { source: tool, target: '/plinth/bin/tofu', writable: false },
+      ];
       const { code, output } = await run(workspace, 'echo from-step > /plinth/git/cache/written && /plinth/bin/tofu init', { binds });
       assert.equal(code, 0, output);
       assert.match(output, /^tool ran with init$/m);
@@ -85,15 +90,36 @@ describe('sandbox binds and workspaces of several processes', () => {
     }
   });
 
-  for (const [index, name] of [[0, 'namespaced'], [1, 'off']] as const) {
+  for (const [index, name] of [
+    [0, 'namespaced'],
+    [1, 'off'],
+  ] as const) {
     it(`${name}: targets outside /plinth/, not normal or overlapping, and missing sources are refused`, async () => {
       const workspace = await sandboxes[index][1].open();
       try {
         for (const target of ['/usr/bin/tofu', '/plinth/', '/plinth', '/plinth/../etc', '/plinth//x', 'plinth/x', '/plinth/x/']) {
-          await assert.rejects(() => workspace.spawn({ command: 'true', env: {}, binds: [{ source: cache, target, writable: false }] }), /under \/plinth\//, target);
+          await assert.rejects(
+            () => workspace.spawn({ command: 'true', env: {}, binds: [{ source: cache, target, writable: false }] }),
+            /under \/plinth\//,
+            target,
+          );
         }
-        await assert.rejects(() => workspace.spawn({ command: 'true', env: {}, binds: [{ source: cache, target: '/plinth/a', writable: false }, { source: cache, target: '/plinth/a/b', writable: false }] }), /overlap/);
-        await assert.rejects(() => workspace.spawn({ command: 'true', env: {}, binds: [{ source: path.join(host, 'missing'), target: '/plinth/a', writable: false }] }), /existing file or directory/);
+        await assert.rejects(
+          () =>
+            workspace.spawn({
+              command: 'true',
+              env: {},
+              binds: [
+                { source: cache, target: '/plinth/a', writable: false },
+                { source: cache, target: '/plinth/a/b', writable: false },
+              ],
+            }),
+          /overlap/,
+        );
+        await assert.rejects(
+          () => workspace.spawn({ command: 'true', env: {}, binds: [{ source: path.join(host, 'missing'), target: '/plinth/a', writable: false }] }),
+          /existing file or directory/,
+        );
         assert.throws(() => workspace.pathOf('/plinth/elsewhere', [{ source: cache, target: '/plinth/cache', writable: false }]), /under no bind/);
       } finally {
         await workspace.dispose();
@@ -132,7 +158,10 @@ describe('sandbox binds and workspaces of several processes', () => {
   it('off: nothing can be mounted, so pathOf names the host source and the process reaches the bind there', async () => {
     const workspace = await sandboxes[1][1].open();
     try {
-      const binds: StepBind[] = [{ source: cache, target: '/plinth/cache', writable: false }, { source: tool, target: '/plinth/bin/tofu', writable: false }];
+      const binds: StepBind[] = [
+        { source: cache, target: '/plinth/cache', writable: false },
+        { source: tool, target: '/plinth/bin/tofu', writable: false },
+      ];
       const objects = workspace.pathOf('/plinth/cache/objects', binds);
       assert.equal(objects, path.join(cache, 'objects'));
       assert.equal(workspace.pathOf('/plinth/bin/tofu', binds), tool);

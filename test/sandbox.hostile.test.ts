@@ -67,10 +67,15 @@ describe('a hostile step is contained by the sandbox', () => {
     assert.equal(worker.exitCode, null, 'the worker exited: PLINTH_SANDBOX=namespaces, and this host cannot isolate steps?');
     const stack = await createStack(t, [{ id: 'attack', command, timeoutSeconds }], token);
     const run = await triggerRun(t, stack.id, {}, token);
-    const done = await waitFor(`run ${run.id} to end`, async () => {
-      const r = (await t.call('GET', `/pipeline-runs/${run.id}`, { token })).body.data;
-      return ['SUCCEEDED', 'FAILED'].includes(r.status) ? r : undefined;
-    }, timeoutSeconds * 1000 + 10_000, 100);
+    const done = await waitFor(
+      `run ${run.id} to end`,
+      async () => {
+        const r = (await t.call('GET', `/pipeline-runs/${run.id}`, { token })).body.data;
+        return ['SUCCEEDED', 'FAILED'].includes(r.status) ? r : undefined;
+      },
+      timeoutSeconds * 1000 + 10_000,
+      100,
+    );
     const [step] = await stepsOf(t, run.id, token);
     const output = (await logLines(t, step.id, token)).join('\n');
     for (const secret of secrets()) assert.ok(!output.includes(secret), `a platform secret reached the step's output:\n${output}`);
@@ -86,22 +91,26 @@ describe('a hostile step is contained by the sandbox', () => {
     // namespaces, not auto: should this host not isolate, the worker refuses to start and no attack runs.
     // Small process and CPU limits keep the fork bomb from slowing the other test files down.
     workRoot = tempDir();
-    worker = spawnWorkerProcess(t, {
-      PLINTH_WORKER_WORK_ROOT: workRoot,
-      PLINTH_WORKER_CONCURRENCY: '8',
-      PLINTH_SANDBOX: 'namespaces',
-      PLINTH_SANDBOX_UID_BASE: String(SANDBOX_UIDS.from),
-      PLINTH_SANDBOX_UID_COUNT: String(SANDBOX_UIDS.to - SANDBOX_UIDS.from),
-      PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES),
-      PLINTH_STEP_CPUS: '0.5',
-    }, { inheritedDescriptor: true });
+    worker = spawnWorkerProcess(
+      t,
+      {
+        PLINTH_WORKER_WORK_ROOT: workRoot,
+        PLINTH_WORKER_CONCURRENCY: '8',
+        PLINTH_SANDBOX: 'namespaces',
+        PLINTH_SANDBOX_UID_BASE: String(SANDBOX_UIDS.from),
+        PLINTH_SANDBOX_UID_COUNT: String(SANDBOX_UIDS.to - SANDBOX_UIDS.from),
+        PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES),
+        PLINTH_STEP_CPUS: '0.5',
+      },
+      { inheritedDescriptor: true },
+    );
   });
   after(async () => {
     worker.kill('SIGKILL');
     await t.close();
   });
 
-  it('runs the step as an unprivileged uid of its own, neither root nor the worker\'s user', async () => {
+  it("runs the step as an unprivileged uid of its own, neither root nor the worker's user", async () => {
     const { run, output } = await runAttack('id -u; id -G');
     assert.equal(run.status, 'SUCCEEDED', output);
     const [uid, groups] = output.split('\n').map((l) => l.trim());
@@ -110,7 +119,9 @@ describe('a hostile step is contained by the sandbox', () => {
   });
 
   it('holds no capability in any set, cannot gain one (no_new_privs), dumps no core, has the process limit, and ignores no signal', async () => {
-    const { run, output } = await runAttack('grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|SigIgn):" /proc/self/status; grep -E "^Max (processes|core file size)" /proc/self/limits');
+    const { run, output } = await runAttack(
+      'grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|SigIgn):" /proc/self/status; grep -E "^Max (processes|core file size)" /proc/self/limits',
+    );
     assert.equal(run.status, 'SUCCEEDED', output);
     // Rootless, the bounding set is the full one of the step's own user namespace, which it cannot use:
     // it is not root there, and no_new_privs keeps file capabilities and setuid from raising any set.
@@ -123,13 +134,15 @@ describe('a hostile step is contained by the sandbox', () => {
     assert.match(output, /^SigIgn:\s+0+$/m, output);
   });
 
-  it('cannot read the worker\'s environment, nor any other process\'s', async () => {
-    const { output } = await runAttack([
-      'tr "\\0" "\\n" < /proc/$PPID/environ; echo "ppid environ: $?"',
-      'for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ 2>/dev/null; done',
-      'env',
-      `echo "worker visible: $(test -e /proc/${worker.pid}/environ && echo yes || echo no)"`,
-    ].join('\n'));
+  it("cannot read the worker's environment, nor any other process's", async () => {
+    const { output } = await runAttack(
+      [
+        'tr "\\0" "\\n" < /proc/$PPID/environ; echo "ppid environ: $?"',
+        'for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ 2>/dev/null; done',
+        'env',
+        `echo "worker visible: $(test -e /proc/${worker.pid}/environ && echo yes || echo no)"`,
+      ].join('\n'),
+    );
     assert.doesNotMatch(output, /PLINTH_ADMIN_TOKEN|DATABASE_URL|PLINTH_SECRET_KEY|PGPASSWORD/);
     // As root, the parent (the step namespace's pid 1) is root's and unreadable; rootless it is the
     // step's own `unshare --fork`, whose environment is the sandbox's PATH and its directory alone.
@@ -140,25 +153,31 @@ describe('a hostile step is contained by the sandbox', () => {
   });
 
   it('sees no data directory, no worker file and no host directory; system directories are read-only', async () => {
-    const { output } = await runAttack([
-      'ls / | tr "\\n" " "; echo',
-      'find / -xdev \\( -name pg-password -o -name admin-token -o -name "postmaster.pid" \\) 2>/dev/null | sed "s/^/found: /"',
-      // Where the test's own database keeps its password on the host (scripts/test.ts), and the usual data directory.
-      'cat /tmp/plinth-test-*/pg-password .plinth/pg-password /work/*/.plinth/pg-password 2>/dev/null',
-      'for d in /work /home /root /var /opt /run /srv /sys /proc/1/root/work; do ls "$d" >/dev/null 2>&1 && echo "listed $d"; done',
-      'touch /usr/x /etc/x 2>/dev/null && echo "wrote system dirs"',
-      'echo done',
-      // The walk of every visible file takes 1 s alone, but at 0.5 CPU on a loaded machine it took 12 s.
-    ].join('\n'), member, 60);
+    const { output } = await runAttack(
+      [
+        'ls / | tr "\\n" " "; echo',
+        'find / -xdev \\( -name pg-password -o -name admin-token -o -name "postmaster.pid" \\) 2>/dev/null | sed "s/^/found: /"',
+        // Where the test's own database keeps its password on the host (scripts/test.ts), and the usual data directory.
+        'cat /tmp/plinth-test-*/pg-password .plinth/pg-password /work/*/.plinth/pg-password 2>/dev/null',
+        'for d in /work /home /root /var /opt /run /srv /sys /proc/1/root/work; do ls "$d" >/dev/null 2>&1 && echo "listed $d"; done',
+        'touch /usr/x /etc/x 2>/dev/null && echo "wrote system dirs"',
+        'echo done',
+        // The walk of every visible file takes 1 s alone, but at 0.5 CPU on a loaded machine it took 12 s.
+      ].join('\n'),
+      member,
+      60,
+    );
     assert.match(output, /^bin dev etc lib\S* .*proc .*tmp usr workspace $/m);
     assert.doesNotMatch(output, /^found: |^listed |wrote system dirs/m);
     assert.match(output, /^done$/m);
   });
 
-  it('cannot connect to the platform\'s database with anything it can read', async () => {
-    const { output } = await runAttack([
-      `for user in postgres plinth "$(id -un)"; do PGCONNECT_TIMEOUT=5 psql -w -h 127.0.0.1 -p ${dbUrl.port} -U "$user" -d postgres -Atc "select 'connected'" 2>&1; echo "psql as $user: $?"; done`,
-    ].join('\n'));
+  it("cannot connect to the platform's database with anything it can read", async () => {
+    const { output } = await runAttack(
+      [
+        `for user in postgres plinth "$(id -un)"; do PGCONNECT_TIMEOUT=5 psql -w -h 127.0.0.1 -p ${dbUrl.port} -U "$user" -d postgres -Atc "select 'connected'" 2>&1; echo "psql as $user: $?"; done`,
+      ].join('\n'),
+    );
     if (/psql: not found|command not found/.test(output)) return;
     assert.doesNotMatch(output, /^connected$/m);
     assert.match(output, /psql as postgres: 2/);
@@ -169,24 +188,32 @@ describe('a hostile step is contained by the sandbox', () => {
     const victimRun = await triggerRun(t, victim.id, {}, rival);
     const victimStep = await waitFor('the victim step to run', async () => (await stepsOf(t, victimRun.id, rival)).find((s) => s.status === 'RUNNING'));
     await waitForLine(t, victimStep.id, /^written$/, 15_000, rival);
-    const { output } = await runAttack([
-      'ls -la "$(dirname "$PWD")"',
-      'cat "$(dirname "$PWD")"/*/secret 2>&1',
-      'find / -path /proc -prune -o -name secret -print 2>/dev/null | sed "s/^/found: /"',
-      'grep -rs tenant-b-secret /workspace /tmp /etc /usr/local 2>/dev/null | head -3',
-    ].join('\n'));
+    const { output } = await runAttack(
+      [
+        'ls -la "$(dirname "$PWD")"',
+        'cat "$(dirname "$PWD")"/*/secret 2>&1',
+        'find / -path /proc -prune -o -name secret -print 2>/dev/null | sed "s/^/found: /"',
+        'grep -rs tenant-b-secret /workspace /tmp /etc /usr/local 2>/dev/null | head -3',
+      ].join('\n'),
+    );
     assert.doesNotMatch(output, /tenant-b-secret|^found: /m);
-    await waitFor('the victim run to succeed', async () => ((await t.call('GET', `/pipeline-runs/${victimRun.id}`, { token: rival })).body.data.status === 'SUCCEEDED' ? true : undefined));
+    await waitFor('the victim run to succeed', async () =>
+      (await t.call('GET', `/pipeline-runs/${victimRun.id}`, { token: rival })).body.data.status === 'SUCCEEDED' ? true : undefined,
+    );
   });
 
-  it('sees and signals only its own processes: not the host\'s, not the worker', async () => {
-    const { run, output } = await runAttack(onlyIfSandboxed([
-      'ps -e -o pid=,user=,comm= | sed "s/^/ps: /"',
-      `kill -0 ${worker.pid} 2>/dev/null; echo "kill worker: $?"`,
-      'kill -0 1 2>/dev/null; echo "kill init: $?"',
-      'kill -KILL 1 2>/dev/null; sleep 0.2; test -e /proc/1/stat && echo "init survived"',
-      'kill -KILL -1 2>/dev/null; echo "kill all: survived"',
-    ].join('\n')));
+  it("sees and signals only its own processes: not the host's, not the worker", async () => {
+    const { run, output } = await runAttack(
+      onlyIfSandboxed(
+        [
+          'ps -e -o pid=,user=,comm= | sed "s/^/ps: /"',
+          `kill -0 ${worker.pid} 2>/dev/null; echo "kill worker: $?"`,
+          'kill -0 1 2>/dev/null; echo "kill init: $?"',
+          'kill -KILL 1 2>/dev/null; sleep 0.2; test -e /proc/1/stat && echo "init survived"',
+          'kill -KILL -1 2>/dev/null; echo "kill all: survived"',
+        ].join('\n'),
+      ),
+    );
     assert.doesNotMatch(output, /NOT SANDBOXED/);
     const ps = output.split('\n').filter((l) => l.startsWith('ps: '));
     assert.ok(ps.length > 0 && ps.length < 10, `only the step's own processes:\n${ps.join('\n')}`);
@@ -201,13 +228,15 @@ describe('a hostile step is contained by the sandbox', () => {
   });
 
   it('leaves no process behind: setsid, double forks and nohup die with the step', async () => {
-    const { run, output } = await runAttack([
-      'setsid sleep 601 &',
-      '(sleep 602 &) &',
-      'nohup sh -c "sleep 603" >/dev/null 2>&1 &',
-      'sh -c "setsid sh -c \\"sleep 604 & exit 0\\" &"',
-      'sleep 0.3; echo spawned',
-    ].join('\n'));
+    const { run, output } = await runAttack(
+      [
+        'setsid sleep 601 &',
+        '(sleep 602 &) &',
+        'nohup sh -c "sleep 603" >/dev/null 2>&1 &',
+        'sh -c "setsid sh -c \\"sleep 604 & exit 0\\" &"',
+        'sleep 0.3; echo spawned',
+      ].join('\n'),
+    );
     assert.equal(run.status, 'SUCCEEDED', output);
     await waitFor('every process of the step to be gone', async () => (sandboxProcesses().some((p) => p.comm === 'sleep') ? undefined : true), 5_000);
   });
@@ -228,8 +257,12 @@ describe('a hostile step is contained by the sandbox', () => {
     assert.equal((await runAttack('echo still working')).run.status, 'SUCCEEDED');
   });
 
-  it('rootless, cannot take all of the worker user\'s user namespaces: its sandbox has a share of its own', { skip: !ROOTLESS && 'as root, each step counts against its own uid' }, async () => {
-    const { output } = await runAttack('for i in $(seq 1 40); do unshare --user sleep 10 2>/dev/null & done; sleep 1; echo "held $(ps -e -o comm= | grep -c sleep)"; kill $(jobs -p) 2>/dev/null; true');
+  it("rootless, cannot take all of the worker user's user namespaces: its sandbox has a share of its own", {
+    skip: !ROOTLESS && 'as root, each step counts against its own uid',
+  }, async () => {
+    const { output } = await runAttack(
+      'for i in $(seq 1 40); do unshare --user sleep 10 2>/dev/null & done; sleep 1; echo "held $(ps -e -o comm= | grep -c sleep)"; kill $(jobs -p) 2>/dev/null; true',
+    );
     const held = Number(/held (\d+)/.exec(output)?.[1]);
     assert.ok(held > 0 && held < 16, `at most the sandbox's share (15) held at once, saw ${held}:\n${output}`);
     assert.equal((await runAttack('echo another step starts')).run.status, 'SUCCEEDED');
@@ -245,7 +278,9 @@ describe('a hostile step is contained by the sandbox', () => {
       for (const p of sandboxProcesses()) perUid.set(p.uid, (perUid.get(p.uid) ?? 0) + 1);
       peak = Math.max(peak, ...perUid.values());
     }, 200);
-    const { run, step, output } = await runAttack(onlyIfSandboxed('bomb() { bomb | bomb & }; bomb; exec sleep 30'), member, 5).finally(() => clearInterval(sampler));
+    const { run, step, output } = await runAttack(onlyIfSandboxed('bomb() { bomb | bomb & }; bomb; exec sleep 30'), member, 5).finally(() =>
+      clearInterval(sampler),
+    );
     assert.doesNotMatch(output, /NOT SANDBOXED/);
     assert.equal(run.status, 'FAILED');
     assert.equal(step.error.code, 'Engine:Step:TIMED_OUT');

@@ -19,10 +19,14 @@ describe('sandbox modes', () => {
   async function runOne(command: string) {
     const stack = await createStack(t, [{ id: 'only', command }]);
     const run = await triggerRun(t, stack.id);
-    const done = await waitFor(`run ${run.id} to end`, async () => {
-      const r = await getRun(t, run.id);
-      return ['SUCCEEDED', 'FAILED'].includes(r.status) ? r : undefined;
-    }, 20_000);
+    const done = await waitFor(
+      `run ${run.id} to end`,
+      async () => {
+        const r = await getRun(t, run.id);
+        return ['SUCCEEDED', 'FAILED'].includes(r.status) ? r : undefined;
+      },
+      20_000,
+    );
     const [step] = await stepsOf(t, run.id);
     return { run: done, step, output: (await logLines(t, step.id)).join('\n') };
   }
@@ -39,13 +43,20 @@ describe('sandbox modes', () => {
     assert.equal(run.status, 'FAILED');
     assert.equal(step.error.code, 'Engine:Sandbox:UNAVAILABLE');
     assert.match(step.error.message, /PLINTH_SANDBOX=off/);
-    assert.match(run.error.message, /^Step "only" failed: Script steps need isolation and this host has none .*PLINTH_SANDBOX=off/, 'the run itself says why and what to do');
+    assert.match(
+      run.error.message,
+      /^Step "only" failed: Script steps need isolation and this host has none .*PLINTH_SANDBOX=off/,
+      'the run itself says why and what to do',
+    );
     await worker.stop();
     t.workers.splice(t.workers.indexOf(worker), 1);
   });
 
   it('PLINTH_SANDBOX=namespaces on a host that cannot isolate refuses to start the worker', async () => {
-    const config = { ...loadEngineConfig(FAST_ENGINE_ENV), sandbox: new NamespaceSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces' }, undefined), cannotIsolate) };
+    const config = {
+      ...loadEngineConfig(FAST_ENGINE_ENV),
+      sandbox: new NamespaceSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces' }, undefined), cannotIsolate),
+    };
     const worker = new EngineWorker(t.db, t.database.url, config, pino({ level: 'silent' }), TEST_SECRETS, 'refused-worker');
     await assert.rejects(worker.start(), /PLINTH_SANDBOX=namespaces, but this host cannot isolate steps/);
   });
@@ -57,7 +68,7 @@ describe('sandbox modes', () => {
     assert.deepEqual(health.body.isolation.limits, { maxProcesses: null, memoryMb: null, cpus: null });
     const { run, output } = await runOne('id -u; test -d /proc/1 && echo "host proc visible"');
     assert.equal(run.status, 'SUCCEEDED');
-    assert.match(output, new RegExp(`^${process.getuid!()}$`, 'm'), 'the worker\'s own uid');
+    assert.match(output, new RegExp(`^${process.getuid!()}$`, 'm'), "the worker's own uid");
     await worker.stop();
     t.workers.splice(t.workers.indexOf(worker), 1);
   });
@@ -90,7 +101,7 @@ describe('sandbox modes', () => {
     t.workers.splice(t.workers.indexOf(worker), 1);
   });
 
-  it('a step\'s memory is limited where cgroups enforce it: going past PLINTH_STEP_MEMORY_MB kills the step', async () => {
+  it("a step's memory is limited where cgroups enforce it: going past PLINTH_STEP_MEMORY_MB kills the step", async () => {
     const worker = await t.startWorker(loadEngineConfig({ ...FAST_ENGINE_ENV, PLINTH_STEP_MEMORY_MB: '64' }));
     const { isolation } = (await t.call('GET', '/health', { token: null })).body;
     if (isolation.limits.memoryMb === null) return;

@@ -11,7 +11,17 @@ import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
 import type { StepWorkspace } from '../src/engine/sandbox/sandbox.ts';
 import { parseAllowList } from '../src/platform/outbound/address-policy.ts';
 import { createOrganization, inOrg, userCaller } from './helpers/callers.ts';
-import { createStack, logLines, pipelineConfig, spawnWorkerProcess, startEngineTestApp, stepsOf, triggerRun, waitFor, type EngineTestApp } from './helpers/engine.ts';
+import {
+  createStack,
+  logLines,
+  pipelineConfig,
+  spawnWorkerProcess,
+  startEngineTestApp,
+  stepsOf,
+  triggerRun,
+  waitFor,
+  type EngineTestApp,
+} from './helpers/engine.ts';
 import { startCountingListener, startDnsServer, startPublicHost, type PublicHost } from './helpers/public-host.ts';
 import { runInWorkspace } from './helpers/sandbox.ts';
 
@@ -43,7 +53,7 @@ function hostAddress(): string | undefined {
  * What a step can reach under the default network (`policy`), tried as an attacker would: real steps
  * of a MEMBER, run by a real `plinth worker` process through the API.
  */
-describe('a step\'s network: only the egress policy leads out', () => {
+describe("a step's network: only the egress policy leads out", () => {
   let t: EngineTestApp;
   let worker: ChildProcess;
   let member: string;
@@ -62,10 +72,15 @@ describe('a step\'s network: only the egress policy leads out', () => {
 
   async function runStackStep(stackId: string) {
     const run = await triggerRun(t, stackId, {}, member);
-    const done = await waitFor(`run ${run.id} to end`, async () => {
-      const r = (await t.call('GET', `/pipeline-runs/${run.id}`, { token: member })).body.data;
-      return ['SUCCEEDED', 'FAILED'].includes(r.status) ? r : undefined;
-    }, 70_000, 100);
+    const done = await waitFor(
+      `run ${run.id} to end`,
+      async () => {
+        const r = (await t.call('GET', `/pipeline-runs/${run.id}`, { token: member })).body.data;
+        return ['SUCCEEDED', 'FAILED'].includes(r.status) ? r : undefined;
+      },
+      70_000,
+      100,
+    );
     const [step] = await stepsOf(t, run.id, member);
     return { run: done, output: (await logLines(t, step.id, member)).join('\n') };
   }
@@ -96,19 +111,23 @@ describe('a step\'s network: only the egress policy leads out', () => {
     await t.close();
   });
 
-  it('cannot reach a service on the host\'s loopback, directly, as an HTTP request or through a CONNECT tunnel', async () => {
+  it("cannot reach a service on the host's loopback, directly, as an HTTP request or through a CONNECT tunnel", async () => {
     const url = `http://127.0.0.1:${loopback.port}/`;
-    const { output } = await runStep([`curl -sS -m 5 --noproxy '*' ${url}; echo "direct=$?"`, `${viaProxy(url)}; echo "request=$?"`, `${viaProxy(url, true)}; echo "tunnel=$?"`].join('\n'));
+    const { output } = await runStep(
+      [`curl -sS -m 5 --noproxy '*' ${url}; echo "direct=$?"`, `${viaProxy(url)}; echo "request=$?"`, `${viaProxy(url, true)}; echo "tunnel=$?"`].join('\n'),
+    );
     assert.match(output, /direct=[1-9]/);
     assert.match(output, /connecting to 127\.0\.0\.1 is not allowed: loopback/);
-    assert.match(output, /request=0/, 'the refusal is the proxy\'s own 403 page');
+    assert.match(output, /request=0/, "the refusal is the proxy's own 403 page");
     assert.match(output, /CONNECT tunnel failed, response 403/);
     assert.doesNotMatch(output, /secret/);
     assert.equal(loopback.connections(), 0);
   });
 
-  it('cannot reach the platform\'s PostgreSQL, by address or by the name localhost', async () => {
-    const { output } = await runStep([`${viaProxy(`telnet://127.0.0.1:${dbPort}`, true)}; echo "address=$?"`, `${viaProxy(`telnet://localhost:${dbPort}`, true)}; echo "name=$?"`].join('\n'));
+  it("cannot reach the platform's PostgreSQL, by address or by the name localhost", async () => {
+    const { output } = await runStep(
+      [`${viaProxy(`telnet://127.0.0.1:${dbPort}`, true)}; echo "address=$?"`, `${viaProxy(`telnet://localhost:${dbPort}`, true)}; echo "name=$?"`].join('\n'),
+    );
     assert.match(output, /address=56/);
     assert.match(output, /name=56/);
     assert.equal(output.match(/CONNECT tunnel failed, response 403/g)?.length, 2, output);
@@ -123,14 +142,21 @@ describe('a step\'s network: only the egress policy leads out', () => {
   });
 
   it('cannot reach the cloud metadata service: refused by the proxy, and no route leads there', async () => {
-    const { output } = await runStep([`${viaProxy('http://169.254.169.254/latest/meta-data/')}; echo`, `curl -sS -m 5 --noproxy '*' http://169.254.169.254/latest/meta-data/; echo "direct=$?"`].join('\n'));
+    const { output } = await runStep(
+      [
+        `${viaProxy('http://169.254.169.254/latest/meta-data/')}; echo`,
+        `curl -sS -m 5 --noproxy '*' http://169.254.169.254/latest/meta-data/; echo "direct=$?"`,
+      ].join('\n'),
+    );
     assert.match(output, /connecting to 169\.254\.169\.254 is not allowed: link-local \(cloud metadata\)/);
     assert.match(output, /direct=7/, 'no route: the connection fails at once, nothing is sent');
   });
 
   it('reaches a public host through its proxy, as HTTP clients and CONNECT tunnels do, and nothing directly', async () => {
     const url = `http://${publicHost.address}/`;
-    const { run, output } = await runStep([`curl -sS -m 10 ${url}`, viaProxy(url, true), `curl -sS -m 5 --noproxy '*' ${url} || echo "direct failed"`].join('\n'));
+    const { run, output } = await runStep(
+      [`curl -sS -m 10 ${url}`, viaProxy(url, true), `curl -sS -m 5 --noproxy '*' ${url} || echo "direct failed"`].join('\n'),
+    );
     assert.equal(run.status, 'SUCCEEDED', output);
     assert.equal(output.match(/hello from the public internet/g)?.length, 2, output);
     assert.match(output, /direct failed/);
@@ -138,17 +164,37 @@ describe('a step\'s network: only the egress policy leads out', () => {
   });
 
   it('in an execution environment whose egressAllow is empty, reaches the state backend and nothing else', async () => {
-    const ee = await t.call('POST', '/execution-environments', { headers: inOrg(org), body: { data: { givenId: 'sealed', name: 'Sealed', type: 'LOCAL', egressAllow: [] } } });
+    const ee = await t.call('POST', '/execution-environments', {
+      headers: inOrg(org),
+      body: { data: { givenId: 'sealed', name: 'Sealed', type: 'LOCAL', egressAllow: [] } },
+    });
     assert.equal(ee.status, 201, JSON.stringify(ee.body));
     const project = await t.call('POST', '/projects', { token: member, body: { data: { givenId: 'sealed-project', name: 'Sealed' } } });
-    const env = await t.call('POST', '/environments', { token: member, body: { data: { projectId: project.body.data.id, givenId: 'sealed', name: 'Sealed', executionEnvironmentId: ee.body.data.id } } });
+    const env = await t.call('POST', '/environments', {
+      token: member,
+      body: { data: { projectId: project.body.data.id, givenId: 'sealed', name: 'Sealed', executionEnvironmentId: ee.body.data.id } },
+    });
     assert.equal(env.status, 201, JSON.stringify(env.body));
     const backendUrl = `http://127.0.0.1:${(backend.address() as { port: number }).port}/`;
     const command = `${viaProxy(`http://${publicHost.address}/`)}; curl -sS -m 10 ${backendUrl}`;
-    const stack = await t.call('POST', '/stacks', { token: member, body: { data: { projectId: project.body.data.id, environmentId: env.body.data.id, name: 'Sealed', pipelines: { change: pipelineConfig([{ id: 'net', command, timeoutSeconds: 60 }]) } } } });
+    const stack = await t.call('POST', '/stacks', {
+      token: member,
+      body: {
+        data: {
+          projectId: project.body.data.id,
+          environmentId: env.body.data.id,
+          name: 'Sealed',
+          pipelines: { change: pipelineConfig([{ id: 'net', command, timeoutSeconds: 60 }]) },
+        },
+      },
+    });
     assert.equal(stack.status, 201, JSON.stringify(stack.body));
     const { output } = await runStackStep(stack.body.data.id);
-    assert.match(output, new RegExp(`connecting to ${publicHost.address.replace(/\./g, '\\.')} is not allowed: not in the execution environment's egress allowlist`), output);
+    assert.match(
+      output,
+      new RegExp(`connecting to ${publicHost.address.replace(/\./g, '\\.')} is not allowed: not in the execution environment's egress allowlist`),
+      output,
+    );
     assert.match(output, /state backend/);
   });
 
@@ -163,7 +209,7 @@ describe('a step\'s network: only the egress policy leads out', () => {
 });
 
 /** The same sandbox with names: its resolver, and the operator's allowlist by CIDR and by host name. */
-describe('a step\'s names and the operator\'s allowlist', () => {
+describe("a step's names and the operator's allowlist", () => {
   let workRoot: string;
   let sandbox: NamespaceSandbox;
   let workspace: StepWorkspace;
@@ -204,7 +250,7 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     rmSync(workRoot, { recursive: true, force: true });
   });
 
-  it('keeps a claim\'s network for its next step, and makes it again once the spawner that held it is gone', async () => {
+  it("keeps a claim's network for its next step, and makes it again once the spawner that held it is gone", async () => {
     const netOfStep = async () => {
       workspace = await sandbox.open();
       const { code, output } = await runInWorkspace(workspace, `readlink /proc/self/ns/net; ${viaProxy(`http://${publicHost.address}/`, true)}`);
@@ -222,7 +268,7 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     assert.notEqual(spawnerPid(), killed);
   });
 
-  it('resolves names through a resolver on its own loopback that relays to the host\'s', async () => {
+  it("resolves names through a resolver on its own loopback that relays to the host's", async () => {
     workspace = await sandbox.open();
     const { code, output } = await runInWorkspace(workspace, 'cat /etc/resolv.conf; getent hosts public.test');
     await workspace.dispose();
@@ -255,28 +301,34 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     assert.equal(allowedByName.connections(), 1);
   });
 
-  it('reaches the state backend at this host\'s own address, which the policy refuses to anything else', async (ctx) => {
+  it("reaches the state backend at this host's own address, which the policy refuses to anything else", async (ctx) => {
     const address = hostAddress();
     if (!address) return ctx.skip('this host has no address but loopback');
     workspace = await sandbox.open();
-    const { output } = await runInWorkspace(workspace, `${viaProxy(`http://${address}:${backendOnHostAddress.port}/`, true)}; ${viaProxy(`http://${address}:${allowedByCidr.port}/`, true)}; echo "other=$?"`);
+    const { output } = await runInWorkspace(
+      workspace,
+      `${viaProxy(`http://${address}:${backendOnHostAddress.port}/`, true)}; ${viaProxy(`http://${address}:${allowedByCidr.port}/`, true)}; echo "other=$?"`,
+    );
     await workspace.dispose();
     assert.match(output, /^secret$/m, output);
     assert.match(output, /other=56/, 'another port of the same address stays refused');
     assert.equal(backendOnHostAddress.connections(), 1);
   });
 
-  it('reaches only what its execution environment\'s list also allows, and the state backend always', async () => {
+  it("reaches only what its execution environment's list also allows, and the state backend always", async () => {
     workspace = await sandbox.open({ egressNarrowing: parseAllowList(['127.0.0.2/32'], 'egressAllow') });
     const backend = hostAddress() ? `${viaProxy(`http://${hostAddress()}:${backendOnHostAddress.port}/`, true)}; echo "backend=$?"` : 'echo backend=0';
     const asked = dns.queries().length;
-    const { output } = await runInWorkspace(workspace, [
-      'getent hosts public.test || echo "no name"',
-      `${viaProxy(`http://127.0.0.2:${allowedByCidr.port}/`, true)}; echo "listed=$?"`,
-      `${viaProxy(`http://${publicHost.address}/`, true)}; echo "public=$?"`,
-      `${viaProxy('http://public.test/')} ; echo "by name=$?"`,
-      backend,
-    ].join('\n'));
+    const { output } = await runInWorkspace(
+      workspace,
+      [
+        'getent hosts public.test || echo "no name"',
+        `${viaProxy(`http://127.0.0.2:${allowedByCidr.port}/`, true)}; echo "listed=$?"`,
+        `${viaProxy(`http://${publicHost.address}/`, true)}; echo "public=$?"`,
+        `${viaProxy('http://public.test/')} ; echo "by name=$?"`,
+        backend,
+      ].join('\n'),
+    );
     await workspace.dispose();
     assert.match(output, /listed=0/, output);
     assert.match(output, /public=56/, 'the public internet is narrowed away');
@@ -294,13 +346,16 @@ describe('a step\'s names and the operator\'s allowlist', () => {
     workspace = await sandbox.open();
     const before = allowedByCidr.connections();
     const url = `http://slow.test:${allowedByCidr.port}/`;
-    const { output } = await runInWorkspace(workspace, `for i in 1 2 3 4 5 6 7 8; do curl -sS -m 0.2 -p --noproxy '' -x "$HTTP_PROXY" ${url} 2>/dev/null & done; wait; sleep 2; echo gave up`);
+    const { output } = await runInWorkspace(
+      workspace,
+      `for i in 1 2 3 4 5 6 7 8; do curl -sS -m 0.2 -p --noproxy '' -x "$HTTP_PROXY" ${url} 2>/dev/null & done; wait; sleep 2; echo gave up`,
+    );
     await workspace.dispose();
     assert.match(output, /gave up/);
     assert.equal(allowedByCidr.connections(), before, 'no connection was opened for a step side that was gone');
   });
 
-  it('relays only standard queries: an UPDATE from the step never reaches the host\'s resolver', async () => {
+  it("relays only standard queries: an UPDATE from the step never reaches the host's resolver", async () => {
     workspace = await sandbox.open();
     const asked = dns.queries().length;
     // A DNS UPDATE (opcode 5) for public.test, then an ordinary query: only the query goes out.

@@ -32,25 +32,31 @@ describe('a claim that serves one step after another', () => {
 
   it('hands the next step the same uid with an empty workspace, /tmp and /dev/shm, mode 0700, and no process of the last step', async () => {
     const first = await sandbox.open();
-    const planted = await run(first, [
-      'echo secret > /workspace/file; mkdir -p /workspace/dir/deep; echo secret > /workspace/dir/deep/f; ln -s /etc/passwd /workspace/link',
-      'echo secret > /tmp/t; echo secret > /dev/shm/s; chmod 777 /workspace',
-      'setsid sleep 611 & (sleep 612 &) & nohup sleep 613 >/dev/null 2>&1 &',
-      'echo planted',
-    ].join('\n'));
+    const planted = await run(
+      first,
+      [
+        'echo secret > /workspace/file; mkdir -p /workspace/dir/deep; echo secret > /workspace/dir/deep/f; ln -s /etc/passwd /workspace/link',
+        'echo secret > /tmp/t; echo secret > /dev/shm/s; chmod 777 /workspace',
+        'setsid sleep 611 & (sleep 612 &) & nohup sleep 613 >/dev/null 2>&1 &',
+        'echo planted',
+      ].join('\n'),
+    );
     assert.equal(planted.code, 0, planted.output);
     await first.dispose();
     assert.ok(!hostProcesses().some((p) => p.uid === first.uid), 'no process of the last step is left');
 
     const second = await sandbox.open();
     assert.equal(second.uid, first.uid, 'the claim was reused');
-    const seen = await run(second, [
-      'echo "workspace: $(ls -A /workspace | tr "\\n" " ")"',
-      'echo "tmp: $(ls -A /tmp | tr "\\n" " ")"',
-      'echo "shm: $(ls -A /dev/shm | tr "\\n" " ")"',
-      'echo "mode: $(stat -c %a /workspace)"',
-      'echo "sleeps: $(ps -e -o comm= | grep -c sleep)"',
-    ].join('\n'));
+    const seen = await run(
+      second,
+      [
+        'echo "workspace: $(ls -A /workspace | tr "\\n" " ")"',
+        'echo "tmp: $(ls -A /tmp | tr "\\n" " ")"',
+        'echo "shm: $(ls -A /dev/shm | tr "\\n" " ")"',
+        'echo "mode: $(stat -c %a /workspace)"',
+        'echo "sleeps: $(ps -e -o comm= | grep -c sleep)"',
+      ].join('\n'),
+    );
     await second.dispose();
     assert.equal(seen.code, 0, seen.output);
     assert.match(seen.output, /^workspace: $/m);
@@ -66,7 +72,11 @@ describe('a claim that serves one step after another', () => {
       const workspace = await sandbox.open();
       const claimDir = path.join(workRoot, 'plinth-sandboxes', String(workspace.uid));
       const before = readdirSync(claimDir).sort();
-      const proc = await workspace.spawn({ command: 'ls /plinth/src >/dev/null', env: { PATH: '/usr/bin:/bin' }, binds: [{ source, target: '/plinth/src', writable: false }] });
+      const proc = await workspace.spawn({
+        command: 'ls /plinth/src >/dev/null',
+        env: { PATH: '/usr/bin:/bin' },
+        binds: [{ source, target: '/plinth/src', writable: false }],
+      });
       await new Promise((resolve) => proc.child.on('close', resolve));
       assert.ok(readdirSync(claimDir).length > before.length, 'the spawn with binds wrote files of its own');
       await workspace.dispose();
@@ -76,7 +86,7 @@ describe('a claim that serves one step after another', () => {
     }
   });
 
-  it('keeps a kept claim\'s cgroup when a worker with another work root starts and sweeps stale cgroups', async () => {
+  it("keeps a kept claim's cgroup when a worker with another work root starts and sweeps stale cgroups", async () => {
     const workspace = await sandbox.open();
     await run(workspace, 'true');
     await workspace.dispose();
@@ -100,9 +110,16 @@ describe('a claim that serves one step after another', () => {
     const workspace = await sandbox.open();
     await run(workspace, 'true');
     await workspace.dispose();
-    assert.ok(readdirSync(path.join(workRoot, 'plinth-sandboxes')).some((name) => /^\d+$/.test(name)), 'a claim is kept between steps');
+    assert.ok(
+      readdirSync(path.join(workRoot, 'plinth-sandboxes')).some((name) => /^\d+$/.test(name)),
+      'a claim is kept between steps',
+    );
     await sandbox.close();
-    await waitFor('every claim to be removed', async () => (readdirSync(path.join(workRoot, 'plinth-sandboxes')).some((name) => /^\d+$/.test(name)) ? undefined : true), 5_000);
+    await waitFor(
+      'every claim to be removed',
+      async () => (readdirSync(path.join(workRoot, 'plinth-sandboxes')).some((name) => /^\d+$/.test(name)) ? undefined : true),
+      5_000,
+    );
   });
 });
 
@@ -112,14 +129,18 @@ describe('sandboxes built ahead', () => {
     const sandbox = new NamespaceSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '2' }, workRoot));
     try {
       assert.equal((await sandbox.start()).mode, 'namespaces');
-      const waiting = await waitFor('two sandboxes built ahead', async () => {
-        // Started by this process's spawner (a child of this process), not by this process itself.
-        const ours = new Set(processTree(process.pid));
-        const all = hostProcesses();
-        const comms = new Map(all.map((p) => [p.pid, p.comm]));
-        const found = all.filter((p) => ours.has(p.pid) && comms.get(p.ppid) === SPAWNER_COMM && p.ppid !== process.pid && isSandboxMachinery(p.comm));
-        return found.length === 2 ? found : undefined;
-      }, 10_000);
+      const waiting = await waitFor(
+        'two sandboxes built ahead',
+        async () => {
+          // Started by this process's spawner (a child of this process), not by this process itself.
+          const ours = new Set(processTree(process.pid));
+          const all = hostProcesses();
+          const comms = new Map(all.map((p) => [p.pid, p.comm]));
+          const found = all.filter((p) => ours.has(p.pid) && comms.get(p.ppid) === SPAWNER_COMM && p.ppid !== process.pid && isSandboxMachinery(p.comm));
+          return found.length === 2 ? found : undefined;
+        },
+        10_000,
+      );
       for (const p of waiting) assert.equal(os.getPriority(p.pid), 10, 'a sandbox built ahead waits at nice 10');
       const workspace = await sandbox.open();
       const { code, output } = await run(workspace, 'nice; sh -c nice');

@@ -26,10 +26,15 @@ function ensureUser(): { uid: number; gid: number } {
  * normal user's reach.
  */
 function readableRepository(user: { uid: number; gid: number }, scratch: string): string {
-  const probe = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1], 4)', path.join(REPO, 'node_modules', 'tsx', 'package.json')], { ...user, cwd: '/' });
+  const probe = spawnSync(process.execPath, ['-e', 'require("fs").accessSync(process.argv[1], 4)', path.join(REPO, 'node_modules', 'tsx', 'package.json')], {
+    ...user,
+    cwd: '/',
+  });
   if (probe.status === 0) return REPO;
   const copy = path.join(scratch, 'repo');
-  const parts = readdirSync(REPO).filter((name) => name !== '.git').map((name) => path.join(REPO, name));
+  const parts = readdirSync(REPO)
+    .filter((name) => name !== '.git')
+    .map((name) => path.join(REPO, name));
   execFileSync('mkdir', ['-m', '755', copy]);
   if (spawnSync('cp', ['-al', ...parts, copy]).status !== 0) execFileSync('cp', ['-a', ...parts, copy]);
   return copy;
@@ -40,7 +45,9 @@ function readableRepository(user: { uid: number; gid: number }, scratch: string)
  * normal user and runs the hostile-step and signal suites again as that user, so each guarantee is
  * proven of rootless sandboxes too. Run as a normal user, those suites are rootless already.
  */
-describe('rootless sandboxes: the hostile-step and signal suites, as a normal user', { skip: ROOTLESS && 'this run is rootless already: the suites themselves prove it' }, () => {
+describe('rootless sandboxes: the hostile-step and signal suites, as a normal user', {
+  skip: ROOTLESS && 'this run is rootless already: the suites themselves prove it',
+}, () => {
   let scratch: string;
   before(() => {
     scratch = mkdtempSync(path.join(os.tmpdir(), 'plinth-rootless-'));

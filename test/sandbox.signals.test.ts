@@ -44,7 +44,12 @@ describe('stopping a sandboxed step: SIGINT once, SIGTERM after the grace, then 
   let sandbox: NamespaceSandbox;
   before(async () => {
     workRoot = mkdtempSync(path.join(os.tmpdir(), 'plinth-signals-'));
-    sandbox = new NamespaceSandbox(loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0', PLINTH_SANDBOX_UID_BASE: '340000', PLINTH_SANDBOX_UID_COUNT: '1000' }, workRoot));
+    sandbox = new NamespaceSandbox(
+      loadSandboxSettings(
+        { PLINTH_SANDBOX: 'namespaces', PLINTH_SANDBOX_POOL: '0', PLINTH_SANDBOX_UID_BASE: '340000', PLINTH_SANDBOX_UID_COUNT: '1000' },
+        workRoot,
+      ),
+    );
     const report = await sandbox.start();
     assert.equal(report.mode, 'namespaces');
     assert.equal(report.privileges, ROOTLESS ? 'rootless' : 'root');
@@ -69,7 +74,7 @@ describe('stopping a sandboxed step: SIGINT once, SIGTERM after the grace, then 
     assert.equal(output.match(/child got TERM/g)?.length, 1, output);
   });
 
-  it('the step\'s own shell traps work: one SIGINT reaches its trap', async () => {
+  it("the step's own shell traps work: one SIGINT reaches its trap", async () => {
     const command = `n=0; trap 'n=$((n+1)); echo "INT $n"' INT; trap 'echo TERM; exit 0' TERM; echo ready; while :; do sleep 0.05; done`;
     const { output, code } = await withWorkspace((w) => stopOnceReady(w, command, { graceMs: 1500, termGraceMs: 3000 }));
     assert.match(output, /^INT 1$/m, output);
@@ -120,11 +125,19 @@ describe('a cancelled or drained step is interrupted once', () => {
     await startWorker();
     const { run, step } = await runningStep();
     assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
-    await waitFor('the run to be cancelled', async () => ((await t.call('GET', `/pipeline-runs/${run.id}`)).body.data.status === 'CANCELLED' ? true : undefined), 30_000);
-    const lines = await waitFor('the step\'s last lines', async () => {
-      const all = await logLines(t, step.id);
-      return all.includes('child got TERM') ? all : undefined;
-    }, 30_000);
+    await waitFor(
+      'the run to be cancelled',
+      async () => ((await t.call('GET', `/pipeline-runs/${run.id}`)).body.data.status === 'CANCELLED' ? true : undefined),
+      30_000,
+    );
+    const lines = await waitFor(
+      "the step's last lines",
+      async () => {
+        const all = await logLines(t, step.id);
+        return all.includes('child got TERM') ? all : undefined;
+      },
+      30_000,
+    );
     assert.equal(lines.filter((l) => l === 'child got INT').length, 1, lines.join('\n'));
     assert.equal(lines.filter((l) => l === 'child got TERM').length, 1, lines.join('\n'));
   });

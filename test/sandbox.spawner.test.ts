@@ -92,7 +92,9 @@ describe('spawner', () => {
     const helper = helperOf(comm);
     assert.ok(helper, 'a helper runs');
     const group = await waitFor('its sleep and its guard', async () => {
-      const children = hostProcesses().filter((p) => p.ppid === proc.child.pid).map((p) => p.pid);
+      const children = hostProcesses()
+        .filter((p) => p.ppid === proc.child.pid)
+        .map((p) => p.pid);
       return children.length >= 2 ? children : undefined;
     });
     const exited = once(proc.child, 'exit');

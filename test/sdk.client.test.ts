@@ -24,7 +24,10 @@ describe('@plinth/sdk against a real Plinth on a real port', () => {
     for (let i = 0; i < 5; i++) await plinth.api.POST('/projects', { body: { data: { givenId: `paged-${i}`, name: `Paged ${i}` } } });
     const pages = [];
     for await (const page of plinth.pages('/projects', { query: { limit: 2 } })) pages.push(page);
-    assert.deepEqual(pages.map((p) => p.data.length), [2, 2, 1]);
+    assert.deepEqual(
+      pages.map((p) => p.data.length),
+      [2, 2, 1],
+    );
     const ids = [];
     for await (const project of plinth.paginate('/projects', { query: { limit: 2 } })) ids.push(project.givenId);
     assert.deepEqual(ids.sort(), ['paged-0', 'paged-1', 'paged-2', 'paged-3', 'paged-4']);
@@ -36,7 +39,9 @@ describe('@plinth/sdk against a real Plinth on a real port', () => {
     assert.equal(error.status, 404);
     assert.equal(error.code, 'Api:PipelineRun:NOT_FOUND');
     assert.match(error.requestId ?? '', /^[0-9a-f-]{36}$/);
-    const anonymous = await createPlinth({ baseUrl }).runs.get('x').catch((e: unknown) => e);
+    const anonymous = await createPlinth({ baseUrl })
+      .runs.get('x')
+      .catch((e: unknown) => e);
     assert.ok(anonymous instanceof PlinthApiError && anonymous.isUnauthenticated);
   });
 
@@ -72,8 +77,14 @@ describe('@plinth/sdk against a real Plinth on a real port', () => {
     }
     assert.ok(reconnects >= 1, 'the stream was resumed');
     assert.equal(status, 'SUCCEEDED');
-    assert.deepEqual(seen.map((l) => l.line), Array.from({ length: 30 }, (_, i) => `line-${i + 1}`));
-    assert.deepEqual(seen.map((l) => l.seq), Array.from({ length: 30 }, (_, i) => i + 1));
+    assert.deepEqual(
+      seen.map((l) => l.line),
+      Array.from({ length: 30 }, (_, i) => `line-${i + 1}`),
+    );
+    assert.deepEqual(
+      seen.map((l) => l.seq),
+      Array.from({ length: 30 }, (_, i) => i + 1),
+    );
     const stored = [];
     for await (const line of plinth.logs.lines(step.id)) stored.push(line.line);
     assert.equal(stored.length, 30);

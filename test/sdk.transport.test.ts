@@ -20,7 +20,8 @@ async function events(chunks: string[]): Promise<SseEvent[]> {
 }
 
 describe('the SDK SSE parser', () => {
-  const text = ': keep-alive\r\n\r\nevent: line\r\nid: 1\r\ndata: {"a":1}\r\n\r\nevent: line\nid: 2\ndata: first\ndata: second\n\nretry: 10\ndata:no-space\n\nevent: end\ndata: {"status":"SUCCEEDED"}\n\nevent: line\ndata: unfinished';
+  const text =
+    ': keep-alive\r\n\r\nevent: line\r\nid: 1\r\ndata: {"a":1}\r\n\r\nevent: line\nid: 2\ndata: first\ndata: second\n\nretry: 10\ndata:no-space\n\nevent: end\ndata: {"status":"SUCCEEDED"}\n\nevent: line\ndata: unfinished';
   const expected: SseEvent[] = [
     { event: 'line', id: '1', data: '{"a":1}' },
     { event: 'line', id: '2', data: 'first\nsecond' },
@@ -117,9 +118,16 @@ describe('SDK and redirects', () => {
     };
     await assert.rejects(plinth.fetch('/auth/whoami'), refused);
     await assert.rejects(unwrap(plinth.api.GET('/auth/whoami')), refused);
-    await assert.rejects(plinth.fetch('/projects', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }), (error: unknown) => refused(error) && (error as PlinthApiError).status === 307);
+    await assert.rejects(
+      plinth.fetch('/projects', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }),
+      (error: unknown) => refused(error) && (error as PlinthApiError).status === 307,
+    );
     assert.deepEqual(elsewhere.seen, []);
-    assert.deepEqual(redirecting.seen.map((r) => r.url), ['GET /auth/whoami', 'GET /auth/whoami', 'POST /projects'], 'sent once each: a redirect is not retried');
+    assert.deepEqual(
+      redirecting.seen.map((r) => r.url),
+      ['GET /auth/whoami', 'GET /auth/whoami', 'POST /projects'],
+      'sent once each: a redirect is not retried',
+    );
     assert.ok(redirecting.seen.every((r) => r.authorization === 'Bearer plk_never_elsewhere'));
   });
 });

@@ -11,7 +11,9 @@ describe('the SDK types generated from /openapi.json', () => {
       const a = committed.split('\n');
       const b = fresh.split('\n');
       const line = a.findIndex((l, i) => l !== b[i]);
-      assert.fail(`packages/sdk/src/generated/openapi.ts is stale (first difference at line ${line + 1}: ${JSON.stringify(a[line])} vs ${JSON.stringify(b[line])}); run npm run sdk:types`);
+      assert.fail(
+        `packages/sdk/src/generated/openapi.ts is stale (first difference at line ${line + 1}: ${JSON.stringify(a[line])} vs ${JSON.stringify(b[line])}); run npm run sdk:types`,
+      );
     }
   });
 });

@@ -16,7 +16,16 @@ describe('stacks', () => {
 
   it('creating a stack creates its change and destroy pipelines with the default plan → approval → apply config', async () => {
     const res = await t.call('POST', '/stacks', {
-      body: { data: { projectId, environmentId, name: 'network', givenId: 'network', source: { ref: 'main', path: 'stacks/network' }, variables: { cidr: '10.0.0.0/16' } } },
+      body: {
+        data: {
+          projectId,
+          environmentId,
+          name: 'network',
+          givenId: 'network',
+          source: { ref: 'main', path: 'stacks/network' },
+          variables: { cidr: '10.0.0.0/16' },
+        },
+      },
     });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const stack = res.body.data;
@@ -25,7 +34,14 @@ describe('stacks', () => {
     assert.deepEqual(stack.variables, { cidr: '10.0.0.0/16' });
     assert.equal(stack.serviceStateBackendWorkspace, `stack-${stack.id}`);
     const versions = await t.call('GET', `/pipeline-versions?pipelineId=${stack.changePipelineId}`);
-    assert.deepEqual(versions.body.data[0].config.steps.map((s: any) => [s.id, s.type]), [['plan', 'opentofu.plan'], ['approve', 'approval'], ['apply', 'opentofu.apply']]);
+    assert.deepEqual(
+      versions.body.data[0].config.steps.map((s: any) => [s.id, s.type]),
+      [
+        ['plan', 'opentofu.plan'],
+        ['approve', 'approval'],
+        ['apply', 'opentofu.apply'],
+      ],
+    );
     assert.equal((await t.call('GET', `/pipelines/${stack.destroyPipelineId}`)).status, 200);
     assert.deepEqual((await t.call('GET', `/stacks/${stack.id}`)).body.data, stack);
   });
@@ -37,7 +53,9 @@ describe('stacks', () => {
     const wrong = await t.call('POST', '/stacks', { body: { data: { projectId: otherProject, environmentId, name: 'x' } } });
     assert.equal(wrong.status, 422);
     assert.equal((await t.call('POST', '/stacks', { body: { data: { projectId: 'nope', environmentId, name: 'x' } } })).status, 404);
-    const bad = await t.call('POST', '/stacks', { body: { data: { projectId, environmentId, name: 'x', pipelines: { change: { steps: [{ id: 'a', name: 'A', type: 'nope' }] } } } } });
+    const bad = await t.call('POST', '/stacks', {
+      body: { data: { projectId, environmentId, name: 'x', pipelines: { change: { steps: [{ id: 'a', name: 'A', type: 'nope' }] } } } },
+    });
     assert.equal(bad.status, 422);
     assert.equal(bad.body.code, 'Api:PipelineConfig:INVALID');
     assert.equal((await t.call('POST', '/stacks', { body: { data: { projectId, environmentId, name: 'x', type: 'OPENTOFU' } } })).status, 400);

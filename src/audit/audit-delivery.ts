@@ -28,13 +28,22 @@ export function signDelivery(secret: string, timestamp: string, body: string): s
   return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 }
 
-async function post(settings: AuditSettingsRow, secret: string | null, body: string, options: DeliveryOptions): Promise<{ statusCode: number | null; error: string | null }> {
+async function post(
+  settings: AuditSettingsRow,
+  secret: string | null,
+  body: string,
+  options: DeliveryOptions,
+): Promise<{ statusCode: number | null; error: string | null }> {
   try {
     const timestamp = String(Math.floor(Date.now() / 1000));
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'plinth-audit-webhook', 'x-plinth-timestamp': timestamp };
     if (secret) headers['x-plinth-signature'] = signDelivery(secret, timestamp, body);
     // The answer is not read beyond its status: a webhook cannot make the worker hold a large body.
-    const res = await outboundRequest(settings.webhook_url!, { method: 'POST', headers, body, timeoutMs: options.timeoutMs, maxBytes: 64 * 1024 }, options.outbound);
+    const res = await outboundRequest(
+      settings.webhook_url!,
+      { method: 'POST', headers, body, timeoutMs: options.timeoutMs, maxBytes: 64 * 1024 },
+      options.outbound,
+    );
     const ok = res.status >= 200 && res.status <= 299;
     return { statusCode: res.status, error: ok ? null : `answered ${res.status}` };
   } catch (error) {
@@ -57,7 +66,15 @@ export async function deliverDueWebhooks(db: Db, secrets: SecretBox, options: De
       const { statusCode, error } = await post(settings, secret, body, options);
       const attempt = settings.attempts + 1;
       const retryInMs = Math.min(MAX_RETRY_MS, options.retryBaseMs * 2 ** Math.min(20, settings.attempts));
-      await recordDelivery(trx, org, { fromSeq: rows[0].seq, toSeq: rows[rows.length - 1].seq, attempt, statusCode, error, delivered: error === null, retryInMs });
+      await recordDelivery(trx, org, {
+        fromSeq: rows[0].seq,
+        toSeq: rows[rows.length - 1].seq,
+        attempt,
+        statusCode,
+        error,
+        delivered: error === null,
+        retryInMs,
+      });
     }
     return due.length;
   });

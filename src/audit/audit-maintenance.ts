@@ -4,7 +4,16 @@ import type { Db } from '../platform/db/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { deliverDueWebhooks, type DeliveryOptions } from './audit-delivery.ts';
-import { clearAnchorPending, deleteExpiredAuditRows, ensureAuditPartitions, findChainsAnchoredWithOtherKey, findUnanchoredChains, findUnvalidatedAuditConstraints, lockAnchorPending, validateAuditConstraint } from './audit.repo.ts';
+import {
+  clearAnchorPending,
+  deleteExpiredAuditRows,
+  ensureAuditPartitions,
+  findChainsAnchoredWithOtherKey,
+  findUnanchoredChains,
+  findUnvalidatedAuditConstraints,
+  lockAnchorPending,
+  validateAuditConstraint,
+} from './audit.repo.ts';
 
 export interface MaintenanceResult {
   dropped: string[];
@@ -30,7 +39,7 @@ async function applyAuditRetention(db: Db, secrets: SecretBox, log?: Logger): Pr
       const head = await lockChainHead(trx, secrets, d.organizationId);
       const previous = { organizationId: d.organizationId, seq: d.recordSeq - 1, hash: d.recordPrevHash };
       if (head.seq === d.recordSeq && anchorHolds(secrets, previous, head.anchor)) await setChainAnchor(trx, head, anchorOf(secrets, head));
-      else log?.error({ organizationId: d.organizationId }, 'the audit chain\'s anchor does not hold: its head was rewritten outside Plinth');
+      else log?.error({ organizationId: d.organizationId }, "the audit chain's anchor does not hold: its head was rewritten outside Plinth");
     }
     return { dropped, deleted: deletions.reduce((n, d) => n + d.count, 0), leftAlone };
   });
@@ -137,7 +146,8 @@ export function startAuditJobs(db: Db, secrets: SecretBox, log: Logger, options:
       const { dropped, deleted, leftAlone, reanchored } = await runAuditMaintenance(db, secrets, log);
       if (dropped.length || deleted) log.info({ dropped, deleted }, 'applied audit retention');
       if (reanchored) log.info({ reanchored }, 'moved audit chain anchors to the current key');
-      if (leftAlone.length) log.warn({ organizationIds: leftAlone }, 'left audit chains cut by something else than retention as they are: GET /audit-events/verify shows where');
+      if (leftAlone.length)
+        log.warn({ organizationIds: leftAlone }, 'left audit chains cut by something else than retention as they are: GET /audit-events/verify shows where');
     }),
   ];
   return () => timers.forEach(clearInterval);

@@ -9,7 +9,12 @@ export type AuditSettingsRow = Selectable<AuditSettingsTable>;
 export type AuditDeliveryRow = Selectable<AuditWebhookDeliveriesTable>;
 
 /** One organization's rows matching the filters, newest first, strictly older than `beforeSeq`. */
-export function findAuditEventsPage(db: Executor, organizationId: string, f: AuditFilters, page: { limit: number; beforeSeq?: number }): Promise<AuditEventRow[]> {
+export function findAuditEventsPage(
+  db: Executor,
+  organizationId: string,
+  f: AuditFilters,
+  page: { limit: number; beforeSeq?: number },
+): Promise<AuditEventRow[]> {
   let q = db.selectFrom('audit_events').selectAll().where('organization_id', '=', organizationId);
   if (f.action) q = q.where('action', '=', f.action);
   if (f.actorId) q = q.where('actor_id', '=', f.actorId);
@@ -24,7 +29,14 @@ export function findAuditEventsPage(db: Executor, organizationId: string, f: Aud
 
 /** One organization's rows in chain order, strictly after `afterSeq`. */
 export function findChainRows(db: Executor, organizationId: string, afterSeq: number, limit: number): Promise<AuditEventRow[]> {
-  return db.selectFrom('audit_events').selectAll().where('organization_id', '=', organizationId).where('seq', '>', afterSeq).orderBy('seq').limit(limit).execute();
+  return db
+    .selectFrom('audit_events')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('seq', '>', afterSeq)
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
 }
 
 /**
@@ -121,16 +133,31 @@ export function lockDueWebhooks(trx: Trx, limit: number): Promise<(AuditSettings
     .execute();
 }
 
-export async function recordDelivery(trx: Trx, organizationId: string, d: { fromSeq: number; toSeq: number; attempt: number; statusCode: number | null; error: string | null; delivered: boolean; retryInMs: number }): Promise<void> {
+export async function recordDelivery(
+  trx: Trx,
+  organizationId: string,
+  d: { fromSeq: number; toSeq: number; attempt: number; statusCode: number | null; error: string | null; delivered: boolean; retryInMs: number },
+): Promise<void> {
   await trx
     .insertInto('audit_webhook_deliveries')
-    .values({ id: newId(), organization_id: organizationId, from_seq: d.fromSeq, to_seq: d.toSeq, attempt: d.attempt, status_code: d.statusCode, error: d.error, delivered: d.delivered })
+    .values({
+      id: newId(),
+      organization_id: organizationId,
+      from_seq: d.fromSeq,
+      to_seq: d.toSeq,
+      attempt: d.attempt,
+      status_code: d.statusCode,
+      error: d.error,
+      delivered: d.delivered,
+    })
     .execute();
   await trx
     .updateTable('audit_settings')
-    .set(d.delivered
-      ? { delivered_seq: d.toSeq, attempts: 0, next_attempt_at: sql`now()` }
-      : { attempts: d.attempt, next_attempt_at: sql`now() + ${`${d.retryInMs} milliseconds`}::interval` })
+    .set(
+      d.delivered
+        ? { delivered_seq: d.toSeq, attempts: 0, next_attempt_at: sql`now()` }
+        : { attempts: d.attempt, next_attempt_at: sql`now() + ${`${d.retryInMs} milliseconds`}::interval` },
+    )
     .where('organization_id', '=', organizationId)
     .execute();
 }

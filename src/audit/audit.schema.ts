@@ -20,7 +20,9 @@ export const AuditEvent = Type.Object(
     requestId: Type.String(),
     ip: Nullable(Type.String()),
     userAgent: Nullable(Type.String()),
-    diff: Type.Optional(Type.Unknown({ description: 'The fields of the request body its route allowlists, URLs without credentials (docs/operations.md#audit-log)' })),
+    diff: Type.Optional(
+      Type.Unknown({ description: 'The fields of the request body its route allowlists, URLs without credentials (docs/operations.md#audit-log)' }),
+    ),
     prevHash: Type.String(),
     hash: Type.String({ description: 'SHA-256 over prevHash and this row (docs/operations.md#audit-log)' }),
   },

@@ -4,7 +4,18 @@ import { chainHash, type ChainedFields } from '../platform/audit/chain.ts';
 import type { Db } from '../platform/db/db.ts';
 import { encodeCursor, serialCursorKey, type PageMeta, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
-import { findAuditEventsPage, findAuditSettings, findChainHead, findChainPage, findDeliveriesPage, RETENTION_ACTION, upsertAuditSettings, type AuditDeliveryRow, type AuditEventRow, type AuditSettingsRow } from './audit.repo.ts';
+import {
+  findAuditEventsPage,
+  findAuditSettings,
+  findChainHead,
+  findChainPage,
+  findDeliveriesPage,
+  RETENTION_ACTION,
+  upsertAuditSettings,
+  type AuditDeliveryRow,
+  type AuditEventRow,
+  type AuditSettingsRow,
+} from './audit.repo.ts';
 import type { AuditDelivery, AuditEvent, AuditFilters, AuditSettings, AuditSettingsPatch, AuditVerification } from './audit.schema.ts';
 
 /** An organization keeps its audit rows this long unless it says otherwise. */
@@ -17,9 +28,23 @@ export function webhookSecretContext(organizationId: string): string {
 
 function fieldsOf(r: AuditEventRow): ChainedFields {
   return {
-    id: r.id, organizationId: r.organization_id, seq: r.seq, createdAt: r.created_at.toISOString(), actorType: r.actor_type, actorId: r.actor_id,
-    apiKeyId: r.api_key_id, action: r.action, resourceType: r.resource_type, resourceId: r.resource_id, outcome: r.outcome, statusCode: r.status_code,
-    errorCode: r.error_code, requestId: r.request_id, ip: r.ip, userAgent: r.user_agent, diff: r.diff,
+    id: r.id,
+    organizationId: r.organization_id,
+    seq: r.seq,
+    createdAt: r.created_at.toISOString(),
+    actorType: r.actor_type,
+    actorId: r.actor_id,
+    apiKeyId: r.api_key_id,
+    action: r.action,
+    resourceType: r.resource_type,
+    resourceId: r.resource_id,
+    outcome: r.outcome,
+    statusCode: r.status_code,
+    errorCode: r.error_code,
+    requestId: r.request_id,
+    ip: r.ip,
+    userAgent: r.user_agent,
+    diff: r.diff,
   };
 }
 
@@ -29,9 +54,17 @@ export function auditRowToEvent(r: AuditEventRow): AuditEvent {
 }
 
 /** listAuditEvents pages through the caller's organization's audit log, newest first. */
-export async function listAuditEvents(db: Db, principal: Principal, filters: AuditFilters, page: PageRequest): Promise<{ items: AuditEvent[]; meta: PageMeta }> {
+export async function listAuditEvents(
+  db: Db,
+  principal: Principal,
+  filters: AuditFilters,
+  page: PageRequest,
+): Promise<{ items: AuditEvent[]; meta: PageMeta }> {
   const before = serialCursorKey(page.after);
-  const rows = await findAuditEventsPage(db, principal.organizationId, filters, { limit: page.limit + 1, beforeSeq: before === undefined ? undefined : Number(before) });
+  const rows = await findAuditEventsPage(db, principal.organizationId, filters, {
+    limit: page.limit + 1,
+    beforeSeq: before === undefined ? undefined : Number(before),
+  });
   const items = rows.slice(0, page.limit);
   const meta: PageMeta = { limit: page.limit };
   if (rows.length > page.limit) meta.nextCursor = encodeCursor(String(items[items.length - 1].seq));
@@ -84,7 +117,10 @@ function startBreak(first: AuditEventRow, boundary: RetentionBoundary | undefine
   const expected = boundary ? { seq: boundary.toSeq + 1, prevHash: boundary.lastHash } : { seq: 1, prevHash: '' };
   if (first.seq > expected.seq) {
     const missing = `rows ${expected.seq} to ${first.seq - 1} are missing`;
-    return { brokenAtSeq: expected.seq, reason: boundary ? `${missing}: retention deleted rows only up to ${boundary.toSeq}` : `${missing}, and retention never deleted any` };
+    return {
+      brokenAtSeq: expected.seq,
+      reason: boundary ? `${missing}: retention deleted rows only up to ${boundary.toSeq}` : `${missing}, and retention never deleted any`,
+    };
   }
   if (first.seq !== expected.seq || first.prev_hash !== expected.prevHash) {
     return { brokenAtSeq: first.seq, reason: boundary ? 'does not link to the last row retention deleted' : 'does not start the chain' };
@@ -103,7 +139,12 @@ function rowBreak(row: AuditEventRow, prev: AuditEventRow): ChainBreak | undefin
 }
 
 /** The newest kept row must be the head the anchor vouches for, and the anchor must hold. */
-function endBreak(secrets: SecretBox, organizationId: string, head: { seq: number; hash: string; mac: string | null } | undefined, last: AuditEventRow | undefined): ChainBreak | undefined {
+function endBreak(
+  secrets: SecretBox,
+  organizationId: string,
+  head: { seq: number; hash: string; mac: string | null } | undefined,
+  last: AuditEventRow | undefined,
+): ChainBreak | undefined {
   if (!head) return last ? { brokenAtSeq: last.seq, reason: 'the chain has no head: its anchor was deleted' } : undefined;
   if (!anchorHolds(secrets, { organizationId, seq: head.seq, hash: head.hash }, head.mac)) {
     const why = head.mac ? 'its chain head was rewritten outside Plinth, or anchored with a key that is no longer configured' : 'its chain head has none';
@@ -126,28 +167,33 @@ function endBreak(secrets: SecretBox, organizationId: string, head: { seq: numbe
  * start: only a chain that holds up to its anchor can vouch for where it starts.
  */
 export async function verifyAuditChain(db: Db, secrets: SecretBox, organizationId: string): Promise<AuditVerification> {
-  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(async (trx) => {
-    const head = await findChainHead(trx, organizationId);
-    let checked = 0;
-    let first: AuditEventRow | undefined;
-    let prev: AuditEventRow | undefined;
-    let boundary: RetentionBoundary | undefined;
-    for (;;) {
-      const rows = await findChainPage(trx, organizationId, prev && { seq: prev.seq, id: prev.id }, 1000);
-      for (const row of rows) {
-        const broken = prev && rowBreak(row, prev);
-        if (broken) return { valid: false, checked, ...broken };
-        if (chainHash(row.prev_hash, fieldsOf(row)) !== row.hash) return { valid: false, checked, brokenAtSeq: row.seq, reason: 'its content does not match its hash' };
-        first ??= row;
-        boundary = retentionBoundary(row) ?? boundary;
-        prev = row;
-        checked++;
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (trx) => {
+      const head = await findChainHead(trx, organizationId);
+      let checked = 0;
+      let first: AuditEventRow | undefined;
+      let prev: AuditEventRow | undefined;
+      let boundary: RetentionBoundary | undefined;
+      for (;;) {
+        const rows = await findChainPage(trx, organizationId, prev && { seq: prev.seq, id: prev.id }, 1000);
+        for (const row of rows) {
+          const broken = prev && rowBreak(row, prev);
+          if (broken) return { valid: false, checked, ...broken };
+          if (chainHash(row.prev_hash, fieldsOf(row)) !== row.hash)
+            return { valid: false, checked, brokenAtSeq: row.seq, reason: 'its content does not match its hash' };
+          first ??= row;
+          boundary = retentionBoundary(row) ?? boundary;
+          prev = row;
+          checked++;
+        }
+        if (rows.length < 1000) break;
       }
-      if (rows.length < 1000) break;
-    }
-    const broken = endBreak(secrets, organizationId, head, prev) ?? (first && startBreak(first, boundary));
-    return broken ? { valid: false, checked, ...broken } : { valid: true, checked };
-  });
+      const broken = endBreak(secrets, organizationId, head, prev) ?? (first && startBreak(first, boundary));
+      return broken ? { valid: false, checked, ...broken } : { valid: true, checked };
+    });
 }
 
 function settingsOf(row: AuditSettingsRow | undefined): AuditSettings {
@@ -175,7 +221,16 @@ export async function updateAuditSettings(db: Db, secrets: SecretBox, principal:
 }
 
 function deliveryOf(r: AuditDeliveryRow): AuditDelivery {
-  return { id: r.id, fromSeq: r.from_seq, toSeq: r.to_seq, attempt: r.attempt, statusCode: r.status_code, error: r.error, delivered: r.delivered, createdAt: r.created_at.toISOString() };
+  return {
+    id: r.id,
+    fromSeq: r.from_seq,
+    toSeq: r.to_seq,
+    attempt: r.attempt,
+    statusCode: r.status_code,
+    error: r.error,
+    delivered: r.delivered,
+    createdAt: r.created_at.toISOString(),
+  };
 }
 
 /** listAuditDeliveries pages through the webhook's delivery log, newest first. */

@@ -16,7 +16,10 @@ const longNames = (options: readonly Option[]) => options.map((o) => o.long).fil
 /** Every command path with the words that may follow it: subcommands and long options. */
 function nodes(command: Command, path: string[] = []): Node[] {
   const subcommands = command.commands.map((c) => c.name());
-  return [{ path, words: [...subcommands, ...longNames(command.options)], options: command.options }, ...command.commands.flatMap((c) => nodes(c, [...path, c.name()]))];
+  return [
+    { path, words: [...subcommands, ...longNames(command.options)], options: command.options },
+    ...command.commands.flatMap((c) => nodes(c, [...path, c.name()])),
+  ];
 }
 
 /** Whether an option is followed by a value (`--host <url>`): that word is not a command or a flag. */
@@ -40,7 +43,9 @@ function valuedFlags(program: Command): string[] {
 
 function bash(program: Command): string {
   const globals = longNames(program.options).join(' ');
-  const cases = nodes(program).map((n) => `    "${n.path.join(' ')}") words="${[...n.words, ...(n.path.length ? [globals] : [])].join(' ')}" ;;`).join('\n');
+  const cases = nodes(program)
+    .map((n) => `    "${n.path.join(' ')}") words="${[...n.words, ...(n.path.length ? [globals] : [])].join(' ')}" ;;`)
+    .join('\n');
   // The word after an option that takes a value is that value: it is not part of the command path, and
   // when it is the word being completed, nothing of ours is offered, so bash falls back to file names.
   return `# plinth completion for bash: source <(plinth completion bash)

@@ -17,7 +17,10 @@ export const EXIT = {
 
 /** CliExit ends a command with a given exit code, after its output is written; `message` goes to stderr. */
 export class CliExit extends Error {
-  constructor(readonly code: number, message = '') {
+  constructor(
+    readonly code: number,
+    message = '',
+  ) {
     super(message);
     this.name = 'CliExit';
   }

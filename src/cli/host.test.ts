@@ -7,7 +7,8 @@ describe('the plain-http warning', () => {
   it('is written once per invocation for plain http to another machine; https and loopback never', () => {
     const lines: string[] = [];
     const warn = (line: string) => lines.push(line);
-    for (const host of ['https://plinth.example', 'https://192.0.2.1', 'http://127.0.0.1:8080', '127.0.0.2:8080', 'http://localhost:8080', 'http://[::1]:8080']) warnIfCleartext(host, warn);
+    for (const host of ['https://plinth.example', 'https://192.0.2.1', 'http://127.0.0.1:8080', '127.0.0.2:8080', 'http://localhost:8080', 'http://[::1]:8080'])
+      warnIfCleartext(host, warn);
     assert.deepEqual(lines, []);
     warnIfCleartext('http://192.0.2.1:9/api', warn);
     warnIfCleartext('http://192.0.2.1:9', warn);

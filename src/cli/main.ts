@@ -37,7 +37,11 @@ export function buildProgram(runServer: ServerRunner): Command {
     .addOption(new Option('-o, --output <format>', 'table, json or yaml (env PLINTH_OUTPUT; default table)').choices(OUTPUT_FORMATS));
   for (const [name, description] of Object.entries(SERVER_COMMANDS)) {
     // `api` is both: alone it runs the HTTP API process, with a method and a path it calls one endpoint.
-    if (name !== 'api') program.command(name).description(description).action(() => runServer(name as ServerCommand));
+    if (name !== 'api')
+      program
+        .command(name)
+        .description(description)
+        .action(() => runServer(name as ServerCommand));
   }
   authCommands(program);
   resourceCommands(program);
@@ -60,12 +64,16 @@ export function exitCodeOf(error: unknown, host?: string): number {
   }
   if (error instanceof CliExit) return fail(error.code, error.message);
   if (error instanceof PlinthApiError) {
-    const details = (error.body.details ?? []).flatMap((d) => d.items ?? []).map((item) => `\n  ${item}`).join('');
+    const details = (error.body.details ?? [])
+      .flatMap((d) => d.items ?? [])
+      .map((item) => `\n  ${item}`)
+      .join('');
     if (error.status === 401) return fail(EXIT.AUTH, `${error.body.message} (${error.code}): run plinth login`);
     if (error.status === 404) return fail(EXIT.NOT_FOUND, `${error.body.message} (${error.code})`);
     return fail(EXIT.ERROR, `${error.body.message} (${error.code})${details}`);
   }
-  if (error instanceof PlinthTimeoutError || (error instanceof Error && error.name === 'TimeoutError')) return fail(EXIT.TIMEOUT, `timed out: ${error.message}`);
+  if (error instanceof PlinthTimeoutError || (error instanceof Error && error.name === 'TimeoutError'))
+    return fail(EXIT.TIMEOUT, `timed out: ${error.message}`);
   if (error instanceof TypeError && error.message === 'fetch failed') {
     const cause = (error.cause as Error | undefined)?.message ?? 'no answer';
     return fail(EXIT.ERROR, `cannot reach ${host ?? 'the server'}: ${cause}`);

@@ -59,7 +59,10 @@ export class Output {
     const headers = columns.map(([h]) => h);
     const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const line = (cells: string[], paint = (s: string) => s) =>
-      cells.map((c, i) => (i === cells.length - 1 ? paint(c) : paint(c.padEnd(widths[i])))).join('  ').trimEnd() + '\n';
+      cells
+        .map((c, i) => (i === cells.length - 1 ? paint(c) : paint(c.padEnd(widths[i]))))
+        .join('  ')
+        .trimEnd() + '\n';
     this.stdout.write(line(headers, (s) => this.paint(s, 'dim')));
     for (const row of rows) this.stdout.write(line(row).replace(/\b(SUCCEEDED|FAILED|WAITING_FOR_APPROVAL|CANCELLED|SKIPPED)\b/g, (s) => this.status(s)));
   }

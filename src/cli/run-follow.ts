@@ -25,7 +25,8 @@ export function waitOutcome(plinth: Plinth, runId: string, timeoutMs?: number): 
  * line otherwise (on stderr then, since stdout carries the run document at the end).
  */
 export function printLine(s: Session, step: StepExecution, line: LogLine, stream: NodeJS.WriteStream) {
-  if (s.out.format === 'table') stream.write(`${s.out.paint(`[${terminalSafe(step.stepId)}]`, 'blue', stream)} ${terminalSafe(line.line, useColour(stream))}\n`);
+  if (s.out.format === 'table')
+    stream.write(`${s.out.paint(`[${terminalSafe(step.stepId)}]`, 'blue', stream)} ${terminalSafe(line.line, useColour(stream))}\n`);
   else stream.write(`${JSON.stringify({ stepId: step.stepId, stepExecutionId: step.id, ...line })}\n`);
 }
 

@@ -33,7 +33,8 @@ export function resolveSettings(options: GlobalOptions, store: ConfigStore, env:
   const config = store.read();
   const contextName = options.context ?? env.PLINTH_CONTEXT ?? config.current ?? DEFAULT_CONTEXT;
   // A misspelt --context would otherwise act with no credential and no host of its own; login creates one.
-  if (options.context !== undefined && !allowNewContext && !config.contexts[contextName]) throw new UsageError(`no context named "${contextName}" (plinth context list)`);
+  if (options.context !== undefined && !allowNewContext && !config.contexts[contextName])
+    throw new UsageError(`no context named "${contextName}" (plinth context list)`);
   const context = config.contexts[contextName] ?? {};
   return {
     contextName,
@@ -56,7 +57,11 @@ export class Session {
   private client?: Plinth;
 
   /** `flags`: the options as given on the command line, before the environment and context fill in. */
-  constructor(readonly flags: GlobalOptions, env: NodeJS.ProcessEnv = process.env, allowNewContext = false) {
+  constructor(
+    readonly flags: GlobalOptions,
+    env: NodeJS.ProcessEnv = process.env,
+    allowNewContext = false,
+  ) {
     const options = flags;
     this.store = new ConfigStore();
     this.out = new Output(parseFormat(options.output ?? env.PLINTH_OUTPUT ?? 'table'));
@@ -90,8 +95,11 @@ export class Session {
     if (!savedKey) throw new CliExit(EXIT.AUTH, `not logged in to ${host}: run plinth login --host ${host}`);
     if (savedKey.host === hostOrigin(host)) return savedKey.token;
     const savedFor = savedKey.host === null ? 'no host (it was saved by an older plinth without one)' : savedKey.host;
-    throw new CliExit(EXIT.KEY_FOR_OTHER_HOST, `the key of context "${contextName}" was saved for ${savedFor}, not ${hostOrigin(host)}, and is sent nowhere else: `
-      + `log in to ${host} (plinth login --host ${host}, or add --context <name> to keep this context's key)`);
+    throw new CliExit(
+      EXIT.KEY_FOR_OTHER_HOST,
+      `the key of context "${contextName}" was saved for ${savedFor}, not ${hostOrigin(host)}, and is sent nowhere else: ` +
+        `log in to ${host} (plinth login --host ${host}, or add --context <name> to keep this context's key)`,
+    );
   }
 
   /** The project to act in: the flag, PLINTH_PROJECT or the context's; none is a usage error. */

@@ -47,12 +47,7 @@ export function findCloudAccountById(db: Executor, organizationId: string, id: s
 }
 
 export function findCloudAccountsPage(db: Executor, organizationId: string, page: PageRequest) {
-  return db
-    .selectFrom('cloud_accounts')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .$call(keyset(page, 'cloud_accounts.id'))
-    .execute();
+  return db.selectFrom('cloud_accounts').selectAll().where('organization_id', '=', organizationId).$call(keyset(page, 'cloud_accounts.id')).execute();
 }
 
 export function updateCloudAccount(db: Executor, id: string, changes: { name?: string; role_arn?: string; external_id?: string | null }) {

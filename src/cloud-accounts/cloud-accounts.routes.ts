@@ -7,32 +7,62 @@ import { createCloudAccount, deleteCloudAccount, getCloudAccount, listCloudAccou
 export async function cloudAccountRoutes(app: App) {
   const tags = ['cloud-accounts'];
 
-  app.post('/cloud-accounts', {
-    config: { permission: 'cloud-account:manage', auditFields: ['givenId', 'name', 'accountId', 'roleArn'] },
-    schema: { tags, summary: 'Register a cloud account (an AWS account and the role to assume)', body: CreateCloudAccount, response: { 201: Envelope(CloudAccount) } },
-  }, async (request, reply) => reply.status(201).send({ data: await createCloudAccount(app.db, request.principal, request.body.data) }));
+  app.post(
+    '/cloud-accounts',
+    {
+      config: { permission: 'cloud-account:manage', auditFields: ['givenId', 'name', 'accountId', 'roleArn'] },
+      schema: {
+        tags,
+        summary: 'Register a cloud account (an AWS account and the role to assume)',
+        body: CreateCloudAccount,
+        response: { 201: Envelope(CloudAccount) },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ data: await createCloudAccount(app.db, request.principal, request.body.data) }),
+  );
 
-  app.get('/cloud-accounts', {
-    schema: { tags, summary: "List the organization's cloud accounts", querystring: CloudAccountListQuery, response: { 200: ListEnvelope(CloudAccount) } },
-  }, async (request) => {
-    const { items, meta } = await listCloudAccounts(app.db, request.principal, pageRequest(request.query));
-    return { data: items, meta };
-  });
+  app.get(
+    '/cloud-accounts',
+    {
+      schema: { tags, summary: "List the organization's cloud accounts", querystring: CloudAccountListQuery, response: { 200: ListEnvelope(CloudAccount) } },
+    },
+    async (request) => {
+      const { items, meta } = await listCloudAccounts(app.db, request.principal, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
 
-  app.get('/cloud-accounts/:id', {
-    schema: { tags, summary: 'Read a cloud account', params: IdParams, response: { 200: Envelope(CloudAccount) } },
-  }, async (request) => ({ data: await getCloudAccount(app.db, request.principal, request.params.id) }));
+  app.get(
+    '/cloud-accounts/:id',
+    {
+      schema: { tags, summary: 'Read a cloud account', params: IdParams, response: { 200: Envelope(CloudAccount) } },
+    },
+    async (request) => ({ data: await getCloudAccount(app.db, request.principal, request.params.id) }),
+  );
 
-  app.patch('/cloud-accounts/:id', {
-    config: { permission: 'cloud-account:manage', auditFields: ['name', 'roleArn'] },
-    schema: { tags, summary: 'Change a cloud account', params: IdParams, body: UpdateCloudAccount, response: { 200: Envelope(CloudAccount) } },
-  }, async (request) => ({ data: await updateCloudAccount(app.db, request.principal, request.params.id, request.body.data) }));
+  app.patch(
+    '/cloud-accounts/:id',
+    {
+      config: { permission: 'cloud-account:manage', auditFields: ['name', 'roleArn'] },
+      schema: { tags, summary: 'Change a cloud account', params: IdParams, body: UpdateCloudAccount, response: { 200: Envelope(CloudAccount) } },
+    },
+    async (request) => ({ data: await updateCloudAccount(app.db, request.principal, request.params.id, request.body.data) }),
+  );
 
-  app.delete('/cloud-accounts/:id', {
-    config: { permission: 'cloud-account:manage' },
-    schema: { tags, summary: 'Delete a cloud account no execution environment uses (409 names those that do)', params: IdParams, response: { 204: NoContent } },
-  }, async (request, reply) => {
-    await deleteCloudAccount(app.db, request.principal, request.params.id);
-    return reply.code(204).send(null);
-  });
+  app.delete(
+    '/cloud-accounts/:id',
+    {
+      config: { permission: 'cloud-account:manage' },
+      schema: {
+        tags,
+        summary: 'Delete a cloud account no execution environment uses (409 names those that do)',
+        params: IdParams,
+        response: { 204: NoContent },
+      },
+    },
+    async (request, reply) => {
+      await deleteCloudAccount(app.db, request.principal, request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
 }

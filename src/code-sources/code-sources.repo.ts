@@ -20,7 +20,11 @@ export interface CodeSourceValues {
 }
 
 export function insertCodeSource(db: Executor, id: string, organizationId: string, v: CodeSourceValues) {
-  return db.insertInto('code_sources').values({ id, organization_id: organizationId, ...v }).returningAll().executeTakeFirstOrThrow();
+  return db
+    .insertInto('code_sources')
+    .values({ id, organization_id: organizationId, ...v })
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export function findCodeSource(db: Executor, organizationId: string, id: string, lock: 'update' | 'share' | 'none' = 'none') {
@@ -40,7 +44,12 @@ export function findCodeSourcesPage(db: Executor, organizationId: string, page: 
 }
 
 export function updateCodeSourceRow(db: Executor, id: string, v: Partial<CodeSourceValues>) {
-  return db.updateTable('code_sources').set({ ...v, updated_at: sql<Date>`now()` }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  return db
+    .updateTable('code_sources')
+    .set({ ...v, updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export async function deleteCodeSourceById(db: Executor, id: string) {
@@ -48,7 +57,13 @@ export async function deleteCodeSourceById(db: Executor, id: string) {
 }
 
 async function sourcesUsing(db: Executor, column: 'git_self_hosted_server_id' | 'git_app_installation_id', id: string, sample: number): Promise<UsageRow[]> {
-  const rows = await db.selectFrom('code_sources').select(['id', 'given_id']).where(column, '=', id).orderBy('id').limit(sample + 1).execute();
+  const rows = await db
+    .selectFrom('code_sources')
+    .select(['id', 'given_id'])
+    .where(column, '=', id)
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
   return rows.map((r) => ({ kind: 'code sources', ref: r.given_id ?? r.id }));
 }
 

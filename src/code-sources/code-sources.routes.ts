@@ -7,45 +7,84 @@ import { createCodeSource, deleteCodeSource, getCodeSource, listBranches, listCo
 export async function codeSourceRoutes(app: App) {
   const tags = ['code-sources'];
 
-  app.post('/code-sources', {
-    config: { permission: 'code-source:manage', auditFields: ['name', 'givenId', 'url', 'provider', 'authType', 'gitAppInstallationId', 'gitSelfHostedServerId'] },
-    schema: { tags, summary: 'Link a Git repository (its token and webhook secret are stored sealed and never returned)', body: CreateCodeSource, response: { 201: Envelope(CodeSource) } },
-  }, async (request, reply) => reply.status(201).send({ data: await createCodeSource(app.db, app.secrets, app.config, request.principal, request.body.data) }));
-
-  app.get('/code-sources', {
-    schema: { tags, summary: "List the organization's code sources", querystring: CodeSourceListQuery, response: { 200: ListEnvelope(CodeSource) } },
-  }, async (request) => {
-    const { items, meta } = await listCodeSources(app.db, app.config, request.principal, pageRequest(request.query));
-    return { data: items, meta };
-  });
-
-  app.get('/code-sources/:id', {
-    schema: { tags, summary: 'Read a code source', params: IdParams, response: { 200: Envelope(CodeSource) } },
-  }, async (request) => ({ data: await getCodeSource(app.db, app.config, request.principal, request.params.id) }));
-
-  app.patch('/code-sources/:id', {
-    config: { permission: 'code-source:manage', auditFields: ['name', 'url', 'provider', 'authType', 'gitAppInstallationId', 'gitSelfHostedServerId'] },
-    schema: { tags, summary: 'Change a code source (token or webhookSecret null removes it)', params: IdParams, body: UpdateCodeSource, response: { 200: Envelope(CodeSource) } },
-  }, async (request) => ({ data: await updateCodeSource(app.db, app.secrets, app.config, request.principal, request.params.id, request.body.data) }));
-
-  app.delete('/code-sources/:id', {
-    config: { permission: 'code-source:manage' },
-    schema: { tags, summary: 'Delete a code source no stack uses (409 names those that do)', params: IdParams, response: { 204: NoContent } },
-  }, async (request, reply) => {
-    await deleteCodeSource(app.db, request.principal, request.params.id);
-    return reply.code(204).send(null);
-  });
-
-  app.get('/code-source/:id/branches', {
-    schema: {
-      tags,
-      summary: 'Every branch of the repository with its head commit, over the Git protocol (422 refused credential or no such repository, 502 unreachable, 504 timeout)',
-      params: IdParams,
-      querystring: CodeSourceListQuery,
-      response: { 200: ListEnvelope(Branch) },
+  app.post(
+    '/code-sources',
+    {
+      config: {
+        permission: 'code-source:manage',
+        auditFields: ['name', 'givenId', 'url', 'provider', 'authType', 'gitAppInstallationId', 'gitSelfHostedServerId'],
+      },
+      schema: {
+        tags,
+        summary: 'Link a Git repository (its token and webhook secret are stored sealed and never returned)',
+        body: CreateCodeSource,
+        response: { 201: Envelope(CodeSource) },
+      },
     },
-  }, async (request) => {
-    const { items, meta } = await listBranches(app.db, app.secrets, app.config, request.principal, request.params.id, pageRequest(request.query));
-    return { data: items, meta };
-  });
+    async (request, reply) => reply.status(201).send({ data: await createCodeSource(app.db, app.secrets, app.config, request.principal, request.body.data) }),
+  );
+
+  app.get(
+    '/code-sources',
+    {
+      schema: { tags, summary: "List the organization's code sources", querystring: CodeSourceListQuery, response: { 200: ListEnvelope(CodeSource) } },
+    },
+    async (request) => {
+      const { items, meta } = await listCodeSources(app.db, app.config, request.principal, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
+
+  app.get(
+    '/code-sources/:id',
+    {
+      schema: { tags, summary: 'Read a code source', params: IdParams, response: { 200: Envelope(CodeSource) } },
+    },
+    async (request) => ({ data: await getCodeSource(app.db, app.config, request.principal, request.params.id) }),
+  );
+
+  app.patch(
+    '/code-sources/:id',
+    {
+      config: { permission: 'code-source:manage', auditFields: ['name', 'url', 'provider', 'authType', 'gitAppInstallationId', 'gitSelfHostedServerId'] },
+      schema: {
+        tags,
+        summary: 'Change a code source (token or webhookSecret null removes it)',
+        params: IdParams,
+        body: UpdateCodeSource,
+        response: { 200: Envelope(CodeSource) },
+      },
+    },
+    async (request) => ({ data: await updateCodeSource(app.db, app.secrets, app.config, request.principal, request.params.id, request.body.data) }),
+  );
+
+  app.delete(
+    '/code-sources/:id',
+    {
+      config: { permission: 'code-source:manage' },
+      schema: { tags, summary: 'Delete a code source no stack uses (409 names those that do)', params: IdParams, response: { 204: NoContent } },
+    },
+    async (request, reply) => {
+      await deleteCodeSource(app.db, request.principal, request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/code-source/:id/branches',
+    {
+      schema: {
+        tags,
+        summary:
+          'Every branch of the repository with its head commit, over the Git protocol (422 refused credential or no such repository, 502 unreachable, 504 timeout)',
+        params: IdParams,
+        querystring: CodeSourceListQuery,
+        response: { 200: ListEnvelope(Branch) },
+      },
+    },
+    async (request) => {
+      const { items, meta } = await listBranches(app.db, app.secrets, app.config, request.principal, request.params.id, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
 }

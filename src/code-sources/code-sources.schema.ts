@@ -2,9 +2,19 @@ import { Type, type Static } from '@sinclair/typebox';
 import { GIT_AUTH_TYPES, GIT_PROVIDERS } from '../platform/db/enums.ts';
 import { Body, GivenId, Id, Name, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
-const RepoUrl = Type.String({ minLength: 8, maxLength: 2048, pattern: '^https?://', description: 'The repository over HTTP(S) smart protocol, without credentials in it' });
+const RepoUrl = Type.String({
+  minLength: 8,
+  maxLength: 2048,
+  pattern: '^https?://',
+  description: 'The repository over HTTP(S) smart protocol, without credentials in it',
+});
 const Token = Type.String({ minLength: 1, maxLength: 4096, writeOnly: true, description: 'Write-only: stored sealed, never returned' });
-const WebhookSecret = Type.String({ minLength: 16, maxLength: 256, writeOnly: true, description: 'Write-only: the secret push webhooks are verified with (at least 16 characters)' });
+const WebhookSecret = Type.String({
+  minLength: 16,
+  maxLength: 256,
+  writeOnly: true,
+  description: 'Write-only: the secret push webhooks are verified with (at least 16 characters)',
+});
 
 /** A Git repository stacks check out, and how Plinth authenticates to it. Secrets are write-only. */
 export const CodeSource = Type.Object(
@@ -35,7 +45,12 @@ export const CreateCodeSource = Body(
       givenId: Type.Optional(GivenId),
       url: RepoUrl,
       provider: Type.Optional(StringEnum(GIT_PROVIDERS, { default: 'GENERIC' })),
-      authType: Type.Optional(StringEnum(GIT_AUTH_TYPES, { default: 'NONE', description: 'NONE; TOKEN (needs token); APP_INSTALLATION (needs gitAppInstallationId); OAUTH (needs gitSelfHostedServerId)' })),
+      authType: Type.Optional(
+        StringEnum(GIT_AUTH_TYPES, {
+          default: 'NONE',
+          description: 'NONE; TOKEN (needs token); APP_INSTALLATION (needs gitAppInstallationId); OAUTH (needs gitSelfHostedServerId)',
+        }),
+      ),
       token: Type.Optional(Token),
       gitAppInstallationId: Type.Optional(Id),
       gitSelfHostedServerId: Type.Optional(Id),

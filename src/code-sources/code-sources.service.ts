@@ -49,7 +49,9 @@ function assertCleanUrl(url: string) {
     throw new RuleViolationError('CodeSource', 'INVALID_URL', 'url is not a URL', ['/data/url: not a URL']);
   }
   if (parsed.username || parsed.password) {
-    throw new RuleViolationError('CodeSource', 'CREDENTIAL_IN_URL', 'url must not carry credentials: give them as token', ['/data/url: has a user name or password']);
+    throw new RuleViolationError('CodeSource', 'CREDENTIAL_IN_URL', 'url must not carry credentials: give them as token', [
+      '/data/url: has a user name or password',
+    ]);
   }
 }
 
@@ -123,7 +125,8 @@ export async function updateCodeSource(db: Db, secrets: SecretBox, config: Confi
     const current = await getCodeSourceRow(trx, principal, id, 'update');
     if (isEmptyPatch(c)) return codeSourceToApi(config, current);
     if (c.url !== undefined) assertCleanUrl(c.url);
-    const seal = (value: string | null | undefined, context: string) => (value === undefined ? undefined : value === null ? null : secrets.seal(value, context));
+    const seal = (value: string | null | undefined, context: string) =>
+      value === undefined ? undefined : value === null ? null : secrets.seal(value, context);
     const changes: Partial<CodeSourceValues> = {
       name: c.name,
       url: c.url,

@@ -30,7 +30,7 @@ export async function gitCredential(db: Db, secrets: SecretBox, git: GitConfig, 
     }
     case 'APP_INSTALLATION': {
       const installation = await findAppInstallation(db, source.organization_id, source.git_app_installation_id ?? '');
-      if (!installation) throw new AppError(422, 'Git:App:NO_INSTALLATION', 'The code source\'s Git app installation no longer exists');
+      if (!installation) throw new AppError(422, 'Git:App:NO_INSTALLATION', "The code source's Git app installation no longer exists");
       return { username: tokenUsername(source.provider, 'APP_INSTALLATION'), password: await installationToken(git, installation.installation_id) };
     }
   }

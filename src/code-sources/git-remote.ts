@@ -1,4 +1,3 @@
-
 /** What authenticates a Git fetch over HTTP: sent as a Basic Authorization header, never in the URL. */
 export interface GitCredential {
   username: string;

@@ -10,10 +10,13 @@ describe('a smart-HTTP ref advertisement', () => {
 
   it('gives the branches in name order, capabilities, tags and other refs left out', () => {
     const body = `${pkt('# service=git-upload-pack\n')}0000${pkt('version 1\n')}${pkt(`${b} HEAD\0multi_ack symref=HEAD:refs/heads/main\n`)}${pkt(`${b} refs/heads/main\n`)}${pkt(`${a} refs/heads/dev\n`)}${pkt(`${a} refs/tags/v1\n`)}${pkt(`${a} refs/pull/1/head\n`)}0000`;
-    assert.deepEqual(parseAdvertisement(Buffer.from(body)), [{ name: 'dev', commitSha: a }, { name: 'main', commitSha: b }]);
+    assert.deepEqual(parseAdvertisement(Buffer.from(body)), [
+      { name: 'dev', commitSha: a },
+      { name: 'main', commitSha: b },
+    ]);
   });
 
-  it('reads the first ref\'s capabilities off its line, and an empty repository as no branch', () => {
+  it("reads the first ref's capabilities off its line, and an empty repository as no branch", () => {
     const first = `${pkt('# service=git-upload-pack\n')}0000${pkt(`${a} refs/heads/main\0report-status agent=git/2\n`)}0000`;
     assert.deepEqual(parseAdvertisement(Buffer.from(first)), [{ name: 'main', commitSha: a }]);
     const empty = `${pkt('# service=git-upload-pack\n')}0000${pkt(`${'0'.repeat(40)} capabilities^{}\0report-status\n`)}0000`;
@@ -21,7 +24,15 @@ describe('a smart-HTTP ref advertisement', () => {
   });
 
   it('is no advertisement when the body is anything else: a login page, a dumb server, a cut or lying packet', () => {
-    for (const body of ['<html>sign in</html>', `${a}\trefs/heads/main\n`, `${pkt('# service=git-upload-pack\n')}`, `${pkt('# service=git-upload-pack\n')}0000ffff${a}`, `0003`, `zzzz`, '']) {
+    for (const body of [
+      '<html>sign in</html>',
+      `${a}\trefs/heads/main\n`,
+      `${pkt('# service=git-upload-pack\n')}`,
+      `${pkt('# service=git-upload-pack\n')}0000ffff${a}`,
+      `0003`,
+      `zzzz`,
+      '',
+    ]) {
       assert.equal(parseAdvertisement(Buffer.from(body)), undefined, JSON.stringify(body));
     }
   });

@@ -29,7 +29,7 @@ export async function listRemoteBranches(url: string, credential: GitCredential 
   try {
     res = await outboundRequest(refs, { headers, timeoutMs, maxBytes: MAX_ADVERTISEMENT_BYTES }, policy);
   } catch (error) {
-    if (error instanceof EgressDeniedError) throw notAllowedError('Git:Repository:NOT_ALLOWED', 'The code source\'s URL', error);
+    if (error instanceof EgressDeniedError) throw notAllowedError('Git:Repository:NOT_ALLOWED', "The code source's URL", error);
     if (error instanceof OutboundLimitError && error.limit === 'time') throw remoteError('TIMEOUT', timeoutMs);
     throw remoteError('UNREACHABLE', timeoutMs);
   }
@@ -47,13 +47,13 @@ type RemoteFailure = 'CREDENTIAL_REFUSED' | 'NOT_FOUND' | 'UNREACHABLE' | 'TIMEO
 function remoteError(failure: RemoteFailure, timeoutMs: number): AppError {
   switch (failure) {
     case 'CREDENTIAL_REFUSED':
-      return new AppError(422, 'Git:Credential:REFUSED', 'The Git server refused the code source\'s credential (or the repository needs one and none is set)');
+      return new AppError(422, 'Git:Credential:REFUSED', "The Git server refused the code source's credential (or the repository needs one and none is set)");
     case 'NOT_FOUND':
-      return new AppError(422, 'Git:Repository:NOT_FOUND', 'The Git server has no repository at the code source\'s URL');
+      return new AppError(422, 'Git:Repository:NOT_FOUND', "The Git server has no repository at the code source's URL");
     case 'TIMEOUT':
       return new AppError(504, 'Git:Repository:TIMEOUT', `The Git server did not answer within ${timeoutMs} ms (PLINTH_GIT_TIMEOUT_MS)`);
     case 'UNREACHABLE':
-      return new AppError(502, 'Git:Repository:UNREACHABLE', 'The Git server at the code source\'s URL cannot be reached');
+      return new AppError(502, 'Git:Repository:UNREACHABLE', "The Git server at the code source's URL cannot be reached");
   }
 }
 
@@ -68,7 +68,14 @@ export function parseAdvertisement(body: Buffer): RemoteBranch[] | undefined {
   while (at + 4 <= body.length) {
     const length = Number.parseInt(body.subarray(at, at + 4).toString('latin1'), 16);
     if (!Number.isInteger(length) || (length !== 0 && length < 4) || at + Math.max(length, 4) > body.length) return undefined;
-    lines.push(length === 0 ? null : body.subarray(at + 4, at + length).toString('utf8').replace(/\n$/, ''));
+    lines.push(
+      length === 0
+        ? null
+        : body
+            .subarray(at + 4, at + length)
+            .toString('utf8')
+            .replace(/\n$/, ''),
+    );
     at += Math.max(length, 4);
   }
   if (!lines[0]?.startsWith('# service=git-upload-pack') || lines[1] !== null) return undefined;

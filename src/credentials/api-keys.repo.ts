@@ -68,12 +68,7 @@ export function findApiKeyByIdAnywhere(db: Executor, id: string) {
 }
 
 /** A page of the organization's keys, optionally only one user's or one service account's. */
-export function findApiKeysPage(
-  db: Executor,
-  organizationId: string,
-  filter: { userId?: string; serviceAccountId?: string },
-  page: PageRequest,
-) {
+export function findApiKeysPage(db: Executor, organizationId: string, filter: { userId?: string; serviceAccountId?: string }, page: PageRequest) {
   let query = db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId);
   if (filter.userId) query = query.where('user_id', '=', filter.userId);
   if (filter.serviceAccountId) query = query.where('service_account_id', '=', filter.serviceAccountId);

@@ -63,7 +63,10 @@ export const CreateApiKey = Body(
     {
       name: Name,
       serviceAccountId: Type.Optional(Id),
-      userId: Type.Optional({ ...Id, description: "A member's user id: issues that member a key (super-administrators only), e.g. an invited user's first key" }),
+      userId: Type.Optional({
+        ...Id,
+        description: "A member's user id: issues that member a key (super-administrators only), e.g. an invited user's first key",
+      }),
       expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
     },
     { additionalProperties: false },

@@ -67,12 +67,7 @@ export function findDefinitionById(db: Executor, organizationId: string, id: str
 
 export function findDefinitionsByGivenIds(db: Executor, organizationId: string, givenIds: string[]) {
   if (givenIds.length === 0) return Promise.resolve<DefinitionRow[]>([]);
-  return db
-    .selectFrom('default_value_definitions')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('given_id', 'in', givenIds)
-    .execute();
+  return db.selectFrom('default_value_definitions').selectAll().where('organization_id', '=', organizationId).where('given_id', 'in', givenIds).execute();
 }
 
 export function findDefinitionsPage(db: Executor, organizationId: string, page: PageRequest, givenId?: string) {

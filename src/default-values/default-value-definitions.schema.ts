@@ -26,10 +26,7 @@ export type CreateDefaultValueDefinition = Static<typeof CreateDefaultValueDefin
 
 /** PATCH of a definition: only the supplied fields change; a new schema must accept every value already stored. */
 export const UpdateDefaultValueDefinition = Body(
-  Type.Object(
-    { description: Type.Optional(Description), name: Type.Optional(Name), schema: Type.Optional(InputProperty) },
-    { additionalProperties: false },
-  ),
+  Type.Object({ description: Type.Optional(Description), name: Type.Optional(Name), schema: Type.Optional(InputProperty) }, { additionalProperties: false }),
 );
 export type UpdateDefaultValueDefinition = Static<typeof UpdateDefaultValueDefinition>['data'];
 

@@ -82,7 +82,11 @@ export async function getDefinitionRow(db: Executor, principal: Principal, id: s
 export async function createDefinition(db: Db, principal: Principal, input: CreateDefaultValueDefinition) {
   await assertSchemaSound(db, principal.organizationId, input.schema, input.givenId);
   const insert = insertDefinition(db, { id: newId(), organizationId: principal.organizationId, createdByType: 'USER', ...input });
-  const row = await rethrowAs(insert, isUniqueViolation, () => new ConflictError(ENTITY, 'ALREADY_EXISTS', `A definition with givenId ${input.givenId} already exists`));
+  const row = await rethrowAs(
+    insert,
+    isUniqueViolation,
+    () => new ConflictError(ENTITY, 'ALREADY_EXISTS', `A definition with givenId ${input.givenId} already exists`),
+  );
   return definitionRowToDefinition(row);
 }
 
@@ -122,7 +126,11 @@ export async function deleteDefinition(db: Db, principal: Principal, id: string,
     assertUserOwned(current);
     const referencing = await findDefinitionsReferencing(trx, principal.organizationId, current.given_id);
     if (referencing.length > 0) {
-      throw inUseError(ENTITY, `Definition ${current.given_id}`, referencing.map((ref) => ({ kind: 'definitions whose default refers to it', ref })));
+      throw inUseError(
+        ENTITY,
+        `Definition ${current.given_id}`,
+        referencing.map((ref) => ({ kind: 'definitions whose default refers to it', ref })),
+      );
     }
     if (cascade) {
       await deleteDefaultValuesOfDefinition(trx, id);

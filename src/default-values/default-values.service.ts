@@ -27,7 +27,12 @@ const ENTITY = 'DefaultValue';
 function assertValueFits(definition: DefinitionRow, value: unknown) {
   const problems = validateValue({ ...(definition.schema as InputProperty), required: true } as InputProperty, value);
   if (problems.length > 0) {
-    throw new RuleViolationError(ENTITY, 'INVALID_VALUE', `The value does not satisfy the schema of ${definition.given_id}`, formatProblems(problems, '/data/value'));
+    throw new RuleViolationError(
+      ENTITY,
+      'INVALID_VALUE',
+      `The value does not satisfy the schema of ${definition.given_id}`,
+      formatProblems(problems, '/data/value'),
+    );
   }
 }
 
@@ -62,8 +67,11 @@ async function getValueRow(db: Db | Trx, principal: Principal, id: string) {
 /** createDefaultValue sets a definition's value on an organization, project or environment: one per definition and parent. */
 export async function createDefaultValue(db: Db, principal: Principal, input: CreateDefaultValue) {
   return db.transaction().execute(async (trx) => {
-    const definition = await lockDefinitionForValue(trx, principal, input.defaultValueDefinitionId, () =>
-      new NotFoundError('DefaultValueDefinition', input.defaultValueDefinitionId),
+    const definition = await lockDefinitionForValue(
+      trx,
+      principal,
+      input.defaultValueDefinitionId,
+      () => new NotFoundError('DefaultValueDefinition', input.defaultValueDefinitionId),
     );
     const parentType = await lockParent(trx, principal.organizationId, input.parentId);
     if (!parentType) {
@@ -78,8 +86,15 @@ export async function createDefaultValue(db: Db, principal: Principal, input: Cr
       parentType,
       value: input.value,
     });
-    const row = await rethrowAs(insert, isUniqueViolation, () =>
-      new ConflictError(ENTITY, 'ALREADY_EXISTS', `${definition.given_id} already has a value on ${parentType.toLowerCase()} ${input.parentId}; PATCH it instead`),
+    const row = await rethrowAs(
+      insert,
+      isUniqueViolation,
+      () =>
+        new ConflictError(
+          ENTITY,
+          'ALREADY_EXISTS',
+          `${definition.given_id} already has a value on ${parentType.toLowerCase()} ${input.parentId}; PATCH it instead`,
+        ),
     );
     return defaultValueRowToDefaultValue(row);
   });

@@ -40,7 +40,12 @@ function literalDefaultOf(schema: InputProperty): { value?: unknown; ref?: strin
  */
 export async function resolveDefinitions(db: Executor, scopes: Scopes, definitions: DefinitionRow[]): Promise<ResolvedDefaultValue[]> {
   const scopeIds = [scopes.environmentId, scopes.projectId, scopes.organizationId];
-  const values = await findValuesForScopes(db, scopes.organizationId, definitions.map((d) => d.id), scopeIds);
+  const values = await findValuesForScopes(
+    db,
+    scopes.organizationId,
+    definitions.map((d) => d.id),
+    scopeIds,
+  );
   const resolved: ResolvedDefaultValue[] = [];
   for (const definition of definitions) {
     const hit = await resolveOne(db, scopes, definition, values, new Set());
@@ -49,9 +54,18 @@ export async function resolveDefinitions(db: Executor, scopes: Scopes, definitio
   return resolved;
 }
 
-async function resolveOne(db: Executor, scopes: Scopes, definition: DefinitionRow, values: DefaultValueRow[], seen: Set<string>): Promise<ResolvedDefaultValue | undefined> {
+async function resolveOne(
+  db: Executor,
+  scopes: Scopes,
+  definition: DefinitionRow,
+  values: DefaultValueRow[],
+  seen: Set<string>,
+): Promise<ResolvedDefaultValue | undefined> {
   const base = { defaultValueDefinitionId: definition.id, givenId: definition.given_id };
-  const set = nearest(values.filter((v) => v.default_value_definition_id === definition.id), scopes);
+  const set = nearest(
+    values.filter((v) => v.default_value_definition_id === definition.id),
+    scopes,
+  );
   if (set) return { ...base, value: set.value, source: { type: set.parent_type, parentId: set.parent_id, defaultValueId: set.id } };
   const literal = literalDefaultOf(definition.schema as InputProperty);
   if ('value' in literal) return { ...base, value: literal.value, source: { type: 'DEFINITION' } };

@@ -66,7 +66,10 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineCo
     reapMs: positiveIntFrom(env, 'PLINTH_WORKER_REAP_MS', 5_000),
     redispatchMs: positiveIntFrom(env, 'PLINTH_WORKER_REDISPATCH_MS', 20_000),
     pollMs: positiveIntFrom(env, 'PLINTH_WORKER_POLL_MS', 2_000),
-    stopGrace: { graceMs: positiveIntFrom(env, 'PLINTH_WORKER_KILL_GRACE_MS', 60_000), termGraceMs: positiveIntFrom(env, 'PLINTH_WORKER_TERM_GRACE_MS', 10_000) },
+    stopGrace: {
+      graceMs: positiveIntFrom(env, 'PLINTH_WORKER_KILL_GRACE_MS', 60_000),
+      termGraceMs: positiveIntFrom(env, 'PLINTH_WORKER_TERM_GRACE_MS', 10_000),
+    },
     logLimits: loadLogLimits((name, fallback) => positiveIntFrom(env, name, fallback)),
     workRoot,
     sandbox: createSandbox(loadSandboxSettings(env, workRoot, concurrency, [backendUrl])),

@@ -87,7 +87,9 @@ async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, o: LockedRunOpt
   switch (w.kind) {
     case 'execution': {
       const { from, to, reason } = w.status;
-      const changed = await executionUpdate(trx, w.id, { status: to, ...w.set }, { status: from, leaseEpoch: w.leaseEpoch }).returning('id').execute();
+      const changed = await executionUpdate(trx, w.id, { status: to, ...w.set }, { status: from, leaseEpoch: w.leaseEpoch })
+        .returning('id')
+        .execute();
       if (changed.length !== 1) throw new StaleWriteError(w.id);
       return insertTransition(trx, { runId: s.id, executionId: w.id, from, to, reason, actor: actorOf(w, o.actor) });
     }

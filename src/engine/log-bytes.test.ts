@@ -39,8 +39,14 @@ describe('LineSplitter', () => {
   it('never splits a valid multi-byte character across two records', () => {
     const splitter = new LineSplitter(4);
     const records = splitter.push(b('abcé€z\n'));
-    assert.deepEqual(records.map((r) => r.bytes.toString('utf8')), ['abc', 'é', '€z']);
-    assert.ok(records.every((r) => storedForm(r.bytes).bytes === null), 'every record is plain text');
+    assert.deepEqual(
+      records.map((r) => r.bytes.toString('utf8')),
+      ['abc', 'é', '€z'],
+    );
+    assert.ok(
+      records.every((r) => storedForm(r.bytes).bytes === null),
+      'every record is plain text',
+    );
   });
 
   it('holds no more than a record between chunks', () => {

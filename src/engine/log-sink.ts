@@ -125,7 +125,11 @@ export class LogSink {
 
   private truncate(limit: string): false {
     this.stats.truncated = true;
-    this.push('system', Buffer.from(`[plinth] output truncated at ${limit}: the rest of this step's output is discarded (statusDetail.logBytesSeen has its size)`), false);
+    this.push(
+      'system',
+      Buffer.from(`[plinth] output truncated at ${limit}: the rest of this step's output is discarded (statusDetail.logBytesSeen has its size)`),
+      false,
+    );
     return false;
   }
 

@@ -57,7 +57,15 @@ const run = (executions: ExecutionSnapshot[], over: Partial<RunSnapshot> = {}): 
   ...over,
 });
 const kinds = (writes: RunWrite[]) =>
-  writes.map((w) => (w.kind === 'execution' ? `${w.id}:${w.status.to}` : w.kind === 'newExecution' ? `+${w.stepId}:${w.status}` : w.kind === 'run' ? `run:${w.status?.to ?? 'set'}` : w.kind));
+  writes.map((w) =>
+    w.kind === 'execution'
+      ? `${w.id}:${w.status.to}`
+      : w.kind === 'newExecution'
+        ? `+${w.stepId}:${w.status}`
+        : w.kind === 'run'
+          ? `run:${w.status?.to ?? 'set'}`
+          : w.kind,
+  );
 
 describe('decideClaim', () => {
   it('the first claim of an attempt also starts the run', () => {
@@ -100,7 +108,12 @@ describe('decideComplete', () => {
   it('a failure with attempts left queues a retry; the last failure fails the run and stops what still runs', () => {
     const retried = decideComplete(run([exec('e1', 'a', 'RUNNING'), exec('e2', 'b', 'RUNNING')]), held, { status: 'FAILED' }, ctx());
     assert.deepEqual(kinds(retried.writes), ['e1:FAILED', '+a:QUEUED']);
-    const last = decideComplete(run([exec('e1', 'a', 'RUNNING', { retryAttempt: 1 }), exec('e2', 'b', 'RUNNING', { leaseOwner: 'w2' })]), held, { status: 'FAILED' }, ctx());
+    const last = decideComplete(
+      run([exec('e1', 'a', 'RUNNING', { retryAttempt: 1 }), exec('e2', 'b', 'RUNNING', { leaseOwner: 'w2' })]),
+      held,
+      { status: 'FAILED' },
+      ctx(),
+    );
     assert.deepEqual(kinds(last.writes), ['e1:FAILED', 'e2:CANCELLED', 'stopProcess', '+gate:SKIPPED', '+c:SKIPPED', 'run:FAILED', 'releaseStack']);
   });
 });
@@ -122,7 +135,9 @@ describe('decideReap and decideHandBack', () => {
 });
 
 describe('approvals, cancel and retry', () => {
-  const waiting = run([exec('e1', 'a', 'SUCCEEDED'), exec('e2', 'b', 'SUCCEEDED'), exec('e3', 'gate', 'WAITING_FOR_APPROVAL')], { status: 'WAITING_FOR_APPROVAL' });
+  const waiting = run([exec('e1', 'a', 'SUCCEEDED'), exec('e2', 'b', 'SUCCEEDED'), exec('e3', 'gate', 'WAITING_FOR_APPROVAL')], {
+    status: 'WAITING_FOR_APPROVAL',
+  });
 
   it('approving lets the run go on; rejecting fails it', () => {
     assert.deepEqual(kinds(decideApprove(waiting, 'e3', 'now', ctx()).writes), ['e3:SUCCEEDED', '+c:QUEUED', 'run:RUNNING']);

@@ -110,14 +110,27 @@ export function applyWrites(s: RunSnapshot, writes: readonly RunWrite[]): RunSna
         ...next,
         executions: next.executions.map((e) => {
           if (e.id !== w.id) return e;
-          const lease = w.set.lease === undefined ? {} : w.set.lease === null ? { leaseOwner: null } : { leaseOwner: w.set.lease.owner, leaseEpoch: e.leaseEpoch + 1, leaseExpired: false };
+          const lease =
+            w.set.lease === undefined
+              ? {}
+              : w.set.lease === null
+                ? { leaseOwner: null }
+                : { leaseOwner: w.set.lease.owner, leaseEpoch: e.leaseEpoch + 1, leaseExpired: false };
           const outcome = w.set.outputData === undefined ? {} : { nothingToApprove: w.set.outputData?.needsApproval === false };
           const failure = w.set.error ? { error: w.set.error } : {};
           return { ...e, status: w.status.to, ...lease, ...outcome, ...failure };
         }),
       };
     } else if (w.kind === 'newExecution') {
-      const created: ExecutionSnapshot = { id: w.id, stepId: w.stepId, status: w.status, retryAttempt: w.retryAttempt, leaseOwner: null, leaseEpoch: 0, leaseExpired: false };
+      const created: ExecutionSnapshot = {
+        id: w.id,
+        stepId: w.stepId,
+        status: w.status,
+        retryAttempt: w.retryAttempt,
+        leaseOwner: null,
+        leaseEpoch: 0,
+        leaseExpired: false,
+      };
       next = { ...next, executions: [...next.executions, created] };
     } else if (w.kind === 'run') {
       next = {
@@ -171,7 +184,15 @@ function failAttempt(s: RunSnapshot, e: ExecutionSnapshot, failed: RunWrite, rea
   const step = stepOf(s, e.stepId);
   const retry = nextRetry(step, e.retryAttempt);
   const writes: RunWrite[] = [failed];
-  if (retry) writes.push({ kind: 'newExecution', id: ctx.newId(), stepId: step.id, status: 'QUEUED', retryAttempt: retry.retryAttempt, reason: `retry ${retry.retryAttempt} after: ${reason}` });
+  if (retry)
+    writes.push({
+      kind: 'newExecution',
+      id: ctx.newId(),
+      stepId: step.id,
+      status: 'QUEUED',
+      retryAttempt: retry.retryAttempt,
+      reason: `retry ${retry.retryAttempt} after: ${reason}`,
+    });
   return thenAdvance(s, writes, reason, ctx);
 }
 
@@ -198,7 +219,10 @@ function waitingExecution(s: RunSnapshot, executionId: string): ExecutionSnapsho
 export function decideApprove(s: RunSnapshot, executionId: string, decidedAt: string, ctx: DecideContext): Decision {
   const e = waitingExecution(s, executionId);
   const statusDetail = { approval: 'APPROVED', approvedBy: ctx.actor, decidedAt };
-  return { writes: thenAdvance(s, [executionWrite(e, 'SUCCEEDED', 'approved', { statusDetail, completed: true })], 'a step was approved', ctx), result: undefined };
+  return {
+    writes: thenAdvance(s, [executionWrite(e, 'SUCCEEDED', 'approved', { statusDetail, completed: true })], 'a step was approved', ctx),
+    result: undefined,
+  };
 }
 
 /** reject fails the approval step, and with it the run (approvals are never retried). */
@@ -232,7 +256,10 @@ export function decideRetry(s: RunSnapshot): Decision {
   assertRetryable(s.status, s.id);
   const epoch = s.attemptEpoch + 1;
   const set: RunSet = { attemptEpoch: epoch, admitted: false, started: false, completed: null, error: null };
-  return { writes: [{ kind: 'run', status: { from: s.status, to: 'QUEUED', reason: `retried as attempt ${epoch}` }, set }, { kind: 'enterStackQueue' }], result: undefined };
+  return {
+    writes: [{ kind: 'run', status: { from: s.status, to: 'QUEUED', reason: `retried as attempt ${epoch}` }, set }, { kind: 'enterStackQueue' }],
+    result: undefined,
+  };
 }
 
 export type ClaimResult =
@@ -246,7 +273,12 @@ export type ClaimResult =
  * same claim failed without knowing whether it committed: an execution this worker already holds is
  * then its own claim.
  */
-export function decideClaim(s: RunSnapshot, executionId: string, worker: { id: string; leaseMs: number; mayAdopt: boolean }, ctx: DecideContext): Decision<ClaimResult> {
+export function decideClaim(
+  s: RunSnapshot,
+  executionId: string,
+  worker: { id: string; leaseMs: number; mayAdopt: boolean },
+  ctx: DecideContext,
+): Decision<ClaimResult> {
   const e = s.executions.find((x) => x.id === executionId);
   if (e && worker.mayAdopt && e.status === 'RUNNING' && e.leaseOwner === worker.id) {
     return { writes: [], result: { kind: 'claimed', leaseEpoch: e.leaseEpoch, retryAttempt: e.retryAttempt, stepId: e.stepId } };
@@ -285,7 +317,13 @@ export function decideComplete(s: RunSnapshot, a: HeldAttempt, outcome: StepOutc
   const e = heldExecution(s, a);
   if (!e) return { writes: [], result: false };
   const reason = outcome.status === 'SUCCEEDED' ? 'the step succeeded' : (outcome.error?.message ?? 'the step failed');
-  const set: ExecutionSet = { error: outcome.error ?? null, outputData: outcome.outputData ?? null, statusDetail: outcome.statusDetail ?? null, lease: null, completed: true };
+  const set: ExecutionSet = {
+    error: outcome.error ?? null,
+    outputData: outcome.outputData ?? null,
+    statusDetail: outcome.statusDetail ?? null,
+    lease: null,
+    completed: true,
+  };
   const ended = executionWrite(e, outcome.status, reason, set);
   const writes = outcome.status === 'FAILED' ? failAttempt(s, e, ended, reason, ctx) : thenAdvance(s, [ended], reason, ctx);
   return { writes, result: true };
@@ -306,9 +344,13 @@ export function decideHandBack(s: RunSnapshot, a: HeldAttempt): Decision<boolean
 export function decideReap(s: RunSnapshot, executionId: string, ctx: DecideContext): Decision<boolean> {
   const e = s.executions.find((x) => x.id === executionId);
   if (e?.status !== 'RUNNING' || !e.leaseExpired) return { writes: [], result: false };
-  const error = engineError('Engine:Worker:LOST', `Worker ${e.leaseOwner} stopped renewing its lease; the outcome of the attempt is unknown and it is failed over`, {
-    workerId: e.leaseOwner,
-  });
+  const error = engineError(
+    'Engine:Worker:LOST',
+    `Worker ${e.leaseOwner} stopped renewing its lease; the outcome of the attempt is unknown and it is failed over`,
+    {
+      workerId: e.leaseOwner,
+    },
+  );
   const failed = executionWrite(e, 'FAILED', error.message, { error, lease: null, completed: true });
   return { writes: failAttempt(s, e, failed, error.message, ctx), result: true };
 }

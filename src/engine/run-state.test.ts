@@ -26,33 +26,65 @@ describe('planRun', () => {
   it('passes an approval whose every need succeeded with nothing to approve, and waits when one has something', () => {
     const nothing = (stepId: string) => ({ ...exec(stepId, 'SUCCEEDED'), nothingToApprove: true });
     const passed = planRun(state([nothing('a'), nothing('b')]));
-    assert.deepEqual(passed.create.map((c) => [c.stepId, c.status, c.reason]), [['gate', 'SUCCEEDED', 'approved automatically (nothing to approve)'], ['c', 'QUEUED', 'its needs succeeded']]);
+    assert.deepEqual(
+      passed.create.map((c) => [c.stepId, c.status, c.reason]),
+      [
+        ['gate', 'SUCCEEDED', 'approved automatically (nothing to approve)'],
+        ['c', 'QUEUED', 'its needs succeeded'],
+      ],
+    );
     const waits = planRun(state([nothing('a'), exec('b', 'SUCCEEDED')]));
-    assert.deepEqual(waits.create.map((c) => [c.stepId, c.status]), [['gate', 'WAITING_FOR_APPROVAL']]);
+    assert.deepEqual(
+      waits.create.map((c) => [c.stepId, c.status]),
+      [['gate', 'WAITING_FOR_APPROVAL']],
+    );
   });
 
   it('starts every step without needs at once, and the run stays QUEUED until one is claimed', () => {
     const d = planRun(state([], { status: 'QUEUED', started: false }));
-    assert.deepEqual(d.create.map((c) => [c.stepId, c.status]), [['a', 'QUEUED'], ['b', 'QUEUED']]);
+    assert.deepEqual(
+      d.create.map((c) => [c.stepId, c.status]),
+      [
+        ['a', 'QUEUED'],
+        ['b', 'QUEUED'],
+      ],
+    );
     assert.equal(d.runStatus, 'QUEUED');
   });
 
   it('starts a step only when everything it needs succeeded', () => {
     assert.deepEqual(planRun(state([exec('a', 'SUCCEEDED'), exec('b', 'RUNNING')])).create, []);
     const d = planRun(state([exec('a', 'SUCCEEDED'), exec('b', 'SUCCEEDED')]));
-    assert.deepEqual(d.create.map((c) => [c.stepId, c.status]), [['gate', 'WAITING_FOR_APPROVAL']]);
+    assert.deepEqual(
+      d.create.map((c) => [c.stepId, c.status]),
+      [['gate', 'WAITING_FOR_APPROVAL']],
+    );
     assert.equal(d.runStatus, 'WAITING_FOR_APPROVAL');
   });
 
   it('autoapprove resolves approvals at once and goes on to what follows them', () => {
     const d = planRun(state([exec('a', 'SUCCEEDED'), exec('b', 'SUCCEEDED')], { autoapprove: true }));
-    assert.deepEqual(d.create.map((c) => [c.stepId, c.status]), [['gate', 'SUCCEEDED'], ['c', 'QUEUED']]);
+    assert.deepEqual(
+      d.create.map((c) => [c.stepId, c.status]),
+      [
+        ['gate', 'SUCCEEDED'],
+        ['c', 'QUEUED'],
+      ],
+    );
     assert.equal(d.runStatus, 'RUNNING');
   });
 
   it('a plan run skips approvals and everything after them, and succeeds without them', () => {
     const first = planRun(state([], { action: 'plan', status: 'QUEUED', started: false }));
-    assert.deepEqual(first.create.map((c) => [c.stepId, c.status]), [['a', 'QUEUED'], ['b', 'QUEUED'], ['gate', 'SKIPPED'], ['c', 'SKIPPED']]);
+    assert.deepEqual(
+      first.create.map((c) => [c.stepId, c.status]),
+      [
+        ['a', 'QUEUED'],
+        ['b', 'QUEUED'],
+        ['gate', 'SKIPPED'],
+        ['c', 'SKIPPED'],
+      ],
+    );
     const done = planRun(state([exec('a', 'SUCCEEDED'), exec('b', 'SUCCEEDED'), exec('gate', 'SKIPPED'), exec('c', 'SKIPPED')], { action: 'plan' }));
     assert.equal(done.runStatus, 'SUCCEEDED');
   });
@@ -67,7 +99,13 @@ describe('planRun', () => {
     const told = planRun(state([{ ...exec('a', 'FAILED'), error: why }, running]));
     assert.equal(told.error?.message, 'Step "A" failed: this host cannot isolate steps', 'the run says why its step failed');
     assert.deepEqual((told.error?.metadata as { stepError?: unknown } | undefined)?.stepError, why);
-    assert.deepEqual(d.create.map((c) => [c.stepId, c.status]), [['gate', 'SKIPPED'], ['c', 'SKIPPED']]);
+    assert.deepEqual(
+      d.create.map((c) => [c.stepId, c.status]),
+      [
+        ['gate', 'SKIPPED'],
+        ['c', 'SKIPPED'],
+      ],
+    );
   });
 
   it('the latest attempt of a step counts: a queued retry keeps the run going', () => {
@@ -93,11 +131,20 @@ describe('retry policy and refusals', () => {
   });
 
   it('refuses illegal moves with 409s', () => {
-    assert.throws(() => assertAwaitingApproval('SUCCEEDED', 'x'), (e: any) => e.status === 409 && e.code === 'Api:StepExecution:NOT_WAITING_FOR_APPROVAL');
+    assert.throws(
+      () => assertAwaitingApproval('SUCCEEDED', 'x'),
+      (e: any) => e.status === 409 && e.code === 'Api:StepExecution:NOT_WAITING_FOR_APPROVAL',
+    );
     assert.doesNotThrow(() => assertAwaitingApproval('WAITING_FOR_APPROVAL', 'x'));
-    assert.throws(() => assertCancellable('FAILED', 'r'), (e: any) => e.status === 409);
+    assert.throws(
+      () => assertCancellable('FAILED', 'r'),
+      (e: any) => e.status === 409,
+    );
     assert.doesNotThrow(() => assertCancellable('QUEUED', 'r'));
-    assert.throws(() => assertRetryable('RUNNING', 'r'), (e: any) => e.code === 'Api:PipelineRun:NOT_RETRYABLE');
+    assert.throws(
+      () => assertRetryable('RUNNING', 'r'),
+      (e: any) => e.code === 'Api:PipelineRun:NOT_RETRYABLE',
+    );
     assert.doesNotThrow(() => assertRetryable('CANCELLED', 'r'));
   });
 });

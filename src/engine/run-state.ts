@@ -74,7 +74,10 @@ function latestByStep(executions: readonly ExecutionState[]): Map<string, Execut
 /** A `plan` run stops before approval gates: an approval step and everything after it is skipped. */
 function gatedSteps(state: RunState): Set<string> {
   if (state.action !== 'plan') return new Set();
-  return withDescendants(state.steps, state.steps.filter((s) => s.type === 'approval').map((s) => s.id));
+  return withDescendants(
+    state.steps,
+    state.steps.filter((s) => s.type === 'approval').map((s) => s.id),
+  );
 }
 
 function initialStatus(step: StepConfig, autoapprove: boolean, nothingToApprove: boolean): NewExecutionStatus {
@@ -112,7 +115,10 @@ export function planRun(state: RunState): RunDecision {
     const told = stepError && stepError.code !== 'Engine:Worker:ERROR' ? stepError : undefined;
     // What people see of a failed run (`plinth run get`, `run start --follow`) says why, not only where.
     const error = told
-      ? engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed: ${told.message}`, { stepId: failedStep.id, stepError: { code: told.code, message: told.message } })
+      ? engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed: ${told.message}`, {
+          stepId: failedStep.id,
+          stepError: { code: told.code, message: told.message },
+        })
       : engineError('Engine:Run:STEP_FAILED', `Step "${failedStep.name}" failed`, { stepId: failedStep.id });
     return { runStatus: 'FAILED', create, cancel, error };
   }

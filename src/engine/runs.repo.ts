@@ -8,8 +8,19 @@ import type { ExecutionEnvironmentType, RunAction, RunStatus, StepStatus } from 
 /** SQL of the engine's runs and of the history rows every change writes beside itself. */
 type RunColumns = Pick<
   Selectable<PipelineRunsTable>,
-  | 'id' | 'organization_id' | 'pipeline_id' | 'pipeline_version_id' | 'stack_id' | 'status' | 'action' | 'autoapprove'
-  | 'attempt_epoch' | 'admitted_at' | 'started_at' | 'last_attempt_started_at' | 'created_at'
+  | 'id'
+  | 'organization_id'
+  | 'pipeline_id'
+  | 'pipeline_version_id'
+  | 'stack_id'
+  | 'status'
+  | 'action'
+  | 'autoapprove'
+  | 'attempt_epoch'
+  | 'admitted_at'
+  | 'started_at'
+  | 'last_attempt_started_at'
+  | 'created_at'
 >;
 
 /** A run as every command reads it: its columns, its pipeline version's config and all its executions. */
@@ -60,7 +71,9 @@ const runFrom = (runs: 'pipeline_runs' | 'created') => sql`
  * and its row locks wait for a claim in flight: what the command reads stays as read until it commits.
  */
 export async function readRun(trx: Executor, runId: string): Promise<LockedRunRow | undefined> {
-  const { rows } = await sql<Omit<LockedRunRow, 'executions'>>`${RUN_SELECT} ${runFrom('pipeline_runs')} where r.id = ${runId} for no key update of r`.execute(trx);
+  const { rows } = await sql<Omit<LockedRunRow, 'executions'>>`${RUN_SELECT} ${runFrom('pipeline_runs')} where r.id = ${runId} for no key update of r`.execute(
+    trx,
+  );
   if (!rows[0]) return undefined;
   const executions = await sql<ExecutionJson>`
     select e.id, e.step_id, e.status, e.attempt_epoch, e.retry_attempt, e.lease_owner, e.lease_epoch, e.started_at,

@@ -32,7 +32,15 @@ export async function claimStackForRun(trx: Trx, stackId: string, runId: string)
 export async function passStackToNextWaitingRun(trx: Trx, stackId: string): Promise<string | undefined> {
   const row = await trx
     .with('next', (db) =>
-      db.selectFrom('pipeline_runs').select('id').where('stack_id', '=', stackId).where('status', '=', 'QUEUED').where('admitted_at', 'is', null).orderBy('id').limit(1).forUpdate(),
+      db
+        .selectFrom('pipeline_runs')
+        .select('id')
+        .where('stack_id', '=', stackId)
+        .where('status', '=', 'QUEUED')
+        .where('admitted_at', 'is', null)
+        .orderBy('id')
+        .limit(1)
+        .forUpdate(),
     )
     .updateTable('stacks')
     .set({ active_run_id: (eb) => eb.selectFrom('next').select('id'), updated_at: sql<Date>`now()` })

@@ -51,22 +51,27 @@ export interface ClaimWorker {
 export async function claimStep(db: Db, executionId: string, runId: string, worker: ClaimWorker, retry: RetryOptions = {}): Promise<ClaimedStep | undefined> {
   const claimOnce = (mayAdopt: boolean) =>
     db.transaction().execute((trx) =>
-      withLockedRun<ClaimedStep | undefined>(trx, runId, (s, ctx, row) => {
-        const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt }, ctx);
-        if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
-        const { config, execution_environment_type, execution_environment_egress_allow, executions, ...run } = row;
-        const claimed: ClaimedStep = {
-          executionId,
-          leaseEpoch: d.result.leaseEpoch,
-          run,
-          step: stepOf(s, d.result.stepId),
-          retryAttempt: d.result.retryAttempt,
-          executionEnvironmentType: execution_environment_type,
-          egressAllow: execution_environment_egress_allow,
-          nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
-        };
-        return { writes: d.writes, result: claimed };
-      }, { actor: worker.id }),
+      withLockedRun<ClaimedStep | undefined>(
+        trx,
+        runId,
+        (s, ctx, row) => {
+          const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt }, ctx);
+          if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
+          const { config, execution_environment_type, execution_environment_egress_allow, executions, ...run } = row;
+          const claimed: ClaimedStep = {
+            executionId,
+            leaseEpoch: d.result.leaseEpoch,
+            run,
+            step: stepOf(s, d.result.stepId),
+            retryAttempt: d.result.retryAttempt,
+            executionEnvironmentType: execution_environment_type,
+            egressAllow: execution_environment_egress_allow,
+            nextLogSeq: (executions.find((e) => e.id === executionId)?.last_log_seq ?? 0) + 1,
+          };
+          return { writes: d.writes, result: claimed };
+        },
+        { actor: worker.id },
+      ),
     );
   return withRetries((attempt) => claimOnce(attempt > 1), { ...retry, isRetryable: retryable });
 }
@@ -82,7 +87,9 @@ export async function completeStep(db: Db, held: HeldAttempt, runId: string, out
     () =>
       // The step's last log lines are written by the outcome's own statement, whatever the decision
       // (idempotent: a retry writes them again as nothing).
-      db.transaction().execute((trx) => withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId, alongside: tail?.insert })),
+      db
+        .transaction()
+        .execute((trx) => withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId, alongside: tail?.insert })),
     { maxElapsedMs: Number.POSITIVE_INFINITY, ...retry, isRetryable: retryable },
   );
   return done ?? false;
@@ -134,6 +141,12 @@ export async function redispatchStaleSteps(db: Db, staleMs: number, retry: Retry
 }
 
 /** renewHeldLeases extends this worker's leases; returns the executions it still holds (the rest were taken from it). */
-export function renewHeldLeases(db: Db, workerId: string, held: { id: string; leaseEpoch: number }[], leaseMs: number, retry: RetryOptions = {}): Promise<Set<string>> {
+export function renewHeldLeases(
+  db: Db,
+  workerId: string,
+  held: { id: string; leaseEpoch: number }[],
+  leaseMs: number,
+  retry: RetryOptions = {},
+): Promise<Set<string>> {
   return withRetries(() => renewLeases(db, workerId, held, leaseMs), retry);
 }

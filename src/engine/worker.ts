@@ -12,7 +12,16 @@ import { startQueue, type Queue, type StepExecutePayload } from './queue.ts';
 import { runStep } from './runners/index.ts';
 import { withLostLines } from './runners/output-capture.ts';
 import { startSandbox } from './sandbox/index.ts';
-import { claimStep, completeStep, handBackStep, reapLostSteps, redispatchStaleSteps, renewHeldLeases, type HeldAttempt, type StepOutcome } from './step-lifecycle.ts';
+import {
+  claimStep,
+  completeStep,
+  handBackStep,
+  reapLostSteps,
+  redispatchStaleSteps,
+  renewHeldLeases,
+  type HeldAttempt,
+  type StepOutcome,
+} from './step-lifecycle.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { metrics } from '../platform/metrics/metrics.ts';
 import { onScrape } from '../platform/metrics/server.ts';
@@ -125,7 +134,7 @@ export class EngineWorker {
    * processes are gone by then, so neither the commit nor the job's slot waits for it; stop() does.
    */
   private track(cleanup: Promise<void>, executionId: string) {
-    const done = cleanup.catch((err) => this.log.warn({ err, executionId }, 'failed to remove a step\'s workspace')).finally(() => this.cleanups.delete(done));
+    const done = cleanup.catch((err) => this.log.warn({ err, executionId }, "failed to remove a step's workspace")).finally(() => this.cleanups.delete(done));
     this.cleanups.add(done);
   }
 
@@ -154,7 +163,8 @@ export class EngineWorker {
     return {
       maxElapsedMs,
       signal,
-      onRetry: (error, attempt, delayMs) => this.log.warn({ err: error, workerId: this.workerId, attempt, delayMs }, `${what}: retrying after a database fault`),
+      onRetry: (error, attempt, delayMs) =>
+        this.log.warn({ err: error, workerId: this.workerId, attempt, delayMs }, `${what}: retrying after a database fault`),
     };
   }
 
@@ -200,7 +210,9 @@ export class EngineWorker {
     const attempt: RunningAttempt = { process: new AbortController(), lease: new AbortController() };
     this.running.set(id, attempt);
     try {
-      await withSpan('plinth.step.execute', { 'plinth.run_id': runId, 'plinth.step_execution_id': id, 'plinth.worker_id': this.workerId }, () => this.runAttempt(id, runId, attempt));
+      await withSpan('plinth.step.execute', { 'plinth.run_id': runId, 'plinth.step_execution_id': id, 'plinth.worker_id': this.workerId }, () =>
+        this.runAttempt(id, runId, attempt),
+      );
     } finally {
       // Only now, with the outcome committed (or the lease known lost), do heartbeats stop.
       this.running.delete(id);
@@ -252,7 +264,11 @@ export class EngineWorker {
     await sink.settled();
     const committed = await this.commitOutcome(held, runId, outcome, attempt, sink);
     this.reportLostLines(sink, id);
-    if (!committed) this.log.warn({ workerId: this.workerId, executionId: id, outcome: outcome.status }, 'the attempt was no longer this worker\'s; its outcome is not recorded');
+    if (!committed)
+      this.log.warn(
+        { workerId: this.workerId, executionId: id, outcome: outcome.status },
+        "the attempt was no longer this worker's; its outcome is not recorded",
+      );
   }
 
   /**

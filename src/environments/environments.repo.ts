@@ -55,11 +55,7 @@ export function findEnvironmentsPage(db: Executor, organizationId: string, page:
   return query.$call(keyset(page, 'environments.id')).execute();
 }
 
-export function updateEnvironment(
-  db: Executor,
-  id: string,
-  changes: { name?: string; description?: string; execution_environment_id?: string | null },
-) {
+export function updateEnvironment(db: Executor, id: string, changes: { name?: string; description?: string; execution_environment_id?: string | null }) {
   return db
     .updateTable('environments')
     .set({ ...changes, updated_at: new Date() })
@@ -74,7 +70,13 @@ export function deleteEnvironmentById(db: Executor, id: string) {
 
 /** The project's environments (a project with environments cannot be deleted). */
 async function findEnvironmentsOfProject(db: Executor, projectId: string, sample: number): Promise<UsageRow[]> {
-  const rows = await db.selectFrom('environments').select('given_id').where('project_id', '=', projectId).orderBy('id').limit(sample + 1).execute();
+  const rows = await db
+    .selectFrom('environments')
+    .select('given_id')
+    .where('project_id', '=', projectId)
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
   return rows.map((r) => ({ kind: 'environments', ref: r.given_id }));
 }
 

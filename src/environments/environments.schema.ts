@@ -11,7 +11,9 @@ export const Environment = Type.Object(
     createdAt: UtcDateTime,
     updatedAt: UtcDateTime,
     description: Type.Optional(Type.String()),
-    executionEnvironmentId: Type.Optional(Type.String({ description: 'Where runs of this environment execute; absent: the organization default (the worker host)' })),
+    executionEnvironmentId: Type.Optional(
+      Type.String({ description: 'Where runs of this environment execute; absent: the organization default (the worker host)' }),
+    ),
   },
   { $id: 'Environment', title: 'Environment' },
 );

@@ -12,7 +12,8 @@ const SecurityGroupId = Type.String({ pattern: '^sg-[0-9a-f]{8,17}$' });
 
 const LOCAL_NOTE = 'Empty string for a LOCAL execution environment';
 
-const EGRESS_NOTE = 'What the steps of this environment may reach, narrowing the installation\'s egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend';
+const EGRESS_NOTE =
+  "What the steps of this environment may reach, narrowing the installation's egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend";
 const EgressEntry = Type.String({ minLength: 1, maxLength: 253, description: 'a CIDR, an address, a host name or `*.` and a domain' });
 const EgressAllow = Type.Union([Type.Array(EgressEntry, { maxItems: 64 }), Type.Null()], { description: EGRESS_NOTE });
 

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { assertSameBrowser, newFlowBinding } from './flow-binding.ts';
 
 describe('the browser binding of a Git flow', () => {
-  it('is a cookie for the callback\'s path as the browser sees it, under PLINTH_PUBLIC_URL\'s own path', () => {
+  it("is a cookie for the callback's path as the browser sees it, under PLINTH_PUBLIC_URL's own path", () => {
     assert.equal(newFlowBinding('OAUTH', 'n1', 600, 'http://127.0.0.1:8080').cookie.path, '/gitoauth/callback');
     assert.equal(newFlowBinding('APP_INSTALL', 'n1', 600, 'https://tools.example/plinth/').cookie.path, '/plinth/gitapp/callback');
     assert.equal(newFlowBinding('OAUTH', 'n1', 600, 'https://tools.example/plinth').cookie.maxAgeSeconds, 600);
@@ -17,6 +17,10 @@ describe('the browser binding of a Git flow', () => {
     for (const cookies of [{}, { [one.cookie.name]: two.cookie.value }, { [two.cookie.name]: two.cookie.value }]) {
       assert.throws(() => assertSameBrowser(one.hash, cookies, 'nonce-1'), /started in another browser/);
     }
-    assert.throws(() => assertSameBrowser(undefined, { [one.cookie.name]: one.cookie.value }, 'nonce-1'), /another browser/, 'a state without a binding is refused');
+    assert.throws(
+      () => assertSameBrowser(undefined, { [one.cookie.name]: one.cookie.value }, 'nonce-1'),
+      /another browser/,
+      'a state without a binding is refused',
+    );
   });
 });

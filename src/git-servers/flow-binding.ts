@@ -37,5 +37,10 @@ export function newFlowBinding(kind: GitFlowKind, nonce: string, ttlSeconds: num
 export function assertSameBrowser(hash: string | undefined, cookies: Record<string, string | undefined>, nonce: string): void {
   const value = cookies[flowCookieName(nonce)];
   const matches = hash !== undefined && value !== undefined && timingSafeEqual(Buffer.from(sha256(value)), Buffer.from(hash.padEnd(64).slice(0, 64)));
-  if (!matches) throw new BadRequestError('The flow was started in another browser (or its cookie was lost): start it again from this browser', [], 'Git:State:OTHER_BROWSER');
+  if (!matches)
+    throw new BadRequestError(
+      'The flow was started in another browser (or its cookie was lost): start it again from this browser',
+      [],
+      'Git:State:OTHER_BROWSER',
+    );
 }

@@ -19,12 +19,14 @@ const MAX_ANSWER_BYTES = 1024 * 1024;
 export async function assertUserSeesInstallation(git: GitConfig, app: GitAppConfig, code: string | undefined, installationId: string): Promise<void> {
   if (!app.clientId || !app.clientSecret) {
     throw new AppError(422, 'Git:App:NOT_CONFIGURED', 'Installations cannot be verified: PLINTH_GITAPP_CLIENT_ID and PLINTH_GITAPP_CLIENT_SECRET are not set', {
-      description: 'Set the app\'s client id and secret, turn on "Request user authorization (OAuth) during installation" and set its Callback URL to <PLINTH_PUBLIC_URL>/gitapp/callback (docs/git.md).',
+      description:
+        'Set the app\'s client id and secret, turn on "Request user authorization (OAuth) during installation" and set its Callback URL to <PLINTH_PUBLIC_URL>/gitapp/callback (docs/git.md).',
     });
   }
   if (!code) {
     throw new AppError(422, 'Git:App:UNVERIFIED', 'The return leg carries no authorization code, so the installation cannot be verified', {
-      description: 'Turn on the app\'s "Request user authorization (OAuth) during installation", with its Callback URL set to <PLINTH_PUBLIC_URL>/gitapp/callback.',
+      description:
+        'Turn on the app\'s "Request user authorization (OAuth) during installation", with its Callback URL set to <PLINTH_PUBLIC_URL>/gitapp/callback.',
     });
   }
   const token = await userToken(git, app, code);
@@ -49,15 +51,23 @@ async function call(git: GitConfig, url: string, init: { method?: string; header
 async function userToken(git: GitConfig, app: GitAppConfig, code: string): Promise<string> {
   const url = `${new URL(app.installUrl).origin}/login/oauth/access_token`;
   const body = new URLSearchParams({ client_id: app.clientId!, client_secret: app.clientSecret!, code }).toString();
-  const res = await call(git, url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', 'user-agent': 'plinth' }, body });
+  const res = await call(git, url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', 'user-agent': 'plinth' },
+    body,
+  });
   const token = jsonObject(res.body)?.access_token;
-  if (res.status !== 200 || typeof token !== 'string' || token === '') throw new AppError(400, 'Git:App:GRANT_REFUSED', 'The Git provider refused the authorization code of the installation');
+  if (res.status !== 200 || typeof token !== 'string' || token === '')
+    throw new AppError(400, 'Git:App:GRANT_REFUSED', 'The Git provider refused the authorization code of the installation');
   return token;
 }
 
 async function installationsPage(git: GitConfig, app: GitAppConfig, token: string, page: number): Promise<string[]> {
-  const res = await call(git, `${app.apiUrl}/user/installations?per_page=100&page=${page}`, { headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'user-agent': 'plinth' } });
+  const res = await call(git, `${app.apiUrl}/user/installations?per_page=100&page=${page}`, {
+    headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'user-agent': 'plinth' },
+  });
   const installations = jsonObject(res.body)?.installations;
-  if (res.status !== 200 || !Array.isArray(installations)) throw new AppError(502, 'Git:App:BAD_RESPONSE', `The Git provider did not list the user's installations (HTTP ${res.status})`);
+  if (res.status !== 200 || !Array.isArray(installations))
+    throw new AppError(502, 'Git:App:BAD_RESPONSE', `The Git provider did not list the user's installations (HTTP ${res.status})`);
   return installations.map((i: unknown) => String((i as { id?: unknown } | null)?.id));
 }

@@ -19,14 +19,20 @@ import type { AppCallbackQuery, GitAppInstallation } from './git-servers.schema.
 function notConfigured(): AppError {
   return new AppError(422, 'Git:App:NOT_CONFIGURED', 'No Git app is configured on this installation of Plinth', {
     description:
-      'Set PLINTH_GITAPP_INSTALL_URL to the app\'s installation page (GitHub: https://github.com/apps/<app>/installations/new), PLINTH_GITAPP_CLIENT_ID and ' +
+      "Set PLINTH_GITAPP_INSTALL_URL to the app's installation page (GitHub: https://github.com/apps/<app>/installations/new), PLINTH_GITAPP_CLIENT_ID and " +
       'PLINTH_GITAPP_CLIENT_SECRET to its OAuth client; turn on its "Request user authorization (OAuth) during installation" with the Callback URL ' +
       '<PLINTH_PUBLIC_URL>/gitapp/callback; to fetch with installations also set PLINTH_GITAPP_ID and PLINTH_GITAPP_PRIVATE_KEY (see README, docs/git.md).',
   });
 }
 
 /** startAppInstall (`GET /gitapp/install`) makes the app's installation URL with a sealed, expiring, single-use state. */
-export async function startAppInstall(db: Db, secrets: SecretBox, config: Config, principal: Principal, returnTo: string | undefined): Promise<{ location: string; cookie: FlowCookie }> {
+export async function startAppInstall(
+  db: Db,
+  secrets: SecretBox,
+  config: Config,
+  principal: Principal,
+  returnTo: string | undefined,
+): Promise<{ location: string; cookie: FlowCookie }> {
   const app = config.git.app;
   if (!app) throw notConfigured();
   const target = safeReturnTo(returnTo, config.publicUrl);
@@ -35,7 +41,19 @@ export async function startAppInstall(db: Db, secrets: SecretBox, config: Config
   await insertFlowState(db, { nonce, kind: 'APP_INSTALL', organizationId: principal.organizationId, codeVerifierSealed: null, expiresAt: new Date(expiresAt) });
   const { cookie, hash } = newFlowBinding('APP_INSTALL', nonce, config.git.stateTtlSeconds, config.publicUrl);
   const url = new URL(app.installUrl);
-  url.searchParams.set('state', sealFlowState(secrets, { nonce, kind: 'APP_INSTALL', organizationId: principal.organizationId, userId: principal.userId ?? null, serverId: null, returnTo: target, expiresAt, binding: hash }));
+  url.searchParams.set(
+    'state',
+    sealFlowState(secrets, {
+      nonce,
+      kind: 'APP_INSTALL',
+      organizationId: principal.organizationId,
+      userId: principal.userId ?? null,
+      serverId: null,
+      returnTo: target,
+      expiresAt,
+      binding: hash,
+    }),
+  );
   return { location: url.toString(), cookie };
 }
 
@@ -44,7 +62,13 @@ export async function startAppInstall(db: Db, secrets: SecretBox, config: Config
  * service, and an installation the returning provider account can access (git-app-owner.ts), the
  * installation is recorded for the state's organization.
  */
-export async function completeAppInstall(db: Db, secrets: SecretBox, config: Config, query: AppCallbackQuery, cookies: Record<string, string | undefined>): Promise<string> {
+export async function completeAppInstall(
+  db: Db,
+  secrets: SecretBox,
+  config: Config,
+  query: AppCallbackQuery,
+  cookies: Record<string, string | undefined>,
+): Promise<string> {
   const app = config.git.app;
   if (!app) throw notConfigured();
   const state = openFlowState(secrets, query.state, 'APP_INSTALL');
@@ -53,7 +77,12 @@ export async function completeAppInstall(db: Db, secrets: SecretBox, config: Con
   if (!row || row.organization_id !== state.organizationId) throw stateError('USED', 'The state was already used (or is unknown); start again');
   if (!query.installation_id) throw new BadRequestError('The return leg carries no installation_id', ['installation_id: missing'], 'Git:App:NO_INSTALLATION');
   await assertUserSeesInstallation(config.git, app, query.code, query.installation_id);
-  const recorded = await insertAppInstallation(db, { id: newId(), organizationId: state.organizationId, installationId: query.installation_id, installedById: state.userId });
+  const recorded = await insertAppInstallation(db, {
+    id: newId(),
+    organizationId: state.organizationId,
+    installationId: query.installation_id,
+    installedById: state.userId,
+  });
   if (recorded.organization_id !== state.organizationId) {
     throw new ConflictError('GitAppInstallation', 'TAKEN', 'This installation of the Git app belongs to another organization of this service');
   }
@@ -87,12 +116,11 @@ export async function installationToken(git: GitConfig, installationId: string):
     const headers = { authorization: `Bearer ${appJwt(app)}`, accept: 'application/vnd.github+json', 'user-agent': 'plinth' };
     res = await outboundRequest(url, { method: 'POST', headers, timeoutMs: git.httpTimeoutMs, maxBytes: 64 * 1024 }, git.outbound);
   } catch (error) {
-    if (error instanceof EgressDeniedError) throw notAllowedError('Git:App:NOT_ALLOWED', 'The Git app\'s API', error);
-    throw new AppError(502, 'Git:App:UNREACHABLE', 'The Git app\'s API cannot be reached');
+    if (error instanceof EgressDeniedError) throw notAllowedError('Git:App:NOT_ALLOWED', "The Git app's API", error);
+    throw new AppError(502, 'Git:App:UNREACHABLE', "The Git app's API cannot be reached");
   }
   const token = jsonObject(res.body)?.token;
-  if (res.status < 200 || res.status > 299 || typeof token !== 'string') throw new AppError(422, 'Git:App:TOKEN_REFUSED', `The Git app's API refused an installation token (HTTP ${res.status})`);
+  if (res.status < 200 || res.status > 299 || typeof token !== 'string')
+    throw new AppError(422, 'Git:App:TOKEN_REFUSED', `The Git app's API refused an installation token (HTTP ${res.status})`);
   return token;
 }
-
-

@@ -10,7 +10,15 @@ import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { assertSameBrowser, newFlowBinding, type FlowCookie } from './flow-binding.ts';
 import { newNonce, openFlowState, safeReturnTo, sealFlowState, stateError } from './git-flow-state.ts';
-import { consumeFlowState, findConnection, findGitServer, insertFlowState, updateConnectionTokens, upsertConnection, type GitServerRow } from './git-servers.repo.ts';
+import {
+  consumeFlowState,
+  findConnection,
+  findGitServer,
+  insertFlowState,
+  updateConnectionTokens,
+  upsertConnection,
+  type GitServerRow,
+} from './git-servers.repo.ts';
 import type { CallbackQuery } from './git-servers.schema.ts';
 
 /** The OAuth endpoints of a server: as registered, else where its provider keeps them. */
@@ -34,7 +42,14 @@ export function callbackUrl(config: Config): string {
  * single-use state carrying the caller, the server and where to return, and a PKCE S256 challenge
  * whose verifier stays in the database, sealed.
  */
-export async function startOAuthLogin(db: Db, secrets: SecretBox, config: Config, principal: Principal, serverId: string, returnTo: string | undefined): Promise<{ location: string; cookie: FlowCookie }> {
+export async function startOAuthLogin(
+  db: Db,
+  secrets: SecretBox,
+  config: Config,
+  principal: Principal,
+  serverId: string,
+  returnTo: string | undefined,
+): Promise<{ location: string; cookie: FlowCookie }> {
   const server = await findGitServer(db, principal.organizationId, serverId);
   if (!server) throw new NotFoundError('GitSelfHostedServer', serverId);
   const target = safeReturnTo(returnTo, config.publicUrl);
@@ -49,7 +64,16 @@ export async function startOAuthLogin(db: Db, secrets: SecretBox, config: Config
     expiresAt: new Date(expiresAt),
   });
   const { cookie, hash } = newFlowBinding('OAUTH', nonce, config.git.stateTtlSeconds, config.publicUrl);
-  const state = sealFlowState(secrets, { nonce, kind: 'OAUTH', organizationId: principal.organizationId, userId: principal.userId ?? null, serverId, returnTo: target, expiresAt, binding: hash });
+  const state = sealFlowState(secrets, {
+    nonce,
+    kind: 'OAUTH',
+    organizationId: principal.organizationId,
+    userId: principal.userId ?? null,
+    serverId,
+    returnTo: target,
+    expiresAt,
+    binding: hash,
+  });
   const url = new URL(oauthEndpoints(server).authorize);
   url.searchParams.set('response_type', 'code');
   url.searchParams.set('client_id', server.client_id);
@@ -80,23 +104,38 @@ const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
  * postToken calls a token endpoint (RFC 6749 §4.1.3, §6) through the outbound policy; a refusal is a
  * 4xx, a broken server 502, an endpoint at an address Plinth does not connect to 422.
  */
-async function postToken(git: GitConfig, server: GitServerRow, secrets: SecretBox, form: Record<string, string> & { grant_type: keyof typeof refusals }): Promise<TokenAnswer> {
-  const body = new URLSearchParams({ ...form, client_id: server.client_id, client_secret: secrets.open(server.client_secret_sealed, `git_self_hosted_servers.client_secret:${server.id}`) });
+async function postToken(
+  git: GitConfig,
+  server: GitServerRow,
+  secrets: SecretBox,
+  form: Record<string, string> & { grant_type: keyof typeof refusals },
+): Promise<TokenAnswer> {
+  const body = new URLSearchParams({
+    ...form,
+    client_id: server.client_id,
+    client_secret: secrets.open(server.client_secret_sealed, `git_self_hosted_servers.client_secret:${server.id}`),
+  });
   let res: OutboundResponse;
   try {
     res = await outboundRequest(
       oauthEndpoints(server).token,
-      { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: body.toString(), timeoutMs: git.httpTimeoutMs, maxBytes: MAX_TOKEN_ANSWER_BYTES },
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: body.toString(),
+        timeoutMs: git.httpTimeoutMs,
+        maxBytes: MAX_TOKEN_ANSWER_BYTES,
+      },
       git.outbound,
     );
   } catch (error) {
-    if (error instanceof EgressDeniedError) throw notAllowedError('Git:OAuth:NOT_ALLOWED', 'The Git server\'s token endpoint', error);
-    throw new AppError(502, 'Git:OAuth:UNREACHABLE', 'The Git server\'s token endpoint cannot be reached');
+    if (error instanceof EgressDeniedError) throw notAllowedError('Git:OAuth:NOT_ALLOWED', "The Git server's token endpoint", error);
+    throw new AppError(502, 'Git:OAuth:UNREACHABLE', "The Git server's token endpoint cannot be reached");
   }
   const json = jsonObject(res.body);
   if ((res.status >= 400 && res.status < 500) || (json && typeof json.error === 'string')) throw refusals[form.grant_type]();
   if (res.status < 200 || res.status > 299 || !json || typeof json.access_token !== 'string' || json.access_token.length === 0) {
-    throw new AppError(502, 'Git:OAuth:BAD_RESPONSE', 'The Git server\'s token endpoint did not answer with a token');
+    throw new AppError(502, 'Git:OAuth:BAD_RESPONSE', "The Git server's token endpoint did not answer with a token");
   }
   const expiresIn = typeof json.expires_in === 'number' ? json.expires_in : Number(json.expires_in);
   return {
@@ -111,7 +150,13 @@ async function postToken(git: GitConfig, server: GitServerRow, secrets: SecretBo
  * never used), exchanges the code with the PKCE verifier, stores the tokens sealed, and returns where to
  * redirect. A bad, expired or reused state is a 400 and nothing is stored.
  */
-export async function completeOAuthCallback(db: Db, secrets: SecretBox, config: Config, query: CallbackQuery, cookies: Record<string, string | undefined>): Promise<string> {
+export async function completeOAuthCallback(
+  db: Db,
+  secrets: SecretBox,
+  config: Config,
+  query: CallbackQuery,
+  cookies: Record<string, string | undefined>,
+): Promise<string> {
   const state = openFlowState(secrets, query.state, 'OAUTH');
   assertSameBrowser(state.binding, cookies, state.nonce);
   const row = await consumeFlowState(db, state.nonce, 'OAUTH');
@@ -121,7 +166,12 @@ export async function completeOAuthCallback(db: Db, secrets: SecretBox, config: 
   const server = await findGitServer(db, state.organizationId, state.serverId ?? '');
   if (!server) throw new NotFoundError('GitSelfHostedServer', state.serverId ?? '');
   const verifier = secrets.open(row.code_verifier_sealed ?? '', `git_flow_states.code_verifier:${row.nonce}`);
-  const tokens = await postToken(config.git, server, secrets, { grant_type: 'authorization_code', code: query.code, redirect_uri: callbackUrl(config), code_verifier: verifier });
+  const tokens = await postToken(config.git, server, secrets, {
+    grant_type: 'authorization_code',
+    code: query.code,
+    redirect_uri: callbackUrl(config),
+    code_verifier: verifier,
+  });
   await db.transaction().execute((trx) =>
     upsertConnection(trx, {
       id: newId(),
@@ -143,7 +193,13 @@ const REFRESH_MARGIN_MS = 60_000;
  * oauthAccessToken returns the organization's access token for a server, refreshed first when it
  * expired (or is about to). The connection row is locked meanwhile, so two fetches refresh once.
  */
-export async function oauthAccessToken(db: Db, secrets: SecretBox, git: GitConfig, organizationId: string, serverId: string): Promise<{ token: string; server: GitServerRow }> {
+export async function oauthAccessToken(
+  db: Db,
+  secrets: SecretBox,
+  git: GitConfig,
+  organizationId: string,
+  serverId: string,
+): Promise<{ token: string; server: GitServerRow }> {
   return db.transaction().execute(async (trx) => {
     const server = await findGitServer(trx, organizationId, serverId);
     const connection = await findConnection(trx, organizationId, serverId, true);
@@ -153,7 +209,8 @@ export async function oauthAccessToken(db: Db, secrets: SecretBox, git: GitConfi
     const access = secrets.open(connection.access_token_sealed, `git_oauth_connections.access_token:${connection.id}`);
     const expired = connection.expires_at !== null && connection.expires_at.getTime() - REFRESH_MARGIN_MS < Date.now();
     if (!expired) return { token: access, server };
-    if (!connection.refresh_token_sealed) throw new AppError(422, 'Git:OAuth:EXPIRED', 'The OAuth token expired and the server gave no refresh token: log in again');
+    if (!connection.refresh_token_sealed)
+      throw new AppError(422, 'Git:OAuth:EXPIRED', 'The OAuth token expired and the server gave no refresh token: log in again');
     const refresh = secrets.open(connection.refresh_token_sealed, `git_oauth_connections.refresh_token:${connection.id}`);
     const tokens = await postToken(git, server, secrets, { grant_type: 'refresh_token', refresh_token: refresh });
     await updateConnectionTokens(trx, connection.id, {

@@ -11,7 +11,18 @@ export type GitAppInstallationRow = Selectable<Database['git_app_installations']
 
 export async function insertGitServer(
   db: Executor,
-  v: { id: string; organizationId: string; name: string; provider: GitProvider; baseUrl: string; authorizeUrl: string | null; tokenUrl: string | null; clientId: string; clientSecretSealed: string; scopes: string },
+  v: {
+    id: string;
+    organizationId: string;
+    name: string;
+    provider: GitProvider;
+    baseUrl: string;
+    authorizeUrl: string | null;
+    tokenUrl: string | null;
+    clientId: string;
+    clientSecretSealed: string;
+    scopes: string;
+  },
 ) {
   return db
     .insertInto('git_self_hosted_servers')
@@ -39,7 +50,12 @@ export function findGitServer(db: Executor, organizationId: string, id: string, 
 }
 
 export function findGitServersPage(db: Executor, organizationId: string, page: PageRequest) {
-  return db.selectFrom('git_self_hosted_servers').selectAll().where('organization_id', '=', organizationId).$call(keyset(page, 'git_self_hosted_servers.id')).execute();
+  return db
+    .selectFrom('git_self_hosted_servers')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .$call(keyset(page, 'git_self_hosted_servers.id'))
+    .execute();
 }
 
 export function updateGitServer(
@@ -47,7 +63,12 @@ export function updateGitServer(
   id: string,
   c: { name?: string; authorize_url?: string | null; token_url?: string | null; client_id?: string; client_secret_sealed?: string; scopes?: string },
 ) {
-  return db.updateTable('git_self_hosted_servers').set({ ...c, updated_at: sql<Date>`now()` }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  return db
+    .updateTable('git_self_hosted_servers')
+    .set({ ...c, updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export async function deleteGitServerById(db: Executor, id: string) {
@@ -62,14 +83,27 @@ export function findConnection(db: Executor, organizationId: string, serverId: s
 
 export async function findConnectedServerIds(db: Executor, organizationId: string, serverIds: string[]): Promise<Set<string>> {
   if (serverIds.length === 0) return new Set();
-  const rows = await db.selectFrom('git_oauth_connections').select('server_id').where('organization_id', '=', organizationId).where('server_id', 'in', serverIds).execute();
+  const rows = await db
+    .selectFrom('git_oauth_connections')
+    .select('server_id')
+    .where('organization_id', '=', organizationId)
+    .where('server_id', 'in', serverIds)
+    .execute();
   return new Set(rows.map((r) => r.server_id));
 }
 
 /** upsertConnection stores the organization's tokens for a server (a new login replaces the old ones). */
 export async function upsertConnection(
   db: Executor,
-  v: { id: string; organizationId: string; serverId: string; connectedById: string | null; accessTokenSealed: (id: string) => string; refreshTokenSealed: (id: string) => string | null; expiresAt: Date | null },
+  v: {
+    id: string;
+    organizationId: string;
+    serverId: string;
+    connectedById: string | null;
+    accessTokenSealed: (id: string) => string;
+    refreshTokenSealed: (id: string) => string | null;
+    expiresAt: Date | null;
+  },
 ) {
   const existing = await findConnection(db, v.organizationId, v.serverId, true);
   const id = existing?.id ?? v.id;
@@ -80,14 +114,29 @@ export async function upsertConnection(
     expires_at: v.expiresAt,
   };
   if (existing) {
-    await db.updateTable('git_oauth_connections').set({ ...values, updated_at: sql<Date>`now()` }).where('id', '=', id).execute();
+    await db
+      .updateTable('git_oauth_connections')
+      .set({ ...values, updated_at: sql<Date>`now()` })
+      .where('id', '=', id)
+      .execute();
   } else {
-    await db.insertInto('git_oauth_connections').values({ id, organization_id: v.organizationId, server_id: v.serverId, ...values }).execute();
+    await db
+      .insertInto('git_oauth_connections')
+      .values({ id, organization_id: v.organizationId, server_id: v.serverId, ...values })
+      .execute();
   }
 }
 
-export async function updateConnectionTokens(db: Executor, id: string, c: { access_token_sealed: string; refresh_token_sealed: string | null; expires_at: Date | null }) {
-  await db.updateTable('git_oauth_connections').set({ ...c, updated_at: sql<Date>`now()` }).where('id', '=', id).execute();
+export async function updateConnectionTokens(
+  db: Executor,
+  id: string,
+  c: { access_token_sealed: string; refresh_token_sealed: string | null; expires_at: Date | null },
+) {
+  await db
+    .updateTable('git_oauth_connections')
+    .set({ ...c, updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .execute();
 }
 
 /** insertAppInstallation records an installation; an installation already recorded is returned as it is (whichever organization holds it). */
@@ -108,10 +157,18 @@ export function findAppInstallation(db: Executor, organizationId: string, id: st
 }
 
 export function findAppInstallationsPage(db: Executor, organizationId: string, page: PageRequest) {
-  return db.selectFrom('git_app_installations').selectAll().where('organization_id', '=', organizationId).$call(keyset(page, 'git_app_installations.id')).execute();
+  return db
+    .selectFrom('git_app_installations')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .$call(keyset(page, 'git_app_installations.id'))
+    .execute();
 }
 
-export async function insertFlowState(db: Executor, v: { nonce: string; kind: GitFlowKind; organizationId: string; codeVerifierSealed: string | null; expiresAt: Date }) {
+export async function insertFlowState(
+  db: Executor,
+  v: { nonce: string; kind: GitFlowKind; organizationId: string; codeVerifierSealed: string | null; expiresAt: Date },
+) {
   // Expired states are of no use to anyone: each new one sweeps a few.
   await db.deleteFrom('git_flow_states').where('expires_at', '<', sql<Date>`now() - interval '1 hour'`).execute();
   await db

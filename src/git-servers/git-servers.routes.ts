@@ -27,71 +27,160 @@ function flowCookieOptions(app: App, cookie: FlowCookie) {
 export async function gitServerRoutes(app: App) {
   const tags = ['git'];
 
-  app.post('/git-self-hosted-servers', {
-    config: { permission: 'code-source:manage', auditFields: ['name', 'provider', 'baseUrl', 'authorizeUrl', 'tokenUrl', 'clientId', 'scopes'] },
-    schema: { tags, summary: 'Register a self-hosted Git server and its OAuth client', body: CreateGitSelfHostedServer, response: { 201: Envelope(GitSelfHostedServer) } },
-  }, async (request, reply) => reply.status(201).send({ data: await createGitServer(app.db, app.secrets, app.config, request.principal, request.body.data) }));
+  app.post(
+    '/git-self-hosted-servers',
+    {
+      config: { permission: 'code-source:manage', auditFields: ['name', 'provider', 'baseUrl', 'authorizeUrl', 'tokenUrl', 'clientId', 'scopes'] },
+      schema: {
+        tags,
+        summary: 'Register a self-hosted Git server and its OAuth client',
+        body: CreateGitSelfHostedServer,
+        response: { 201: Envelope(GitSelfHostedServer) },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ data: await createGitServer(app.db, app.secrets, app.config, request.principal, request.body.data) }),
+  );
 
-  app.get('/git-self-hosted-servers', {
-    schema: { tags, summary: "List the organization's self-hosted Git servers", querystring: GitListQuery, response: { 200: ListEnvelope(GitSelfHostedServer) } },
-  }, async (request) => {
-    const { items, meta } = await listGitServers(app.db, app.config, request.principal, pageRequest(request.query));
-    return { data: items, meta };
-  });
+  app.get(
+    '/git-self-hosted-servers',
+    {
+      schema: {
+        tags,
+        summary: "List the organization's self-hosted Git servers",
+        querystring: GitListQuery,
+        response: { 200: ListEnvelope(GitSelfHostedServer) },
+      },
+    },
+    async (request) => {
+      const { items, meta } = await listGitServers(app.db, app.config, request.principal, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
 
-  app.get('/git-self-hosted-servers/:id', {
-    schema: { tags, summary: 'Read a self-hosted Git server', params: IdParams, response: { 200: Envelope(GitSelfHostedServer) } },
-  }, async (request) => ({ data: await getGitServer(app.db, app.config, request.principal, request.params.id) }));
+  app.get(
+    '/git-self-hosted-servers/:id',
+    {
+      schema: { tags, summary: 'Read a self-hosted Git server', params: IdParams, response: { 200: Envelope(GitSelfHostedServer) } },
+    },
+    async (request) => ({ data: await getGitServer(app.db, app.config, request.principal, request.params.id) }),
+  );
 
-  app.patch('/git-self-hosted-servers/:id', {
-    config: { permission: 'code-source:manage', auditFields: ['name', 'authorizeUrl', 'tokenUrl', 'clientId', 'scopes'] },
-    schema: { tags, summary: 'Change a self-hosted Git server', params: IdParams, body: UpdateGitSelfHostedServer, response: { 200: Envelope(GitSelfHostedServer) } },
-  }, async (request) => ({ data: await updateGitServer(app.db, app.secrets, app.config, request.principal, request.params.id, request.body.data) }));
+  app.patch(
+    '/git-self-hosted-servers/:id',
+    {
+      config: { permission: 'code-source:manage', auditFields: ['name', 'authorizeUrl', 'tokenUrl', 'clientId', 'scopes'] },
+      schema: {
+        tags,
+        summary: 'Change a self-hosted Git server',
+        params: IdParams,
+        body: UpdateGitSelfHostedServer,
+        response: { 200: Envelope(GitSelfHostedServer) },
+      },
+    },
+    async (request) => ({ data: await updateGitServer(app.db, app.secrets, app.config, request.principal, request.params.id, request.body.data) }),
+  );
 
-  app.delete('/git-self-hosted-servers/:id', {
-    config: { permission: 'code-source:manage' },
-    schema: { tags, summary: 'Delete a self-hosted Git server no code source uses (409 otherwise)', params: IdParams, response: { 204: NoContent } },
-  }, async (request, reply) => {
-    await deleteGitServer(app.db, request.principal, request.params.id);
-    return reply.code(204).send(null);
-  });
+  app.delete(
+    '/git-self-hosted-servers/:id',
+    {
+      config: { permission: 'code-source:manage' },
+      schema: { tags, summary: 'Delete a self-hosted Git server no code source uses (409 otherwise)', params: IdParams, response: { 204: NoContent } },
+    },
+    async (request, reply) => {
+      await deleteGitServer(app.db, request.principal, request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
 
   // A GET that changes something (it records a state): held to the same permission as the connection it makes.
-  app.get('/gitoauth/self-hosted/:gitSelfHostedServerId/login', {
-    config: { permission: 'code-source:manage' },
-    schema: { tags, summary: 'Start OAuth with a self-hosted Git server (302 to its authorization page, with state and PKCE)', params: ServerParams, querystring: ReturnQuery, response: Redirect },
-  }, async (request, reply) => {
-    const { location, cookie } = await startOAuthLogin(app.db, app.secrets, app.config, request.principal, request.params.gitSelfHostedServerId, request.query.returnTo);
-    return reply.setCookie(cookie.name, cookie.value, flowCookieOptions(app, cookie)).redirect(location, 302);
-  });
+  app.get(
+    '/gitoauth/self-hosted/:gitSelfHostedServerId/login',
+    {
+      config: { permission: 'code-source:manage' },
+      schema: {
+        tags,
+        summary: 'Start OAuth with a self-hosted Git server (302 to its authorization page, with state and PKCE)',
+        params: ServerParams,
+        querystring: ReturnQuery,
+        response: Redirect,
+      },
+    },
+    async (request, reply) => {
+      const { location, cookie } = await startOAuthLogin(
+        app.db,
+        app.secrets,
+        app.config,
+        request.principal,
+        request.params.gitSelfHostedServerId,
+        request.query.returnTo,
+      );
+      return reply.setCookie(cookie.name, cookie.value, flowCookieOptions(app, cookie)).redirect(location, 302);
+    },
+  );
 
-  app.get('/gitoauth/callback', {
-    config: { public: true },
-    schema: { tags, summary: 'OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed, 302 to the original URL', querystring: CallbackQuery, response: Redirect },
-  }, async (request, reply) => {
-    // The binding cookie is left to expire with its state: a replay is then told the state was used.
-    return reply.redirect(await completeOAuthCallback(app.db, app.secrets, app.config, request.query, request.cookies), 302);
-  });
+  app.get(
+    '/gitoauth/callback',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        summary: 'OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed, 302 to the original URL',
+        querystring: CallbackQuery,
+        response: Redirect,
+      },
+    },
+    async (request, reply) => {
+      // The binding cookie is left to expire with its state: a replay is then told the state was used.
+      return reply.redirect(await completeOAuthCallback(app.db, app.secrets, app.config, request.query, request.cookies), 302);
+    },
+  );
 
-  app.get('/gitapp/install', {
-    config: { permission: 'code-source:manage' },
-    schema: { tags, summary: "Install the configured Git app (302 to the provider's installation page, with a signed state)", querystring: ReturnQuery, response: Redirect },
-  }, async (request, reply) => {
-    const { location, cookie } = await startAppInstall(app.db, app.secrets, app.config, request.principal, request.query.returnTo);
-    return reply.setCookie(cookie.name, cookie.value, flowCookieOptions(app, cookie)).redirect(location, 302);
-  });
+  app.get(
+    '/gitapp/install',
+    {
+      config: { permission: 'code-source:manage' },
+      schema: {
+        tags,
+        summary: "Install the configured Git app (302 to the provider's installation page, with a signed state)",
+        querystring: ReturnQuery,
+        response: Redirect,
+      },
+    },
+    async (request, reply) => {
+      const { location, cookie } = await startAppInstall(app.db, app.secrets, app.config, request.principal, request.query.returnTo);
+      return reply.setCookie(cookie.name, cookie.value, flowCookieOptions(app, cookie)).redirect(location, 302);
+    },
+  );
 
-  app.get('/gitapp/callback', {
-    config: { public: true },
-    schema: { tags, summary: "The app install's return leg (the app's Setup URL; no credential): records the installation, 302 to the original URL", querystring: AppCallbackQuery, response: Redirect },
-  }, async (request, reply) => {
-    return reply.redirect(await completeAppInstall(app.db, app.secrets, app.config, request.query, request.cookies), 302);
-  });
+  app.get(
+    '/gitapp/callback',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        summary: "The app install's return leg (the app's Setup URL; no credential): records the installation, 302 to the original URL",
+        querystring: AppCallbackQuery,
+        response: Redirect,
+      },
+    },
+    async (request, reply) => {
+      return reply.redirect(await completeAppInstall(app.db, app.secrets, app.config, request.query, request.cookies), 302);
+    },
+  );
 
-  app.get('/git-app-installations', {
-    schema: { tags, summary: "List the organization's Git app installations", querystring: GitListQuery, response: { 200: ListEnvelope(GitAppInstallation) } },
-  }, async (request) => {
-    const { items, meta } = await listAppInstallations(app.db, request.principal, pageRequest(request.query));
-    return { data: items, meta };
-  });
+  app.get(
+    '/git-app-installations',
+    {
+      schema: {
+        tags,
+        summary: "List the organization's Git app installations",
+        querystring: GitListQuery,
+        response: { 200: ListEnvelope(GitAppInstallation) },
+      },
+    },
+    async (request) => {
+      const { items, meta } = await listAppInstallations(app.db, request.principal, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
 }

@@ -61,7 +61,10 @@ export type UpdateGitSelfHostedServer = Static<typeof UpdateGitSelfHostedServer>
 
 export const ServerParams = Type.Object({ gitSelfHostedServerId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 
-const ReturnTo = Type.String({ maxLength: 2048, description: 'Where the browser goes at the end: a path, or a URL on PLINTH_PUBLIC_URL (default: PLINTH_PUBLIC_URL)' });
+const ReturnTo = Type.String({
+  maxLength: 2048,
+  description: 'Where the browser goes at the end: a path, or a URL on PLINTH_PUBLIC_URL (default: PLINTH_PUBLIC_URL)',
+});
 export const ReturnQuery = Type.Object({ returnTo: Type.Optional(ReturnTo) }, { additionalProperties: false });
 export type ReturnQuery = Static<typeof ReturnQuery>;
 

@@ -8,7 +8,15 @@ import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { oauthEndpoints } from './git-oauth.service.ts';
-import { deleteGitServerById, findConnectedServerIds, findGitServer, findGitServersPage, insertGitServer, updateGitServer as updateGitServerRow, type GitServerRow } from './git-servers.repo.ts';
+import {
+  deleteGitServerById,
+  findConnectedServerIds,
+  findGitServer,
+  findGitServersPage,
+  insertGitServer,
+  updateGitServer as updateGitServerRow,
+  type GitServerRow,
+} from './git-servers.repo.ts';
 import type { CreateGitSelfHostedServer, GitSelfHostedServer, UpdateGitSelfHostedServer } from './git-servers.schema.ts';
 
 const secretContext = (id: string) => `git_self_hosted_servers.client_secret:${id}`;
@@ -62,7 +70,11 @@ export async function getGitServer(db: Db, config: Config, principal: Principal,
 
 export async function listGitServers(db: Db, config: Config, principal: Principal, page: PageRequest) {
   const { items, meta } = toPage(await findGitServersPage(db, principal.organizationId, page), page, (r) => r.id);
-  const connected = await findConnectedServerIds(db, principal.organizationId, items.map((r) => r.id));
+  const connected = await findConnectedServerIds(
+    db,
+    principal.organizationId,
+    items.map((r) => r.id),
+  );
   return { items: items.map((r) => serverToApi(config, r, connected.has(r.id))), meta };
 }
 

@@ -62,7 +62,12 @@ export class GitPoller {
   private async pollSource(codeSourceId: string, branches: string[]): Promise<string[]> {
     const source = await findCodeSourceById(this.db, codeSourceId);
     if (!source) return [];
-    const heads = await listRemoteBranches(source.url, await gitCredential(this.db, this.secrets, this.git, source), this.git.remoteTimeoutMs, this.git.outbound);
+    const heads = await listRemoteBranches(
+      source.url,
+      await gitCredential(this.db, this.secrets, this.git, source),
+      this.git.remoteTimeoutMs,
+      this.git.outbound,
+    );
     const runIds: string[] = [];
     for (const branch of branches) {
       const head = heads.find((h) => h.name === branch);

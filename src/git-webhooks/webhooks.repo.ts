@@ -7,7 +7,10 @@ import type { GitProvider } from '../platform/db/enums.ts';
  * redelivery or a replay): the caller then triggers nothing. The primary key decides, so two copies
  * arriving together cannot both pass.
  */
-export async function insertDelivery(db: Executor, v: { codeSourceId: string; deliveryId: string; provider: GitProvider; commitSha: string | null }): Promise<boolean> {
+export async function insertDelivery(
+  db: Executor,
+  v: { codeSourceId: string; deliveryId: string; provider: GitProvider; commitSha: string | null },
+): Promise<boolean> {
   const row = await db
     .insertInto('git_webhook_deliveries')
     .values({ code_source_id: v.codeSourceId, delivery_id: v.deliveryId, provider: v.provider, commit_sha: v.commitSha })
@@ -18,7 +21,12 @@ export async function insertDelivery(db: Executor, v: { codeSourceId: string; de
 }
 
 export async function setDeliveryRuns(db: Executor, codeSourceId: string, deliveryId: string, runIds: string[]): Promise<void> {
-  await db.updateTable('git_webhook_deliveries').set({ run_ids: JSON.stringify(runIds) }).where('code_source_id', '=', codeSourceId).where('delivery_id', '=', deliveryId).execute();
+  await db
+    .updateTable('git_webhook_deliveries')
+    .set({ run_ids: JSON.stringify(runIds) })
+    .where('code_source_id', '=', codeSourceId)
+    .where('delivery_id', '=', deliveryId)
+    .execute();
 }
 
 export interface TrackedBranch {
@@ -44,12 +52,27 @@ export async function findTrackedBranches(db: Executor, limit = 10_000): Promise
  * run); a head that moved returns true, once, however many workers poll (the row lock decides).
  */
 export async function advancePollHead(trx: Executor, codeSourceId: string, branch: string, commitSha: string): Promise<boolean> {
-  const seen = await trx.selectFrom('git_poll_heads').select('commit_sha').where('code_source_id', '=', codeSourceId).where('branch', '=', branch).forUpdate().executeTakeFirst();
+  const seen = await trx
+    .selectFrom('git_poll_heads')
+    .select('commit_sha')
+    .where('code_source_id', '=', codeSourceId)
+    .where('branch', '=', branch)
+    .forUpdate()
+    .executeTakeFirst();
   if (!seen) {
-    await trx.insertInto('git_poll_heads').values({ code_source_id: codeSourceId, branch, commit_sha: commitSha }).onConflict((oc) => oc.columns(['code_source_id', 'branch']).doNothing()).execute();
+    await trx
+      .insertInto('git_poll_heads')
+      .values({ code_source_id: codeSourceId, branch, commit_sha: commitSha })
+      .onConflict((oc) => oc.columns(['code_source_id', 'branch']).doNothing())
+      .execute();
     return false;
   }
   if (seen.commit_sha === commitSha) return false;
-  await trx.updateTable('git_poll_heads').set({ commit_sha: commitSha, polled_at: sql<Date>`now()` }).where('code_source_id', '=', codeSourceId).where('branch', '=', branch).execute();
+  await trx
+    .updateTable('git_poll_heads')
+    .set({ commit_sha: commitSha, polled_at: sql<Date>`now()` })
+    .where('code_source_id', '=', codeSourceId)
+    .where('branch', '=', branch)
+    .execute();
   return true;
 }

@@ -33,23 +33,27 @@ export async function gitWebhookRoutes(app: App) {
     metrics.inboundEvents.inc({ source: 'git', type, result });
   });
 
-  app.post('/webhooks/git/:codeSourceId', {
-    config: { public: true },
-    bodyLimit: WEBHOOK_BODY_LIMIT,
-    schema: {
-      tags: ['code-sources'],
-      summary: 'Push webhook of a code source (GitHub, GitLab, Gitea; no credential): verified with its webhook secret, idempotent by delivery id',
-      description:
-        'GitHub: X-Hub-Signature-256; Gitea: X-Gitea-Signature (HMAC-SHA256 of the raw body); GitLab: X-Gitlab-Token. Anything unverified is 401 and stores nothing. ' +
-        "A push to a stack's tracked branch (its source ref) that touches its path triggers a run at the pushed commit.",
-      params: WebhookParams,
-      body: Type.Unsafe<Buffer>({ type: 'object', additionalProperties: true, description: 'The provider\'s push event, as JSON' }),
-      response: { 200: Envelope(WebhookResult) },
+  app.post(
+    '/webhooks/git/:codeSourceId',
+    {
+      config: { public: true },
+      bodyLimit: WEBHOOK_BODY_LIMIT,
+      schema: {
+        tags: ['code-sources'],
+        summary: 'Push webhook of a code source (GitHub, GitLab, Gitea; no credential): verified with its webhook secret, idempotent by delivery id',
+        description:
+          'GitHub: X-Hub-Signature-256; Gitea: X-Gitea-Signature (HMAC-SHA256 of the raw body); GitLab: X-Gitlab-Token. Anything unverified is 401 and stores nothing. ' +
+          "A push to a stack's tracked branch (its source ref) that touches its path triggers a run at the pushed commit.",
+        params: WebhookParams,
+        body: Type.Unsafe<Buffer>({ type: 'object', additionalProperties: true, description: "The provider's push event, as JSON" }),
+        response: { 200: Envelope(WebhookResult) },
+      },
+      // The body is bytes until it is verified: its schema documents it; the path is validated as everywhere.
+      validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)),
     },
-    // The body is bytes until it is verified: its schema documents it; the path is validated as everywhere.
-    validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)),
-  }, async (request) => {
-    const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    return { data: await handlePushWebhook(app.db, app.secrets, request.params.codeSourceId, request.headers, raw) };
-  });
+    async (request) => {
+      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      return { data: await handlePushWebhook(app.db, app.secrets, request.params.codeSourceId, request.headers, raw) };
+    },
+  );
 }

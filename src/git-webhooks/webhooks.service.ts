@@ -39,7 +39,7 @@ export async function handlePushWebhook(db: Db, secrets: SecretBox, codeSourceId
   try {
     body = parseJsonBody(rawBody.toString('utf8'));
   } catch {
-    throw new BadRequestError('The delivery is not JSON (set the webhook\'s content type to application/json)', [], 'Git:Webhook:INVALID');
+    throw new BadRequestError("The delivery is not JSON (set the webhook's content type to application/json)", [], 'Git:Webhook:INVALID');
   }
   const push = parsePush(delivery, body);
   return db.transaction().execute(async (trx) => {

@@ -45,7 +45,10 @@ describe('checkInputProperty', () => {
         ],
       }),
     );
-    assert.deepEqual(problems.map((x) => x.path), ['/options/1/value', '/options/0/properties']);
+    assert.deepEqual(
+      problems.map((x) => x.path),
+      ['/options/1/value', '/options/0/properties'],
+    );
   });
 
   it('defaultValueRefsOf finds references at every depth', () => {
@@ -62,6 +65,9 @@ describe('checkInputProperty', () => {
       { id: 'a', label: 'A', type: 'string' },
       { id: 'a', label: 'A', type: 'number', min: 2, max: 1 },
     ] as InputProperty[]);
-    assert.deepEqual(problems.map((x) => x.path), ['/1/id', '/1/min']);
+    assert.deepEqual(
+      problems.map((x) => x.path),
+      ['/1/id', '/1/min'],
+    );
   });
 });

@@ -28,7 +28,12 @@ function checkUnique(values: string[], path: (i: number) => string, what: string
 
 /** Sibling inputs: ids are unique and every show_when names a sibling. */
 function checkChildren(children: InputProperty[], path: string, depth: number, out: Problem[], extraIds: string[] = []) {
-  checkUnique(children.map((c) => c.id), (i) => `${path}/${i}/id`, 'input id', out);
+  checkUnique(
+    children.map((c) => c.id),
+    (i) => `${path}/${i}/id`,
+    'input id',
+    out,
+  );
   const ids = new Set([...children.map((c) => c.id), ...extraIds]);
   children.forEach((child, i) => {
     for (const key of Object.keys(child.show_when ?? {})) {
@@ -58,7 +63,12 @@ function walk(p: InputProperty, path: string, depth: number, out: Problem[]) {
   }
   if (p.type === 'text') checkRange(p.min_length, p.max_length, ['min_length', 'max_length'], path, out);
   if (p.type === 'string' || p.type === 'string_array') {
-    checkUnique((p.values ?? []).map((o) => o.value), (i) => `${path}/values/${i}/value`, 'option value', out);
+    checkUnique(
+      (p.values ?? []).map((o) => o.value),
+      (i) => `${path}/values/${i}/value`,
+      'option value',
+      out,
+    );
   }
   switch (p.type) {
     case 'array':
@@ -71,7 +81,12 @@ function walk(p: InputProperty, path: string, depth: number, out: Problem[]) {
       checkChildren(p.properties, `${path}/properties`, depth, out);
       break;
     case 'compound':
-      checkUnique(p.options.map((o) => o.value), (i) => `${path}/options/${i}/value`, 'option value', out);
+      checkUnique(
+        p.options.map((o) => o.value),
+        (i) => `${path}/options/${i}/value`,
+        'option value',
+        out,
+      );
       p.options.forEach((o, i) => {
         if (o.properties.some((c) => c.id === 'kind')) out.push({ path: `${path}/options/${i}/properties`, message: '"kind" is reserved for the choice' });
         checkChildren(o.properties, `${path}/options/${i}/properties`, depth, out, ['kind']);

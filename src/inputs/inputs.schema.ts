@@ -29,7 +29,11 @@ export type InputType = (typeof INPUT_TYPES)[number];
 export const DEFAULT_VALUE_REF_KEY = '$defaultValue';
 export const DefaultValueRef = Type.Object(
   { [DEFAULT_VALUE_REF_KEY]: Type.String({ minLength: 1, maxLength: 60, pattern: GIVEN_ID_PATTERN, description: 'givenId of a default-value definition' }) },
-  { additionalProperties: false, title: 'DefaultValueRef', description: 'Resolved to the effective default value of that definition for the target environment' },
+  {
+    additionalProperties: false,
+    title: 'DefaultValueRef',
+    description: 'Resolved to the effective default value of that definition for the target environment',
+  },
 );
 export type DefaultValueRef = Static<typeof DefaultValueRef>;
 
@@ -52,7 +56,11 @@ export const Option = Type.Object(
 
 export const Pattern = Type.Object(
   {
-    pattern: Type.String({ minLength: 1, maxLength: 512, description: 'RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md' }),
+    pattern: Type.String({
+      minLength: 1,
+      maxLength: 512,
+      description: 'RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md',
+    }),
     message: Type.String({ minLength: 1, maxLength: 1024 }),
   },
   { additionalProperties: false },

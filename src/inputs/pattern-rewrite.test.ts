@@ -12,7 +12,37 @@ function* bmp(): Generator<string> {
 }
 
 /** Pattern text rich in what the rewrite reads: escapes, classes, groups, flags, quoting. */
-const PIECES = ['a', 'b', '.', '\\s', '\\S', '\\', '[', ']', '^', '-', '(', ')', '(?s)', '(?-s)', '(?s:', '(?i)', '(?P<n>', '(?:', '[:alpha:]', '\\Q', '\\E', '*', '+', '?', '{2}', '|', '$', '\\n', ' '];
+const PIECES = [
+  'a',
+  'b',
+  '.',
+  '\\s',
+  '\\S',
+  '\\',
+  '[',
+  ']',
+  '^',
+  '-',
+  '(',
+  ')',
+  '(?s)',
+  '(?-s)',
+  '(?s:',
+  '(?i)',
+  '(?P<n>',
+  '(?:',
+  '[:alpha:]',
+  '\\Q',
+  '\\E',
+  '*',
+  '+',
+  '?',
+  '{2}',
+  '|',
+  '$',
+  '\\n',
+  ' ',
+];
 /** Values on which RE2's own `.` and `\s` agree with ECMAScript's: no `\r`, no non-ASCII space. */
 const VALUES = fc.string({ unit: fc.constantFrom('a', 'b', ' ', '\n', '-', 'x', ':'), maxLength: 12 });
 

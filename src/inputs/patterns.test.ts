@@ -67,7 +67,7 @@ describe('matchPattern', () => {
     assert.equal(matchPattern('^.{2}$', '😀'), 'no-match');
   });
 
-  it('keeps ECMAScript\'s `.`: no line terminator, unless (?s)', () => {
+  it("keeps ECMAScript's `.`: no line terminator, unless (?s)", () => {
     for (const terminator of ['\n', '\r', '\u2028', '\u2029']) {
       assert.equal(matchPattern('^a.b$', `a${terminator}b`), 'no-match', JSON.stringify(terminator));
       assert.equal(matchPattern('(?s)^a.b$', `a${terminator}b`), 'match', JSON.stringify(terminator));
@@ -76,7 +76,7 @@ describe('matchPattern', () => {
     assert.equal(matchPattern('^a\\.b$', 'axb'), 'no-match');
   });
 
-  it('keeps ECMAScript\'s `\\s` and `\\S`: Unicode spaces and line terminators', () => {
+  it("keeps ECMAScript's `\\s` and `\\S`: Unicode spaces and line terminators", () => {
     for (const space of ['\u000b', '\u00a0', '\u2003', '\u3000', '\ufeff', '\u2028']) {
       assert.equal(matchPattern('^\\S+$', `a${space}b`), 'no-match', JSON.stringify(space));
       assert.equal(matchPattern('^a\\sb$', `a${space}b`), 'match', JSON.stringify(space));

@@ -174,7 +174,9 @@ function check(p: InputProperty, value: Json, path: string, out: Problem[]): voi
     case 'array':
       if (!Array.isArray(value)) return void out.push({ path, message: 'must be an array' });
       checkCount(value.length, p, path, out);
-      value.forEach((item, i) => (isMissing(item) ? out.push({ path: pointer(path, i), message: 'must not be null' }) : check(p.items, item, pointer(path, i), out)));
+      value.forEach((item, i) =>
+        isMissing(item) ? out.push({ path: pointer(path, i), message: 'must not be null' }) : check(p.items, item, pointer(path, i), out),
+      );
       return;
     case 'string_array':
       return void checkStringArray(p, value, path, out);
@@ -186,7 +188,9 @@ function check(p: InputProperty, value: Json, path: string, out: Problem[]): voi
     case 'object_array':
       if (!Array.isArray(value)) return void out.push({ path, message: 'must be an array of objects' });
       checkCount(value.length, p, path, out);
-      value.forEach((item, i) => (isObject(item) ? checkFields(p.properties, item, pointer(path, i), out) : out.push({ path: pointer(path, i), message: 'must be an object' })));
+      value.forEach((item, i) =>
+        isObject(item) ? checkFields(p.properties, item, pointer(path, i), out) : out.push({ path: pointer(path, i), message: 'must be an object' }),
+      );
       return;
     case 'object_map':
     case 'key_value':

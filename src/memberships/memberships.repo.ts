@@ -66,12 +66,7 @@ export function findMembershipById(db: Executor, organizationId: string, id: str
 }
 
 export function findMembershipOfUser(db: Executor, organizationId: string, userId: string) {
-  return db
-    .selectFrom('memberships')
-    .select(['id', 'role'])
-    .where('organization_id', '=', organizationId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  return db.selectFrom('memberships').select(['id', 'role']).where('organization_id', '=', organizationId).where('user_id', '=', userId).executeTakeFirst();
 }
 
 export function findMembershipsPage(db: Executor, organizationId: string, page: PageRequest): Promise<MembershipRow[]> {
@@ -80,13 +75,7 @@ export function findMembershipsPage(db: Executor, organizationId: string, page: 
 
 /** Locks the organization's OWNER memberships, so two concurrent demotions cannot both pass the last-owner check. */
 export async function lockOwnerIds(db: Executor, organizationId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('memberships')
-    .select('id')
-    .where('organization_id', '=', organizationId)
-    .where('role', '=', 'OWNER')
-    .forUpdate()
-    .execute();
+  const rows = await db.selectFrom('memberships').select('id').where('organization_id', '=', organizationId).where('role', '=', 'OWNER').forUpdate().execute();
   return rows.map((r) => r.id);
 }
 

@@ -8,38 +8,67 @@ import { changeMembershipRole, getMembership, getUserAuthSettings, inviteMember,
 export async function membershipRoutes(app: App) {
   const tags = ['memberships'];
 
-  app.post('/memberships', {
-    config: { permission: 'membership:manage', auditFields: ['email', 'role'] },
-    schema: { tags, summary: 'Invite a user by email', body: InviteMember, response: { 201: Envelope(Membership) } },
-  }, async (request, reply) => reply.status(201).send({ data: await inviteMember(app.db, request.principal, request.body.data) }));
+  app.post(
+    '/memberships',
+    {
+      config: { permission: 'membership:manage', auditFields: ['email', 'role'] },
+      schema: { tags, summary: 'Invite a user by email', body: InviteMember, response: { 201: Envelope(Membership) } },
+    },
+    async (request, reply) => reply.status(201).send({ data: await inviteMember(app.db, request.principal, request.body.data) }),
+  );
 
-  app.get('/memberships', {
-    schema: { tags, summary: "List the organization's memberships", querystring: PaginationQuery, response: { 200: ListEnvelope(Membership) } },
-  }, async (request) => {
-    const { items, meta } = await listMemberships(app.db, request.principal, pageRequest(request.query));
-    return { data: items, meta };
-  });
+  app.get(
+    '/memberships',
+    {
+      schema: { tags, summary: "List the organization's memberships", querystring: PaginationQuery, response: { 200: ListEnvelope(Membership) } },
+    },
+    async (request) => {
+      const { items, meta } = await listMemberships(app.db, request.principal, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
 
-  app.get('/memberships/:id', {
-    schema: { tags, summary: 'Read a membership', params: IdParams, response: { 200: Envelope(Membership) } },
-  }, async (request) => ({ data: await getMembership(app.db, request.principal, request.params.id) }));
+  app.get(
+    '/memberships/:id',
+    {
+      schema: { tags, summary: 'Read a membership', params: IdParams, response: { 200: Envelope(Membership) } },
+    },
+    async (request) => ({ data: await getMembership(app.db, request.principal, request.params.id) }),
+  );
 
-  app.patch('/memberships/:id', {
-    config: { permission: 'membership:manage', auditFields: ['role'] },
-    schema: { tags, summary: "Change a member's role", params: IdParams, body: UpdateMembership, response: { 200: Envelope(Membership) } },
-  }, async (request) => ({ data: await changeMembershipRole(app.db, request.principal, request.params.id, request.body.data.role) }));
+  app.patch(
+    '/memberships/:id',
+    {
+      config: { permission: 'membership:manage', auditFields: ['role'] },
+      schema: { tags, summary: "Change a member's role", params: IdParams, body: UpdateMembership, response: { 200: Envelope(Membership) } },
+    },
+    async (request) => ({ data: await changeMembershipRole(app.db, request.principal, request.params.id, request.body.data.role) }),
+  );
 
-  app.delete('/memberships/:id', {
-    config: { permission: 'membership:manage' },
-    schema: { tags, summary: 'Remove a member', params: IdParams, response: { 204: NoContent } },
-  }, async (request, reply) => {
-    await removeMembership(app.db, request.principal, request.params.id);
-    return reply.code(204).send(null);
-  });
+  app.delete(
+    '/memberships/:id',
+    {
+      config: { permission: 'membership:manage' },
+      schema: { tags, summary: 'Remove a member', params: IdParams, response: { 204: NoContent } },
+    },
+    async (request, reply) => {
+      await removeMembership(app.db, request.principal, request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
 
   // A users route, served here: who may read it is a membership rule (an ADMIN+ of an organization the user is in).
-  app.get('/users/:userId/identities', {
-    config: { permission: 'authenticated' },
-    schema: { tags: ['users'], summary: "How a user signs in (own, or ADMIN+ for the organization's members)", params: UserIdParams, response: { 200: Envelope(UserAuthSettings) } },
-  }, async (request) => ({ data: await getUserAuthSettings(app.db, request.principal, request.params.userId) }));
+  app.get(
+    '/users/:userId/identities',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        tags: ['users'],
+        summary: "How a user signs in (own, or ADMIN+ for the organization's members)",
+        params: UserIdParams,
+        response: { 200: Envelope(UserAuthSettings) },
+      },
+    },
+    async (request) => ({ data: await getUserAuthSettings(app.db, request.principal, request.params.userId) }),
+  );
 }

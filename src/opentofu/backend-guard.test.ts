@@ -4,7 +4,14 @@ import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { FIND_BACKEND_OVERRIDES, overridesDeclaringBackend, recordedBackendProblem, SENSITIVE_OVERRIDE, WRITE_BACKEND_OVERRIDE, WRITE_SENSITIVE_OVERRIDE } from './backend-guard.ts';
+import {
+  FIND_BACKEND_OVERRIDES,
+  overridesDeclaringBackend,
+  recordedBackendProblem,
+  SENSITIVE_OVERRIDE,
+  WRITE_BACKEND_OVERRIDE,
+  WRITE_SENSITIVE_OVERRIDE,
+} from './backend-guard.ts';
 
 function directoryWith(files: Record<string, string>): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-guard-'));
@@ -12,9 +19,14 @@ function directoryWith(files: Record<string, string>): string {
   return dir;
 }
 
-const sh = (dir: string, script: string, env: Record<string, string> = {}) => execFileSync('/bin/sh', ['-c', script], { cwd: dir, env: { PATH: '/usr/bin:/bin', ...env } });
+const sh = (dir: string, script: string, env: Record<string, string> = {}) =>
+  execFileSync('/bin/sh', ['-c', script], { cwd: dir, env: { PATH: '/usr/bin:/bin', ...env } });
 
-const plinth = { address: 'http://plinth/state-backend/stack-a', lockAddress: 'http://plinth/state-backend/stack-a/lock', unlockAddress: 'http://plinth/state-backend/stack-a/lock' };
+const plinth = {
+  address: 'http://plinth/state-backend/stack-a',
+  lockAddress: 'http://plinth/state-backend/stack-a/lock',
+  unlockAddress: 'http://plinth/state-backend/stack-a/lock',
+};
 const recorded = (type: string, config: Record<string, unknown>) => Buffer.from(JSON.stringify({ version: 3, backend: { type, config, hash: 1 } }));
 
 describe('the backend guard', () => {
@@ -47,10 +59,11 @@ describe('the backend guard', () => {
     assert.deepEqual(overridesDeclaringBackend(sh(directoryWith({ 'main.tf': '' }), FIND_BACKEND_OVERRIDES)), []);
   });
 
-  it('writes Plinth\'s backend override under both extensions, over whatever the repository kept under those names', () => {
+  it("writes Plinth's backend override under both extensions, over whatever the repository kept under those names", () => {
     const dir = directoryWith({ 'plinth_backend_override.tofu': 'terraform {\n  backend "http" { address = "http://evil" }\n}\n' });
     sh(dir, WRITE_BACKEND_OVERRIDE, { HOME: dir });
-    for (const ext of ['tf', 'tofu']) assert.equal(readFileSync(path.join(dir, `plinth_backend_override.${ext}`), 'utf8'), 'terraform {\n  backend "http" {}\n}\n');
+    for (const ext of ['tf', 'tofu'])
+      assert.equal(readFileSync(path.join(dir, `plinth_backend_override.${ext}`), 'utf8'), 'terraform {\n  backend "http" {}\n}\n');
   });
 
   it('marks sensitive only the variables a .tf or .tofu file OpenTofu reads declares', () => {
@@ -67,11 +80,14 @@ describe('the backend guard', () => {
     assert.equal(readFileSync(path.join(dir, `${SENSITIVE_OVERRIDE}.tf`), 'utf8'), '');
   });
 
-  it('accepts only the http backend at exactly Plinth\'s addresses', () => {
+  it("accepts only the http backend at exactly Plinth's addresses", () => {
     const good = { address: plinth.address, lock_address: plinth.lockAddress, unlock_address: plinth.unlockAddress, username: null };
     assert.equal(recordedBackendProblem(recorded('http', good), plinth), undefined);
     assert.match(recordedBackendProblem(recorded('http', { ...good, lock_address: 'http://evil/lock' }), plinth)!, /lock_address/);
-    assert.match(recordedBackendProblem(recorded('http', { ...good, skip_cert_verification: true, headers: { a: 'b' } }), plinth)!, /headers, skip_cert_verification/);
+    assert.match(
+      recordedBackendProblem(recorded('http', { ...good, skip_cert_verification: true, headers: { a: 'b' } }), plinth)!,
+      /headers, skip_cert_verification/,
+    );
     assert.match(recordedBackendProblem(recorded('s3', {}), plinth)!, /"s3" backend/);
     assert.match(recordedBackendProblem(Buffer.from('{}'), plinth)!, /not Plinth's/);
     assert.match(recordedBackendProblem(Buffer.from('nope'), plinth)!, /no readable/);

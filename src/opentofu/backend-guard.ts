@@ -62,14 +62,18 @@ printf '%s\n' "$PLINTH_SENSITIVE_NAMES" | while IFS= read -r n; do
 done > ${SENSITIVE_OVERRIDE}.tf && cp ${SENSITIVE_OVERRIDE}.tf ${SENSITIVE_OVERRIDE}.tofu`;
 
 /** `init`'s own flags: a fresh backend configuration (never one a repository's `.terraform` kept), at Plinth's addresses. */
-export const INIT_BACKEND_FLAGS = '-reconfigure -backend-config="address=$TF_HTTP_ADDRESS" -backend-config="lock_address=$TF_HTTP_LOCK_ADDRESS" -backend-config="unlock_address=$TF_HTTP_UNLOCK_ADDRESS"';
+export const INIT_BACKEND_FLAGS =
+  '-reconfigure -backend-config="address=$TF_HTTP_ADDRESS" -backend-config="lock_address=$TF_HTTP_LOCK_ADDRESS" -backend-config="unlock_address=$TF_HTTP_UNLOCK_ADDRESS"';
 
 /** Prints the backend configuration `init` recorded (OpenTofu's `.terraform/terraform.tfstate`). */
 export const READ_RECORDED_BACKEND = 'cat .terraform/terraform.tfstate';
 
 /** The override files a FIND_BACKEND_OVERRIDES run printed. */
 export function overridesDeclaringBackend(stdout: Buffer | undefined): string[] {
-  return (stdout ?? Buffer.alloc(0)).toString('utf8').split('\n').filter((line) => line.length > 0);
+  return (stdout ?? Buffer.alloc(0))
+    .toString('utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
 }
 
 export interface PlinthBackend {
@@ -92,7 +96,8 @@ export function recordedBackendProblem(recorded: Buffer | undefined, expected: P
     return 'init recorded no readable backend configuration';
   }
   const backend = (parsed as { backend?: { type?: unknown; config?: Record<string, unknown> } } | null)?.backend;
-  if (backend?.type !== 'http') return `init configured the ${typeof backend?.type === 'string' ? `"${backend.type}"` : 'wrong'} backend, not Plinth's http backend`;
+  if (backend?.type !== 'http')
+    return `init configured the ${typeof backend?.type === 'string' ? `"${backend.type}"` : 'wrong'} backend, not Plinth's http backend`;
   const config = backend.config ?? {};
   const wanted: Record<string, string> = { address: expected.address, lock_address: expected.lockAddress, unlock_address: expected.unlockAddress };
   const wrong = Object.keys(wanted).filter((key) => config[key] !== wanted[key]);

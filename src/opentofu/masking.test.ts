@@ -33,11 +33,11 @@ describe('maskSecrets', () => {
     assert.equal(logged(['pa"ss\\word<\x01\b>'], '{"password":"pa\\"ss\\\\word<\\u0001\\b>"}\n'), '{"password":"***"}\n');
   });
 
-  it('masks the form Go\'s JSON encoder writes: <, > and & escaped too', () => {
+  it("masks the form Go's JSON encoder writes: <, > and & escaped too", () => {
     assert.equal(logged(['a<b>&c'], '{"@message":"value \\"a\\u003cb\\u003e\\u0026c\\""}\n'), '{"@message":"value \\"***\\""}\n');
   });
 
-  it('masks the Go-quoted form OpenTofu\'s plan prints (%q: \\x01 and \\t, not JSON\'s \\u0001)', () => {
+  it("masks the Go-quoted form OpenTofu's plan prints (%q: \\x01 and \\t, not JSON's \\u0001)", () => {
     assert.equal(logged(['ab\x01c\td"e'], '      + password = "ab\\x01c\\td\\"e"\n'), '      + password = "***"\n');
   });
 
@@ -55,12 +55,14 @@ describe('maskSecrets', () => {
     assert.equal(logged(['~home#1'], '\\~home#1\n'), '***\n');
   });
 
-  it('masks the $\'…\' form bash printf %q uses for control characters', () => {
+  it("masks the $'…' form bash printf %q uses for control characters", () => {
     assert.equal(logged(["l1\tl2'x"], "arg=$'l1\\tl2\\'x'\n"), "arg=$'***'\n");
   });
 
   it('masks each line of a PEM key printed line by line (a heredoc in the plan), short lines excepted', () => {
-    const heredoc = `      + key = <<-EOT\n${PEM.split('\n').map((l) => `            ${l}`).join('\n')}\n        EOT\n`;
+    const heredoc = `      + key = <<-EOT\n${PEM.split('\n')
+      .map((l) => `            ${l}`)
+      .join('\n')}\n        EOT\n`;
     const lines = logged([PEM], heredoc).split('\n');
     assert.deepEqual(lines.slice(1, 7), ['            ***', '            ***', '            ***', '            ***', '            ok', '            ***']);
   });
@@ -72,7 +74,10 @@ describe('maskSecrets', () => {
 
   it('masks each string of a JSON value (a map variable) as OpenTofu prints them, an attribute per line', () => {
     const secret = JSON.stringify({ user: 'admin-user', password: 'p@ss "w0rd"', port: 5432 });
-    assert.equal(logged([secret], '      + password = "p@ss \\"w0rd\\""\n      + user     = "admin-user"\n'), '      + password = "***"\n      + user     = "***"\n');
+    assert.equal(
+      logged([secret], '      + password = "p@ss \\"w0rd\\""\n      + user     = "admin-user"\n'),
+      '      + password = "***"\n      + user     = "***"\n',
+    );
   });
 
   it('leaves values, and lines of values, under 3 bytes alone', () => {
@@ -102,6 +107,9 @@ describe('maskSecrets', () => {
 
   it('refuses sensitive values that would make more than its limit of text to mask, rather than log them', () => {
     const huge = JSON.stringify(Array.from({ length: 40_000 }, (_, i) => `secret-${i}`));
-    assert.throws(() => maskSecrets([huge]), (error: unknown) => error instanceof MaskTooLargeError && error.bytes > MAX_MASKED_FORM_BYTES);
+    assert.throws(
+      () => maskSecrets([huge]),
+      (error: unknown) => error instanceof MaskTooLargeError && error.bytes > MAX_MASKED_FORM_BYTES,
+    );
   });
 });

@@ -28,7 +28,9 @@ export const MAX_MASKED_FORM_BYTES = 1024 * 1024;
 
 export class MaskTooLargeError extends Error {
   constructor(readonly bytes: number) {
-    super(`The stack's sensitive values make ${bytes} bytes of text to mask in the step's log, more than the ${MAX_MASKED_FORM_BYTES} Plinth masks: make them fewer or smaller`);
+    super(
+      `The stack's sensitive values make ${bytes} bytes of text to mask in the step's log, more than the ${MAX_MASKED_FORM_BYTES} Plinth masks: make them fewer or smaller`,
+    );
   }
 }
 

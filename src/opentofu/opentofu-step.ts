@@ -33,7 +33,6 @@ const MAX_CAPTURE_BYTES = 64 * 1024 * 1024;
 /** Raw plan bytes per process that writes the saved plan back into an apply's workspace (an environment variable stays well under 128 KiB). */
 const PLAN_CHUNK_BYTES = 72 * 1024;
 
-
 /** Where a configured OpenTofu path is shown to steps: one file, read-only (OpenTofu is a single binary). */
 const TOFU_TARGET = '/plinth/bin/tofu';
 
@@ -71,9 +70,15 @@ function fail(code: EngineErrorCode, message: string, metadata?: Record<string, 
 }
 
 /** The stack's variables, its sensitive ones (opened), the step's, then the run's inputs: later ones win. */
-async function variablesOf(claimed: ClaimedStep, ctx: RunnerContext, stack: StackForStep): Promise<{ values: Record<string, unknown>; sensitive: StepRun['sensitive'] }> {
+async function variablesOf(
+  claimed: ClaimedStep,
+  ctx: RunnerContext,
+  stack: StackForStep,
+): Promise<{ values: Record<string, unknown>; sensitive: StepRun['sensitive'] }> {
   const sealed = await findSealedVariables(ctx.db, stack.id);
-  const sensitive = Object.fromEntries(sealed.map((v) => [v.name, JSON.parse(ctx.secrets.open(v.sealed_value, `stack_sensitive_variables:${stack.id}:${v.name}`)) as unknown]));
+  const sensitive = Object.fromEntries(
+    sealed.map((v) => [v.name, JSON.parse(ctx.secrets.open(v.sealed_value, `stack_sensitive_variables:${stack.id}:${v.name}`)) as unknown]),
+  );
   const fromStep = (claimed.step.with?.variables ?? {}) as Record<string, unknown>;
   const values = { ...stack.variables, ...sensitive, ...fromStep, ...(claimed.run.input ?? {}) };
   const secrets = Object.values(sensitive).flatMap((v) => (typeof v === 'string' ? [v] : [JSON.stringify(v)]));
@@ -111,7 +116,13 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
   const binary = tofuBinary(ctx.tofu.bin, prepared);
   if (!binary) return fail('OpenTofu:Command:FAILED', `PLINTH_TOFU_BIN (${ctx.tofu.bin}) does not exist on worker ${ctx.workerId}`);
   const timeoutMs = claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined;
-  const credential = await mintRunCredential(ctx.db, { organizationId: stack.organization_id, stackId: stack.id, runId: claimed.run.id, stepExecutionId: claimed.executionId, timeoutMs });
+  const credential = await mintRunCredential(ctx.db, {
+    organizationId: stack.organization_id,
+    stackId: stack.id,
+    runId: claimed.run.id,
+    stepExecutionId: claimed.executionId,
+    timeoutMs,
+  });
   try {
     const { values, sensitive } = await variablesOf(claimed, ctx, stack);
     const mask = maskOrFailure([...sensitive.values, credential.token]);
@@ -160,22 +171,33 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
 async function finishOutcome(run: StepRun, outcome: StepOutcome): Promise<StepOutcome> {
   await run.ctx.sink.flush();
   const statusDetail = { ...(outcome.statusDetail ?? {}), workerId: run.ctx.workerId, ...logDetail(run.ctx.sink.stats) };
-  if (outcome.status === 'SUCCEEDED' && run.ctx.sink.stats.linesLost) return { ...outcome, status: 'FAILED', statusDetail, error: logStoreError(run.ctx.sink.stats, run.ctx.sink.lastError) };
+  if (outcome.status === 'SUCCEEDED' && run.ctx.sink.stats.linesLost)
+    return { ...outcome, status: 'FAILED', statusDetail, error: logStoreError(run.ctx.sink.stats, run.ctx.sink.lastError) };
   return { ...outcome, statusDetail };
 }
 
 /** A failed command's outcome, or undefined when it succeeded. */
 function commandFailure(what: string, result: TofuProcessResult, timeoutSeconds: number | undefined): StepOutcome | undefined {
-  if (result.timedOut) return { status: 'FAILED', error: engineError('Engine:Step:TIMED_OUT', `The step ran longer than its timeoutSeconds (${timeoutSeconds})`) };
+  if (result.timedOut)
+    return { status: 'FAILED', error: engineError('Engine:Step:TIMED_OUT', `The step ran longer than its timeoutSeconds (${timeoutSeconds})`) };
   if (result.exitCode === 0 && !result.overflow) return undefined;
   if (result.overflow) return fail('OpenTofu:Output:INVALID', `tofu ${what} printed more than ${MAX_CAPTURE_BYTES} bytes`);
   const how = result.exitCode === null ? `was stopped (${result.signal ?? 'no signal'})` : `exited with code ${result.exitCode}`;
-  const error: ErrorBody = engineError('OpenTofu:Command:FAILED', `tofu ${what} ${how}; its output is in the step's log`, { command: what, exitCode: result.exitCode });
+  const error: ErrorBody = engineError('OpenTofu:Command:FAILED', `tofu ${what} ${how}; its output is in the step's log`, {
+    command: what,
+    exitCode: result.exitCode,
+  });
   return { status: 'FAILED', error, statusDetail: { exitCode: result.exitCode, signal: result.signal } };
 }
 
 function tofu(run: StepRun, what: string, command: string, extraEnv: Record<string, string> = {}, captureMaxBytes?: number) {
-  return runTofuProcess(run.proc, { command, env: { ...run.env, ...extraEnv }, workingDirectory: run.workingDirectory, binds: run.binds, captureMaxBytes }).then((result) => ({
+  return runTofuProcess(run.proc, {
+    command,
+    env: { ...run.env, ...extraEnv },
+    workingDirectory: run.workingDirectory,
+    binds: run.binds,
+    captureMaxBytes,
+  }).then((result) => ({
     result,
     failure: commandFailure(what, result, run.claimed.step.timeoutSeconds),
   }));
@@ -208,14 +230,20 @@ async function initWorkspace(run: StepRun): Promise<StepOutcome | undefined> {
   const overrides = overridesDeclaringBackend(found.result.stdout);
   if (overrides.length) {
     const names = overrides.slice(0, 10).join(', ');
-    return fail('OpenTofu:Backend:OVERRIDDEN', `The code declares a backend or cloud block in an override file (${names}): Plinth keeps every stack's state in its own backend, so the run stops before init. Remove that block from the file.`, { files: overrides.slice(0, 10) });
+    return fail(
+      'OpenTofu:Backend:OVERRIDDEN',
+      `The code declares a backend or cloud block in an override file (${names}): Plinth keeps every stack's state in its own backend, so the run stops before init. Remove that block from the file.`,
+      { files: overrides.slice(0, 10) },
+    );
   }
   const init = [WRITE_BACKEND_OVERRIDE, `{ ${WRITE_SENSITIVE_OVERRIDE}\n}`, `"$PLINTH_TOFU" init -input=false -no-color ${INIT_BACKEND_FLAGS}`].join(' && ');
   const initialized = await tofu(run, 'init', init, { PLINTH_SENSITIVE_NAMES: run.sensitive.names.join('\n') });
   if (initialized.failure) return initialized.failure;
   const recorded = await tofu(run, 'backend check', READ_RECORDED_BACKEND, {}, MAX_CHECK_BYTES);
   const address = run.env.TF_HTTP_ADDRESS;
-  const problem = recorded.failure ? 'init recorded no backend configuration' : recordedBackendProblem(recorded.result.stdout, { address, lockAddress: `${address}/lock`, unlockAddress: `${address}/lock` });
+  const problem = recorded.failure
+    ? 'init recorded no backend configuration'
+    : recordedBackendProblem(recorded.result.stdout, { address, lockAddress: `${address}/lock`, unlockAddress: `${address}/lock` });
   if (problem) return fail('OpenTofu:Backend:NOT_PLINTH', `${problem}: the step stops before OpenTofu uses that backend`);
   return undefined;
 }
@@ -240,7 +268,7 @@ async function planStep(run: StepRun): Promise<StepOutcome> {
   const shown = await tofu(run, 'show -json', `"$PLINTH_TOFU" show -json -no-color ${PLAN_FILE}`, {}, MAX_CAPTURE_BYTES);
   if (shown.failure) return shown.failure;
   const summary = storable(summarizePlan(parseJson(shown.result.stdout)));
-  if (!summary) return fail('OpenTofu:Output:INVALID', 'tofu show -json did not print a plan in OpenTofu\'s JSON format');
+  if (!summary) return fail('OpenTofu:Output:INVALID', "tofu show -json did not print a plan in OpenTofu's JSON format");
   const file = await tofu(run, 'plan file', `base64 < ${PLAN_FILE}`, {}, MAX_CAPTURE_BYTES);
   if (file.failure) return file.failure;
   const bytes = Buffer.from((file.result.stdout ?? Buffer.alloc(0)).toString('ascii'), 'base64');
@@ -268,7 +296,7 @@ async function savedPlan(run: StepRun, isDestroy: boolean): Promise<{ bytes: Buf
     if (row.stack_id !== run.stack.id) throw new Error('another stack');
     bytes = run.ctx.secrets.openBytes(row.sealed_plan, planContext(claimed.run.id, claimed.run.attempt_epoch));
   } catch {
-    return fail('OpenTofu:Plan:NOT_THIS_RUN', 'The saved plan is not this run\'s or this attempt\'s: it is refused');
+    return fail('OpenTofu:Plan:NOT_THIS_RUN', "The saved plan is not this run's or this attempt's: it is refused");
   }
   if (row.is_destroy !== isDestroy) {
     return fail('OpenTofu:Plan:WRONG_KIND', isDestroy ? 'A destroy step cannot apply a change plan' : 'An apply step cannot apply a destroy plan');
@@ -295,7 +323,8 @@ async function writePlanFile(run: StepRun, bytes: Buffer): Promise<StepOutcome |
 async function applyStep(run: StepRun, isDestroy: boolean): Promise<StepOutcome> {
   const plan = await savedPlan(run, isDestroy);
   if (plan && 'status' in plan) return plan;
-  if (!plan && !isDestroy) return fail('OpenTofu:Plan:NOT_FOUND', 'No plan of this run\'s attempt to apply: an opentofu.plan step must run before opentofu.apply');
+  if (!plan && !isDestroy)
+    return fail('OpenTofu:Plan:NOT_FOUND', "No plan of this run's attempt to apply: an opentofu.plan step must run before opentofu.apply");
   const { claimed } = run;
   if (plan && !plan.hasChanges) {
     await recordLatestRun(run.ctx.db, run.stack.id, claimed.run.id);
@@ -321,7 +350,7 @@ async function applyStep(run: StepRun, isDestroy: boolean): Promise<StepOutcome>
   const out = await tofu(run, 'output -json', `"$PLINTH_TOFU" output -json -no-color`, {}, MAX_CAPTURE_BYTES);
   if (out.failure) return out.failure;
   const output = storable(stackOutputs(parseJson(out.result.stdout), secretPieces(run.sensitive.values)));
-  if (!output) return fail('OpenTofu:Output:INVALID', 'tofu output -json did not print outputs in OpenTofu\'s JSON format');
+  if (!output) return fail('OpenTofu:Output:INVALID', "tofu output -json did not print outputs in OpenTofu's JSON format");
   await recordApply(run.ctx.db, run.stack.id, claimed.run.id, output, !isDestroy);
   return { status: 'SUCCEEDED', outputData: { applied: true, isDestroy, outputs: Object.keys(output) } };
 }

@@ -70,10 +70,7 @@ export function findLiveRunCredential(db: Executor, tokenHash: string): Promise<
     .where('c.token_hash', '=', tokenHash)
     .where('c.expires_at', '>', sql<Date>`now()`)
     .where((eb) =>
-      eb.or([
-        eb('r.status', 'in', ACTIVE_RUN_STATUSES),
-        eb('r.completed_at', '>', sql<Date>`now() - ${STOPPING_STEP_WINDOW_MS} * interval '1 millisecond'`),
-      ]),
+      eb.or([eb('r.status', 'in', ACTIVE_RUN_STATUSES), eb('r.completed_at', '>', sql<Date>`now() - ${STOPPING_STEP_WINDOW_MS} * interval '1 millisecond'`)]),
     )
     .executeTakeFirst();
 }
@@ -135,14 +132,7 @@ export async function recordRunNote(db: Executor, runId: string, reason: string,
     .expression((eb) =>
       eb
         .selectFrom('pipeline_runs')
-        .select([
-          'id',
-          sql<null>`null`.as('step_execution_id'),
-          'status',
-          'status',
-          sql<string>`${reason}`.as('reason'),
-          sql<string>`${actor}`.as('actor'),
-        ])
+        .select(['id', sql<null>`null`.as('step_execution_id'), 'status', 'status', sql<string>`${reason}`.as('reason'), sql<string>`${actor}`.as('actor')])
         .where('id', '=', runId),
     )
     .execute();

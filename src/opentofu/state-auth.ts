@@ -39,7 +39,13 @@ export async function authenticateStateCaller(db: Db, request: FastifyRequest): 
   if (token.startsWith(RUN_TOKEN_PREFIX)) {
     const credential = await findLiveRunCredential(db, hashToken(token));
     if (!credential) throw new UnauthenticatedError('INVALID', 'The run credential is not valid, has expired, or its run has finished');
-    return { kind: 'run', organizationId: credential.organization_id, stackId: credential.stack_id, runId: credential.run_id, principalId: `run:${credential.run_id}` };
+    return {
+      kind: 'run',
+      organizationId: credential.organization_id,
+      stackId: credential.stack_id,
+      runId: credential.run_id,
+      principalId: `run:${credential.run_id}`,
+    };
   }
   const requestedOrg = organizationSelector(request.headers['x-organization-id']);
   const { principal } = await resolveCredential(db, token, hashToken(token), requestedOrg);

@@ -84,7 +84,9 @@ export async function deleteStateLock(trx: Trx, stackId: string): Promise<void> 
 /** A stack whose current state still holds resources: deleting it would lose track of them. */
 async function findResourcesOfStack(db: Executor, stackId: string): Promise<UsageRow[]> {
   const latest = await findLatestStateVersion(db, stackId);
-  return latest && latest.resource_count > 0 ? [{ kind: 'resources in its OpenTofu state (destroy them first)', ref: `${latest.resource_count} in state serial ${latest.serial}` }] : [];
+  return latest && latest.resource_count > 0
+    ? [{ kind: 'resources in its OpenTofu state (destroy them first)', ref: `${latest.resource_count} in state serial ${latest.serial}` }]
+    : [];
 }
 
 registerDependent('Stack', { findUsages: findResourcesOfStack });

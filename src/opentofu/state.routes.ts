@@ -93,26 +93,45 @@ async function backendRoutes(app: App) {
   };
 
   // State holds secrets: reading it is a sensitive read the audit log records, and no body is copied into it.
-  app.get('/state-backend/:workspace', {
-    config: { public: true, runCredentials: true, audit: 'state.download' },
-    schema: { tags, summary: "Read a stack's current OpenTofu state (http backend; 204 when there is none)", params: WorkspaceParams, response: { 200: {}, 204: NoContent } },
-  }, async (request, reply) => {
-    const { stack } = await callerAndStack(request, request.params.workspace);
-    const state = await readState(app.db, app.secrets, stack);
-    if (!state) return reply.status(204).send(null);
-    return reply.status(200).header('Content-Type', 'application/json').header('Content-MD5', state.md5.toString('base64')).send(state.bytes);
-  });
+  app.get(
+    '/state-backend/:workspace',
+    {
+      config: { public: true, runCredentials: true, audit: 'state.download' },
+      schema: {
+        tags,
+        summary: "Read a stack's current OpenTofu state (http backend; 204 when there is none)",
+        params: WorkspaceParams,
+        response: { 200: {}, 204: NoContent },
+      },
+    },
+    async (request, reply) => {
+      const { stack } = await callerAndStack(request, request.params.workspace);
+      const state = await readState(app.db, app.secrets, stack);
+      if (!state) return reply.status(204).send(null);
+      return reply.status(200).header('Content-Type', 'application/json').header('Content-MD5', state.md5.toString('base64')).send(state.bytes);
+    },
+  );
 
-  app.post('/state-backend/:workspace', {
-    config: { public: true, runCredentials: true, audit: 'state.upload' },
-    bodyLimit: MAX_STATE_BYTES,
-    schema: { tags, summary: 'Write a new state version (http backend); ?ID= names the lock the writer holds', params: WorkspaceParams, querystring: StateWriteQuery, response: { 200: NoContent, 423: StateLocked } },
-  }, async (request, reply) => {
-    const { caller, stack } = await callerAndStack(request, request.params.workspace);
-    const body = bytes(request.body);
-    assertContentMd5(request.headers['content-md5'], body);
-    return lockedAs423(reply, () => writeState(app.db, app.secrets, caller, stack, request.query.ID, body));
-  });
+  app.post(
+    '/state-backend/:workspace',
+    {
+      config: { public: true, runCredentials: true, audit: 'state.upload' },
+      bodyLimit: MAX_STATE_BYTES,
+      schema: {
+        tags,
+        summary: 'Write a new state version (http backend); ?ID= names the lock the writer holds',
+        params: WorkspaceParams,
+        querystring: StateWriteQuery,
+        response: { 200: NoContent, 423: StateLocked },
+      },
+    },
+    async (request, reply) => {
+      const { caller, stack } = await callerAndStack(request, request.params.workspace);
+      const body = bytes(request.body);
+      assertContentMd5(request.headers['content-md5'], body);
+      return lockedAs423(reply, () => writeState(app.db, app.secrets, caller, stack, request.query.ID, body));
+    },
+  );
 
   // LOCK and UNLOCK cannot be described in OpenAPI 3.0 (it knows only the standard methods): hidden there, documented in docs/opentofu.md.
   app.route({
@@ -144,27 +163,54 @@ export async function stateRoutes(app: App) {
   const tags = ['state'];
   await app.register(backendRoutes);
 
-  app.get('/stacks/:id/state-versions', {
-    schema: { tags, summary: "List every version of a stack's state, newest last", params: IdParams, querystring: PaginationQuery, response: { 200: ListEnvelope(StateVersion) } },
-  }, async (request) => {
-    const { items, meta } = await listStateVersions(app.db, request.principal, request.params.id, pageRequest(request.query));
-    return { data: items, meta };
-  });
+  app.get(
+    '/stacks/:id/state-versions',
+    {
+      schema: {
+        tags,
+        summary: "List every version of a stack's state, newest last",
+        params: IdParams,
+        querystring: PaginationQuery,
+        response: { 200: ListEnvelope(StateVersion) },
+      },
+    },
+    async (request) => {
+      const { items, meta } = await listStateVersions(app.db, request.principal, request.params.id, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
 
-  app.get('/stacks/:id/state-versions/:versionId', {
-    config: { permission: 'state:read', audit: 'state.download' },
-    schema: { tags, summary: 'Read one state version with its state (it may hold secrets)', params: StateVersionParams, response: { 200: Envelope(StateVersionWithState) } },
-  }, async (request) => ({ data: await getStateVersion(app.db, app.secrets, request.principal, request.params.id, request.params.versionId) }));
+  app.get(
+    '/stacks/:id/state-versions/:versionId',
+    {
+      config: { permission: 'state:read', audit: 'state.download' },
+      schema: {
+        tags,
+        summary: 'Read one state version with its state (it may hold secrets)',
+        params: StateVersionParams,
+        response: { 200: Envelope(StateVersionWithState) },
+      },
+    },
+    async (request) => ({ data: await getStateVersion(app.db, app.secrets, request.principal, request.params.id, request.params.versionId) }),
+  );
 
-  app.get('/stacks/:id/state-lock', {
-    schema: { tags, summary: "Who holds a stack's state lock", params: IdParams, response: { 200: Envelope(StateLockStatus) } },
-  }, async (request) => ({ data: await getStateLock(app.db, request.principal, request.params.id) }));
+  app.get(
+    '/stacks/:id/state-lock',
+    {
+      schema: { tags, summary: "Who holds a stack's state lock", params: IdParams, response: { 200: Envelope(StateLockStatus) } },
+    },
+    async (request) => ({ data: await getStateLock(app.db, request.principal, request.params.id) }),
+  );
 
-  app.delete('/stacks/:id/state-lock', {
-    config: { permission: 'state:force-unlock' },
-    schema: { tags, summary: "Force-unlock a stack's state (recorded in the holding run's history)", params: IdParams, response: { 204: NoContent } },
-  }, async (request, reply) => {
-    await forceUnlockState(app.db, request.principal, request.params.id);
-    return reply.status(204).send(null);
-  });
+  app.delete(
+    '/stacks/:id/state-lock',
+    {
+      config: { permission: 'state:force-unlock' },
+      schema: { tags, summary: "Force-unlock a stack's state (recorded in the holding run's history)", params: IdParams, response: { 204: NoContent } },
+    },
+    async (request, reply) => {
+      await forceUnlockState(app.db, request.principal, request.params.id);
+      return reply.status(204).send(null);
+    },
+  );
 }

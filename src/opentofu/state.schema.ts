@@ -38,7 +38,10 @@ export const StateLockStatus = Type.Object({ locked: Type.Boolean(), lock: Type.
 
 export const WorkspaceParams = Type.Object({ workspace: Type.String({ minLength: 1, maxLength: 80 }) }, { additionalProperties: false });
 export const StateVersionParams = Type.Object({ id: Id, versionId: Id }, { additionalProperties: false });
-export const StateWriteQuery = Type.Object({ ID: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The lock ID the writer holds' })) }, { additionalProperties: false });
+export const StateWriteQuery = Type.Object(
+  { ID: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The lock ID the writer holds' })) },
+  { additionalProperties: false },
+);
 
 /** The 423 body: an ErrorBody that is also OpenTofu's lock info of the holder (the client reads its ID). */
 export const StateLocked = Type.Object(

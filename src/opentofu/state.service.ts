@@ -67,7 +67,8 @@ function parseJsonObject(body: Buffer, what: string): Record<string, unknown> {
   } catch {
     throw new BadRequestError(`The ${what} must be a JSON object`, [], 'OpenTofu:State:INVALID');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new BadRequestError(`The ${what} must be a JSON object`, [], 'OpenTofu:State:INVALID');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new BadRequestError(`The ${what} must be a JSON object`, [], 'OpenTofu:State:INVALID');
   return value as Record<string, unknown>;
 }
 
@@ -88,8 +89,10 @@ function resourceCount(state: Record<string, unknown>): number {
 function stateHeader(body: Buffer): { serial: number; lineage: string; resources: number } {
   const state = parseJsonObject(body, 'state');
   const { serial, lineage } = state;
-  if (typeof serial !== 'number' || !Number.isSafeInteger(serial) || serial < 0) throw new BadRequestError('The state has no valid serial', ['serial: must be a non-negative integer'], 'OpenTofu:State:INVALID');
-  if (typeof lineage !== 'string' || lineage.length === 0 || lineage.length > 256) throw new BadRequestError('The state has no valid lineage', ['lineage: must be a non-empty string'], 'OpenTofu:State:INVALID');
+  if (typeof serial !== 'number' || !Number.isSafeInteger(serial) || serial < 0)
+    throw new BadRequestError('The state has no valid serial', ['serial: must be a non-negative integer'], 'OpenTofu:State:INVALID');
+  if (typeof lineage !== 'string' || lineage.length === 0 || lineage.length > 256)
+    throw new BadRequestError('The state has no valid lineage', ['lineage: must be a non-empty string'], 'OpenTofu:State:INVALID');
   const problem = textProblem(lineage);
   if (problem) throw new BadRequestError('The state has no valid lineage', [`lineage: ${problem}`], 'OpenTofu:State:INVALID');
   return { serial, lineage, resources: resourceCount(state) };
@@ -103,7 +106,11 @@ export function assertContentMd5(header: string | string[] | undefined, body: Bu
   if (header === undefined) return;
   const sent = typeof header === 'string' ? header.trim() : '';
   if (sent !== createHash('md5').update(body).digest('base64')) {
-    throw new BadRequestError('Content-MD5 does not match the body: the state was changed or cut on its way', ['headers/content-md5: does not match the body'], 'OpenTofu:State:CHECKSUM_MISMATCH');
+    throw new BadRequestError(
+      'Content-MD5 does not match the body: the state was changed or cut on its way',
+      ['headers/content-md5: does not match the body'],
+      'OpenTofu:State:CHECKSUM_MISMATCH',
+    );
   }
 }
 
@@ -139,7 +146,8 @@ export async function writeState(db: Db, secrets: SecretBox, caller: StateCaller
       assertMayWrite(await findStateLock(trx, stack.id), lockId);
       const latest = await findLatestStateVersion(trx, stack.id);
       if (latest && latest.md5 === md5 && latest.serial === serial) return;
-      if (latest && latest.lineage !== lineage) throw stateConflict('LINEAGE_MISMATCH', `The state's lineage ${lineage} is not this stack's (${latest.lineage})`);
+      if (latest && latest.lineage !== lineage)
+        throw stateConflict('LINEAGE_MISMATCH', `The state's lineage ${lineage} is not this stack's (${latest.lineage})`);
       if (latest && serial <= latest.serial) throw stateConflict('STALE_SERIAL', `Serial ${serial} is not newer than the current state's ${latest.serial}`);
       const id = newId();
       await insertStateVersion(trx, {
@@ -166,9 +174,11 @@ export async function writeState(db: Db, secrets: SecretBox, caller: StateCaller
 export const MAX_LOCK_INFO_BYTES = 64 * 1024;
 
 function lockIdOf(body: Buffer): { id: string; info: string } {
-  if (body.length > MAX_LOCK_INFO_BYTES) throw new BadRequestError(`The lock info must be at most ${MAX_LOCK_INFO_BYTES} bytes`, [], 'OpenTofu:StateLock:INVALID');
+  if (body.length > MAX_LOCK_INFO_BYTES)
+    throw new BadRequestError(`The lock info must be at most ${MAX_LOCK_INFO_BYTES} bytes`, [], 'OpenTofu:StateLock:INVALID');
   const info = parseJsonObject(body, 'lock info');
-  if (typeof info.ID !== 'string' || info.ID.length === 0 || info.ID.length > 256) throw new BadRequestError('The lock info has no ID', ['ID: must be a non-empty string'], 'OpenTofu:StateLock:INVALID');
+  if (typeof info.ID !== 'string' || info.ID.length === 0 || info.ID.length > 256)
+    throw new BadRequestError('The lock info has no ID', ['ID: must be a non-empty string'], 'OpenTofu:StateLock:INVALID');
   const problem = textProblem(info.ID);
   if (problem) throw new BadRequestError('The lock info has no valid ID', [`ID: ${problem}`], 'OpenTofu:StateLock:INVALID');
   return { id: info.ID, info: body.toString('utf8') };
@@ -182,7 +192,14 @@ export async function lockState(db: Db, caller: StateCaller, stack: StateStack, 
     const held = await findStateLock(trx, stack.id);
     if (held && held.lock_id === id) return;
     if (held) throw new StateLockedError(held);
-    await insertStateLock(trx, { stackId: stack.id, organizationId: stack.organizationId, lockId: id, info, runId: caller.kind === 'run' ? caller.runId : null, principalId: caller.principalId });
+    await insertStateLock(trx, {
+      stackId: stack.id,
+      organizationId: stack.organizationId,
+      lockId: id,
+      info,
+      runId: caller.kind === 'run' ? caller.runId : null,
+      principalId: caller.principalId,
+    });
   });
 }
 
@@ -201,10 +218,14 @@ export async function unlockState(db: Db, caller: StateCaller, stack: StateStack
     if (held.lock_id !== id) throw new StateLockedError(held);
     if (held.principal_id !== caller.principalId) {
       if (caller.kind !== 'key' || !hasPermission(caller.principal.role, 'state:force-unlock')) {
-        throw new ForbiddenError(`Lock ${held.lock_id} is held by ${held.principal_id}: only its holder, or a caller with state:force-unlock (ADMIN and above), may release it`, 'OpenTofu:StateLock:NOT_HOLDER', {
-          holder: held.principal_id,
-          permission: 'state:force-unlock',
-        });
+        throw new ForbiddenError(
+          `Lock ${held.lock_id} is held by ${held.principal_id}: only its holder, or a caller with state:force-unlock (ADMIN and above), may release it`,
+          'OpenTofu:StateLock:NOT_HOLDER',
+          {
+            holder: held.principal_id,
+            permission: 'state:force-unlock',
+          },
+        );
       }
       if (held.run_id) await recordRunNote(trx, held.run_id, `state lock ${held.lock_id} force-unlocked by ${caller.principalId}`, caller.principalId);
     }

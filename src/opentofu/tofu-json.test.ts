@@ -38,7 +38,12 @@ describe('OpenTofu JSON', () => {
       clear: { value: 'nothing here' },
       short: { value: 'xyz' },
     };
-    assert.deepEqual(stackOutputs(outputs, secrets), { same: SENSITIVE_OUTPUT, inside: SENSITIVE_OUTPUT, nested: SENSITIVE_OUTPUT, clear: 'nothing here', short: 'xyz' });
+    assert.deepEqual(stackOutputs(outputs, secrets), {
+      same: SENSITIVE_OUTPUT,
+      inside: SENSITIVE_OUTPUT,
+      nested: SENSITIVE_OUTPUT,
+      clear: 'nothing here',
+      short: 'xyz',
+    });
   });
-
 });

@@ -57,10 +57,13 @@ export async function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessS
       stop();
     };
     const remaining = ctx.deadline === undefined ? undefined : Math.max(0, ctx.deadline - Date.now());
-    const timeout = remaining === undefined ? undefined : setTimeout(() => {
-      timedOut = true;
-      stop();
-    }, remaining);
+    const timeout =
+      remaining === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            stop();
+          }, remaining);
     const chunks: Buffer[] = [];
     let captured = 0;
     let overflow = false;

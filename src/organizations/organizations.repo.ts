@@ -36,7 +36,15 @@ export function findOrganizationsOfUser(db: Executor, userId: string, page: Page
   return db
     .selectFrom('organizations')
     .selectAll('organizations')
-    .where((eb) => eb.exists(eb.selectFrom('memberships').select('memberships.id').whereRef('memberships.organization_id', '=', 'organizations.id').where('memberships.user_id', '=', userId)))
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('memberships')
+          .select('memberships.id')
+          .whereRef('memberships.organization_id', '=', 'organizations.id')
+          .where('memberships.user_id', '=', userId),
+      ),
+    )
     .$call(keyset(page, 'organizations.id'))
     .execute();
 }

@@ -7,26 +7,42 @@ import { createOrganization, getOrganization, listOrganizations, updateOrganizat
 export async function organizationRoutes(app: App) {
   const tags = ['organizations'];
 
-  app.post('/organizations', {
-    config: { permission: 'authenticated', auditFields: ['name', 'billingEmail'] },
-    schema: { tags, summary: 'Create an organization; the caller becomes its OWNER', body: CreateOrganization, response: { 201: Envelope(Organization) } },
-  }, async (request, reply) => reply.status(201).send({ data: await createOrganization(app.db, request.principal, request.body.data) }));
+  app.post(
+    '/organizations',
+    {
+      config: { permission: 'authenticated', auditFields: ['name', 'billingEmail'] },
+      schema: { tags, summary: 'Create an organization; the caller becomes its OWNER', body: CreateOrganization, response: { 201: Envelope(Organization) } },
+    },
+    async (request, reply) => reply.status(201).send({ data: await createOrganization(app.db, request.principal, request.body.data) }),
+  );
 
-  app.get('/organizations', {
-    config: { permission: 'authenticated' },
-    schema: { tags, summary: "List the caller's organizations", querystring: PaginationQuery, response: { 200: ListEnvelope(Organization) } },
-  }, async (request) => {
-    const { items, meta } = await listOrganizations(app.db, request.principal, pageRequest(request.query));
-    return { data: items, meta };
-  });
+  app.get(
+    '/organizations',
+    {
+      config: { permission: 'authenticated' },
+      schema: { tags, summary: "List the caller's organizations", querystring: PaginationQuery, response: { 200: ListEnvelope(Organization) } },
+    },
+    async (request) => {
+      const { items, meta } = await listOrganizations(app.db, request.principal, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
 
-  app.get('/organizations/:id', {
-    config: { permission: 'authenticated' },
-    schema: { tags, summary: 'Read an organization the caller belongs to', params: IdParams, response: { 200: Envelope(Organization) } },
-  }, async (request) => ({ data: await getOrganization(app.db, request.principal, request.params.id) }));
+  app.get(
+    '/organizations/:id',
+    {
+      config: { permission: 'authenticated' },
+      schema: { tags, summary: 'Read an organization the caller belongs to', params: IdParams, response: { 200: Envelope(Organization) } },
+    },
+    async (request) => ({ data: await getOrganization(app.db, request.principal, request.params.id) }),
+  );
 
-  app.patch('/organizations/:id', {
-    config: { permission: 'authenticated', auditFields: ['name', 'billingEmail'] },
-    schema: { tags, summary: 'Update an organization (OWNER)', params: IdParams, body: UpdateOrganization, response: { 200: Envelope(Organization) } },
-  }, async (request) => ({ data: await updateOrganization(app.db, request.principal, request.params.id, request.body.data) }));
+  app.patch(
+    '/organizations/:id',
+    {
+      config: { permission: 'authenticated', auditFields: ['name', 'billingEmail'] },
+      schema: { tags, summary: 'Update an organization (OWNER)', params: IdParams, body: UpdateOrganization, response: { 200: Envelope(Organization) } },
+    },
+    async (request) => ({ data: await updateOrganization(app.db, request.principal, request.params.id, request.body.data) }),
+  );
 }

@@ -16,7 +16,5 @@ export type Organization = Static<typeof Organization>;
 export const CreateOrganization = Body(Type.Object({ billingEmail: Email, name: Name }, { additionalProperties: false }));
 export type CreateOrganization = Static<typeof CreateOrganization>['data'];
 
-export const UpdateOrganization = Body(
-  Type.Object({ billingEmail: Type.Optional(Email), name: Type.Optional(Name) }, { additionalProperties: false }),
-);
+export const UpdateOrganization = Body(Type.Object({ billingEmail: Type.Optional(Email), name: Type.Optional(Name) }, { additionalProperties: false }));
 export type UpdateOrganization = Static<typeof UpdateOrganization>['data'];

@@ -29,8 +29,24 @@ describe('dag', () => {
 
   it('findCycles finds none in a DAG and one walk per cyclic component otherwise', () => {
     assert.deepEqual(findCycles(STEPS), []);
-    assert.deepEqual(findCycles([{ id: 'a', needs: ['b'] }, { id: 'b', needs: ['c'] }, { id: 'c', needs: ['a'] }, { id: 'x', needs: ['a'] }]), [['a', 'b', 'c', 'a']]);
-    assert.equal(findCycles([{ id: 'a', needs: ['b'] }, { id: 'b', needs: ['a'] }, { id: 'c', needs: ['d'] }, { id: 'd', needs: ['c'] }]).length, 2);
+    assert.deepEqual(
+      findCycles([
+        { id: 'a', needs: ['b'] },
+        { id: 'b', needs: ['c'] },
+        { id: 'c', needs: ['a'] },
+        { id: 'x', needs: ['a'] },
+      ]),
+      [['a', 'b', 'c', 'a']],
+    );
+    assert.equal(
+      findCycles([
+        { id: 'a', needs: ['b'] },
+        { id: 'b', needs: ['a'] },
+        { id: 'c', needs: ['d'] },
+        { id: 'd', needs: ['c'] },
+      ]).length,
+      2,
+    );
   });
 
   it('findCycles leaves self-needs and unknown needs to the validator', () => {

@@ -46,7 +46,10 @@ export function readySteps<T extends DagNode>(steps: readonly T[], succeeded: { 
 export function findCycles(steps: readonly DagNode[]): string[][] {
   const ids = new Set(steps.map((s) => s.id));
   const edges = new Map(steps.map((s) => [s.id, (s.needs ?? []).filter((n) => n !== s.id && ids.has(n))]));
-  return stronglyConnectedComponents(steps.map((s) => s.id), edges)
+  return stronglyConnectedComponents(
+    steps.map((s) => s.id),
+    edges,
+  )
     .filter((component) => component.length > 1)
     .map((component) => cycleThrough(component, edges));
 }

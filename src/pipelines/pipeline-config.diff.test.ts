@@ -78,6 +78,8 @@ describe('diffConfigs', () => {
     assert.equal(escapePointerToken('a/b~c'), 'a~1b~0c');
     const before = withSteps({ id: 'a', name: 'A', type: 'opentofu.plan', with: { variables: {} } });
     const after = withSteps({ id: 'a', name: 'A', type: 'opentofu.plan', with: { variables: { 'path/to~x': 1 } } });
-    assert.deepEqual(diffConfigs(before, after), [{ path: '/steps/0/with/variables/path~1to~0x', pathLabel: 'Step "A" › With › Variables › path/to~x', value: 1 }]);
+    assert.deepEqual(diffConfigs(before, after), [
+      { path: '/steps/0/with/variables/path~1to~0x', pathLabel: 'Step "A" › With › Variables › path/to~x', value: 1 },
+    ]);
   });
 });

@@ -68,7 +68,9 @@ describe('pipelineConfigProblems', () => {
     assert.deepEqual(problemsOf(noId), ['config/steps/0/id: is required']);
     assert.deepEqual(problemsOf({ ...script('x'), id: 7 }), ['config/steps/0/id: must be a string']);
     for (const bad of ['', '-lead', 'has space', 'a'.repeat(61)]) {
-      assert.deepEqual(problemsOf({ ...script('x'), id: bad }), ['config/steps/0/id: must be 1 to 60 letters, digits, "_" or "-", starting with a letter or digit']);
+      assert.deepEqual(problemsOf({ ...script('x'), id: bad }), [
+        'config/steps/0/id: must be 1 to 60 letters, digits, "_" or "-", starting with a letter or digit',
+      ]);
     }
   });
 
@@ -120,7 +122,9 @@ describe('pipelineConfigProblems', () => {
     }
     assert.deepEqual(problemsOf(script('a', { retry: {} })), ['config/steps/0/retry/maxAttempts: is required']);
     assert.deepEqual(problemsOf(script('a', { retry: 3 })), ['config/steps/0/retry: must be an object such as {"maxAttempts": 3}']);
-    assert.deepEqual(problemsOf(script('a', { retry: { maxAttempts: 1, backoff: 5 } })), ['config/steps/0/retry/backoff: unknown field (allowed: maxAttempts)']);
+    assert.deepEqual(problemsOf(script('a', { retry: { maxAttempts: 1, backoff: 5 } })), [
+      'config/steps/0/retry/backoff: unknown field (allowed: maxAttempts)',
+    ]);
     assert.deepEqual(problemsOf(script('a', { retry: { maxAttempts: 10 } })), []);
   });
 
@@ -132,7 +136,9 @@ describe('pipelineConfigProblems', () => {
   });
 
   it('unknown keys on a step are refused', () => {
-    assert.deepEqual(problemsOf(script('a', { when: 'always' })), ['config/steps/0/when: unknown field (allowed: id, name, type, needs, with, retry, timeoutSeconds)']);
+    assert.deepEqual(problemsOf(script('a', { when: 'always' })), [
+      'config/steps/0/when: unknown field (allowed: id, name, type, needs, with, retry, timeoutSeconds)',
+    ]);
   });
 
   it('every problem of every step is listed together', () => {
@@ -157,8 +163,12 @@ describe('the `with` of each step type', () => {
       'config/steps/0/with/env: "BAD-NAME" is not a valid variable name; "N" must be a string',
     ]);
     assert.deepEqual(withOf('script', { command: 'ls', env: ['A=1'] }), ['config/steps/0/with/env: must be an object of variable names to string values']);
-    assert.deepEqual(withOf('script', { command: 'ls', workingDirectory: '/etc' }), ["config/steps/0/with/workingDirectory: must be relative to the run's working directory"]);
-    assert.deepEqual(withOf('script', { command: 'ls', workingDirectory: 'a/../../b' }), ['config/steps/0/with/workingDirectory: must not contain ".." segments']);
+    assert.deepEqual(withOf('script', { command: 'ls', workingDirectory: '/etc' }), [
+      "config/steps/0/with/workingDirectory: must be relative to the run's working directory",
+    ]);
+    assert.deepEqual(withOf('script', { command: 'ls', workingDirectory: 'a/../../b' }), [
+      'config/steps/0/with/workingDirectory: must not contain ".." segments',
+    ]);
   });
 
   it('script refuses unknown with fields', () => {
@@ -179,7 +189,9 @@ describe('the `with` of each step type', () => {
       assert.deepEqual(withOf(type, undefined), []);
       assert.deepEqual(withOf(type, { workingDirectory: 'infra', variables: { count: 2, tags: { a: 'b' } } }), []);
       assert.deepEqual(withOf(type, { variables: ['a'] }), ['config/steps/0/with/variables: must be an object of variable names to values']);
-      assert.deepEqual(withOf(type, { command: 'x' }), [`config/steps/0/with/command: unknown field for an ${type} step (allowed: workingDirectory, variables)`]);
+      assert.deepEqual(withOf(type, { command: 'x' }), [
+        `config/steps/0/with/command: unknown field for an ${type} step (allowed: workingDirectory, variables)`,
+      ]);
     }
   });
 

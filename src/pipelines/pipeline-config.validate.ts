@@ -136,7 +136,9 @@ function checkWith(type: StepType, value: unknown, at: string, problems: Problem
   for (const key of Object.keys(given)) {
     if (!(key in rules)) {
       const allowed = Object.keys(rules);
-      problems.push(`${at}/with/${key}: unknown field for ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} step (${allowed.length ? `allowed: ${allowed.join(', ')}` : 'it takes none'})`);
+      problems.push(
+        `${at}/with/${key}: unknown field for ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} step (${allowed.length ? `allowed: ${allowed.join(', ')}` : 'it takes none'})`,
+      );
     }
   }
   for (const [key, rule] of Object.entries(rules)) {
@@ -170,5 +172,5 @@ export function parsePipelineConfig(raw: unknown): PipelineConfig {
       { problemCount: problems.length },
     );
   }
-  return { steps: ((raw as { steps: Record<string, unknown>[] }).steps).map(normalizeStep) };
+  return { steps: (raw as { steps: Record<string, unknown>[] }).steps.map(normalizeStep) };
 }

@@ -198,10 +198,7 @@ export function findLatestPipelineVersion(db: Executor, pipelineId: string): Pro
 
 /** findPipelineVersionById reads one version of a pipeline of the organization. */
 export function findPipelineVersionById(db: Executor, organizationId: string, id: string): Promise<PipelineVersionRow | undefined> {
-  return selectVersions(db)
-    .where('pipeline_versions.organization_id', '=', organizationId)
-    .where('pipeline_versions.id', '=', id)
-    .executeTakeFirst();
+  return selectVersions(db).where('pipeline_versions.organization_id', '=', organizationId).where('pipeline_versions.id', '=', id).executeTakeFirst();
 }
 
 export function findPipelineVersionsPage(
@@ -217,7 +214,13 @@ export function findPipelineVersionsPage(
 
 /** The project's pipelines (a project with pipelines cannot be deleted). */
 async function findPipelinesOfProject(db: Executor, projectId: string, sample: number): Promise<UsageRow[]> {
-  const rows = await db.selectFrom('pipelines').select(['id', 'given_id']).where('project_id', '=', projectId).orderBy('id').limit(sample + 1).execute();
+  const rows = await db
+    .selectFrom('pipelines')
+    .select(['id', 'given_id'])
+    .where('project_id', '=', projectId)
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
   return rows.map((r) => ({ kind: 'pipelines', ref: r.given_id ?? r.id }));
 }
 

@@ -17,63 +17,100 @@ import { createPipeline, deletePipeline, getPipeline, listPipelines, updatePipel
 export async function pipelineRoutes(app: App) {
   const tags = ['pipelines'];
 
-  app.post('/pipelines', {
-    config: { permission: 'pipeline:write', auditFields: ['givenId', 'name', 'projectId', 'description'] },
-    schema: { tags, summary: 'Create a pipeline with version 1 of its config', body: CreatePipeline, response: { 201: Envelope(Pipeline) } },
-  }, async (request, reply) => reply.status(201).send({ data: await createPipeline(app.db, request.principal, request.body.data) }));
-
-  app.get('/pipelines', {
-    schema: { tags, summary: "List the organization's pipelines", querystring: ListPipelinesQuery, response: { 200: ListEnvelope(Pipeline) } },
-  }, async (request) => {
-    const { projectId, ...pagination } = request.query;
-    const { items, meta } = await listPipelines(app.db, request.principal, { projectId }, pageRequest(pagination));
-    return { data: items, meta };
-  });
-
-  app.get('/pipelines/:id', {
-    schema: { tags, summary: 'Read a pipeline', params: IdParams, response: { 200: Envelope(Pipeline) } },
-  }, async (request) => ({ data: await getPipeline(app.db, request.principal, request.params.id) }));
-
-  app.patch('/pipelines/:id', {
-    config: { permission: 'pipeline:write', auditFields: ['name', 'description'] },
-    schema: { tags, summary: "Change a pipeline's name or description", params: IdParams, body: UpdatePipeline, response: { 200: Envelope(Pipeline) } },
-  }, async (request) => ({ data: await updatePipeline(app.db, request.principal, request.params.id, request.body.data) }));
-
-  app.delete('/pipelines/:id', {
-    config: { permission: 'pipeline:write' },
-    schema: {
-      tags,
-      summary: 'Delete a pipeline permanently, with its versions and finished runs (409 while a stack uses it or a run is active)',
-      params: IdParams,
-      response: { 204: NoContent },
+  app.post(
+    '/pipelines',
+    {
+      config: { permission: 'pipeline:write', auditFields: ['givenId', 'name', 'projectId', 'description'] },
+      schema: { tags, summary: 'Create a pipeline with version 1 of its config', body: CreatePipeline, response: { 201: Envelope(Pipeline) } },
     },
-  }, async (request, reply) => {
-    await deletePipeline(app.db, request.principal, request.params.id);
-    return reply.code(204).send(null);
-  });
+    async (request, reply) => reply.status(201).send({ data: await createPipeline(app.db, request.principal, request.body.data) }),
+  );
 
-  app.post('/pipeline-versions', {
-    config: { permission: 'pipeline:write', auditFields: ['pipelineId', 'dryRun'] },
-    schema: {
-      tags,
-      summary: 'Create the next version of a pipeline, or with dryRun the patch against the latest version',
-      body: CreatePipelineVersion,
-      response: { 201: Envelope(PipelineVersion), 200: Envelope(PipelineVersionDryRun) },
+  app.get(
+    '/pipelines',
+    {
+      schema: { tags, summary: "List the organization's pipelines", querystring: ListPipelinesQuery, response: { 200: ListEnvelope(Pipeline) } },
     },
-  }, async (request, reply) => {
-    const outcome = await createPipelineVersion(app.db, request.principal, request.body.data);
-    return outcome.kind === 'dryRun' ? reply.status(200).send({ data: outcome.result }) : reply.status(201).send({ data: outcome.version });
-  });
+    async (request) => {
+      const { projectId, ...pagination } = request.query;
+      const { items, meta } = await listPipelines(app.db, request.principal, { projectId }, pageRequest(pagination));
+      return { data: items, meta };
+    },
+  );
 
-  app.get('/pipeline-versions', {
-    schema: { tags, summary: 'List pipeline versions, oldest first', querystring: ListPipelineVersionsQuery, response: { 200: ListEnvelope(PipelineVersion) } },
-  }, async (request) => {
-    const { pipelineId, ...pagination } = request.query;
-    const { items, meta } = await listPipelineVersions(app.db, request.principal, { pipelineId }, pageRequest(pagination));
-    return { data: items, meta };
-  });
+  app.get(
+    '/pipelines/:id',
+    {
+      schema: { tags, summary: 'Read a pipeline', params: IdParams, response: { 200: Envelope(Pipeline) } },
+    },
+    async (request) => ({ data: await getPipeline(app.db, request.principal, request.params.id) }),
+  );
 
-  app.get('/pipeline-versions/:id', {
-    schema: { tags, summary: 'Read a pipeline version', params: IdParams, response: { 200: Envelope(PipelineVersion) } },
-  }, async (request) => ({ data: await getPipelineVersion(app.db, request.principal, request.params.id) }));
+  app.patch(
+    '/pipelines/:id',
+    {
+      config: { permission: 'pipeline:write', auditFields: ['name', 'description'] },
+      schema: { tags, summary: "Change a pipeline's name or description", params: IdParams, body: UpdatePipeline, response: { 200: Envelope(Pipeline) } },
+    },
+    async (request) => ({ data: await updatePipeline(app.db, request.principal, request.params.id, request.body.data) }),
+  );
+
+  app.delete(
+    '/pipelines/:id',
+    {
+      config: { permission: 'pipeline:write' },
+      schema: {
+        tags,
+        summary: 'Delete a pipeline permanently, with its versions and finished runs (409 while a stack uses it or a run is active)',
+        params: IdParams,
+        response: { 204: NoContent },
+      },
+    },
+    async (request, reply) => {
+      await deletePipeline(app.db, request.principal, request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/pipeline-versions',
+    {
+      config: { permission: 'pipeline:write', auditFields: ['pipelineId', 'dryRun'] },
+      schema: {
+        tags,
+        summary: 'Create the next version of a pipeline, or with dryRun the patch against the latest version',
+        body: CreatePipelineVersion,
+        response: { 201: Envelope(PipelineVersion), 200: Envelope(PipelineVersionDryRun) },
+      },
+    },
+    async (request, reply) => {
+      const outcome = await createPipelineVersion(app.db, request.principal, request.body.data);
+      return outcome.kind === 'dryRun' ? reply.status(200).send({ data: outcome.result }) : reply.status(201).send({ data: outcome.version });
+    },
+  );
+
+  app.get(
+    '/pipeline-versions',
+    {
+      schema: {
+        tags,
+        summary: 'List pipeline versions, oldest first',
+        querystring: ListPipelineVersionsQuery,
+        response: { 200: ListEnvelope(PipelineVersion) },
+      },
+    },
+    async (request) => {
+      const { pipelineId, ...pagination } = request.query;
+      const { items, meta } = await listPipelineVersions(app.db, request.principal, { pipelineId }, pageRequest(pagination));
+      return { data: items, meta };
+    },
+  );
+
+  app.get(
+    '/pipeline-versions/:id',
+    {
+      schema: { tags, summary: 'Read a pipeline version', params: IdParams, response: { 200: Envelope(PipelineVersion) } },
+    },
+    async (request) => ({ data: await getPipelineVersion(app.db, request.principal, request.params.id) }),
+  );
 }

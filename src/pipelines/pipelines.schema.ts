@@ -98,14 +98,8 @@ export const CreatePipelineVersion = Body(
 );
 export type CreatePipelineVersion = Static<typeof CreatePipelineVersion>['data'];
 
-export const ListPipelinesQuery = Type.Object(
-  { ...PaginationQuery.properties, projectId: Type.Optional(Id) },
-  { additionalProperties: false },
-);
+export const ListPipelinesQuery = Type.Object({ ...PaginationQuery.properties, projectId: Type.Optional(Id) }, { additionalProperties: false });
 export type ListPipelinesQuery = Static<typeof ListPipelinesQuery>;
 
-export const ListPipelineVersionsQuery = Type.Object(
-  { ...PaginationQuery.properties, pipelineId: Type.Optional(Id) },
-  { additionalProperties: false },
-);
+export const ListPipelineVersionsQuery = Type.Object({ ...PaginationQuery.properties, pipelineId: Type.Optional(Id) }, { additionalProperties: false });
 export type ListPipelineVersionsQuery = Static<typeof ListPipelineVersionsQuery>;

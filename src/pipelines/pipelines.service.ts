@@ -80,7 +80,11 @@ export async function deletePipeline(db: Db, principal: Principal, id: string) {
   await db.transaction().execute(async (trx) => {
     if (!(await lockPipelineById(trx, principal.organizationId, id))) throw new NotFoundError('Pipeline', id);
     const usages = await findUsages(trx, 'Pipeline', id);
-    const refsOf = (kind: string) => usages.filter((u) => u.kind === kind).map((u) => u.ref).slice(0, 10);
+    const refsOf = (kind: string) =>
+      usages
+        .filter((u) => u.kind === kind)
+        .map((u) => u.ref)
+        .slice(0, 10);
     const stackIds = refsOf(PIPELINE_USAGE.stacks);
     if (stackIds.length > 0) {
       throw new ConflictError('Pipeline', 'IN_USE', `The pipeline is used by stack ${stackIds.join(', ')}; change or delete the stack first`, {

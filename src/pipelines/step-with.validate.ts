@@ -35,7 +35,7 @@ const nonEmptyString =
 const relativePath: WithRule = (value) => {
   if (typeof value !== 'string' || value.length === 0) return 'must be a non-empty relative path';
   if (value.length > 1024) return 'must be at most 1024 characters';
-  if (value.startsWith('/') || value.startsWith('\\') || /^[A-Za-z]:/.test(value)) return 'must be relative to the run\'s working directory';
+  if (value.startsWith('/') || value.startsWith('\\') || /^[A-Za-z]:/.test(value)) return "must be relative to the run's working directory";
   if (value.split(/[\\/]/).includes('..')) return 'must not contain ".." segments';
   return value.includes('\0') ? 'must not contain NUL characters' : undefined;
 };

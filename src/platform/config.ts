@@ -71,7 +71,10 @@ function prepareFrom(env: NodeJS.ProcessEnv): boolean {
 
 /** The reverse proxies in front of the API: addresses or CIDRs; a name or a malformed entry stops the start. */
 function trustedProxiesFrom(env: NodeJS.ProcessEnv): string[] {
-  const entries = (env.PLINTH_TRUSTED_PROXIES ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  const entries = (env.PLINTH_TRUSTED_PROXIES ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   for (const entry of entries) {
     const [address, bits, ...rest] = entry.split('/');
     const family = isIP(address);
@@ -106,7 +109,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     publicUrl: env.PLINTH_PUBLIC_URL || `http://${host}:${port}`,
     secretKey: env.PLINTH_SECRET_KEY || undefined,
-    previousSecretKeys: (env.PLINTH_SECRET_KEY_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+    previousSecretKeys: (env.PLINTH_SECRET_KEY_PREVIOUS ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean),
     git: loadGitConfig(env),
     metricsPort,
     metricsHost,
@@ -126,7 +132,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * the process's environment, so nothing started later (a library's child process, a step in the
  * unisolated mode) inherits them. Steps never get the worker's environment anyway; this is the second line.
  */
-export const SECRET_ENV_NAMES = ['PLINTH_ADMIN_TOKEN', 'PLINTH_METRICS_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'DATABASE_URL', 'DATABASE_OWNER_URL', 'PLINTH_SECRET_KEY', 'PLINTH_SECRET_KEY_PREVIOUS', 'PGPASSWORD', 'TEST_DATABASE_URL', 'PLINTH_TEST_DATABASE_URL', 'PLINTH_GITAPP_PRIVATE_KEY', 'PLINTH_GITAPP_CLIENT_SECRET'] as const;
+export const SECRET_ENV_NAMES = [
+  'PLINTH_ADMIN_TOKEN',
+  'PLINTH_METRICS_TOKEN',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'DATABASE_URL',
+  'DATABASE_OWNER_URL',
+  'PLINTH_SECRET_KEY',
+  'PLINTH_SECRET_KEY_PREVIOUS',
+  'PGPASSWORD',
+  'TEST_DATABASE_URL',
+  'PLINTH_TEST_DATABASE_URL',
+  'PLINTH_GITAPP_PRIVATE_KEY',
+  'PLINTH_GITAPP_CLIENT_SECRET',
+] as const;
 
 /** scrubSecretEnv deletes SECRET_ENV_NAMES from `env` (the process's own by default). */
 export function scrubSecretEnv(env: NodeJS.ProcessEnv = process.env): void {

@@ -47,7 +47,11 @@ export class UnauthenticatedError extends AppError {
 
 /** 429: the caller must wait before trying again; `retryAfterSeconds` is sent as Retry-After. */
 export class TooManyRequestsError extends AppError {
-  constructor(code: string, message: string, readonly retryAfterSeconds: number) {
+  constructor(
+    code: string,
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
     super(429, code, message);
   }
 }

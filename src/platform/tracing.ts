@@ -37,7 +37,16 @@ export async function startTracing(serviceName: string): Promise<Tracing> {
   // Only pg is intercepted: wrapping every module Plinth imports would slow its start-up for nothing
   // (Fastify reaches node:http through require, which the instrumentations patch without the hook).
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['pg'] } });
-  const [api, { NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { registerInstrumentations }, { HttpInstrumentation }, { PgInstrumentation }, { resourceFromAttributes }, fastifyOtel] = await Promise.all([
+  const [
+    api,
+    { NodeTracerProvider, BatchSpanProcessor },
+    { OTLPTraceExporter },
+    { registerInstrumentations },
+    { HttpInstrumentation },
+    { PgInstrumentation },
+    { resourceFromAttributes },
+    fastifyOtel,
+  ] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-trace-node'),
     import('@opentelemetry/exporter-trace-otlp-http'),
@@ -60,7 +69,13 @@ export async function startTracing(serviceName: string): Promise<Tracing> {
       if (typeof params?.id === 'string') span.setAttribute('plinth.resource_id', params.id);
     },
   });
-  registerInstrumentations({ instrumentations: [new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => request.url === '/metrics' }), new PgInstrumentation({ requireParentSpan: true }), fastify] });
+  registerInstrumentations({
+    instrumentations: [
+      new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => request.url === '/metrics' }),
+      new PgInstrumentation({ requireParentSpan: true }),
+      fastify,
+    ],
+  });
   active = { api, tracer: api.trace.getTracer('plinth') };
   return {
     fastifyPlugin: fastify.plugin() as FastifyPluginCallback,

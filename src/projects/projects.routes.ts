@@ -7,32 +7,52 @@ import { createProject, deleteProject, getProject, listProjects, updateProject }
 export async function projectRoutes(app: App) {
   const tags = ['projects'];
 
-  app.post('/projects', {
-    config: { permission: 'project:write', auditFields: ['givenId', 'name', 'description'] },
-    schema: { tags, summary: 'Create a project', body: CreateProject, response: { 201: Envelope(Project) } },
-  }, async (request, reply) => reply.status(201).send({ data: await createProject(app.db, request.principal, request.body.data) }));
+  app.post(
+    '/projects',
+    {
+      config: { permission: 'project:write', auditFields: ['givenId', 'name', 'description'] },
+      schema: { tags, summary: 'Create a project', body: CreateProject, response: { 201: Envelope(Project) } },
+    },
+    async (request, reply) => reply.status(201).send({ data: await createProject(app.db, request.principal, request.body.data) }),
+  );
 
-  app.get('/projects', {
-    schema: { tags, summary: "List the organization's projects", querystring: ProjectListQuery, response: { 200: ListEnvelope(Project) } },
-  }, async (request) => {
-    const { items, meta } = await listProjects(app.db, request.principal, pageRequest(request.query));
-    return { data: items, meta };
-  });
+  app.get(
+    '/projects',
+    {
+      schema: { tags, summary: "List the organization's projects", querystring: ProjectListQuery, response: { 200: ListEnvelope(Project) } },
+    },
+    async (request) => {
+      const { items, meta } = await listProjects(app.db, request.principal, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
 
-  app.get('/projects/:id', {
-    schema: { tags, summary: 'Read a project', params: IdParams, response: { 200: Envelope(Project) } },
-  }, async (request) => ({ data: await getProject(app.db, request.principal, request.params.id) }));
+  app.get(
+    '/projects/:id',
+    {
+      schema: { tags, summary: 'Read a project', params: IdParams, response: { 200: Envelope(Project) } },
+    },
+    async (request) => ({ data: await getProject(app.db, request.principal, request.params.id) }),
+  );
 
-  app.patch('/projects/:id', {
-    config: { permission: 'project:write', auditFields: ['name', 'description'] },
-    schema: { tags, summary: 'Change a project', params: IdParams, body: UpdateProject, response: { 200: Envelope(Project) } },
-  }, async (request) => ({ data: await updateProject(app.db, request.principal, request.params.id, request.body.data) }));
+  app.patch(
+    '/projects/:id',
+    {
+      config: { permission: 'project:write', auditFields: ['name', 'description'] },
+      schema: { tags, summary: 'Change a project', params: IdParams, body: UpdateProject, response: { 200: Envelope(Project) } },
+    },
+    async (request) => ({ data: await updateProject(app.db, request.principal, request.params.id, request.body.data) }),
+  );
 
-  app.delete('/projects/:id', {
-    config: { permission: 'project:write' },
-    schema: { tags, summary: 'Delete a project nothing uses any more (409 names what still does)', params: IdParams, response: { 204: NoContent } },
-  }, async (request, reply) => {
-    await deleteProject(app.db, request.principal, request.params.id);
-    return reply.code(204).send(null);
-  });
+  app.delete(
+    '/projects/:id',
+    {
+      config: { permission: 'project:write' },
+      schema: { tags, summary: 'Delete a project nothing uses any more (409 names what still does)', params: IdParams, response: { 204: NoContent } },
+    },
+    async (request, reply) => {
+      await deleteProject(app.db, request.principal, request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
 }

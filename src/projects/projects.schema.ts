@@ -16,15 +16,11 @@ export const Project = Type.Object(
 );
 export type Project = Static<typeof Project>;
 
-export const CreateProject = Body(
-  Type.Object({ givenId: GivenId, name: Name, description: Type.Optional(Description) }, { additionalProperties: false }),
-);
+export const CreateProject = Body(Type.Object({ givenId: GivenId, name: Name, description: Type.Optional(Description) }, { additionalProperties: false }));
 export type CreateProject = Static<typeof CreateProject>['data'];
 
 /** givenId is fixed at creation: stacks, workspaces and references name projects by it. */
-export const UpdateProject = Body(
-  Type.Object({ name: Type.Optional(Name), description: Type.Optional(Description) }, { additionalProperties: false }),
-);
+export const UpdateProject = Body(Type.Object({ name: Type.Optional(Name), description: Type.Optional(Description) }, { additionalProperties: false }));
 export type UpdateProject = Static<typeof UpdateProject>['data'];
 
 export const ProjectListQuery = PaginationQuery;

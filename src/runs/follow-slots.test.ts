@@ -7,7 +7,10 @@ describe('FollowSlots', () => {
     const slots = new FollowSlots(2, 10);
     const first = slots.acquire('a');
     slots.acquire('a');
-    assert.throws(() => slots.acquire('a'), (e: any) => e.status === 429 && e.code === 'Api:StepLogs:TOO_MANY_FOLLOWERS');
+    assert.throws(
+      () => slots.acquire('a'),
+      (e: any) => e.status === 429 && e.code === 'Api:StepLogs:TOO_MANY_FOLLOWERS',
+    );
     slots.acquire('b');
     first();
     first(); // giving a slot back twice frees it once

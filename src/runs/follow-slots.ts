@@ -27,7 +27,8 @@ export class FollowSlots {
     if (held >= this.maxPerCaller) {
       throw new TooManyFollowersError(`At most ${this.maxPerCaller} log streams can be followed at once by one caller`, this.maxPerCaller);
     }
-    if (this.total >= this.maxTotal) throw new TooManyFollowersError(`This server follows ${this.maxTotal} log streams already; try again later`, this.maxTotal);
+    if (this.total >= this.maxTotal)
+      throw new TooManyFollowersError(`This server follows ${this.maxTotal} log streams already; try again later`, this.maxTotal);
     this.byCaller.set(caller, held + 1);
     this.total++;
     let released = false;

@@ -33,8 +33,7 @@ const REASON_TEXT: Record<PipelineRun['queueReason'], string> = {
 function queueStateOf(row: RunReadRow, reason: PipelineRun['queueReason']): PipelineRun['queueState'] {
   const conditionKey = queueConditionKeyOf(row);
   const waiting = reason === 'WAITING_FOR_STACK';
-  const text =
-    waiting && row.stack_active_run_id ? `Waiting for run ${row.stack_active_run_id} of stack ${row.stack_id} to finish` : REASON_TEXT[reason];
+  const text = waiting && row.stack_active_run_id ? `Waiting for run ${row.stack_active_run_id} of stack ${row.stack_id} to finish` : REASON_TEXT[reason];
   return {
     preflightBlockedByAdmissionCondition: waiting,
     reason: text,
@@ -113,7 +112,9 @@ export function executionRowToExecution(row: ExecutionReadRow): StepExecution {
     ...(row.status_detail ? { statusDetail: row.status_detail } : {}),
     // LOCAL steps log into Plinth itself: the "group" is the engine, the stream prefix is the URL to read
     // them, and there is no cloud account or region (empty and `local`, so the four strings every step's `logs` has are all there).
-    ...(row.step_type === 'script' ? { logs: { cloudAccountId: '', logGroupName: 'plinth-local', logStreamPrefix: `/pipeline-step-executions/${row.id}/logs`, region: 'local' } } : {}),
+    ...(row.step_type === 'script'
+      ? { logs: { cloudAccountId: '', logGroupName: 'plinth-local', logStreamPrefix: `/pipeline-step-executions/${row.id}/logs`, region: 'local' } }
+      : {}),
   };
 }
 

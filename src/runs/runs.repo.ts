@@ -66,12 +66,21 @@ export type TransitionRow = Selectable<RunTransitionsTable>;
 export function findTransitionsPage(db: Executor, runId: string, page: { limit: number; after?: string }): Promise<TransitionRow[]> {
   let query = db.selectFrom('run_transitions').selectAll().where('pipeline_run_id', '=', runId);
   if (page.after !== undefined) query = query.where('id', '>', Number(page.after));
-  return query.orderBy('id').limit(page.limit + 1).execute();
+  return query
+    .orderBy('id')
+    .limit(page.limit + 1)
+    .execute();
 }
 
 /** Whether the stack has a run that is not finished (admitted or waiting): it cannot be deleted then. */
 export async function hasActiveRunOfStack(db: Executor, stackId: string): Promise<boolean> {
-  const row = await db.selectFrom('pipeline_runs').select('id').where('stack_id', '=', stackId).where('status', 'in', ACTIVE_RUN_STATUSES).limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('pipeline_runs')
+    .select('id')
+    .where('stack_id', '=', stackId)
+    .where('status', 'in', ACTIVE_RUN_STATUSES)
+    .limit(1)
+    .executeTakeFirst();
   return row !== undefined;
 }
 

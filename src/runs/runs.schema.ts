@@ -49,7 +49,12 @@ export const PipelineRun = Type.Object(
     startedAt: Type.Optional(UtcDateTime),
     engineRunId: Type.Optional(Type.String()),
     triggerMetadata: Type.Optional(Type.Object({ trigger_given_id: Type.Optional(Type.String()), webhook_event: Type.Optional(Type.String()) })),
-    commitSha: Type.Optional(Type.String({ description: "The commit of the stack's code source the run checked out: resolved by its first step (or given by the push that triggered it), then used by every step and retry" })),
+    commitSha: Type.Optional(
+      Type.String({
+        description:
+          "The commit of the stack's code source the run checked out: resolved by its first step (or given by the push that triggered it), then used by every step and retry",
+      }),
+    ),
   },
   { $id: 'PipelineRun', title: 'PipelineRun' },
 );
@@ -119,7 +124,10 @@ export const LogLine = Type.Object({
       'part of a valid UTF-8 character, `\\\\` for a backslash, everything else as is',
   }),
   bytes: Type.Optional(
-    Type.String({ format: 'byte', description: 'Base64 of the exact bytes of the record; present only when `line` is escaped (it had a NUL byte or invalid UTF-8)' }),
+    Type.String({
+      format: 'byte',
+      description: 'Base64 of the exact bytes of the record; present only when `line` is escaped (it had a NUL byte or invalid UTF-8)',
+    }),
   ),
   partial: Type.Optional(
     Type.Boolean({

@@ -75,4 +75,3 @@ export async function decideApproval(db: Db, principal: Principal, id: string, d
     return executionRowToExecution((await findExecutionById(trx, principal.organizationId, id))!);
   });
 }
-

@@ -73,7 +73,8 @@ async function streamLogs(app: App, request: StreamContext, raw: ServerResponse,
     });
   } catch (error) {
     request.log.error({ err: error }, 'failed to stream logs');
-    if (!closed) raw.write(`event: error\ndata: ${JSON.stringify({ code: 'Api:Internal:ERROR', message: 'The log stream failed', requestId: request.requestId })}\n\n`);
+    if (!closed)
+      raw.write(`event: error\ndata: ${JSON.stringify({ code: 'Api:Internal:ERROR', message: 'The log stream failed', requestId: request.requestId })}\n\n`);
   }
   metrics.sseConnections.dec({ stream: 'step-logs' });
   raw.end();
@@ -91,38 +92,42 @@ export async function stepLogRoutes(app: App) {
     for (const raw of streams) if (raw.writableNeedDrain) raw.destroy();
   });
 
-  app.get('/pipeline-step-executions/:id/logs', {
-    schema: {
-      tags: ['pipeline-step-executions'],
-      summary: 'Read the lines a step execution wrote, or follow them as Server-Sent Events while it runs',
-      description:
-        'JSON: lines after `after` (seq), oldest first, at most `limit` and about 1 MiB per page. With `follow=true` or ' +
-        '`Accept: text/event-stream`: an SSE stream of `line` events (id = seq, data = the line as JSON) that ends with an `end` ' +
-        'event once the step has ended; the server sends the next lines only as fast as the client reads them, and disconnects a ' +
-        'client that reads nothing for 60 s. One caller follows at most 32 streams at once per API process (429 beyond). A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume. ' +
-        'Output is stored byte for byte: see `line`, `bytes` and `partial`; a step whose output exceeded the log limit ends with a ' +
-        '`system` line saying so, and its statusDetail has `logTruncated: true`.',
-      params: IdParams,
-      querystring: LogsQuery,
-      response: { 200: LogsPage },
+  app.get(
+    '/pipeline-step-executions/:id/logs',
+    {
+      schema: {
+        tags: ['pipeline-step-executions'],
+        summary: 'Read the lines a step execution wrote, or follow them as Server-Sent Events while it runs',
+        description:
+          'JSON: lines after `after` (seq), oldest first, at most `limit` and about 1 MiB per page. With `follow=true` or ' +
+          '`Accept: text/event-stream`: an SSE stream of `line` events (id = seq, data = the line as JSON) that ends with an `end` ' +
+          'event once the step has ended; the server sends the next lines only as fast as the client reads them, and disconnects a ' +
+          'client that reads nothing for 60 s. One caller follows at most 32 streams at once per API process (429 beyond). A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume. ' +
+          'Output is stored byte for byte: see `line`, `bytes` and `partial`; a step whose output exceeded the log limit ends with a ' +
+          '`system` line saying so, and its statusDetail has `logTruncated: true`.',
+        params: IdParams,
+        querystring: LogsQuery,
+        response: { 200: LogsPage },
+      },
     },
-  }, async (request, reply) => {
-    const after = request.query.after ?? parseLastEventId(request.headers['last-event-id']) ?? 0;
-    if (!wantsStream(request.headers.accept, request.query.follow)) {
-      return readLogs(app.db, request.principal, request.params.id, after, request.query.limit);
-    }
-    // The execution must exist before the stream opens, so a 404 is still an ErrorBody.
-    await readLogs(app.db, request.principal, request.params.id, after, 1);
-    const release = slots.acquire(request.principal.userId);
-    reply.hijack();
-    streams.add(reply.raw);
-    reply.raw.on('close', () => {
-      streams.delete(reply.raw);
+    async (request, reply) => {
+      const after = request.query.after ?? parseLastEventId(request.headers['last-event-id']) ?? 0;
+      if (!wantsStream(request.headers.accept, request.query.follow)) {
+        return readLogs(app.db, request.principal, request.params.id, after, request.query.limit);
+      }
+      // The execution must exist before the stream opens, so a 404 is still an ErrorBody.
+      await readLogs(app.db, request.principal, request.params.id, after, 1);
+      const release = slots.acquire(request.principal.userId);
+      reply.hijack();
+      streams.add(reply.raw);
+      reply.raw.on('close', () => {
+        streams.delete(reply.raw);
+        release();
+      });
+      const context = { principal: request.principal, executionId: request.params.id, requestId: request.id, log: request.log };
+      await streamLogs(app, context, reply.raw, after, () => shuttingDown);
       release();
-    });
-    const context = { principal: request.principal, executionId: request.params.id, requestId: request.id, log: request.log };
-    await streamLogs(app, context, reply.raw, after, () => shuttingDown);
-    release();
-    return reply;
-  });
+      return reply;
+    },
+  );
 }

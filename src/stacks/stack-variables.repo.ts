@@ -6,10 +6,18 @@ export type SensitiveVariableRow = Pick<Selectable<StackSensitiveVariablesTable>
 
 /** The variables' names and times only: a sealed value is read by nothing in the API. */
 export function findSensitiveVariables(db: Executor, stackId: string): Promise<SensitiveVariableRow[]> {
-  return db.selectFrom('stack_sensitive_variables').select(['stack_id', 'name', 'created_at', 'updated_at']).where('stack_id', '=', stackId).orderBy('name').execute();
+  return db
+    .selectFrom('stack_sensitive_variables')
+    .select(['stack_id', 'name', 'created_at', 'updated_at'])
+    .where('stack_id', '=', stackId)
+    .orderBy('name')
+    .execute();
 }
 
-export async function upsertSensitiveVariable(db: Executor, v: { stackId: string; organizationId: string; name: string; sealedValue: string }): Promise<SensitiveVariableRow> {
+export async function upsertSensitiveVariable(
+  db: Executor,
+  v: { stackId: string; organizationId: string; name: string; sealedValue: string },
+): Promise<SensitiveVariableRow> {
   return db
     .insertInto('stack_sensitive_variables')
     .values({ stack_id: v.stackId, organization_id: v.organizationId, name: v.name, sealed_value: v.sealedValue })

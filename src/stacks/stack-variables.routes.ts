@@ -11,20 +11,45 @@ import { listSensitiveVariables, removeSensitiveVariable, setSensitiveVariable }
 export async function stackVariableRoutes(app: App) {
   const tags = ['stacks'];
 
-  app.get('/stacks/:id/sensitive-variables', {
-    schema: { tags, summary: "List a stack's sensitive variables (names only)", params: IdParams, response: { 200: Envelope(Type.Array(SensitiveVariable)) } },
-  }, async (request) => ({ data: await listSensitiveVariables(app.db, request.principal, request.params.id) }));
+  app.get(
+    '/stacks/:id/sensitive-variables',
+    {
+      schema: {
+        tags,
+        summary: "List a stack's sensitive variables (names only)",
+        params: IdParams,
+        response: { 200: Envelope(Type.Array(SensitiveVariable)) },
+      },
+    },
+    async (request) => ({ data: await listSensitiveVariables(app.db, request.principal, request.params.id) }),
+  );
 
-  app.put('/stacks/:id/sensitive-variables/:name', {
-    config: { permission: 'stack:write' },
-    schema: { tags, summary: 'Set a sensitive variable (write-only)', params: SensitiveVariableParams, body: SetSensitiveVariable, response: { 200: Envelope(SensitiveVariable) } },
-  }, async (request) => ({ data: await setSensitiveVariable(app.db, app.secrets, request.principal, request.params.id, request.params.name, request.body.data.value) }));
+  app.put(
+    '/stacks/:id/sensitive-variables/:name',
+    {
+      config: { permission: 'stack:write' },
+      schema: {
+        tags,
+        summary: 'Set a sensitive variable (write-only)',
+        params: SensitiveVariableParams,
+        body: SetSensitiveVariable,
+        response: { 200: Envelope(SensitiveVariable) },
+      },
+    },
+    async (request) => ({
+      data: await setSensitiveVariable(app.db, app.secrets, request.principal, request.params.id, request.params.name, request.body.data.value),
+    }),
+  );
 
-  app.delete('/stacks/:id/sensitive-variables/:name', {
-    config: { permission: 'stack:write' },
-    schema: { tags, summary: 'Remove a sensitive variable', params: SensitiveVariableParams, response: { 204: NoContent } },
-  }, async (request, reply) => {
-    await removeSensitiveVariable(app.db, request.principal, request.params.id, request.params.name);
-    return reply.status(204).send(null);
-  });
+  app.delete(
+    '/stacks/:id/sensitive-variables/:name',
+    {
+      config: { permission: 'stack:write' },
+      schema: { tags, summary: 'Remove a sensitive variable', params: SensitiveVariableParams, response: { 204: NoContent } },
+    },
+    async (request, reply) => {
+      await removeSensitiveVariable(app.db, request.principal, request.params.id, request.params.name);
+      return reply.status(204).send(null);
+    },
+  );
 }

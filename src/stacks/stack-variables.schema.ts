@@ -14,6 +14,9 @@ export type SensitiveVariable = Static<typeof SensitiveVariable>;
 export const SensitiveVariableParams = Type.Object({ id: Id, name: VariableName }, { additionalProperties: false });
 
 export const SetSensitiveVariable = Body(
-  Type.Object({ value: Type.Unknown({ writeOnly: true, description: 'Any JSON value; stored sealed and never shown again' }) }, { additionalProperties: false, required: ['value'] }),
+  Type.Object(
+    { value: Type.Unknown({ writeOnly: true, description: 'Any JSON value; stored sealed and never shown again' }) },
+    { additionalProperties: false, required: ['value'] },
+  ),
 );
 export type SetSensitiveVariable = Static<typeof SetSensitiveVariable>['data'];

@@ -25,7 +25,14 @@ export async function listSensitiveVariables(db: Db, principal: Principal, stack
 }
 
 /** setSensitiveVariable seals the value (any JSON) and answers with its name only: it is never shown again. */
-export async function setSensitiveVariable(db: Db, secrets: SecretBox, principal: Principal, stackId: string, name: string, value: unknown): Promise<SensitiveVariable> {
+export async function setSensitiveVariable(
+  db: Db,
+  secrets: SecretBox,
+  principal: Principal,
+  stackId: string,
+  name: string,
+  value: unknown,
+): Promise<SensitiveVariable> {
   const stack = await stackOf(db, principal, stackId);
   const sealedValue = secrets.seal(JSON.stringify(value ?? null), sensitiveVariableContext(stack.id, name));
   return rowToVariable(await upsertSensitiveVariable(db, { stackId: stack.id, organizationId: stack.organization_id, name, sealedValue }));

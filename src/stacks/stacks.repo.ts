@@ -100,11 +100,7 @@ export function findStacksPage(
   return query.$call(keyset(page, 'stacks.id')).execute();
 }
 
-export async function updateStack(
-  db: Executor,
-  id: string,
-  c: { name?: string; source?: StackSource; variables?: Record<string, unknown> },
-): Promise<void> {
+export async function updateStack(db: Executor, id: string, c: { name?: string; source?: StackSource; variables?: Record<string, unknown> }): Promise<void> {
   await db
     .updateTable('stacks')
     .set({
@@ -123,13 +119,25 @@ export async function deleteStackById(trx: Trx, id: string): Promise<void> {
 
 /** The stacks of a project (its givenId, else its id). */
 async function findStacksOfProject(db: Executor, projectId: string, sample: number): Promise<UsageRow[]> {
-  const rows = await db.selectFrom('stacks').select(['id', 'given_id']).where('project_id', '=', projectId).orderBy('id').limit(sample + 1).execute();
+  const rows = await db
+    .selectFrom('stacks')
+    .select(['id', 'given_id'])
+    .where('project_id', '=', projectId)
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
   return rows.map((r) => ({ kind: 'stacks', ref: r.given_id ?? r.id }));
 }
 
 /** The stacks that live in an environment (their givenId, else their name). */
 async function findStacksOfEnvironment(db: Executor, environmentId: string, sample: number): Promise<UsageRow[]> {
-  const rows = await db.selectFrom('stacks').select(['given_id', 'name']).where('environment_id', '=', environmentId).orderBy('id').limit(sample + 1).execute();
+  const rows = await db
+    .selectFrom('stacks')
+    .select(['given_id', 'name'])
+    .where('environment_id', '=', environmentId)
+    .orderBy('id')
+    .limit(sample + 1)
+    .execute();
   return rows.map((r) => ({ kind: 'stacks', ref: r.given_id ?? r.name }));
 }
 

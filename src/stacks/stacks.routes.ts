@@ -8,47 +8,74 @@ import { createStack, deleteStack, getStack, listStacks, triggerStackRun, update
 export async function stackRoutes(app: App) {
   const tags = ['stacks'];
 
-  app.post('/stacks', {
-    config: { permission: 'stack:write', auditFields: ['projectId', 'environmentId', 'name', 'givenId', 'source.codeSourceId', 'source.ref', 'source.path', 'source.onPush'] },
-    schema: { tags, summary: 'Create a stack with its change and destroy pipelines', body: CreateStack, response: { 201: Envelope(Stack) } },
-  }, async (request, reply) => reply.status(201).send({ data: await createStack(app.db, request.principal, request.body.data) }));
-
-  app.get('/stacks', {
-    schema: { tags, summary: "List the organization's stacks", querystring: StackListQuery, response: { 200: ListEnvelope(Stack) } },
-  }, async (request) => {
-    const { items, meta } = await listStacks(app.db, request.principal, request.query, pageRequest(request.query));
-    return { data: items, meta };
-  });
-
-  app.get('/stacks/:id', {
-    schema: { tags, summary: 'Read a stack', params: IdParams, response: { 200: Envelope(Stack) } },
-  }, async (request) => ({ data: await getStack(app.db, request.principal, request.params.id) }));
-
-  app.patch('/stacks/:id', {
-    config: { permission: 'stack:write', auditFields: ['name', 'source.codeSourceId', 'source.ref', 'source.path', 'source.onPush'] },
-    schema: { tags, summary: 'Change a stack', params: IdParams, body: UpdateStack, response: { 200: Envelope(Stack) } },
-  }, async (request) => ({ data: await updateStack(app.db, request.principal, request.params.id, request.body.data) }));
-
-  app.delete('/stacks/:id', {
-    config: { permission: 'stack:write' },
-    schema: { tags, summary: 'Delete a stack (409 while a run of it is not finished)', params: IdParams, response: { 204: NoContent } },
-  }, async (request, reply) => {
-    await deleteStack(app.db, request.principal, request.params.id);
-    return reply.code(204).send(null);
-  });
-
-  app.post('/stacks/:id/pipeline-run', {
-    config: { permission: 'run:operate', audit: 'run.trigger', auditFields: ['action', 'autoapprove', 'description'] },
-    // Every field is optional, so a bare POST (no body at all) means `{data: {}}`: an apply with defaults.
-    preValidation: async (request) => {
-      if (request.body === undefined) request.body = { data: {} };
+  app.post(
+    '/stacks',
+    {
+      config: {
+        permission: 'stack:write',
+        auditFields: ['projectId', 'environmentId', 'name', 'givenId', 'source.codeSourceId', 'source.ref', 'source.path', 'source.onPush'],
+      },
+      schema: { tags, summary: 'Create a stack with its change and destroy pipelines', body: CreateStack, response: { 201: Envelope(Stack) } },
     },
-    schema: {
-      tags,
-      summary: 'Trigger a run of the stack (queued; waits while another run of the stack is not finished)',
-      params: IdParams,
-      body: TriggerStackRun,
-      response: { 201: Envelope(PipelineRun) },
+    async (request, reply) => reply.status(201).send({ data: await createStack(app.db, request.principal, request.body.data) }),
+  );
+
+  app.get(
+    '/stacks',
+    {
+      schema: { tags, summary: "List the organization's stacks", querystring: StackListQuery, response: { 200: ListEnvelope(Stack) } },
     },
-  }, async (request, reply) => reply.status(201).send({ data: await triggerStackRun(app.db, request.principal, request.params.id, request.body.data) }));
+    async (request) => {
+      const { items, meta } = await listStacks(app.db, request.principal, request.query, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
+
+  app.get(
+    '/stacks/:id',
+    {
+      schema: { tags, summary: 'Read a stack', params: IdParams, response: { 200: Envelope(Stack) } },
+    },
+    async (request) => ({ data: await getStack(app.db, request.principal, request.params.id) }),
+  );
+
+  app.patch(
+    '/stacks/:id',
+    {
+      config: { permission: 'stack:write', auditFields: ['name', 'source.codeSourceId', 'source.ref', 'source.path', 'source.onPush'] },
+      schema: { tags, summary: 'Change a stack', params: IdParams, body: UpdateStack, response: { 200: Envelope(Stack) } },
+    },
+    async (request) => ({ data: await updateStack(app.db, request.principal, request.params.id, request.body.data) }),
+  );
+
+  app.delete(
+    '/stacks/:id',
+    {
+      config: { permission: 'stack:write' },
+      schema: { tags, summary: 'Delete a stack (409 while a run of it is not finished)', params: IdParams, response: { 204: NoContent } },
+    },
+    async (request, reply) => {
+      await deleteStack(app.db, request.principal, request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/stacks/:id/pipeline-run',
+    {
+      config: { permission: 'run:operate', audit: 'run.trigger', auditFields: ['action', 'autoapprove', 'description'] },
+      // Every field is optional, so a bare POST (no body at all) means `{data: {}}`: an apply with defaults.
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = { data: {} };
+      },
+      schema: {
+        tags,
+        summary: 'Trigger a run of the stack (queued; waits while another run of the stack is not finished)',
+        params: IdParams,
+        body: TriggerStackRun,
+        response: { 201: Envelope(PipelineRun) },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ data: await triggerStackRun(app.db, request.principal, request.params.id, request.body.data) }),
+  );
 }

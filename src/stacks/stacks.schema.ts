@@ -12,7 +12,10 @@ export const StackSource = Type.Object(
     ref: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     path: Type.Optional(Type.String({ maxLength: 1024 })),
     onPush: Type.Optional(
-      StringEnum(PUSH_ACTIONS, { default: 'apply', description: 'What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing' }),
+      StringEnum(PUSH_ACTIONS, {
+        default: 'apply',
+        description: 'What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -68,10 +71,7 @@ export const CreateStack = Body(
 export type CreateStack = Static<typeof CreateStack>['data'];
 
 export const UpdateStack = Body(
-  Type.Object(
-    { name: Type.Optional(Name), source: Type.Optional(StackSource), variables: Type.Optional(Variables) },
-    { additionalProperties: false },
-  ),
+  Type.Object({ name: Type.Optional(Name), source: Type.Optional(StackSource), variables: Type.Optional(Variables) }, { additionalProperties: false }),
 );
 export type UpdateStack = Static<typeof UpdateStack>['data'];
 

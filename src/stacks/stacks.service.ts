@@ -112,7 +112,9 @@ export async function deleteStack(db: Db, principal: Principal, id: string) {
     const stack = await lockStackInOrg(trx, principal.organizationId, id);
     if (!stack) throw new NotFoundError('Stack', id);
     if (await hasActiveRunOfStack(trx, id)) {
-      throw new ConflictError('Stack', 'BUSY', `Stack ${id} has a run that is not finished; cancel it first`, { metadata: { activeRunId: stack.active_run_id } });
+      throw new ConflictError('Stack', 'BUSY', `Stack ${id} has a run that is not finished; cancel it first`, {
+        metadata: { activeRunId: stack.active_run_id },
+      });
     }
     const usages = await findUsages(trx, 'Stack', id);
     if (usages.length > 0) throw inUseError('Stack', `Stack ${id}`, usages);

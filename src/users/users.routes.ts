@@ -6,8 +6,12 @@ import { getCurrentUser } from './users.service.ts';
 export async function userRoutes(app: App) {
   const tags = ['users'];
 
-  app.get('/users/me', {
-    config: { permission: 'authenticated' },
-    schema: { tags, summary: 'The calling user', response: { 200: Envelope(User) } },
-  }, async (request) => ({ data: await getCurrentUser(app.db, request.principal) }));
+  app.get(
+    '/users/me',
+    {
+      config: { permission: 'authenticated' },
+      schema: { tags, summary: 'The calling user', response: { 200: Envelope(User) } },
+    },
+    async (request) => ({ data: await getCurrentUser(app.db, request.principal) }),
+  );
 }

@@ -19,7 +19,8 @@ function stringArb(schema: JsonSchema, key: string, ids: IdPool): fc.Arbitrary<s
   if (schema.enum) return fc.constantFrom(...(schema.enum as string[]));
   if (schema.format === 'date-time') return fc.integer({ min: 1, max: 3650 }).map((d) => new Date(Date.now() + d * 86400000).toISOString());
   if (schema.format === 'email') return fc.constantFrom('a@example.com', 'fuzz@example.com');
-  if (/id$/i.test(key) && ids.own.length > 0) return fc.oneof(fc.constantFrom(...ids.own, ...ids.foreign), fc.string({ minLength: Math.max(min, 1), maxLength: max }));
+  if (/id$/i.test(key) && ids.own.length > 0)
+    return fc.oneof(fc.constantFrom(...ids.own, ...ids.foreign), fc.string({ minLength: Math.max(min, 1), maxLength: max }));
   if (schema.pattern) {
     return fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length >= min && s.length <= (schema.maxLength ?? 1e9));
   }
@@ -36,7 +37,8 @@ export function validValue(doc: OpenApiDoc, raw: JsonSchema, ids: IdPool, key = 
   const inside = ref ? [...refs, ref] : refs;
   const leafOnly = ref !== undefined && refs.includes(ref);
   const schema = resolve(doc, raw);
-  const nullable = (arb: fc.Arbitrary<unknown>) => (schema.nullable ? fc.oneof({ weight: 5, arbitrary: arb }, { weight: 1, arbitrary: fc.constant(null) }) : arb);
+  const nullable = (arb: fc.Arbitrary<unknown>) =>
+    schema.nullable ? fc.oneof({ weight: 5, arbitrary: arb }, { weight: 1, arbitrary: fc.constant(null) }) : arb;
   const child = (sub: JsonSchema, name: string) => validValue(doc, sub, ids, name, inside);
   const variants: JsonSchema[] | undefined = schema.oneOf ?? schema.anyOf;
   if (variants) {
@@ -136,20 +138,33 @@ function bodyText(body: unknown): string {
 
 const hostileQueryValue = fc.oneof(
   fc.constantFrom('%00', 'a%00b', '%ED%A0%80', '%FF', 'x'.repeat(2000), '2147483648', '-2147483649', '99999999999999999999', '1e400', '-0', 'NaN', 'true', ''),
-  fc.constantFrom({ k: 'a\u0000' }, { k: '99999999999999999999' }, { k: 12 }, { k: '../../etc' }, { k: 'x'.repeat(100) }, null, [1])
+  fc
+    .constantFrom({ k: 'a\u0000' }, { k: '99999999999999999999' }, { k: 12 }, { k: '../../etc' }, { k: 'x'.repeat(100) }, null, [1])
     .map((v) => Buffer.from(JSON.stringify(v)).toString('base64url')),
   fc.string({ maxLength: 40 }).map(encodeURIComponent),
 );
 
-const hostilePathValue = fc.constantFrom('a%00b', '%00', '%ED%A0%80', 'x'.repeat(65), '..', '%2e%2e', 'null', '0', '-1', '99999999999999999999', '%F0%9F%92%A9', 'a%20b');
+const hostilePathValue = fc.constantFrom(
+  'a%00b',
+  '%00',
+  '%ED%A0%80',
+  'x'.repeat(65),
+  '..',
+  '%2e%2e',
+  'null',
+  '0',
+  '-1',
+  '99999999999999999999',
+  '%F0%9F%92%A9',
+  'a%20b',
+);
 
 /** A request for the operation that its schema would accept, before any change. */
 function baseRequest(doc: OpenApiDoc, op: Operation, ids: IdPool) {
   const params = fc.record(Object.fromEntries(op.pathParams.map((name) => [name, fc.constantFrom(...ids.own, ...ids.foreign)])));
-  const query = fc.record(
-    Object.fromEntries(op.query.filter((q) => q.name !== 'follow').map((q) => [q.name, validValue(doc, q.schema, ids, q.name)])),
-    { requiredKeys: op.query.filter((q) => q.required).map((q) => q.name) },
-  );
+  const query = fc.record(Object.fromEntries(op.query.filter((q) => q.name !== 'follow').map((q) => [q.name, validValue(doc, q.schema, ids, q.name)])), {
+    requiredKeys: op.query.filter((q) => q.required).map((q) => q.name),
+  });
   const body = op.body ? validValue(doc, op.body, ids) : fc.constant(undefined);
   return fc.record({ params, query, body });
 }
@@ -174,11 +189,39 @@ type Change =
 const change: fc.Arbitrary<Change> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ kind: fc.constant('value' as const), slot: fc.nat(), value: hostileValue }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('key' as const), slot: fc.nat(), key: prototypeKey }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('text' as const), text: fc.constantFrom('{"data": {', '{data: {}}', 'nul', '[]', 'null', '"x"', '{"data": {}} x', '\u0000', '{"a":"\\ud800"}') }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('content-type' as const), type: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16') }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('query' as const), name: fc.constantFrom('cursor', 'limit', 'projectId', 'attemptEpoch', 'pipelineId', 'unknown', 'after', '__proto__'), value: hostileQueryValue }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('text' as const),
+      text: fc.constantFrom('{"data": {', '{data: {}}', 'nul', '[]', 'null', '"x"', '{"data": {}} x', '\u0000', '{"a":"\\ud800"}'),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('content-type' as const),
+      type: fc.constantFrom(
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'application/xml',
+        'multipart/form-data; boundary=x',
+        'application/json; charset=utf-16',
+      ),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('query' as const),
+      name: fc.constantFrom('cursor', 'limit', 'projectId', 'attemptEpoch', 'pipelineId', 'unknown', 'after', '__proto__'),
+      value: hostileQueryValue,
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('path' as const), value: hostilePathValue }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('org-header' as const), value: fc.constantFrom('x'.repeat(65), 'has space', '', 'no-such-org', '0') }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('org-header' as const), value: fc.constantFrom('x'.repeat(65), 'has space', '', 'no-such-org', '0') }),
+  },
 );
 
 /** fuzzRequest: a valid-looking request for the operation with one hostile change. */

@@ -65,7 +65,9 @@ export class Responsiveness {
   }
 
   describe(): string {
-    return `event-loop delay max ${this.maxDelayMs.toFixed(1)} ms (of which on the CPU at most ${this.cpuBlockedMs.toFixed(1)} ms), ` +
-      `load per core up to ${this.peakLoadPerCore.toFixed(1)}`;
+    return (
+      `event-loop delay max ${this.maxDelayMs.toFixed(1)} ms (of which on the CPU at most ${this.cpuBlockedMs.toFixed(1)} ms), ` +
+      `load per core up to ${this.peakLoadPerCore.toFixed(1)}`
+    );
   }
 }

@@ -16,19 +16,36 @@ async function created(t: TestApp, url: string, data: unknown, headers?: Record<
 }
 
 /** seedOrganization creates a project, environment, stack, pipeline, run, definition, value, cloud account, execution environment, service account and key. */
-export async function seedOrganization(t: TestApp, organizationId: string, tag: string, member?: { membershipId: string; userId: string }): Promise<OrgResources> {
+export async function seedOrganization(
+  t: TestApp,
+  organizationId: string,
+  tag: string,
+  member?: { membershipId: string; userId: string },
+): Promise<OrgResources> {
   const headers = inOrg(organizationId);
   const project = await created(t, '/projects', { givenId: `p-${tag}`, name: `P ${tag}` }, headers);
   const environment = await created(t, '/environments', { projectId: project, givenId: `e-${tag}`, name: `E ${tag}` }, headers);
   const stack = await created(t, '/stacks', { projectId: project, environmentId: environment, name: `s-${tag}` }, headers);
   const pipeline = await createPipeline(t, { name: `pl-${tag}` }, headers);
   const run = await insertRun(t, pipeline, 'SUCCEEDED');
-  const definition = await created(t, '/default-value-definitions', { givenId: `d-${tag}`, name: 'D', schema: { id: 'n', label: 'N', type: 'string' } }, headers);
+  const definition = await created(
+    t,
+    '/default-value-definitions',
+    { givenId: `d-${tag}`, name: 'D', schema: { id: 'n', label: 'N', type: 'string' } },
+    headers,
+  );
   const value = await created(t, '/default-values', { defaultValueDefinitionId: definition, parentId: project, value: 'v' }, headers);
-  const cloudAccount = await created(t, '/cloud-accounts', { givenId: `ca-${tag}`, name: 'CA', accountId: '123456789012', roleArn: 'arn:aws:iam::123456789012:role/plinth' }, headers);
+  const cloudAccount = await created(
+    t,
+    '/cloud-accounts',
+    { givenId: `ca-${tag}`, name: 'CA', accountId: '123456789012', roleArn: 'arn:aws:iam::123456789012:role/plinth' },
+    headers,
+  );
   const executionEnvironment = await created(t, '/execution-environments', { givenId: `ee-${tag}`, name: 'EE', type: 'LOCAL' }, headers);
   const sa = await serviceAccountCaller(t, 'MEMBER', organizationId);
-  const membership = member ?? (await t.call('GET', '/memberships', { headers })).body.data.map((m: { id: string; userId: string }) => ({ membershipId: m.id, userId: m.userId }))[0];
+  const membership =
+    member ??
+    (await t.call('GET', '/memberships', { headers })).body.data.map((m: { id: string; userId: string }) => ({ membershipId: m.id, userId: m.userId }))[0];
   return {
     organizationId,
     ids: {

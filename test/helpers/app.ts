@@ -57,7 +57,14 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const db = createDb(database.url);
   const config = { ...loadConfig({ PLINTH_STEP_EGRESS_ALLOW: options.egressAllow ?? '127.0.0.1,::1' }), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
   await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
-  const app = await buildApp({ db, config, routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])], secrets: TEST_SECRETS, requestMetrics: options.requestMetrics, credentialCacheTtlMs: options.credentialCacheTtlMs });
+  const app = await buildApp({
+    db,
+    config,
+    routes: [...(options.routesBefore ?? []), ...ROUTES, ...(options.extraRoutes ?? [])],
+    secrets: TEST_SECRETS,
+    requestMetrics: options.requestMetrics,
+    credentialCacheTtlMs: options.credentialCacheTtlMs,
+  });
 
   const call = async <T = any>(method: InjectOptions['method'], url: string, options: CallOptions = {}): Promise<Response<T>> => {
     const token = options.token === undefined ? ADMIN_TOKEN : options.token;

@@ -56,7 +56,9 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 export async function lockWaiters(db: Kysely<any>, n = 1, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
+    const { rows } = await sql<{
+      n: number;
+    }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
     if (rows[0].n >= n) return;
     if (Date.now() > deadline) throw new Error(`no ${n} session(s) waiting on a lock within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 10));

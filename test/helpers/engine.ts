@@ -54,7 +54,14 @@ export async function startEngineTestApp(options: TestAppOptions = {}): Promise<
   await installQueue(t.database.url, silent);
   const workers: EngineWorker[] = [];
   const startWorker = async (overrides: Partial<EngineConfig> = {}) => {
-    const worker = new EngineWorker(t.db, t.database.url, { ...loadEngineConfig(FAST_ENGINE_ENV), runners: OPENTOFU_RUNNERS, ...overrides }, silent, TEST_SECRETS, `test-worker-${workers.length + 1}`);
+    const worker = new EngineWorker(
+      t.db,
+      t.database.url,
+      { ...loadEngineConfig(FAST_ENGINE_ENV), runners: OPENTOFU_RUNNERS, ...overrides },
+      silent,
+      TEST_SECRETS,
+      `test-worker-${workers.length + 1}`,
+    );
     await worker.start();
     workers.push(worker);
     return worker;
@@ -145,14 +152,22 @@ export async function stepsOf(t: TestApp, runId: string, token?: string): Promis
 
 /** waitForRunStatus waits until the run reaches `status` and returns it. */
 export function waitForRunStatus(t: TestApp, runId: string, status: string, timeoutMs?: number) {
-  return waitFor(`run ${runId} to be ${status}`, async () => {
-    const run = await getRun(t, runId);
-    return run.status === status ? run : undefined;
-  }, timeoutMs);
+  return waitFor(
+    `run ${runId} to be ${status}`,
+    async () => {
+      const run = await getRun(t, runId);
+      return run.status === status ? run : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export function waitForStep(t: TestApp, runId: string, stepId: string, status: string, timeoutMs?: number) {
-  return waitFor(`step ${stepId} of run ${runId} to be ${status}`, async () => (await stepsOf(t, runId)).find((s) => s.stepId === stepId && s.status === status), timeoutMs);
+  return waitFor(
+    `step ${stepId} of run ${runId} to be ${status}`,
+    async () => (await stepsOf(t, runId)).find((s) => s.stepId === stepId && s.status === status),
+    timeoutMs,
+  );
 }
 
 /** logLines returns the stored output lines of a step execution (up to 1000). */
@@ -163,7 +178,11 @@ export async function logLines(t: TestApp, executionId: string, token?: string):
 
 /** waitForLine waits until a step execution has logged a line matching `pattern`. */
 export function waitForLine(t: TestApp, executionId: string, pattern: RegExp, timeoutMs?: number, token?: string): Promise<string> {
-  return waitFor(`a line matching ${pattern} from step execution ${executionId}`, async () => (await logLines(t, executionId, token)).find((l) => pattern.test(l)), timeoutMs);
+  return waitFor(
+    `a line matching ${pattern} from step execution ${executionId}`,
+    async () => (await logLines(t, executionId, token)).find((l) => pattern.test(l)),
+    timeoutMs,
+  );
 }
 
 interface HostProcess {
@@ -199,7 +218,6 @@ export function processTree(pid: number): number[] {
   for (let i = 0; i < tree.length; i++) for (const p of all) if (p.ppid === tree[i]) tree.push(p.pid);
   return tree.filter(isAlive);
 }
-
 
 /**
  * stepProcessesOf returns the host pids of every step process a worker process has running: its

@@ -23,13 +23,18 @@ let counter = 0;
 
 export async function injectFault(db: Db, o: { table: string; on: 'insert' | 'update'; when: string; kind: FaultKind }): Promise<Fault> {
   const name = `fault_${process.pid}_${++counter}`;
-  const action = o.kind === 'deadlock' ? `raise exception 'injected deadlock' using errcode = '40P01';` : `perform pg_terminate_backend(pg_backend_pid()); perform pg_sleep(5);`;
+  const action =
+    o.kind === 'deadlock'
+      ? `raise exception 'injected deadlock' using errcode = '40P01';`
+      : `perform pg_terminate_backend(pg_backend_pid()); perform pg_sleep(5);`;
   await sql.raw(`create sequence ${name}`).execute(db);
-  await sql.raw(`create function ${name}() returns trigger language plpgsql as $$
+  await sql
+    .raw(`create function ${name}() returns trigger language plpgsql as $$
     begin
       if nextval('${name}') = 1 then ${action} end if;
       return new;
-    end $$`).execute(db);
+    end $$`)
+    .execute(db);
   await sql.raw(`create trigger ${name} before ${o.on} on ${o.table} for each row when (${o.when}) execute function ${name}()`).execute(db);
   return {
     name,

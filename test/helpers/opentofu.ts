@@ -58,7 +58,9 @@ export async function createTofuStack(t: TofuTestApp, variables: Record<string, 
   const n = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const project = await t.call('POST', '/projects', { body: { data: { givenId: `p-${n}`, name: 'Infra' } } });
   const env = await t.call('POST', '/environments', { body: { data: { projectId: project.body.data.id, givenId: `e-${n}`, name: 'Prod' } } });
-  const stack = await t.call('POST', '/stacks', { body: { data: { projectId: project.body.data.id, environmentId: env.body.data.id, name: `network-${n}`, variables } } });
+  const stack = await t.call('POST', '/stacks', {
+    body: { data: { projectId: project.body.data.id, environmentId: env.body.data.id, name: `network-${n}`, variables } },
+  });
   if (stack.status !== 201) throw new Error(JSON.stringify(stack.body));
   return stack.body.data as { id: string; serviceStateBackendWorkspace: string };
 }

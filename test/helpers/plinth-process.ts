@@ -62,7 +62,9 @@ export async function startPlinthProcess(env: Record<string, string>, options: S
   };
   child.stdout?.on('data', hear);
   child.stderr!.on('data', hear);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   const running: PlinthProcess = {
     child,
     pid: child.pid!,

@@ -89,7 +89,9 @@ export async function startDnsServer(records: Record<string, string>): Promise<{
     header.writeUInt16BE(address || records[name] ? 0x8180 : 0x8183, 2);
     header.writeUInt16BE(1, 4);
     header.writeUInt16BE(address ? 1 : 0, 6);
-    const answer = address ? Buffer.concat([Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]), Buffer.from(address.split('.').map(Number))]) : Buffer.alloc(0);
+    const answer = address
+      ? Buffer.concat([Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]), Buffer.from(address.split('.').map(Number))])
+      : Buffer.alloc(0);
     socket.send(Buffer.concat([header, question, answer]), from.port, from.address);
   });
   socket.bind(0, '127.0.0.1');

@@ -56,11 +56,30 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // Primary files, then override files in name order (the last backend block wins; a .tofu file hides the
 // .tf file of the same name), then -backend-config=key=value. What init settles is recorded in
 // .terraform/terraform.tfstate; the TF_HTTP_* variables fill only what that leaves unset.
-const HTTP_ATTRIBUTES = ['address', 'update_method', 'lock_address', 'unlock_address', 'lock_method', 'unlock_method', 'username', 'password', 'skip_cert_verification', 'retry_max', 'retry_wait_min', 'retry_wait_max', 'client_ca_certificate_pem', 'client_certificate_pem', 'client_private_key_pem', 'headers'];
+const HTTP_ATTRIBUTES = [
+  'address',
+  'update_method',
+  'lock_address',
+  'unlock_address',
+  'lock_method',
+  'unlock_method',
+  'username',
+  'password',
+  'skip_cert_verification',
+  'retry_max',
+  'retry_wait_min',
+  'retry_wait_max',
+  'client_ca_certificate_pem',
+  'client_certificate_pem',
+  'client_private_key_pem',
+  'headers',
+];
 const CONFIG_FILE = /^(.*)\.(tf|tofu)(\.json)?$/;
 
 function configFiles() {
-  const names = readdirSync('.').filter((f) => CONFIG_FILE.test(f) && !f.startsWith('.')).sort();
+  const names = readdirSync('.')
+    .filter((f) => CONFIG_FILE.test(f) && !f.startsWith('.'))
+    .sort();
   const visible = names.filter((f) => !(f.includes('.tf') && names.includes(f.replace('.tf', '.tofu'))));
   const isOverride = (f) => /^(override|.*_override)$/.test(CONFIG_FILE.exec(f)[1]);
   return [...visible.filter((f) => !isOverride(f)), ...visible.filter(isOverride)];
@@ -143,7 +162,15 @@ async function getState() {
 async function lock(operation, timeoutMs) {
   const b = backend();
   if (!b.lock) return undefined;
-  const info = { ID: randomUUID(), Operation: operation, Info: '', Who: `${os.userInfo().username}@${os.hostname()}`, Version: VERSION, Created: new Date().toISOString(), Path: '' };
+  const info = {
+    ID: randomUUID(),
+    Operation: operation,
+    Info: '',
+    Who: `${os.userInfo().username}@${os.hostname()}`,
+    Version: VERSION,
+    Created: new Date().toISOString(),
+    Path: '',
+  };
   const body = JSON.stringify(info);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -158,7 +185,9 @@ async function lock(operation, timeoutMs) {
       try {
         holder = JSON.parse(res.text);
       } catch {}
-      die(`Error acquiring the state lock\n\nHTTP remote state already locked: ID=${holder.ID}\nLock Info:\n  ID: ${holder.ID}\n  Who: ${holder.Who}\n  Operation: ${holder.Operation}`);
+      die(
+        `Error acquiring the state lock\n\nHTTP remote state already locked: ID=${holder.ID}\nLock Info:\n  ID: ${holder.ID}\n  Who: ${holder.Who}\n  Operation: ${holder.Operation}`,
+      );
     }
     die(`Error acquiring the state lock: Unexpected HTTP response code ${res.status}`);
   }
@@ -201,7 +230,8 @@ function variableValues(config, flags) {
 }
 
 function interpolate(value, vars) {
-  if (typeof value === 'string') return value.replace(/\$\{var\.([A-Za-z0-9_]+)\}/g, (_, n) => (typeof vars[n] === 'string' ? vars[n] : JSON.stringify(vars[n])));
+  if (typeof value === 'string')
+    return value.replace(/\$\{var\.([A-Za-z0-9_]+)\}/g, (_, n) => (typeof vars[n] === 'string' ? vars[n] : JSON.stringify(vars[n])));
   if (Array.isArray(value)) return value.map((v) => interpolate(v, vars));
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, vars)]));
   return value;
@@ -217,7 +247,11 @@ const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 /** Variables declared sensitive: in standin.json, or by a `variable "<name>" { sensitive = true }` block of a .tf file. */
 function sensitiveVariables(config) {
-  const names = new Set(Object.entries(config.variables ?? {}).filter(([, v]) => v.sensitive).map(([n]) => n));
+  const names = new Set(
+    Object.entries(config.variables ?? {})
+      .filter(([, v]) => v.sensitive)
+      .map(([n]) => n),
+  );
   for (const file of configFiles().filter((f) => !f.endsWith('.json'))) {
     for (const m of readFileSync(file, 'utf8').matchAll(/variable\s+"([\w-]+)"\s*\{\s*sensitive\s*=\s*true\s*\}/g)) names.add(m[1]);
   }
@@ -230,7 +264,9 @@ function checkOutputs(config) {
   for (const [name, o] of Object.entries(config.outputs ?? {})) {
     const used = [...JSON.stringify(o.value ?? null).matchAll(/\$\{var\.([\w-]+)\}/g)].map((m) => m[1]);
     if (!o.sensitive && used.some((v) => sensitive.has(v))) {
-      die(`Output refers to sensitive values\n\n  on outputs.tf, in output "${name}":\n\nTo reduce the risk of accidentally exporting sensitive data that was intended to be only internal, OpenTofu requires that any root module output containing sensitive data be explicitly marked as sensitive, to confirm your intent.`);
+      die(
+        `Output refers to sensitive values\n\n  on outputs.tf, in output "${name}":\n\nTo reduce the risk of accidentally exporting sensitive data that was intended to be only internal, OpenTofu requires that any root module output containing sensitive data be explicitly marked as sensitive, to confirm your intent.`,
+      );
     }
   }
 }
@@ -247,12 +283,19 @@ function makePlan(config, vars, state, destroy) {
     const actions = !before ? ['create'] : !after ? ['delete'] : same(beforeAttrs, after) ? ['no-op'] : ['update'];
     changes.push({ address: addr, actions, before, after: after && before ? { ...after, id } : after, applyMs: config.resources?.[addr]?.apply_ms ?? 0 });
   }
-  const outputs = destroy ? {} : Object.fromEntries(Object.entries(config.outputs ?? {}).map(([n, o]) => [n, { value: interpolate(o.value, vars), sensitive: Boolean(o.sensitive) }]));
+  const outputs = destroy
+    ? {}
+    : Object.fromEntries(Object.entries(config.outputs ?? {}).map(([n, o]) => [n, { value: interpolate(o.value, vars), sensitive: Boolean(o.sensitive) }]));
   const outputChanges = {};
   for (const name of new Set([...Object.keys(state?.outputs ?? {}), ...Object.keys(outputs)])) {
     const before = state?.outputs?.[name]?.value ?? null;
     const after = outputs[name]?.value ?? null;
-    outputChanges[name] = { actions: [before === null ? 'create' : after === null ? 'delete' : same(before, after) ? 'no-op' : 'update'], before, after, after_sensitive: Boolean(outputs[name]?.sensitive) };
+    outputChanges[name] = {
+      actions: [before === null ? 'create' : after === null ? 'delete' : same(before, after) ? 'no-op' : 'update'],
+      before,
+      after,
+      after_sensitive: Boolean(outputs[name]?.sensitive),
+    };
   }
   return { standin_plan: 1, destroy, prior: state ? { serial: state.serial, lineage: state.lineage } : null, changes, outputs, outputChanges };
 }
@@ -260,7 +303,14 @@ function makePlan(config, vars, state, destroy) {
 // As OpenTofu prints a multi-line string: a heredoc, a line at a time and re-indented. Anything else as JSON.
 function attributeLine(sign, key, value) {
   if (typeof value !== 'string' || !value.includes('\n')) return `      ${sign} ${key} = ${JSON.stringify(value)}`;
-  return [`      ${sign} ${key} = <<-EOT`, ...value.trim().split('\n').map((line) => `            ${line}`), '        EOT'].join('\n');
+  return [
+    `      ${sign} ${key} = <<-EOT`,
+    ...value
+      .trim()
+      .split('\n')
+      .map((line) => `            ${line}`),
+    '        EOT',
+  ].join('\n');
 }
 
 function printPlan(plan) {
@@ -277,7 +327,8 @@ function printPlan(plan) {
     console.log('    }');
   }
   const total = counts.add + counts.change + counts.destroy;
-  if (total === 0 && Object.values(plan.outputChanges).every((o) => o.actions[0] === 'no-op')) console.log('No changes. Your infrastructure matches the configuration.');
+  if (total === 0 && Object.values(plan.outputChanges).every((o) => o.actions[0] === 'no-op'))
+    console.log('No changes. Your infrastructure matches the configuration.');
   else console.log(`Plan: ${counts.add} to add, ${counts.change} to change, ${counts.destroy} to destroy.`);
 }
 
@@ -287,7 +338,14 @@ function showJson(plan) {
     terraform_version: VERSION,
     resource_changes: plan.changes.map((c) => {
       const [type, name] = c.address.split('.');
-      return { address: c.address, mode: 'managed', type, name, provider_name: 'registry.opentofu.org/plinth/standin', change: { actions: c.actions, before: c.before, after: c.after } };
+      return {
+        address: c.address,
+        mode: 'managed',
+        type,
+        name,
+        provider_name: 'registry.opentofu.org/plinth/standin',
+        change: { actions: c.actions, before: c.before, after: c.after },
+      };
     }),
     output_changes: plan.outputChanges,
     planned_values: { outputs: Object.fromEntries(Object.entries(plan.outputs).map(([n, o]) => [n, { value: o.value, sensitive: o.sensitive }])) },
@@ -324,7 +382,14 @@ async function applyPlan(plan, state, held) {
     terraform_version: VERSION,
     serial: (state?.serial ?? 0) + 1,
     lineage: state?.lineage ?? randomUUID(),
-    outputs: complete ? Object.fromEntries(Object.entries(plan.outputs).map(([n, o]) => [n, { value: o.value, type: typeof o.value === 'string' ? 'string' : 'dynamic', ...(o.sensitive ? { sensitive: true } : {}) }])) : (state?.outputs ?? {}),
+    outputs: complete
+      ? Object.fromEntries(
+          Object.entries(plan.outputs).map(([n, o]) => [
+            n,
+            { value: o.value, type: typeof o.value === 'string' ? 'string' : 'dynamic', ...(o.sensitive ? { sensitive: true } : {}) },
+          ]),
+        )
+      : (state?.outputs ?? {}),
     resources: Object.entries(resources).map(([addr, attributes]) => {
       const [type, name] = addr.split('.');
       return { mode: 'managed', type, name, provider: PROVIDER, instances: [{ schema_version: 0, attributes, sensitive_attributes: [] }] };
@@ -339,7 +404,7 @@ async function applyPlan(plan, state, held) {
 
 function lockTimeout(flags) {
   const m = /^(\d+)(ms|s|m)?$/.exec(String(flags['lock-timeout'] ?? '0s'));
-  return m ? Number(m[1]) * ({ ms: 1, s: 1000, m: 60000 }[m[2] ?? 's']) : 0;
+  return m ? Number(m[1]) * { ms: 1, s: 1000, m: 60000 }[m[2] ?? 's'] : 0;
 }
 
 async function main() {
@@ -353,12 +418,15 @@ async function main() {
       readConfig();
       const settled = settleBackend(flags);
       const saved = existsSync('.terraform/terraform.tfstate') ? JSON.parse(readFileSync('.terraform/terraform.tfstate', 'utf8')) : undefined;
-      if (saved && !flags.reconfigure && JSON.stringify(saved.backend) !== JSON.stringify({ ...settled, hash: 1 })) die('Backend configuration changed: run init with -reconfigure or -migrate-state');
+      if (saved && !flags.reconfigure && JSON.stringify(saved.backend) !== JSON.stringify({ ...settled, hash: 1 }))
+        die('Backend configuration changed: run init with -reconfigure or -migrate-state');
       mkdirSync('.terraform', { recursive: true });
       writeFileSync('.terraform/terraform.tfstate', JSON.stringify({ version: 3, terraform_version: VERSION, backend: { ...settled, hash: 1 } }));
       await getState();
       writeFileSync('.terraform/standin-initialized', VERSION);
-      console.log('\nInitializing the backend...\n\nSuccessfully configured the backend "http"! OpenTofu will automatically\nuse this backend unless the backend configuration changes.\n\nOpenTofu has been successfully initialized!');
+      console.log(
+        '\nInitializing the backend...\n\nSuccessfully configured the backend "http"! OpenTofu will automatically\nuse this backend unless the backend configuration changes.\n\nOpenTofu has been successfully initialized!',
+      );
       return;
     }
     case 'plan': {
@@ -401,8 +469,16 @@ async function main() {
     }
     case 'output': {
       const state = await getState();
-      const outputs = Object.fromEntries(Object.entries(state?.outputs ?? {}).map(([n, o]) => [n, { sensitive: Boolean(o.sensitive), type: o.type, value: o.value }]));
-      process.stdout.write(flags.json ? JSON.stringify(outputs) : Object.entries(outputs).map(([n, o]) => `${n} = ${o.sensitive ? '<sensitive>' : JSON.stringify(o.value)}`).join('\n') + '\n');
+      const outputs = Object.fromEntries(
+        Object.entries(state?.outputs ?? {}).map(([n, o]) => [n, { sensitive: Boolean(o.sensitive), type: o.type, value: o.value }]),
+      );
+      process.stdout.write(
+        flags.json
+          ? JSON.stringify(outputs)
+          : Object.entries(outputs)
+              .map(([n, o]) => `${n} = ${o.sensitive ? '<sensitive>' : JSON.stringify(o.value)}`)
+              .join('\n') + '\n',
+      );
       return;
     }
     default:

@@ -86,7 +86,9 @@ export class Plinth {
     const p = (params ?? {}) as { path?: Record<string, string>; query?: Record<string, unknown> };
     // The generic path defeats openapi-fetch's per-path overloads; ListPath guarantees the shape.
     const get = this.api.GET as unknown as (path: string, init: unknown) => Promise<Answer>;
-    return pages((cursor) => unwrap(get(path, { params: { path: p.path, query: { ...p.query, ...(cursor ? { cursor } : {}) } } })) as Promise<Page<ListItem<P>>>);
+    return pages(
+      (cursor) => unwrap(get(path, { params: { path: p.path, query: { ...p.query, ...(cursor ? { cursor } : {}) } } })) as Promise<Page<ListItem<P>>>,
+    );
   }
 
   /** Runs: waiting for one to reach a status. */
@@ -98,7 +100,11 @@ export class Plinth {
   /** Logs: follow a step execution's lines as they are written, resuming over broken connections. */
   readonly logs = {
     /** Every line stored so far (after seq `after`), page after page; it does not wait for more. */
-    lines: (executionId: string, after = 0): AsyncGenerator<LogLine> => readLogLines((seq) => unwrap(this.api.GET('/pipeline-step-executions/{id}/logs', { params: { path: { id: executionId }, query: { after: seq } } })), after),
+    lines: (executionId: string, after = 0): AsyncGenerator<LogLine> =>
+      readLogLines(
+        (seq) => unwrap(this.api.GET('/pipeline-step-executions/{id}/logs', { params: { path: { id: executionId }, query: { after: seq } } })),
+        after,
+      ),
     follow: (executionId: string, options?: FollowOptions): AsyncGenerator<LogLine, string | undefined> => followLogs(this.fetch, executionId, options),
   };
 }

@@ -36,33 +36,39 @@ export function authCommands(program: Command) {
     .command('login')
     .description('store an API key for the current context, bound to its host (checked against the server first)')
     .option('--with-token', 'read the API key from standard input')
-    .action(action(async (session: Session, options: { withToken?: boolean }) => {
-      const { host, contextName, organization } = session.settings;
-      const token = await readToken(Boolean(options.withToken));
-      const principal = await whoamiWith(session, host, token, organization);
-      session.store.updateContext(contextName, { host, organization: principal.organizationId }, true);
-      session.store.setKey(contextName, { host: hostOrigin(host), token });
-      session.out.info(`logged in to ${host} as ${principal.email} (${principal.role} of ${principal.organizationName}), context "${contextName}"`);
-      session.out.item(principalColumns(principal));
-    }));
+    .action(
+      action(async (session: Session, options: { withToken?: boolean }) => {
+        const { host, contextName, organization } = session.settings;
+        const token = await readToken(Boolean(options.withToken));
+        const principal = await whoamiWith(session, host, token, organization);
+        session.store.updateContext(contextName, { host, organization: principal.organizationId }, true);
+        session.store.setKey(contextName, { host: hostOrigin(host), token });
+        session.out.info(`logged in to ${host} as ${principal.email} (${principal.role} of ${principal.organizationName}), context "${contextName}"`);
+        session.out.item(principalColumns(principal));
+      }),
+    );
 
   program
     .command('logout')
     .description("forget the current context's API key (the key itself stays valid until revoked)")
-    .action(action((session: Session) => {
-      const { contextName, host } = session.settings;
-      const had = session.store.key(contextName) !== undefined;
-      session.store.setKey(contextName, undefined);
-      session.out.info(had ? `logged out of ${host} (context "${contextName}")` : `context "${contextName}" had no stored key`);
-      session.out.item({ context: contextName, host, loggedOut: had });
-    }));
+    .action(
+      action((session: Session) => {
+        const { contextName, host } = session.settings;
+        const had = session.store.key(contextName) !== undefined;
+        session.store.setKey(contextName, undefined);
+        session.out.info(had ? `logged out of ${host} (context "${contextName}")` : `context "${contextName}" had no stored key`);
+        session.out.item({ context: contextName, host, loggedOut: had });
+      }),
+    );
 
   program
     .command('whoami')
     .description('the principal the API key acts as, its organization and role')
-    .action(action(async (session: Session) => {
-      session.out.item((await unwrap(session.plinth.api.GET('/auth/whoami'))).data);
-    }));
+    .action(
+      action(async (session: Session) => {
+        session.out.item((await unwrap(session.plinth.api.GET('/auth/whoami'))).data);
+      }),
+    );
 
   contextCommands(program.command('context').description('named sets of host, organization and project'));
 }
@@ -71,54 +77,66 @@ function contextCommands(context: Command) {
   context
     .command('list')
     .description('every context, the current one marked')
-    .action(action((session: Session) => {
-      const config = session.store.read();
-      const rows = Object.entries(config.contexts).map(([name, c]) => {
-        const key = session.store.key(name);
-        return { name, current: name === config.current, ...c, loggedIn: key !== undefined, keyHost: key?.host ?? undefined };
-      });
-      session.out.list(rows, [
-        ['CURRENT', (r) => (r.current ? '*' : '')],
-        ['NAME', (r) => r.name],
-        ['HOST', (r) => r.host],
-        ['ORGANIZATION', (r) => r.organization],
-        ['PROJECT', (r) => r.project],
-        ['KEY FOR', (r) => (r.loggedIn ? (r.keyHost ?? '(no host: log in again)') : '')],
-      ]);
-    }));
+    .action(
+      action((session: Session) => {
+        const config = session.store.read();
+        const rows = Object.entries(config.contexts).map(([name, c]) => {
+          const key = session.store.key(name);
+          return { name, current: name === config.current, ...c, loggedIn: key !== undefined, keyHost: key?.host ?? undefined };
+        });
+        session.out.list(rows, [
+          ['CURRENT', (r) => (r.current ? '*' : '')],
+          ['NAME', (r) => r.name],
+          ['HOST', (r) => r.host],
+          ['ORGANIZATION', (r) => r.organization],
+          ['PROJECT', (r) => r.project],
+          ['KEY FOR', (r) => (r.loggedIn ? (r.keyHost ?? '(no host: log in again)') : '')],
+        ]);
+      }),
+    );
 
   context
     .command('use <name>')
     .description('make a context the current one')
-    .action(action((session: Session, name: string) => {
-      const config = session.store.read();
-      if (!config.contexts[name]) throw new CliExit(EXIT.NOT_FOUND, `no context named "${name}" (plinth context list)`);
-      session.store.write({ ...config, current: name });
-      session.out.info(`switched to context "${name}"`);
-      session.out.item({ name, ...config.contexts[name] });
-    }));
+    .action(
+      action((session: Session, name: string) => {
+        const config = session.store.read();
+        if (!config.contexts[name]) throw new CliExit(EXIT.NOT_FOUND, `no context named "${name}" (plinth context list)`);
+        session.store.write({ ...config, current: name });
+        session.out.info(`switched to context "${name}"`);
+        session.out.item({ name, ...config.contexts[name] });
+      }),
+    );
 
   context
     .command('set [name]')
     .description('create or change a context from --host, --org and --project (default: the current context)')
-    .action(action((session: Session, name: string | undefined) => {
-      const flags = session.flags;
-      const target = name ?? session.settings.contextName;
-      const updated = session.store.updateContext(target, { host: flags.host === undefined ? undefined : normaliseHost(flags.host), organization: flags.org, project: flags.project });
-      const key = session.store.key(target);
-      if (key && updated.host !== undefined && key.host !== hostOrigin(updated.host)) {
-        session.out.info(`the key of context "${target}" stays bound to ${key.host ?? 'no host'}: to use ${updated.host}, plinth login --context ${target}`);
-      }
-      session.out.item({ name: target, ...updated });
-    }));
+    .action(
+      action((session: Session, name: string | undefined) => {
+        const flags = session.flags;
+        const target = name ?? session.settings.contextName;
+        const updated = session.store.updateContext(target, {
+          host: flags.host === undefined ? undefined : normaliseHost(flags.host),
+          organization: flags.org,
+          project: flags.project,
+        });
+        const key = session.store.key(target);
+        if (key && updated.host !== undefined && key.host !== hostOrigin(updated.host)) {
+          session.out.info(`the key of context "${target}" stays bound to ${key.host ?? 'no host'}: to use ${updated.host}, plinth login --context ${target}`);
+        }
+        session.out.item({ name: target, ...updated });
+      }),
+    );
 
   context
     .command('show')
     .description('what this invocation would use: each setting after flags, PLINTH_* variables and the context')
-    .action(action((session: Session) => {
-      const s = session.settings;
-      const tokenSource = s.envToken ? 'PLINTH_TOKEN' : s.savedKey ? session.store.credentialsFile : 'none';
-      const keyHost = s.envToken ? undefined : (s.savedKey?.host ?? undefined);
-      session.out.item({ context: s.contextName, host: s.host, organization: s.organization, project: s.project, token: tokenSource, keyHost });
-    }));
+    .action(
+      action((session: Session) => {
+        const s = session.settings;
+        const tokenSource = s.envToken ? 'PLINTH_TOKEN' : s.savedKey ? session.store.credentialsFile : 'none';
+        const keyHost = s.envToken ? undefined : (s.savedKey?.host ?? undefined);
+        session.out.item({ context: s.contextName, host: s.host, organization: s.organization, project: s.project, token: tokenSource, keyHost });
+      }),
+    );
 }

@@ -58,7 +58,8 @@ const SENSITIVE_USAGE = 'plinth stack var set <stack> <name> --sensitive --value
  */
 async function variablesToSet(args: string[], o: SetOptions): Promise<Record<string, unknown>> {
   if (o.valueFile === undefined) {
-    if (o.sensitive && args.some((a) => a.includes('='))) throw new UsageError(`a sensitive value is never taken from the command line, where ps and shell history show it: ${SENSITIVE_USAGE}`);
+    if (o.sensitive && args.some((a) => a.includes('=')))
+      throw new UsageError(`a sensitive value is never taken from the command line, where ps and shell history show it: ${SENSITIVE_USAGE}`);
     if (o.sensitive) throw new UsageError(`--sensitive takes its value from --value-file: ${SENSITIVE_USAGE}`);
     return parseVars(args);
   }
@@ -91,31 +92,38 @@ export function stackVarCommands(stack: Command) {
   const variable = stack.command('var').description("a stack's OpenTofu input variables");
   variable.command('list <stack>').description('plain variables with their values, sensitive ones by name only').action(action(list));
 
-  variable.command('set <stack> <vars...>')
+  variable
+    .command('set <stack> <vars...>')
     .description('set variables from key=value pairs (a value that parses as JSON is JSON, else text), or one variable from --value-file')
     .option('--sensitive', 'write-only: sealed at rest, masked in logs, never shown again; its value comes from --value-file, never the command line')
     .option('--value-file <file>', 'the value of the one variable named, as text (one final newline dropped); - reads standard input')
-    .action(action(async (s: Session, id: string, args: string[], o: SetOptions) => {
-      const vars = await variablesToSet(args, o);
-      if (o.sensitive) {
-        for (const [name, value] of Object.entries(vars)) {
-          await unwrap(s.plinth.api.PUT('/stacks/{id}/sensitive-variables/{name}', { params: { path: { id, name } }, body: { data: { value } } }));
+    .action(
+      action(async (s: Session, id: string, args: string[], o: SetOptions) => {
+        const vars = await variablesToSet(args, o);
+        if (o.sensitive) {
+          for (const [name, value] of Object.entries(vars)) {
+            await unwrap(s.plinth.api.PUT('/stacks/{id}/sensitive-variables/{name}', { params: { path: { id, name } }, body: { data: { value } } }));
+          }
+        } else {
+          await writePlain(s.plinth, id, { ...(await plainOf(s.plinth, id)), ...vars });
         }
-      } else {
-        await writePlain(s.plinth, id, { ...(await plainOf(s.plinth, id)), ...vars });
-      }
-      await list(s, id);
-    }));
+        await list(s, id);
+      }),
+    );
 
-  variable.command('unset <stack> <name...>').description('remove variables, plain or sensitive')
-    .action(action(async (s: Session, id: string, names: string[]) => {
-      const [plain, sensitive] = await Promise.all([plainOf(s.plinth, id), sensitiveOf(s.plinth, id)]);
-      const missing = names.filter((n) => !(n in plain) && !sensitive.includes(n));
-      if (missing.length) throw new UsageError(`stack ${id} has no variable ${missing.join(', ')}`);
-      for (const name of names.filter((n) => sensitive.includes(n))) {
-        await unwrap(s.plinth.api.DELETE('/stacks/{id}/sensitive-variables/{name}', { params: { path: { id, name } } }));
-      }
-      if (names.some((n) => n in plain)) await writePlain(s.plinth, id, Object.fromEntries(Object.entries(plain).filter(([k]) => !names.includes(k))));
-      await list(s, id);
-    }));
+  variable
+    .command('unset <stack> <name...>')
+    .description('remove variables, plain or sensitive')
+    .action(
+      action(async (s: Session, id: string, names: string[]) => {
+        const [plain, sensitive] = await Promise.all([plainOf(s.plinth, id), sensitiveOf(s.plinth, id)]);
+        const missing = names.filter((n) => !(n in plain) && !sensitive.includes(n));
+        if (missing.length) throw new UsageError(`stack ${id} has no variable ${missing.join(', ')}`);
+        for (const name of names.filter((n) => sensitive.includes(n))) {
+          await unwrap(s.plinth.api.DELETE('/stacks/{id}/sensitive-variables/{name}', { params: { path: { id, name } } }));
+        }
+        if (names.some((n) => n in plain)) await writePlain(s.plinth, id, Object.fromEntries(Object.entries(plain).filter(([k]) => !names.includes(k))));
+        await list(s, id);
+      }),
+    );
 }

@@ -58,7 +58,11 @@ git --git-dir="$PLINTH_GIT_CACHE" archive --format=tar "$PLINTH_GIT_COMMIT" | ta
 
 type Prepared = { checkout: StepCheckout | null } | { outcome: StepOutcome };
 
-const failed = (code: 'Engine:Checkout:FAILED' | 'Engine:Checkout:INVALID_SOURCE' | 'Engine:Checkout:FENCED', message: string, metadata?: Record<string, unknown>): Prepared => ({
+const failed = (
+  code: 'Engine:Checkout:FAILED' | 'Engine:Checkout:INVALID_SOURCE' | 'Engine:Checkout:FENCED',
+  message: string,
+  metadata?: Record<string, unknown>,
+): Prepared => ({
   outcome: { status: 'FAILED', error: engineError(code, message, metadata) },
 });
 
@@ -93,7 +97,8 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
   }
   if (!workingDirectory.startsWith(CHECKOUT_DIR)) return failed('Engine:Checkout:INVALID_SOURCE', "The stack's path leaves the repository");
   const source = await withRetries(() => findCodeSourceById(ctx.db, codeSourceId));
-  if (!source || source.organization_id !== claimed.run.organization_id) return failed('Engine:Checkout:FAILED', `Code source ${codeSourceId} no longer exists`);
+  if (!source || source.organization_id !== claimed.run.organization_id)
+    return failed('Engine:Checkout:FAILED', `Code source ${codeSourceId} no longer exists`);
   let credential: GitCredential | null;
   try {
     credential = await gitCredential(ctx.db, ctx.secrets, ctx.git, source);
@@ -105,7 +110,12 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
   const cacheHost = await cacheDirOf(ctx, source.id);
   const bind = (writable: boolean): StepBind => ({ source: cacheHost, target: CACHE_TARGET, writable });
   const fetch = async (commit: string) => {
-    const env = gitEnv(credential, { PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(true)]), PLINTH_GIT_URL: source.url, PLINTH_GIT_REF: ref, PLINTH_GIT_COMMIT: commit });
+    const env = gitEnv(credential, {
+      PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(true)]),
+      PLINTH_GIT_URL: source.url,
+      PLINTH_GIT_REF: ref,
+      PLINTH_GIT_COMMIT: commit,
+    });
     return runCaptured(workspace, { command: FETCH_SCRIPT, env, binds: [bind(true)] }, ctx);
   };
   ctx.sink.write('system', `checking out ${run.commit_sha ?? ref} of ${source.url}`);
@@ -115,7 +125,7 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
   if (!run.commit_sha) {
     const fence = { runId: claimed.run.id, executionId: claimed.executionId, workerId: ctx.workerId, leaseEpoch: claimed.leaseEpoch };
     const recorded = await withRetries(() => recordRunCommit(ctx.db, fence, commitSha));
-    if (!recorded) return failed('Engine:Checkout:FENCED', 'The attempt was taken from this worker before it recorded the run\'s commit');
+    if (!recorded) return failed('Engine:Checkout:FENCED', "The attempt was taken from this worker before it recorded the run's commit");
     // A parallel first step recorded its commit first: this one checks that out too.
     if (recorded !== commitSha) {
       fetched = await fetch(recorded);
@@ -124,7 +134,11 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
     }
   }
   // Credential-free: the extraction sees the cache read-only and gets nothing but what it needs.
-  const extractEnv = gitEnv(null, { PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(false)]), PLINTH_GIT_COMMIT: commitSha, PLINTH_CHECKOUT_DIR: CHECKOUT_DIR });
+  const extractEnv = gitEnv(null, {
+    PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(false)]),
+    PLINTH_GIT_COMMIT: commitSha,
+    PLINTH_CHECKOUT_DIR: CHECKOUT_DIR,
+  });
   const extracted = await runCaptured(workspace, { command: EXTRACT_SCRIPT, env: extractEnv, binds: [bind(false)] }, ctx);
   if (extracted.error) return failed('Engine:Checkout:FAILED', `The checkout of ${commitSha} ${extracted.error}`);
   ctx.sink.write('system', `checked out ${commitSha} into ${workingDirectory}`);

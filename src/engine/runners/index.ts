@@ -44,7 +44,10 @@ export interface RunnerContext {
 }
 
 function parseNarrowing(entries: string[]): AllowList {
-  return parseAllowList(entries.filter((entry) => !allowEntryProblem(entry)), 'egressAllow');
+  return parseAllowList(
+    entries.filter((entry) => !allowEntryProblem(entry)),
+    'egressAllow',
+  );
 }
 
 /** The PATH every step starts with: fixed, so nothing of the worker's environment reaches a step. */
@@ -100,9 +103,15 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared:
   const outputData = { exitCode: result.exitCode };
   if (result.spawnError) return { status: 'FAILED', statusDetail, error: engineError('Engine:Script:SPAWN_FAILED', result.spawnError) };
   if (result.timedOut) {
-    return { status: 'FAILED', statusDetail, outputData, error: engineError('Engine:Step:TIMED_OUT', `The step ran longer than its timeoutSeconds (${claimed.step.timeoutSeconds})`) };
+    return {
+      status: 'FAILED',
+      statusDetail,
+      outputData,
+      error: engineError('Engine:Step:TIMED_OUT', `The step ran longer than its timeoutSeconds (${claimed.step.timeoutSeconds})`),
+    };
   }
-  if (result.exitCode === 0 && ctx.sink.stats.linesLost) return { status: 'FAILED', statusDetail, outputData, error: logStoreError(ctx.sink.stats, ctx.sink.lastError) };
+  if (result.exitCode === 0 && ctx.sink.stats.linesLost)
+    return { status: 'FAILED', statusDetail, outputData, error: logStoreError(ctx.sink.stats, ctx.sink.lastError) };
   if (result.exitCode === 0) return { status: 'SUCCEEDED', statusDetail, outputData };
   const how = result.exitCode === null ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
   return { status: 'FAILED', statusDetail, outputData, error: engineError('Engine:Script:FAILED', `The command ${how}`, { exitCode: result.exitCode }) };
@@ -118,7 +127,9 @@ function runPrepared(claimed: ClaimedStep, ctx: RunnerContext, prepared: Prepare
     case 'opentofu.destroy': {
       const runner = ctx.runners[claimed.step.type];
       if (runner) return runner(claimed, ctx, prepared);
-      const error = engineError('Engine:StepType:NOT_IMPLEMENTED', `This worker was started without a runner for ${claimed.step.type} steps`, { stepType: claimed.step.type });
+      const error = engineError('Engine:StepType:NOT_IMPLEMENTED', `This worker was started without a runner for ${claimed.step.type} steps`, {
+        stepType: claimed.step.type,
+      });
       return Promise.resolve({ status: 'FAILED', error });
     }
     default:
@@ -138,7 +149,9 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
   if (envType !== 'LOCAL') {
     return {
       status: 'FAILED',
-      error: engineError('Engine:ExecutionEnvironment:UNSUPPORTED', `This worker runs steps only in LOCAL execution environments, not ${envType}`, { type: envType }),
+      error: engineError('Engine:ExecutionEnvironment:UNSUPPORTED', `This worker runs steps only in LOCAL execution environments, not ${envType}`, {
+        type: envType,
+      }),
     };
   }
   switch (claimed.step.type) {
@@ -150,7 +163,9 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
     case 'module.deploy':
       return {
         status: 'FAILED',
-        error: engineError('Engine:StepType:NOT_IMPLEMENTED', `Step type ${claimed.step.type} is not implemented by this engine yet`, { stepType: claimed.step.type }),
+        error: engineError('Engine:StepType:NOT_IMPLEMENTED', `Step type ${claimed.step.type} is not implemented by this engine yet`, {
+          stepType: claimed.step.type,
+        }),
       };
     case 'approval':
       // Approvals are resolved by the engine itself and never dispatched to a worker.

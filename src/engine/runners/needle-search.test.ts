@@ -39,7 +39,11 @@ describe('NeedleSearch', () => {
     for (let round = 0; round < 300; round++) {
       const needles = Array.from({ length: 1 + Math.floor(random() * 8) }, () => b(randomText(random, 'ab\xffc', 1 + Math.floor(random() * 6))));
       const text = b(randomText(random, 'ab\xffc', Math.floor(random() * 60)));
-      assert.deepEqual([...new NeedleSearch(needles).longestAt(text)], longestAtByDefinition(needles, text), `needles ${needles.map((n) => n.toString('latin1'))} text ${text.toString('latin1')}`);
+      assert.deepEqual(
+        [...new NeedleSearch(needles).longestAt(text)],
+        longestAtByDefinition(needles, text),
+        `needles ${needles.map((n) => n.toString('latin1'))} text ${text.toString('latin1')}`,
+      );
     }
   });
 });

@@ -19,7 +19,10 @@ export class NeedleSearch {
   private readonly matchLength: Int32Array;
 
   constructor(needles: Buffer[]) {
-    const trie = buildReversedTrie(needles.filter((n) => n.length > 0), this.rootNext);
+    const trie = buildReversedTrie(
+      needles.filter((n) => n.length > 0),
+      this.rootNext,
+    );
     this.edgeByte = Uint8Array.from(trie.edgeByte);
     this.firstChild = Int32Array.from(trie.firstChild);
     this.nextSibling = Int32Array.from(trie.nextSibling);

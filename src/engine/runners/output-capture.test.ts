@@ -23,7 +23,7 @@ function memorySink() {
 }
 
 describe('captureOutput with a mask', () => {
-  it('masks each stream on its own, a value cut by a long line\'s record boundary and an unended last line included', async () => {
+  it("masks each stream on its own, a value cut by a long line's record boundary and an unended last line included", async () => {
     const { sink, text } = memorySink();
     const mask = new OutputMask(['SECRET-VALUE']);
     const stdout = new PassThrough();

@@ -66,7 +66,10 @@ export function logStoreError(stats: LogStats, cause: Error | undefined): ErrorB
  * withLostLines is an outcome once lines that were to commit with it could not be stored: a success
  * becomes Engine:Log:STORE_FAILED, and the count of lost lines is in its statusDetail either way.
  */
-export function withLostLines<O extends { status: 'SUCCEEDED' | 'FAILED'; error?: ErrorBody; statusDetail?: Record<string, unknown> }>(outcome: O, sink: LogSink): O {
+export function withLostLines<O extends { status: 'SUCCEEDED' | 'FAILED'; error?: ErrorBody; statusDetail?: Record<string, unknown> }>(
+  outcome: O,
+  sink: LogSink,
+): O {
   const statusDetail = { ...(outcome.statusDetail ?? {}), ...logDetail(sink.stats) };
   if (outcome.status === 'FAILED') return { ...outcome, statusDetail };
   return { ...outcome, status: 'FAILED', statusDetail, error: logStoreError(sink.stats, sink.lastError) };

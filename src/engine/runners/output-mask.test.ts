@@ -32,14 +32,20 @@ function maskedWhole(needles: string[], text: string): string {
 describe('OutputMask', () => {
   it('masks every occurrence, the longest needle winning where one is a prefix of another', () => {
     const records = capture(['hunter2', 'hunter22'], ['pw=hunter22 again hunter2 and hunter2\n']);
-    assert.deepEqual(records.map((r) => [r.bytes.toString(), r.partial]), [['pw=*** again *** and ***', false]]);
+    assert.deepEqual(
+      records.map((r) => [r.bytes.toString(), r.partial]),
+      [['pw=*** again *** and ***', false]],
+    );
   });
 
   it('masks a value cut by the boundary between two partial records of a long line', () => {
     const records = capture(['SECRET-TOKEN'], ['abcdeSECRE', 'T-TOKENxyz\n'], 8);
     assert.equal(rebuilt(records), 'abcde***xyz\n');
     assert.ok(records.every((r) => r.bytes.length <= 8));
-    assert.deepEqual(records.map((r) => r.partial), [...records.slice(1).map(() => true), false]);
+    assert.deepEqual(
+      records.map((r) => r.partial),
+      [...records.slice(1).map(() => true), false],
+    );
   });
 
   it('masks a value spread over three partial records', () => {
@@ -65,7 +71,10 @@ describe('OutputMask', () => {
       [['ééééé'], `a${'é'.repeat(11)}`, 'a******é'],
     ] as const) {
       const records = capture([...needles], [line, '\n'], 6);
-      assert.ok(records.every((r) => isUtf8(r.bytes)), JSON.stringify(records.map((r) => [...r.bytes])));
+      assert.ok(
+        records.every((r) => isUtf8(r.bytes)),
+        JSON.stringify(records.map((r) => [...r.bytes])),
+      );
       assert.equal(rebuilt(records), `${masked}\n`);
     }
   });
@@ -89,7 +98,7 @@ describe('OutputMask', () => {
     }
   });
 
-  it('keeps each stream its own held tail: a value is not made of one stream\'s end and another\'s start', () => {
+  it("keeps each stream its own held tail: a value is not made of one stream's end and another's start", () => {
     const mask = new OutputMask(['SECRET']);
     const [stdout, stderr]: StreamMasker[] = [mask.forStream(), mask.forStream()];
     const out = [...stdout.push({ bytes: b('a SEC'), partial: true }), ...stderr.push({ bytes: b('b SEC'), partial: true })];

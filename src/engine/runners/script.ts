@@ -68,7 +68,9 @@ async function runInWorkspace(o: ScriptOptions, workspace: StepWorkspace): Promi
       proc.kill();
       resolve(result);
     };
-    child.on('error', (error: Error) => finish({ exitCode: null, signal: null, timedOut, stopped, processMs: performance.now() - started, spawnError: error.message }));
+    child.on('error', (error: Error) =>
+      finish({ exitCode: null, signal: null, timedOut, stopped, processMs: performance.now() - started, spawnError: error.message }),
+    );
     if (child.pid) o.onSpawn?.(child.pid);
     if (o.signal.aborted) onAbort();
     else o.signal.addEventListener('abort', onAbort);

@@ -19,7 +19,13 @@ export interface CheckedBind extends StepBind {
 export function checkBinds(binds: readonly StepBind[] | undefined): CheckedBind[] {
   const checked = (binds ?? []).map((bind) => {
     const { source, target } = bind;
-    if (!path.posix.isAbsolute(target) || path.posix.normalize(target) !== target || !target.startsWith(BIND_ROOT) || target.length === BIND_ROOT.length || target.endsWith('/')) {
+    if (
+      !path.posix.isAbsolute(target) ||
+      path.posix.normalize(target) !== target ||
+      !target.startsWith(BIND_ROOT) ||
+      target.length === BIND_ROOT.length ||
+      target.endsWith('/')
+    ) {
       throw new Error(`bind target "${target}" must be a normal absolute path under ${BIND_ROOT}`);
     }
     if (!path.isAbsolute(source)) throw new Error(`bind source "${source}" must be an absolute path`);

@@ -24,12 +24,15 @@ interface Mount {
 }
 
 function parseMountInfo(text: string): Mount[] {
-  return text.split('\n').filter(Boolean).map((line) => {
-    const [left, right = ''] = line.split(' - ');
-    const fields = left.split(' ');
-    const [type, , superOptions = ''] = right.split(' ');
-    return { root: fields[3], point: fields[4], type, superOptions: superOptions.split(',') };
-  });
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [left, right = ''] = line.split(' - ');
+      const fields = left.split(' ');
+      const [type, , superOptions = ''] = right.split(' ');
+      return { root: fields[3], point: fields[4], type, superOptions: superOptions.split(',') };
+    });
 }
 
 /** The process's cgroup path in one hierarchy, relative to that hierarchy's mount. */
@@ -102,12 +105,23 @@ function limitFiles(version: 'v1' | 'v2', controller: Controller, limits: StepLi
   const quota = String(Math.round(limits.cpus * CPU_PERIOD_US));
   if (version === 'v2') {
     if (controller === 'pids') return [['pids.max', String(limits.maxProcesses)]];
-    if (controller === 'memory') return [['memory.max', memory], ['memory.swap.max', '0']];
+    if (controller === 'memory')
+      return [
+        ['memory.max', memory],
+        ['memory.swap.max', '0'],
+      ];
     return [['cpu.max', `${quota} ${CPU_PERIOD_US}`]];
   }
   if (controller === 'pids') return [['pids.max', String(limits.maxProcesses)]];
-  if (controller === 'memory') return [['memory.limit_in_bytes', memory], ['memory.memsw.limit_in_bytes', memory]];
-  return [['cpu.cfs_period_us', String(CPU_PERIOD_US)], ['cpu.cfs_quota_us', quota]];
+  if (controller === 'memory')
+    return [
+      ['memory.limit_in_bytes', memory],
+      ['memory.memsw.limit_in_bytes', memory],
+    ];
+  return [
+    ['cpu.cfs_period_us', String(CPU_PERIOD_US)],
+    ['cpu.cfs_quota_us', quota],
+  ];
 }
 
 async function writeLimits(dir: string, files: [string, string][]) {
@@ -166,7 +180,10 @@ const NO_CGROUPS = (detail: string): CgroupHost => ({
 async function tryV2(mounts: Mount[], cgroupFile: string): Promise<CgroupHost | string> {
   const mount = mounts.find((m) => m.type === 'cgroup2');
   if (!mount) return 'no cgroup2 mount';
-  const own = path.join(mount.point, ownPath(cgroupFile, (c) => c.length === 1 && c[0] === '', mount));
+  const own = path.join(
+    mount.point,
+    ownPath(cgroupFile, (c) => c.length === 1 && c[0] === '', mount),
+  );
   const available = (await readFile(path.join(own, 'cgroup.controllers'), 'utf8').catch(() => '')).trim().split(/\s+/);
   const wanted = CONTROLLERS.filter((c) => available.includes(c));
   if (!wanted.includes('pids')) return `cgroup v2 at ${mount.point} has no pids controller here`;
@@ -189,7 +206,11 @@ async function tryV1(mounts: Mount[], cgroupFile: string): Promise<CgroupHost | 
   for (const controller of CONTROLLERS) {
     const mount = mounts.find((m) => m.type === 'cgroup' && m.superOptions.includes(controller));
     if (!mount) continue;
-    const base = path.join(mount.point, ownPath(cgroupFile, (c) => c.includes(controller), mount), 'plinth-steps');
+    const base = path.join(
+      mount.point,
+      ownPath(cgroupFile, (c) => c.includes(controller), mount),
+      'plinth-steps',
+    );
     try {
       await mkdir(base, { recursive: true });
       // Made by another worker already (mkdir said nothing): this one must be able to make cgroups in it.

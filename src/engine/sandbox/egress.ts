@@ -115,7 +115,12 @@ export interface ServedEgress {
 }
 
 /** Serves a step network's listeners until closed; `narrowing` says, at each connection, what narrows the current step. */
-export function serveStepEgress(listeners: StepListeners, installation: EgressPolicy, log: Logger, narrowing: () => AllowList | undefined = () => undefined): ServedEgress {
+export function serveStepEgress(
+  listeners: StepListeners,
+  installation: EgressPolicy,
+  log: Logger,
+  narrowing: () => AllowList | undefined = () => undefined,
+): ServedEgress {
   const policy: EgressPolicy = {
     ...installation,
     get narrowing() {
@@ -125,7 +130,7 @@ export function serveStepEgress(listeners: StepListeners, installation: EgressPo
   const sockets = new StepSockets();
   const proxy = proxyServer(policy, log, sockets);
   // An accept that fails (out of descriptors) must not end the worker: the step's connection fails alone.
-  const report = (error: Error) => log.warn({ err: error.message }, 'a step\'s egress listener failed');
+  const report = (error: Error) => log.warn({ err: error.message }, "a step's egress listener failed");
   for (const server of [listeners.proxy, ...listeners.tunnels.map((t) => t.server)]) server.on('error', report);
   listeners.proxy.maxConnections = MAX_CONNECTIONS;
   listeners.proxy.on('connection', (socket: net.Socket) => {
@@ -180,7 +185,14 @@ async function addressFor(policy: EgressPolicy, host: string, port: number): Pro
  * to be this host's own (a local route the policy's list of interfaces did not show: the kernel then
  * connects from the address it connects to) is dropped before a byte is sent.
  */
-function connectFor(client: net.Socket, sockets: StepSockets, { address, explicit }: { address: string; explicit: boolean }, port: number, onConnect: (upstream: net.Socket) => void, onError: (error: Error) => void) {
+function connectFor(
+  client: net.Socket,
+  sockets: StepSockets,
+  { address, explicit }: { address: string; explicit: boolean },
+  port: number,
+  onConnect: (upstream: net.Socket) => void,
+  onError: (error: Error) => void,
+) {
   if (client.destroyed) return;
   const upstream = sockets.track(net.connect({ host: address, port }), CONNECT_TIMEOUT_MS);
   let connected = false;
@@ -207,11 +219,18 @@ function proxyServer(policy: EgressPolicy, log: Logger, sockets: StepSockets): h
     if (!target) return refuse(client, 400, `"${req.url}" is not host:port`);
     void addressFor(policy, target.host, target.port).then(
       (to) =>
-        connectFor(client, sockets, to, target.port, (upstream) => {
-          client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-          if (head.length) upstream.write(head);
-          sockets.splice(client, upstream);
-        }, (error) => deny(client, error, target.host, log)),
+        connectFor(
+          client,
+          sockets,
+          to,
+          target.port,
+          (upstream) => {
+            client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+            if (head.length) upstream.write(head);
+            sockets.splice(client, upstream);
+          },
+          (error) => deny(client, error, target.host, log),
+        ),
       (error: Error) => deny(client, error, target.host, log),
     );
   });
@@ -232,18 +251,31 @@ function proxyServer(policy: EgressPolicy, log: Logger, sockets: StepSockets): h
     };
     void addressFor(policy, url.hostname, port).then(
       (to) =>
-        connectFor(req.socket, sockets, to, port, (upstream) => {
-          const headers = { ...req.headers };
-          for (const hop of ['proxy-connection', 'proxy-authorization', 'connection', 'keep-alive']) delete headers[hop];
-          const forwarded = http.request({ createConnection: () => upstream, method: req.method, path: `${url.pathname}${url.search}`, headers: { ...headers, connection: 'close' }, setHost: false });
-          forwarded.on('response', (reply) => {
-            res.writeHead(reply.statusCode ?? 502, reply.headers);
-            reply.pipe(res);
-          });
-          forwarded.on('error', refused);
-          res.once('close', () => upstream.destroy());
-          req.pipe(forwarded);
-        }, refused),
+        connectFor(
+          req.socket,
+          sockets,
+          to,
+          port,
+          (upstream) => {
+            const headers = { ...req.headers };
+            for (const hop of ['proxy-connection', 'proxy-authorization', 'connection', 'keep-alive']) delete headers[hop];
+            const forwarded = http.request({
+              createConnection: () => upstream,
+              method: req.method,
+              path: `${url.pathname}${url.search}`,
+              headers: { ...headers, connection: 'close' },
+              setHost: false,
+            });
+            forwarded.on('response', (reply) => {
+              res.writeHead(reply.statusCode ?? 502, reply.headers);
+              reply.pipe(res);
+            });
+            forwarded.on('error', refused);
+            res.once('close', () => upstream.destroy());
+            req.pipe(forwarded);
+          },
+          refused,
+        ),
       refused,
     );
   });
@@ -254,7 +286,15 @@ function proxyServer(policy: EgressPolicy, log: Logger, sockets: StepSockets): h
 /** A raw TCP forward of one connection to a loopback endpoint (the state backend). */
 function forward(client: net.Socket, host: string, port: number, policy: EgressPolicy, sockets: StepSockets, log: Logger) {
   void addressFor(policy, host, port).then(
-    (to) => connectFor(client, sockets, to, port, (upstream) => sockets.splice(client, upstream), () => client.destroy()),
+    (to) =>
+      connectFor(
+        client,
+        sockets,
+        to,
+        port,
+        (upstream) => sockets.splice(client, upstream),
+        () => client.destroy(),
+      ),
     (error: Error) => {
       log.warn({ host, port, err: error.message }, 'step could not reach the state backend');
       client.destroy();
@@ -270,7 +310,9 @@ function deny(client: net.Socket, error: Error, host: string, log: Logger) {
 function refuse(client: net.Socket, status: number, message: string) {
   if (client.destroyed) return;
   const body = `${message}\n`;
-  client.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  client.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 function answer(res: http.ServerResponse, status: number, message: string) {

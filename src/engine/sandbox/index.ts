@@ -39,9 +39,21 @@ export function currentIsolation(): IsolationReport {
 export async function startSandbox(sandbox: StepSandbox, log: Logger): Promise<IsolationReport> {
   const report = await sandbox.start(log);
   published = report;
-  const fields = { isolation: report.mode, privileges: report.privileges, network: report.network, cgroup: report.cgroup, limits: report.limits, detail: report.detail };
+  const fields = {
+    isolation: report.mode,
+    privileges: report.privileges,
+    network: report.network,
+    cgroup: report.cgroup,
+    limits: report.limits,
+    detail: report.detail,
+  };
   if (report.mode === 'namespaces') log.info(fields, 'isolating steps');
-  else if (report.mode === 'off') log.warn(fields, 'NOT isolating steps (PLINTH_SANDBOX=off): every step can read what this worker can; use only when one tenant runs all pipelines');
-  else log.error(fields, 'cannot isolate steps on this host: script steps will fail with Engine:Sandbox:UNAVAILABLE until the host can isolate or PLINTH_SANDBOX=off is set');
+  else if (report.mode === 'off')
+    log.warn(fields, 'NOT isolating steps (PLINTH_SANDBOX=off): every step can read what this worker can; use only when one tenant runs all pipelines');
+  else
+    log.error(
+      fields,
+      'cannot isolate steps on this host: script steps will fail with Engine:Sandbox:UNAVAILABLE until the host can isolate or PLINTH_SANDBOX=off is set',
+    );
   return report;
 }

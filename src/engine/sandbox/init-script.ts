@@ -153,7 +153,19 @@ export function stepFstab(o: FstabInput): string {
 
 /** The files and links every step's root starts from, made once per worker (see SANDBOX_INIT). */
 export const TEMPLATE_ETC_DIRS = ['alternatives', 'ssl/certs', 'ca-certificates', 'pki/tls/certs', 'pki/ca-trust', 'crypto-policies', 'ld.so.conf.d'];
-export const TEMPLATE_ETC_FILES = ['nsswitch.conf', 'host.conf', 'gai.conf', 'ld.so.cache', 'ld.so.conf', 'localtime', 'protocols', 'services', 'mime.types', 'os-release', 'ca-certificates.conf'];
+export const TEMPLATE_ETC_FILES = [
+  'nsswitch.conf',
+  'host.conf',
+  'gai.conf',
+  'ld.so.cache',
+  'ld.so.conf',
+  'localtime',
+  'protocols',
+  'services',
+  'mime.types',
+  'os-release',
+  'ca-certificates.conf',
+];
 export const TEMPLATE_DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
 
 /** shellAssignments renders the step's variables as `export NAME='value'` lines for the step shell to source. */

@@ -14,10 +14,27 @@ import { loopbackEndpoints, PROXY_PORT, serveStepEgress, type ServedEgress } fro
 import { ROOTLESS_QUOTAS, SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
 import { WarmPool } from './pool.ts';
 import type { AllowList } from '../../platform/outbound/address-policy.ts';
-import { SandboxUnavailableError, type IsolationReport, type OpenOptions, type SandboxSettings, type SandboxedProcess, type StepSandbox, type StepWorkspace } from './sandbox.ts';
+import {
+  SandboxUnavailableError,
+  type IsolationReport,
+  type OpenOptions,
+  type SandboxSettings,
+  type SandboxedProcess,
+  type StepSandbox,
+  type StepWorkspace,
+} from './sandbox.ts';
 import { NetworkLostError, sharedSpawner, type NetworkPorts, type SpawnedProcess, type SpawnSpec, type StepNetwork } from './spawner.ts';
 import { buildTemplate, systemDirs } from './template.ts';
-import { claimWorkspace, ensurePrivateRoot, removeStepFiles, workDirectory, relativeWorkingDirectory, resetWorkspace, sweepStaleWorkspaces, type ClaimedWorkspace } from './workspaces.ts';
+import {
+  claimWorkspace,
+  ensurePrivateRoot,
+  removeStepFiles,
+  workDirectory,
+  relativeWorkingDirectory,
+  resetWorkspace,
+  sweepStaleWorkspaces,
+  type ClaimedWorkspace,
+} from './workspaces.ts';
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
@@ -59,13 +76,20 @@ function noexecAt(dir: string): boolean {
 
 /** Why this user cannot build rootless sandboxes, with the fixes; undefined when it can. */
 async function userNamespaceProblem(): Promise<string | undefined> {
-  const help = await run('unshare', ['--help'], { env: { PATH: SYSTEM_PATH } }).then((r) => r.stdout, () => '');
+  const help = await run('unshare', ['--help'], { env: { PATH: SYSTEM_PATH } }).then(
+    (r) => r.stdout,
+    () => '',
+  );
   if (!help.includes('--map-user')) return 'rootless steps need util-linux 2.36 or later (`unshare --map-user`): upgrade util-linux, or run the worker as root';
   try {
     await run('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--mount', 'true'], { env: { PATH: SYSTEM_PATH }, timeout: 10_000 });
     return undefined;
   } catch (error) {
-    const said = String((error as { stderr?: string }).stderr ?? '').trim().split('\n').pop() || (error as Error).message;
+    const said =
+      String((error as { stderr?: string }).stderr ?? '')
+        .trim()
+        .split('\n')
+        .pop() || (error as Error).message;
     return `this user cannot make user namespaces (${said}): allow unprivileged user namespaces (sysctl user.max_user_namespaces above 0; kernel.unprivileged_userns_clone=1 where the kernel has it; kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile allowing them for node, on Ubuntu 23.10 and later), or run the worker as root`;
   }
 }
@@ -134,10 +158,16 @@ export class NamespaceSandbox implements StepSandbox {
     this.cgroupTag = createHash('sha256').update(this.root).digest('hex').slice(0, 8);
     this.network = settings.network === 'policy' ? stepNetwork(loopbackEndpoints(settings.egress)) : undefined;
     this.proxyEnv = this.network ? proxyVariables(this.network.proxyPort) : {};
-    this.pool = new WarmPool(settings.poolSize, () => this.makeWarm(), (w) => isRunning(w.first.proc), async (w) => {
-      await retire(w.first.proc);
-      await this.destroy(w.claimed, []);
-    }, onPoolError);
+    this.pool = new WarmPool(
+      settings.poolSize,
+      () => this.makeWarm(),
+      (w) => isRunning(w.first.proc),
+      async (w) => {
+        await retire(w.first.proc);
+        await this.destroy(w.claimed, []);
+      },
+      onPoolError,
+    );
   }
 
   start(log?: Logger): Promise<IsolationReport> {
@@ -187,7 +217,10 @@ export class NamespaceSandbox implements StepSandbox {
   async open(options: OpenOptions = {}): Promise<StepWorkspace> {
     this.closed = false;
     const report = await this.start();
-    if (report.mode !== 'namespaces') throw new SandboxUnavailableError(`Script steps need isolation and this host has none (${report.detail}); an operator running a single tenant can set PLINTH_SANDBOX=off`);
+    if (report.mode !== 'namespaces')
+      throw new SandboxUnavailableError(
+        `Script steps need isolation and this host has none (${report.detail}); an operator running a single tenant can set PLINTH_SANDBOX=off`,
+      );
     return this.openWorkspace(options.egressNarrowing);
   }
 
@@ -213,7 +246,15 @@ export class NamespaceSandbox implements StepSandbox {
   }
 
   private unavailable(detail: string): IsolationReport {
-    return { mode: 'unavailable', requested: this.settings.mode, privileges: null, network: null, cgroup: null, limits: { maxProcesses: null, memoryMb: null, cpus: null }, detail };
+    return {
+      mode: 'unavailable',
+      requested: this.settings.mode,
+      privileges: null,
+      network: null,
+      cgroup: null,
+      limits: { maxProcesses: null, memoryMb: null, cpus: null },
+      detail,
+    };
   }
 
   private async probe(): Promise<Probed> {
@@ -222,8 +263,14 @@ export class NamespaceSandbox implements StepSandbox {
     if (cannot) return failed(cannot);
     const network = this.settings.network;
     const noNetwork = network !== 'host' && (await this.hostCheck(network === 'policy' ? NETWORK_TOOLS : ['ip']));
-    if (noNetwork && network === 'policy') return failed(`${noNetwork}: each step's own network (PLINTH_SANDBOX_NETWORK=policy) needs \`ip\` (iproute2) and \`nsenter\` (util-linux); install them, or set PLINTH_SANDBOX_NETWORK=none (steps get no network) or host (steps share the host's network: an explicit opt-out)`);
-    if (noNetwork) return failed(`${noNetwork}: a step's empty network (PLINTH_SANDBOX_NETWORK=none) needs \`ip\` (iproute2) to bring its loopback up; install it, or set PLINTH_SANDBOX_NETWORK=host (steps share the host's network: an explicit opt-out)`);
+    if (noNetwork && network === 'policy')
+      return failed(
+        `${noNetwork}: each step's own network (PLINTH_SANDBOX_NETWORK=policy) needs \`ip\` (iproute2) and \`nsenter\` (util-linux); install them, or set PLINTH_SANDBOX_NETWORK=none (steps get no network) or host (steps share the host's network: an explicit opt-out)`,
+      );
+    if (noNetwork)
+      return failed(
+        `${noNetwork}: a step's empty network (PLINTH_SANDBOX_NETWORK=none) needs \`ip\` (iproute2) to bring its loopback up; install it, or set PLINTH_SANDBOX_NETWORK=host (steps share the host's network: an explicit opt-out)`,
+      );
     try {
       await ensurePrivateRoot(this.root);
       await sweepStaleWorkspaces(this.root, this.settings.uidBase, this.settings.uidCount);
@@ -238,7 +285,10 @@ export class NamespaceSandbox implements StepSandbox {
         return uid !== undefined && !existsSync(path.join(this.root, uid));
       });
       const output = await this.tryOnce();
-      if (output !== undefined) return failed(`a probe step failed: ${output}${ROOTLESS && noexecAt(this.root) ? `; ${this.root} is on a file system mounted noexec, which a rootless sandbox cannot bind executable: set PLINTH_WORKER_WORK_ROOT to a directory on another` : ''}`);
+      if (output !== undefined)
+        return failed(
+          `a probe step failed: ${output}${ROOTLESS && noexecAt(this.root) ? `; ${this.root} is on a file system mounted noexec, which a rootless sandbox cannot bind executable: set PLINTH_WORKER_WORK_ROOT to a directory on another` : ''}`,
+        );
     } catch (error) {
       return failed(`the sandbox could not be set up: ${(error as Error).message}`);
     }
@@ -270,7 +320,7 @@ export class NamespaceSandbox implements StepSandbox {
       const timer = setTimeout(() => proc.kill(), 30_000);
       const code = await new Promise<number | null>((resolve) => proc.child.on('close', (c: number | null) => resolve(c)));
       clearTimeout(timer);
-      return code === 0 ? undefined : (output.trim().split('\n').slice(-3).join('; ') || `exit ${code}`);
+      return code === 0 ? undefined : output.trim().split('\n').slice(-3).join('; ') || `exit ${code}`;
     } finally {
       await workspace.dispose();
     }
@@ -292,7 +342,10 @@ export class NamespaceSandbox implements StepSandbox {
     const claim = await claimWorkspace(this.root, uidBase, uidCount);
     try {
       await Promise.all([
-        writeFile(path.join(claim.dir, 'passwd'), `root:x:0:0:root:/root:/usr/sbin/nologin\nplinth:x:${claim.uid}:${claim.uid}:plinth step:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`),
+        writeFile(
+          path.join(claim.dir, 'passwd'),
+          `root:x:0:0:root:/root:/usr/sbin/nologin\nplinth:x:${claim.uid}:${claim.uid}:plinth step:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+        ),
         writeFile(path.join(claim.dir, 'group'), `root:x:0:\nplinth:x:${claim.uid}:\nnogroup:x:65534:\n`),
         // The mount table of a spawn without binds: the same for every step the claim serves.
         writeFile(path.join(claim.dir, 'fstab'), this.fstabOf(claim, [])),
@@ -383,7 +436,8 @@ export class NamespaceSandbox implements StepSandbox {
   private async openWorkspace(narrowing?: AllowList): Promise<StepWorkspace> {
     const warm = this.pool.take();
     const claimed = warm?.claimed ?? (await this.claimSlot());
-    if (narrowing && this.settings.network === 'host') this.log.warn('a step\'s execution environment narrows its egress, which PLINTH_SANDBOX_NETWORK=host cannot enforce: the step reaches what the host does');
+    if (narrowing && this.settings.network === 'host')
+      this.log.warn("a step's execution environment narrows its egress, which PLINTH_SANDBOX_NETWORK=host cannot enforce: the step reaches what the host does");
     // Before any process of the step runs; the claim's network reads it at each connection.
     claimed.narrowing = narrowing;
     return this.workspaceOf(claimed, warm?.first);
@@ -428,8 +482,21 @@ export class NamespaceSandbox implements StepSandbox {
   }
 
   private fstabOf(claim: ClaimedWorkspace, binds: CheckedBind[], bindPoints?: string): string {
-    const etcFiles = [{ source: path.join(claim.dir, 'passwd'), name: 'passwd' }, { source: path.join(claim.dir, 'group'), name: 'group' }, ...this.resolverFiles];
-    return stepFstab({ template: this.template, root: claim.mountPoint, systemDirs: this.systemDirs, etcFiles, workspace: claim.workspace, tmpMb: this.settings.limits.memoryMb, binds, bindPoints });
+    const etcFiles = [
+      { source: path.join(claim.dir, 'passwd'), name: 'passwd' },
+      { source: path.join(claim.dir, 'group'), name: 'group' },
+      ...this.resolverFiles,
+    ];
+    return stepFstab({
+      template: this.template,
+      root: claim.mountPoint,
+      systemDirs: this.systemDirs,
+      etcFiles,
+      workspace: claim.workspace,
+      tmpMb: this.settings.limits.memoryMb,
+      binds,
+      bindPoints,
+    });
   }
 
   /**
@@ -449,11 +516,34 @@ export class NamespaceSandbox implements StepSandbox {
       makeBindPoints(bindPoints, binds);
       writeFileSync(fstab, this.fstabOf(claim, binds, bindPoints));
     }
-    const namespaces = [...(ROOTLESS ? ['--user', '--map-root-user'] : []), '--pid', '--fork', '--kill-child', '--mount', '--ipc', '--uts', ...(network === 'none' ? ['--net'] : [])];
+    const namespaces = [
+      ...(ROOTLESS ? ['--user', '--map-root-user'] : []),
+      '--pid',
+      '--fork',
+      '--kill-child',
+      '--mount',
+      '--ipc',
+      '--uts',
+      ...(network === 'none' ? ['--net'] : []),
+    ];
     const sandbox = [fstab, claim.mountPoint, String(claim.uid), String(limits.maxProcesses)];
     const procsFiles = cgroup?.procsFiles ?? [];
     const loopback = network === 'none' ? 'up' : '';
-    const launch = { file: 'unshare', args: [...namespaces, 'sh', '-c', SANDBOX_INIT, 'plinth-init', ...sandbox, procsFiles.join(' '), loopback, ROOTLESS ? 'rootless' : '', ...(ROOTLESS ? quotaArguments : [])] };
+    const launch = {
+      file: 'unshare',
+      args: [
+        ...namespaces,
+        'sh',
+        '-c',
+        SANDBOX_INIT,
+        'plinth-init',
+        ...sandbox,
+        procsFiles.join(' '),
+        loopback,
+        ROOTLESS ? 'rootless' : '',
+        ...(ROOTLESS ? quotaArguments : []),
+      ],
+    };
     // Built ahead, its setup yields the CPU to steps running now (the spawner lowers its launcher as
     // soon as it runs; restoreNice sets back whatever it forked); its step gets the normal priority back.
     const nice = background && canRenice ? BUILD_AHEAD_NICE : undefined;

@@ -9,7 +9,13 @@ describe('the warm pool', () => {
     let made = 0;
     const dead = new Set<number>();
     const discarded: number[] = [];
-    const pool = new WarmPool(2, async () => ++made, (n) => !dead.has(n), async (n) => void discarded.push(n), () => {});
+    const pool = new WarmPool(
+      2,
+      async () => ++made,
+      (n) => !dead.has(n),
+      async (n) => void discarded.push(n),
+      () => {},
+    );
     assert.equal(pool.take(), undefined, 'nothing is ready before the first fill');
     await settle();
     assert.equal(pool.readyCount, 2);
@@ -22,7 +28,7 @@ describe('the warm pool', () => {
     await settle();
     assert.equal(made, 4, 'a take that leaves items ready does not refill: its owner calls fill() when it hurts least');
     assert.equal(pool.take(), 4);
-    assert.equal(made, 4, 'a take that empties the pool refills, but only after its caller\'s own work (a refill spawns, which blocks the event loop)');
+    assert.equal(made, 4, "a take that empties the pool refills, but only after its caller's own work (a refill spawns, which blocks the event loop)");
     pool.fill();
     await pool.close();
     assert.equal(pool.readyCount, 0);
@@ -34,10 +40,17 @@ describe('the warm pool', () => {
   it('stops refilling after a failure to make one, until the next take', async () => {
     let calls = 0;
     const errors: unknown[] = [];
-    const pool = new WarmPool(3, async () => {
-      calls++;
-      throw new Error('cannot build');
-    }, () => true, async () => {}, (e) => errors.push(e), 1);
+    const pool = new WarmPool(
+      3,
+      async () => {
+        calls++;
+        throw new Error('cannot build');
+      },
+      () => true,
+      async () => {},
+      (e) => errors.push(e),
+      1,
+    );
     pool.fill();
     await settle();
     assert.equal(calls, 1);
@@ -49,7 +62,13 @@ describe('the warm pool', () => {
 
   it('of size 0 makes nothing', async () => {
     let calls = 0;
-    const pool = new WarmPool(0, async () => ++calls, () => true, async () => {}, () => {});
+    const pool = new WarmPool(
+      0,
+      async () => ++calls,
+      () => true,
+      async () => {},
+      () => {},
+    );
     pool.fill();
     assert.equal(pool.take(), undefined);
     await settle();

@@ -47,7 +47,9 @@ export class WarmPool<T> {
   fill(): void {
     if (this.filling || this.closed || this.size === 0) return;
     const loops = Array.from({ length: Math.min(this.parallel, this.size) }, () => this.refill());
-    this.filling = Promise.all(loops).then(() => undefined).finally(() => (this.filling = undefined));
+    this.filling = Promise.all(loops)
+      .then(() => undefined)
+      .finally(() => (this.filling = undefined));
   }
 
   private async refill(): Promise<void> {

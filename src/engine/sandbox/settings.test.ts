@@ -20,16 +20,48 @@ describe('sandbox settings', () => {
   });
 
   it('read every knob, and refuse a value that is not one', () => {
-    const s = loadSandboxSettings({ PLINTH_SANDBOX: 'off', PLINTH_SANDBOX_NETWORK: 'none', PLINTH_STEP_MAX_PROCESSES: '64', PLINTH_STEP_MEMORY_MB: '256', PLINTH_STEP_CPUS: '0.5', PLINTH_SANDBOX_UID_BASE: '300000', PLINTH_SANDBOX_UID_COUNT: '10', PLINTH_SANDBOX_POOL: '0' }, '/srv/work');
+    const s = loadSandboxSettings(
+      {
+        PLINTH_SANDBOX: 'off',
+        PLINTH_SANDBOX_NETWORK: 'none',
+        PLINTH_STEP_MAX_PROCESSES: '64',
+        PLINTH_STEP_MEMORY_MB: '256',
+        PLINTH_STEP_CPUS: '0.5',
+        PLINTH_SANDBOX_UID_BASE: '300000',
+        PLINTH_SANDBOX_UID_COUNT: '10',
+        PLINTH_SANDBOX_POOL: '0',
+      },
+      '/srv/work',
+    );
     const { egress, ...rest } = s;
-    assert.deepEqual(rest, { mode: 'off', network: 'none', limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 }, uidBase: 300_000, uidCount: 10, workRoot: '/srv/work', poolSize: 0 });
+    assert.deepEqual(rest, {
+      mode: 'off',
+      network: 'none',
+      limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 },
+      uidBase: 300_000,
+      uidCount: 10,
+      workRoot: '/srv/work',
+      poolSize: 0,
+    });
     assert.deepEqual(egress.endpoints, []);
-    const allowing = loadSandboxSettings({ PLINTH_STEP_EGRESS_ALLOW: '10.1.0.0/16, git.corp.example *.registry.corp.example' }, undefined, 1, ['http://127.0.0.1:8080', 'https://plinth.example']);
+    const allowing = loadSandboxSettings({ PLINTH_STEP_EGRESS_ALLOW: '10.1.0.0/16, git.corp.example *.registry.corp.example' }, undefined, 1, [
+      'http://127.0.0.1:8080',
+      'https://plinth.example',
+    ]);
     assert.deepEqual(allowing.egress.allow.hosts, ['git.corp.example', '*.registry.corp.example']);
     assert.ok(allowing.egress.allow.networks.check('10.1.2.3', 'ipv4'));
-    assert.deepEqual(allowing.egress.endpoints, [{ host: '127.0.0.1', port: 8080 }, { host: 'plinth.example', port: 443 }]);
-    assert.throws(() => loadSandboxSettings({ PLINTH_STEP_EGRESS_ALLOW: '10.0.0.0/33' }, undefined), /PLINTH_STEP_EGRESS_ALLOW: "10.0.0.0\/33" is not a valid CIDR/);
-    assert.throws(() => loadSandboxSettings({ PLINTH_STEP_EGRESS_ALLOW: 'http://x' }, undefined), /PLINTH_STEP_EGRESS_ALLOW: "http:\/\/x" is neither a CIDR nor a host name/);
+    assert.deepEqual(allowing.egress.endpoints, [
+      { host: '127.0.0.1', port: 8080 },
+      { host: 'plinth.example', port: 443 },
+    ]);
+    assert.throws(
+      () => loadSandboxSettings({ PLINTH_STEP_EGRESS_ALLOW: '10.0.0.0/33' }, undefined),
+      /PLINTH_STEP_EGRESS_ALLOW: "10.0.0.0\/33" is not a valid CIDR/,
+    );
+    assert.throws(
+      () => loadSandboxSettings({ PLINTH_STEP_EGRESS_ALLOW: 'http://x' }, undefined),
+      /PLINTH_STEP_EGRESS_ALLOW: "http:\/\/x" is neither a CIDR nor a host name/,
+    );
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_NETWORK: 'open' }, undefined), /PLINTH_SANDBOX_NETWORK must be one of policy, none, host/);
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_POOL: '-1' }, undefined), /PLINTH_SANDBOX_POOL must be an integer from 0/);
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX: 'bwrap' }, undefined), /PLINTH_SANDBOX must be one of auto, namespaces, off/);
@@ -71,8 +103,11 @@ describe('the step spec and the mount table handed to the sandbox', () => {
     const fstab = stepFstab({ template: '/w/t', root: '/w/a b/root', systemDirs: ['/usr'], etcFiles: [], workspace: '/w/a\nb\\c', tmpMb: 8, binds: [] });
     const lines = fstab.trim().split('\n');
     for (const line of lines) assert.equal(line.split(' ').length, 6, line);
-    assert.ok(lines.some((l) => l.startsWith('/w/a\\012b\\134c /w/a\\040b/root/workspace none bind,nosuid,nodev')), fstab);
+    assert.ok(
+      lines.some((l) => l.startsWith('/w/a\\012b\\134c /w/a\\040b/root/workspace none bind,nosuid,nodev')),
+      fstab,
+    );
     assert.ok(lines[0].startsWith('/w/t /w/a\\040b/root none bind,ro,nosuid,nodev '), 'the template is the read-only root, mounted first');
-    assert.ok(lines.includes('/dev/null /w/a\\040b/root/dev/null none bind 0 0'), 'the host\'s device nodes are bound, keeping their own flags');
+    assert.ok(lines.includes('/dev/null /w/a\\040b/root/dev/null none bind 0 0'), "the host's device nodes are bound, keeping their own flags");
   });
 });

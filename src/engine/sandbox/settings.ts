@@ -39,7 +39,12 @@ function endpointOf(url: string): { host: string; port: number } {
  * `concurrency` is the worker's: by default it keeps as many sandboxes built ahead as it runs steps at
  * once. `reachable` are URLs every step may reach whatever the egress policy says (the state backend).
  */
-export function loadSandboxSettings(env: NodeJS.ProcessEnv, workRoot: string | undefined, concurrency = 16, reachable: readonly string[] = []): SandboxSettings {
+export function loadSandboxSettings(
+  env: NodeJS.ProcessEnv,
+  workRoot: string | undefined,
+  concurrency = 16,
+  reachable: readonly string[] = [],
+): SandboxSettings {
   const uidBase = positive(env, 'PLINTH_SANDBOX_UID_BASE', 200_000, true, 4_000_000_000);
   const uidCount = positive(env, 'PLINTH_SANDBOX_UID_COUNT', 50_000, true, 4_294_967_294 - uidBase);
   return {

@@ -135,7 +135,8 @@ async function makeNetwork(id, ports) {
     });
     const ns = { net: openSync(`/proc/${helper.pid}/ns/net`, 'r'), user: ROOTLESS ? openSync(`/proc/${helper.pid}/ns/user`, 'r') : undefined };
     networks.set(id, ns);
-    for (const [m, handle] of handed) await new Promise((resolve, reject) => process.send({ op: m.op, id, port: m.port }, handle, (error) => (error ? reject(error) : resolve())));
+    for (const [m, handle] of handed)
+      await new Promise((resolve, reject) => process.send({ op: m.op, id, port: m.port }, handle, (error) => (error ? reject(error) : resolve())));
     process.send({ op: 'network', id });
   } finally {
     // This process keeps none of them: they are the worker's now, or of nobody.

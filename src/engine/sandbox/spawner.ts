@@ -13,7 +13,7 @@ export const SPAWNER_COMM = 'node';
 
 /** The spawner's orders carry their strings as one hexadecimal payload, NUL-separated: no string of them can be mistaken for another field. */
 function payload(parts: string[]): string {
-  if (parts.some((part) => part.includes('\0'))) throw new Error('a spawned process\'s file, arguments, environment or directory cannot hold a NUL byte');
+  if (parts.some((part) => part.includes('\0'))) throw new Error("a spawned process's file, arguments, environment or directory cannot hold a NUL byte");
   return Buffer.from(parts.join('\0')).toString('hex');
 }
 
@@ -202,7 +202,16 @@ export class Spawner {
       this.holdLoop();
       try {
         const env = Object.entries(o.env).map(([name, value]) => `${name}=${value}`);
-        const spec = [o.file, o.cwd, o.nice === undefined ? '' : String(o.nice), o.fd3 ? '1' : '0', netId === undefined ? '' : String(netId), String(o.args.length), ...o.args, ...env];
+        const spec = [
+          o.file,
+          o.cwd,
+          o.nice === undefined ? '' : String(o.nice),
+          o.fd3 ? '1' : '0',
+          netId === undefined ? '' : String(netId),
+          String(o.args.length),
+          ...o.args,
+          ...env,
+        ];
         helper.send({ op: 'spawn', id, a: payload(spec) });
       } catch (error) {
         this.forget(id);

@@ -57,7 +57,12 @@ async function build(root: string): Promise<string> {
   for (const name of ['etc', 'dev', 'dev/shm', 'proc', 'tmp', 'workspace', 'plinth']) await mkdir(path.join(dir, name));
   // Mount points of the host's device nodes, which each sandbox binds here (stepFstab).
   for (const device of TEMPLATE_DEVICES) await writeFile(path.join(dir, 'dev', device), '', { mode: 0o644 });
-  for (const [link, target] of [['fd', '/proc/self/fd'], ['stdin', '/proc/self/fd/0'], ['stdout', '/proc/self/fd/1'], ['stderr', '/proc/self/fd/2']]) {
+  for (const [link, target] of [
+    ['fd', '/proc/self/fd'],
+    ['stdin', '/proc/self/fd/0'],
+    ['stdout', '/proc/self/fd/1'],
+    ['stderr', '/proc/self/fd/2'],
+  ]) {
     await symlink(target, path.join(dir, 'dev', link));
   }
   // One tar pipe for all of /etc's entries: links stay links (they point into /usr, which the step sees).

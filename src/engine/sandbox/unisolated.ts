@@ -41,7 +41,7 @@ export class UnisolatedSandbox implements StepSandbox {
       network: 'host',
       cgroup: 'none',
       limits: { maxProcesses: null, memoryMb: null, cpus: null },
-      detail: 'PLINTH_SANDBOX=off: single-tenant mode, steps run unisolated as the worker\'s own user and can read everything it can',
+      detail: "PLINTH_SANDBOX=off: single-tenant mode, steps run unisolated as the worker's own user and can read everything it can",
     };
   }
 

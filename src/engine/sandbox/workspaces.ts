@@ -15,7 +15,8 @@ const run = promisify(execFile);
 export function relativeWorkingDirectory(workingDirectory: string | undefined): string {
   if (!workingDirectory) return '.';
   const normal = path.posix.normalize(workingDirectory);
-  if (path.posix.isAbsolute(normal) || normal === '..' || normal.startsWith('../')) throw new Error(`workingDirectory "${workingDirectory}" leaves the workspace`);
+  if (path.posix.isAbsolute(normal) || normal === '..' || normal.startsWith('../'))
+    throw new Error(`workingDirectory "${workingDirectory}" leaves the workspace`);
   return normal;
 }
 
@@ -164,7 +165,13 @@ export async function sweepStaleWorkspaces(root: string, uidBase: number, uidCou
     if (live.has(uid)) continue;
     // force: another worker may be sweeping it at the same moment. One that cannot be removed stays
     // for the next sweep: it must not keep this worker from running steps.
-    if (await removeStepFiles(path.join(root, String(uid))).then(() => true, () => false)) removed++;
+    if (
+      await removeStepFiles(path.join(root, String(uid))).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed++;
   }
   return removed;
 }

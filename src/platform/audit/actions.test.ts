@@ -27,9 +27,23 @@ describe('audit actions from the route table', () => {
 
 describe('the audit hash chain', () => {
   const row: ChainedFields = {
-    id: 'a', organizationId: 'o', seq: 1, createdAt: '2026-01-01T00:00:00.000Z', actorType: 'MEMBERSHIP', actorId: 'u', apiKeyId: 'k',
-    action: 'project.create', resourceType: 'project', resourceId: 'p', outcome: 'SUCCESS', statusCode: null, errorCode: null,
-    requestId: 'r', ip: '127.0.0.1', userAgent: 'ua', diff: { b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } },
+    id: 'a',
+    organizationId: 'o',
+    seq: 1,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    actorType: 'MEMBERSHIP',
+    actorId: 'u',
+    apiKeyId: 'k',
+    action: 'project.create',
+    resourceType: 'project',
+    resourceId: 'p',
+    outcome: 'SUCCESS',
+    statusCode: null,
+    errorCode: null,
+    requestId: 'r',
+    ip: '127.0.0.1',
+    userAgent: 'ua',
+    diff: { b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } },
   };
 
   it('does not depend on key order (jsonb reorders keys) but on every value', () => {
@@ -41,9 +55,31 @@ describe('the audit hash chain', () => {
   });
 
   it('hashes the previous hash, a newline and the canonical JSON of the fields in order (the form stored chains were written in)', () => {
-    const fields = [row.id, row.organizationId, row.seq, row.createdAt, row.actorType, row.actorId, row.apiKeyId, row.action, row.resourceType,
-      row.resourceId, row.outcome, row.statusCode, row.errorCode, row.requestId, row.ip, row.userAgent, row.diff];
-    assert.equal(chainHash('prev', row), createHash('sha256').update(`prev\n${canonicalJson(fields)}`).digest('hex'));
+    const fields = [
+      row.id,
+      row.organizationId,
+      row.seq,
+      row.createdAt,
+      row.actorType,
+      row.actorId,
+      row.apiKeyId,
+      row.action,
+      row.resourceType,
+      row.resourceId,
+      row.outcome,
+      row.statusCode,
+      row.errorCode,
+      row.requestId,
+      row.ip,
+      row.userAgent,
+      row.diff,
+    ];
+    assert.equal(
+      chainHash('prev', row),
+      createHash('sha256')
+        .update(`prev\n${canonicalJson(fields)}`)
+        .digest('hex'),
+    );
     const { before, after } = chainHashParts(row);
     assert.equal(`${before}${row.seq}${after}`, canonicalJson(fields));
   });

@@ -32,10 +32,12 @@ export async function lockChainHead(runner: StatementRunner, secrets: SecretBox,
   const found = await findHeadForUpdate(runner, organizationId);
   if (found) return found;
   const first: ChainHead = { organizationId, seq: 0, hash: '' };
-  await runner.executeQuery(CompiledQuery.raw(
-    `insert into audit_chain_heads (organization_id, seq, hash, mac) values ($1, 0, '', $2) on conflict (organization_id) do nothing`,
-    [organizationId, anchorOf(secrets, first)],
-  ));
+  await runner.executeQuery(
+    CompiledQuery.raw(`insert into audit_chain_heads (organization_id, seq, hash, mac) values ($1, 0, '', $2) on conflict (organization_id) do nothing`, [
+      organizationId,
+      anchorOf(secrets, first),
+    ]),
+  );
   const created = await findHeadForUpdate(runner, organizationId);
   if (!created) throw new Error(`audit chain head of ${organizationId} is missing`);
   return created;
@@ -43,9 +45,9 @@ export async function lockChainHead(runner: StatementRunner, secrets: SecretBox,
 
 /** setChainAnchor moves a locked head's anchor (a rotated key's anchor onto the current key). */
 export async function setChainAnchor(runner: StatementRunner, head: ChainHead, anchor: string): Promise<void> {
-  await runner.executeQuery(CompiledQuery.raw(
-    'update audit_chain_heads set mac = $3 where organization_id = $1 and seq = $2', [head.organizationId, head.seq, anchor],
-  ));
+  await runner.executeQuery(
+    CompiledQuery.raw('update audit_chain_heads set mac = $3 where organization_id = $1 and seq = $2', [head.organizationId, head.seq, anchor]),
+  );
 }
 
 /**
@@ -57,21 +59,47 @@ export async function setChainAnchor(runner: StatementRunner, head: ChainHead, a
  * is appended, but the anchor is left where it was, so that verification keeps showing the break
  * instead of this append vouching for it. `anchored` is false then.
  */
-export async function appendAuditEvent(runner: StatementRunner, secrets: SecretBox, draft: AuditEventDraft, createdAt = new Date()): Promise<{ anchored: boolean }> {
+export async function appendAuditEvent(
+  runner: StatementRunner,
+  secrets: SecretBox,
+  draft: AuditEventDraft,
+  createdAt = new Date(),
+): Promise<{ anchored: boolean }> {
   const head = await lockChainHead(runner, secrets, draft.organizationId);
   const row: ChainedFields = { ...draft, id: newId(), seq: head.seq + 1, createdAt: createdAt.toISOString() };
   const hash = chainHash(head.hash, row);
   const anchored = anchorHolds(secrets, head, head.anchor);
   const anchor = anchored ? anchorOf(secrets, { organizationId: row.organizationId, seq: row.seq, hash }) : head.anchor;
-  await runner.executeQuery(CompiledQuery.raw(
-    `with e as (
+  await runner.executeQuery(
+    CompiledQuery.raw(
+      `with e as (
        insert into audit_events (id, organization_id, seq, created_at, actor_type, actor_id, api_key_id, action, resource_type, resource_id,
                                  outcome, status_code, error_code, request_id, ip, user_agent, diff, prev_hash, hash)
        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17::jsonb, $18, $19))
      update audit_chain_heads set seq = $3, hash = $19, mac = $20 where organization_id = $2`,
-    [row.id, row.organizationId, row.seq, row.createdAt, row.actorType, row.actorId, row.apiKeyId, row.action, row.resourceType, row.resourceId,
-      row.outcome, row.statusCode, row.errorCode, row.requestId, row.ip, row.userAgent, row.diff === null || row.diff === undefined ? null : JSON.stringify(row.diff),
-      head.hash, hash, anchor],
-  ));
+      [
+        row.id,
+        row.organizationId,
+        row.seq,
+        row.createdAt,
+        row.actorType,
+        row.actorId,
+        row.apiKeyId,
+        row.action,
+        row.resourceType,
+        row.resourceId,
+        row.outcome,
+        row.statusCode,
+        row.errorCode,
+        row.requestId,
+        row.ip,
+        row.userAgent,
+        row.diff === null || row.diff === undefined ? null : JSON.stringify(row.diff),
+        head.hash,
+        hash,
+        anchor,
+      ],
+    ),
+  );
   return { anchored };
 }

@@ -25,7 +25,9 @@ export interface ChainedFields {
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
-    const entries = Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value ?? null);
@@ -46,7 +48,22 @@ export function chainHash(prevHash: string, f: ChainedFields): string {
  */
 export function chainHashParts(f: Omit<ChainedFields, 'seq'>): { before: string; after: string } {
   const head = [f.id, f.organizationId];
-  const tail = [f.createdAt, f.actorType, f.actorId, f.apiKeyId, f.action, f.resourceType, f.resourceId, f.outcome, f.statusCode, f.errorCode, f.requestId, f.ip, f.userAgent, f.diff ?? null];
+  const tail = [
+    f.createdAt,
+    f.actorType,
+    f.actorId,
+    f.apiKeyId,
+    f.action,
+    f.resourceType,
+    f.resourceId,
+    f.outcome,
+    f.statusCode,
+    f.errorCode,
+    f.requestId,
+    f.ip,
+    f.userAgent,
+    f.diff ?? null,
+  ];
   const before = canonicalJson(head);
   const after = canonicalJson(tail);
   return { before: `${before.slice(0, -1)},`, after: `,${after.slice(1)}` };

@@ -34,7 +34,13 @@ describe('the audit diff: an allowlist of body fields', () => {
   });
 
   it('cuts a diff past 16 KiB down to its field names', () => {
-    const diff = auditDiff({ data: { a: 'x'.repeat(4000), b: 'y'.repeat(4000), c: 'z'.repeat(4000), d: 'w'.repeat(4000), e: 'v'.repeat(4000) } }, ['a', 'b', 'c', 'd', 'e']);
+    const diff = auditDiff({ data: { a: 'x'.repeat(4000), b: 'y'.repeat(4000), c: 'z'.repeat(4000), d: 'w'.repeat(4000), e: 'v'.repeat(4000) } }, [
+      'a',
+      'b',
+      'c',
+      'd',
+      'e',
+    ]);
     assert.deepEqual(diff, { truncated: true, fields: ['a', 'b', 'c', 'd', 'e'] });
   });
 });
@@ -84,7 +90,7 @@ describe('texts in the audit log keep no credentials', () => {
   });
 });
 
-describe('a webhook\'s URL keeps only its origin', () => {
+describe("a webhook's URL keeps only its origin", () => {
   it('keeps the scheme, host and port of a URL whose path is its secret, and nothing of what is not a URL', () => {
     assert.equal(originOf('https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX'), 'https://hooks.slack.com');
     assert.equal(originOf('https://discord.com/api/webhooks/123/tok-en'), 'https://discord.com');
@@ -107,7 +113,7 @@ describe('a webhook\'s URL keeps only its origin', () => {
   });
 });
 
-describe('an audit allowlist and its route\'s body schema', () => {
+describe("an audit allowlist and its route's body schema", () => {
   const body = Type.Object({
     data: Type.Object({
       name: Type.String(),
@@ -133,10 +139,10 @@ describe('an audit allowlist and its route\'s body schema', () => {
     assert.deepEqual(allowlistProblems(undefined, ['name']), ['name is not a field of its body']);
   });
 
-  it('takes a mode after a field, and keeps a webhook\'s URL to its origin', () => {
+  it("takes a mode after a field, and keeps a webhook's URL to its origin", () => {
     assert.deepEqual(allowlistProblems(body, ['webhookUrl:origin', 'name:origin']), []);
     assert.deepEqual(allowlistProblems(body, ['webhookUrl', 'name:path', 'token:origin']), [
-      'webhookUrl is a webhook\'s URL, whose path may be its secret: keep only its origin (webhookUrl:origin)',
+      "webhookUrl is a webhook's URL, whose path may be its secret: keep only its origin (webhookUrl:origin)",
       'name:path names a mode that does not exist (origin)',
       'token is write-only (a secret)',
     ]);

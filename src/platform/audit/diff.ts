@@ -204,7 +204,8 @@ export function allowlistProblems(body: TSchema | undefined, fields: readonly st
     const schemas = fieldSchemas(body, field);
     if (!schemas.length) return [`${path} is not a field of its body`];
     if (schemas.flatMap(branches).some((s) => s.writeOnly === true)) return [`${path} is write-only (a secret)`];
-    if (/webhook/i.test(path.split('.').at(-1)!) && keep !== 'origin') return [`${path} is a webhook's URL, whose path may be its secret: keep only its origin (${path}:origin)`];
+    if (/webhook/i.test(path.split('.').at(-1)!) && keep !== 'origin')
+      return [`${path} is a webhook's URL, whose path may be its secret: keep only its origin (${path}:origin)`];
     return [];
   });
 }

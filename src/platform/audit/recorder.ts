@@ -111,7 +111,11 @@ registerCommitHook({
     if (!scope || (!wrote && !scope.standalone)) return;
     const { anchored } = await appendAuditEvent(connection, scope.request.server.secrets, draftOf(scope));
     scope.recorded = true;
-    if (!anchored) scope.request.log.error({ organizationId: scope.request.principal.organizationId }, 'the audit chain\'s anchor does not hold: its head was rewritten outside Plinth');
+    if (!anchored)
+      scope.request.log.error(
+        { organizationId: scope.request.principal.organizationId },
+        "the audit chain's anchor does not hold: its head was rewritten outside Plinth",
+      );
   },
 });
 
@@ -198,7 +202,11 @@ export function installAudit(app: FastifyInstance, db: Db): void {
         leaveAudited();
       }
       if (scope.recorded || !request.principal) return payload;
-      scope.standalone = { outcome: outcomeOf(reply.statusCode), statusCode: reply.statusCode, errorCode: reply.statusCode >= 400 ? errorCodeOf(payload) : null };
+      scope.standalone = {
+        outcome: outcomeOf(reply.statusCode),
+        statusCode: reply.statusCode,
+        errorCode: reply.statusCode >= 400 ? errorCodeOf(payload) : null,
+      };
       enterAudited();
       try {
         await scopes.run(scope, () => db.transaction().execute(async () => {}));

@@ -47,14 +47,19 @@ describe('the failed-authentication hooks', () => {
     countFailedAuthentication(limiter, fake({ headers: { authorization: 'Bearer plk_wrong' }, ip: '192.0.2.1' }), failure);
     const basic = `Basic ${Buffer.from(`opentofu:${RUN_TOKEN}`).toString('base64')}`;
     assert.doesNotThrow(() => refuseBlockedAddress(limiter, fake({ headers: { authorization: basic }, ip: '192.0.2.1', runCredentials: true })));
-    assert.doesNotThrow(() => refuseBlockedAddress(limiter, fake({ headers: { authorization: `Bearer ${RUN_TOKEN}` }, ip: '192.0.2.1', runCredentials: true })));
+    assert.doesNotThrow(() =>
+      refuseBlockedAddress(limiter, fake({ headers: { authorization: `Bearer ${RUN_TOKEN}` }, ip: '192.0.2.1', runCredentials: true })),
+    );
     assert.throws(() => refuseBlockedAddress(limiter, fake({ headers: { authorization: `Bearer ${RUN_TOKEN}` }, ip: '192.0.2.1' })), TooManyRequestsError);
   });
 
   it('a run credential sent to an API route is refused without a lookup, and counted as a failure', async () => {
     const credentials = { resolve: () => assert.fail('a run credential was looked up') } as unknown as CredentialStore;
     const request = fake({ headers: { authorization: `Bearer ${RUN_TOKEN}` }, ip: '192.0.2.9' });
-    const error = await authenticate(credentials, request).then(() => undefined, (e: unknown) => e);
+    const error = await authenticate(credentials, request).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(error instanceof UnauthenticatedError);
     assert.equal(error.code, 'Auth:Credential:INVALID');
     const limiter = strict();

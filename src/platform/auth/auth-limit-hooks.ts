@@ -60,8 +60,8 @@ export function forwardingWatch(): (request: FastifyRequest) => void {
     const why = forwardedFor ? `${peer} is not in PLINTH_TRUSTED_PROXIES` : 'only X-Forwarded-For is read, not Forwarded';
     request.log.warn(
       { peer },
-      `a request names its client in a forwarding header that is ignored (${why}): every client behind that proxy is counted as ${peer}, `
-        + 'so one client failing to authenticate blocks them all; list the proxy in PLINTH_TRUSTED_PROXIES (logged once)',
+      `a request names its client in a forwarding header that is ignored (${why}): every client behind that proxy is counted as ${peer}, ` +
+        'so one client failing to authenticate blocks them all; list the proxy in PLINTH_TRUSTED_PROXIES (logged once)',
     );
   };
 }

@@ -39,7 +39,12 @@ export function loadAuthLimits(env: NodeJS.ProcessEnv): AuthLimitSettings {
 export function addressKey(address: string): string {
   const { address: canonical, family } = canonicalAddress(withoutPort(address));
   const words = family === 6 ? expandIPv6(canonical) : undefined;
-  return words ? `${words.slice(0, 4).map((w) => w.toString(16)).join(':')}::/64` : canonical;
+  return words
+    ? `${words
+        .slice(0, 4)
+        .map((w) => w.toString(16))
+        .join(':')}::/64`
+    : canonical;
 }
 
 function withoutPort(address: string): string {

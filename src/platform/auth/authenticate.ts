@@ -11,9 +11,11 @@ const ORGANIZATION_SELECTOR = /^[A-Za-z0-9_-]{1,64}$/;
 export function organizationSelector(header: string | string[] | undefined): string | null {
   if (header === undefined) return null;
   if (typeof header !== 'string' || !ORGANIZATION_SELECTOR.test(header)) {
-    throw new BadRequestError('X-Organization-Id must be one organization id (1 to 64 letters, digits, "_" or "-")', [
-      'headers/x-organization-id: is not an organization id',
-    ], 'Api:Request:INVALID_HEADER');
+    throw new BadRequestError(
+      'X-Organization-Id must be one organization id (1 to 64 letters, digits, "_" or "-")',
+      ['headers/x-organization-id: is not an organization id'],
+      'Api:Request:INVALID_HEADER',
+    );
   }
   return header;
 }

@@ -6,7 +6,10 @@ export const CREDENTIAL_TABLES = ['api_keys', 'users', 'memberships', 'service_a
 const TABLES = new Set<string>(CREDENTIAL_TABLES);
 const WRITE_KINDS = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode', 'MergeQueryNode']);
 /** Raw SQL that writes one of them; anything else raw is a read or another table's write. */
-const RAW_CREDENTIAL_WRITE = new RegExp(`\\b(insert\\s+into|update|delete\\s+from|merge\\s+into|truncate(\\s+table)?)\\s+(only\\s+)?"?(${CREDENTIAL_TABLES.join('|')})\\b`, 'i');
+const RAW_CREDENTIAL_WRITE = new RegExp(
+  `\\b(insert\\s+into|update|delete\\s+from|merge\\s+into|truncate(\\s+table)?)\\s+(only\\s+)?"?(${CREDENTIAL_TABLES.join('|')})\\b`,
+  'i',
+);
 
 /**
  * CredentialWriteWatch counts the statements that write a credential table, as they are sent. The API
@@ -43,7 +46,9 @@ function walk(node: OperationNode): boolean {
 
 /** The tables a write node changes: its `into` (insert, merge), `table` (update) or `from` (delete). */
 function targetTables(node: OperationNode): string[] {
-  const target = (node as unknown as Record<string, OperationNode | undefined>)[node.kind === 'UpdateQueryNode' ? 'table' : node.kind === 'DeleteQueryNode' ? 'from' : 'into'];
+  const target = (node as unknown as Record<string, OperationNode | undefined>)[
+    node.kind === 'UpdateQueryNode' ? 'table' : node.kind === 'DeleteQueryNode' ? 'from' : 'into'
+  ];
   const names: string[] = [];
   const collect = (n: OperationNode) => {
     if (n.kind === 'TableNode') names.push((n as unknown as { table: { identifier: { name: string } } }).table.identifier.name);

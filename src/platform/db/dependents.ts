@@ -9,7 +9,16 @@ import type { Executor } from './db.ts';
 import { ConflictError } from '../errors.ts';
 
 /** The kinds of rows others point at. */
-export type Referenced = 'Project' | 'Environment' | 'CloudAccount' | 'ExecutionEnvironment' | 'Pipeline' | 'CodeSource' | 'GitSelfHostedServer' | 'GitAppInstallation' | 'Stack';
+export type Referenced =
+  | 'Project'
+  | 'Environment'
+  | 'CloudAccount'
+  | 'ExecutionEnvironment'
+  | 'Pipeline'
+  | 'CodeSource'
+  | 'GitSelfHostedServer'
+  | 'GitAppInstallation'
+  | 'Stack';
 
 /** One thing that still uses a resource: its kind (plural, e.g. `environments`) and a readable reference. */
 export interface UsageRow {

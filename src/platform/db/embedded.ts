@@ -121,7 +121,11 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const runtimePassword = await readOrCreatePassword(path.join(options.dataDir, 'pg-runtime-password'));
   const urls = (port: number) => ({
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
-    runtime: { role: EMBEDDED_RUNTIME_ROLE, password: runtimePassword, url: `postgres://${EMBEDDED_RUNTIME_ROLE}:${encodeURIComponent(runtimePassword)}@127.0.0.1:${port}/postgres` },
+    runtime: {
+      role: EMBEDDED_RUNTIME_ROLE,
+      password: runtimePassword,
+      url: `postgres://${EMBEDDED_RUNTIME_ROLE}:${encodeURIComponent(runtimePassword)}@127.0.0.1:${port}/postgres`,
+    },
   });
 
   const existingPort = await runningPostmasterPort(pgDir);

@@ -17,31 +17,43 @@ describe('database retries', () => {
 
   it('retries a retryable failure until the work succeeds', async () => {
     let calls = 0;
-    const result = await withRetries(async () => {
-      calls++;
-      if (calls < 3) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
-      return 'done';
-    }, { initialDelayMs: 1 });
+    const result = await withRetries(
+      async () => {
+        calls++;
+        if (calls < 3) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+        return 'done';
+      },
+      { initialDelayMs: 1 },
+    );
     assert.equal(result, 'done');
     assert.equal(calls, 3);
   });
 
   it('throws a non-retryable error at once', async () => {
     let calls = 0;
-    await assert.rejects(withRetries(async () => {
-      calls++;
-      throw Object.assign(new Error('duplicate key'), { code: '23505' });
-    }), /duplicate key/);
+    await assert.rejects(
+      withRetries(async () => {
+        calls++;
+        throw Object.assign(new Error('duplicate key'), { code: '23505' });
+      }),
+      /duplicate key/,
+    );
     assert.equal(calls, 1);
   });
 
   it('gives up once the time budget is spent', async () => {
     let calls = 0;
     const started = Date.now();
-    await assert.rejects(withRetries(async () => {
-      calls++;
-      throw Object.assign(new Error('refused'), { code: 'ECONNREFUSED' });
-    }, { initialDelayMs: 5, maxDelayMs: 10, maxElapsedMs: 100 }), /refused/);
+    await assert.rejects(
+      withRetries(
+        async () => {
+          calls++;
+          throw Object.assign(new Error('refused'), { code: 'ECONNREFUSED' });
+        },
+        { initialDelayMs: 5, maxDelayMs: 10, maxElapsedMs: 100 },
+      ),
+      /refused/,
+    );
     assert.ok(calls > 1);
     assert.ok(Date.now() - started < 1_000);
   });

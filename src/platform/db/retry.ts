@@ -20,7 +20,13 @@ const RETRYABLE_SQLSTATES = new Set([
 /** Node-level errors of a connection that never opened or went away. */
 const RETRYABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
 
-const CONNECTION_MESSAGES = [/connection terminated/i, /connection timeout/i, /client has encountered a connection error/i, /terminating connection/i, /cannot use a pool after calling end/i];
+const CONNECTION_MESSAGES = [
+  /connection terminated/i,
+  /connection timeout/i,
+  /client has encountered a connection error/i,
+  /terminating connection/i,
+  /cannot use a pool after calling end/i,
+];
 
 /** isRetryableDbError is true for a fault that says nothing about the work: trying again may succeed. */
 export function isRetryableDbError(error: unknown): boolean {

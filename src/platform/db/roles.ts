@@ -52,7 +52,8 @@ export async function prepareRuntimeRole(owner: Db, role: string, password: stri
 async function ensureRole(trx: Trx, role: string): Promise<boolean> {
   const existing = await sql<{ unsafe: boolean }>`
     select rolsuper or rolcreaterole or rolcreatedb or rolreplication or rolbypassrls as unsafe from pg_roles where rolname = ${role}`.execute(trx);
-  if (existing.rows[0]?.unsafe) throw new Error(`the runtime role ${role} exists with privileges it must not have (superuser, CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS)`);
+  if (existing.rows[0]?.unsafe)
+    throw new Error(`the runtime role ${role} exists with privileges it must not have (superuser, CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS)`);
   if (existing.rows.length) return false;
   await sql`create role ${sql.id(role)} login nosuperuser nocreatedb nocreaterole noreplication nobypassrls`.execute(trx);
   return true;
@@ -82,7 +83,9 @@ async function grant(trx: Trx, role: string): Promise<void> {
   const ownerOnly = await sql<{ name: string }>`
     select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'audit_events'::regclass
     union all
-    select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'public' and c.relname = any(${OWNER_ONLY_TABLES})`.execute(trx);
+    select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'public' and c.relname = any(${OWNER_ONLY_TABLES})`.execute(
+    trx,
+  );
   const tables = sql.join(ownerOnly.rows.map((t) => sql`public.${sql.id(t.name)}`));
   if (ownerOnly.rows.length) await sql`revoke all on ${tables} from ${to}`.execute(trx);
 }
@@ -124,7 +127,20 @@ export async function canConnect(url: string): Promise<boolean> {
  * role: empty when it is as narrow as it should be. The start logs them loudly.
  */
 export async function privilegeProblems(db: Db): Promise<string[]> {
-  const { rows } = await sql<{ superuser: boolean; createrole: boolean; createdb: boolean; bypassrls: boolean; program: boolean; files: boolean; owner: boolean; owns: number; create: boolean; audit_update: boolean; audit_heads_delete: boolean; audit_anchor_mark: boolean }>`
+  const { rows } = await sql<{
+    superuser: boolean;
+    createrole: boolean;
+    createdb: boolean;
+    bypassrls: boolean;
+    program: boolean;
+    files: boolean;
+    owner: boolean;
+    owns: number;
+    create: boolean;
+    audit_update: boolean;
+    audit_heads_delete: boolean;
+    audit_anchor_mark: boolean;
+  }>`
     select r.rolsuper as superuser, r.rolcreaterole as createrole, r.rolcreatedb as createdb, r.rolbypassrls as bypassrls,
            pg_has_role(current_user, 'pg_execute_server_program', 'member') as program,
            pg_has_role(current_user, 'pg_read_server_files', 'member') or pg_has_role(current_user, 'pg_write_server_files', 'member') as files,
@@ -137,19 +153,19 @@ export async function privilegeProblems(db: Db): Promise<string[]> {
            has_table_privilege(current_user, 'audit_anchor_pending', 'INSERT') as audit_anchor_mark
       from pg_roles r where r.rolname = current_user`.execute(db);
   const r = rows[0];
-  if (!r) return ['the connection\'s role is not found'];
+  if (!r) return ["the connection's role is not found"];
   return [
     r.superuser && 'is a superuser (anything that reaches SQL reaches the operating system)',
     r.createrole && 'may create roles',
     r.createdb && 'may create databases',
     r.bypassrls && 'bypasses row security',
     r.program && 'may run server programs (pg_execute_server_program)',
-    r.files && 'may read or write the server\'s files',
+    r.files && "may read or write the server's files",
     r.owner && !r.superuser && 'is a member of the role that owns the schema',
     r.owns > 0 && `owns ${r.owns} of the schema's tables`,
     r.create && 'may create schemas or tables',
     r.audit_update && 'may change or delete audit rows',
-    r.audit_heads_delete && 'may delete the audit chains\' heads',
+    r.audit_heads_delete && "may delete the audit chains' heads",
     r.audit_anchor_mark && 'may mark the audit chains for anchoring',
   ].filter((problem): problem is string => typeof problem === 'string');
 }

@@ -1,5 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyPluginCallback, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyPluginCallback,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -177,7 +187,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // Before any route is added: its onRoute hook gives the audited routes their hooks.
   installAudit(app, options.db);
 
-  const credentials = new CredentialStore(options.db, { listenUrl: options.listenUrl ?? options.config.databaseUrl, log: options.logger, ttlMs: options.credentialCacheTtlMs });
+  const credentials = new CredentialStore(options.db, {
+    listenUrl: options.listenUrl ?? options.config.databaseUrl,
+    log: options.logger,
+    ttlMs: options.credentialCacheTtlMs,
+  });
   await credentials.start();
   app.addHook('onClose', async () => credentials.close());
   const authLimiter = new AuthLimiter(options.config.authLimits);
@@ -202,18 +216,19 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // The histogram's child per method, route and status, looked up by one string: prom-client would
   // otherwise sort and join the labels on every request.
   const durations = new Map<string, Observer>();
-  if (options.requestMetrics) app.addHook('onResponse', (request, reply, done) => {
-    // The route's template, never its URL: ids must not become label values.
-    const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
-    const key = `${request.method} ${reply.statusCode} ${route}`;
-    let observer = durations.get(key);
-    if (!observer) {
-      observer = metrics.httpDuration.labels({ method: request.method, route, status_code: reply.statusCode });
-      durations.set(key, observer);
-    }
-    observer.observe(reply.elapsedTime / 1000);
-    done();
-  });
+  if (options.requestMetrics)
+    app.addHook('onResponse', (request, reply, done) => {
+      // The route's template, never its URL: ids must not become label values.
+      const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
+      const key = `${request.method} ${reply.statusCode} ${route}`;
+      let observer = durations.get(key);
+      if (!observer) {
+        observer = metrics.httpDuration.labels({ method: request.method, route, status_code: reply.statusCode });
+        durations.set(key, observer);
+      }
+      observer.observe(reply.elapsedTime / 1000);
+      done();
+    });
 
   // Path and query text obeys the same rule as body text; the body's was checked by its parser.
   app.addHook('preValidation', async (request) => {
@@ -236,4 +251,3 @@ export async function buildApp(options: AppOptions): Promise<App> {
   await app.ready();
   return app;
 }
-

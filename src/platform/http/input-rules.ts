@@ -93,7 +93,11 @@ export function treeProblems(value: unknown, prefix: string): string[] {
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') return undefined;
   if (exceedsJsonDepth(text)) {
-    throw new BadRequestError(`The request body nests deeper than ${MAX_JSON_DEPTH} levels`, [`body: nests deeper than ${MAX_JSON_DEPTH} arrays or objects`], 'Api:Request:TOO_DEEP');
+    throw new BadRequestError(
+      `The request body nests deeper than ${MAX_JSON_DEPTH} levels`,
+      [`body: nests deeper than ${MAX_JSON_DEPTH} arrays or objects`],
+      'Api:Request:TOO_DEEP',
+    );
   }
   let value: unknown;
   try {

@@ -43,12 +43,14 @@ describe('the outbound address policy', () => {
     assert.equal(deniedReason('::ffff:1.1.1.1'), undefined, 'a mapped public address is public');
   });
 
-  it('refuses this host\'s own addresses', () => {
-    const own = Object.values(os.networkInterfaces()).flat().find((a) => a && !a.internal)?.address;
+  it("refuses this host's own addresses", () => {
+    const own = Object.values(os.networkInterfaces())
+      .flat()
+      .find((a) => a && !a.internal)?.address;
     if (own) assert.equal(deniedReason(own), 'an address of this host');
   });
 
-  it('lets an operator\'s allowlist open networks by CIDR, IPv4 written as mapped IPv6 included', () => {
+  it("lets an operator's allowlist open networks by CIDR, IPv4 written as mapped IPv6 included", () => {
     const allow = parseAllowList(['10.1.0.0/16', '169.254.169.254', '::ffff:192.168.7.0/120', 'fd00::/8'], 'X');
     assert.equal(deniedReason('10.1.200.3', allow), undefined);
     assert.match(deniedReason('10.2.0.1', allow)!, /private/);
@@ -57,7 +59,7 @@ describe('the outbound address policy', () => {
     assert.equal(deniedReason('fd12::1', allow), undefined);
   });
 
-  it('opens loopback and link-local only by an entry inside them, and the metadata and host-agent addresses and this host\'s own only by naming them', () => {
+  it("opens loopback and link-local only by an entry inside them, and the metadata and host-agent addresses and this host's own only by naming them", () => {
     const broad = parseAllowList(['0.0.0.0/0', '::/0', 'fd00::/8'], 'X');
     assert.equal(deniedReason('10.1.2.3', broad), undefined);
     assert.match(deniedReason('127.0.0.1', broad)!, /loopback/);
@@ -65,7 +67,9 @@ describe('the outbound address policy', () => {
     assert.match(deniedReason('0.0.0.0', broad)!, /this host/);
     assert.equal(deniedReason('fd00:ec2::254', broad), 'the cloud metadata service');
     assert.equal(deniedReason('168.63.129.16', broad), 'the cloud host agent');
-    const own = Object.values(os.networkInterfaces()).flat().find((a) => a && !a.internal && a.family === 'IPv4')?.address;
+    const own = Object.values(os.networkInterfaces())
+      .flat()
+      .find((a) => a && !a.internal && a.family === 'IPv4')?.address;
     if (own) {
       assert.equal(deniedReason(own, broad), 'an address of this host');
       assert.equal(deniedReason(own, parseAllowList([own], 'X')), undefined);
@@ -75,7 +79,7 @@ describe('the outbound address policy', () => {
     assert.equal(deniedReason('168.63.129.16', narrow), undefined);
   });
 
-  it('lets an allowlisted name reach private and loopback addresses, never link-local, metadata or this host\'s own', () => {
+  it("lets an allowlisted name reach private and loopback addresses, never link-local, metadata or this host's own", () => {
     const allow = parseAllowList(['git.corp.example'], 'X');
     assert.equal(deniedReason('10.0.0.5', allow, { named: true }), undefined);
     assert.equal(deniedReason('127.0.0.1', allow, { named: true }), undefined);
@@ -97,16 +101,25 @@ describe('the outbound address policy', () => {
 });
 
 describe('resolving a name for an outbound connection', () => {
-  const lookupOf = (answers: Record<string, string[]>): Lookup => async (host) => (answers[host.toLowerCase().replace(/\.$/, '')] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  const lookupOf =
+    (answers: Record<string, string[]>): Lookup =>
+    async (host) =>
+      (answers[host.toLowerCase().replace(/\.$/, '')] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
   const none = parseAllowList([], 'X');
 
   it('returns the one address to connect to when every address the name has is allowed', async () => {
-    assert.deepEqual(await resolveAllowed('git.example', none, lookupOf({ 'git.example': ['140.82.112.3', '2606:50c0::1'] })), { address: '140.82.112.3', family: 4 });
+    assert.deepEqual(await resolveAllowed('git.example', none, lookupOf({ 'git.example': ['140.82.112.3', '2606:50c0::1'] })), {
+      address: '140.82.112.3',
+      family: 4,
+    });
   });
 
   it('refuses a name that resolves to any refused address, whichever comes first (DNS rebinding)', async () => {
     const lookup = lookupOf({ 'rebind.example': ['140.82.112.3', '127.0.0.1'], 'meta.example': ['169.254.169.254'] });
-    await assert.rejects(resolveAllowed('rebind.example', none, lookup), (error: unknown) => error instanceof EgressDeniedError && error.address === '127.0.0.1');
+    await assert.rejects(
+      resolveAllowed('rebind.example', none, lookup),
+      (error: unknown) => error instanceof EgressDeniedError && error.address === '127.0.0.1',
+    );
     await assert.rejects(resolveAllowed('meta.example', none, lookup), /connecting to meta\.example \(169\.254\.169\.254\) is not allowed: link-local/);
   });
 
@@ -142,13 +155,22 @@ describe('resolving a name for an outbound connection', () => {
     assert.equal(narrowedOut('codeload.github.com', '198.51.100.10', narrow), undefined);
     assert.equal(narrowedOut('anything.example', '203.0.113.5', narrow), undefined, 'its address lies in a listed network');
     assert.equal(narrowedOut('[::ffff:203.0.113.5]', '::ffff:203.0.113.5', narrow), undefined, 'as the IPv4 address it carries');
-    assert.equal(narrowedOut('evil.example', '198.51.100.11', narrow), 'not in the execution environment\'s egress allowlist');
-    assert.equal(narrowedOut('github.com', '198.51.100.12', narrow), 'not in the execution environment\'s egress allowlist', 'a wildcard is for subdomains only');
-    assert.equal(narrowedOut('registry.opentofu.org', '198.51.100.9', parseAllowList([], 'x')), 'not in the execution environment\'s egress allowlist', 'an empty list allows nothing');
+    assert.equal(narrowedOut('evil.example', '198.51.100.11', narrow), "not in the execution environment's egress allowlist");
+    assert.equal(
+      narrowedOut('github.com', '198.51.100.12', narrow),
+      "not in the execution environment's egress allowlist",
+      'a wildcard is for subdomains only',
+    );
+    assert.equal(
+      narrowedOut('registry.opentofu.org', '198.51.100.9', parseAllowList([], 'x')),
+      "not in the execution environment's egress allowlist",
+      'an empty list allows nothing',
+    );
   });
 
   it('says what is wrong with one entry, and nothing of a good one', () => {
-    for (const good of ['10.0.0.0/8', '2001:db8::/32', 'git.corp.example', '*.corp.example', '192.0.2.1']) assert.equal(allowEntryProblem(good), undefined, good);
+    for (const good of ['10.0.0.0/8', '2001:db8::/32', 'git.corp.example', '*.corp.example', '192.0.2.1'])
+      assert.equal(allowEntryProblem(good), undefined, good);
     assert.equal(allowEntryProblem('10.0.0.0/33'), 'is not a valid CIDR');
     assert.equal(allowEntryProblem('http://x'), 'is neither a CIDR nor a host name');
     assert.equal(allowEntryProblem('  '), 'is empty');

@@ -63,7 +63,13 @@ function blockList(ranges: ReadonlyArray<readonly [string, number, string]>, typ
 }
 const V4 = blockList(DENIED_V4, 'ipv4');
 const V6 = blockList(DENIED_V6, 'ipv6');
-const NARROW = NARROW_RANGES.map(([net, bits, family, why]) => ({ net, bits, family, why, list: blockList([[net, bits, why]], family === 4 ? 'ipv4' : 'ipv6')[0]!.list }));
+const NARROW = NARROW_RANGES.map(([net, bits, family, why]) => ({
+  net,
+  bits,
+  family,
+  why,
+  list: blockList([[net, bits, why]], family === 4 ? 'ipv4' : 'ipv6')[0]!.list,
+}));
 
 /** An address in the form the policy checks: IPv4 for IPv4-mapped, NAT64 and 6to4 IPv6 (which reach IPv4 hosts). */
 export function canonicalAddress(address: string): { address: string; family: 4 | 6 } {
@@ -161,7 +167,7 @@ export function allowEntryProblem(entry: string): string | undefined {
 export function narrowedOut(host: string, address: string, narrow: AllowList): string | undefined {
   const { address: checked, family } = canonicalAddress(address);
   if (hostAllowed(narrow, bareHost(host)) || narrow.networks.check(checked, family === 4 ? 'ipv4' : 'ipv6')) return undefined;
-  return 'not in the execution environment\'s egress allowlist';
+  return "not in the execution environment's egress allowlist";
 }
 
 /** Every address but link-local and the cloud's metadata: an operator's opt-out (PLINTH_AUDIT_WEBHOOK_ALLOW_PRIVATE). */
@@ -208,7 +214,9 @@ export function deniedReason(address: string, allow: AllowList = EMPTY_ALLOW_LIS
   if (hostAddresses().has(checked)) return exactly ? undefined : 'an address of this host';
   const narrow = NARROW.find((r) => r.family === family && r.list.check(checked, type));
   if (narrow) {
-    const inside = allow.entries.some((e) => e.family === family && e.prefix >= narrow.bits && narrow.list.check(e.address, type) && e.list.check(checked, type));
+    const inside = allow.entries.some(
+      (e) => e.family === family && e.prefix >= narrow.bits && narrow.list.check(e.address, type) && e.list.check(checked, type),
+    );
     return inside || (named && narrow.why === 'loopback') ? undefined : narrow.why;
   }
   if (named || allow.networks.check(checked, type)) return undefined;

@@ -54,14 +54,17 @@ describe('outbound requests', () => {
     assert.equal(hits.refused, 0);
   });
 
-  it('follows no redirect, bounds the answer\'s size and its time, and fetches only http(s)', async () => {
+  it("follows no redirect, bounds the answer's size and its time, and fetches only http(s)", async () => {
     const lookup: Lookup = async () => [{ address: '127.0.0.2', family: 4 }];
     const redirected = await outboundRequest(`http://a.example:${port}/redirect`, { timeoutMs: 5_000, maxBytes: 1024 }, policy(lookup));
     assert.equal(redirected.status, 302);
     assert.equal(hits.refused, 0, 'the redirect to a refused address was not followed');
     await assert.rejects(outboundRequest(`http://a.example:${port}/big`, { timeoutMs: 5_000, maxBytes: 1024 }, policy(lookup)), OutboundLimitError);
     const started = Date.now();
-    await assert.rejects(outboundRequest(`http://a.example:${port}/slow`, { timeoutMs: 300, maxBytes: 1024 }, policy(lookup)), /no complete answer within 300 ms/);
+    await assert.rejects(
+      outboundRequest(`http://a.example:${port}/slow`, { timeoutMs: 300, maxBytes: 1024 }, policy(lookup)),
+      /no complete answer within 300 ms/,
+    );
     assert.ok(Date.now() - started < 1_500);
     await assert.rejects(outboundRequest('file:///etc/passwd', { timeoutMs: 300, maxBytes: 1024 }, policy(lookup)), /only http and https/);
   });

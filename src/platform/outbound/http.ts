@@ -50,7 +50,8 @@ export async function outboundRequest(url: string | URL, request: OutboundReques
   const { address, family } = await withTimeout(resolveAllowed(target.hostname, policy.allow, policy.lookup ?? systemLookup), request.timeoutMs, timedOut);
   // The name stays in the URL (Host header, SNI, certificate check); the connection goes to `address`.
   const pinned: LookupFunction = (_host, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
     else callback(null, address, family);
   };
   const client = target.protocol === 'https:' ? https : http;
@@ -58,9 +59,12 @@ export async function outboundRequest(url: string | URL, request: OutboundReques
     const req = client.request(target, { method: request.method ?? 'GET', headers: request.headers, lookup: pinned, agent: false });
     // An address that is this host's own after all (a local route no interface lists): the kernel
     // connects from the very address it connects to. Dropped before the request is written.
-    req.once('socket', (socket) => socket.once('connect', () => {
-      if (socket.localAddress === socket.remoteAddress && !isLoopback(address) && !namedExactly(address, policy.allow)) req.destroy(new EgressDeniedError(target.hostname, address, 'an address of this host'));
-    }));
+    req.once('socket', (socket) =>
+      socket.once('connect', () => {
+        if (socket.localAddress === socket.remoteAddress && !isLoopback(address) && !namedExactly(address, policy.allow))
+          req.destroy(new EgressDeniedError(target.hostname, address, 'an address of this host'));
+      }),
+    );
     const timer = setTimeout(() => req.destroy(timedOut()), Math.max(0, deadline - Date.now()));
     req.on('error', (error) => {
       clearTimeout(timer);
@@ -103,5 +107,9 @@ export function jsonObject(body: Buffer): Record<string, unknown> | undefined {
  * to learn), and the same whatever listens there.
  */
 export function notAllowedError(code: string, what: string, error: EgressDeniedError): AppError {
-  return new AppError(422, code, `${what} is at an address Plinth does not connect to (${error.reason}); an operator can allow it with PLINTH_STEP_EGRESS_ALLOW`);
+  return new AppError(
+    422,
+    code,
+    `${what} is at an address Plinth does not connect to (${error.reason}); an operator can allow it with PLINTH_STEP_EGRESS_ALLOW`,
+  );
 }

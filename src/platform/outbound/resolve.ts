@@ -20,7 +20,11 @@ const resolver = new Resolver({ timeout: 3_000, tries: 2 });
 
 export const systemLookup: Lookup = async (host) => {
   const name = host.toLowerCase().replace(/\.$/, '');
-  if (name === 'localhost' || name.endsWith('.localhost')) return [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }];
+  if (name === 'localhost' || name.endsWith('.localhost'))
+    return [
+      { address: '127.0.0.1', family: 4 },
+      { address: '::1', family: 6 },
+    ];
   const [v4, v6] = await Promise.all([resolver.resolve4(name).catch(() => []), resolver.resolve6(name).catch(() => [])]);
   return [...v4.map((address) => ({ address, family: 4 as const })), ...v6.map((address) => ({ address, family: 6 as const }))];
 };

@@ -31,7 +31,9 @@ export function openExistingSecretBox(settings: SecretKeySettings, purpose: stri
       return fs.readFileSync(file, 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      throw new Error(`${purpose} needs the installation's secret key, and none is set: give this command the PLINTH_SECRET_KEY the servers use (or the PLINTH_DATA_DIR holding their secret-key file); no key was made`);
+      throw new Error(
+        `${purpose} needs the installation's secret key, and none is set: give this command the PLINTH_SECRET_KEY the servers use (or the PLINTH_DATA_DIR holding their secret-key file); no key was made`,
+      );
     }
   });
 }

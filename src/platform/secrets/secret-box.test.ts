@@ -68,12 +68,18 @@ describe('secret box', () => {
   it('opens only a key that exists when asked to make none, and says how to give it', () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plinth-key-'));
     const settings = { secretKey: undefined, previousSecretKeys: [], dataDir };
-    assert.throws(() => openExistingSecretBox(settings, 'Anchoring'), /^Error: Anchoring needs the installation's secret key, and none is set: give this command the PLINTH_SECRET_KEY/);
+    assert.throws(
+      () => openExistingSecretBox(settings, 'Anchoring'),
+      /^Error: Anchoring needs the installation's secret key, and none is set: give this command the PLINTH_SECRET_KEY/,
+    );
     assert.deepEqual(fs.readdirSync(dataDir), [], 'no key file was made');
     const made = openSecretBox(settings);
     assert.equal(openExistingSecretBox(settings, 'Anchoring').currentKeyId, made.currentKeyId);
     const key = generateSecretKeyText();
-    assert.equal(openExistingSecretBox({ ...settings, dataDir: path.join(dataDir, 'none'), secretKey: key }, 'Anchoring').currentKeyId, parseSecretKey(key, 'k').id);
+    assert.equal(
+      openExistingSecretBox({ ...settings, dataDir: path.join(dataDir, 'none'), secretKey: key }, 'Anchoring').currentKeyId,
+      parseSecretKey(key, 'k').id,
+    );
     fs.rmSync(dataDir, { recursive: true });
   });
 });
