@@ -2,9 +2,8 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { GIVEN_ID_PATTERN, StringEnum } from '../platform/schema.ts';
 
 /**
- * InputProperty: the fourteen variants of SPEC 2.4, discriminated by `type`. Only `string` is given by
- * the spec; the other thirteen follow its style (snake_case fields, the same common fields). docs/inputs.md
- * shows each with an example. Nested variants (`object`, `array`, ...) hold InputProperty again, so the
+ * InputProperty: fourteen variants, discriminated by `type`, in one style (snake_case fields, the same
+ * common fields). docs/inputs.md shows each with an example. Nested variants (`object`, `array`, ...) hold InputProperty again, so the
  * union is one recursive schema with `$id` InputProperty.
  */
 export const INPUT_TYPES = [
@@ -70,7 +69,7 @@ function discriminator<T extends InputType>(type: T) {
   return StringEnum([type] as const, { description: 'discriminator' });
 }
 
-/** Fields every variant has (SPEC 2.4 lists them for `string`). */
+/** Fields every variant has. */
 function common<T extends InputType>(type: T) {
   return {
     id: Type.String({ minLength: 1, maxLength: 128, description: 'unique identifier of the input among its siblings' }),
