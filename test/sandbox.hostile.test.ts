@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { createOrganization, userCaller } from './helpers/callers.ts';
@@ -255,6 +256,19 @@ describe('a hostile step is contained by the sandbox', () => {
     const left = () => execFileSync('find', [workRoot, '-name', marker], { encoding: 'utf8' }).trim();
     await waitFor('the unreadable files to be removed', async () => (left() === '' ? true : undefined), 10_000);
     assert.equal((await runAttack('echo still working')).run.status, 'SUCCEEDED');
+  });
+
+  it('cannot have the worker change the modes of a host directory through a link it leaves', async () => {
+    // A directory of the worker's user that only it may write, named by a link in a workspace whose
+    // entries the worker cannot delete without first making it writable again.
+    const victim = tempDir();
+    chmodSync(victim, 0o500);
+    const marker = `link-${Date.now()}`;
+    const { run, output } = await runAttack(`ln -s ${victim} ${marker} && chmod 555 /workspace && echo linked`);
+    assert.equal(run.status, 'SUCCEEDED', output);
+    const left = () => execFileSync('find', [workRoot, '-name', marker], { encoding: 'utf8' }).trim();
+    await waitFor('the link to be removed', async () => (left() === '' ? true : undefined), 10_000);
+    assert.equal(statSync(victim).mode & 0o777, 0o500, 'the linked directory keeps its mode');
   });
 
   it("rootless, cannot take all of the worker user's user namespaces: its sandbox has a share of its own", {

@@ -74,6 +74,15 @@ describe('planRun', () => {
     assert.equal(d.runStatus, 'RUNNING');
   });
 
+  it('creates a step after what its start follows, even when the config lists it first', () => {
+    const listedFirst: StepConfig[] = [steps[3], ...steps.slice(0, 3)];
+    const d = planRun(state([exec('a', 'SUCCEEDED'), exec('b', 'SUCCEEDED')], { autoapprove: true, steps: listedFirst }));
+    assert.deepEqual(
+      d.create.map((c) => c.stepId),
+      ['gate', 'c'],
+    );
+  });
+
   it('a plan run skips approvals and everything after them, and succeeds without them', () => {
     const first = planRun(state([], { action: 'plan', status: 'QUEUED', started: false }));
     assert.deepEqual(

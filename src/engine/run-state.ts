@@ -123,20 +123,25 @@ export function planRun(state: RunState): RunDecision {
     return { runStatus: 'FAILED', create, cancel, error };
   }
 
-  // Gated steps are skipped whatever their needs; nothing outside the gates needs one of them.
-  for (const step of state.steps) if (gated.has(step.id) && !status.has(step.id)) add(step.id, 'SKIPPED', 'a plan run stops before approval steps');
-  // Rounds, because an approval that passes by itself makes the steps after it ready at once.
+  // In rounds, each in config order, so that what a step's start follows is created before it: an
+  // approval that passes by itself makes the steps after it ready in the next round. Gated steps are
+  // skipped in the first, whatever their needs (nothing outside the gates needs one of them).
   const succeeded = () => new Set([...status].filter(([, s]) => s === 'SUCCEEDED').map(([id]) => id));
-  for (let ready = readySteps(state.steps, succeeded(), status); ready.length > 0; ready = readySteps(state.steps, succeeded(), status)) {
-    for (const step of ready) {
+  for (let first = true; ; first = false) {
+    const ready = new Set(readySteps(state.steps, succeeded(), status).map((s) => s.id));
+    const round = state.steps.filter((s) => !status.has(s.id) && (ready.has(s.id) || (first && gated.has(s.id))));
+    if (round.length === 0) break;
+    for (const step of round) {
+      if (gated.has(step.id)) {
+        add(step.id, 'SKIPPED', 'a plan run stops before approval steps');
+        continue;
+      }
       const unneeded = nothingToApprove(step, latest);
       const initial = initialStatus(step, state.autoapprove, unneeded);
       const why = unneeded ? 'approved automatically (nothing to approve)' : 'approved automatically (autoapprove)';
       add(step.id, initial, initial === 'SUCCEEDED' ? why : 'its needs succeeded');
     }
   }
-  const order = new Map(state.steps.map((s, i) => [s.id, i]));
-  create.sort((a, b) => order.get(a.stepId)! - order.get(b.stepId)!);
   return { runStatus: runStatusOf(state, status), create, cancel: [] };
 }
 

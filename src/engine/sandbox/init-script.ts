@@ -71,7 +71,7 @@ export const SANDBOX_INIT = `set -eu
 exec 5<&- 6<&-
 fstab=$1 root=$2 uid=$3 nproc=$4 cgroups=$5 loopback=$6 rootless=$7
 shift 7
-while [ $# -ge 2 ]; do if [ -e "/proc/sys/user/$1" ]; then echo "$2" > "/proc/sys/user/$1"; fi; shift 2; done
+while [ $# -ge 2 ]; do if [ -w "/proc/sys/user/$1" ]; then echo "$2" > "/proc/sys/user/$1"; fi; shift 2; done
 for f in $cgroups; do echo 0 > "$f"; done
 if [ "$loopback" = up ]; then ip link set lo up; fi
 echo plinth-step 2>/dev/null > /proc/sys/kernel/hostname || hostname plinth-step 2>/dev/null || :

@@ -74,6 +74,20 @@ function noexecAt(dir: string): boolean {
   return best.options.includes('noexec');
 }
 
+/**
+ * Whether a rootless sandbox can cap its share of the per-user counts (SANDBOX_INIT): not where
+ * /proc/sys is mounted read-only, as container runtimes mount it.
+ */
+async function quotasCappable(): Promise<boolean> {
+  return run('unshare', ['--user', '--map-root-user', 'sh', '-c', 'test -w /proc/sys/user/max_user_namespaces'], {
+    env: { PATH: SYSTEM_PATH },
+    timeout: 10_000,
+  }).then(
+    () => true,
+    () => false,
+  );
+}
+
 /** Why this user cannot build rootless sandboxes, with the fixes; undefined when it can. */
 async function userNamespaceProblem(): Promise<string | undefined> {
   const help = await run('unshare', ['--help'], { env: { PATH: SYSTEM_PATH } }).then(
@@ -294,6 +308,10 @@ export class NamespaceSandbox implements StepSandbox {
     }
     const { limits } = this.settings;
     const enforced = this.cgroups.enforced;
+    const uncapped =
+      ROOTLESS && !(await quotasCappable())
+        ? "; the per-user counts are not capped (/proc/sys is read-only here): one step can take all of this user's namespaces and inotify instances"
+        : '';
     const report: IsolationReport = {
       mode: 'namespaces',
       requested: this.settings.mode,
@@ -303,7 +321,7 @@ export class NamespaceSandbox implements StepSandbox {
       // Without a pids cgroup the process limit still holds: RLIMIT_NPROC counts the step's own uid
       // (rootless, the processes of its own user namespace).
       limits: { maxProcesses: limits.maxProcesses, memoryMb: enforced.memory ? limits.memoryMb : null, cpus: enforced.cpu ? limits.cpus : null },
-      detail: `${ROOTLESS ? 'rootless: user, ' : ''}pid, mount, ipc, uts${network === 'host' ? '' : ', net'} namespaces; ${NETWORK_DETAIL[network]}; ${ROOTLESS ? `a user namespace of its own per step, as a uid from ${this.settings.uidBase} mapped to this worker's user` : `a uid of its own per step from ${this.settings.uidBase}`}; ${this.cgroups.detail}`,
+      detail: `${ROOTLESS ? 'rootless: user, ' : ''}pid, mount, ipc, uts${network === 'host' ? '' : ', net'} namespaces; ${NETWORK_DETAIL[network]}; ${ROOTLESS ? `a user namespace of its own per step, as a uid from ${this.settings.uidBase} mapped to this worker's user` : `a uid of its own per step from ${this.settings.uidBase}`}; ${this.cgroups.detail}${uncapped}`,
     };
     return { report, template: this.template, cgroups: this.cgroups, dirs: this.systemDirs };
   }

@@ -41,7 +41,9 @@ export async function removeTree(dir: string) {
 /**
  * removeStepFiles removes what a step left, whatever modes it gave it: a directory it made unreadable
  * (`chmod 000`) stops a recursive delete by anyone but root, and rootless the worker is not root. Its
- * owner may always change its mode back, so the tree is made readable, then removed.
+ * owner may always change its mode back, so the tree's own directories are made readable, then it is
+ * removed. Never through a link (`find -P`): a link the step planted to a directory of the worker's
+ * user must not have the worker change modes there.
  */
 export async function removeStepFiles(target: string): Promise<void> {
   try {
@@ -49,7 +51,8 @@ export async function removeStepFiles(target: string): Promise<void> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== 'EACCES' && code !== 'EPERM') throw error;
-    await run('chmod', ['-R', 'u+rwX', '--', target]).catch(() => {});
+    // Each directory as it is met, before find reads it: `;`, not `+`.
+    await run('find', ['-P', target, '-type', 'd', '-exec', 'chmod', 'u+rwx', '{}', ';']).catch(() => {});
     await rm(target, { recursive: true, force: true });
   }
 }
@@ -111,13 +114,14 @@ export async function claimWorkspace(root: string, uidBase: number, uidCount: nu
  */
 export async function resetWorkspace(claim: ClaimedWorkspace, scratch: Iterable<string>): Promise<void> {
   // The listing and the checks read one directory's inode: done at once, not through the thread pool,
-  // at every step. Only what the step left (any size) is removed asynchronously.
-  const inside = readdirSync(claim.workspace);
-  const gone = [...inside.map((name) => path.join(claim.workspace, name)), ...[...scratch].map((name) => path.join(claim.dir, name))];
-  if (gone.length) await Promise.all(gone.map(removeStepFiles));
+  // at every step. Only what the step left (any size) is removed asynchronously. The mode first: the
+  // step may have made its workspace unreadable, or its entries undeletable.
   const info = lstatSync(claim.workspace);
   if (!info.isDirectory() || info.uid !== claim.owner) throw new Error(`${claim.workspace} is no longer the step uid's directory`);
   if ((info.mode & 0o7777) !== 0o700) chmodSync(claim.workspace, 0o700);
+  const inside = readdirSync(claim.workspace);
+  const gone = [...inside.map((name) => path.join(claim.workspace, name)), ...[...scratch].map((name) => path.join(claim.dir, name))];
+  if (gone.length) await Promise.all(gone.map(removeStepFiles));
   if (inside.length && readdirSync(claim.workspace).length) throw new Error(`${claim.workspace} could not be emptied`);
 }
 

@@ -26,6 +26,8 @@ export interface ChannelListenerOptions {
  */
 export class ChannelListener {
   private client: pg.Client | undefined;
+  /** The connection of an attempt in flight, which close() ends too. */
+  private connecting: pg.Client | undefined;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private failures = 0;
@@ -46,13 +48,15 @@ export class ChannelListener {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
-    const client = this.client;
+    const clients = [this.client, this.connecting];
     this.client = undefined;
-    await client?.end().catch(() => {});
+    await Promise.all(clients.map((client) => client?.end().catch(() => {})));
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.options.connectionString });
+    // keepAlive: a connection cut without a FIN (a dropped NAT entry) is noticed, and listened again.
+    const client = new pg.Client({ connectionString: this.options.connectionString, keepAlive: true });
+    this.connecting = client;
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client));
     client.on('notification', (n) => n.channel === this.options.channel && this.options.onNotification(n.payload));
@@ -60,6 +64,7 @@ export class ChannelListener {
       await client.connect();
       await client.query(`listen ${this.options.channel}`);
     } catch (error) {
+      this.connecting = undefined;
       client.end().catch(() => {});
       if (this.closed) return;
       this.options.log?.warn({ err: error }, `${this.options.name} cannot listen yet; retrying`);
@@ -67,6 +72,7 @@ export class ChannelListener {
       this.retry();
       return;
     }
+    this.connecting = undefined;
     if (this.closed) return void (await client.end().catch(() => {}));
     this.client = client;
     this.failures = 0;
