@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, statSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync } from 'node:fs';
+import { workDirectory } from '../src/engine/sandbox/workspaces.ts';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { createOrganization, userCaller } from './helpers/callers.ts';
@@ -9,6 +10,7 @@ import {
   createStack,
   hostProcesses,
   logLines,
+  processTree,
   spawnWorkerProcess,
   startEngineTestApp,
   stepsOf,
@@ -27,13 +29,16 @@ import {
 const SANDBOX_UIDS = ROOTLESS ? { from: 260_000, to: 310_000 } : { from: 200_000, to: 250_000 };
 const MAX_PROCESSES = 64;
 /**
- * Processes of a step: of a sandbox uid (as the process sees itself: rootless steps are the worker's
- * user on the host), but the sandbox's own `unshare`s and the waiting shell of a sandbox built ahead
- * (its uid's only other process, `sh`, a child of the sandbox's pid 1), which has run nothing yet and
- * runs its step's script once the worker writes it.
+ * Processes of this suite's worker's steps: under it (a step cannot leave its PID namespace, whose
+ * init is under the worker's spawner; another `npm test` beside this one has workers of its own), of
+ * a sandbox uid (as the process sees itself: rootless steps are the worker's user on the host), but
+ * the sandbox's own `unshare`s and the waiting shell of a sandbox built ahead (its uid's only other
+ * process, `sh`, a child of the sandbox's pid 1), which has run nothing yet and runs its step's
+ * script once the worker writes it.
  */
-function sandboxProcesses() {
-  const all = hostProcesses();
+function sandboxProcesses(workerPid: number) {
+  const mine = new Set(processTree(workerPid));
+  const all = hostProcesses().filter((p) => mine.has(p.pid));
   const byPid = new Map(all.map((p) => [p.pid, p]));
   const ofSandboxUids = all
     .map((p) => ({ ...p, uid: ownUid(p.pid, p.uid) ?? -1 }))
@@ -43,6 +48,18 @@ function sandboxProcesses() {
   const waiting = (p: (typeof ofSandboxUids)[number]) => p.comm === 'sh' && perUid.get(p.uid) === 1 && isSandboxMachinery(byPid.get(p.ppid)?.comm ?? '');
   return ofSandboxUids.filter((p) => !waiting(p));
 }
+/** Host processes whose command line is exactly `words`, wherever they are (a process that escaped its sandbox included). */
+function processesRunning(words: string[]) {
+  const wanted = `${words.join('\0')}\0`;
+  return hostProcesses().filter((p) => {
+    try {
+      return readFileSync(`/proc/${p.pid}/cmdline`, 'utf8') === wanted;
+    } catch {
+      return false;
+    }
+  });
+}
+
 /**
  * Prefixes an attack that would harm the host if it ran unisolated (kill -1 as root kills every process
  * of the machine, a fork bomb starves it): it refuses to run unless it is inside a sandbox uid.
@@ -57,7 +74,8 @@ const onlyIfSandboxed = (command: string) => `if [ "$(id -u)" -lt ${SANDBOX_UIDS
 describe('a hostile step is contained by the sandbox', () => {
   let t: EngineTestApp;
   let worker: ChildProcess;
-  let workRoot: string;
+  /** The worker's, by default: claims of one host share it, so that no two running steps share a uid. */
+  const workRoot = workDirectory(undefined, 'plinth-sandboxes');
   let member: string;
   let rival: string;
   const dbUrl = new URL(process.env.PLINTH_TEST_DATABASE_URL!);
@@ -91,11 +109,9 @@ describe('a hostile step is contained by the sandbox', () => {
     rival = (await userCaller(t, 'victim@b.test', 'MEMBER', orgB)).token;
     // namespaces, not auto: should this host not isolate, the worker refuses to start and no attack runs.
     // Small process and CPU limits keep the fork bomb from slowing the other test files down.
-    workRoot = tempDir();
     worker = spawnWorkerProcess(
       t,
       {
-        PLINTH_WORKER_WORK_ROOT: workRoot,
         PLINTH_WORKER_CONCURRENCY: '8',
         PLINTH_SANDBOX: 'namespaces',
         PLINTH_SANDBOX_UID_BASE: String(SANDBOX_UIDS.from),
@@ -229,17 +245,21 @@ describe('a hostile step is contained by the sandbox', () => {
   });
 
   it('leaves no process behind: setsid, double forks and nohup die with the step', async () => {
+    // Durations of this run's own, looked for on the whole host: an escaped process would be anywhere.
+    const base = 600 + Math.floor(Math.random() * 100_000) * 4;
+    const durations = [base, base + 1, base + 2, base + 3].map(String);
     const { run, output } = await runAttack(
       [
-        'setsid sleep 601 &',
-        '(sleep 602 &) &',
-        'nohup sh -c "sleep 603" >/dev/null 2>&1 &',
-        'sh -c "setsid sh -c \\"sleep 604 & exit 0\\" &"',
+        `setsid sleep ${durations[0]} &`,
+        `(sleep ${durations[1]} &) &`,
+        `nohup sh -c "sleep ${durations[2]}" >/dev/null 2>&1 &`,
+        `sh -c "setsid sh -c \\"sleep ${durations[3]} & exit 0\\" &"`,
         'sleep 0.3; echo spawned',
       ].join('\n'),
     );
     assert.equal(run.status, 'SUCCEEDED', output);
-    await waitFor('every process of the step to be gone', async () => (sandboxProcesses().some((p) => p.comm === 'sleep') ? undefined : true), 5_000);
+    const left = () => durations.flatMap((d) => processesRunning(['sleep', d]));
+    await waitFor('every process of the step to be gone', async () => (left().length === 0 ? true : undefined), 5_000);
   });
 
   it('holds no descriptor but its standard ones, whatever the worker inherited from what started it', async () => {
@@ -289,7 +309,7 @@ describe('a hostile step is contained by the sandbox', () => {
     let peak = 0;
     const sampler = setInterval(() => {
       const perUid = new Map<number, number>();
-      for (const p of sandboxProcesses()) perUid.set(p.uid, (perUid.get(p.uid) ?? 0) + 1);
+      for (const p of sandboxProcesses(worker.pid!)) perUid.set(p.uid, (perUid.get(p.uid) ?? 0) + 1);
       peak = Math.max(peak, ...perUid.values());
     }, 200);
     const { run, step, output } = await runAttack(onlyIfSandboxed('bomb() { bomb | bomb & }; bomb; exec sleep 30'), member, 5).finally(() =>
@@ -301,7 +321,7 @@ describe('a hostile step is contained by the sandbox', () => {
     assert.ok(peak <= MAX_PROCESSES, `at most PLINTH_STEP_MAX_PROCESSES (${MAX_PROCESSES}) processes at once, saw ${peak}`);
     // The shell says when the kernel refused it a process: the limit was reached, and held.
     assert.match(output, /Cannot fork|Resource temporarily unavailable/);
-    await waitFor('the bomb to be gone', async () => (sandboxProcesses().length === 0 ? true : undefined), 10_000);
+    await waitFor('the bomb to be gone', async () => (sandboxProcesses(worker.pid!).length === 0 ? true : undefined), 10_000);
     const next = await runAttack('echo still working');
     assert.equal(next.run.status, 'SUCCEEDED');
     assert.match(next.output, /still working/);
@@ -313,7 +333,7 @@ describe('a hostile step is contained by the sandbox', () => {
     assert.equal((await t.call('GET', '/health', { token: null })).status, 200);
     assert.equal(worker.exitCode, null);
     // A run is over once its step's shell exited; the sandbox's init may take a moment longer to go.
-    await waitFor('every step process to be gone', async () => (sandboxProcesses().length === 0 ? true : undefined), 5_000);
+    await waitFor('every step process to be gone', async () => (sandboxProcesses(worker.pid!).length === 0 ? true : undefined), 5_000);
     worker.kill('SIGTERM');
     const [code] = await once(worker, 'exit');
     assert.equal(code, 0, 'the worker drains and exits cleanly');
