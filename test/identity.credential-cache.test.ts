@@ -18,6 +18,13 @@ async function msUntil(check: () => Promise<boolean>, limitMs = 3000): Promise<n
   return Infinity;
 }
 
+/**
+ * How long the setup's change notifications may take to reach a listener, generously: nothing in the
+ * product says when one has (the cache only empties), and one arriving late would empty a cache a
+ * test then expects to hold an entry.
+ */
+const NOTIFICATIONS_LANDED_MS = 1_000;
+
 const codeOf = (store: CredentialStore, token: string, org: string | null = null) =>
   store.resolve(token, hashToken(token), org).then(
     () => 'ok',
@@ -64,7 +71,8 @@ describe('credential cache: a revocation, expiry, role change or removal is seen
   });
 
   it('a cached key stops at its expiry, with no notification at all', async () => {
-    const expiresAt = new Date(Date.now() + 400).toISOString();
+    // Far enough off that a loaded machine still reads the key before it expires.
+    const expiresAt = new Date(Date.now() + 2_000).toISOString();
     const key = (await t.call('POST', '/api-keys', { body: { data: { name: 'short', expiresAt } } })).body.data;
     assert.equal(await codeOf(other, key.token), 'ok');
     await sleep(Date.parse(expiresAt) - Date.now() + 20);
@@ -74,7 +82,7 @@ describe('credential cache: a revocation, expiry, role change or removal is seen
   it('serves from memory while nothing changes, and looks every key up when it cannot listen', async () => {
     const sa = await serviceAccountCaller(t, 'VIEWER');
     // Let the notifications of creating it land first: each empties the cache.
-    await sleep(300);
+    await sleep(NOTIFICATIONS_LANDED_MS);
     assert.equal(await codeOf(other, sa.token), 'ok');
     // Held in memory: an update that bypasses the triggers is not seen (only a notification would tell).
     await sql`alter table api_keys disable trigger api_keys_notify_credentials`.execute(t.db);
@@ -102,7 +110,7 @@ describe('credential cache: the API process forgets cached credentials after a r
   after(() => t.close());
 
   async function withoutNotifications(table: string, body: () => Promise<void>) {
-    await sleep(300); // The notifications of the setup land first: each empties the cache.
+    await sleep(NOTIFICATIONS_LANDED_MS); // The notifications of the setup land first: each empties the cache.
     await sql`alter table ${sql.table(table)} disable trigger ${sql.id(`${table}_notify_credentials`)}`.execute(t.db);
     try {
       await body();
