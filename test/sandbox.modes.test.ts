@@ -7,6 +7,7 @@ import { loadSandboxSettings } from '../src/engine/sandbox/settings.ts';
 import { EngineWorker } from '../src/engine/worker.ts';
 import { createStack, FAST_ENGINE_ENV, getRun, logLines, startEngineTestApp, stepsOf, triggerRun, waitFor, type EngineTestApp } from './helpers/engine.ts';
 import { TEST_SECRETS } from './helpers/app.ts';
+import { ROOTLESS } from './helpers/sandbox.ts';
 
 const cannotIsolate = async () => 'this host cannot isolate (a test says so)';
 
@@ -78,7 +79,7 @@ describe('sandbox modes', () => {
     const { isolation } = (await t.call('GET', '/health', { token: null })).body;
     assert.equal(isolation.mode, 'namespaces');
     assert.equal(isolation.requested, 'auto');
-    assert.equal(isolation.privileges, process.getuid!() === 0 ? 'root' : 'rootless');
+    assert.equal(isolation.privileges, ROOTLESS ? 'rootless' : 'root');
     assert.equal(isolation.network, 'policy');
     assert.ok(['v1', 'v2', 'none'].includes(isolation.cgroup));
     assert.equal(isolation.limits.maxProcesses, 512);

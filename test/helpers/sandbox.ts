@@ -10,7 +10,7 @@ import type { StepProcessSpec, StepWorkspace } from '../../src/engine/sandbox/sa
 export const isSandboxMachinery = (comm: string) => comm === 'unshare';
 
 /** Whether these tests (and the workers they start) run as a normal user: sandboxes are then rootless. */
-export const ROOTLESS = process.getuid?.() !== 0;
+export { ROOTLESS } from '../../src/engine/sandbox/sandbox.ts';
 
 /**
  * The uid a host process sees itself as: its host uid, or inside a user namespace (a rootless step)

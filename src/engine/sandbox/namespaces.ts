@@ -15,6 +15,7 @@ import { ROOTLESS_QUOTAS, SANDBOX_INIT, stepFstab, stepScript } from './init-scr
 import { WarmPool } from './pool.ts';
 import type { AllowList } from '../../platform/outbound/address-policy.ts';
 import {
+  ROOTLESS,
   SandboxUnavailableError,
   type IsolationReport,
   type OpenOptions,
@@ -45,12 +46,6 @@ const NETWORK_TOOLS = ['ip', 'nsenter'];
 
 /** Returns why this host cannot run namespaced steps, or undefined when it can (the probe then tries one). */
 export type HostCheck = (tools: string[]) => Promise<string | undefined>;
-
-/**
- * A worker run by a normal user builds every sandbox inside user namespaces (rootless): the init is
- * root only there, and each step is the worker's user on the host. See SANDBOX_INIT.
- */
-const ROOTLESS = process.getuid?.() !== 0;
 
 const defaultHostCheck: HostCheck = async (tools) => {
   if (process.platform !== 'linux') return `namespaces need Linux, this is ${process.platform}`;

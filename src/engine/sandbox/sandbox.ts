@@ -10,6 +10,13 @@ import type { EgressPolicy } from './egress.ts';
  * executor) is one more implementation of this interface. docs/sandbox.md describes it.
  */
 
+/**
+ * A worker run by a normal user builds every sandbox inside user namespaces (rootless): the init is
+ * root only there, and each step is the worker's user on the host (init-script.ts). The spawner, a
+ * process of its own in plain JavaScript, decides the same way.
+ */
+export const ROOTLESS = process.getuid?.() !== 0;
+
 /** `PLINTH_SANDBOX`: `auto` isolates when the host can and refuses script steps when it cannot. */
 export const SANDBOX_MODES = ['auto', 'namespaces', 'off'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];

@@ -19,7 +19,7 @@ const NETWORK_HELPER = fileURLToPath(new URL('./stepnet-helper.mjs', import.meta
 const NETWORK_SETUP_MS = 30_000;
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 // Run by a normal user, a network namespace needs a user namespace of its own, which then owns it:
-// its sandboxes enter both (namespaces.ts builds them rootless too).
+// its sandboxes enter both. The same test as sandbox.ts's ROOTLESS (this file imports no TypeScript).
 const ROOTLESS = process.getuid() !== 0;
 
 /** The IPC channel to the worker (spawner.ts forks this process with it as fd 3). */

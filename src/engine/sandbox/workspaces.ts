@@ -5,6 +5,7 @@ import { chmod, chown, lstat, mkdir, readdir, readFile, rm, rmdir, stat, writeFi
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { ROOTLESS } from './sandbox.ts';
 
 const run = promisify(execFile);
 
@@ -87,7 +88,6 @@ export interface ClaimedWorkspace {
  * apart is then their namespaces alone.
  */
 export async function claimWorkspace(root: string, uidBase: number, uidCount: number): Promise<ClaimedWorkspace> {
-  const rootless = process.getuid?.() !== 0;
   for (let tries = 0; tries < 64; tries++) {
     const uid = uidBase + randomInt(uidCount);
     const dir = path.join(root, String(uid));
@@ -100,8 +100,8 @@ export async function claimWorkspace(root: string, uidBase: number, uidCount: nu
     const workspace = path.join(dir, 'workspace');
     const mountPoint = path.join(dir, 'root');
     await Promise.all([mkdir(workspace, { mode: 0o700 }), mkdir(mountPoint, { mode: 0o700 }), writeFile(path.join(dir, OWNER_FILE), String(process.pid))]);
-    if (!rootless) await chown(workspace, uid, uid);
-    return { uid, owner: rootless ? process.getuid!() : uid, dir, workspace, mountPoint };
+    if (!ROOTLESS) await chown(workspace, uid, uid);
+    return { uid, owner: ROOTLESS ? process.getuid!() : uid, dir, workspace, mountPoint };
   }
   throw new Error(`no free sandbox uid in ${uidBase}..${uidBase + uidCount - 1}`);
 }
@@ -163,7 +163,7 @@ export async function sweepStaleWorkspaces(root: string, uidBase: number, uidCou
     if (info && Date.now() - info.mtimeMs >= 60_000 && !(await ownerAlive(path.join(root, entry)))) old.push(uid);
   }
   if (old.length === 0) return 0;
-  const live = process.getuid?.() === 0 ? await liveUids() : new Set<number>();
+  const live = ROOTLESS ? new Set<number>() : await liveUids();
   let removed = 0;
   for (const uid of old) {
     if (live.has(uid)) continue;
