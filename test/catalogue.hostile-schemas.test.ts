@@ -126,13 +126,19 @@ describe('hostile default-value schemas and values answer in milliseconds', () =
       assertError(await create(tag, { ...warm.schema, default: warm.value }), 422, 'Api:DefaultValueDefinition:INVALID_SCHEMA');
     }
 
-    const { schema, value } = hostileSchema('default');
-    const res = await create('hostile-default', { ...schema, default: value });
-    const time = await serverTimeOf(res);
-    assertError(res, 422, 'Api:DefaultValueDefinition:INVALID_SCHEMA');
-    assert.equal(res.body.details[0].items.length, INPUTS * PATTERNS_PER_INPUT);
-    assert.equal(res.body.details[0].items[0], '/data/schema/default/p0: no');
-    assert.ok(time.cpuMs < MAX_SERVER_MS, JSON.stringify(time));
+    // The best of three such requests, each with patterns of its own: a thread's CPU time still grows
+    // when the work on the other core evicts its caches (the suite runs files in parallel), while a
+    // pattern that took super-linear time would be slow in all three.
+    const times = [];
+    for (const attempt of [1, 2, 3]) {
+      const { schema, value } = hostileSchema(`default${attempt}`);
+      const res = await create(`hostile-default-${attempt}`, { ...schema, default: value });
+      times.push(await serverTimeOf(res));
+      assertError(res, 422, 'Api:DefaultValueDefinition:INVALID_SCHEMA');
+      assert.equal(res.body.details[0].items.length, INPUTS * PATTERNS_PER_INPUT);
+      assert.equal(res.body.details[0].items[0], '/data/schema/default/p0: no');
+    }
+    assert.ok(Math.min(...times.map((t) => t.cpuMs)) < MAX_SERVER_MS, JSON.stringify(times));
   });
 
   it(`a value checked against 1,000 hostile patterns of a stored definition: under ${MAX_SERVER_MS} ms of server time`, async () => {
