@@ -67,6 +67,39 @@ describe('catalogue pagination', () => {
     assert.equal(definitions.length, 1, 'the seeded aws_region definition');
   });
 
+  it('order=desc walks the same rows newest first, with no duplicates and no gaps', async () => {
+    const org = await createOrganization(t, 'Newest');
+    const h = inOrg(org);
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push((await t.call('POST', '/projects', { headers: h, body: { data: { givenId: `n${i}`, name: 'N' } } })).body.data.id);
+    for (const limit of [1, 3, 7]) assert.deepEqual(await walk('/projects?order=desc', limit, h), [...ids].reverse(), `limit ${limit}`);
+    assert.deepEqual(await walk('/projects?order=asc', 3, h), ids);
+    assert.equal((await t.call('GET', '/projects?order=newest', { headers: h })).status, 400);
+  });
+
+  it('givenId and name filters find a record by what a person calls it', async () => {
+    const org = await createOrganization(t, 'Named');
+    const h = inOrg(org);
+    const post = async (url: string, data: Record<string, unknown>) => (await t.call('POST', url, { headers: h, body: { data } })).body.data.id as string;
+    const web = await post('/projects', { givenId: 'web', name: 'Web site' });
+    await post('/projects', { givenId: 'api', name: 'Web site' });
+    const prod = await post('/environments', { projectId: web, givenId: 'prod', name: 'Production' });
+    const list = async (url: string) => {
+      const res = await t.call('GET', url, { headers: h });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.data.map((r: Row) => r.id);
+    };
+    assert.deepEqual(await list('/projects?givenId=web'), [web]);
+    assert.equal((await list(`/projects?name=${encodeURIComponent('Web site')}`)).length, 2, 'names need not be unique');
+    assert.deepEqual(await list('/projects?name=Web'), [], 'a name matches exactly, not as a prefix');
+    assert.deepEqual(await list(`/environments?projectId=${web}&givenId=prod`), [prod]);
+    assert.deepEqual(await list('/environments?name=Production'), [prod]);
+    assert.deepEqual(await list('/pipelines?givenId=nothing'), []);
+    assert.deepEqual(await list('/stacks?name=nothing'), []);
+    assert.deepEqual(await list('/code-sources?givenId=nothing'), []);
+    assert.equal((await t.call('GET', '/projects?givenId=not%20a%20given%20id', { headers: h })).status, 400);
+  });
+
   it('a larger limit is clamped to 200 and said so; limit 0 and a foreign cursor are 400', async () => {
     const clamped = await t.call('GET', '/projects?limit=500');
     assert.equal(clamped.status, 200);
@@ -99,7 +132,7 @@ describe('catalogue pagination', () => {
     await sql`analyze projects`.execute(t.db);
     const deep = (g: number) => g.toString(16).padStart(32, '0');
 
-    const plan = await projectsPageQuery(t.db, org, { limit: 50, after: deep(99_000) }).explain('json');
+    const plan = await projectsPageQuery(t.db, org, {}, { limit: 50, after: deep(99_000) }).explain('json');
     const text = JSON.stringify(plan);
     assert.match(text, /Index (Only )?Scan/);
     assert.doesNotMatch(text, /"Node Type":"Sort"/);

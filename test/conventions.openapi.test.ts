@@ -116,7 +116,8 @@ describe('GET /openapi.json', () => {
     assert.deepEqual(body.properties.data.required.sort(), ['billingEmail', 'name']);
     assert.equal(create.responses['201'].content['application/json'].schema.properties.data.$ref, '#/components/schemas/Organization');
     const list = doc.paths['/memberships'].get;
-    assert.deepEqual(list.parameters.map((p: { name: string }) => p.name).sort(), ['cursor', 'limit']);
+    const query = list.parameters.filter((p: { in: string }) => p.in === 'query');
+    assert.deepEqual(query.map((p: { name: string }) => p.name).sort(), ['cursor', 'limit', 'order']);
     for (const name of ['ErrorBody', 'Principal', 'Organization', 'Membership', 'ServiceAccount', 'ApiKey', 'CreatedApiKey', 'User', 'UserAuthSettings']) {
       assert.ok(doc.components.schemas[name], name);
     }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CLOUD_PROVIDERS } from '../platform/db/enums.ts';
-import { Body, GivenId, Name, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, GivenId, Name, Nullable, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
 const AccountId = Type.String({ pattern: '^[0-9]{12}$', description: 'The 12-digit AWS account id' });
 const RoleArn = Type.String({
@@ -38,4 +38,4 @@ export const UpdateCloudAccount = Body(
 );
 export type UpdateCloudAccount = Static<typeof UpdateCloudAccount>['data'];
 
-export const CloudAccountListQuery = PaginationQuery;
+export const CloudAccountListQuery = OrderedPaginationQuery;

@@ -4,6 +4,7 @@ import type { Executor } from '../platform/db/db.ts';
 import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import type { GitAuthType, GitProvider } from '../platform/db/enums.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
+import type { NamedFilter } from '../platform/schema.ts';
 
 export type CodeSourceRow = Selectable<Database['code_sources']>;
 
@@ -39,8 +40,11 @@ export function findCodeSourceById(db: Executor, id: string) {
   return db.selectFrom('code_sources').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export function findCodeSourcesPage(db: Executor, organizationId: string, page: PageRequest) {
-  return db.selectFrom('code_sources').selectAll().where('organization_id', '=', organizationId).$call(keyset(page, 'code_sources.id')).execute();
+export function findCodeSourcesPage(db: Executor, organizationId: string, filter: NamedFilter, page: PageRequest) {
+  let query = db.selectFrom('code_sources').selectAll().where('organization_id', '=', organizationId);
+  if (filter.givenId !== undefined) query = query.where('given_id', '=', filter.givenId);
+  if (filter.name !== undefined) query = query.where('name', '=', filter.name);
+  return query.$call(keyset(page, 'code_sources.id')).execute();
 }
 
 export function updateCodeSourceRow(db: Executor, id: string, v: Partial<CodeSourceValues>) {

@@ -1,6 +1,6 @@
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
-import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
+import { Envelope, IdParams, ListEnvelope, NoContent, PaginationQuery } from '../platform/schema.ts';
 import { Branch, CodeSource, CodeSourceListQuery, CreateCodeSource, UpdateCodeSource } from './code-sources.schema.ts';
 import { createCodeSource, deleteCodeSource, getCodeSource, listBranches, listCodeSources, updateCodeSource } from './code-sources.service.ts';
 
@@ -30,7 +30,7 @@ export async function codeSourceRoutes(app: App) {
       schema: { tags, summary: "List the organization's code sources", querystring: CodeSourceListQuery, response: { 200: ListEnvelope(CodeSource) } },
     },
     async (request) => {
-      const { items, meta } = await listCodeSources(app.db, app.config, request.principal, pageRequest(request.query));
+      const { items, meta } = await listCodeSources(app.db, app.config, request.principal, request.query, pageRequest(request.query));
       return { data: items, meta };
     },
   );
@@ -78,7 +78,7 @@ export async function codeSourceRoutes(app: App) {
         summary:
           'Every branch of the repository with its head commit, over the Git protocol (422 refused credential or no such repository, 502 unreachable, 504 timeout)',
         params: IdParams,
-        querystring: CodeSourceListQuery,
+        querystring: PaginationQuery,
         response: { 200: ListEnvelope(Branch) },
       },
     },

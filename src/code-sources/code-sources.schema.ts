@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { GIT_AUTH_TYPES, GIT_PROVIDERS } from '../platform/db/enums.ts';
-import { Body, GivenId, Id, Name, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, GivenId, Id, Name, NamedFilter, Nullable, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
 const RepoUrl = Type.String({
   minLength: 8,
@@ -78,7 +78,8 @@ export const UpdateCodeSource = Body(
 );
 export type UpdateCodeSource = Static<typeof UpdateCodeSource>['data'];
 
-export const CodeSourceListQuery = PaginationQuery;
+export const CodeSourceListQuery = Type.Object({ ...OrderedPaginationQuery.properties, ...NamedFilter }, { additionalProperties: false });
+export type CodeSourceListQuery = Static<typeof CodeSourceListQuery>;
 
 /** A branch of `GET /code-source/{id}/branches`: its `name`, with the commit its head points at. */
 export const Branch = Type.Object({ name: Type.String(), commitSha: Type.String() }, { $id: 'Branch', title: 'Branch' });

@@ -20,6 +20,7 @@ import {
 import type { CodeSource, CreateCodeSource, UpdateCodeSource } from './code-sources.schema.ts';
 import { gitCredential, tokenContext, webhookSecretContext } from './credentials.ts';
 import { listRemoteBranches } from './remote-branches.ts';
+import type { NamedFilter } from '../platform/schema.ts';
 
 export function codeSourceToApi(config: Config, row: CodeSourceRow): CodeSource {
   return {
@@ -115,8 +116,8 @@ export async function getCodeSource(db: Db, config: Config, principal: Principal
   return codeSourceToApi(config, await getCodeSourceRow(db, principal, id));
 }
 
-export async function listCodeSources(db: Db, config: Config, principal: Principal, page: PageRequest) {
-  const { items, meta } = toPage(await findCodeSourcesPage(db, principal.organizationId, page), page, (r) => r.id);
+export async function listCodeSources(db: Db, config: Config, principal: Principal, filter: NamedFilter, page: PageRequest) {
+  const { items, meta } = toPage(await findCodeSourcesPage(db, principal.organizationId, filter, page), page, (r) => r.id);
   return { items: items.map((r) => codeSourceToApi(config, r)), meta };
 }
 

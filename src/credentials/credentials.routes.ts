@@ -1,6 +1,6 @@
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
-import { Envelope, IdParams, ListEnvelope, NoContent, PaginationQuery } from '../platform/schema.ts';
+import { Envelope, IdParams, ListEnvelope, NoContent, OrderedPaginationQuery } from '../platform/schema.ts';
 import {
   ApiKey,
   ApiKeyListQuery,
@@ -46,7 +46,7 @@ export async function credentialRoutes(app: App) {
   app.get(
     '/service-accounts',
     {
-      schema: { tags: saTags, summary: 'List service accounts', querystring: PaginationQuery, response: { 200: ListEnvelope(ServiceAccount) } },
+      schema: { tags: saTags, summary: 'List service accounts', querystring: OrderedPaginationQuery, response: { 200: ListEnvelope(ServiceAccount) } },
     },
     async (request) => {
       const { items, meta } = await listServiceAccounts(app.db, request.principal, pageRequest(request.query));

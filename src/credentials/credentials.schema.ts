@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PRINCIPAL_TYPES } from '../platform/auth/principal.ts';
-import { Body, Id, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, Id, Name, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 import { RoleSchema } from '../memberships/memberships.schema.ts';
 
 export const PrincipalSchema = Type.Object(
@@ -74,4 +74,4 @@ export const CreateApiKey = Body(
 );
 export type CreateApiKey = Static<typeof CreateApiKey>['data'];
 
-export const ApiKeyListQuery = Type.Composite([PaginationQuery, Type.Object({ serviceAccountId: Type.Optional(Id) })], { additionalProperties: false });
+export const ApiKeyListQuery = Type.Composite([OrderedPaginationQuery, Type.Object({ serviceAccountId: Type.Optional(Id) })], { additionalProperties: false });

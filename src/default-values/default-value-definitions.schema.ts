@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { InputProperty, StoredInputProperty } from '../inputs/inputs.schema.ts';
 import { CREATED_BY_TYPES } from '../platform/db/enums.ts';
-import { Body, Description, GivenId, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, Description, GivenId, Name, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
 export const DefaultValueDefinition = Type.Object(
   {
@@ -30,7 +30,7 @@ export const UpdateDefaultValueDefinition = Body(
 );
 export type UpdateDefaultValueDefinition = Static<typeof UpdateDefaultValueDefinition>['data'];
 
-export const DefaultValueDefinitionListQuery = PaginationQuery;
+export const DefaultValueDefinitionListQuery = OrderedPaginationQuery;
 
 export const DeleteDefaultValueDefinitionQuery = Type.Object(
   { cascade: Type.Optional(Type.Boolean({ default: false, description: 'Also delete the values of this definition (otherwise 409 while any exist)' })) },

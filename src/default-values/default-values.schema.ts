@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PARENT_TYPES } from '../platform/db/enums.ts';
-import { Body, Id, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, Id, OrderedPaginationQuery, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
 const AnyJson = Type.Unknown({ description: 'any JSON value accepted by the definition schema' });
 
@@ -37,7 +37,7 @@ export type UpdateDefaultValue = Static<typeof UpdateDefaultValue>['data'];
 
 export const DefaultValueListQuery = Type.Object(
   {
-    ...PaginationQuery.properties,
+    ...OrderedPaginationQuery.properties,
     defaultValueDefinitionId: Type.Optional({ ...Id, description: 'Only the values of this definition' }),
     parentId: Type.Optional({ ...Id, description: 'Only the values set on this organization, project or environment' }),
   },

@@ -5,6 +5,7 @@ import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import { findProjectGivenIds } from '../projects/projects.repo.ts';
 import type { Environment } from './environments.schema.ts';
+import type { NamedFilter } from '../platform/schema.ts';
 
 export type EnvironmentRow = Selectable<EnvironmentsTable>;
 
@@ -49,9 +50,11 @@ export function findEnvironmentById(db: Executor, organizationId: string, id: st
   return query.executeTakeFirst();
 }
 
-export function findEnvironmentsPage(db: Executor, organizationId: string, page: PageRequest, projectId?: string) {
+export function findEnvironmentsPage(db: Executor, organizationId: string, page: PageRequest, filter: NamedFilter & { projectId?: string }) {
   let query = db.selectFrom('environments').selectAll().where('organization_id', '=', organizationId);
-  if (projectId !== undefined) query = query.where('project_id', '=', projectId);
+  if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
+  if (filter.givenId !== undefined) query = query.where('given_id', '=', filter.givenId);
+  if (filter.name !== undefined) query = query.where('name', '=', filter.name);
   return query.$call(keyset(page, 'environments.id')).execute();
 }
 

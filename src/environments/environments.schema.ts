@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Body, Description, GivenId, Id, Name, Nullable, PaginationQuery, UtcDateTime } from '../platform/schema.ts';
+import { Body, Description, GivenId, Id, Name, NamedFilter, Nullable, OrderedPaginationQuery, UtcDateTime } from '../platform/schema.ts';
 
 export const Environment = Type.Object(
   {
@@ -43,7 +43,7 @@ export const UpdateEnvironment = Body(
 export type UpdateEnvironment = Static<typeof UpdateEnvironment>['data'];
 
 export const EnvironmentListQuery = Type.Object(
-  { ...PaginationQuery.properties, projectId: Type.Optional({ ...Id, description: 'Only the environments of this project' }) },
+  { ...OrderedPaginationQuery.properties, projectId: Type.Optional({ ...Id, description: 'Only the environments of this project' }), ...NamedFilter },
   { additionalProperties: false },
 );
 export type EnvironmentListQuery = Static<typeof EnvironmentListQuery>;

@@ -47,7 +47,7 @@ export async function getEnvironment(db: Db, principal: Principal, id: string) {
 }
 
 export async function listEnvironments(db: Db, principal: Principal, page: PageRequest, query: EnvironmentListQuery) {
-  const { items, meta } = toPage(await findEnvironmentsPage(db, principal.organizationId, page, query.projectId), page, (r) => r.id);
+  const { items, meta } = toPage(await findEnvironmentsPage(db, principal.organizationId, page, query), page, (r) => r.id);
   return { items: items.map(environmentRowToEnvironment), meta };
 }
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { EXECUTION_ENVIRONMENT_TYPES } from '../platform/db/enums.ts';
-import { Body, GivenId, Id, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, GivenId, Id, Name, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
 /** The network fields a CLOUD environment requires and a LOCAL one must not send. */
 export const CLOUD_FIELDS = ['cloudAccountId', 'region', 'vpcId', 'subnetId', 'securityGroupId'] as const;
@@ -76,7 +76,7 @@ export const UpdateExecutionEnvironment = Body(
 export type UpdateExecutionEnvironment = Static<typeof UpdateExecutionEnvironment>['data'];
 
 export const ExecutionEnvironmentListQuery = Type.Object(
-  { ...PaginationQuery.properties, type: Type.Optional(StringEnum(EXECUTION_ENVIRONMENT_TYPES, { description: 'Only environments of this type' })) },
+  { ...OrderedPaginationQuery.properties, type: Type.Optional(StringEnum(EXECUTION_ENVIRONMENT_TYPES, { description: 'Only environments of this type' })) },
   { additionalProperties: false },
 );
 export type ExecutionEnvironmentListQuery = Static<typeof ExecutionEnvironmentListQuery>;

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { GIT_PROVIDERS } from '../platform/db/enums.ts';
-import { Body, Name, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, Name, Nullable, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
 const HttpUrl = Type.String({ minLength: 8, maxLength: 2048, pattern: '^https?://', description: 'An http(s) URL' });
 const ClientId = Type.String({ minLength: 1, maxLength: 512, pattern: '^[!-~]+$', description: 'The OAuth client id the server issued' });
@@ -98,4 +98,4 @@ export const GitAppInstallation = Type.Object(
 );
 export type GitAppInstallation = Static<typeof GitAppInstallation>;
 
-export const GitListQuery = PaginationQuery;
+export const GitListQuery = OrderedPaginationQuery;

@@ -1,6 +1,6 @@
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
-import { Envelope, IdParams, ListEnvelope, NoContent, PaginationQuery } from '../platform/schema.ts';
+import { Envelope, IdParams, ListEnvelope, NoContent, OrderedPaginationQuery } from '../platform/schema.ts';
 import { UserAuthSettings, UserIdParams } from '../users/users.schema.ts';
 import { InviteMember, Membership, UpdateMembership } from './memberships.schema.ts';
 import { changeMembershipRole, getMembership, getUserAuthSettings, inviteMember, listMemberships, removeMembership } from './memberships.service.ts';
@@ -20,7 +20,7 @@ export async function membershipRoutes(app: App) {
   app.get(
     '/memberships',
     {
-      schema: { tags, summary: "List the organization's memberships", querystring: PaginationQuery, response: { 200: ListEnvelope(Membership) } },
+      schema: { tags, summary: "List the organization's memberships", querystring: OrderedPaginationQuery, response: { 200: ListEnvelope(Membership) } },
     },
     async (request) => {
       const { items, meta } = await listMemberships(app.db, request.principal, pageRequest(request.query));

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { metrics } from '../platform/metrics/metrics.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
-import { Envelope, IdParams, ListEnvelope, NoContent, PaginationQuery } from '../platform/schema.ts';
+import { Envelope, IdParams, ListEnvelope, NoContent, OrderedPaginationQuery } from '../platform/schema.ts';
 import { authenticateStateCaller, type StateCaller } from './state-auth.ts';
 import { StateLocked, StateLockStatus, StateVersion, StateVersionParams, StateVersionWithState, StateWriteQuery, WorkspaceParams } from './state.schema.ts';
 import {
@@ -170,7 +170,7 @@ export async function stateRoutes(app: App) {
         tags,
         summary: "List every version of a stack's state, newest last",
         params: IdParams,
-        querystring: PaginationQuery,
+        querystring: OrderedPaginationQuery,
         response: { 200: ListEnvelope(StateVersion) },
       },
     },

@@ -1,4 +1,4 @@
-import { Envelope, IdParams, ListEnvelope, PaginationQuery } from '../platform/schema.ts';
+import { Envelope, IdParams, ListEnvelope, OrderedPaginationQuery } from '../platform/schema.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import type { App } from '../platform/http/app.ts';
 import { CreateOrganization, Organization, UpdateOrganization } from './organizations.schema.ts';
@@ -20,7 +20,7 @@ export async function organizationRoutes(app: App) {
     '/organizations',
     {
       config: { permission: 'authenticated' },
-      schema: { tags, summary: "List the caller's organizations", querystring: PaginationQuery, response: { 200: ListEnvelope(Organization) } },
+      schema: { tags, summary: "List the caller's organizations", querystring: OrderedPaginationQuery, response: { 200: ListEnvelope(Organization) } },
     },
     async (request) => {
       const { items, meta } = await listOrganizations(app.db, request.principal, pageRequest(request.query));

@@ -6,6 +6,7 @@ import { newId } from '../platform/ids.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { PipelineConfig } from './pipeline-config.ts';
 import type { Pipeline, PipelineVersion } from './pipelines.schema.ts';
+import type { NamedFilter } from '../platform/schema.ts';
 
 /** A pipeline with the id of its latest version, which the Pipeline resource carries. */
 export type PipelineRow = Selectable<PipelinesTable> & { latest_version_id: string };
@@ -147,8 +148,15 @@ export function findPipelineById(db: Executor, organizationId: string, id: strin
   return selectPipelines(db).where('pipelines.organization_id', '=', organizationId).where('pipelines.id', '=', id).executeTakeFirst();
 }
 
-export function findPipelinesPage(db: Executor, organizationId: string, filter: { projectId?: string }, page: PageRequest): Promise<PipelineRow[]> {
+export function findPipelinesPage(
+  db: Executor,
+  organizationId: string,
+  filter: NamedFilter & { projectId?: string },
+  page: PageRequest,
+): Promise<PipelineRow[]> {
   let query = selectPipelines(db).where('pipelines.organization_id', '=', organizationId);
+  if (filter.givenId !== undefined) query = query.where('pipelines.given_id', '=', filter.givenId);
+  if (filter.name !== undefined) query = query.where('pipelines.name', '=', filter.name);
   if (filter.projectId !== undefined) query = query.where('pipelines.project_id', '=', filter.projectId);
   return query.$call(keyset(page, 'pipelines.id')).execute();
 }

@@ -32,8 +32,7 @@ export async function pipelineRoutes(app: App) {
       schema: { tags, summary: "List the organization's pipelines", querystring: ListPipelinesQuery, response: { 200: ListEnvelope(Pipeline) } },
     },
     async (request) => {
-      const { projectId, ...pagination } = request.query;
-      const { items, meta } = await listPipelines(app.db, request.principal, { projectId }, pageRequest(pagination));
+      const { items, meta } = await listPipelines(app.db, request.principal, request.query, pageRequest(request.query));
       return { data: items, meta };
     },
   );

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Body, Description, GivenId, Id, Name, Nullable, PaginationQuery, UtcDateTime } from '../platform/schema.ts';
+import { Body, Description, GivenId, Id, Name, NamedFilter, Nullable, OrderedPaginationQuery, UtcDateTime } from '../platform/schema.ts';
 
 /**
  * `config` is a free-form object at the schema level; its rules (step types, needs, cycles, `with`)
@@ -98,8 +98,11 @@ export const CreatePipelineVersion = Body(
 );
 export type CreatePipelineVersion = Static<typeof CreatePipelineVersion>['data'];
 
-export const ListPipelinesQuery = Type.Object({ ...PaginationQuery.properties, projectId: Type.Optional(Id) }, { additionalProperties: false });
+export const ListPipelinesQuery = Type.Object(
+  { ...OrderedPaginationQuery.properties, projectId: Type.Optional(Id), ...NamedFilter },
+  { additionalProperties: false },
+);
 export type ListPipelinesQuery = Static<typeof ListPipelinesQuery>;
 
-export const ListPipelineVersionsQuery = Type.Object({ ...PaginationQuery.properties, pipelineId: Type.Optional(Id) }, { additionalProperties: false });
+export const ListPipelineVersionsQuery = Type.Object({ ...OrderedPaginationQuery.properties, pipelineId: Type.Optional(Id) }, { additionalProperties: false });
 export type ListPipelineVersionsQuery = Static<typeof ListPipelineVersionsQuery>;

@@ -17,6 +17,7 @@ import {
   updatePipeline as updatePipelineRow,
 } from './pipelines.repo.ts';
 import type { CreatePipeline, UpdatePipeline } from './pipelines.schema.ts';
+import type { NamedFilter } from '../platform/schema.ts';
 
 /** getPipelineRow reads a pipeline of the caller's organization; another organization's is a 404. */
 export async function getPipelineRow(db: Executor, principal: Principal, id: string) {
@@ -56,7 +57,7 @@ export async function getPipeline(db: Db, principal: Principal, id: string) {
   return pipelineRowToPipeline(await getPipelineRow(db, principal, id));
 }
 
-export async function listPipelines(db: Db, principal: Principal, filter: { projectId?: string }, page: PageRequest) {
+export async function listPipelines(db: Db, principal: Principal, filter: NamedFilter & { projectId?: string }, page: PageRequest) {
   if (filter.projectId !== undefined) await getProjectRow(db, principal, filter.projectId);
   const { items, meta } = toPage(await findPipelinesPage(db, principal.organizationId, filter, page), page, (r) => r.id);
   return { items: items.map(pipelineRowToPipeline), meta };

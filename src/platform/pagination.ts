@@ -1,14 +1,15 @@
 import { sql, type SelectQueryBuilder, type StringReference } from 'kysely';
 import { BadRequestError } from './errors.ts';
-import type { PaginationQuery } from './schema.ts';
+import type { OrderedPaginationQuery } from './schema.ts';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
 
-/** A decoded page request: rows strictly after `after` in key order, at most `limit` of them. */
+/** A decoded page request: rows strictly after `after` in key order (`desc`: newest first), at most `limit` of them. */
 export interface PageRequest {
   limit: number;
   after?: string;
+  order?: 'asc' | 'desc';
 }
 
 export interface PageMeta {
@@ -42,17 +43,18 @@ export function serialCursorKey(key: string | undefined): string | undefined {
 }
 
 /** pageRequest turns the `cursor`/`limit` query into a bounded page: a larger limit is clamped, below 1 is 400. */
-export function pageRequest(query: PaginationQuery): PageRequest {
-  const { cursor, limit } = query;
+export function pageRequest(query: OrderedPaginationQuery): PageRequest {
+  const { cursor, limit, order } = query;
   if (limit !== undefined && limit !== null && limit < 1) {
     throw new BadRequestError('limit must be at least 1', ['limit: must be >= 1'], 'Api:Request:INVALID');
   }
   const applied = Math.min(limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
-  return cursor ? { limit: applied, after: decodeCursor(cursor) } : { limit: applied };
+  const direction = order === 'desc' ? { order } : {};
+  return cursor ? { limit: applied, after: decodeCursor(cursor), ...direction } : { limit: applied, ...direction };
 }
 
 /**
- * keyset restricts a query to one page ordered by a unique, time-ordered key column. It fetches one row
+ * keyset restricts a query to one page ordered by a unique, time-ordered key column, oldest or newest first. It fetches one row
  * more than asked, so `toPage` can tell whether another page exists without counting: a page costs the
  * same at row one million as at row one. `keyColumn` must name a column of the query's tables: a
  * misspelt one does not type-check (the query is then not a valid argument).
@@ -61,8 +63,9 @@ export function keyset<K extends string>(page: PageRequest, keyColumn: K) {
   return <DB, TB extends keyof DB, O>(qb: K extends StringReference<DB, TB> ? SelectQueryBuilder<DB, TB, O> : never): SelectQueryBuilder<DB, TB, O> => {
     const query: SelectQueryBuilder<DB, TB, O> = qb;
     const key = sql.ref(keyColumn);
-    const ordered = query.orderBy(key, 'asc').limit(page.limit + 1);
-    return page.after === undefined ? ordered : ordered.where(key, '>', page.after);
+    const descending = page.order === 'desc';
+    const ordered = query.orderBy(key, descending ? 'desc' : 'asc').limit(page.limit + 1);
+    return page.after === undefined ? ordered : ordered.where(key, descending ? '<' : '>', page.after);
   };
 }
 

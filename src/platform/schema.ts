@@ -33,6 +33,16 @@ export const Id = Type.String({ minLength: 1, maxLength: 64 });
 export const IdParams = Type.Object({ id: Id }, { additionalProperties: false });
 export type IdParams = Static<typeof IdParams>;
 
+/** The list filters that find a record by what a person calls it: its givenId, or its exact name. */
+export const NamedFilter = {
+  givenId: Type.Optional({ ...GivenId, description: 'Only the record with this givenId' }),
+  name: Type.Optional({ ...Name, description: 'Only records with exactly this name' }),
+};
+export interface NamedFilter {
+  givenId?: string;
+  name?: string;
+}
+
 export const ErrorDetailSection = Type.Object({
   title: Type.String(),
   render: StringEnum(['list', 'object'] as const),
@@ -69,6 +79,20 @@ export const PaginationQuery = Type.Object(
   { additionalProperties: false },
 );
 export type PaginationQuery = Static<typeof PaginationQuery>;
+
+/** The query of a list kept in creation order, which either end can start from. */
+export const OrderedPaginationQuery = Type.Object(
+  {
+    ...PaginationQuery.properties,
+    order: Type.Optional(
+      StringEnum(['asc', 'desc'] as const, {
+        description: 'asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type OrderedPaginationQuery = Static<typeof OrderedPaginationQuery>;
 
 /** `{data: T}`: the body of every single-resource response and of every create or update request. */
 export function Envelope<T extends TSchema>(data: T) {

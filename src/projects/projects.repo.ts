@@ -3,6 +3,7 @@ import type { ProjectsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { Project } from './projects.schema.ts';
+import type { NamedFilter } from '../platform/schema.ts';
 
 export type ProjectRow = Selectable<ProjectsTable>;
 
@@ -53,12 +54,15 @@ export async function findProjectGivenIds(db: Executor, ids: string[]): Promise<
 }
 
 /** One keyset page of the organization's projects; served by the (organization_id, id) index at any depth. */
-export function projectsPageQuery(db: Executor, organizationId: string, page: PageRequest) {
-  return db.selectFrom('projects').selectAll().where('organization_id', '=', organizationId).$call(keyset(page, 'projects.id'));
+export function projectsPageQuery(db: Executor, organizationId: string, filter: NamedFilter, page: PageRequest) {
+  let query = db.selectFrom('projects').selectAll().where('organization_id', '=', organizationId);
+  if (filter.givenId !== undefined) query = query.where('given_id', '=', filter.givenId);
+  if (filter.name !== undefined) query = query.where('name', '=', filter.name);
+  return query.$call(keyset(page, 'projects.id'));
 }
 
-export function findProjectsPage(db: Executor, organizationId: string, page: PageRequest) {
-  return projectsPageQuery(db, organizationId, page).execute();
+export function findProjectsPage(db: Executor, organizationId: string, filter: NamedFilter, page: PageRequest) {
+  return projectsPageQuery(db, organizationId, filter, page).execute();
 }
 
 export function updateProject(db: Executor, id: string, changes: { name?: string; description?: string }) {

@@ -22,7 +22,7 @@ export async function projectRoutes(app: App) {
       schema: { tags, summary: "List the organization's projects", querystring: ProjectListQuery, response: { 200: ListEnvelope(Project) } },
     },
     async (request) => {
-      const { items, meta } = await listProjects(app.db, request.principal, pageRequest(request.query));
+      const { items, meta } = await listProjects(app.db, request.principal, request.query, pageRequest(request.query));
       return { data: items, meta };
     },
   );

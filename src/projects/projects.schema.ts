@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Body, Description, GivenId, Name, PaginationQuery, UtcDateTime } from '../platform/schema.ts';
+import { Body, Description, GivenId, Name, NamedFilter, OrderedPaginationQuery, UtcDateTime } from '../platform/schema.ts';
 
 export const Project = Type.Object(
   {
@@ -23,4 +23,5 @@ export type CreateProject = Static<typeof CreateProject>['data'];
 export const UpdateProject = Body(Type.Object({ name: Type.Optional(Name), description: Type.Optional(Description) }, { additionalProperties: false }));
 export type UpdateProject = Static<typeof UpdateProject>['data'];
 
-export const ProjectListQuery = PaginationQuery;
+export const ProjectListQuery = Type.Object({ ...OrderedPaginationQuery.properties, ...NamedFilter }, { additionalProperties: false });
+export type ProjectListQuery = Static<typeof ProjectListQuery>;

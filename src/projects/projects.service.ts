@@ -14,6 +14,7 @@ import {
   updateProject as updateProjectRow,
 } from './projects.repo.ts';
 import type { CreateProject, UpdateProject } from './projects.schema.ts';
+import type { NamedFilter } from '../platform/schema.ts';
 
 /** getProjectRow reads a project of the caller's organization; another organization's is a 404 (a reference in a body too). */
 export async function getProjectRow(db: Executor, principal: Principal, id: string, lock?: 'update' | 'keyShare') {
@@ -36,8 +37,8 @@ export async function getProject(db: Db, principal: Principal, id: string) {
   return projectRowToProject(await getProjectRow(db, principal, id));
 }
 
-export async function listProjects(db: Db, principal: Principal, page: PageRequest) {
-  const { items, meta } = toPage(await findProjectsPage(db, principal.organizationId, page), page, (r) => r.id);
+export async function listProjects(db: Db, principal: Principal, filter: NamedFilter, page: PageRequest) {
+  const { items, meta } = toPage(await findProjectsPage(db, principal.organizationId, filter, page), page, (r) => r.id);
   return { items: items.map(projectRowToProject), meta };
 }
 

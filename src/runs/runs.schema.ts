@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Id, Nullable, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Id, Nullable, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 import { LOG_STREAMS, RUN_ACTIONS, RUN_STATUSES, STEP_STATUSES } from '../platform/db/enums.ts';
 
 const ErrorRef = Type.Unsafe<Record<string, unknown>>({ $ref: 'ErrorBody#' });
@@ -99,7 +99,7 @@ export type StepExecution = Static<typeof StepExecution>;
 
 export const RunListQuery = Type.Object(
   {
-    ...PaginationQuery.properties,
+    ...OrderedPaginationQuery.properties,
     pipelineId: Type.Optional(Id),
     stackId: Type.Optional(Id),
     status: Type.Optional(StringEnum(RUN_STATUSES)),
@@ -109,7 +109,7 @@ export const RunListQuery = Type.Object(
 export type RunListQuery = Static<typeof RunListQuery>;
 
 export const StepExecutionListQuery = Type.Object(
-  { ...PaginationQuery.properties, attemptEpoch: Type.Optional(Type.Integer({ minimum: 1 })) },
+  { ...OrderedPaginationQuery.properties, attemptEpoch: Type.Optional(Type.Integer({ minimum: 1 })) },
   { additionalProperties: false },
 );
 export type StepExecutionListQuery = Static<typeof StepExecutionListQuery>;

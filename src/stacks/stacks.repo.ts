@@ -5,6 +5,7 @@ import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import { PIPELINE_USAGE } from '../pipelines/pipelines.repo.ts';
 import { PUSH_ACTIONS, type Stack, type StackSource } from './stacks.schema.ts';
+import type { NamedFilter } from '../platform/schema.ts';
 
 export type StackRow = Selectable<StacksTable>;
 
@@ -91,10 +92,12 @@ export function lockStackInOrg(trx: Trx, organizationId: string, id: string): Pr
 export function findStacksPage(
   db: Executor,
   organizationId: string,
-  filter: { projectId?: string; environmentId?: string },
+  filter: NamedFilter & { projectId?: string; environmentId?: string },
   page: PageRequest,
 ): Promise<StackRow[]> {
   let query = selectStacks(db).where('organization_id', '=', organizationId);
+  if (filter.givenId !== undefined) query = query.where('given_id', '=', filter.givenId);
+  if (filter.name !== undefined) query = query.where('name', '=', filter.name);
   if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
   if (filter.environmentId !== undefined) query = query.where('environment_id', '=', filter.environmentId);
   return query.$call(keyset(page, 'stacks.id')).execute();

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Body, Description, GivenId, Id, Name, PaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, Description, GivenId, Id, Name, NamedFilter, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 import { RUN_ACTIONS, STACK_TYPES } from '../platform/db/enums.ts';
 
 /** What a push webhook triggers on a stack that tracks the pushed branch. */
@@ -76,7 +76,7 @@ export const UpdateStack = Body(
 export type UpdateStack = Static<typeof UpdateStack>['data'];
 
 export const StackListQuery = Type.Object(
-  { ...PaginationQuery.properties, projectId: Type.Optional(Id), environmentId: Type.Optional(Id) },
+  { ...OrderedPaginationQuery.properties, projectId: Type.Optional(Id), environmentId: Type.Optional(Id), ...NamedFilter },
   { additionalProperties: false },
 );
 export type StackListQuery = Static<typeof StackListQuery>;

@@ -88,7 +88,7 @@ export async function getStack(db: Db, principal: Principal, id: string) {
 }
 
 export async function listStacks(db: Db, principal: Principal, query: StackListQuery, page: PageRequest) {
-  const rows = await findStacksPage(db, principal.organizationId, { projectId: query.projectId, environmentId: query.environmentId }, page);
+  const rows = await findStacksPage(db, principal.organizationId, query, page);
   const { items, meta } = toPage(rows, page, (r) => r.id);
   return { items: items.map(stackRowToStack), meta };
 }

@@ -15,6 +15,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                     serviceAccountId?: string;
                 };
                 header?: never;
@@ -659,6 +661,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path?: never;
@@ -998,7 +1002,13 @@ export interface paths {
             parameters: {
                 query?: {
                     cursor?: string | null;
+                    /** @description Only the record with this givenId */
+                    givenId?: string;
                     limit?: number | null;
+                    /** @description Only records with exactly this name */
+                    name?: string;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path?: never;
@@ -1292,6 +1302,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path?: never;
@@ -1563,6 +1575,8 @@ export interface paths {
                     /** @description Only the values of this definition */
                     defaultValueDefinitionId?: string;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                     /** @description Only the values set on this organization, project or environment */
                     parentId?: string;
                 };
@@ -1829,7 +1843,13 @@ export interface paths {
             parameters: {
                 query?: {
                     cursor?: string | null;
+                    /** @description Only the record with this givenId */
+                    givenId?: string;
                     limit?: number | null;
+                    /** @description Only records with exactly this name */
+                    name?: string;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                     /** @description Only the environments of this project */
                     projectId?: string;
                 };
@@ -2169,6 +2189,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                     /** @description Only environments of this type */
                     type?: "CLOUD" | "LOCAL";
                 };
@@ -2455,6 +2477,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path?: never;
@@ -2521,6 +2545,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path?: never;
@@ -3136,6 +3162,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path?: never;
@@ -3406,6 +3434,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path?: never;
@@ -3632,6 +3662,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                     pipelineId?: string;
                     stackId?: string;
                     status?: "QUEUED" | "RUNNING" | "WAITING_FOR_APPROVAL" | "SUCCEEDED" | "FAILED" | "CANCELLED";
@@ -3876,6 +3908,8 @@ export interface paths {
                     attemptEpoch?: number;
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path: {
@@ -4283,6 +4317,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                     pipelineId?: string;
                 };
                 header?: never;
@@ -4472,7 +4508,13 @@ export interface paths {
             parameters: {
                 query?: {
                     cursor?: string | null;
+                    /** @description Only the record with this givenId */
+                    givenId?: string;
                     limit?: number | null;
+                    /** @description Only records with exactly this name */
+                    name?: string;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                     projectId?: string;
                 };
                 header?: never;
@@ -4742,7 +4784,13 @@ export interface paths {
             parameters: {
                 query?: {
                     cursor?: string | null;
+                    /** @description Only the record with this givenId */
+                    givenId?: string;
                     limit?: number | null;
+                    /** @description Only records with exactly this name */
+                    name?: string;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path?: never;
@@ -5007,6 +5055,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path?: never;
@@ -5277,7 +5327,13 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     environmentId?: string;
+                    /** @description Only the record with this givenId */
+                    givenId?: string;
                     limit?: number | null;
+                    /** @description Only records with exactly this name */
+                    name?: string;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                     projectId?: string;
                 };
                 header?: never;
@@ -5925,6 +5981,8 @@ export interface paths {
                 query?: {
                     cursor?: string | null;
                     limit?: number | null;
+                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                    order?: "asc" | "desc";
                 };
                 header?: never;
                 path: {
