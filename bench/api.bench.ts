@@ -1,7 +1,7 @@
 // npm run bench:api: Plinth's API under load, beside a bare Fastify + pg baseline doing the same SQL,
 // and beside a minimal floor for whoami.
 //
-// Starts the real CLI (`plinth api`) on an embedded PostgreSQL in a temporary data directory, seeds one
+// Starts the real CLI (`plinth api-server`) on an embedded PostgreSQL in a temporary data directory, seeds one
 // organization with 100,000 memberships, starts bench/api-baseline.ts (Plinth's own queries) and
 // bench/api-floor.ts (the least a credential check can do: hashed key joined to user and organization,
 // a prepared statement) as separate processes on the same database, then loads them on loopback with
@@ -169,10 +169,10 @@ async function main() {
   let baseline: ChildProcess | undefined;
   let floor: ChildProcess | undefined;
   try {
-    say(`starting plinth api on an embedded PostgreSQL in ${dataDir} ...`);
+    say(`starting plinth api-server on an embedded PostgreSQL in ${dataDir} ...`);
     plinth = await startPlinthProcess(
       { PLINTH_DATA_DIR: dataDir, PLINTH_PG_PORT: String(await freePort()), PLINTH_ADMIN_TOKEN: adminToken, LOG_LEVEL },
-      { command: 'api', readyTimeoutMs: 120_000, discardStdout: true, nodeArgs: (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean) },
+      { command: 'api-server', readyTimeoutMs: 120_000, discardStdout: true, nodeArgs: (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean) },
     );
     const password = readFileSync(path.join(dataDir, 'pg-password'), 'utf8').trim();
     const org = await api(plinth.baseUrl, adminToken, 'POST', '/organizations', { data: { name: 'Bench', billingEmail: 'bench@example.com' } });

@@ -1,7 +1,7 @@
 /**
  * npm run bench:engine: the run engine under load, real processes end to end, every edge timed.
  *
- * `plinth api` on an embedded PostgreSQL (restarted once with track_commit_timestamp = on) and two
+ * `plinth api-server` on an embedded PostgreSQL (restarted once with track_commit_timestamp = on) and two
  * `plinth worker` processes. 100 stacks whose change pipeline is `a`, `b` (in parallel) then `c`
  * (needs both), each step the same `sh -c` that records its first and last instruction's time.
  * Every edge is measured from PostgreSQL's commit timestamps of the history rows and the step's own
@@ -224,9 +224,9 @@ async function main() {
   const plinthEnv = { PLINTH_DATA_DIR: dataDir, PLINTH_PG_PORT: String(await freePort()), PLINTH_ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn' };
   // BENCH_API_NODE_ARGS: extra node flags for the API (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof-api`).
   const apiNodeArgs = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const startApi = () => startPlinthProcess(plinthEnv, { command: 'api', readyTimeoutMs: 120_000, discardStdout: true, nodeArgs: apiNodeArgs });
+  const startApi = () => startPlinthProcess(plinthEnv, { command: 'api-server', readyTimeoutMs: 120_000, discardStdout: true, nodeArgs: apiNodeArgs });
   try {
-    say(`starting plinth api on an embedded PostgreSQL in ${dataDir} ...`);
+    say(`starting plinth api-server on an embedded PostgreSQL in ${dataDir} ...`);
     plinth = await startApi();
     const password = readFileSync(path.join(dataDir, 'pg-password'), 'utf8').trim();
     const pgPort = Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3]);

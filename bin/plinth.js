@@ -12,7 +12,7 @@
 // module costs, and these few packages are a thousand ESM files between them. Loaded here, later
 // imports of the same packages from the TypeScript sources are cache hits. About 25 MB less RSS.
 // The user commands (login, run, ...) load none of them: they start without paying for the server.
-const PROCESS_COMMANDS = ['serve', 'api', 'worker', 'migrate'];
+const PROCESS_COMMANDS = ['serve', 'api-server', 'worker', 'migrate'];
 if (PROCESS_COMMANDS.includes(process.argv[2]))
   await Promise.all(['@sinclair/typebox', 'kysely', 'fastify', 'pg', 'pino', 'ajv', 'ajv-formats', '@fastify/swagger'].map((name) => import(name)));
 

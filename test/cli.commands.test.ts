@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,7 +11,7 @@ import { sensitiveVariableContext } from '../src/stacks/stack-variables.service.
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { cliUser, type CliUser } from './helpers/cli.ts';
 import { FAST_ENGINE_ENV } from './helpers/engine.ts';
-import { startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
+import { PLINTH_BIN, ROOT, startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
 
 const TOKEN = 'plk_cli_commands_test_token_0123456789abcdefghijklmno';
 
@@ -189,28 +189,105 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     await user.json(['login', '--with-token'], { input: TOKEN });
   });
 
-  it("bash completion offers each command's options, and file names after an option that takes a file", async () => {
+  it('bash completion offers commands, options, enum values, contexts, and the names of records from the API', async () => {
     const script = await user.run(['completion', 'bash']);
     assert.equal(script.code, 0, script.stderr);
+    // The script calls `plinth` by name, as it is on a user's PATH.
+    const bin = mkdtempSync(path.join(os.tmpdir(), 'plinth-bin-'));
+    writeFileSync(path.join(bin, 'plinth'), `#!/bin/sh\nexec "${process.execPath}" "${PLINTH_BIN}" "$@"\n`, { mode: 0o755 });
     const complete = (...words: string[]) => {
-      const probe = `${script.stdout}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _plinth; echo "\${COMPREPLY[*]}"`;
-      return spawnSync('bash', ['-c', probe], { encoding: 'utf8' }).stdout.trim().split(' ').filter(Boolean);
+      const probe = `${script.stdout}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _plinth; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, XDG_CONFIG_HOME: user.configHome };
+      return spawnSync('bash', ['-c', probe], { encoding: 'utf8', env }).stdout.split('\n').filter(Boolean);
     };
     assert.ok(complete('plinth', 'stack', 'var', 'set', '--').includes('--value-file'));
     assert.deepEqual(complete('plinth', 'stack', 'var', 'set', 'S', 'db_password', '--value-file', ''), [], 'nothing of its own: bash offers file names');
+    assert.deepEqual(complete('plinth', '--host', 'http://x', 'stack', 'var', ''), ['list', 'set', 'unset'], "an option's value is not a command");
+    assert.ok(complete('plinth', 'run', 'logs', '-f', '--s').includes('--step'), '-f is --follow there, not a file');
+    assert.deepEqual(complete('plinth', 'run', 'list', '--status', 'f'), ['FAILED']);
+    assert.deepEqual(complete('plinth', '-o', 'y'), ['yaml']);
+    assert.ok(complete('plinth', 'context', 'use', '').includes('acme'), 'context names');
+    assert.ok(complete('plinth', 'stack', 'get', '').includes('site'), 'stack names, from the API');
+    assert.ok(complete('plinth', 'project', 'get', 'w').includes('web'), 'project givenIds, from the API');
+    assert.deepEqual(complete('plinth', 'stack', 'get', 'zzz'), []);
+  });
+
+  it('records are named by id, givenId or name; an ambiguous name lists the matches; tables show names, -o wide the ids', async () => {
+    const project = await user.json(['project', 'create', '--given-id', 'names', '--name', 'Names']);
+    const byGivenId = await user.json(['project', 'get', 'names']);
+    assert.equal(byGivenId.id, project.id);
+    assert.equal((await user.json(['project', 'get', 'Names'])).id, project.id, 'by name');
+    const staging = await user.json(['env', 'create', '--project', 'names', '--given-id', 'staging', '--name', 'Staging']);
+    await user.json(['env', 'create', '--project', 'names', '--given-id', 'staging2', '--name', 'Staging']);
+    const stack = await user.json(['stack', 'create', '--project', 'names', '--env', 'staging', '--name', 'api-gateway']);
+    assert.equal(stack.environmentId, staging.id);
+    assert.equal((await user.json(['stack', 'get', 'api-gateway', '--project', 'names'])).id, stack.id);
+
+    const ambiguous = await user.run(['env', 'get', 'Staging', '--project', 'names']);
+    assert.equal(ambiguous.code, 2);
+    assert.match(ambiguous.stderr, /"Staging" names 2 environments: give one's id/);
+    assert.match(ambiguous.stderr, new RegExp(`\n  ${staging.id}  staging  Staging`));
+
+    const table = await user.run(['stack', 'list', '--project', 'names']);
+    assert.match(table.stdout, /^NAME +GIVEN ID +PROJECT +ENVIRONMENT +FIRST APPLIED\napi-gateway +names +staging *\n$/);
+    assert.doesNotMatch(table.stdout, new RegExp(stack.id));
+    const wide = await user.run(['stack', 'list', '--project', 'names', '-o', 'WIDE']);
+    assert.match(wide.stdout, new RegExp(stack.id), '-o wide (any case) shows the ids');
+  });
+
+  it('lists are newest first, cut at --limit with a note, in order with --sort oldest', async () => {
+    for (const n of [1, 2, 3]) await user.json(['project', 'create', '--given-id', `order${n}`, '--name', `Order ${n}`]);
+    const newest = await user.json(['project', 'list', '--limit', '2']);
     assert.deepEqual(
-      complete('plinth', '--host', 'http://x', 'stack', 'var', ''),
-      ['list', 'set', 'unset', '--version', '--host', '--org', '--project', '--context', '--output'],
-      "an option's value is not a command",
+      newest.map((p: { givenId: string }) => p.givenId),
+      ['order3', 'order2'],
     );
-    assert.ok(complete('plinth', 'run', 'logs', '-f', '').includes('--step'), '-f is --follow there, not a file');
+    const oldest = await user.json(['project', 'list', '--sort', 'oldest', '--all']);
+    assert.deepEqual(
+      oldest.slice(-3).map((p: { givenId: string }) => p.givenId),
+      ['order1', 'order2', 'order3'],
+    );
+    const cut = await user.run(['project', 'list', '--limit', '1']);
+    assert.match(cut.stderr, /1 shown; more exist: --limit <n> or --all/);
+    assert.equal((await user.run(['project', 'list', '--limit', '0'])).code, 2);
+    assert.equal((await user.run(['project', 'list', '--sort', 'sideways'])).code, 2);
+  });
+
+  it('delete asks for the name to be typed back, or --yes; without a terminal it is a usage error and nothing is deleted', async () => {
+    await user.json(['project', 'create', '--given-id', 'doomed', '--name', 'Doomed']);
+    const refused = await user.run(['project', 'delete', 'doomed']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /needs a confirmation: standard input is not a terminal, so pass --yes/);
+    assert.equal((await user.json(['project', 'get', 'doomed'])).givenId, 'doomed');
+    const deleted = await user.run(['project', 'delete', 'doomed', '--yes']);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.match(deleted.stderr, /deleted project "doomed"/);
+    assert.equal((await user.run(['project', 'get', 'doomed'])).code, 4);
+
+    const key = await user.json(['key', 'create', '--name', 'short-lived-ci']);
+    assert.match(key.token, /^plk_/);
+    assert.ok((await user.json(['key', 'list'])).some((k: { name: string }) => k.name === 'short-lived-ci'));
+    assert.equal((await user.run(['key', 'delete', 'short-lived-ci', '--yes'])).code, 0);
+    assert.equal((await user.run(['whoami'], { env: { PLINTH_TOKEN: key.token } })).code, 3, 'a deleted key is revoked');
+  });
+
+  it('help shows the global options, marks required ones and gives examples; plinth api alone prints its usage', async () => {
+    const help = await user.run(['stack', 'create', '--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /--name <name> +\(required\)/);
+    assert.match(help.stdout, /Global Options:[\s\S]*--project <project>/);
+    assert.match(help.stdout, /Examples:\n {2}\$ plinth stack create/);
+    const api = await user.run(['api']);
+    assert.equal(api.code, 2);
+    assert.match(api.stderr, /missing required argument 'method'[\s\S]*Usage: plinth api \[options\] <method> <path>/);
+    assert.equal(existsSync(path.join(ROOT, '.plinth')), false, 'no server was started');
   });
 
   it('-o yaml prints YAML and a table has no colour when stdout is not a terminal', async () => {
     const yaml = await user.run(['whoami', '-o', 'yaml']);
     assert.equal(parseYaml(yaml.stdout).email, 'admin@localhost');
     const table = await user.run(['project', 'list'], { env: { FORCE_COLOR: '1' } });
-    assert.match(table.stdout, /^ID\s+GIVEN ID\s+NAME\n/);
+    assert.match(table.stdout, /^GIVEN ID\s+NAME\s+CREATED\n/);
     assert.doesNotMatch(table.stdout, /\u001b\[/);
   });
 
@@ -234,7 +311,10 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
   it('exit 4 for what does not exist, 2 for a command line that means nothing', async () => {
     const missing = await user.run(['stack', 'get', 'no-such-stack']);
     assert.equal(missing.code, 4);
-    assert.match(missing.stderr, /NOT_FOUND/);
+    assert.match(missing.stderr, /no stack with the id, givenId or name "no-such-stack"/);
+    const missingId = await user.run(['stack', 'get', '0123456789abcdef0123456789abcdef']);
+    assert.equal(missingId.code, 4);
+    assert.match(missingId.stderr, /NOT_FOUND/);
     assert.equal((await user.run(['run', 'start'])).code, 2);
     assert.equal((await user.run(['whoami', '-o', 'xml'])).code, 2);
     assert.equal((await user.run(['run', 'start', 'x', '--var', 'novalue'])).code, 2);

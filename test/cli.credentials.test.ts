@@ -43,7 +43,7 @@ describe('the CLI keeps each saved key for the host it was saved for', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-cli-credentials-'));
     plinth = await startPlinthProcess(
       { DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, PLINTH_DATA_DIR: dir },
-      { command: 'api', readyTimeoutMs: 120_000 },
+      { command: 'api-server', readyTimeoutMs: 120_000 },
     );
     other = await startOtherServer();
     user = cliUser();

@@ -98,6 +98,6 @@ describe('plinth migrate and usage', () => {
     const result = run(['bogus'], { DATABASE_URL: database.url });
     assert.equal(result.status, 2);
     assert.match(result.stderr, /Usage: plinth <command>/);
-    for (const command of ['serve', 'api', 'worker', 'migrate']) assert.match(result.stderr, new RegExp(`\\b${command}\\b`));
+    for (const command of ['serve', 'api-server', 'worker', 'migrate']) assert.match(result.stderr, new RegExp(`\\b${command}\\b`));
   });
 });

@@ -7,6 +7,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { cliUser, type CliUser } from './helpers/cli.ts';
 import { FAST_ENGINE_ENV } from './helpers/engine.ts';
 import { startPlinthProcess, type PlinthProcess } from './helpers/plinth-process.ts';
+import { startTcpProxy } from './helpers/tcp-proxy.ts';
 
 const TOKEN = 'plk_cli_runs_test_token_0123456789abcdefghijklmnopqrst';
 
@@ -111,6 +112,22 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
     const failed = await user.run(['run', 'start', failing, '--follow']);
     assert.equal(failed.code, 5, failed.stderr);
     assert.match(failed.stdout, /\[boom\] about-to-fail/);
+    // Why, without a second command: the failed step, its error code and message, and its last lines.
+    assert.match(failed.stderr, /step "boom" \(script\) failed: Engine:Script:FAILED\n {2}The command exited with code 3\n/);
+    assert.match(failed.stderr, /last 1 line of "boom":\n {2}about-to-fail\n/);
+    const failedRunId = startedRunId(failed.stderr)!;
+    const explained = await user.run(['run', 'logs', failedRunId, '--failed']);
+    assert.equal(explained.code, 5, explained.stderr);
+    assert.match(
+      explained.stdout,
+      /step "boom" \(script\) failed: Engine:Script:FAILED\n {2}The command exited with code 3\nlast 1 line of "boom":\n {2}about-to-fail\n$/,
+    );
+    const summary = await user.run(['run', 'get', failedRunId]);
+    assert.match(summary.stdout, /^status +FAILED$/m);
+    assert.match(summary.stdout, /^stack +failing$/m, 'the stack by name');
+    assert.doesNotMatch(summary.stdout, /engineWorkflowId|variantId|queueState/, 'no internals in the table');
+    assert.match(summary.stdout, /The command exited with code 3/);
+    assert.equal((await user.json(['run', 'get', failedRunId])).engineWorkflowId !== undefined, true, 'JSON keeps the whole record');
 
     const gated = await stackWith('cancelled', GATED);
     const started = await user.run(['run', 'start', gated, '--wait']);
@@ -125,6 +142,33 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
     assert.equal(timedOut.code, 7, timedOut.stderr);
     assert.match(timedOut.stderr, /timed out/);
     await user.json(['run', 'cancel', startedRunId(timedOut.stderr)!]);
+  });
+
+  it('--follow rides out 12 s without a connection, says it is reconnecting, and loses no line', async () => {
+    const proxy = await startTcpProxy(Number(new URL(plinth.baseUrl).port));
+    try {
+      const command = 'for i in 1 2 3 4 5 6 7 8 9 10; do echo line-$i; sleep 1.5; done';
+      const stack = await stackWith('blip', { change: { steps: [{ id: 'count', name: 'Count', type: 'script', with: { command } }] } });
+      let cut: Promise<void> | undefined;
+      const follow = await user.run(['run', 'start', stack, '--follow', '--host', `http://127.0.0.1:${proxy.port}`], {
+        env: { PLINTH_TOKEN: TOKEN },
+        timeoutMs: 90_000,
+        onStderr: (stderr) => {
+          if (cut === undefined && startedRunId(stderr)) cut = new Promise((resolve) => setTimeout(resolve, 2000)).then(() => proxy.cut(12_000));
+        },
+      });
+      await cut;
+      assert.equal(follow.code, 0, follow.stderr);
+      assert.match(follow.stderr, /lost the connection to http:\/\/127\.0\.0\.1:\d+ \(.+\); reconnecting for up to 5 minutes/);
+      assert.match(follow.stderr, /reconnected to http:\/\/127\.0\.0\.1:\d+/);
+      const lines = follow.stdout.split('\n').filter((l) => l.startsWith('[count]'));
+      assert.deepEqual(
+        lines,
+        Array.from({ length: 10 }, (_, i) => `[count] line-${i + 1}`),
+      );
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('an interrupted follow exits 130', async () => {

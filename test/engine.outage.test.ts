@@ -39,7 +39,7 @@ describe('a 5 s database outage while steps finish', () => {
       PLINTH_WORKER_POLL_MS: '500',
       PLINTH_WORKER_CONCURRENCY: '8',
     };
-    api = await startPlinthProcess(env, { command: 'api', readyTimeoutMs: 90_000 });
+    api = await startPlinthProcess(env, { command: 'api-server', readyTimeoutMs: 90_000 });
     for (let i = 0; i < 2; i++) {
       const child = spawn(process.execPath, [PLINTH_BIN, 'worker'], {
         env: { ...process.env, ...env, LOG_LEVEL: process.env.ENGINE_TEST_LOG ?? 'error' },
@@ -124,7 +124,7 @@ describe('a 5 s database outage while steps finish', () => {
     let apiOutput = '';
     let workerOutput = '';
     const outage = proxy.cutUntil(() => /retrying/.test(apiOutput) && /retrying/.test(workerOutput), 8_000, 60_000);
-    const lateApi = startPlinthProcess(env, { command: 'api', readyTimeoutMs: 90_000, onOutput: (chunk) => (apiOutput += chunk) });
+    const lateApi = startPlinthProcess(env, { command: 'api-server', readyTimeoutMs: 90_000, onOutput: (chunk) => (apiOutput += chunk) });
     const lateWorker = spawn(process.execPath, [PLINTH_BIN, 'worker'], {
       env: { ...process.env, ...env, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'inherit'],

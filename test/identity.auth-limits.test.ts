@@ -129,7 +129,7 @@ describe('failed authentications are refused per address and per key prefix, val
         PLINTH_AUTH_LIMIT_ENTRIES: '40',
         PLINTH_TRUSTED_PROXIES: '127.0.0.5',
       },
-      { command: 'api', readyTimeoutMs: 120_000 },
+      { command: 'api-server', readyTimeoutMs: 120_000 },
     );
   });
   after(async () => {

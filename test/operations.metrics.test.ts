@@ -44,7 +44,7 @@ describe('Prometheus metrics', () => {
   });
 
   it('off loopback the metrics listener needs its token: plinth refuses to start without one', async () => {
-    const started = spawnSync(process.execPath, [PLINTH_BIN, 'api'], {
+    const started = spawnSync(process.execPath, [PLINTH_BIN, 'api-server'], {
       cwd: ROOT,
       env: { PATH: process.env.PATH, PLINTH_METRICS_PORT: '0', PLINTH_METRICS_HOST: '0.0.0.0', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
       encoding: 'utf8',

@@ -55,7 +55,7 @@ describe('tracing', () => {
       plinth = await startPlinthProcess(
         { DATABASE_URL: database.url, PLINTH_ADMIN_TOKEN: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', LOG_LEVEL: 'info' },
         // Generous: a loaded machine starts a process slowly, and this one loads OpenTelemetry first.
-        { command: 'api', readyTimeoutMs: 120_000 },
+        { command: 'api-server', readyTimeoutMs: 120_000 },
       );
     });
     after(async () => {

@@ -117,7 +117,7 @@ describe('step log limits, with a real worker process and a real API process', (
     assert.ok(page.body.data.length < 300, `a JSON page stops near 1 MiB (${page.body.data.length} records of 4,000 bytes)`);
     assert.equal(page.body.meta.complete, false);
 
-    api = await startPlinthProcess({ DATABASE_URL: t.database.url, PLINTH_ADMIN_TOKEN: t.adminToken, PLINTH_DATA_DIR: tempDir() }, { command: 'api' });
+    api = await startPlinthProcess({ DATABASE_URL: t.database.url, PLINTH_ADMIN_TOKEN: t.adminToken, PLINTH_DATA_DIR: tempDir() }, { command: 'api-server' });
     const port = Number(new URL(api.baseUrl).port);
     const warmRead = await fetch(`${api.baseUrl}/pipeline-step-executions/${bigStepId}/logs?limit=2000`, {
       headers: { authorization: `Bearer ${t.adminToken}` },

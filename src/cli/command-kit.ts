@@ -12,12 +12,24 @@ type Handler<A extends unknown[]> = (session: Session, ...args: A) => Promise<vo
  * action adapts a handler to commander: the handler gets a Session built from the global and local
  * options (precedence applied), then the positional arguments and the command's own options.
  */
-export function action<A extends unknown[]>(handler: Handler<A>) {
+export function action<A extends unknown[]>(handler: Handler<A>, options: { local?: boolean } = {}) {
   return async (...args: unknown[]) => {
     const command = args[args.length - 1] as Command;
     const session = new Session(command.optsWithGlobals<GlobalOptions>(), process.env, command.name() === 'login');
+    // A command that only reads or writes the CLI's own files takes --org as it was typed.
+    if (!options.local) await session.resolveOrganization();
     await handler(session, ...(args.slice(0, -1) as A));
   };
+}
+
+/** localAction is `action` for a command that only reads or writes the CLI's own files (contexts, keys). */
+export function localAction<A extends unknown[]>(handler: Handler<A>) {
+  return action(handler, { local: true });
+}
+
+/** examples adds an Examples section to a command's help. */
+export function examples(command: Command, ...lines: string[]): Command {
+  return command.addHelpText('after', `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`);
 }
 
 /** readDocument reads a JSON or YAML file (`-` is stdin). */

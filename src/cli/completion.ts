@@ -1,97 +1,172 @@
-// Shell completion generated from the command tree itself, so a new command completes without edits.
+// Shell completion. The scripts are small: at each Tab they ask `plinth __complete <words>`, which walks
+// the command tree itself (so a new command completes without edits) and offers subcommands, options,
+// enum values, context names, and the names and ids of the records an argument takes, read from the API.
 
-import type { Command, Option } from 'commander';
+import type { Argument, Command, Option } from 'commander';
+import { ConfigStore } from './config.ts';
+import { OUTPUT_FORMATS } from './output.ts';
+import type { Session } from './session.ts';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 export type Shell = (typeof SHELLS)[number];
 
-interface Node {
-  path: string[];
-  words: string[];
-  options: readonly Option[];
+/** The hidden command the scripts call. */
+export const COMPLETE_COMMAND = '__complete';
+
+/** A lookup of candidates that may need the API; it fails quietly (a Tab never prints an error). */
+type Source = (s: Session) => Promise<string[]>;
+
+const RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+/** How long a Tab may wait for the API before offering nothing. */
+const API_TIMEOUT_MS = 1500;
+
+async function names(s: Session, path: '/projects' | '/environments' | '/stacks' | '/pipelines' | '/code-sources', inProject: boolean): Promise<string[]> {
+  const projectId = inProject ? await s.project() : undefined;
+  const page = await s.plinth.pages(path, { query: { ...(projectId ? { projectId } : {}), order: 'desc', limit: 100 } } as never).next();
+  const items = (page.done ? [] : page.value.data) as { givenId?: string | null; name: string }[];
+  return items.map((item) => item.givenId || item.name);
 }
 
-const longNames = (options: readonly Option[]) => options.map((o) => o.long).filter((o): o is string => Boolean(o));
+const RECORDS: Record<string, Source> = {
+  project: (s) => names(s, '/projects', false),
+  env: (s) => names(s, '/environments', true),
+  stack: (s) => names(s, '/stacks', true),
+  pipeline: (s) => names(s, '/pipelines', true),
+  source: (s) => names(s, '/code-sources', false),
+  'code-source': (s) => names(s, '/code-sources', false),
+  org: async (s) => {
+    const page = await s.plinth.pages('/organizations', { query: { limit: 100 } }).next();
+    return page.done ? [] : page.value.data.map((o) => o.name);
+  },
+  key: async (s) => {
+    const page = await s.plinth.pages('/api-keys', { query: { order: 'desc', limit: 100 } }).next();
+    return page.done ? [] : page.value.data.filter((k) => !k.revokedAt).map((k) => k.name);
+  },
+  run: async (s) => {
+    const page = await s.plinth.pages('/pipeline-runs', { query: { order: 'desc', limit: 20 } }).next();
+    return page.done ? [] : page.value.data.map((r) => r.id);
+  },
+};
 
-/** Every command path with the words that may follow it: subcommands and long options. */
-function nodes(command: Command, path: string[] = []): Node[] {
-  const subcommands = command.commands.map((c) => c.name());
-  return [
-    { path, words: [...subcommands, ...longNames(command.options)], options: command.options },
-    ...command.commands.flatMap((c) => nodes(c, [...path, c.name()])),
-  ];
+const FIXED: Record<string, string[]> = {
+  output: [...OUTPUT_FORMATS],
+  status: RUN_STATUSES,
+  sort: ['newest', 'oldest'],
+  shell: [...SHELLS],
+  method: METHODS,
+};
+
+/** What a value of `--<name>` or an argument `<name>` can be. */
+function valuesOf(name: string, store: ConfigStore): Source | undefined {
+  if (FIXED[name]) return async () => FIXED[name];
+  if (name === 'context' || name === 'name-of-context') return async () => Object.keys(store.read().contexts);
+  return RECORDS[name];
 }
 
-/** Whether an option is followed by a value (`--host <url>`): that word is not a command or a flag. */
 const takesValue = (option: Option) => option.required || option.optional;
 
-/** Whether an option's value is a local file (`--value-file <file>`, `-f, --file <file>`): file names complete there. */
-const takesFile = (option: Option) => /<file>/.test(option.flags);
-
-/**
- * The long and short spellings of the options that take a value wherever they appear (`-f` is a file
- * for `stack create` but `--follow` for `run logs`: such a flag is left out).
- */
-function valuedFlags(program: Command): string[] {
-  const valued = new Set<string>();
-  const plain = new Set<string>();
-  for (const node of nodes(program)) {
-    for (const o of node.options) for (const f of [o.long, o.short]) if (f) (takesValue(o) ? valued : plain).add(f);
+function optionNamed(command: Command, word: string): Option | undefined {
+  for (let c: Command | null = command; c; c = c.parent) {
+    const found = c.options.find((o) => o.long === word || o.short === word);
+    if (found) return found;
   }
-  return [...valued].filter((f) => !plain.has(f)).sort();
+  return undefined;
 }
 
-function bash(program: Command): string {
-  const globals = longNames(program.options).join(' ');
-  const cases = nodes(program)
-    .map((n) => `    "${n.path.join(' ')}") words="${[...n.words, ...(n.path.length ? [globals] : [])].join(' ')}" ;;`)
-    .join('\n');
-  // The word after an option that takes a value is that value: it is not part of the command path, and
-  // when it is the word being completed, nothing of ours is offered, so bash falls back to file names.
-  return `# plinth completion for bash: source <(plinth completion bash)
+function allOptions(command: Command): Option[] {
+  const out: Option[] = [];
+  for (let c: Command | null = command; c; c = c.parent) out.push(...c.options);
+  return out;
+}
+
+/** Where the words typed so far lead: the command, the positional arguments given, and what the last word is the value of. */
+function walk(program: Command, words: string[]) {
+  let command = program;
+  let positional = 0;
+  let valueOf: Option | undefined;
+  for (const word of words) {
+    if (valueOf) {
+      valueOf = undefined;
+      continue;
+    }
+    if (word.startsWith('-')) {
+      const option = optionNamed(command, word.split('=')[0]);
+      if (option && takesValue(option) && !word.includes('=')) valueOf = option;
+      continue;
+    }
+    const sub = command.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (sub && positional === 0) command = sub;
+    else positional++;
+  }
+  return { command, positional, valueOf };
+}
+
+/** The argument a positional word fills (the last one takes every further word when variadic). */
+function argumentAt(command: Command, index: number): Argument | undefined {
+  const args = command.registeredArguments;
+  if (index < args.length) return args[index];
+  const last = args[args.length - 1];
+  return last?.variadic ? last : undefined;
+}
+
+/**
+ * completions lists what may come next after `words` (the words after `plinth`, the last one being
+ * typed, possibly empty), filtered by what that last word starts with.
+ */
+export async function completions(program: Command, words: string[], session: () => Session, store = new ConfigStore()): Promise<string[]> {
+  const current = words[words.length - 1] ?? '';
+  const { command, positional, valueOf } = walk(program, words.slice(0, -1));
+  let source: Source | undefined;
+  if (valueOf) {
+    source = valuesOf(
+      valueOf
+        .attributeName()
+        .replace(/([A-Z])/g, '-$1')
+        .toLowerCase(),
+      store,
+    );
+    if (!source && valueOf.long === '--context') source = valuesOf('context', store);
+  } else if (current.startsWith('-')) {
+    source = async () => allOptions(command).flatMap((o) => (o.long ? [o.long] : []));
+  } else if (command.commands.length > 0 && positional === 0) {
+    source = async () => command.commands.filter((c) => c.name() !== COMPLETE_COMMAND).map((c) => c.name());
+  } else {
+    const argument = argumentAt(command, positional);
+    const name = argument?.name();
+    if (name === 'name' && command.name() === 'use') source = valuesOf('context', store);
+    else if (name) source = valuesOf(name, store);
+  }
+  if (!source) return [];
+  const offered = await Promise.race([
+    Promise.resolve()
+      .then(() => source(session()))
+      .catch(() => [] as string[]),
+    new Promise<string[]>((resolve) => setTimeout(() => resolve([]), API_TIMEOUT_MS).unref()),
+  ]);
+  const wanted = current.toLowerCase();
+  return [...new Set(offered)].filter((word) => word.toLowerCase().startsWith(wanted));
+}
+
+const BASH = `# plinth completion for bash: source <(plinth completion bash)
 _plinth() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" path="" word words skip=""
-  local valued=" ${valuedFlags(program).join(' ')} "
-  case "$valued" in *" $prev "*) COMPREPLY=(); return ;; esac
-  for word in "\${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-    if [ -n "$skip" ]; then skip=""; continue; fi
-    case "$word" in
-      -*) case "$valued" in *" $word "*) skip=1 ;; esac ;;
-      *) path="\${path:+$path }$word" ;;
-    esac
-  done
-  case "$path" in
-${cases}
-    *) words="${globals}" ;;
-  esac
-  COMPREPLY=($(compgen -W "$words" -- "$cur"))
+  local IFS=$'\\n'
+  COMPREPLY=($(plinth ${COMPLETE_COMMAND} "\${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null))
 }
 complete -o default -F _plinth plinth
 `;
-}
 
-function fishOption(condition: string | undefined, option: Option): string | undefined {
-  if (!option.long) return undefined;
-  const when = condition ? ` -n '${condition}'` : '';
-  const value = takesFile(option) ? ' -r -F' : takesValue(option) ? ' -r' : '';
-  return `complete -c plinth${when} -l ${option.long.slice(2)}${value}`;
-}
-
-function fish(program: Command): string {
-  const lines = ['# plinth completion for fish: plinth completion fish | source', 'complete -c plinth -f'];
-  for (const node of nodes(program)) {
-    const condition = node.path.length === 0 ? '__fish_use_subcommand' : `__fish_seen_subcommand_from ${node.path[node.path.length - 1]}`;
-    const subs = node.words.filter((w) => !w.startsWith('-'));
-    if (subs.length) lines.push(`complete -c plinth -n '${condition}' -a '${subs.join(' ')}'`);
-    if (node.path.length) for (const option of node.options) lines.push(fishOption(condition, option) ?? '');
-  }
-  for (const option of program.options) lines.push(fishOption(undefined, option) ?? '');
-  return lines.filter(Boolean).join('\n') + '\n';
-}
+const FISH = `# plinth completion for fish: plinth completion fish | source
+function __plinth_complete
+  set -l words (commandline -opc) (commandline -ct)
+  plinth ${COMPLETE_COMMAND} $words[2..-1] 2>/dev/null
+end
+complete -c plinth -a '(__plinth_complete)'
+`;
 
 /** completionScript prints the script for `shell`; zsh uses the bash one through bashcompinit. */
-export function completionScript(program: Command, shell: Shell): string {
-  if (shell === 'fish') return fish(program);
-  if (shell === 'zsh') return `# plinth completion for zsh: source <(plinth completion zsh)\nautoload -U +X bashcompinit && bashcompinit\n${bash(program)}`;
-  return bash(program);
+export function completionScript(shell: Shell): string {
+  if (shell === 'fish') return FISH;
+  if (shell === 'zsh') return `# plinth completion for zsh: source <(plinth completion zsh)\nautoload -U +X bashcompinit && bashcompinit\n${BASH}`;
+  return BASH;
 }

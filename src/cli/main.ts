@@ -4,54 +4,83 @@
 import { Command, CommanderError, Option } from 'commander';
 import { PlinthApiError, PlinthTimeoutError } from '@plinth/sdk';
 import { CliExit, EXIT } from './exit-codes.ts';
+import { accessCommands } from './commands/access.ts';
 import { authCommands } from './commands/auth.ts';
 import { miscCommands } from './commands/misc.ts';
 import { resourceCommands } from './commands/resources.ts';
 import { runCommands } from './commands/runs.ts';
-import { OUTPUT_FORMATS, terminalSafe } from './output.ts';
-import { CLI_VERSION } from './session.ts';
+import { OUTPUT_FORMATS, parseFormat, terminalLines } from './output.ts';
+import { CLI_VERSION, Session, type GlobalOptions } from './session.ts';
+import { COMPLETE_COMMAND, completions } from './completion.ts';
 
 export const SERVER_COMMANDS = {
   serve: 'API and worker in one process (what npm start runs)',
-  api: 'the HTTP API only',
+  'api-server': 'the HTTP API only (workers run beside it: plinth worker)',
   worker: 'the run worker only',
   migrate: 'apply pending database migrations and exit',
 } as const;
-export type ServerCommand = keyof typeof SERVER_COMMANDS;
+
+/** The processes Plinth can be; each process command starts one. */
+export type ServerCommand = 'serve' | 'api' | 'worker' | 'migrate';
+const PROCESS_OF: Record<keyof typeof SERVER_COMMANDS, ServerCommand> = { serve: 'serve', 'api-server': 'api', worker: 'worker', migrate: 'migrate' };
 
 /** Starts a process command; it resolves once the process is up (or, for migrate, done). */
 export type ServerRunner = (command: ServerCommand) => Promise<void>;
+
+/**
+ * Help that shows the global options under every command and marks the options a command cannot do
+ * without, as people expect of gh and kubectl.
+ */
+const HELP = {
+  showGlobalOptions: true,
+  optionDescription(option: Option): string {
+    const base = option.description;
+    return option.mandatory ? `${base ? `${base} ` : ''}(required)` : base;
+  },
+};
 
 /** buildProgram assembles the command tree. */
 export function buildProgram(runServer: ServerRunner): Command {
   const program = new Command('plinth')
     .usage('<command> [options]')
-    .description('Plinth: run the platform (serve, api, worker, migrate), or use it (everything else)')
+    .description('Plinth: run the platform (serve, api-server, worker, migrate), or use it (everything else)')
     .version(CLI_VERSION, '-V, --version', 'the CLI version')
     .exitOverride()
     .showHelpAfterError()
+    .configureHelp(HELP)
     .option('--host <url>', 'the Plinth API (env PLINTH_HOST; default http://127.0.0.1:8080)')
-    .option('--org <id>', 'act in this organization (env PLINTH_ORG)')
-    .option('--project <id>', 'the project of project-scoped commands (env PLINTH_PROJECT)')
+    .option('--org <org>', 'act in this organization: id or name (env PLINTH_ORG)')
+    .option('--project <project>', 'the project of project-scoped commands: id, givenId or name (env PLINTH_PROJECT)')
     .option('--context <name>', 'use this context instead of the current one (env PLINTH_CONTEXT)')
-    .addOption(new Option('-o, --output <format>', 'table, json or yaml (env PLINTH_OUTPUT; default table)').choices(OUTPUT_FORMATS));
-  for (const [name, description] of Object.entries(SERVER_COMMANDS)) {
-    // `api` is both: alone it runs the HTTP API process, with a method and a path it calls one endpoint.
-    if (name !== 'api')
-      program
-        .command(name)
-        .description(description)
-        .action(() => runServer(name as ServerCommand));
+    .addOption(new Option('-o, --output <format>', `${OUTPUT_FORMATS.join(', ')} (env PLINTH_OUTPUT; default table; wide adds ids)`).argParser(parseFormat));
+  for (const [name, description] of Object.entries(SERVER_COMMANDS) as [keyof typeof SERVER_COMMANDS, string][]) {
+    program
+      .command(name)
+      .description(description)
+      .action(() => runServer(PROCESS_OF[name]));
   }
   authCommands(program);
   resourceCommands(program);
+  accessCommands(program);
   runCommands(program);
-  miscCommands(program, () => runServer('api'));
+  miscCommands(program);
   return program;
 }
 
+/** The session a completion acts in: the global flags among the words typed so far, then the environment and context as ever. */
+function completionSession(words: string[]): Session {
+  const flags: GlobalOptions = {};
+  // The last word is the one being typed: never a value to act with.
+  for (let i = 0; i < words.length - 2; i++) {
+    if (!words[i].startsWith('--')) continue;
+    const name = words[i].slice(2);
+    if (name === 'host' || name === 'org' || name === 'project' || name === 'context') flags[name] = words[i + 1];
+  }
+  return new Session(flags);
+}
+
 function fail(code: number, message: string): number {
-  if (message) process.stderr.write(`plinth: ${terminalSafe(message)}\n`);
+  if (message) process.stderr.write(`plinth: ${terminalLines(message)}\n`);
   return code;
 }
 
@@ -64,9 +93,10 @@ export function exitCodeOf(error: unknown, host?: string): number {
   }
   if (error instanceof CliExit) return fail(error.code, error.message);
   if (error instanceof PlinthApiError) {
+    // An item may span lines (a command's output, a validator's message): each continues indented.
     const details = (error.body.details ?? [])
       .flatMap((d) => d.items ?? [])
-      .map((item) => `\n  ${item}`)
+      .map((item) => `\n  ${item.replace(/\r?\n/g, '\n    ')}`)
       .join('');
     if (error.status === 401) return fail(EXIT.AUTH, `${error.body.message} (${error.code}): run plinth login`);
     if (error.status === 404) return fail(EXIT.NOT_FOUND, `${error.body.message} (${error.code})`);
@@ -95,8 +125,12 @@ export async function runCli(argv: string[], runServer: ServerRunner): Promise<n
     program.outputHelp({ error: true });
     return EXIT.USAGE;
   }
+  if (argv[0] === COMPLETE_COMMAND) {
+    for (const word of await completions(program, argv.slice(1), () => completionSession(argv.slice(1)))) process.stdout.write(`${word}\n`);
+    return EXIT.OK;
+  }
   const interrupted = () => process.exit(EXIT.INTERRUPTED);
-  const isServer = argv[0] in SERVER_COMMANDS && !(argv[0] === 'api' && argv.length > 1);
+  const isServer = argv[0] in SERVER_COMMANDS;
   if (!isServer) process.on('SIGINT', interrupted);
   try {
     await program.parseAsync(argv, { from: 'user' });

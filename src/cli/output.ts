@@ -4,16 +4,17 @@
 import { stringify as toYaml } from 'yaml';
 import { UsageError } from './exit-codes.ts';
 
-export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
+export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 export function parseFormat(value: string): OutputFormat {
-  if (!(OUTPUT_FORMATS as readonly string[]).includes(value)) throw new UsageError(`-o must be one of ${OUTPUT_FORMATS.join(', ')}, not "${value}"`);
-  return value as OutputFormat;
+  const format = value.toLowerCase();
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`-o must be one of ${OUTPUT_FORMATS.join(', ')}, not "${value}"`);
+  return format as OutputFormat;
 }
 
-/** A table column: its header and how to read it from a row. */
-export type Column<T> = [header: string, read: (row: T) => unknown];
+/** A table column: its header, how to read it from a row, and whether only `-o wide` shows it (ids, mostly). */
+export type Column<T> = [header: string, read: (row: T) => unknown, only?: 'wide'];
 
 const COLOURS = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2 } as const;
 
@@ -29,6 +30,11 @@ export class Output {
     readonly stderr: NodeJS.WriteStream = process.stderr,
   ) {}
 
+  /** Whether output is for people (a table, narrow or wide) rather than a document for programs. */
+  get human(): boolean {
+    return this.format === 'table' || this.format === 'wide';
+  }
+
   paint(text: string, colour: keyof typeof COLOURS, stream = this.stdout): string {
     return useColour(stream) ? `\u001b[${COLOURS[colour]}m${text}\u001b[0m` : text;
   }
@@ -42,9 +48,9 @@ export class Output {
     return status;
   }
 
-  /** A line for people, on stderr (what it quotes of the server's is made terminal-safe). */
+  /** A line for people, on stderr (what it quotes of the server's is made terminal-safe, its line breaks kept). */
   info(message: string) {
-    this.stderr.write(`${terminalSafe(message)}\n`);
+    this.stderr.write(`${terminalLines(message)}\n`);
   }
 
   /** A structured document (json or yaml) on stdout. */
@@ -53,8 +59,9 @@ export class Output {
   }
 
   /** A list: a table of `columns`, or the whole items as a JSON array / YAML sequence. */
-  list<T>(items: T[], columns: Column<T>[]) {
-    if (this.format !== 'table') return this.document(items);
+  list<T>(items: T[], allColumns: Column<T>[]) {
+    if (!this.human) return this.document(items);
+    const columns = allColumns.filter(([, , only]) => only === undefined || this.format === 'wide');
     const rows = items.map((item) => columns.map(([, read]) => cell(read(item))));
     const headers = columns.map(([h]) => h);
     const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -69,7 +76,7 @@ export class Output {
 
   /** One resource: `field  value` lines, or the whole resource as JSON / YAML. */
   item(value: object) {
-    if (this.format !== 'table') return this.document(value);
+    if (!this.human) return this.document(value);
     const entries = Object.entries(value).filter(([, v]) => v !== undefined);
     const width = Math.max(0, ...entries.map(([k]) => k.length));
     for (const [key, v] of entries) this.stdout.write(`${this.paint(key.padEnd(width), 'dim')}  ${key === 'status' ? this.status(cell(v)) : cell(v)}\n`);
@@ -82,6 +89,14 @@ const SGR = /\u001b\[[0-9;]*m/g;
 
 function visible(char: string): string {
   return `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`;
+}
+
+/** terminalLines is terminalSafe for text whose line breaks are meant (a message, an error's details): each line made safe on its own. */
+export function terminalLines(text: string): string {
+  return text
+    .split(/\r?\n/)
+    .map((line) => terminalSafe(line))
+    .join('\n');
 }
 
 /**

@@ -5,7 +5,9 @@ import { createPlinth, type Plinth } from '@plinth/sdk';
 import { ConfigStore, DEFAULT_CONTEXT, type Context, type SavedKey } from './config.ts';
 import { CliExit, EXIT, UsageError } from './exit-codes.ts';
 import { DEFAULT_HOST, hostOrigin, normaliseHost, warnIfCleartext } from './host.ts';
+import { NameBook } from './names.ts';
 import { Output, parseFormat } from './output.ts';
+import { KINDS, looksLikeId, resolveOrganization, resolveRef, type KindName } from './resolve.ts';
 
 /** The options every command takes (commander's optsWithGlobals()). */
 export interface GlobalOptions {
@@ -102,9 +104,44 @@ export class Session {
     );
   }
 
-  /** The project to act in: the flag, PLINTH_PROJECT or the context's; none is a usage error. */
-  requireProject(): string {
-    if (!this.settings.project) throw new UsageError('no project: pass --project <id>, set PLINTH_PROJECT, or plinth context set --project <id>');
-    return this.settings.project;
+  /**
+   * resolveOrganization turns an organization given by name (`--org acme`) into its id before the
+   * first request, so that X-Organization-Id always carries an id.
+   */
+  async resolveOrganization(): Promise<void> {
+    const org = this.settings.organization;
+    if (org === undefined || looksLikeId(org)) return;
+    this.settings.organization = await resolveOrganization(this.plinth, org);
+    this.client = undefined;
+  }
+
+  private resolvedProject?: Promise<string | undefined>;
+  private nameBook?: NameBook;
+
+  /** The labels tables show for the ids records point at. */
+  get names(): NameBook {
+    this.nameBook ??= new NameBook(this.plinth);
+    return this.nameBook;
+  }
+
+  /** The id of the project to act in (the flag, PLINTH_PROJECT or the context's, which may be a givenId or name), if any. */
+  project(): Promise<string | undefined> {
+    // An empty PLINTH_PROJECT or flag means none, as an unset one does.
+    const ref = this.settings.project || undefined;
+    this.resolvedProject ??= ref === undefined ? Promise.resolve(undefined) : resolveRef(this.plinth, 'project', ref);
+    return this.resolvedProject;
+  }
+
+  /** The project to act in; none is a usage error. */
+  async requireProject(): Promise<string> {
+    const project = await this.project();
+    if (!project) throw new UsageError('no project: pass --project <id|givenId|name>, set PLINTH_PROJECT, or plinth context set --project <…>');
+    return project;
+  }
+
+  /** The id of the record `ref` names (an id, a givenId or a name), looked up in the current project where that applies. */
+  async resolve(kind: KindName, ref: string): Promise<string> {
+    if (looksLikeId(ref)) return ref;
+    return resolveRef(this.plinth, kind, ref, KINDS[kind].inProject ? await this.project() : undefined);
   }
 }

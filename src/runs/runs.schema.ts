@@ -150,6 +150,13 @@ export const LogsQuery = Type.Object(
       Nullable(Type.Integer({ format: 'int32', description: 'Lines per page: default 500, at most 2000; a page also stops once it holds about 1 MiB' })),
     ),
     follow: Type.Optional(Type.Boolean({ description: 'Stream as Server-Sent Events until the step ends (same as Accept: text/event-stream)' })),
+    tail: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2000,
+        description: 'Only the last `tail` lines stored so far (about 1 MiB at most), oldest first; `after` and `limit` do not apply. Not with follow.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -113,8 +113,10 @@ export async function stepLogRoutes(app: App) {
     async (request, reply) => {
       const after = request.query.after ?? parseLastEventId(request.headers['last-event-id']) ?? 0;
       if (!wantsStream(request.headers.accept, request.query.follow)) {
-        return readLogs(app.db, request.principal, request.params.id, after, request.query.limit);
+        return readLogs(app.db, request.principal, request.params.id, after, request.query.limit, request.query.tail);
       }
+      if (request.query.tail !== undefined)
+        throw new BadRequestError('tail reads what is stored; it does not combine with following', ['tail: not with follow']);
       // The execution must exist before the stream opens, so a 404 is still an ErrorBody.
       await readLogs(app.db, request.principal, request.params.id, after, 1);
       const release = slots.acquire(request.principal.userId);

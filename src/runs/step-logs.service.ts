@@ -6,7 +6,7 @@ import { isTerminalStep, type StepStatus } from '../engine/run-state.ts';
 import { findExecutionStatus } from './runs.repo.ts';
 import { getExecutionRow } from './runs.service.ts';
 import type { LogLine } from './runs.schema.ts';
-import { findLogLines, type LogRow } from './step-logs.repo.ts';
+import { findLastLogLines, findLogLines, type LogRow } from './step-logs.repo.ts';
 
 /** A JSON page stops once its records hold this many bytes (at least one record is always returned). */
 export const PAGE_MAX_BYTES = 1024 * 1024;
@@ -53,11 +53,15 @@ async function readPage(db: Db, id: string, after: number, limit: number, maxByt
  * ended and nothing is left to read: the status is read before the lines, and a worker stores every
  * line before it records the end, so a terminal status means the lines read after it are the last.
  */
-export async function readLogs(db: Db, principal: Principal, id: string, after: number, limit: number | null | undefined) {
+export async function readLogs(db: Db, principal: Principal, id: string, after: number, limit: number | null | undefined, tail?: number) {
   await getExecutionRow(db, principal, id);
-  const applied = pageLimit(limit);
+  const applied = pageLimit(tail ?? limit);
   const status = (await findExecutionStatus(db, id))!;
-  const { rows, more } = await readPage(db, id, after, applied, PAGE_MAX_BYTES);
+  // The tail is the end of what is stored: nothing after it is left to read but what is still to be written.
+  const { rows, more } =
+    tail === undefined
+      ? await readPage(db, id, after, applied, PAGE_MAX_BYTES)
+      : { rows: await findLastLogLines(db, id, applied, PAGE_MAX_BYTES), more: false };
   const lastSeq = rows.length ? rows[rows.length - 1].seq : after;
   return {
     data: rows.map(logRowToLine),

@@ -37,7 +37,7 @@ export interface PlinthProcess {
  * environment on a free port, and resolves once GET /health answers 200.
  */
 export interface StartOptions {
-  /** The CLI command: serve (default), api, worker. */
+  /** The CLI command: serve (default), api-server, worker. */
   command?: string;
   readyTimeoutMs?: number;
   /** Send stdout to /dev/null instead of keeping it (a benchmark's request logs would pile up). */

@@ -2,18 +2,20 @@
 
 import type { Command } from 'commander';
 import { createPlinth, unwrap, type Principal } from '@plinth/sdk';
-import { action } from '../command-kit.ts';
+import { action, localAction } from '../command-kit.ts';
 import { CliExit, EXIT, UsageError } from '../exit-codes.ts';
 import { hostOrigin, normaliseHost, warnIfCleartext } from '../host.ts';
 import { readSecret } from '../prompt.ts';
+import { resolveOrganization } from '../resolve.ts';
 import { CLI_VERSION, type Session } from '../session.ts';
 
 const principalColumns = (p: Principal) => p;
 
 async function whoamiWith(session: Session, host: string, token: string, organization?: string): Promise<Principal> {
   warnIfCleartext(host, (line) => session.out.info(line));
-  const plinth = createPlinth({ baseUrl: host, token, organizationId: organization, userAgent: `plinth-cli/${CLI_VERSION}` });
-  return (await unwrap(plinth.api.GET('/auth/whoami'))).data;
+  const client = (organizationId?: string) => createPlinth({ baseUrl: host, token, organizationId, userAgent: `plinth-cli/${CLI_VERSION}` });
+  const organizationId = organization === undefined ? undefined : await resolveOrganization(client(), organization);
+  return (await unwrap(client(organizationId).api.GET('/auth/whoami'))).data;
 }
 
 async function readToken(withToken: boolean): Promise<string> {
@@ -37,7 +39,7 @@ export function authCommands(program: Command) {
     .description('store an API key for the current context, bound to its host (checked against the server first)')
     .option('--with-token', 'read the API key from standard input')
     .action(
-      action(async (session: Session, options: { withToken?: boolean }) => {
+      localAction(async (session: Session, options: { withToken?: boolean }) => {
         const { host, contextName, organization } = session.settings;
         const token = await readToken(Boolean(options.withToken));
         const principal = await whoamiWith(session, host, token, organization);
@@ -52,7 +54,7 @@ export function authCommands(program: Command) {
     .command('logout')
     .description("forget the current context's API key (the key itself stays valid until revoked)")
     .action(
-      action((session: Session) => {
+      localAction((session: Session) => {
         const { contextName, host } = session.settings;
         const had = session.store.key(contextName) !== undefined;
         session.store.setKey(contextName, undefined);
@@ -78,7 +80,7 @@ function contextCommands(context: Command) {
     .command('list')
     .description('every context, the current one marked')
     .action(
-      action((session: Session) => {
+      localAction((session: Session) => {
         const config = session.store.read();
         const rows = Object.entries(config.contexts).map(([name, c]) => {
           const key = session.store.key(name);
@@ -99,7 +101,7 @@ function contextCommands(context: Command) {
     .command('use <name>')
     .description('make a context the current one')
     .action(
-      action((session: Session, name: string) => {
+      localAction((session: Session, name: string) => {
         const config = session.store.read();
         if (!config.contexts[name]) throw new CliExit(EXIT.NOT_FOUND, `no context named "${name}" (plinth context list)`);
         session.store.write({ ...config, current: name });
@@ -112,7 +114,7 @@ function contextCommands(context: Command) {
     .command('set [name]')
     .description('create or change a context from --host, --org and --project (default: the current context)')
     .action(
-      action((session: Session, name: string | undefined) => {
+      localAction((session: Session, name: string | undefined) => {
         const flags = session.flags;
         const target = name ?? session.settings.contextName;
         const updated = session.store.updateContext(target, {
@@ -132,7 +134,7 @@ function contextCommands(context: Command) {
     .command('show')
     .description('what this invocation would use: each setting after flags, PLINTH_* variables and the context')
     .action(
-      action((session: Session) => {
+      localAction((session: Session) => {
         const s = session.settings;
         const tokenSource = s.envToken ? 'PLINTH_TOKEN' : s.savedKey ? session.store.credentialsFile : 'none';
         const keyHost = s.envToken ? undefined : (s.savedKey?.host ?? undefined);

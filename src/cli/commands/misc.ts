@@ -2,53 +2,55 @@
 
 import type { Command } from 'commander';
 import { SDK_VERSION, toApiError } from '@plinth/sdk';
-import { action, readDocument } from '../command-kit.ts';
+import { action, examples, localAction, readDocument } from '../command-kit.ts';
 import { UsageError } from '../exit-codes.ts';
 import { completionScript, SHELLS, type Shell } from '../completion.ts';
 import { CLI_VERSION, type Session } from '../session.ts';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
-/** `runApiProcess` starts the HTTP API process: what `plinth api` without arguments has always done. */
-export function miscCommands(program: Command, runApiProcess: () => Promise<void>) {
-  const api = action(async (s: Session, method: string, path: string | undefined, o: { data?: string }) => {
-    if (path === undefined) throw new UsageError('plinth api <METHOD> <path> calls an endpoint; plinth api alone runs the HTTP API process');
-    const verb = method.toUpperCase();
-    if (!METHODS.includes(verb)) throw new UsageError(`the method is one of ${METHODS.join(', ')}, not "${method}"`);
-    if (!path.startsWith('/')) throw new UsageError(`the path starts with /, e.g. /auth/whoami, not "${path}"`);
-    const body = o.data === undefined ? undefined : JSON.stringify(readDocument(o.data));
-    const response = await s.plinth.fetch(path, { method: verb, body, headers: body === undefined ? {} : { 'content-type': 'application/json' } });
-    const text = await response.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      // Not JSON: printed as it came.
-    }
-    if (!response.ok) throw toApiError(response, parsed);
-    if (parsed !== null) s.out.document(parsed);
-  });
-  program
-    .command('api [method] [path]')
-    .description("alone: the HTTP API process only; with a method and a path: call that endpoint with the context's credential (plinth api GET /health)")
-    .option('-d, --data <file>', 'the request body, JSON or YAML (- for standard input)')
-    .action((method: string | undefined, path: string | undefined, options: { data?: string }, command: Command) =>
-      method === undefined ? runApiProcess() : api(method, path, options, command),
-    );
+/** api (any endpoint), completion and version. */
+export function miscCommands(program: Command) {
+  examples(
+    program
+      .command('api <method> <path>')
+      .description("call any endpoint with the context's credential and print the response body")
+      .option('-d, --data <file>', 'the request body, JSON or YAML (- for standard input)'),
+    'plinth api GET /auth/whoami',
+    'plinth api POST /projects -d project.json',
+    'echo \'{"data":{"name":"Web"}}\' | plinth api PATCH /projects/<id> -d -',
+  ).action(
+    action(async (s: Session, method: string, path: string, o: { data?: string }) => {
+      const verb = method.toUpperCase();
+      if (!METHODS.includes(verb)) throw new UsageError(`the method is one of ${METHODS.join(', ')}, not "${method}"`);
+      if (!path.startsWith('/')) throw new UsageError(`the path starts with /, e.g. /auth/whoami, not "${path}"`);
+      const body = o.data === undefined ? undefined : JSON.stringify(readDocument(o.data));
+      const response = await s.plinth.fetch(path, { method: verb, body, headers: body === undefined ? {} : { 'content-type': 'application/json' } });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        // Not JSON: printed as it came.
+      }
+      if (!response.ok) throw toApiError(response, parsed);
+      if (parsed !== null) s.out.document(parsed);
+    }),
+  );
 
   program
     .command('completion <shell>')
     .description(`print a completion script: ${SHELLS.join(', ')} (e.g. source <(plinth completion bash))`)
-    .action((shell: string, _options: unknown, command: Command) => {
+    .action((shell: string) => {
       if (!(SHELLS as readonly string[]).includes(shell)) throw new UsageError(`the shell is one of ${SHELLS.join(', ')}, not "${shell}"`);
-      process.stdout.write(completionScript(command.parent!, shell as Shell));
+      process.stdout.write(completionScript(shell as Shell));
     });
 
   program
     .command('version')
     .description('the versions of the CLI and the SDK')
     .action(
-      action((s: Session) => {
+      localAction((s: Session) => {
         s.out.item({ cli: CLI_VERSION, sdk: SDK_VERSION, node: process.version });
       }),
     );

@@ -2,40 +2,39 @@
 
 import type { Command } from 'commander';
 import { unwrap } from '@plinth/sdk';
-import { action, all } from '../command-kit.ts';
+import { action, examples } from '../command-kit.ts';
 import { CliExit, EXIT } from '../exit-codes.ts';
+import { printList, readList, withListOptions, type ListFlags } from '../listing.ts';
 import type { Session } from '../session.ts';
 
 export function stackStateCommands(stack: Command) {
   const state = stack.command('state').description("a stack's OpenTofu state versions (every one is kept)");
-  state
-    .command('list <stack>')
-    .description('every state version, oldest first')
-    .action(
-      action(async (s: Session, id: string) => {
-        const versions = await all(s.plinth.paginate('/stacks/{id}/state-versions', { path: { id } }));
-        s.out.list(versions, [
-          ['SERIAL', (v) => v.serial],
-          ['ID', (v) => v.id],
-          ['BYTES', (v) => v.sizeBytes],
-          ['RUN', (v) => v.runId],
-          ['WRITTEN BY', (v) => v.principalId],
-          ['CREATED', (v) => v.createdAt],
-        ]);
-      }),
-    );
+  examples(withListOptions(state.command('list <stack>').description('the state versions, newest first')), 'plinth stack state list site --limit 5').action(
+    action(async (s: Session, ref: string, o: ListFlags) => {
+      const id = await s.resolve('stack', ref);
+      printList(s, await readList(s.plinth, '/stacks/{id}/state-versions', { path: { id } }, o), [
+        ['SERIAL', (v) => v.serial],
+        ['ID', (v) => v.id],
+        ['BYTES', (v) => v.sizeBytes],
+        ['RUN', (v) => v.runId],
+        ['WRITTEN BY', (v) => v.principalId],
+        ['CREATED', (v) => v.createdAt],
+      ]);
+    }),
+  );
 
   state
     .command('pull <stack>')
     .description('print a state file (the latest, or --state-version): it may hold secrets')
     .option('--state-version <id>', 'this state version instead of the latest (plinth stack state list)')
     .action(
-      action(async (s: Session, id: string, o: { stateVersion?: string }) => {
+      action(async (s: Session, ref: string, o: { stateVersion?: string }) => {
+        const id = await s.resolve('stack', ref);
         let versionId = o.stateVersion;
         if (versionId === undefined) {
-          const versions = await all(s.plinth.paginate('/stacks/{id}/state-versions', { path: { id } }));
-          if (versions.length === 0) throw new CliExit(EXIT.NOT_FOUND, `stack ${id} has no state yet`);
-          versionId = versions[versions.length - 1].id;
+          const [latest] = (await readList(s.plinth, '/stacks/{id}/state-versions', { path: { id } }, { limit: 1 })).items;
+          if (latest === undefined) throw new CliExit(EXIT.NOT_FOUND, `stack ${ref} has no state yet`);
+          versionId = latest.id;
         }
         const version = (await unwrap(s.plinth.api.GET('/stacks/{id}/state-versions/{versionId}', { params: { path: { id, versionId } } }))).data;
         // The state file is the data: as JSON (what `tofu state pull` prints) unless YAML is asked for.

@@ -90,7 +90,10 @@ async function readValue(file: string, name: string): Promise<string> {
 
 export function stackVarCommands(stack: Command) {
   const variable = stack.command('var').description("a stack's OpenTofu input variables");
-  variable.command('list <stack>').description('plain variables with their values, sensitive ones by name only').action(action(list));
+  variable
+    .command('list <stack>')
+    .description('plain variables with their values, sensitive ones by name only')
+    .action(action(async (s: Session, ref: string) => list(s, await s.resolve('stack', ref))));
 
   variable
     .command('set <stack> <vars...>')
@@ -98,8 +101,9 @@ export function stackVarCommands(stack: Command) {
     .option('--sensitive', 'write-only: sealed at rest, masked in logs, never shown again; its value comes from --value-file, never the command line')
     .option('--value-file <file>', 'the value of the one variable named, as text (one final newline dropped); - reads standard input')
     .action(
-      action(async (s: Session, id: string, args: string[], o: SetOptions) => {
+      action(async (s: Session, ref: string, args: string[], o: SetOptions) => {
         const vars = await variablesToSet(args, o);
+        const id = await s.resolve('stack', ref);
         if (o.sensitive) {
           for (const [name, value] of Object.entries(vars)) {
             await unwrap(s.plinth.api.PUT('/stacks/{id}/sensitive-variables/{name}', { params: { path: { id, name } }, body: { data: { value } } }));
@@ -115,10 +119,11 @@ export function stackVarCommands(stack: Command) {
     .command('unset <stack> <name...>')
     .description('remove variables, plain or sensitive')
     .action(
-      action(async (s: Session, id: string, names: string[]) => {
+      action(async (s: Session, ref: string, names: string[]) => {
+        const id = await s.resolve('stack', ref);
         const [plain, sensitive] = await Promise.all([plainOf(s.plinth, id), sensitiveOf(s.plinth, id)]);
         const missing = names.filter((n) => !(n in plain) && !sensitive.includes(n));
-        if (missing.length) throw new UsageError(`stack ${id} has no variable ${missing.join(', ')}`);
+        if (missing.length) throw new UsageError(`stack ${ref} has no variable ${missing.join(', ')}`);
         for (const name of names.filter((n) => sensitive.includes(n))) {
           await unwrap(s.plinth.api.DELETE('/stacks/{id}/sensitive-variables/{name}', { params: { path: { id, name } } }));
         }

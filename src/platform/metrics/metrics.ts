@@ -4,7 +4,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** This process's registry: each process (`plinth api`, `plinth worker`, `plinth serve`) exposes its own. */
+/** This process's registry: each process (`plinth api-server`, `plinth worker`, `plinth serve`) exposes its own. */
 export const registry = new Registry();
 
 /** Seconds from a few milliseconds to an hour: requests at the low end, steps and runs at the high one. */

@@ -4169,6 +4169,8 @@ export interface paths {
                     follow?: boolean;
                     /** @description Lines per page: default 500, at most 2000; a page also stops once it holds about 1 MiB */
                     limit?: number | null;
+                    /** @description Only the last `tail` lines stored so far (about 1 MiB at most), oldest first; `after` and `limit` do not apply. Not with follow. */
+                    tail?: number;
                 };
                 header?: never;
                 path: {

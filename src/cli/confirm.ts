@@ -1,0 +1,21 @@
+// The confirmation a destructive command asks for: the record's name typed back, or --yes.
+
+import { createInterface } from 'node:readline/promises';
+import { CliExit, EXIT, UsageError } from './exit-codes.ts';
+import { terminalSafe } from './output.ts';
+
+/**
+ * confirmByName goes on only when `yes` was given or a person at a terminal types `name` back. Without
+ * a terminal nobody can answer, so that is a usage error rather than a silent yes.
+ */
+export async function confirmByName(what: string, name: string, yes: boolean | undefined): Promise<void> {
+  if (yes) return;
+  if (!process.stdin.isTTY) throw new UsageError(`deleting ${what} needs a confirmation: standard input is not a terminal, so pass --yes`);
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const typed = await prompt.question(`This deletes ${what}. Type its name (${terminalSafe(name)}) to go on: `);
+    if (typed.trim() !== name) throw new CliExit(EXIT.ERROR, `"${typed.trim()}" is not "${name}": nothing was deleted`);
+  } finally {
+    prompt.close();
+  }
+}
