@@ -12,12 +12,13 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ensureBuilt } from '../scripts/build.js';
 
+const server = ['serve', 'api', 'worker', 'migrate'].includes(process.argv[2]);
 // The servers' stack traces name lines of the TypeScript sources; the user commands skip reading the maps.
-if (['serve', 'api', 'worker', 'migrate'].includes(process.argv[2])) process.setSourceMapsEnabled(true);
+if (server) process.setSourceMapsEnabled(true);
 
 let dir;
 try {
-  dir = await ensureBuilt();
+  dir = await ensureBuilt({ server });
 } catch (error) {
   // esbuild has printed what is wrong in which source.
   if (!Array.isArray(error?.errors)) throw error;

@@ -20,6 +20,9 @@ const DIST = path.join(ROOT, 'dist');
 const BUILDS = path.join(DIST, 'builds');
 const CURRENT = path.join(DIST, 'current');
 const MANIFEST = 'inputs.json';
+const ENTRY = 'src/cli.ts';
+/** What cli.ts imports for the process commands (serve, api, worker, migrate). */
+const PROCESS_ENTRY = 'src/server-process.ts';
 /** Files besides the bundled sources whose change changes the output. */
 const BUILD_INPUTS = ['scripts/build.js', 'tsconfig.json'];
 const KEEP_OLD_BUILDS_MS = 24 * 3600 * 1000;
@@ -28,9 +31,13 @@ const CLOCK_SLACK_MS = 50;
 
 /**
  * freshBuild returns the directory of the current build when every file it was built from still has
- * the modification time it had then, or undefined when there is no build or a source changed.
+ * the modification time it had then, or undefined when there is no build or a source changed. Without
+ * `server`, only the files of what the user commands load are checked (some forty of them, not two
+ * hundred and fifty: each check is a system call, and `plinth version` would spend more on them than
+ * on starting); a stale server does not matter to a command that never loads it, and the next process
+ * command rebuilds it.
  */
-export function freshBuild() {
+export function freshBuild({ server = true } = {}) {
   let dir;
   let manifest;
   try {
@@ -39,15 +46,15 @@ export function freshBuild() {
   } catch {
     return undefined;
   }
-  for (const [file, mtimeMs] of Object.entries(manifest.inputs)) {
-    if (fs.statSync(path.join(ROOT, file), { throwIfNoEntry: false })?.mtimeMs !== mtimeMs) return undefined;
+  for (const inputs of server ? [manifest.commands, manifest.server] : [manifest.commands]) {
+    for (const file in inputs) if (fs.statSync(path.join(ROOT, file), { throwIfNoEntry: false })?.mtimeMs !== inputs[file]) return undefined;
   }
   return dir;
 }
 
-/** ensureBuilt returns the directory of an up-to-date build, building one first when needed. */
-export async function ensureBuilt() {
-  return freshBuild() ?? (await build());
+/** ensureBuilt returns the directory of an up-to-date build (of the user commands' files only, without `server`), building one first when needed. */
+export async function ensureBuilt(options) {
+  return freshBuild(options) ?? (await build());
 }
 
 /**
@@ -57,7 +64,30 @@ export async function ensureBuilt() {
  */
 const SOURCE_URL = '__plinthSourceUrl';
 const ROOT_URL = '__plinthRootUrl';
-const BANNER = `const ${ROOT_URL} = new URL('../../../', import.meta.url);`;
+// `require` is what esbuild's CommonJS wrapper calls for the Node built-ins of a bundled CommonJS package.
+const BANNER = [
+  "import { createRequire as __plinthCreateRequire } from 'node:module';",
+  'const require = __plinthCreateRequire(import.meta.url);',
+  `const ${ROOT_URL} = new URL('../../../', import.meta.url);`,
+].join(' ');
+
+/**
+ * The packages every user command loads at start are bundled: Node loads one file instead of about
+ * twenty modules (commander alone is seven CommonJS files, each parsed twice to be imported from ESM).
+ * Every other package stays in node_modules, loaded by Node as it is.
+ */
+const BUNDLED_PACKAGES = new Set(['commander', '@plinth/sdk', 'openapi-fetch']);
+
+/** @type {import('esbuild').Plugin} */
+const externalPackages = {
+  name: 'plinth-external-packages',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (args) => {
+      const [scope, name] = args.path.split('/');
+      return BUNDLED_PACKAGES.has(scope.startsWith('@') ? `${scope}/${name}` : scope) ? undefined : { path: args.path, external: true };
+    });
+  },
+};
 
 /** @type {import('esbuild').Plugin} */
 const sourceUrls = {
@@ -87,11 +117,9 @@ export async function build() {
   try {
     const result = await esbuild.build({
       absWorkingDir: ROOT,
-      entryPoints: ['src/cli.ts'],
+      entryPoints: [ENTRY],
       outdir: tmp,
       bundle: true,
-      // Dependencies stay in node_modules, loaded by Node as they are.
-      packages: 'external',
       platform: 'node',
       format: 'esm',
       target: 'node20',
@@ -99,18 +127,21 @@ export async function build() {
       splitting: true,
       define: { 'import.meta.url': SOURCE_URL },
       banner: { js: BANNER },
-      plugins: [sourceUrls],
+      plugins: [externalPackages, sourceUrls],
       sourcemap: 'linked',
       sourcesContent: false,
       metafile: true,
       logLevel: 'warning',
     });
-    const inputs = {};
-    for (const file of [...Object.keys(result.metafile.inputs), ...BUILD_INPUTS].sort()) {
+    const modified = (file) => {
       const { mtimeMs } = fs.statSync(path.join(ROOT, file));
       // A file written while esbuild ran may not be what it read: record it as changed.
-      inputs[file] = mtimeMs >= started - CLOCK_SLACK_MS ? 0 : mtimeMs;
-    }
+      return mtimeMs >= started - CLOCK_SLACK_MS ? 0 : mtimeMs;
+    };
+    const commandFiles = new Set([...userCommandInputs(result.metafile), ...BUILD_INPUTS]);
+    const manifest = { commands: {}, server: {} };
+    for (const file of [...Object.keys(result.metafile.inputs), ...BUILD_INPUTS].sort())
+      manifest[commandFiles.has(file) ? 'commands' : 'server'][file] = modified(file);
     const dir = path.join(BUILDS, hashOf(tmp, createHash('sha256')));
     try {
       fs.renameSync(tmp, dir);
@@ -119,13 +150,25 @@ export async function build() {
       if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error;
       fs.rmSync(tmp, { recursive: true, force: true });
     }
-    replaceFile(path.join(dir, MANIFEST), (file) => fs.writeFileSync(file, `${JSON.stringify({ inputs }, null, 1)}\n`));
+    replaceFile(path.join(dir, MANIFEST), (file) => fs.writeFileSync(file, `${JSON.stringify(manifest, null, 1)}\n`));
     replaceFile(CURRENT, (file) => fs.symlinkSync(path.relative(DIST, dir), file));
     removeOldBuilds(dir);
     return dir;
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/** userCommandInputs lists the sources of every chunk a user command can load: all but the process commands' (src/server-process.ts and what only it imports). */
+function userCommandInputs(metafile) {
+  const seen = new Set();
+  const visit = (output) => {
+    if (seen.has(output) || metafile.outputs[output].entryPoint === PROCESS_ENTRY) return;
+    seen.add(output);
+    for (const { path: imported, external } of metafile.outputs[output].imports) if (!external) visit(imported);
+  };
+  visit(Object.keys(metafile.outputs).find((output) => metafile.outputs[output].entryPoint === ENTRY));
+  return [...seen].flatMap((output) => Object.keys(metafile.outputs[output].inputs));
 }
 
 /** hashOf names a build by its content: the same sources give the same directory. */
