@@ -1,8 +1,10 @@
 // npm test: prepares one PostgreSQL server for the whole run (embedded, or TEST_DATABASE_URL), migrates
 // a template database once, then runs every test file in parallel with node's test runner. Each file
-// clones the template into a database of its own, so files never share state.
+// clones the template into a database of its own, so files never share state. The tests run the
+// TypeScript sources through tsx, except those that start bin/plinth.js, which runs the build in dist/:
+// it is brought up to date here once, not by test processes racing to rebuild it.
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,6 +46,7 @@ async function dropTemplate(baseUrl: string, template: string) {
 }
 
 async function main() {
+  execFileSync(process.execPath, ['scripts/build.js', '--if-stale'], { stdio: 'inherit' });
   const filters = process.argv.slice(2);
   const files = [...findTests('test'), ...findTests('src')].filter((f) => filters.length === 0 || filters.some((x) => f.includes(x))).sort();
   let embedded: EmbeddedDatabase | undefined;

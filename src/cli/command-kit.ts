@@ -2,7 +2,7 @@
 
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
+import { parseYaml } from './yaml.ts';
 import { UsageError } from './exit-codes.ts';
 import { Session, type GlobalOptions } from './session.ts';
 

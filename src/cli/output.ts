@@ -1,7 +1,7 @@
 // How a command prints: data on stdout as a table, JSON or YAML; diagnostics on stderr; colour only on
 // a terminal and never with NO_COLOR.
 
-import { stringify as toYaml } from 'yaml';
+import { toYaml } from './yaml.ts';
 import { UsageError } from './exit-codes.ts';
 
 export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml'] as const;

@@ -1,5 +1,5 @@
 import { BlockList, isIP } from 'node:net';
-import { bareHost, canonicalAddress } from './outbound/address-policy.ts';
+import { bareHost, canonicalAddress } from './outbound/address-forms.ts';
 
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
