@@ -126,7 +126,7 @@ export class EngineWorker {
     await this.listener.close();
     await Promise.all(this.cleanups);
     await this.config.sandbox.close();
-    this.log.info({ workerId: this.workerId }, 'stopped worker');
+    this.log.debug({ workerId: this.workerId }, 'stopped worker');
   }
 
   /**
