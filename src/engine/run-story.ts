@@ -34,13 +34,12 @@ export async function tellAfterCommit(ex: Executor, line: StoryLine | undefined)
   if (line && storyLog) await ex.executeQuery(afterCommit(() => tell(line)));
 }
 
-type RunFields = Pick<LockedRunRow, 'id' | 'organization_id' | 'stack_id' | 'pipeline_id' | 'attempt_epoch'>;
+type RunFields = Pick<LockedRunRow, 'id' | 'organization_id' | 'stack_id' | 'attempt_epoch'>;
 
 function runFields(run: RunFields): Record<string, unknown> {
   return {
     organizationId: run.organization_id,
     stackId: run.stack_id ?? undefined,
-    pipelineId: run.pipeline_id,
     runId: run.id,
     attemptEpoch: run.attempt_epoch,
   };
