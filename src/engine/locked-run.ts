@@ -79,7 +79,7 @@ async function decideOn<R>(trx: Trx, row: LockedRunRow, decide: Decide<R>, optio
   for (const w of decision.writes) {
     await applyWrite(trx, state, w, options);
     await observeAfterCommit(trx, row, state, w);
-    await tellAfterCommit(trx, storyLineOf(row, state, w, options.actor));
+    await tellAfterCommit(trx, () => storyLineOf(row, state, w, options.actor));
     state = applyWrites(state, [w]);
   }
   return decision.result;

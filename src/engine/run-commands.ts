@@ -31,7 +31,7 @@ export async function triggerRun(trx: Trx, v: NewRun): Promise<TriggeredRun> {
   const actor = v.createdById ?? undefined;
   const inserted = await insertRun(trx, { id, ...v }, triggered(id, actor));
   const blockingRunId = v.stackId && inserted.stackActiveRunId !== id ? (inserted.stackActiveRunId ?? undefined) : undefined;
-  await tellAfterCommit(trx, runQueuedLine(inserted.run, actor, blockingRunId));
+  await tellAfterCommit(trx, () => runQueuedLine(inserted.run, actor, blockingRunId));
   return admitIfFree(trx, id, v.stackId, inserted, actor);
 }
 

@@ -29,9 +29,14 @@ function tell(line: StoryLine): void {
   storyLog?.info({ event: line.event, ...line.fields }, line.msg);
 }
 
-/** tellAfterCommit tells `line` once the transaction `ex` commits (at once outside a transaction). */
-export async function tellAfterCommit(ex: Executor, line: StoryLine | undefined): Promise<void> {
-  if (line && storyLog) await ex.executeQuery(afterCommit(() => tell(line)));
+/**
+ * tellAfterCommit tells the line `lineOf` makes once the transaction `ex` commits (at once outside a
+ * transaction). The line is made now, from the state as this write sees it, and only when a logger is set.
+ */
+export async function tellAfterCommit(ex: Executor, lineOf: () => StoryLine | undefined): Promise<void> {
+  if (!storyLog) return;
+  const line = lineOf();
+  if (line) await ex.executeQuery(afterCommit(() => tell(line)));
 }
 
 type RunFields = Pick<LockedRunRow, 'id' | 'organization_id' | 'stack_id' | 'attempt_epoch'>;
