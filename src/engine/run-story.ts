@@ -35,7 +35,13 @@ function tell(line: StoryLine): void {
  */
 export async function tellAfterCommit(ex: Executor, lineOf: () => StoryLine | undefined): Promise<void> {
   if (!storyLog) return;
-  const line = lineOf();
+  let line: StoryLine | undefined;
+  try {
+    line = lineOf();
+  } catch (error) {
+    // A log line must never fail the transition it tells of.
+    storyLog.warn({ err: error }, 'could not make the log line of a run transition');
+  }
   if (line) await ex.executeQuery(afterCommit(() => tell(line)));
 }
 
