@@ -11,6 +11,7 @@ import { ROUTES } from './routes.ts';
 import { loadEngineConfig } from './engine/engine-config.ts';
 import { installQueue } from './engine/queue.ts';
 import { EngineWorker } from './engine/worker.ts';
+import { tellRunStoriesTo } from './engine/run-story.ts';
 import { OPENTOFU_RUNNERS } from './opentofu/opentofu-step.ts';
 import { GitPoller } from './git-webhooks/poller.ts';
 import { openExistingSecretBox, openSecretBox, type SecretKeySettings } from './platform/secrets/key-file.ts';
@@ -136,6 +137,8 @@ export interface RunningPlinth {
  * Every process migrates and bootstraps at start; both are idempotent and serialized in the database.
  */
 export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger, tracing?: Tracing): Promise<RunningPlinth> {
+  // API processes trigger, approve and cancel runs; workers run their steps: both tell of it.
+  tellRunStoriesTo(log);
   const database = await openDatabase(config, log);
   // Each start-up step is idempotent (a failed migration rolled back): a database restarting or failing
   // over while a process starts is waited out for a minute, as running processes wait it out.

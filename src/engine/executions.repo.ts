@@ -154,6 +154,13 @@ export interface ExecutionRef {
   pipeline_run_id: string;
 }
 
+/** A QUEUED execution to dispatch again, with what the log line of its redispatch names. */
+export interface StaleDispatch extends ExecutionRef {
+  organization_id: string;
+  step_id: string;
+  step_name: string;
+}
+
 /** RUNNING executions whose lease ran out by the database's clock. */
 export async function findExpiredLeases(db: Db, limit: number): Promise<ExecutionRef[]> {
   const { rows } = await sql<ExecutionRef>`
@@ -168,9 +175,9 @@ export async function findExpiredLeases(db: Db, limit: number): Promise<Executio
  * (failed for good, or removed), or a worker took it that long ago and never claimed the step (it
  * died in between). A job merely waiting for a free worker is left alone.
  */
-export async function findStaleDispatches(db: Db, staleMs: number, limit: number): Promise<ExecutionRef[]> {
-  const { rows } = await sql<ExecutionRef>`
-    select e.id, e.pipeline_run_id from step_executions e
+export async function findStaleDispatches(db: Db, staleMs: number, limit: number): Promise<StaleDispatch[]> {
+  const { rows } = await sql<StaleDispatch>`
+    select e.id, e.pipeline_run_id, e.organization_id, e.step_id, e.step_name from step_executions e
       left join graphile_worker.jobs j on j.id::text = e.engine_job_id
      where e.status = 'QUEUED' and e.dispatched_at < now() - make_interval(secs => ${staleMs / 1000})
        and (j.id is null or j.locked_at < now() - make_interval(secs => ${staleMs / 1000}) or j.attempts >= j.max_attempts)

@@ -5,6 +5,7 @@ import { newId } from '../platform/ids.ts';
 import { observeAfterCommit } from './engine-metrics.ts';
 import { enqueueStepJob, executionUpdate, insertExecution, notifyStop, type NewExecutionRow } from './executions.repo.ts';
 import { applyWrites, decideAdmit, stepOf, type DecideContext, type Decision, type RunSnapshot, type RunWrite } from './run-decisions.ts';
+import { storyLineOf, tellAfterCommit } from './run-story.ts';
 import { isLastAttempt, type RunAction, type RunStatus, type StepStatus } from './run-state.ts';
 import { insertTransition, readRun, runUpdate, type LockedRunRow } from './runs.repo.ts';
 import { claimStackForRun, lockStack, passStackToNextWaitingRun } from './stack-queue.repo.ts';
@@ -78,6 +79,7 @@ async function decideOn<R>(trx: Trx, row: LockedRunRow, decide: Decide<R>, optio
   for (const w of decision.writes) {
     await applyWrite(trx, state, w, options);
     await observeAfterCommit(trx, row, state, w);
+    await tellAfterCommit(trx, () => storyLineOf(row, state, w, options.actor));
     state = applyWrites(state, [w]);
   }
   return decision.result;

@@ -5,6 +5,7 @@ import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { admitTriggeredRun, withLockedRun, type Decide } from './locked-run.ts';
 import { decideApprove, decideCancel, decideReject, decideRetry } from './run-decisions.ts';
+import { runQueuedLine, tellAfterCommit } from './run-story.ts';
 import { insertRun, type InsertedRun, type NewRunValues, type TransitionRecord } from './runs.repo.ts';
 
 /**
@@ -28,7 +29,10 @@ export interface TriggeredRun {
 export async function triggerRun(trx: Trx, v: NewRun): Promise<TriggeredRun> {
   const id = newId();
   const actor = v.createdById ?? undefined;
-  return admitIfFree(trx, id, v.stackId, await insertRun(trx, { id, ...v }, triggered(id, actor)), actor);
+  const inserted = await insertRun(trx, { id, ...v }, triggered(id, actor));
+  const blockingRunId = v.stackId && inserted.stackActiveRunId !== id ? (inserted.stackActiveRunId ?? undefined) : undefined;
+  await tellAfterCommit(trx, () => runQueuedLine(inserted.run, actor, blockingRunId));
+  return admitIfFree(trx, id, v.stackId, inserted, actor);
 }
 
 function triggered(runId: string, actor: string | undefined): TransitionRecord {

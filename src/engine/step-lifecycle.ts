@@ -7,6 +7,7 @@ import { StaleWriteError, withLockedRun } from './locked-run.ts';
 import { decideClaim, decideComplete, decideHandBack, decideReap, stepOf, type HeldAttempt, type StepOutcome } from './run-decisions.ts';
 import type { LockedRunRow } from './runs.repo.ts';
 import type { LogTail } from './log-sink.ts';
+import { tellRedispatched } from './run-story.ts';
 
 export type { HeldAttempt, StepOutcome } from './run-decisions.ts';
 
@@ -136,7 +137,10 @@ export async function reapLostSteps(db: Db, reaperId: string, retry: RetryOption
  */
 export async function redispatchStaleSteps(db: Db, staleMs: number, retry: RetryOptions = {}, limit = 50): Promise<number> {
   const stale = await withRetries(() => findStaleDispatches(db, staleMs, limit), retry);
-  for (const row of stale) await withRetries(() => enqueueStepJob(db, row.id, row.pipeline_run_id), retry);
+  for (const row of stale) {
+    await withRetries(() => enqueueStepJob(db, row.id, row.pipeline_run_id), retry);
+    tellRedispatched(row);
+  }
   return stale.length;
 }
 

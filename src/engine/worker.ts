@@ -126,7 +126,7 @@ export class EngineWorker {
     await this.listener.close();
     await Promise.all(this.cleanups);
     await this.config.sandbox.close();
-    this.log.info({ workerId: this.workerId }, 'stopped worker');
+    this.log.debug({ workerId: this.workerId }, 'stopped worker');
   }
 
   /**
@@ -191,6 +191,7 @@ export class EngineWorker {
     for (const { id, leaseEpoch } of held) {
       const attempt = this.running.get(id);
       if (renewed.has(id) || !attempt || attempt.leaseEpoch !== leaseEpoch) continue;
+      this.log.info({ workerId: this.workerId, stepExecutionId: id }, 'no longer holds the lease of a step (cancelled, or failed over); stopping it');
       this.stopAttempt(id, 'stopped');
       attempt.lease.abort();
     }

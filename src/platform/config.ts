@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { loadAuthLimits, type AuthLimitSettings } from './auth/auth-limiter.ts';
 import { loadGitConfig, type GitConfig } from './git-config.ts';
+import type { LogFormat } from './logger.ts';
 import { metricsTokenProblem } from './metrics/exposure.ts';
 
 /** Everything Plinth reads from its environment, parsed once at start. Documented in README.md. */
@@ -16,6 +17,8 @@ export interface Config {
   adminToken: string | undefined;
   adminEmail: string;
   logLevel: string;
+  /** LOG_FORMAT: `json` or `pretty`; undefined: pretty on a terminal, JSON otherwise (logger.ts). */
+  logFormat: LogFormat | undefined;
   publicUrl: string;
   /** PLINTH_SECRET_KEY; unset: a generated key file in the data directory (src/platform/secrets). */
   secretKey: string | undefined;
@@ -63,6 +66,12 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   return value;
 }
 
+function logFormatFrom(env: NodeJS.ProcessEnv): LogFormat | undefined {
+  const raw = env.LOG_FORMAT || undefined;
+  if (raw !== undefined && raw !== 'json' && raw !== 'pretty') throw new Error(`LOG_FORMAT must be json or pretty, got "${raw}"`);
+  return raw;
+}
+
 function prepareFrom(env: NodeJS.ProcessEnv): boolean {
   const raw = env.PLINTH_DB_PREPARE || 'auto';
   if (raw !== 'auto' && raw !== 'off') throw new Error(`PLINTH_DB_PREPARE must be auto or off, got "${raw}"`);
@@ -107,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: env.PLINTH_ADMIN_TOKEN || undefined,
     adminEmail: env.PLINTH_ADMIN_EMAIL || 'admin@localhost',
     logLevel: env.LOG_LEVEL || 'info',
+    logFormat: logFormatFrom(env),
     publicUrl: env.PLINTH_PUBLIC_URL || `http://${host}:${port}`,
     secretKey: env.PLINTH_SECRET_KEY || undefined,
     previousSecretKeys: (env.PLINTH_SECRET_KEY_PREVIOUS ?? '')

@@ -12,10 +12,10 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /** The `plinth` executable, which `npm start` runs too. */
 export const PLINTH_BIN = path.join(ROOT, 'bin', 'plinth.js');
 
-/** The node flags of `npm start` (`node <flags> bin/plinth.js serve`), so tests run Plinth as it ships. */
+/** The node flags of `npm start` (`exec node <flags> bin/plinth.js serve`), so tests run Plinth as it ships. */
 export function startScriptNodeFlags(): string[] {
   const start: string = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start;
-  const words = start.split(/\s+/);
+  const words = start.replace(/^exec\s+/, '').split(/\s+/);
   const bin = words.indexOf('bin/plinth.js');
   if (words[0] !== 'node' || bin < 0) throw new Error(`unexpected start script: ${start}`);
   return words.slice(1, bin);

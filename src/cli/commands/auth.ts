@@ -1,5 +1,6 @@
 // login, logout, whoami and context: who the CLI is, and where it points.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { createPlinth, unwrap, type Principal } from '@plinth/sdk';
 import { action, localAction } from '../command-kit.ts';
@@ -11,11 +12,39 @@ import { CLI_VERSION, type Session } from '../session.ts';
 
 const principalColumns = (p: Principal) => p;
 
-async function whoamiWith(session: Session, host: string, token: string, organization?: string): Promise<Principal> {
-  warnIfCleartext(host, (line) => session.out.info(line));
+async function whoamiWith(host: string, token: string, organization?: string): Promise<Principal> {
   const client = (organizationId?: string) => createPlinth({ baseUrl: host, token, organizationId, userAgent: `plinth-cli/${CLI_VERSION}` });
   const organizationId = organization === undefined ? undefined : await resolveOrganization(client(), organization);
   return (await unwrap(client(organizationId).api.GET('/auth/whoami'))).data;
+}
+
+/**
+ * How long login waits for a server that refuses connections: one started a moment ago
+ * (`npm start & plinth login`) listens once its database is up and migrated, which on a first start
+ * (creating the embedded PostgreSQL) takes some seconds.
+ */
+const WAIT_FOR_SERVER_MS = 30_000;
+const WAIT_STEP_MS = 250;
+
+function isRefused(error: unknown): boolean {
+  return error instanceof TypeError && (error.cause as { code?: unknown } | undefined)?.code === 'ECONNREFUSED';
+}
+
+/** whoamiWith, retried while nothing listens at the host yet (said once on stderr). */
+async function whoamiOnceUp(session: Session, host: string, token: string, organization?: string): Promise<Principal> {
+  warnIfCleartext(host, (line) => session.out.info(line));
+  const deadline = Date.now() + WAIT_FOR_SERVER_MS;
+  let told = false;
+  for (;;) {
+    try {
+      return await whoamiWith(host, token, organization);
+    } catch (error) {
+      if (!isRefused(error) || Date.now() + WAIT_STEP_MS > deadline) throw error;
+      if (!told) session.out.info(`waiting for ${host} to answer`);
+      told = true;
+      await sleep(WAIT_STEP_MS);
+    }
+  }
 }
 
 async function readToken(withToken: boolean): Promise<string> {
@@ -42,7 +71,7 @@ export function authCommands(program: Command) {
       localAction(async (session: Session, options: { withToken?: boolean }) => {
         const { host, contextName, organization } = session.settings;
         const token = await readToken(Boolean(options.withToken));
-        const principal = await whoamiWith(session, host, token, organization);
+        const principal = await whoamiOnceUp(session, host, token, organization);
         session.store.updateContext(contextName, { host, organization: principal.organizationId }, true);
         session.store.setKey(contextName, { host: hostOrigin(host), token });
         session.out.info(`logged in to ${host} as ${principal.email} (${principal.role} of ${principal.organizationName}), context "${contextName}"`);

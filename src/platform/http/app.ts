@@ -81,18 +81,26 @@ export interface AppOptions {
 
 const ERROR_RESPONSES = { '4XX': { $ref: 'ErrorBody#' }, '5XX': { $ref: 'ErrorBody#' } };
 
+/** A request slower than this is logged at info even when it is a read that succeeded. */
+const SLOW_REQUEST_MS = 1000;
+
 /**
  * One access line per request, when it completes, with the fields an operator reads; Fastify's default
- * writes two per request with whole request and response objects, a cost every request pays.
+ * writes two per request with whole request and response objects, a cost every request pays. Reads that
+ * succeed quickly (the CLI polls runs, steps and logs) are at debug, so that at info the log tells
+ * what changed, what failed and what was slow.
  */
 class AccessLog extends LogController {
   override incomingRequest() {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    const ms = Math.round(reply.elapsedTime);
+    const routine = !error && request.method === 'GET' && reply.statusCode < 400 && ms < SLOW_REQUEST_MS;
     // A public route's query may carry a secret of someone else's (an OAuth code, a state): logged without it.
     const url = request.routeOptions.config?.public ? request.url.split('?')[0] : request.url;
-    const fields = { method: request.method, url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+    const fields = { method: request.method, url, statusCode: reply.statusCode, ms };
     if (error) reply.log.error({ ...fields, err: error }, 'request failed');
+    else if (routine) reply.log.debug(fields, 'served request');
     else reply.log.info(fields, 'served request');
   }
 }
