@@ -171,6 +171,27 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
     }
   });
 
+  it('--watch prints a run until it ends, and a run list until Ctrl-C', async () => {
+    const stack = await stackWith('watched', { change: { steps: [{ id: 'nap', name: 'Nap', type: 'script', with: { command: 'sleep 3' } }] } });
+    const run = await user.json(['run', 'start', stack]);
+    const watched = await user.run(['run', 'get', run.id, '--watch'], { timeoutMs: 60_000 });
+    assert.equal(watched.code, 0, watched.stderr);
+    const views = watched.stdout.split(/^id +/m).length - 1;
+    assert.ok(views >= 2, `printed ${views} time(s) while the run went on`);
+    assert.match(watched.stdout, /^status +SUCCEEDED$/m, 'the last view is the ended run');
+
+    let printed = 0;
+    const listed = await user.run(['run', 'list', '--watch', '--stack', 'watched'], {
+      onStdout: (stdout, pid) => {
+        printed = stdout.split(/^ID +STATUS/m).length - 1;
+        if (printed >= 2) process.kill(pid, 'SIGINT');
+      },
+      timeoutMs: 30_000,
+    });
+    assert.equal(listed.code, 130, listed.stderr);
+    assert.ok(printed >= 2);
+  });
+
   it('an interrupted follow exits 130', async () => {
     const slow = await stackWith('interrupted', { change: { steps: [{ id: 'sleep', name: 'Sleep', type: 'script', with: { command: 'sleep 30' } }] } });
     let runId: string | undefined;

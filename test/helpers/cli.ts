@@ -18,6 +18,8 @@ export interface CliOptions {
   timeoutMs?: number;
   /** Called with everything written to stderr so far, at each write, and the pid (to signal it). */
   onStderr?: (stderr: string, pid: number) => void;
+  /** The same, for stdout. */
+  onStdout?: (stdout: string, pid: number) => void;
 }
 
 /** A user of the CLI: a config directory of their own ($XDG_CONFIG_HOME) and the environment they run it in. */
@@ -50,7 +52,10 @@ export function cliUser(env: Record<string, string> = {}): CliUser {
       });
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (c) => (stdout += c));
+      child.stdout.on('data', (c) => {
+        stdout += c;
+        options.onStdout?.(stdout, child.pid!);
+      });
       child.stderr.on('data', (c) => {
         stderr += c;
         options.onStderr?.(stderr, child.pid!);
