@@ -332,6 +332,8 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.equal(viaFlag.code, 0, viaFlag.stderr);
     const org = await user.json(['org', 'create', '--name', 'Other', '--billing-email', 'o@example.com']);
     assert.equal((await user.json(['whoami'], { env: { PLINTH_ORG: org.id } })).organizationId, org.id);
+    assert.equal((await user.json(['whoami', '--org', 'Other'])).organizationId, org.id, 'an organization by name');
+    assert.equal((await user.run(['whoami', '--org', 'Nobody'])).code, 4);
     const shown = await user.json(['context', 'show', '--org', 'flag-org'], { env: { PLINTH_ORG: org.id, PLINTH_PROJECT: 'env-project' } });
     assert.equal(shown.organization, 'flag-org');
     assert.equal(shown.project, 'env-project');

@@ -111,6 +111,9 @@ export class Session {
   async resolveOrganization(): Promise<void> {
     const org = this.settings.organization;
     if (org === undefined || looksLikeId(org)) return;
+    // The caller's organizations are listed without X-Organization-Id: the name is not an id to send.
+    this.settings.organization = undefined;
+    this.client = undefined;
     this.settings.organization = await resolveOrganization(this.plinth, org);
     this.client = undefined;
   }
