@@ -84,22 +84,22 @@ function allOptions(command: Command): Option[] {
 function walk(program: Command, words: string[]) {
   let command = program;
   let positional = 0;
-  let valueOf: Option | undefined;
+  let awaitingValue: Option | undefined;
   for (const word of words) {
-    if (valueOf) {
-      valueOf = undefined;
+    if (awaitingValue) {
+      awaitingValue = undefined;
       continue;
     }
     if (word.startsWith('-')) {
       const option = optionNamed(command, word.split('=')[0]);
-      if (option && takesValue(option) && !word.includes('=')) valueOf = option;
+      if (option && takesValue(option) && !word.includes('=')) awaitingValue = option;
       continue;
     }
     const sub = command.commands.find((c) => c.name() === word || c.aliases().includes(word));
     if (sub && positional === 0) command = sub;
     else positional++;
   }
-  return { command, positional, valueOf };
+  return { command, positional, awaitingValue };
 }
 
 /** The argument a positional word fills (the last one takes every further word when variadic). */
@@ -116,17 +116,17 @@ function argumentAt(command: Command, index: number): Argument | undefined {
  */
 export async function completions(program: Command, words: string[], session: () => Session, store = new ConfigStore()): Promise<string[]> {
   const current = words[words.length - 1] ?? '';
-  const { command, positional, valueOf } = walk(program, words.slice(0, -1));
+  const { command, positional, awaitingValue } = walk(program, words.slice(0, -1));
   let source: Source | undefined;
-  if (valueOf) {
+  if (awaitingValue) {
     source = valuesOf(
-      valueOf
+      awaitingValue
         .attributeName()
         .replace(/([A-Z])/g, '-$1')
         .toLowerCase(),
       store,
     );
-    if (!source && valueOf.long === '--context') source = valuesOf('context', store);
+    if (!source && awaitingValue.long === '--context') source = valuesOf('context', store);
   } else if (current.startsWith('-')) {
     source = async () => allOptions(command).flatMap((o) => (o.long ? [o.long] : []));
   } else if (command.commands.length > 0 && positional === 0) {

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { unwrap, type components } from '@plinth/sdk';
 import { action, examples } from '../command-kit.ts';
 import { confirmByName } from '../confirm.ts';
+import { deleteAction } from '../deletion.ts';
 import { CliExit, EXIT } from '../exit-codes.ts';
 import { printList, readList, withListOptions, type ListFlags } from '../listing.ts';
 import type { Column } from '../output.ts';
@@ -108,12 +109,11 @@ export function accessCommands(program: Command) {
     source.command('delete <source>').description('delete a code source no stack uses (asks for its name to be typed back)').option('-y, --yes', 'do not ask'),
     'plinth code-source delete infra',
   ).action(
-    action(async (s: Session, ref: string, o: { yes?: boolean }) => {
-      const id = await s.resolve('codeSource', ref);
-      const found = (await unwrap(s.plinth.api.GET('/code-sources/{id}', { params: { path: { id } } }))).data;
-      await confirmByName(`code source "${found.name}"`, found.name, o.yes);
-      await unwrap(s.plinth.api.DELETE('/code-sources/{id}', { params: { path: { id } } }));
-      s.out.info(`deleted code source "${found.name}" (${id})`);
+    deleteAction({
+      noun: 'code source',
+      kind: 'codeSource',
+      label: async (s, id) => (await unwrap(s.plinth.api.GET('/code-sources/{id}', { params: { path: { id } } }))).data.name,
+      remove: (s, id) => unwrap(s.plinth.api.DELETE('/code-sources/{id}', { params: { path: { id } } })),
     }),
   );
 }

@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { unwrap, type Environment, type Organization, type Pipeline, type PipelineVersion, type Project, type Stack } from '@plinth/sdk';
 import { action, examples, readDocument } from '../command-kit.ts';
-import { confirmByName } from '../confirm.ts';
+import { deleteAction } from '../deletion.ts';
 import { UsageError } from '../exit-codes.ts';
 import { printList, readList, withListOptions, type ListFlags } from '../listing.ts';
 import type { Column } from '../output.ts';
@@ -126,12 +126,11 @@ function projectCommands(project: Command) {
     'plinth project delete web',
     'plinth project delete web --yes',
   ).action(
-    action(async (s: Session, ref: string, o: { yes?: boolean }) => {
-      const id = await s.resolve('project', ref);
-      const found = (await unwrap(s.plinth.api.GET('/projects/{id}', { params: { path: { id } } }))).data;
-      await confirmByName(`project "${found.givenId}"`, found.givenId, o.yes);
-      await unwrap(s.plinth.api.DELETE('/projects/{id}', { params: { path: { id } } }));
-      s.out.info(`deleted project "${found.givenId}" (${id})`);
+    deleteAction({
+      noun: 'project',
+      kind: 'project',
+      label: async (s, id) => (await unwrap(s.plinth.api.GET('/projects/{id}', { params: { path: { id } } }))).data.givenId,
+      remove: (s, id) => unwrap(s.plinth.api.DELETE('/projects/{id}', { params: { path: { id } } })),
     }),
   );
 }
@@ -166,12 +165,11 @@ function envCommands(env: Command) {
     env.command('delete <env>').description('delete an environment without stacks (asks for its givenId to be typed back)').option('-y, --yes', 'do not ask'),
     'plinth env delete staging --project web',
   ).action(
-    action(async (s: Session, ref: string, o: { yes?: boolean }) => {
-      const id = await s.resolve('environment', ref);
-      const found = (await unwrap(s.plinth.api.GET('/environments/{id}', { params: { path: { id } } }))).data;
-      await confirmByName(`environment "${found.givenId}"`, found.givenId, o.yes);
-      await unwrap(s.plinth.api.DELETE('/environments/{id}', { params: { path: { id } } }));
-      s.out.info(`deleted environment "${found.givenId}" (${id})`);
+    deleteAction({
+      noun: 'environment',
+      kind: 'environment',
+      label: async (s, id) => (await unwrap(s.plinth.api.GET('/environments/{id}', { params: { path: { id } } }))).data.givenId,
+      remove: (s, id) => unwrap(s.plinth.api.DELETE('/environments/{id}', { params: { path: { id } } })),
     }),
   );
 }
@@ -242,12 +240,11 @@ function stackCommands(stack: Command) {
       .option('-y, --yes', 'do not ask'),
     'plinth stack delete site',
   ).action(
-    action(async (s: Session, ref: string, o: { yes?: boolean }) => {
-      const id = await s.resolve('stack', ref);
-      const found = (await unwrap(s.plinth.api.GET('/stacks/{id}', { params: { path: { id } } }))).data;
-      await confirmByName(`stack "${found.name}"`, found.name, o.yes);
-      await unwrap(s.plinth.api.DELETE('/stacks/{id}', { params: { path: { id } } }));
-      s.out.info(`deleted stack "${found.name}" (${id})`);
+    deleteAction({
+      noun: 'stack',
+      kind: 'stack',
+      label: async (s, id) => (await unwrap(s.plinth.api.GET('/stacks/{id}', { params: { path: { id } } }))).data.name,
+      remove: (s, id) => unwrap(s.plinth.api.DELETE('/stacks/{id}', { params: { path: { id } } })),
     }),
   );
   stackVarCommands(stack);
