@@ -1,4 +1,5 @@
 import { Type, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox';
+import { ERROR_CODES, type ErrorCode } from './errors.ts';
 
 /**
  * Shared TypeBox building blocks. Every route's request and response schema is made from these, so
@@ -40,9 +41,19 @@ export const ErrorDetailSection = Type.Object({
   object: Type.Optional(Type.Object({}, { additionalProperties: true })),
 });
 
+/**
+ * The document lists every code (ERROR_CODES). The type also takes any other string: an `error` stored on
+ * a run or step by an earlier version of Plinth keeps the code it was written with.
+ */
+const ErrorCodeSchema = Type.Unsafe<ErrorCode | (string & {})>({
+  type: 'string',
+  enum: [...ERROR_CODES],
+  description: '<Namespace>:<Entity>:<REASON>, one of the codes listed. A client should accept a code it does not know: a newer server may send one.',
+});
+
 export const ErrorBody = Type.Object(
   {
-    code: Type.String({ description: '<Namespace>:<Entity>:<REASON>' }),
+    code: ErrorCodeSchema,
     message: Type.String(),
     action: Type.Optional(Type.Object({ label: Type.String(), url: Type.String() })),
     description: Type.Optional(Type.String()),
