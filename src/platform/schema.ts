@@ -1,4 +1,4 @@
-import { Type, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox';
+import { Type, type TObject, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox';
 import { ERROR_CODES, type ErrorCode } from './errors.ts';
 
 /**
@@ -9,6 +9,21 @@ import { ERROR_CODES, type ErrorCode } from './errors.ts';
 /** A string enumeration as OpenAPI 3.0 understands it (`enum`, not `anyOf` of `const`). */
 export function StringEnum<const T extends readonly string[]>(values: T, options: { description?: string; default?: T[number] } = {}): TUnsafe<T[number]> {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+/** The OpenAPI extension that marks a request schema its service checks itself (see RuleChecked). */
+export const RULE_CHECKED = 'x-rule-checked';
+
+/**
+ * RuleChecked marks an object of a request body whose whole shape the schema states (in the OpenAPI
+ * document, the SDK's types and the handler's) but which its service checks itself: against the same
+ * shape and the rules a JSON Schema cannot say, listing every problem in one 422, the status of a
+ * broken rule, where a schema failure would be a 400 stopping at what the schema sees. The request
+ * validator only checks that it is an object (http/validation.ts); the service must check it before
+ * any use.
+ */
+export function RuleChecked<T extends TObject>(schema: T): T {
+  return Object.assign(schema, { [RULE_CHECKED]: true });
 }
 
 /** Optional and nullable as OpenAPI 3.0 spells it. */

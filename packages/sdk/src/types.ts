@@ -23,6 +23,10 @@ export type Environment = Schemas['Environment'];
 export type Stack = Schemas['Stack'];
 export type Pipeline = Schemas['Pipeline'];
 export type PipelineVersion = Schemas['PipelineVersion'];
+/** A pipeline config: its steps, each typed by its `type` with that type's `with`. */
+export type PipelineConfig = Schemas['PipelineConfig'];
+export type PipelineStep = PipelineConfig['steps'][number];
+export type StepType = PipelineStep['type'];
 export type PipelineVersionDryRun = Schemas['PipelineVersionDryRun'];
 export type PipelineRun = Schemas['PipelineRun'];
 export type StepExecution = Schemas['StepExecution'];

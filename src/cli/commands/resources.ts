@@ -1,7 +1,7 @@
 // org, project, env, stack and pipeline: list (every page), get, create, and what each resource adds.
 
 import type { Command } from 'commander';
-import { unwrap, type Environment, type Organization, type Pipeline, type PipelineVersion, type Project, type Stack } from '@plinth/sdk';
+import { unwrap, type Environment, type Organization, type Pipeline, type PipelineConfig, type PipelineVersion, type Project, type Stack } from '@plinth/sdk';
 import { action, all, readDocument } from '../command-kit.ts';
 import { UsageError } from '../exit-codes.ts';
 import type { Column } from '../output.ts';
@@ -212,7 +212,8 @@ function pipelineCommands(pipeline: Command) {
     .requiredOption('-f, --file <file>', 'the config, JSON or YAML (- for standard input)')
     .action(
       action(async (s: Session, id: string, o: { file: string }) => {
-        const config = readDocument(o.file) as Record<string, unknown>;
+        // The server checks the config and answers 422 listing every problem.
+        const config = readDocument(o.file) as PipelineConfig;
         const result = (await unwrap(s.plinth.api.POST('/pipeline-versions', { body: { data: { pipelineId: id, config, dryRun: true } } }))).data;
         if (!('patch' in result)) throw new Error('the server created a version instead of a dry run');
         if (s.out.format !== 'table') return s.out.document(result);

@@ -4342,10 +4342,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         data: {
-                            /** @description A pipeline config: {steps: [{id, name, type, needs?, with?, retry?, timeoutSeconds?}]}; see docs/pipelines.md */
-                            config: {
-                                [key: string]: unknown;
-                            };
+                            config: components["schemas"]["PipelineConfig"];
                             /** @description Validate and return the patch against the latest version; create nothing */
                             dryRun?: boolean;
                             pipelineId: string;
@@ -4532,10 +4529,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         data: {
-                            /** @description A pipeline config: {steps: [{id, name, type, needs?, with?, retry?, timeoutSeconds?}]}; see docs/pipelines.md */
-                            config: {
-                                [key: string]: unknown;
-                            };
+                            config: components["schemas"]["PipelineConfig"];
                             description?: string;
                             /** @description Caller-chosen identifier */
                             givenId?: string;
@@ -5343,14 +5337,8 @@ export interface paths {
                             name: string;
                             /** @description Configs for version 1 of the change and destroy pipelines, instead of the defaults */
                             pipelines?: {
-                                /** @description A pipeline config: {steps: [...]} */
-                                change?: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description A pipeline config: {steps: [...]} */
-                                destroy?: {
-                                    [key: string]: unknown;
-                                };
+                                change?: components["schemas"]["PipelineConfig"];
+                                destroy?: components["schemas"]["PipelineConfig"];
                             };
                             projectId: string;
                             source?: {
@@ -6386,6 +6374,27 @@ export interface components {
             updatedAt: string;
             userId?: string;
         };
+        /** ApprovalStep */
+        ApprovalStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "approval";
+            with?: {
+                /** @description Shown to the approver */
+                message?: string;
+            };
+        };
         /** AuditDelivery */
         AuditDelivery: {
             attempt: number;
@@ -7223,6 +7232,102 @@ export interface components {
             updatedAt: string;
             userId?: string;
         };
+        /** ModuleDeployStep */
+        ModuleDeployStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "module.deploy";
+            with: {
+                /** @description The module instance to deploy */
+                moduleInstanceId: string;
+            };
+        };
+        /** OpenTofuApplyStep */
+        OpenTofuApplyStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "opentofu.apply";
+            with?: {
+                /** @description OpenTofu variable names to any JSON values */
+                variables?: {
+                    [key: string]: unknown;
+                };
+                /** @description A path relative to the run's working directory: not absolute, no `..` segment */
+                workingDirectory?: string;
+            };
+        };
+        /** OpenTofuDestroyStep */
+        OpenTofuDestroyStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "opentofu.destroy";
+            with?: {
+                /** @description OpenTofu variable names to any JSON values */
+                variables?: {
+                    [key: string]: unknown;
+                };
+                /** @description A path relative to the run's working directory: not absolute, no `..` segment */
+                workingDirectory?: string;
+            };
+        };
+        /** OpenTofuPlanStep */
+        OpenTofuPlanStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "opentofu.plan";
+            with?: {
+                /** @description OpenTofu variable names to any JSON values */
+                variables?: {
+                    [key: string]: unknown;
+                };
+                /** @description A path relative to the run's working directory: not absolute, no `..` segment */
+                workingDirectory?: string;
+            };
+        };
         /** Organization */
         Organization: {
             billingEmail: string;
@@ -7277,6 +7382,13 @@ export interface components {
              * @description RFC 3339 timestamp in UTC, with a trailing Z
              */
             updatedAt: string;
+        };
+        /**
+         * PipelineConfig
+         * @description A DAG of steps (docs/pipelines.md). A config that breaks this shape or the rules beside it (needs naming steps of the config, no cycle) is a 422 Api:PipelineConfig:INVALID listing every problem
+         */
+        PipelineConfig: {
+            steps: (components["schemas"]["ScriptStep"] | components["schemas"]["ApprovalStep"] | components["schemas"]["OpenTofuPlanStep"] | components["schemas"]["OpenTofuApplyStep"] | components["schemas"]["OpenTofuDestroyStep"] | components["schemas"]["ModuleDeployStep"])[];
         };
         /** PipelineRun */
         PipelineRun: {
@@ -7357,10 +7469,7 @@ export interface components {
         };
         /** PipelineVersion */
         PipelineVersion: {
-            /** @description A pipeline config: {steps: [{id, name, type, needs?, with?, retry?, timeoutSeconds?}]}; see docs/pipelines.md */
-            config: {
-                [key: string]: unknown;
-            };
+            config: components["schemas"]["PipelineConfig"];
             /**
              * Format: date-time
              * @description RFC 3339 timestamp in UTC, with a trailing Z
@@ -7457,6 +7566,33 @@ export interface components {
             stepExecutionId?: string;
             /** @enum {string} */
             toStatus: "QUEUED" | "RUNNING" | "WAITING_FOR_APPROVAL" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "SKIPPED";
+        };
+        /** ScriptStep */
+        ScriptStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "script";
+            with: {
+                /** @description Run by the shell in the run's fresh working directory */
+                command: string;
+                /** @description Environment variable names (`^[A-Za-z_][A-Za-z0-9_]*$`) to string values */
+                env?: {
+                    [key: string]: string;
+                };
+                /** @description A path relative to the run's working directory: not absolute, no `..` segment */
+                workingDirectory?: string;
+            };
         };
         /** SensitiveVariable */
         SensitiveVariable: {
