@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ErrorCode, PlinthApiError } from '@plinth/sdk';
+import { PlinthApiError, type ErrorCode } from '@plinth/sdk';
 import { openApiDocument } from '../scripts/sdk-types.ts';
 import { ENGINE_ERROR_CODES } from '../src/engine/engine-errors.ts';
 import { ERROR_CODES } from '../src/platform/errors.ts';
@@ -29,5 +29,13 @@ describe('the error codes the API documents', () => {
       // @ts-expect-error ErrorCode holds the documented codes only
       'Api:Something:ADDED_LATER';
     assert.equal(typeof strict, 'function');
+  });
+
+  it('PlinthApiError.is takes only a known code, and matches the code sent', () => {
+    const error = new PlinthApiError(409, { code: 'Api:Stack:BUSY', message: 'busy' });
+    assert.ok(error.is('Api:Stack:BUSY'));
+    assert.ok(!error.is('Api:Stack:NOT_FOUND'));
+    // @ts-expect-error a misspelt code does not compile
+    assert.ok(!error.is('Api:Stak:BUSY'));
   });
 });

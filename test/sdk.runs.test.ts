@@ -85,7 +85,7 @@ describe('@plinth/sdk run helpers against a real Plinth', () => {
     assert.ok(several instanceof PlinthApiError);
     assert.equal(several.status, 409);
     assert.equal(several.code, 'Sdk:Approval:SEVERAL_WAITING');
-    assert.match(several.message, /"left", "right".*stepId/);
+    assert.match(several.message, /^Steps ("left", "right"|"right", "left") of run \S+ are waiting for approval: name one with stepId/);
 
     assert.equal((await plinth.runs.approve(run.id, { stepId: 'left' })).stepId, 'left');
     const again = await plinth.runs.approve(run.id, { stepId: 'left' }).catch((e: unknown) => e);

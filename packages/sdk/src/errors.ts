@@ -1,4 +1,4 @@
-import type { ErrorBody, PlinthErrorCode } from './types.js';
+import type { ErrorBody, ErrorCode, PlinthErrorCode, SdkErrorCode } from './types.js';
 
 /**
  * PlinthApiError is an answer of the API that is not a success: its ErrorBody, whose `code`
@@ -19,6 +19,14 @@ export class PlinthApiError extends Error {
     this.code = body.code;
     this.body = body;
     this.requestId = body.requestId;
+  }
+
+  /**
+   * is tells whether the error has `code`. Unlike `error.code === '…'`, which takes any string (the
+   * code may be one a newer server added), it only takes a code this SDK knows: a typo does not compile.
+   */
+  is(code: ErrorCode | SdkErrorCode): boolean {
+    return this.code === code;
   }
 
   /** The credential is missing, unknown, revoked or expired: the caller must log in again. */
