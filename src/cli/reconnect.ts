@@ -1,60 +1,35 @@
-// Riding out an API restart or a network blip while a command waits on a run: the request is tried
-// again, with a visible line, for up to five minutes of trying.
+// Riding out an API restart or a network blip while a command waits on a run: the SDK tries again for up
+// to five minutes; the CLI says once that it is reconnecting and once that it is back.
 
-import { PlinthApiError } from '@plinth/sdk';
-
-export const RECONNECT_FOR_MS = 5 * 60_000;
-const MAX_PAUSE_MS = 5_000;
-
-/** Whether a failure is the connection's (nobody answered, or a proxy said the API is away), not the API's answer. */
-export function isConnectionFailure(error: unknown): boolean {
-  if (error instanceof PlinthApiError) return error.status === 502 || error.status === 503 || error.status === 504;
-  if (!(error instanceof Error)) return false;
-  return (
-    error.message === 'fetch failed' || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET'].includes((error as { code?: string }).code ?? '')
-  );
-}
+import { DEFAULT_RECONNECT_FOR_MS, Outage, PlinthApiError, type ReconnectOptions } from '@plinth/sdk';
+import type { Session } from './session.ts';
 
 function causeOf(error: unknown): string {
+  if (error instanceof PlinthApiError) return String(error.status);
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  if (error instanceof PlinthApiError) return `${error.status}`;
   return cause?.code ?? cause?.message ?? (error as Error).message;
 }
 
-/**
- * Reconnector retries what a waiting command asks of the API while the connection is down. It says
- * once that it is reconnecting and once that it is back, and gives up (rethrowing the failure) after
- * RECONNECT_FOR_MS without an answer.
- */
-export class Reconnector {
-  private downSince?: number;
+/** reconnectOptions makes the SDK's retries of an outage visible: one line when it starts, one when it ends. */
+export function reconnectOptions(s: Session, signal?: AbortSignal): ReconnectOptions {
+  let down = false;
+  return {
+    signal,
+    onReconnect: (event) => {
+      if (down) return;
+      down = true;
+      const minutes = Math.round(DEFAULT_RECONNECT_FOR_MS / 60_000);
+      s.out.info(`plinth: lost the connection to ${s.settings.host} (${causeOf(event.error)}); reconnecting for up to ${minutes} minutes…`);
+    },
+    onReconnected: () => {
+      if (!down) return;
+      down = false;
+      s.out.info(`plinth: reconnected to ${s.settings.host}`);
+    },
+  };
+}
 
-  constructor(
-    private readonly host: string,
-    private readonly say: (line: string) => void,
-    private readonly forMs = RECONNECT_FOR_MS,
-  ) {}
-
-  async call<T>(request: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const answer = await request();
-        if (this.downSince !== undefined) this.say(`plinth: reconnected to ${this.host}`);
-        this.downSince = undefined;
-        return answer;
-      } catch (error) {
-        if (!isConnectionFailure(error)) throw error;
-        this.lost(error);
-        if (Date.now() - this.downSince! > this.forMs) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_PAUSE_MS, 250 * 2 ** attempt)));
-      }
-    }
-  }
-
-  /** lost records a broken connection (also one the log stream saw); the first of an outage is said aloud. */
-  lost(error: unknown) {
-    if (this.downSince !== undefined) return;
-    this.downSince = Date.now();
-    this.say(`plinth: lost the connection to ${this.host} (${causeOf(error)}); reconnecting for up to ${Math.round(this.forMs / 60_000)} minutes…`);
-  }
+/** outage is an SDK Outage that reports through reconnectOptions: `outage(s).call(fn)` rides out an outage around `fn`. */
+export function outage(s: Session): Outage {
+  return new Outage(reconnectOptions(s));
 }

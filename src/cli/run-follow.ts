@@ -1,24 +1,17 @@
 // Following a run: the logs of each step as it runs (approval steps have none), until the run ends or
 // waits for a person, riding out API restarts; and what a failed run has to say for itself.
 
-import { PlinthApiError, PlinthTimeoutError, TERMINAL_RUN_STATUSES, type LogLine, type PipelineRun, type Plinth, type StepExecution } from '@plinth/sdk';
-import { all } from './command-kit.ts';
+import { OUTCOME_RUN_STATUSES, PlinthTimeoutError, type LogLine, type PipelineRun, type Plinth, type StepExecution } from '@plinth/sdk';
 import { terminalLines, terminalSafe, useColour } from './output.ts';
-import { Reconnector } from './reconnect.ts';
+import { outage, reconnectOptions } from './reconnect.ts';
 import type { Session } from './session.ts';
 
 /** The step executions of a run, every page. */
 export function stepsOfRun(plinth: Plinth, runId: string): Promise<StepExecution[]> {
-  return all(plinth.paginate('/pipeline-runs/{id}/step-executions', { path: { id: runId }, query: { limit: 200 } }));
+  return plinth.runs.steps(runId);
 }
 
-/** Where a waiting command stops: the run ended, or a person must act. */
-const OUTCOME_STATUSES: readonly PipelineRun['status'][] = [...TERMINAL_RUN_STATUSES, 'WAITING_FOR_APPROVAL'];
 const POLL_MS = 500;
-
-function reconnector(s: Session): Reconnector {
-  return new Reconnector(s.settings.host, (line) => s.out.info(line));
-}
 
 function sleep(ms: number) {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -27,10 +20,10 @@ function sleep(ms: number) {
 /** waitOutcome reads the run until it ends or waits for approval (PlinthTimeoutError after timeoutMs). */
 export async function waitOutcome(s: Session, runId: string, timeoutMs?: number): Promise<PipelineRun> {
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
-  const link = reconnector(s);
+  const link = outage(s);
   for (;;) {
     const run = await link.call(() => s.plinth.runs.get(runId));
-    if (OUTCOME_STATUSES.includes(run.status)) return run;
+    if (OUTCOME_RUN_STATUSES.includes(run.status)) return run;
     if (Date.now() >= deadline) throw new PlinthTimeoutError(`run ${runId} is still ${run.status}`);
     await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
   }
@@ -45,58 +38,25 @@ export function printLine(s: Session, step: StepExecution, line: LogLine, stream
   else stream.write(`${JSON.stringify({ stepId: step.stepId, stepExecutionId: step.id, ...line })}\n`);
 }
 
-/** Steps with output to stream: started (or done) and not an approval. */
-function streamable(step: StepExecution): boolean {
-  return step.stepType !== 'approval' && step.status !== 'QUEUED' && step.status !== 'SKIPPED';
-}
-
-/** An answer of the API (a 404, a 403) will not change by asking again; anything else is the connection's. */
-function isApiAnswer(error: unknown): boolean {
-  return error instanceof PlinthApiError && error.status < 500;
-}
-
-/** followStep prints one step's lines as they are written, resuming after the last line printed when the stream breaks. */
-async function followStep(s: Session, link: Reconnector, step: StepExecution, stream: NodeJS.WriteStream, deadline: number) {
-  let after = 0;
-  for (;;) {
-    const signal = AbortSignal.timeout(Math.max(1, Math.min(2 ** 31 - 1, deadline - Date.now())));
-    try {
-      for await (const line of s.plinth.logs.follow(step.id, { after, signal, maxReconnects: 0 })) {
-        printLine(s, step, line, stream);
-        after = line.seq;
-      }
-      return;
-    } catch (error) {
-      if (signal.aborted || isApiAnswer(error)) throw error;
-      // The stream broke (an API restart, a proxy's idle cut): wait for the API to answer again, then resume.
-      link.lost(error);
-      await link.call(() => s.plinth.runs.get(step.pipelineRunId));
-    }
-  }
-}
-
 /**
- * followRun streams the logs of every step of the run as it starts, one step at a time (steps that ran
- * in parallel follow one another), and returns the run once it has ended or waits for approval with
- * every started step's output printed (of `stepId` only, when given). The run is read before its steps,
- * so a final status seen means the step list read after it is final too.
+ * followRun prints the logs of every step of the run as it starts (of `stepId` only, when given),
+ * through the SDK's followLogs, and returns the run once it has ended or waits for approval. An outage
+ * of the API is ridden out for five minutes, said on stderr.
  */
 export async function followRun(s: Session, runId: string, timeoutMs?: number, stepId?: string): Promise<PipelineRun> {
-  const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
   const stream = s.out.human ? s.out.stdout : s.out.stderr;
-  const link = reconnector(s);
-  const done = new Set<string>();
-  for (;;) {
-    const run = await link.call(() => s.plinth.runs.get(runId));
-    const steps = await link.call(() => stepsOfRun(s.plinth, runId));
-    const pending = steps.filter((e) => streamable(e) && !done.has(e.id) && (stepId === undefined || e.stepId === stepId));
-    for (const step of pending) {
-      await followStep(s, link, step, stream, deadline);
-      done.add(step.id);
+  const signal = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+  const lines = s.plinth.runs.followLogs(runId, { ...reconnectOptions(s, signal), ...(stepId === undefined ? {} : { stepId }) });
+  try {
+    for (;;) {
+      const next = await lines.next();
+      if (next.done) return next.value;
+      const { step, ...line } = next.value;
+      printLine(s, step, line, stream);
     }
-    if (pending.length === 0 && OUTCOME_STATUSES.includes(run.status)) return run;
-    if (Date.now() >= deadline) throw new PlinthTimeoutError(`run ${runId} is still ${run.status}`);
-    if (pending.length === 0) await sleep(POLL_MS);
+  } catch (error) {
+    if (signal?.aborted) throw new PlinthTimeoutError(`run ${runId} did not end within ${timeoutMs} ms`);
+    throw error;
   }
 }
 

@@ -115,7 +115,7 @@ export function assertContentMd5(header: string | string[] | undefined, body: Bu
 }
 
 function stateConflict(reason: 'STALE_SERIAL' | 'LINEAGE_MISMATCH' | 'NOT_HELD', message: string): AppError {
-  return new AppError(409, `OpenTofu:${reason === 'NOT_HELD' ? 'StateLock' : 'State'}:${reason}`, message);
+  return new AppError(409, reason === 'NOT_HELD' ? 'OpenTofu:StateLock:NOT_HELD' : `OpenTofu:State:${reason}`, message);
 }
 
 /** The 423 a caller gets when another holds the lock: the holder's lock info, which OpenTofu prints. */

@@ -2,13 +2,9 @@ import { RuleViolationError } from '../platform/errors.ts';
 import { GIVEN_ID_PATTERN } from '../platform/schema.ts';
 import { findCycles } from './dag.ts';
 import { STEP_TYPES, type PipelineConfig, type StepConfig, type StepType } from './pipeline-config.ts';
+import { MAX_ATTEMPTS, MAX_STEP_NAME_LENGTH, MAX_STEPS, MAX_TIMEOUT_SECONDS, STEP_KEYS, STEP_WITH } from './pipelines.schema.ts';
 import { WITH_RULES } from './step-with.validate.ts';
 
-export const MAX_STEPS = 100;
-export const MAX_ATTEMPTS = 10;
-export const MAX_TIMEOUT_SECONDS = 86_400;
-const MAX_NAME_LENGTH = 255;
-const STEP_KEYS = ['id', 'name', 'type', 'needs', 'with', 'retry', 'timeoutSeconds'] as const;
 const GIVEN_ID = new RegExp(GIVEN_ID_PATTERN);
 
 type Problems = string[];
@@ -28,6 +24,8 @@ function isIntegerIn(value: unknown, min: number, max: number): value is number 
 /**
  * pipelineConfigProblems lists every way `raw` fails to be a PipelineConfig, one line per problem,
  * each starting with the path of the offending value (`config/steps/2/needs/0: ...`). Empty means valid.
+ * It checks the shape of PipelineConfigSchema (pipelines.schema.ts), whose fields and limits it takes,
+ * and the rules a JSON Schema cannot say: needs naming other steps, no cycle, relative paths.
  */
 export function pipelineConfigProblems(raw: unknown): string[] {
   const problems: Problems = [];
@@ -96,7 +94,7 @@ function checkId(id: unknown, at: string, i: number, firstIndexOf: Map<string, n
 function checkName(name: unknown, at: string, problems: Problems) {
   if (name === undefined) problems.push(`${at}/name: is required`);
   else if (typeof name !== 'string' || name.trim().length === 0) problems.push(`${at}/name: must be a non-empty string`);
-  else if (name.length > MAX_NAME_LENGTH) problems.push(`${at}/name: must be at most ${MAX_NAME_LENGTH} characters`);
+  else if (name.length > MAX_STEP_NAME_LENGTH) problems.push(`${at}/name: must be at most ${MAX_STEP_NAME_LENGTH} characters`);
 }
 
 function checkNeeds(needs: unknown, id: unknown, at: string, firstIndexOf: Map<string, number>, problems: Problems) {
@@ -131,11 +129,11 @@ function checkWith(type: StepType, value: unknown, at: string, problems: Problem
     problems.push(`${at}/with: must be an object`);
     return;
   }
-  const rules = WITH_RULES[type];
+  const rules: Record<string, (value: unknown) => string | undefined> = WITH_RULES[type];
+  const allowed = Object.keys(STEP_WITH[type].properties);
   const given = value ?? {};
   for (const key of Object.keys(given)) {
-    if (!(key in rules)) {
-      const allowed = Object.keys(rules);
+    if (!allowed.includes(key)) {
       problems.push(
         `${at}/with/${key}: unknown field for ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} step (${allowed.length ? `allowed: ${allowed.join(', ')}` : 'it takes none'})`,
       );

@@ -5,7 +5,7 @@ import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
 import { newId } from '../platform/ids.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { PipelineConfig } from './pipeline-config.ts';
-import type { Pipeline, PipelineVersion } from './pipelines.schema.ts';
+import type { Pipeline, PipelineConfigBody, PipelineVersion } from './pipelines.schema.ts';
 import type { NamedFilter } from '../platform/schema.ts';
 
 /** A pipeline with the id of its latest version, which the Pipeline resource carries. */
@@ -38,7 +38,8 @@ export function pipelineVersionRowToPipelineVersion(row: PipelineVersionRow): Pi
     pipelineId: row.pipeline_id,
     organizationId: row.organization_id,
     version: row.version,
-    config: row.config,
+    // Written only as parsePipelineConfig returned it, so it has the schema's shape.
+    config: row.config as PipelineConfigBody,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     ...(row.created_by_id !== null ? { createdById: row.created_by_id } : {}),

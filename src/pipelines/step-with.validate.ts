@@ -1,10 +1,10 @@
+import type { Static } from '@sinclair/typebox';
 import type { StepType } from './pipeline-config.ts';
+import { MAX_COMMAND_LENGTH, MAX_MODULE_INSTANCE_ID_LENGTH, MAX_PATH_LENGTH, MAX_TEXT_LENGTH, type STEP_WITH } from './pipelines.schema.ts';
 
 /** A check of one `with` field: undefined when the value is acceptable, else what is wrong with it. */
 export type WithRule = (value: unknown) => string | undefined;
 
-const MAX_COMMAND_LENGTH = 65_536;
-const MAX_TEXT_LENGTH = 4_096;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -34,7 +34,7 @@ const nonEmptyString =
  */
 const relativePath: WithRule = (value) => {
   if (typeof value !== 'string' || value.length === 0) return 'must be a non-empty relative path';
-  if (value.length > 1024) return 'must be at most 1024 characters';
+  if (value.length > MAX_PATH_LENGTH) return `must be at most ${MAX_PATH_LENGTH} characters`;
   if (value.startsWith('/') || value.startsWith('\\') || /^[A-Za-z]:/.test(value)) return "must be relative to the run's working directory";
   if (value.split(/[\\/]/).includes('..')) return 'must not contain ".." segments';
   return value.includes('\0') ? 'must not contain NUL characters' : undefined;
@@ -53,11 +53,14 @@ const variables: WithRule = (value) => (isPlainObject(value) ? undefined : 'must
 
 const tofuRules = { workingDirectory: optional(relativePath), variables: optional(variables) };
 
+/** The check of each `with` field of each step type: exactly the fields of its schema (STEP_WITH). */
+type WithRules = { [T in StepType]: { [K in keyof Static<(typeof STEP_WITH)[T]>]-?: WithRule } };
+
 /**
- * The `with` fields each step type accepts, and their checks; any other field is refused. This is
- * the single list docs/pipelines.md describes.
+ * The checks of the `with` fields of each step type, beyond their schema's: a field the schema does not
+ * list is refused before these run (pipeline-config.validate.ts).
  */
-export const WITH_RULES: Record<StepType, Record<string, WithRule>> = {
+export const WITH_RULES: WithRules = {
   script: {
     command: required(nonEmptyString(MAX_COMMAND_LENGTH)),
     env: optional(environment),
@@ -67,5 +70,5 @@ export const WITH_RULES: Record<StepType, Record<string, WithRule>> = {
   'opentofu.plan': tofuRules,
   'opentofu.apply': tofuRules,
   'opentofu.destroy': tofuRules,
-  'module.deploy': { moduleInstanceId: required(nonEmptyString(64)) },
+  'module.deploy': { moduleInstanceId: required(nonEmptyString(MAX_MODULE_INSTANCE_ID_LENGTH)) },
 };

@@ -1,4 +1,5 @@
-import { Type, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox';
+import { Type, type TObject, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox';
+import { ERROR_CODES, type ErrorCode } from './errors.ts';
 
 /**
  * Shared TypeBox building blocks. Every route's request and response schema is made from these, so
@@ -8,6 +9,21 @@ import { Type, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox
 /** A string enumeration as OpenAPI 3.0 understands it (`enum`, not `anyOf` of `const`). */
 export function StringEnum<const T extends readonly string[]>(values: T, options: { description?: string; default?: T[number] } = {}): TUnsafe<T[number]> {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+/** The OpenAPI extension that marks a request schema its service checks itself (see RuleChecked). */
+export const RULE_CHECKED = 'x-rule-checked';
+
+/**
+ * RuleChecked marks an object of a request body whose whole shape the schema states (in the OpenAPI
+ * document, the SDK's types and the handler's) but which its service checks itself: against the same
+ * shape and the rules a JSON Schema cannot say, listing every problem in one 422, the status of a
+ * broken rule, where a schema failure would be a 400 stopping at what the schema sees. The request
+ * validator only checks that it is an object (http/validation.ts); the service must check it before
+ * any use.
+ */
+export function RuleChecked<T extends TObject>(schema: T): T {
+  return Object.assign(schema, { [RULE_CHECKED]: true });
 }
 
 /** Optional and nullable as OpenAPI 3.0 spells it. */
@@ -50,9 +66,19 @@ export const ErrorDetailSection = Type.Object({
   object: Type.Optional(Type.Object({}, { additionalProperties: true })),
 });
 
+/**
+ * The document lists every code (ERROR_CODES). The type also takes any other string: an `error` stored on
+ * a run or step by an earlier version of Plinth keeps the code it was written with.
+ */
+const ErrorCodeSchema = Type.Unsafe<ErrorCode | (string & {})>({
+  type: 'string',
+  enum: [...ERROR_CODES],
+  description: '<Namespace>:<Entity>:<REASON>, one of the codes listed. A client should accept a code it does not know: a newer server may send one.',
+});
+
 export const ErrorBody = Type.Object(
   {
-    code: Type.String({ description: '<Namespace>:<Entity>:<REASON>' }),
+    code: ErrorCodeSchema,
     message: Type.String(),
     action: Type.Optional(Type.Object({ label: Type.String(), url: Type.String() })),
     description: Type.Optional(Type.String()),

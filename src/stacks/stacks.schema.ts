@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Body, Description, GivenId, Id, Name, NamedFilter, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 import { RUN_ACTIONS, STACK_TYPES } from '../platform/db/enums.ts';
+import { PipelineConfigSchema } from '../pipelines/pipelines.schema.ts';
 
 /** What a push webhook triggers on a stack that tracks the pushed branch. */
 export const PUSH_ACTIONS = ['apply', 'plan', 'none'] as const;
@@ -23,7 +24,6 @@ export const StackSource = Type.Object(
 export type StackSource = Static<typeof StackSource>;
 
 const Variables = Type.Object({}, { additionalProperties: true, description: 'OpenTofu input variables of the stack' });
-const FreeConfig = Type.Object({}, { additionalProperties: true, description: 'A pipeline config: {steps: [...]}' });
 
 export const Stack = Type.Object(
   {
@@ -60,7 +60,7 @@ export const CreateStack = Body(
       variables: Type.Optional(Variables),
       pipelines: Type.Optional(
         Type.Object(
-          { change: Type.Optional(FreeConfig), destroy: Type.Optional(FreeConfig) },
+          { change: Type.Optional(PipelineConfigSchema), destroy: Type.Optional(PipelineConfigSchema) },
           { additionalProperties: false, description: 'Configs for version 1 of the change and destroy pipelines, instead of the defaults' },
         ),
       ),

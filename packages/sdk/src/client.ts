@@ -4,8 +4,9 @@ import type { paths } from './generated/openapi.js';
 import { followLogs, readLogLines, type FollowOptions } from './logs.js';
 import { pages, type ListItem, type ListParams, type ListPath, type Page } from './paginate.js';
 import { retryingFetch, type RetryOptions } from './retry.js';
-import { waitForRun, type WaitOptions } from './runs.js';
-import type { LogLine, PipelineRun } from './types.js';
+import { followRunLogs, type FollowRunOptions, type RunLogLine } from './run-logs.js';
+import { waitForRun, waitingStep, type DecideOptions, type StartRunOptions, type WaitOptions } from './runs.js';
+import type { LogLine, PipelineRun, StepExecution } from './types.js';
 
 export interface PlinthOptions {
   /** Where Plinth answers, e.g. `http://127.0.0.1:8080`. */
@@ -91,11 +92,43 @@ export class Plinth {
     );
   }
 
-  /** Runs: waiting for one to reach a status. */
+  /** Runs: start one, wait for it, decide on its approvals, follow its logs. */
   readonly runs = {
     get: (id: string): Promise<PipelineRun> => unwrap(this.api.GET('/pipeline-runs/{id}', { params: { path: { id } } })).then((b) => b.data),
     wait: (id: string, options?: WaitOptions): Promise<PipelineRun> => waitForRun((runId) => this.runs.get(runId), id, options),
+    /** start queues a run of the stack (its change pipeline; its destroy pipeline for `action: 'destroy'`) and returns it. */
+    start: (stackId: string, options: StartRunOptions = {}): Promise<PipelineRun> => {
+      const { autoApprove, ...rest } = options;
+      const data = { ...rest, ...(autoApprove !== undefined ? { autoapprove: autoApprove } : {}) };
+      return unwrap(this.api.POST('/stacks/{id}/pipeline-run', { params: { path: { id: stackId } }, body: { data } })).then((b) => b.data);
+    },
+    /** Every step execution of the run, oldest first, retries included. */
+    steps: async (runId: string): Promise<StepExecution[]> => {
+      const steps: StepExecution[] = [];
+      for await (const step of this.paginate('/pipeline-runs/{id}/step-executions', { path: { id: runId }, query: { limit: 200 } })) steps.push(step);
+      return steps;
+    },
+    /**
+     * approve approves the step of the run that waits for approval (`stepId` names it when several
+     * wait) and returns its execution; none waiting, or several, is a PlinthApiError 409.
+     */
+    approve: (runId: string, options: DecideOptions = {}): Promise<StepExecution> => this.decide('approve', runId, options),
+    /** reject rejects the step that waits for approval, as approve picks it; the run fails. */
+    reject: (runId: string, options: DecideOptions = {}): Promise<StepExecution> => this.decide('reject', runId, options),
+    /**
+     * followLogs yields every line of every step of the run, each with its step, step after step as
+     * each starts, and returns the run once it has ended or waits for approval. While the API does not
+     * answer it tries again for `reconnectForMs` (5 minutes), calling `onReconnect` before each attempt.
+     */
+    followLogs: (runId: string, options?: FollowRunOptions): AsyncGenerator<RunLogLine, PipelineRun> =>
+      followRunLogs({ run: (id) => this.runs.get(id), steps: (id) => this.runs.steps(id), send: this.fetch }, runId, options),
   };
+
+  private async decide(verb: 'approve' | 'reject', runId: string, options: DecideOptions): Promise<StepExecution> {
+    const step = waitingStep(runId, await this.runs.steps(runId), options.stepId);
+    const path = verb === 'approve' ? '/pipeline-step-executions/{id}/approve' : '/pipeline-step-executions/{id}/reject';
+    return (await unwrap(this.api.POST(path, { params: { path: { id: step.id } } }))).data;
+  }
 
   /** Logs: follow a step execution's lines as they are written, resuming over broken connections. */
   readonly logs = {

@@ -1,12 +1,14 @@
-import type { ErrorBody } from './types.js';
+import type { ErrorBody, ErrorCode, PlinthErrorCode, SdkErrorCode } from './types.js';
 
 /**
  * PlinthApiError is an answer of the API that is not a success: its ErrorBody, whose `code`
- * (`<Namespace>:<Entity>:<REASON>`) is what callers branch on, never the message.
+ * (`<Namespace>:<Entity>:<REASON>`) is what callers branch on, never the message. The code is typed
+ * as the codes the API documents (ErrorCode) plus the SDK's own, and still takes any string, since
+ * a newer server may send a code this SDK does not know.
  */
 export class PlinthApiError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: PlinthErrorCode;
   readonly body: ErrorBody;
   readonly requestId?: string;
 
@@ -17,6 +19,14 @@ export class PlinthApiError extends Error {
     this.code = body.code;
     this.body = body;
     this.requestId = body.requestId;
+  }
+
+  /**
+   * is tells whether the error has `code`. Unlike `error.code === '…'`, which takes any string (the
+   * code may be one a newer server added), it only takes a code this SDK knows: a typo does not compile.
+   */
+  is(code: ErrorCode | SdkErrorCode): boolean {
+    return this.code === code;
   }
 
   /** The credential is missing, unknown, revoked or expired: the caller must log in again. */

@@ -7,7 +7,9 @@ export type { components, paths } from './generated/openapi.js';
 export { followLogs, readLogLines, type FollowOptions } from './logs.js';
 export { pages, type ListItem, type ListParams, type ListPath, type Page } from './paginate.js';
 export { retryAfterMs, retryingFetch, shouldRetry, type RetryOptions } from './retry.js';
-export { waitForRun, type WaitOptions } from './runs.js';
+export { DEFAULT_RECONNECT_FOR_MS, isTransient, Outage, type ReconnectEvent, type ReconnectOptions } from './reconnect.js';
+export { followRunLogs, OUTCOME_RUN_STATUSES, type FollowRunOptions, type RunLogLine, type RunReader } from './run-logs.js';
+export { waitForRun, waitingStep, type DecideOptions, type StartRunOptions, type WaitOptions } from './runs.js';
 export { parseSse, type SseEvent } from './sse.js';
 export * from './types.js';
 

@@ -1,15 +1,11 @@
 import { toApiError } from './errors.js';
 import { parseSse } from './sse.js';
+import { Outage, type ReconnectOptions } from './reconnect.js';
 import type { LogLine, LogsPage } from './types.js';
 
-export interface FollowOptions {
+export interface FollowOptions extends ReconnectOptions {
   /** Start after this seq (default 0: from the first line). */
   after?: number;
-  signal?: AbortSignal;
-  /** Reconnections in a row without a new line before giving up (default 5). */
-  maxReconnects?: number;
-  /** Called when the stream broke and is being resumed. */
-  onReconnect?: (afterSeq: number, error: unknown) => void;
 }
 
 type Send = (path: string, init?: RequestInit) => Promise<Response>;
@@ -18,14 +14,13 @@ type Send = (path: string, init?: RequestInit) => Promise<Response>;
  * followLogs yields a step execution's lines as Server-Sent Events deliver them and returns the
  * step's final status from the stream's `end` event. A connection that breaks before `end` (a
  * restart of the API, a proxy's idle cut) is opened again with Last-Event-ID set to the last seq
- * seen, so no line is lost or repeated.
+ * seen, so no line is lost or repeated; while the API does not answer it is tried again for up to
+ * `reconnectForMs` (5 minutes), calling `onReconnect` before each attempt.
  */
 export async function* followLogs(send: Send, executionId: string, options: FollowOptions = {}): AsyncGenerator<LogLine, string | undefined> {
   let lastSeq = options.after ?? 0;
-  let failures = 0;
-  const maxReconnects = options.maxReconnects ?? 5;
+  const outage = new Outage(options);
   for (;;) {
-    let progressed = false;
     try {
       const response = await send(`/pipeline-step-executions/${encodeURIComponent(executionId)}/logs?follow=true`, {
         headers: { accept: 'text/event-stream', 'last-event-id': String(lastSeq) },
@@ -33,14 +28,16 @@ export async function* followLogs(send: Send, executionId: string, options: Foll
       });
       if (!response.ok) throw toApiError(response, await response.json().catch(() => undefined));
       if (!response.body) throw new Error('the log stream has no body');
+      outage.connected();
       for await (const event of parseSse(response.body)) {
         if (event.event === 'line') {
           const line = JSON.parse(event.data) as LogLine;
           if (line.seq <= lastSeq) continue;
           lastSeq = line.seq;
-          progressed = true;
+          outage.progressed();
           yield line;
         } else if (event.event === 'end') {
+          outage.progressed();
           return (JSON.parse(event.data) as { status?: string }).status;
         } else if (event.event === 'error') {
           throw new Error(`the log stream failed: ${event.data}`);
@@ -48,12 +45,7 @@ export async function* followLogs(send: Send, executionId: string, options: Foll
       }
       throw new Error('the log stream ended before the step did');
     } catch (error) {
-      // Answers of the API (404, 403, 401...) will not change by asking again; neither does an abort.
-      if (options.signal?.aborted || (error as { status?: number }).status !== undefined) throw error;
-      failures = progressed ? 1 : failures + 1;
-      if (failures > maxReconnects) throw error;
-      options.onReconnect?.(lastSeq, error);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 200 * 2 ** failures)));
+      await outage.failed(error, { executionId, afterSeq: lastSeq });
     }
   }
 }

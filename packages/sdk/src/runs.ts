@@ -1,5 +1,5 @@
-import { PlinthTimeoutError } from './errors.js';
-import { TERMINAL_RUN_STATUSES, type PipelineRun, type RunStatus } from './types.js';
+import { PlinthApiError, PlinthTimeoutError } from './errors.js';
+import { TERMINAL_RUN_STATUSES, type PipelineRun, type RunStatus, type StepExecution } from './types.js';
 
 export interface WaitOptions {
   /** Statuses that end the wait (default: SUCCEEDED, FAILED, CANCELLED). */
@@ -27,4 +27,41 @@ export async function waitForRun(read: (id: string) => Promise<PipelineRun>, id:
     if (left <= 0) throw new PlinthTimeoutError(`run ${id} is still ${run.status}; gave up waiting for ${until.join(', ')}`);
     await new Promise<void>((resolve) => setTimeout(resolve, Math.min(interval, left)));
   }
+}
+
+export interface StartRunOptions {
+  /** apply (default): the change pipeline; plan: up to its first approval; destroy: the destroy pipeline. */
+  action?: 'plan' | 'apply' | 'destroy';
+  /** Run inputs, given to steps as PLINTH_INPUTS. */
+  inputs?: Record<string, unknown>;
+  description?: string;
+  /** Approve the run's approval steps without a person. */
+  autoApprove?: boolean;
+}
+
+export interface DecideOptions {
+  /** The step to decide on (its `stepId` in the config); by default the one step waiting. */
+  stepId?: string;
+}
+
+/**
+ * waitingStep picks the step execution a decision is about: the one waiting for approval (of `stepId`,
+ * when given). None, or several without a `stepId`, is a PlinthApiError 409 with an `Sdk:Approval:`
+ * code, as the API answers a decision on a step that is not waiting.
+ */
+export function waitingStep(runId: string, steps: StepExecution[], stepId?: string): StepExecution {
+  const waiting = steps.filter((s) => s.status === 'WAITING_FOR_APPROVAL' && (stepId === undefined || s.stepId === stepId));
+  if (waiting.length === 1) return waiting[0];
+  if (waiting.length === 0) {
+    const message =
+      stepId === undefined
+        ? `No step of run ${runId} is waiting for approval`
+        : `Step "${stepId}" of run ${runId} is not waiting for approval (${steps.filter((s) => s.stepId === stepId).at(-1)?.status ?? 'no such step has started'})`;
+    throw new PlinthApiError(409, { code: 'Sdk:Approval:NONE_WAITING', message });
+  }
+  const ids = waiting.map((s) => `"${s.stepId}"`).join(', ');
+  throw new PlinthApiError(409, {
+    code: 'Sdk:Approval:SEVERAL_WAITING',
+    message: `Steps ${ids} of run ${runId} are waiting for approval: name one with stepId`,
+  });
 }

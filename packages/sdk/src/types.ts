@@ -3,7 +3,19 @@
 import type { components, paths } from './generated/openapi.js';
 
 type Schemas = components['schemas'];
-export type ErrorBody = Schemas['ErrorBody'];
+
+/** Every error code the API documents (the `code` enum of ErrorBody in /openapi.json). */
+export type ErrorCode = Schemas['ErrorBody']['code'];
+/** The codes the SDK gives failures that carry no ErrorBody of the API (see PlinthApiError). */
+export type SdkErrorCode = 'Sdk:Response:REDIRECT' | `Sdk:Response:HTTP_${number}` | 'Sdk:Approval:NONE_WAITING' | 'Sdk:Approval:SEVERAL_WAITING';
+/**
+ * What PlinthApiError.code holds: a documented code, one of the SDK's, or (from a server newer than
+ * this SDK) a code neither knows. `(string & {})` keeps that last case compiling while editors still
+ * complete the known codes; a `switch` on the code should keep a `default` branch.
+ */
+export type PlinthErrorCode = ErrorCode | SdkErrorCode | (string & {});
+/** An ErrorBody as received: its code may be one this SDK does not know yet. */
+export type ErrorBody = Omit<Schemas['ErrorBody'], 'code'> & { code: PlinthErrorCode };
 export type Principal = Schemas['Principal'];
 export type Organization = Schemas['Organization'];
 export type Project = Schemas['Project'];
@@ -11,6 +23,10 @@ export type Environment = Schemas['Environment'];
 export type Stack = Schemas['Stack'];
 export type Pipeline = Schemas['Pipeline'];
 export type PipelineVersion = Schemas['PipelineVersion'];
+/** A pipeline config: its steps, each typed by its `type` with that type's `with`. */
+export type PipelineConfig = Schemas['PipelineConfig'];
+export type PipelineStep = PipelineConfig['steps'][number];
+export type StepType = PipelineStep['type'];
 export type PipelineVersionDryRun = Schemas['PipelineVersionDryRun'];
 export type PipelineRun = Schemas['PipelineRun'];
 export type StepExecution = Schemas['StepExecution'];

@@ -2,7 +2,7 @@
 // record is named by its id, givenId or name (src/cli/resolve.ts).
 
 import type { Command } from 'commander';
-import { unwrap, type Environment, type Organization, type Pipeline, type PipelineVersion, type Project, type Stack } from '@plinth/sdk';
+import { unwrap, type Environment, type Organization, type Pipeline, type PipelineConfig, type PipelineVersion, type Project, type Stack } from '@plinth/sdk';
 import { action, examples, readDocument } from '../command-kit.ts';
 import { deleteAction } from '../deletion.ts';
 import { UsageError } from '../exit-codes.ts';
@@ -296,7 +296,7 @@ function pipelineCommands(pipeline: Command) {
     'plinth pipeline validate deploy -f pipeline.yaml',
   ).action(
     action(async (s: Session, ref: string, o: { file: string }) => {
-      const config = readDocument(o.file) as Record<string, unknown>;
+      const config = readDocument(o.file) as PipelineConfig;
       const pipelineId = await s.resolve('pipeline', ref);
       const result = (await unwrap(s.plinth.api.POST('/pipeline-versions', { body: { data: { pipelineId, config, dryRun: true } } }))).data;
       if (!('patch' in result)) throw new Error('the server created a version instead of a dry run');

@@ -95,15 +95,6 @@ async function waitThenFinish(s: Session, runId: string, follow: boolean, flags:
   return finish(s, run);
 }
 
-/** The step execution a decision is about: the one of `stepId`, else the only one waiting. */
-async function waitingStep(s: Session, runId: string, stepId?: string): Promise<StepExecution> {
-  const waiting = (await stepsOfRun(s.plinth, runId)).filter((e) => e.status === 'WAITING_FOR_APPROVAL' && (stepId === undefined || e.stepId === stepId));
-  if (waiting.length === 0) throw new CliExit(EXIT.ERROR, `run ${runId} has no step${stepId ? ` "${stepId}"` : ''} waiting for approval`);
-  if (waiting.length > 1)
-    throw new UsageError(`run ${runId} has ${waiting.length} steps waiting for approval: pick one with --step (${waiting.map((e) => e.stepId).join(', ')})`);
-  return waiting[0];
-}
-
 const watchOption = () => new Option('-w, --watch', 'print it again every 2 seconds as it changes, until Ctrl-C (run get: until the run ends)');
 
 export function runCommands(program: Command) {
@@ -242,10 +233,8 @@ export function runCommands(program: Command) {
       `plinth run ${decision} <run>`,
     ).action(
       action(async (s: Session, id: string, o: { step?: string }) => {
-        const step = await waitingStep(s, id, o.step);
-        const path = decision === 'approve' ? '/pipeline-step-executions/{id}/approve' : '/pipeline-step-executions/{id}/reject';
-        const decided = (await unwrap(s.plinth.api.POST(path, { params: { path: { id: step.id } } }))).data;
-        s.out.info(`${decision === 'approve' ? 'approved' : 'rejected'} step "${step.stepId}" of run ${id}`);
+        const decided = await s.plinth.runs[decision](id, o.step === undefined ? {} : { stepId: o.step });
+        s.out.info(`${decision === 'approve' ? 'approved' : 'rejected'} step "${decided.stepId}" of run ${id}`);
         s.out.item(decided);
       }),
     );

@@ -6,7 +6,7 @@
 // asks through findUsages and deleteDependents, inside the transaction that holds the row's lock.
 
 import type { Executor } from './db.ts';
-import { ConflictError } from '../errors.ts';
+import { ConflictError, type ApiEntityWith } from '../errors.ts';
 
 /** The kinds of rows others point at. */
 export type Referenced =
@@ -56,7 +56,7 @@ export async function deleteDependents(db: Executor, of: Referenced, id: string)
  * inUseError is the 409 for deleting something others still use. It names them: `details` lists
  * `<kind>: <ref>, …` per kind (finders fetch one more than `sample`, so "and more" is honest).
  */
-export function inUseError(entity: string, label: string, usages: UsageRow[], sample = 10): ConflictError {
+export function inUseError(entity: ApiEntityWith<'IN_USE'>, label: string, usages: UsageRow[], sample = 10): ConflictError {
   const byKind = new Map<string, string[]>();
   for (const { kind, ref } of usages) byKind.set(kind, [...(byKind.get(kind) ?? []), ref]);
   const items = [...byKind].map(([kind, refs]) => `${kind}: ${refs.slice(0, sample).join(', ')}${refs.length > sample ? ', and more' : ''}`);

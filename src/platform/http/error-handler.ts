@@ -1,10 +1,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, BadRequestError, TooManyRequestsError } from '../errors.ts';
+import { AppError, BadRequestError, TooManyRequestsError, type ErrorCode } from '../errors.ts';
 import type { ErrorBody } from '../schema.ts';
 import { describeValidationErrors } from './validation.ts';
 
 /** Fastify's own 4xx errors, by code, as Plinth codes. */
-const FASTIFY_CODES: Record<string, { status: number; code: string }> = {
+const FASTIFY_CODES: Record<string, { status: number; code: ErrorCode }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'Api:Request:TOO_LARGE' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'Api:Request:UNSUPPORTED_MEDIA_TYPE' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'Api:Request:INVALID' },

@@ -1,6 +1,7 @@
 import Ajv, { type AnySchema, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { RULE_CHECKED } from '../schema.ts';
 
 /**
  * Two validators: bodies are checked exactly as sent (no coercion, no removal of unknown fields, so
@@ -26,9 +27,26 @@ function makeAjv(coerceTypes: boolean) {
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv(true);
 
+/**
+ * What the request validator checks of a schema: the schema itself, except that each part marked
+ * RuleChecked (platform/schema.ts) is only `{type: 'object'}`, its service checking the rest. The
+ * schema given is not changed: the OpenAPI document shows it whole.
+ */
+export function validatedPart(schema: unknown): unknown {
+  if (Array.isArray(schema)) {
+    const items = schema.map(validatedPart);
+    return items.some((item, i) => item !== schema[i]) ? items : schema;
+  }
+  if (schema === null || typeof schema !== 'object') return schema;
+  if ((schema as Record<string, unknown>)[RULE_CHECKED] === true) return { type: 'object' };
+  const entries = Object.entries(schema);
+  const parts = entries.map(([key, value]) => [key, validatedPart(value)] as const);
+  return parts.some(([, part], i) => part !== entries[i][1]) ? { ...schema, ...Object.fromEntries(parts) } : schema;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<AnySchema> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  const validate = ajv.compile(schema);
+  const validate = ajv.compile(validatedPart(schema) as AnySchema);
   // V8 compiles a generated validator on its first call (tens of ms for the large ones): at start, not in a request.
   validate({});
   return validate;

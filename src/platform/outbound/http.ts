@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { AppError } from '../errors.ts';
+import { AppError, type ErrorCode } from '../errors.ts';
 import { EgressDeniedError, isLoopback, namedExactly, type AllowList } from './address-policy.ts';
 import { resolveAllowed, systemLookup, withTimeout, type Lookup } from './resolve.ts';
 
@@ -106,7 +106,7 @@ export function jsonObject(body: Buffer): Record<string, unknown> | undefined {
  * rule, not the address (what a tenant's name resolves to inside the operator's network is not theirs
  * to learn), and the same whatever listens there.
  */
-export function notAllowedError(code: string, what: string, error: EgressDeniedError): AppError {
+export function notAllowedError(code: ErrorCode, what: string, error: EgressDeniedError): AppError {
   return new AppError(
     422,
     code,

@@ -4380,10 +4380,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         data: {
-                            /** @description A pipeline config: {steps: [{id, name, type, needs?, with?, retry?, timeoutSeconds?}]}; see docs/pipelines.md */
-                            config: {
-                                [key: string]: unknown;
-                            };
+                            config: components["schemas"]["PipelineConfig"];
                             /** @description Validate and return the patch against the latest version; create nothing */
                             dryRun?: boolean;
                             pipelineId: string;
@@ -4576,10 +4573,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         data: {
-                            /** @description A pipeline config: {steps: [{id, name, type, needs?, with?, retry?, timeoutSeconds?}]}; see docs/pipelines.md */
-                            config: {
-                                [key: string]: unknown;
-                            };
+                            config: components["schemas"]["PipelineConfig"];
                             description?: string;
                             /** @description Caller-chosen identifier */
                             givenId?: string;
@@ -5401,14 +5395,8 @@ export interface paths {
                             name: string;
                             /** @description Configs for version 1 of the change and destroy pipelines, instead of the defaults */
                             pipelines?: {
-                                /** @description A pipeline config: {steps: [...]} */
-                                change?: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description A pipeline config: {steps: [...]} */
-                                destroy?: {
-                                    [key: string]: unknown;
-                                };
+                                change?: components["schemas"]["PipelineConfig"];
+                                destroy?: components["schemas"]["PipelineConfig"];
                             };
                             projectId: string;
                             source?: {
@@ -6446,6 +6434,27 @@ export interface components {
             updatedAt: string;
             userId?: string;
         };
+        /** ApprovalStep */
+        ApprovalStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "approval";
+            with?: {
+                /** @description Shown to the approver */
+                message?: string;
+            };
+        };
         /** AuditDelivery */
         AuditDelivery: {
             attempt: number;
@@ -6690,8 +6699,11 @@ export interface components {
                 label: string;
                 url: string;
             };
-            /** @description <Namespace>:<Entity>:<REASON> */
-            code: string;
+            /**
+             * @description <Namespace>:<Entity>:<REASON>, one of the codes listed. A client should accept a code it does not know: a newer server may send one.
+             * @enum {string}
+             */
+            code: "Api:Request:INVALID" | "Api:Request:INVALID_HEADER" | "Api:Request:MALFORMED_JSON" | "Api:Request:METHOD_NOT_ALLOWED" | "Api:Request:TOO_DEEP" | "Api:Request:TOO_LARGE" | "Api:Request:UNSUPPORTED_MEDIA_TYPE" | "Api:Cursor:INVALID" | "Api:Route:NOT_FOUND" | "Api:Internal:ERROR" | "Auth:Credential:MISSING" | "Auth:Credential:INVALID" | "Auth:Credential:EXPIRED" | "Auth:Credential:REVOKED" | "Auth:Credential:TOO_MANY_FAILURES" | "Auth:Organization:FORBIDDEN" | "Auth:Permission:DENIED" | "Auth:Principal:NOT_A_USER" | "Api:ApiKey:NOT_FOUND" | "Api:ApiKey:AMBIGUOUS_OWNER" | "Api:ApiKey:INVALID_EXPIRY" | "Api:CloudAccount:NOT_FOUND" | "Api:CloudAccount:ALREADY_EXISTS" | "Api:CloudAccount:IN_USE" | "Api:CloudAccount:ROLE_ACCOUNT_MISMATCH" | "Api:CodeSource:NOT_FOUND" | "Api:CodeSource:ALREADY_EXISTS" | "Api:CodeSource:IN_USE" | "Api:CodeSource:CREDENTIAL_IN_URL" | "Api:CodeSource:INVALID_AUTH" | "Api:CodeSource:INVALID_URL" | "Api:DefaultValue:NOT_FOUND" | "Api:DefaultValue:ALREADY_EXISTS" | "Api:DefaultValue:INVALID_VALUE" | "Api:DefaultValueDefinition:NOT_FOUND" | "Api:DefaultValueDefinition:ALREADY_EXISTS" | "Api:DefaultValueDefinition:IN_USE" | "Api:DefaultValueDefinition:INVALID_SCHEMA" | "Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES" | "Api:DefaultValueDefinition:SYSTEM_MANAGED" | "Api:Environment:NOT_FOUND" | "Api:Environment:ALREADY_EXISTS" | "Api:Environment:IN_USE" | "Api:ExecutionEnvironment:NOT_FOUND" | "Api:ExecutionEnvironment:ALREADY_EXISTS" | "Api:ExecutionEnvironment:IN_USE" | "Api:GitAppInstallation:NOT_FOUND" | "Api:GitAppInstallation:TAKEN" | "Api:GitSelfHostedServer:NOT_FOUND" | "Api:GitSelfHostedServer:IN_USE" | "Api:Membership:NOT_FOUND" | "Api:Membership:ALREADY_EXISTS" | "Api:Membership:LAST_OWNER" | "Api:Organization:NOT_FOUND" | "Api:Parent:NOT_FOUND" | "Api:Pipeline:NOT_FOUND" | "Api:Pipeline:ALREADY_EXISTS" | "Api:Pipeline:IN_USE" | "Api:Pipeline:RUN_ACTIVE" | "Api:PipelineConfig:INVALID" | "Api:PipelineRun:NOT_FOUND" | "Api:PipelineRun:NOT_CANCELLABLE" | "Api:PipelineRun:NOT_RETRYABLE" | "Api:PipelineVersion:NOT_FOUND" | "Api:Project:NOT_FOUND" | "Api:Project:ALREADY_EXISTS" | "Api:Project:IN_USE" | "Api:Reference:NOT_FOUND" | "Api:SensitiveVariable:NOT_FOUND" | "Api:ServiceAccount:NOT_FOUND" | "Api:Stack:NOT_FOUND" | "Api:Stack:ALREADY_EXISTS" | "Api:Stack:IN_USE" | "Api:Stack:BUSY" | "Api:Stack:ENVIRONMENT_NOT_IN_PROJECT" | "Api:StateVersion:NOT_FOUND" | "Api:StateWorkspace:NOT_FOUND" | "Api:StepExecution:NOT_FOUND" | "Api:StepExecution:NOT_WAITING_FOR_APPROVAL" | "Api:StepLogs:TOO_MANY_FOLLOWERS" | "Api:User:NOT_FOUND" | "Git:App:BAD_RESPONSE" | "Git:App:GRANT_REFUSED" | "Git:App:NOT_ACCESSIBLE" | "Git:App:NOT_ALLOWED" | "Git:App:NOT_CONFIGURED" | "Git:App:NO_INSTALLATION" | "Git:App:TOKEN_REFUSED" | "Git:App:UNREACHABLE" | "Git:App:UNVERIFIED" | "Git:Credential:MISSING" | "Git:Credential:REFUSED" | "Git:OAuth:BAD_RESPONSE" | "Git:OAuth:DENIED" | "Git:OAuth:EXPIRED" | "Git:OAuth:GRANT_REFUSED" | "Git:OAuth:NOT_ALLOWED" | "Git:OAuth:NOT_CONNECTED" | "Git:OAuth:REFRESH_REFUSED" | "Git:OAuth:UNREACHABLE" | "Git:Repository:NOT_ALLOWED" | "Git:Repository:NOT_FOUND" | "Git:Repository:TIMEOUT" | "Git:Repository:UNREACHABLE" | "Git:State:INVALID" | "Git:State:EXPIRED" | "Git:State:USED" | "Git:State:OTHER_BROWSER" | "Git:Webhook:INVALID" | "Git:Webhook:UNVERIFIED" | "OpenTofu:State:CHECKSUM_MISMATCH" | "OpenTofu:State:INVALID" | "OpenTofu:State:LINEAGE_MISMATCH" | "OpenTofu:State:OTHER_STACK" | "OpenTofu:State:STALE_SERIAL" | "OpenTofu:StateLock:INVALID" | "OpenTofu:StateLock:LOCKED" | "OpenTofu:StateLock:NOT_HELD" | "OpenTofu:StateLock:NOT_HOLDER" | "Engine:Run:STEP_FAILED" | "Engine:Run:CANCELLED" | "Engine:Approval:REJECTED" | "Engine:Worker:LOST" | "Engine:Worker:ERROR" | "Engine:Script:FAILED" | "Engine:Script:SPAWN_FAILED" | "Engine:Step:TIMED_OUT" | "Engine:ExecutionEnvironment:UNSUPPORTED" | "Engine:StepType:NOT_IMPLEMENTED" | "Engine:StepType:NOT_DISPATCHABLE" | "Engine:Sandbox:UNAVAILABLE" | "Engine:Log:STORE_FAILED" | "OpenTofu:Step:NO_STACK" | "OpenTofu:Command:FAILED" | "OpenTofu:Plan:NOT_FOUND" | "OpenTofu:Plan:NOT_THIS_RUN" | "OpenTofu:Plan:WRONG_KIND" | "OpenTofu:Backend:OVERRIDDEN" | "OpenTofu:Backend:NOT_PLINTH" | "OpenTofu:Mask:TOO_LARGE" | "OpenTofu:Output:INVALID" | "Engine:Checkout:FAILED" | "Engine:Checkout:INVALID_SOURCE" | "Engine:Checkout:FENCED";
             description?: string;
             details?: {
                 items?: string[];
@@ -7280,6 +7292,102 @@ export interface components {
             updatedAt: string;
             userId?: string;
         };
+        /** ModuleDeployStep */
+        ModuleDeployStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "module.deploy";
+            with: {
+                /** @description The module instance to deploy */
+                moduleInstanceId: string;
+            };
+        };
+        /** OpenTofuApplyStep */
+        OpenTofuApplyStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "opentofu.apply";
+            with?: {
+                /** @description OpenTofu variable names to any JSON values */
+                variables?: {
+                    [key: string]: unknown;
+                };
+                /** @description A path relative to the run's working directory: not absolute, no `..` segment */
+                workingDirectory?: string;
+            };
+        };
+        /** OpenTofuDestroyStep */
+        OpenTofuDestroyStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "opentofu.destroy";
+            with?: {
+                /** @description OpenTofu variable names to any JSON values */
+                variables?: {
+                    [key: string]: unknown;
+                };
+                /** @description A path relative to the run's working directory: not absolute, no `..` segment */
+                workingDirectory?: string;
+            };
+        };
+        /** OpenTofuPlanStep */
+        OpenTofuPlanStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "opentofu.plan";
+            with?: {
+                /** @description OpenTofu variable names to any JSON values */
+                variables?: {
+                    [key: string]: unknown;
+                };
+                /** @description A path relative to the run's working directory: not absolute, no `..` segment */
+                workingDirectory?: string;
+            };
+        };
         /** Organization */
         Organization: {
             billingEmail: string;
@@ -7334,6 +7442,13 @@ export interface components {
              * @description RFC 3339 timestamp in UTC, with a trailing Z
              */
             updatedAt: string;
+        };
+        /**
+         * PipelineConfig
+         * @description A DAG of steps (docs/pipelines.md). A config that breaks this shape or the rules beside it (needs naming steps of the config, no cycle) is a 422 Api:PipelineConfig:INVALID listing every problem
+         */
+        PipelineConfig: {
+            steps: (components["schemas"]["ScriptStep"] | components["schemas"]["ApprovalStep"] | components["schemas"]["OpenTofuPlanStep"] | components["schemas"]["OpenTofuApplyStep"] | components["schemas"]["OpenTofuDestroyStep"] | components["schemas"]["ModuleDeployStep"])[];
         };
         /** PipelineRun */
         PipelineRun: {
@@ -7414,10 +7529,7 @@ export interface components {
         };
         /** PipelineVersion */
         PipelineVersion: {
-            /** @description A pipeline config: {steps: [{id, name, type, needs?, with?, retry?, timeoutSeconds?}]}; see docs/pipelines.md */
-            config: {
-                [key: string]: unknown;
-            };
+            config: components["schemas"]["PipelineConfig"];
             /**
              * Format: date-time
              * @description RFC 3339 timestamp in UTC, with a trailing Z
@@ -7514,6 +7626,33 @@ export interface components {
             stepExecutionId?: string;
             /** @enum {string} */
             toStatus: "QUEUED" | "RUNNING" | "WAITING_FOR_APPROVAL" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "SKIPPED";
+        };
+        /** ScriptStep */
+        ScriptStep: {
+            /** @description Unique among the steps of the config */
+            id: string;
+            /** @description Shown in labels and step executions */
+            name: string;
+            /** @description Ids of the other steps that must succeed before this one starts; no cycle */
+            needs?: string[];
+            retry?: {
+                /** @description Attempts in all, the first included (1: no retry) */
+                maxAttempts: number;
+            };
+            /** @description An attempt running longer fails */
+            timeoutSeconds?: number;
+            /** @enum {string} */
+            type: "script";
+            with: {
+                /** @description Run by the shell in the run's fresh working directory */
+                command: string;
+                /** @description Environment variable names (`^[A-Za-z_][A-Za-z0-9_]*$`) to string values */
+                env?: {
+                    [key: string]: string;
+                };
+                /** @description A path relative to the run's working directory: not absolute, no `..` segment */
+                workingDirectory?: string;
+            };
         };
         /** SensitiveVariable */
         SensitiveVariable: {
