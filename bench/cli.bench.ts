@@ -67,10 +67,10 @@ async function main() {
   const adminToken = `plk_bench_${randomBytes(24).toString('base64url')}`;
   let server: PlinthProcess | undefined;
   try {
-    say(`starting plinth api on an embedded PostgreSQL in ${dataDir} ...`);
+    say(`starting plinth api-server on an embedded PostgreSQL in ${dataDir} ...`);
     server = await startPlinthProcess(
       { PLINTH_DATA_DIR: dataDir, PLINTH_PG_PORT: String(await freePort()), PLINTH_ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn' },
-      { command: 'api', readyTimeoutMs: 120_000, discardStdout: true },
+      { command: 'api-server', readyTimeoutMs: 120_000, discardStdout: true },
     );
     const env: NodeJS.ProcessEnv = {
       // The node of this process first on PATH: the one `#!/usr/bin/env node` and `node -e 0` find.
