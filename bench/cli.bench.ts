@@ -1,6 +1,6 @@
 // npm run bench:cli: how long the `plinth` command takes to run, against `node -e 0` (Node's own start).
 //
-// Starts `plinth api` on an embedded PostgreSQL in a temporary data directory (for the one command that
+// Starts `plinth api-server` on an embedded PostgreSQL in a temporary data directory (for the one command that
 // calls the API), then runs each command BENCH_RUNS times, interleaved (a burst of other work on the
 // machine lands on all of them alike), each as a shell runs it: the executable spawned by its path
 // (bin/plinth.js through its `#!/usr/bin/env -S node …` line, node found on PATH), stdout to

@@ -20,6 +20,13 @@ let dir;
 try {
   dir = await ensureBuilt({ server });
 } catch (error) {
+  // A checkout that another user owns (a shared install after a git pull) cannot be rebuilt by this one.
+  if (['EACCES', 'EPERM', 'EROFS'].includes(error?.code)) {
+    process.stderr.write(
+      `plinth: the build in dist/ is out of date and this user cannot rewrite it (${error.code}): run npm run build as the owner of the checkout\n`,
+    );
+    process.exit(1);
+  }
   // esbuild has printed what is wrong in which source.
   if (!Array.isArray(error?.errors)) throw error;
   process.stderr.write('plinth: cannot build src/ (above)\n');

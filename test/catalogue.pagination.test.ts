@@ -75,6 +75,10 @@ describe('catalogue pagination', () => {
     for (const limit of [1, 3, 7]) assert.deepEqual(await walk('/projects?order=desc', limit, h), [...ids].reverse(), `limit ${limit}`);
     assert.deepEqual(await walk('/projects?order=asc', 3, h), ids);
     assert.equal((await t.call('GET', '/projects?order=newest', { headers: h })).status, 400);
+    const first = await t.call('GET', '/projects?order=desc&limit=2', { headers: h });
+    const switched = await t.call('GET', `/projects?limit=2&cursor=${first.body.meta.nextCursor}`, { headers: h });
+    assert.equal(switched.status, 400, 'a newest-first cursor read oldest first would skip rows');
+    assert.equal(switched.body.code, 'Api:Cursor:INVALID');
   });
 
   it('givenId and name filters find a record by what a person calls it', async () => {
@@ -137,6 +141,15 @@ describe('catalogue pagination', () => {
     assert.match(text, /Index (Only )?Scan/);
     assert.doesNotMatch(text, /"Node Type":"Sort"/);
     assert.doesNotMatch(text, /Seq Scan/);
+    // Newest first and a name that matches nothing take the same kind of path: no sort, no walk.
+    for (const [filter, page] of [
+      [{}, { limit: 50, after: deep(1_000), order: 'desc' as const }],
+      [{ name: 'No such project' }, { limit: 50 }],
+    ] as const) {
+      const other = JSON.stringify(await projectsPageQuery(t.db, org, filter, page).explain('json'));
+      assert.match(other, /Index (Only )?Scan/, JSON.stringify(filter));
+      assert.doesNotMatch(other, /"Node Type":"Sort"|Seq Scan/, JSON.stringify(filter));
+    }
 
     const time = async (cursor?: string) => {
       const started = process.hrtime.bigint();

@@ -210,6 +210,14 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.ok(complete('plinth', 'stack', 'get', '').includes('site'), 'stack names, from the API');
     assert.ok(complete('plinth', 'project', 'get', 'w').includes('web'), 'project givenIds, from the API');
     assert.deepEqual(complete('plinth', 'stack', 'get', 'zzz'), []);
+    // A name another member chose is offered only when the shell reads it as it is; else the record's id is.
+    const evil = await user.json(['stack', 'create', '--project', 'web', '--env', 'prod', '--name', 'evil $(touch pwned) *']);
+    const offered = complete('plinth', 'stack', 'get', '');
+    assert.ok(offered.includes(evil.id), 'the id in place of the name');
+    assert.ok(
+      offered.every((word) => /^[A-Za-z0-9._:@/+=,-]+$/.test(word)),
+      offered.join(' '),
+    );
   });
 
   it('records are named by id, givenId or name; an ambiguous name lists the matches; tables show names, -o wide the ids', async () => {

@@ -171,6 +171,24 @@ describe('the plinth CLI against a real Plinth: login, runs, approvals', () => {
     }
   });
 
+  it('run wait --timeout holds while the API does not answer: exit 7 when it runs out, not five minutes later', async () => {
+    const proxy = await startTcpProxy(Number(new URL(plinth.baseUrl).port));
+    try {
+      const stack = await stackWith('unanswered', { change: { steps: [{ id: 'sleep', name: 'Sleep', type: 'script', with: { command: 'sleep 30' } }] } });
+      const run = await user.json(['run', 'start', stack]);
+      const cut = proxy.cut(12_000);
+      const started = Date.now();
+      const waited = await user.run(['run', 'wait', run.id, '--timeout', '3s', '--host', `http://127.0.0.1:${proxy.port}`], { env: { PLINTH_TOKEN: TOKEN } });
+      assert.equal(waited.code, 7, waited.stderr);
+      assert.match(waited.stderr, /reconnecting/);
+      assert.ok(Date.now() - started < 10_000, `exited after ${Date.now() - started} ms`);
+      await cut;
+      await user.json(['run', 'cancel', run.id]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('--watch prints a run until it ends, and a run list until Ctrl-C', async () => {
     const stack = await stackWith('watched', { change: { steps: [{ id: 'nap', name: 'Nap', type: 'script', with: { command: 'sleep 3' } }] } });
     const run = await user.json(['run', 'start', stack]);

@@ -9,7 +9,7 @@ import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 
 /**
  * The database goes away for 5 s (every connection dropped, new ones refused) while steps finish,
- * with `plinth api` and two `plinth worker`s as processes of their own: none exits, the outcomes
+ * with `plinth api-server` and two `plinth worker`s as processes of their own: none exits, the outcomes
  * are committed when the database is back, and no step's process runs twice.
  */
 describe('a 5 s database outage while steps finish', () => {

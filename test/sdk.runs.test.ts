@@ -123,7 +123,9 @@ describe('@plinth/sdk run helpers against a real Plinth', () => {
     })().catch((e: unknown) => e);
     assert.ok(error instanceof Error && !(error instanceof PlinthApiError), String(error));
     assert.ok(events.length >= 2);
-    assert.ok(Date.now() - started < 10_000);
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed >= 1500, `gave up after ${elapsed} ms, before the window was spent`);
+    assert.ok(elapsed < 10_000);
   });
   // Last: after it, t.call (which injects into the closed first app) no longer answers.
   it('followLogs rides out a restart of the API: it reconnects, says so, and loses or repeats no line', async () => {

@@ -4,6 +4,7 @@
 
 import type { Argument, Command, Option } from 'commander';
 import { ConfigStore } from './config.ts';
+import { METHODS, RUN_STATUSES } from './enums.ts';
 import { OUTPUT_FORMATS } from './output.ts';
 import type { Session } from './session.ts';
 
@@ -16,16 +17,26 @@ export const COMPLETE_COMMAND = '__complete';
 /** A lookup of candidates that may need the API; it fails quietly (a Tab never prints an error). */
 type Source = (s: Session) => Promise<string[]>;
 
-const RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 /** How long a Tab may wait for the API before offering nothing. */
 const API_TIMEOUT_MS = 1500;
+
+/**
+ * What a Tab may put on a command line: words the shell reads as they are. A name another member chose
+ * could hold `$(…)`, a glob or an escape sequence, so a record whose givenId or name is anything else is
+ * offered by its id.
+ */
+const SHELL_SAFE = /^[A-Za-z0-9._:@/+=,-]+$/;
+
+function typeable(item: { id: string; givenId?: string | null; name: string }): string {
+  const label = item.givenId || item.name;
+  return SHELL_SAFE.test(label) ? label : item.id;
+}
 
 async function names(s: Session, path: '/projects' | '/environments' | '/stacks' | '/pipelines' | '/code-sources', inProject: boolean): Promise<string[]> {
   const projectId = inProject ? await s.project() : undefined;
   const page = await s.plinth.pages(path, { query: { ...(projectId ? { projectId } : {}), order: 'desc', limit: 100 } } as never).next();
-  const items = (page.done ? [] : page.value.data) as { givenId?: string | null; name: string }[];
-  return items.map((item) => item.givenId || item.name);
+  const items = (page.done ? [] : page.value.data) as { id: string; givenId?: string | null; name: string }[];
+  return items.map(typeable);
 }
 
 const RECORDS: Record<string, Source> = {
@@ -37,11 +48,11 @@ const RECORDS: Record<string, Source> = {
   'code-source': (s) => names(s, '/code-sources', false),
   org: async (s) => {
     const page = await s.plinth.pages('/organizations', { query: { limit: 100 } }).next();
-    return page.done ? [] : page.value.data.map((o) => o.name);
+    return page.done ? [] : page.value.data.map(typeable);
   },
   key: async (s) => {
     const page = await s.plinth.pages('/api-keys', { query: { order: 'desc', limit: 100 } }).next();
-    return page.done ? [] : page.value.data.filter((k) => !k.revokedAt).map((k) => k.name);
+    return page.done ? [] : page.value.data.filter((k) => !k.revokedAt).map(typeable);
   },
   run: async (s) => {
     const page = await s.plinth.pages('/pipeline-runs', { query: { order: 'desc', limit: 20 } }).next();
@@ -51,10 +62,10 @@ const RECORDS: Record<string, Source> = {
 
 const FIXED: Record<string, string[]> = {
   output: [...OUTPUT_FORMATS],
-  status: RUN_STATUSES,
+  status: [...RUN_STATUSES],
   sort: ['newest', 'oldest'],
   shell: [...SHELLS],
-  method: METHODS,
+  method: [...METHODS],
 };
 
 /** What a value of `--<name>` or an argument `<name>` can be. */
@@ -145,7 +156,7 @@ export async function completions(program: Command, words: string[], session: ()
     new Promise<string[]>((resolve) => setTimeout(() => resolve([]), API_TIMEOUT_MS).unref()),
   ]);
   const wanted = current.toLowerCase();
-  return [...new Set(offered)].filter((word) => word.toLowerCase().startsWith(wanted));
+  return [...new Set(offered)].filter((word) => SHELL_SAFE.test(word) && word.toLowerCase().startsWith(wanted));
 }
 
 const BASH = `# plinth completion for bash: source <(plinth completion bash)

@@ -13,7 +13,11 @@ export async function confirmByName(what: string, name: string, yes: boolean | u
   if (!process.stdin.isTTY) throw new UsageError(`deleting ${what} needs a confirmation: standard input is not a terminal, so pass --yes`);
   const prompt = createInterface({ input: process.stdin, output: process.stderr });
   try {
-    const typed = await prompt.question(`This deletes ${what}. Type its name (${terminalSafe(name)}) to go on: `);
+    const typed = await prompt.question(`This deletes ${terminalSafe(what)}. Type its name (${terminalSafe(name)}) to go on: `).catch((error: Error) => {
+      // Ctrl-C at the question: readline rejects with an AbortError, which is an interruption like any other.
+      if (error.name === 'AbortError') throw new CliExit(EXIT.INTERRUPTED);
+      throw error;
+    });
     if (typed.trim() !== name) throw new CliExit(EXIT.ERROR, `"${typed.trim()}" is not "${name}": nothing was deleted`);
   } finally {
     prompt.close();

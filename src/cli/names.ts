@@ -5,6 +5,9 @@ import type { Plinth } from '@plinth/sdk';
 
 type Labelled = 'project' | 'environment' | 'stack' | 'pipeline';
 
+/** Requests in flight at once while labelling a table. */
+const AT_ONCE = 8;
+
 export class NameBook {
   private readonly cache = new Map<string, Promise<string>>();
 
@@ -22,11 +25,16 @@ export class NameBook {
     return label;
   }
 
-  /** labels reads the labels of every row's reference at once, so a table waits for one round of requests. */
+  /** labels reads the labels of the rows' references, a few at a time: a long list asks the API no more than that at once. */
   async labels<T>(rows: T[], kind: Labelled, idOf: (row: T) => string | null | undefined): Promise<Map<string, string>> {
     const ids = [...new Set(rows.map(idOf).filter((id): id is string => Boolean(id)))];
-    const labels = await Promise.all(ids.map((id) => this.label(kind, id)));
-    return new Map(ids.map((id, i) => [id, labels[i]]));
+    const labels = new Map<string, string>();
+    for (let i = 0; i < ids.length; i += AT_ONCE) {
+      const batch = ids.slice(i, i + AT_ONCE);
+      const read = await Promise.all(batch.map((id) => this.label(kind, id)));
+      batch.forEach((id, j) => labels.set(id, read[j]));
+    }
+    return labels;
   }
 
   private async read(kind: Labelled, id: string): Promise<string> {

@@ -107,8 +107,19 @@ export function terminalLines(text: string): string {
  */
 export function terminalSafe(text: string, keepColour = false): string {
   const parts = text.split(SGR);
-  const colours = text.match(SGR) ?? [];
-  return parts.map((part, i) => part.replace(CONTROL, visible) + (i < colours.length && keepColour ? colours[i] : '')).join('');
+  const colours = keepColour ? (text.match(SGR) ?? []).map(withoutHiding) : [];
+  const safe = parts.map((part, i) => part.replace(CONTROL, visible) + (colours[i] ?? '')).join('');
+  // A colour left on would paint (or hide) whatever is printed next: each line ends with a reset.
+  return colours.length ? `${safe}\u001b[0m` : safe;
+}
+
+/** An SGR sequence without blink (5, 6) and conceal (8): colour a line may keep, text it may not hide. */
+function withoutHiding(sgr: string): string {
+  const params = sgr
+    .slice(2, -1)
+    .split(';')
+    .filter((p) => !['5', '6', '8'].includes(p));
+  return `\u001b[${params.join(';')}m`;
 }
 
 function cell(value: unknown): string {

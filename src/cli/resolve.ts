@@ -27,6 +27,8 @@ interface Kind {
   path: '/projects' | '/environments' | '/stacks' | '/pipelines' | '/code-sources';
   /** Looked up within the current project when one is set. */
   inProject: boolean;
+  /** Some belong to no project (an organization's pipelines): looked up in the whole organization when the project has none. */
+  orOrganization?: boolean;
   /** The command that lists them, for the hint of a miss. */
   list: string;
 }
@@ -35,7 +37,7 @@ export const KINDS = {
   project: { noun: 'project', path: '/projects', inProject: false, list: 'plinth project list' },
   environment: { noun: 'environment', path: '/environments', inProject: true, list: 'plinth env list' },
   stack: { noun: 'stack', path: '/stacks', inProject: true, list: 'plinth stack list' },
-  pipeline: { noun: 'pipeline', path: '/pipelines', inProject: true, list: 'plinth pipeline list' },
+  pipeline: { noun: 'pipeline', path: '/pipelines', inProject: true, orOrganization: true, list: 'plinth pipeline list' },
   codeSource: { noun: 'code source', path: '/code-sources', inProject: false, list: 'plinth code-source list' },
 } as const satisfies Record<string, Kind>;
 export type KindName = keyof typeof KINDS;
@@ -56,7 +58,17 @@ async function matching(plinth: Plinth, kind: Kind, filter: Record<string, strin
 export async function resolveRef(plinth: Plinth, kindName: KindName, ref: string, projectId?: string): Promise<string> {
   if (looksLikeId(ref)) return ref;
   const kind: Kind = KINDS[kindName];
-  const scope: Record<string, string> = kind.inProject && projectId ? { projectId } : {};
+  const scoped = kind.inProject && projectId !== undefined;
+  try {
+    return await resolveIn(plinth, kind, ref, scoped ? { projectId } : {});
+  } catch (error) {
+    const missed = error instanceof CliExit && error.code === EXIT.NOT_FOUND;
+    if (!(missed && scoped && kind.orOrganization)) throw error;
+    return resolveIn(plinth, kind, ref, {});
+  }
+}
+
+async function resolveIn(plinth: Plinth, kind: Kind, ref: string, scope: Record<string, string>): Promise<string> {
   if (GIVEN_ID.test(ref)) {
     const byGivenId = await matching(plinth, kind, { ...scope, givenId: ref });
     if (byGivenId.length === 1) return byGivenId[0].id;

@@ -1,9 +1,9 @@
 // Following a run: the logs of each step as it runs (approval steps have none), until the run ends or
 // waits for a person, riding out API restarts; and what a failed run has to say for itself.
 
-import { OUTCOME_RUN_STATUSES, PlinthTimeoutError, type LogLine, type PipelineRun, type Plinth, type StepExecution } from '@plinth/sdk';
+import { OUTCOME_RUN_STATUSES, Outage, PlinthTimeoutError, unwrap, type LogLine, type PipelineRun, type Plinth, type StepExecution } from '@plinth/sdk';
 import { terminalLines, terminalSafe, useColour } from './output.ts';
-import { outage, reconnectOptions } from './reconnect.ts';
+import { reconnectOptions } from './reconnect.ts';
 import type { Session } from './session.ts';
 
 /** The step executions of a run, every page. */
@@ -20,13 +20,22 @@ function sleep(ms: number) {
 /** waitOutcome reads the run until it ends or waits for approval (PlinthTimeoutError after timeoutMs). */
 export async function waitOutcome(s: Session, runId: string, timeoutMs?: number): Promise<PipelineRun> {
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
-  const link = outage(s);
-  for (;;) {
-    const run = await link.call(() => s.plinth.runs.get(runId));
-    if (OUTCOME_RUN_STATUSES.includes(run.status)) return run;
-    if (Date.now() >= deadline) throw new PlinthTimeoutError(`run ${runId} is still ${run.status}`);
-    await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
+  // The time limit holds during an outage too: the retries stop when it runs out.
+  const signal = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+  const link = new Outage(reconnectOptions(s, signal));
+  let last = 'not read yet';
+  try {
+    for (;;) {
+      const run = await link.call(() => s.plinth.runs.get(runId));
+      last = run.status;
+      if (OUTCOME_RUN_STATUSES.includes(run.status)) return run;
+      if (Date.now() >= deadline) break;
+      await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
+    }
+  } catch (error) {
+    if (!signal?.aborted) throw error;
   }
+  throw new PlinthTimeoutError(`run ${runId} is still ${last}`);
 }
 
 /**
@@ -92,7 +101,7 @@ export async function explainFailure(s: Session, run: PipelineRun, stream: NodeJ
     say(s.out.paint(`step "${terminalSafe(step.stepId)}" (${terminalSafe(step.stepType)}) failed${error.code ? `: ${error.code}` : ''}`, 'red', stream));
     if (error.message) say(indent(terminalLines(error.message)));
     for (const item of items) say(indent(terminalLines(item)));
-    const lines = (await unwrapTail(s, step.id, tail)).map((line) => `${terminalSafe(line.line, useColour(stream))}`);
+    const lines = (await stepLines(s, step, tail)).map((line) => terminalSafe(line.line, useColour(stream)));
     if (lines.length) {
       say(s.out.paint(`last ${lines.length} line${lines.length === 1 ? '' : 's'} of "${terminalSafe(step.stepId)}":`, 'dim', stream));
       for (const line of lines) say(indent(line));
@@ -107,7 +116,12 @@ function indent(text: string): string {
     .join('\n');
 }
 
-async function unwrapTail(s: Session, executionId: string, tail: number): Promise<LogLine[]> {
-  const answer = await s.plinth.api.GET('/pipeline-step-executions/{id}/logs', { params: { path: { id: executionId }, query: { tail } } });
-  return answer.data?.data ?? [];
+/** A step's stored lines: every one, or the last `tail`. */
+export async function stepLines(s: Session, step: StepExecution, tail?: number): Promise<LogLine[]> {
+  if (tail !== undefined) {
+    return (await unwrap(s.plinth.api.GET('/pipeline-step-executions/{id}/logs', { params: { path: { id: step.id }, query: { tail } } }))).data;
+  }
+  const lines: LogLine[] = [];
+  for await (const line of s.plinth.logs.lines(step.id)) lines.push(line);
+  return lines;
 }

@@ -22,6 +22,19 @@ describe('log formats', () => {
     assert.equal(line, '09:41:07 INFO  step failed runId=r1 stepName="Apply it" retryAttempt=0\n');
   });
 
+  it('control characters a tenant put in a name or a message reach the terminal only as visible \\u00XX text', () => {
+    const line = prettyLine({
+      level: 30,
+      time: at(9, 0, 0),
+      msg: 'step \u001b[2J started',
+      stepName: '\u001b]0;owned\u0007',
+      stackName: 'a\u009bb',
+      err: { message: 'x\u001b[8m' },
+    });
+    assert.doesNotMatch(line, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    assert.equal(line, '09:00:00 INFO  step \\u001b[2J started stepName="\\u001b]0;owned\\u0007" stackName="a\\u009bb" error="x\\u001b[8m"\n');
+  });
+
   it("an error's message ends the line; its stack follows only at error level and above", () => {
     const err = { message: 'connection refused', stack: 'Error: connection refused\n    at connect (net.js:1:1)' };
     assert.equal(

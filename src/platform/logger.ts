@@ -61,15 +61,28 @@ export function prettyLine(entry: Record<string, unknown>): string {
     .filter(([key, value]) => !SHOWN.has(key) && value !== undefined)
     .map(([key, value]) => `${key}=${fieldText(value)}`);
   const err = entry.err as { message?: string; stack?: string } | undefined;
-  if (err?.message) fields.push(`error=${JSON.stringify(err.message)}`);
-  const line = [time, (LEVEL_NAMES[level] ?? String(level)).padEnd(5), entry.msg, ...fields].filter((part) => part !== undefined && part !== '').join(' ');
-  const stack = level >= 50 && err?.stack ? `\n${indent(err.stack)}` : '';
+  if (err?.message) fields.push(`error=${quoted(err.message)}`);
+  const msg = typeof entry.msg === 'string' ? visible(entry.msg) : undefined;
+  const line = [time, (LEVEL_NAMES[level] ?? String(level)).padEnd(5), msg, ...fields].filter((part) => part !== undefined && part !== '').join(' ');
+  const stack = level >= 50 && err?.stack ? `\n${indent(err.stack.split('\n').map(visible).join('\n'))}` : '';
   return `${line}${stack}\n`;
 }
 
+/** C0 and C1 control characters and DEL: what a tenant's names could carry to move a terminal's cursor or retitle it. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/** visible writes every control character as \u00XX, so nothing a tenant named reaches the operator's terminal as an escape. */
+function visible(text: string): string {
+  return text.replace(CONTROL, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+function quoted(value: unknown): string {
+  return visible(JSON.stringify(value) ?? String(value));
+}
+
 function fieldText(value: unknown): string {
-  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
-  return JSON.stringify(value);
+  if (typeof value === 'string' && /^[^\s"=\u0000-\u001f\u007f-\u009f]+$/.test(value)) return value;
+  return quoted(value);
 }
 
 function indent(text: string): string {

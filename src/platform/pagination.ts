@@ -17,18 +17,23 @@ export interface PageMeta {
   nextCursor?: string;
 }
 
-export function encodeCursor(lastKey: string): string {
-  return Buffer.from(JSON.stringify({ k: lastKey }), 'utf8').toString('base64url');
+/** A cursor: the last key of a page, and `d` when the walk is newest first (the order is the walk's, not the next request's to choose). */
+export function encodeCursor(lastKey: string, order: PageRequest['order'] = 'asc'): string {
+  return Buffer.from(JSON.stringify(order === 'desc' ? { k: lastKey, d: 1 } : { k: lastKey }), 'utf8').toString('base64url');
 }
 
 /** Every key a cursor carries is an id (hex) or a serial number: anything else was not issued here. */
 const CURSOR_KEY = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function decodeCursor(cursor: string): string {
+  return decodeCursorOf(cursor).key;
+}
+
+function decodeCursorOf(cursor: string): { key: string; order: 'asc' | 'desc' } {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    const key = parsed && typeof parsed === 'object' ? (parsed as { k?: unknown }).k : undefined;
-    if (typeof key === 'string' && CURSOR_KEY.test(key)) return key;
+    const { k, d } = (parsed && typeof parsed === 'object' ? parsed : {}) as { k?: unknown; d?: unknown };
+    if (typeof k === 'string' && CURSOR_KEY.test(k) && (d === undefined || d === 1)) return { key: k, order: d === 1 ? 'desc' : 'asc' };
   } catch {
     // fall through to the typed error
   }
@@ -50,7 +55,16 @@ export function pageRequest(query: OrderedPaginationQuery): PageRequest {
   }
   const applied = Math.min(limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
   const direction = order === 'desc' ? { order } : {};
-  return cursor ? { limit: applied, after: decodeCursor(cursor), ...direction } : { limit: applied, ...direction };
+  if (!cursor) return { limit: applied, ...direction };
+  const decoded = decodeCursorOf(cursor);
+  // A cursor continues the walk that gave it: read in the other order, it would skip or repeat rows.
+  if (decoded.order !== (order ?? 'asc'))
+    throw new BadRequestError(
+      `The cursor continues a walk ${decoded.order === 'desc' ? 'newest' : 'oldest'} first: send order=${decoded.order} with it`,
+      ['order: not the order of the cursor'],
+      'Api:Cursor:INVALID',
+    );
+  return { limit: applied, after: decoded.key, ...direction };
 }
 
 /**
@@ -73,5 +87,5 @@ export function keyset<K extends string>(page: PageRequest, keyColumn: K) {
 export function toPage<T>(rows: T[], page: PageRequest, keyOf: (row: T) => string): { items: T[]; meta: PageMeta } {
   if (rows.length <= page.limit) return { items: rows, meta: { limit: page.limit } };
   const items = rows.slice(0, page.limit);
-  return { items, meta: { limit: page.limit, nextCursor: encodeCursor(keyOf(items[items.length - 1])) } };
+  return { items, meta: { limit: page.limit, nextCursor: encodeCursor(keyOf(items[items.length - 1]), page.order) } };
 }

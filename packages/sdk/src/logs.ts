@@ -17,10 +17,14 @@ type Send = (path: string, init?: RequestInit) => Promise<Response>;
  * seen, so no line is lost or repeated; while the API does not answer it is tried again for up to
  * `reconnectForMs` (5 minutes), calling `onReconnect` before each attempt.
  */
+/** How long a log stream must have stayed open to count as a connection that worked. */
+const STABLE_STREAM_MS = 30_000;
+
 export async function* followLogs(send: Send, executionId: string, options: FollowOptions = {}): AsyncGenerator<LogLine, string | undefined> {
   let lastSeq = options.after ?? 0;
   const outage = new Outage(options);
   for (;;) {
+    let openedAt: number | undefined;
     try {
       const response = await send(`/pipeline-step-executions/${encodeURIComponent(executionId)}/logs?follow=true`, {
         headers: { accept: 'text/event-stream', 'last-event-id': String(lastSeq) },
@@ -29,6 +33,7 @@ export async function* followLogs(send: Send, executionId: string, options: Foll
       if (!response.ok) throw toApiError(response, await response.json().catch(() => undefined));
       if (!response.body) throw new Error('the log stream has no body');
       outage.connected();
+      openedAt = Date.now();
       for await (const event of parseSse(response.body)) {
         if (event.event === 'line') {
           const line = JSON.parse(event.data) as LogLine;
@@ -45,6 +50,9 @@ export async function* followLogs(send: Send, executionId: string, options: Foll
       }
       throw new Error('the log stream ended before the step did');
     } catch (error) {
+      // A stream that stayed open a while was a working connection, lines or not (a quiet step): its
+      // end starts a new outage, with a window of its own.
+      if (openedAt !== undefined && Date.now() - openedAt >= STABLE_STREAM_MS) outage.progressed();
       await outage.failed(error, { executionId, afterSeq: lastSeq });
     }
   }

@@ -3,11 +3,10 @@
 import type { Command } from 'commander';
 import { SDK_VERSION, toApiError } from '@plinth/sdk';
 import { action, examples, localAction, readDocument } from '../command-kit.ts';
+import { METHODS } from '../enums.ts';
 import { UsageError } from '../exit-codes.ts';
 import { completionScript, SHELLS, type Shell } from '../completion.ts';
 import { CLI_VERSION, type Session } from '../session.ts';
-
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** api (any endpoint), completion and version. */
 export function miscCommands(program: Command) {
@@ -22,7 +21,7 @@ export function miscCommands(program: Command) {
   ).action(
     action(async (s: Session, method: string, path: string, o: { data?: string }) => {
       const verb = method.toUpperCase();
-      if (!METHODS.includes(verb)) throw new UsageError(`the method is one of ${METHODS.join(', ')}, not "${method}"`);
+      if (!(METHODS as readonly string[]).includes(verb)) throw new UsageError(`the method is one of ${METHODS.join(', ')}, not "${method}"`);
       if (!path.startsWith('/')) throw new UsageError(`the path starts with /, e.g. /auth/whoami, not "${path}"`);
       const body = o.data === undefined ? undefined : JSON.stringify(readDocument(o.data));
       const response = await s.plinth.fetch(path, { method: verb, body, headers: body === undefined ? {} : { 'content-type': 'application/json' } });

@@ -2,16 +2,15 @@
 // ends with the exit code of where the run got to (docs/cli.md#exit-codes).
 
 import { Option, type Command } from 'commander';
-import { unwrap, type LogLine, type PipelineRun, type StepExecution } from '@plinth/sdk';
+import { TERMINAL_RUN_STATUSES, unwrap, type LogLine, type PipelineRun, type StepExecution } from '@plinth/sdk';
 import { action, collect, examples, parseDuration, parseVars } from '../command-kit.ts';
+import { RUN_STATUSES } from '../enums.ts';
 import { CliExit, EXIT, exitCodeOfRunStatus, UsageError } from '../exit-codes.ts';
 import { printList, readList, withListOptions, type ListFlags } from '../listing.ts';
 import type { Column } from '../output.ts';
 import type { Session } from '../session.ts';
-import { explainFailure, FAILED_TAIL_LINES, failedSteps, followRun, printLine, stepsOfRun, waitOutcome } from '../run-follow.ts';
+import { explainFailure, FAILED_TAIL_LINES, failedSteps, followRun, printLine, stepLines, stepsOfRun, waitOutcome } from '../run-follow.ts';
 import { watch } from '../watch.ts';
-
-export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
 
 const runColumns = (stacks: Map<string, string>): Column<PipelineRun>[] => [
   ['ID', (r) => r.id],
@@ -176,7 +175,7 @@ export function runCommands(program: Command) {
           last = await getRun(s, id);
           await showRun(s, last);
         },
-        () => last !== undefined && (RUN_STATUSES_DONE as readonly string[]).includes(last.status),
+        () => last !== undefined && TERMINAL_RUN_STATUSES.includes(last.status),
       );
     }),
   );
@@ -252,22 +251,10 @@ export function runCommands(program: Command) {
   );
 }
 
-const RUN_STATUSES_DONE = ['SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
-
 function parseTail(value: string): number {
   const tail = Number(value);
   if (!Number.isInteger(tail) || tail < 1 || tail > 2000) throw new UsageError(`--tail takes a whole number from 1 to 2000, not "${value}"`);
   return tail;
-}
-
-/** A step's stored lines: every one, or the last `tail`. */
-async function stepLines(s: Session, step: StepExecution, tail?: number): Promise<LogLine[]> {
-  if (tail !== undefined) {
-    return (await unwrap(s.plinth.api.GET('/pipeline-step-executions/{id}/logs', { params: { path: { id: step.id }, query: { tail } } }))).data;
-  }
-  const lines: LogLine[] = [];
-  for await (const line of s.plinth.logs.lines(step.id)) lines.push(line);
-  return lines;
 }
 
 /** `run logs --failed`: a failed run's reason on stdout (exit 5); a run that did not fail says so (exit per its status). */
