@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import os from 'node:os';
-import { existsSync, promises as fs } from 'node:fs';
+import { existsSync, promises as fs, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -149,17 +149,26 @@ async function stopPostmaster(postmaster: Postmaster, smart: boolean): Promise<v
   clearTimeout(timer);
 }
 
+/** Whether `pid` is a running postgres started with `-D pgDir` (what its /proc command line says). */
+function isPostmasterOf(pid: number, pgDir: string): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const dir = args.indexOf('-D');
+    return path.basename(args[0]) === 'postgres' && dir >= 0 && path.resolve(args[dir + 1] ?? '') === path.resolve(pgDir);
+  } catch {
+    return false;
+  }
+}
+
 /** The port of a live postmaster on this data directory, if one is already running. */
 async function runningPostmasterPort(pgDir: string): Promise<number | undefined> {
   const pidFile = path.join(pgDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return undefined;
   const lines = (await fs.readFile(pidFile, 'utf8')).split('\n');
   const pid = Number(lines[0]);
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return undefined;
-  }
+  // After a crash and a reboot the pid may be another process's: only a postgres on this directory is joined.
+  if (!isPostmasterOf(pid, pgDir)) return undefined;
   const port = Number(lines[3]);
   return Number.isInteger(port) ? port : undefined;
 }
