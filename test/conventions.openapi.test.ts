@@ -134,9 +134,9 @@ describe('GET /openapi.json', () => {
         [],
         `${name} has a catch-all`,
       );
-      const expected = ['429', '500'];
+      const expected = ['400', '429', '500'];
       const stateBackend = url.startsWith('/state-backend/');
-      if (!isPublic || stateBackend) expected.push('400', '401', '403');
+      if (!isPublic || stateBackend) expected.push('401', '403');
       if (url.includes(':') && url !== '/webhooks/git/:codeSourceId') expected.push('404');
       if (bodyMethods.has(method)) expected.push('400', '413', ...(stateBackend ? [] : ['415']));
       for (const status of expected) assert.ok(statuses.includes(status), `${name} lacks ${status}`);
@@ -163,7 +163,7 @@ describe('GET /openapi.json', () => {
     assert.ok(statusesOf('post', '/webhooks/git/{codeSourceId}').includes('401'));
     assert.ok(!statusesOf('post', '/webhooks/git/{codeSourceId}').includes('404'), 'an unknown code source is a 401');
     // And nothing a route cannot answer.
-    assert.deepEqual(statusesOf('get', '/health').sort(), ['200', '429', '500', '503']);
+    assert.deepEqual(statusesOf('get', '/health').sort(), ['200', '400', '429', '500', '503']);
     assert.ok(!statusesOf('get', '/pipeline-runs').includes('404') && !statusesOf('get', '/pipeline-runs').includes('415'));
     assert.match(doc.paths['/webhooks/git/{codeSourceId}'].post.responses['413'].description, /5 MiB/);
     assert.match(doc.paths['/projects'].post.responses['415'].description, /Content-Type: application\/json/);

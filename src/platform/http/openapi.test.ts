@@ -54,7 +54,7 @@ describe('derivedErrorStatuses', () => {
   });
 
   it('gives a public route without a credential no 401 or 403, and a plugin that takes any body no 415', () => {
-    assert.deepEqual(derivedErrorStatuses({ method: 'GET', url: '/health', config: { public: true } }), [429, 500]);
+    assert.deepEqual(derivedErrorStatuses({ method: 'GET', url: '/health', config: { public: true } }), [400, 429, 500]);
     const backend = derivedErrorStatuses({ method: 'POST', url: '/state-backend/:workspace', config: { public: true, runCredentials: true } }, true);
     assert.deepEqual(backend, [400, 401, 403, 404, 413, 429, 500]);
   });

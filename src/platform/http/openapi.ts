@@ -91,7 +91,7 @@ function namesAResource(schema: RouteSchema): boolean {
 }
 
 /**
- * The statuses a route can answer whatever its service does: the input rules and the schemas (400),
+ * The statuses a route can answer whatever its service does: the input rules (on every query string) and the schemas (400),
  * authentication and the role (401, 403), an address blocked for failed authentications (429), the ids in its
  * path and body (404), the body parser (413, and 415 unless the route's plugin takes every type), and 500.
  */
@@ -102,11 +102,11 @@ export function derivedErrorStatuses(
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   const schema = route.schema ?? {};
   const config = route.config ?? {};
-  // 429: an address blocked for failed authentications is refused on every route while it sends a credential.
-  const statuses = new Set<ErrorStatus>([429, 500]);
+  // 400: the input rules check every query string, declared or not. 429: an address blocked for failed
+  // authentications is refused on every route while it sends a credential.
+  const statuses = new Set<ErrorStatus>([400, 429, 500]);
   const hasBody = methods.some((m) => BODY_METHODS.has(m));
-  if (takesCredential(config)) for (const s of [400, 401, 403] as const) statuses.add(s);
-  if (hasBody || schema.querystring || schema.params || schema.headers) statuses.add(400);
+  if (takesCredential(config)) for (const s of [401, 403] as const) statuses.add(s);
   if (route.url.includes(':') || namesAResource(schema)) statuses.add(404);
   if (hasBody) statuses.add(413);
   if (hasBody && !acceptsAnyBody) statuses.add(415);

@@ -7785,6 +7785,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
             429: {
                 headers: {
