@@ -25,10 +25,15 @@ describe('the catalogue in the OpenAPI document', () => {
     }
   });
 
-  it('InputProperty is one component with all fourteen variants, discriminated by type, and definitions use it', () => {
-    assert.deepEqual(doc.components.schemas.InputProperty.discriminator, { propertyName: 'type' });
-    const variants = doc.components.schemas.InputProperty.oneOf;
+  it('InputProperty is one component with all fourteen variants, each named and mapped by type, and definitions use it', () => {
+    const { discriminator, oneOf } = doc.components.schemas.InputProperty;
+    assert.equal(discriminator.propertyName, 'type');
+    const variants = oneOf.map((v: { $ref: string }) => doc.components.schemas[v.$ref.replace('#/components/schemas/', '')]);
     assert.deepEqual(variants.map((v: any) => v.properties.type.enum[0]).sort(), [...INPUT_TYPES].sort());
+    for (const [type, ref] of Object.entries<string>(discriminator.mapping)) {
+      assert.equal(doc.components.schemas[ref.replace('#/components/schemas/', '')].properties.type.enum[0], type);
+    }
+    assert.equal(Object.keys(discriminator.mapping).length, INPUT_TYPES.length);
     const body = doc.paths['/default-value-definitions'].post.requestBody.content['application/json'].schema;
     assert.deepEqual(body.properties.data.properties.schema, { $ref: '#/components/schemas/InputProperty' });
   });

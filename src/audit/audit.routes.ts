@@ -35,6 +35,7 @@ export async function auditRoutes(app: App) {
       config: { permission: 'audit:read', audit: 'audit.export' },
       schema: {
         tags,
+        operationId: 'exportAuditEvents',
         summary: 'Every matching audit row as NDJSON, newest first (ADMIN+; the export is itself audited)',
         querystring: AuditExportQuery,
         response: { 200: { description: 'One AuditEvent per line', content: { 'application/x-ndjson': { schema: Type.String() } } } },
@@ -53,6 +54,7 @@ export async function auditRoutes(app: App) {
       config: { permission: 'audit:read' },
       schema: {
         tags,
+        operationId: 'verifyAuditChain',
         summary: "Recompute the organization's hash chain against its anchor: shows an edited, removed or reordered row, and a removed start or end (ADMIN+)",
         response: { 200: Envelope(AuditVerification) },
       },
@@ -64,7 +66,12 @@ export async function auditRoutes(app: App) {
     '/audit-settings',
     {
       config: { permission: 'audit:read' },
-      schema: { tags, summary: 'Audit retention and webhook delivery of the organization (ADMIN+)', response: { 200: Envelope(AuditSettings) } },
+      schema: {
+        tags,
+        operationId: 'getAuditSettings',
+        summary: 'Audit retention and webhook delivery of the organization (ADMIN+)',
+        response: { 200: Envelope(AuditSettings) },
+      },
     },
     async (request) => ({ data: await getAuditSettings(app.db, request.principal) }),
   );
@@ -75,6 +82,7 @@ export async function auditRoutes(app: App) {
       config: { permission: 'organization:manage', auditFields: ['retentionDays', 'webhookUrl:origin'] },
       schema: {
         tags,
+        operationId: 'updateAuditSettings',
         summary: 'Change audit retention (days, default 365) and the webhook audit rows are delivered to (OWNER)',
         body: Body(AuditSettingsPatch),
         response: { 200: Envelope(AuditSettings) },

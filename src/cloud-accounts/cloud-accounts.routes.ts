@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
@@ -15,7 +16,10 @@ export async function cloudAccountRoutes(app: App) {
         tags,
         summary: 'Register a cloud account (an AWS account and the role to assume)',
         body: CreateCloudAccount,
-        response: { 201: Envelope(CloudAccount) },
+        response: {
+          ...errorResponses({ 409: 'A cloud account with this givenId already exists', 422: 'roleArn is not a role of the account accountId' }),
+          201: Envelope(CloudAccount),
+        },
       },
     },
     async (request, reply) => reply.status(201).send({ data: await createCloudAccount(app.db, request.principal, request.body.data) }),
@@ -44,7 +48,13 @@ export async function cloudAccountRoutes(app: App) {
     '/cloud-accounts/:id',
     {
       config: { permission: 'cloud-account:manage', auditFields: ['name', 'roleArn'] },
-      schema: { tags, summary: 'Change a cloud account', params: IdParams, body: UpdateCloudAccount, response: { 200: Envelope(CloudAccount) } },
+      schema: {
+        tags,
+        summary: 'Change a cloud account',
+        params: IdParams,
+        body: UpdateCloudAccount,
+        response: { ...errorResponses({ 422: 'roleArn is not a role of the account' }), 200: Envelope(CloudAccount) },
+      },
     },
     async (request) => ({ data: await updateCloudAccount(app.db, request.principal, request.params.id, request.body.data) }),
   );
@@ -57,7 +67,7 @@ export async function cloudAccountRoutes(app: App) {
         tags,
         summary: 'Delete a cloud account no execution environment uses (409 names those that do)',
         params: IdParams,
-        response: { 204: NoContent },
+        response: { ...errorResponses({ 409: 'Execution environments still use the cloud account; `details` names them' }), 204: NoContent },
       },
     },
     async (request, reply) => {

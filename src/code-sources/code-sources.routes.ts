@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent, PaginationQuery } from '../platform/schema.ts';
@@ -18,7 +19,13 @@ export async function codeSourceRoutes(app: App) {
         tags,
         summary: 'Link a Git repository (its token and webhook secret are stored sealed and never returned)',
         body: CreateCodeSource,
-        response: { 201: Envelope(CodeSource) },
+        response: {
+          ...errorResponses({
+            409: 'A code source with this givenId already exists',
+            422: 'The URL or the authentication settings are not valid; `details` says why',
+          }),
+          201: Envelope(CodeSource),
+        },
       },
     },
     async (request, reply) => reply.status(201).send({ data: await createCodeSource(app.db, app.secrets, app.config, request.principal, request.body.data) }),
@@ -52,7 +59,13 @@ export async function codeSourceRoutes(app: App) {
         summary: 'Change a code source (token or webhookSecret null removes it)',
         params: IdParams,
         body: UpdateCodeSource,
-        response: { 200: Envelope(CodeSource) },
+        response: {
+          ...errorResponses({
+            409: 'A code source with this givenId already exists',
+            422: 'The URL or the authentication settings are not valid; `details` says why',
+          }),
+          200: Envelope(CodeSource),
+        },
       },
     },
     async (request) => ({ data: await updateCodeSource(app.db, app.secrets, app.config, request.principal, request.params.id, request.body.data) }),
@@ -62,7 +75,12 @@ export async function codeSourceRoutes(app: App) {
     '/code-sources/:id',
     {
       config: { permission: 'code-source:manage' },
-      schema: { tags, summary: 'Delete a code source no stack uses (409 names those that do)', params: IdParams, response: { 204: NoContent } },
+      schema: {
+        tags,
+        summary: 'Delete a code source no stack uses (409 names those that do)',
+        params: IdParams,
+        response: { ...errorResponses({ 409: 'Stacks still use the code source; `details` names them' }), 204: NoContent },
+      },
     },
     async (request, reply) => {
       await deleteCodeSource(app.db, request.principal, request.params.id);
@@ -79,7 +97,14 @@ export async function codeSourceRoutes(app: App) {
           'Every branch of the repository with its head commit, over the Git protocol (422 refused credential or no such repository, 502 unreachable, 504 timeout)',
         params: IdParams,
         querystring: PaginationQuery,
-        response: { 200: ListEnvelope(Branch) },
+        response: {
+          ...errorResponses({
+            422: 'The Git server refused the credential, has no such repository, or is at an address Plinth does not connect to',
+            502: true,
+            504: true,
+          }),
+          200: ListEnvelope(Branch),
+        },
       },
     },
     async (request) => {

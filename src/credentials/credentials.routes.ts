@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent, OrderedPaginationQuery } from '../platform/schema.ts';
@@ -28,7 +29,12 @@ export async function credentialRoutes(app: App) {
     '/auth/whoami',
     {
       config: { permission: 'authenticated' },
-      schema: { tags: ['auth'], summary: 'The authenticated principal, its organization and role', response: { 200: Envelope(PrincipalSchema) } },
+      schema: {
+        tags: ['auth'],
+        operationId: 'whoami',
+        summary: 'The authenticated principal, its organization and role',
+        response: { 200: Envelope(PrincipalSchema) },
+      },
     },
     async (request) => ({ data: request.principal }),
   );
@@ -98,7 +104,7 @@ export async function credentialRoutes(app: App) {
         tags: keyTags,
         summary: 'Create an API key for the caller or a service account; the token is shown once',
         body: CreateApiKey,
-        response: { 201: Envelope(CreatedApiKey) },
+        response: { ...errorResponses({ 422: 'expiresAt is not in the future, or both serviceAccountId and userId are given' }), 201: Envelope(CreatedApiKey) },
       },
     },
     async (request, reply) => reply.status(201).send({ data: await createApiKey(app.db, request.principal, request.body.data) }),
@@ -132,7 +138,13 @@ export async function credentialRoutes(app: App) {
     '/api-keys/:id',
     {
       config: { permission: 'authenticated' },
-      schema: { tags: keyTags, summary: 'Revoke an API key; it fails on its next request', params: IdParams, response: { 204: NoContent } },
+      schema: {
+        tags: keyTags,
+        operationId: 'revokeApiKey',
+        summary: 'Revoke an API key; it fails on its next request',
+        params: IdParams,
+        response: { 204: NoContent },
+      },
     },
     async (request, reply) => {
       await revokeApiKey(app.db, request.principal, request.params.id);

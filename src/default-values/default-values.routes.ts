@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
@@ -37,7 +38,10 @@ async function definitionRoutes(app: App) {
         tags,
         summary: 'Create a default-value definition (createdByType USER)',
         body: CreateDefaultValueDefinition,
-        response: { 201: Envelope(DefaultValueDefinition) },
+        response: {
+          ...errorResponses({ 409: 'A definition with this givenId already exists', 422: 'The schema is not valid; `details` lists every problem' }),
+          201: Envelope(DefaultValueDefinition),
+        },
       },
     },
     async (request, reply) => reply.status(201).send({ data: await createDefinition(app.db, request.principal, request.body.data) }),
@@ -76,7 +80,10 @@ async function definitionRoutes(app: App) {
         summary: 'Change a definition; a new schema must accept every stored value (422 names those it would not)',
         params: IdParams,
         body: UpdateDefaultValueDefinition,
-        response: { 200: Envelope(DefaultValueDefinition) },
+        response: {
+          ...errorResponses({ 422: 'The schema is not valid, or rejects stored values; `details` names them' }),
+          200: Envelope(DefaultValueDefinition),
+        },
       },
     },
     async (request) => ({ data: await updateDefinitionFields(app.db, request.principal, request.params.id, request.body.data) }),
@@ -91,7 +98,7 @@ async function definitionRoutes(app: App) {
         summary: 'Delete a definition: 409 while it has values, unless ?cascade=true deletes them too',
         params: IdParams,
         querystring: DeleteDefaultValueDefinitionQuery,
-        response: { 204: NoContent },
+        response: { ...errorResponses({ 409: 'The definition still has values (and cascade is not true)' }), 204: NoContent },
       },
     },
     async (request, reply) => {
@@ -112,7 +119,10 @@ async function valueRoutes(app: App) {
         tags,
         summary: 'Set a definition’s value on an organization, project or environment',
         body: CreateDefaultValue,
-        response: { 201: Envelope(DefaultValue) },
+        response: {
+          ...errorResponses({ 409: 'The definition already has a value on this parent', 422: "The value does not match the definition's schema" }),
+          201: Envelope(DefaultValue),
+        },
       },
     },
     async (request, reply) => reply.status(201).send({ data: await createDefaultValue(app.db, request.principal, request.body.data) }),
@@ -146,7 +156,13 @@ async function valueRoutes(app: App) {
     '/default-values/:id',
     {
       config: { permission: 'default-value:write' },
-      schema: { tags, summary: 'Change a default value', params: IdParams, body: UpdateDefaultValue, response: { 200: Envelope(DefaultValue) } },
+      schema: {
+        tags,
+        summary: 'Change a default value',
+        params: IdParams,
+        body: UpdateDefaultValue,
+        response: { ...errorResponses({ 422: "The value does not match the definition's schema" }), 200: Envelope(DefaultValue) },
+      },
     },
     async (request) => ({ data: await updateDefaultValue(app.db, request.principal, request.params.id, request.body.data.value) }),
   );
@@ -168,6 +184,7 @@ async function valueRoutes(app: App) {
     {
       schema: {
         tags,
+        operationId: 'resolveEnvironmentDefaultValues',
         summary: 'The effective default values for an environment (environment, then project, then organization, then the schema default), with their source',
         params: IdParams,
         querystring: ResolvedDefaultValueQuery,

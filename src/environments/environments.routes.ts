@@ -1,6 +1,8 @@
+import { createEnvironmentExample, environmentExample } from './environments.examples.ts';
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
-import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
+import { Envelope, Example, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
 import { CreateEnvironment, Environment, EnvironmentListQuery, UpdateEnvironment } from './environments.schema.ts';
 import { createEnvironment, deleteEnvironment, getEnvironment, listEnvironments, updateEnvironment } from './environments.service.ts';
 
@@ -11,7 +13,15 @@ export async function environmentRoutes(app: App) {
     '/environments',
     {
       config: { permission: 'environment:write', auditFields: ['projectId', 'givenId', 'name', 'description', 'executionEnvironmentId'] },
-      schema: { tags, summary: 'Create an environment in a project', body: CreateEnvironment, response: { 201: Envelope(Environment) } },
+      schema: {
+        tags,
+        summary: 'Create an environment in a project',
+        body: Example(CreateEnvironment, createEnvironmentExample),
+        response: {
+          ...errorResponses({ 409: 'The project already has an environment with this givenId' }),
+          201: Example(Envelope(Environment), { data: environmentExample }),
+        },
+      },
     },
     async (request, reply) => reply.status(201).send({ data: await createEnvironment(app.db, request.principal, request.body.data) }),
   );
@@ -53,7 +63,12 @@ export async function environmentRoutes(app: App) {
     '/environments/:id',
     {
       config: { permission: 'environment:write' },
-      schema: { tags, summary: 'Delete an environment without stacks (409 names the stacks)', params: IdParams, response: { 204: NoContent } },
+      schema: {
+        tags,
+        summary: 'Delete an environment without stacks (409 names the stacks)',
+        params: IdParams,
+        response: { ...errorResponses({ 409: 'Stacks still use the environment; `details` names them' }), 204: NoContent },
+      },
     },
     async (request, reply) => {
       await deleteEnvironment(app.db, request.principal, request.params.id);

@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
@@ -29,7 +30,7 @@ export async function executionEnvironmentRoutes(app: App) {
         tags,
         summary: 'Create an execution environment: CLOUD (an AWS network) or LOCAL (the worker host)',
         body: CreateExecutionEnvironment,
-        response: { 201: Envelope(ExecutionEnvironment) },
+        response: { ...errorResponses({ 409: 'An execution environment with this givenId already exists' }), 201: Envelope(ExecutionEnvironment) },
       },
     },
     async (request, reply) => reply.status(201).send({ data: await createExecutionEnvironment(app.db, request.principal, request.body.data) }),
@@ -85,7 +86,7 @@ export async function executionEnvironmentRoutes(app: App) {
         tags,
         summary: 'Delete an execution environment no environment uses (409 names those that do)',
         params: IdParams,
-        response: { 204: NoContent },
+        response: { ...errorResponses({ 409: 'Environments still use the execution environment; `details` names them' }), 204: NoContent },
       },
     },
     async (request, reply) => {

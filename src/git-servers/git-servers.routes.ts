@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
@@ -84,7 +85,12 @@ export async function gitServerRoutes(app: App) {
     '/git-self-hosted-servers/:id',
     {
       config: { permission: 'code-source:manage' },
-      schema: { tags, summary: 'Delete a self-hosted Git server no code source uses (409 otherwise)', params: IdParams, response: { 204: NoContent } },
+      schema: {
+        tags,
+        summary: 'Delete a self-hosted Git server no code source uses (409 otherwise)',
+        params: IdParams,
+        response: { ...errorResponses({ 409: 'Code sources still use the Git server; `details` names them' }), 204: NoContent },
+      },
     },
     async (request, reply) => {
       await deleteGitServer(app.db, request.principal, request.params.id);
@@ -99,6 +105,7 @@ export async function gitServerRoutes(app: App) {
       config: { permission: 'code-source:manage' },
       schema: {
         tags,
+        operationId: 'startGitOAuthLogin',
         summary: 'Start OAuth with a self-hosted Git server (302 to its authorization page, with state and PKCE)',
         params: ServerParams,
         querystring: ReturnQuery,
@@ -124,9 +131,10 @@ export async function gitServerRoutes(app: App) {
       config: { public: true },
       schema: {
         tags,
+        operationId: 'completeGitOAuthLogin',
         summary: 'OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed, 302 to the original URL',
         querystring: CallbackQuery,
-        response: Redirect,
+        response: { ...Redirect, ...errorResponses({ 422: 'The token endpoint is at an address Plinth does not connect to', 502: true }) },
       },
     },
     async (request, reply) => {
@@ -141,9 +149,10 @@ export async function gitServerRoutes(app: App) {
       config: { permission: 'code-source:manage' },
       schema: {
         tags,
+        operationId: 'startGitAppInstall',
         summary: "Install the configured Git app (302 to the provider's installation page, with a signed state)",
         querystring: ReturnQuery,
-        response: Redirect,
+        response: { ...Redirect, ...errorResponses({ 422: 'No Git app is configured on this installation of Plinth' }) },
       },
     },
     async (request, reply) => {
@@ -158,9 +167,18 @@ export async function gitServerRoutes(app: App) {
       config: { public: true },
       schema: {
         tags,
+        operationId: 'completeGitAppInstall',
         summary: "The app install's return leg (the app's Setup URL; no credential): records the installation, 302 to the original URL",
         querystring: AppCallbackQuery,
-        response: Redirect,
+        response: {
+          ...Redirect,
+          ...errorResponses({
+            403: 'The account that came back cannot access this installation of the app',
+            409: 'The installation belongs to another organization',
+            422: 'The installation cannot be verified',
+            502: true,
+          }),
+        },
       },
     },
     async (request, reply) => {

@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import { Type } from '@sinclair/typebox';
 import type { App } from '../platform/http/app.ts';
 import { validatorCompiler } from '../platform/http/validation.ts';
@@ -40,13 +41,17 @@ export async function gitWebhookRoutes(app: App) {
       bodyLimit: WEBHOOK_BODY_LIMIT,
       schema: {
         tags: ['code-sources'],
+        operationId: 'receiveGitPushWebhook',
         summary: 'Push webhook of a code source (GitHub, GitLab, Gitea; no credential): verified with its webhook secret, idempotent by delivery id',
         description:
           'GitHub: X-Hub-Signature-256; Gitea: X-Gitea-Signature (HMAC-SHA256 of the raw body); GitLab: X-Gitlab-Token. Anything unverified is 401 and stores nothing. ' +
           "A push to a stack's tracked branch (its source ref) that touches its path triggers a run at the pushed commit.",
         params: WebhookParams,
         body: Type.Unsafe<Buffer>({ type: 'object', additionalProperties: true, description: "The provider's push event, as JSON" }),
-        response: { 200: Envelope(WebhookResult) },
+        response: {
+          ...errorResponses({ 401: 'The delivery is not signed with the webhook secret of a code source (an unknown code source included)', 404: false }),
+          200: Envelope(WebhookResult),
+        },
       },
       // The body is bytes until it is verified: its schema documents it; the path is validated as everywhere.
       validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)),

@@ -44,7 +44,12 @@ export async function healthRoutes(app: App) {
     '/health',
     {
       config: { public: true },
-      schema: { tags: ['health'], summary: 'Liveness, database reachability and step isolation (no credential)', response: { 200: Health, 503: Health } },
+      schema: {
+        tags: ['health'],
+        operationId: 'getHealth',
+        summary: 'Liveness, database reachability and step isolation (no credential)',
+        response: { 200: Health, 503: Health },
+      },
     },
     async (_request, reply) => {
       const isolation = currentIsolation();

@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent, OrderedPaginationQuery } from '../platform/schema.ts';
@@ -12,7 +13,13 @@ export async function membershipRoutes(app: App) {
     '/memberships',
     {
       config: { permission: 'membership:manage', auditFields: ['email', 'role'] },
-      schema: { tags, summary: 'Invite a user by email', body: InviteMember, response: { 201: Envelope(Membership) } },
+      schema: {
+        tags,
+        operationId: 'inviteMember',
+        summary: 'Invite a user by email',
+        body: InviteMember,
+        response: { ...errorResponses({ 409: 'The email is already a member of the organization' }), 201: Envelope(Membership) },
+      },
     },
     async (request, reply) => reply.status(201).send({ data: await inviteMember(app.db, request.principal, request.body.data) }),
   );
@@ -40,7 +47,13 @@ export async function membershipRoutes(app: App) {
     '/memberships/:id',
     {
       config: { permission: 'membership:manage', auditFields: ['role'] },
-      schema: { tags, summary: "Change a member's role", params: IdParams, body: UpdateMembership, response: { 200: Envelope(Membership) } },
+      schema: {
+        tags,
+        summary: "Change a member's role",
+        params: IdParams,
+        body: UpdateMembership,
+        response: { ...errorResponses({ 409: 'The organization would be left without an OWNER' }), 200: Envelope(Membership) },
+      },
     },
     async (request) => ({ data: await changeMembershipRole(app.db, request.principal, request.params.id, request.body.data.role) }),
   );
@@ -49,7 +62,12 @@ export async function membershipRoutes(app: App) {
     '/memberships/:id',
     {
       config: { permission: 'membership:manage' },
-      schema: { tags, summary: 'Remove a member', params: IdParams, response: { 204: NoContent } },
+      schema: {
+        tags,
+        summary: 'Remove a member',
+        params: IdParams,
+        response: { ...errorResponses({ 409: 'The organization would be left without an OWNER' }), 204: NoContent },
+      },
     },
     async (request, reply) => {
       await removeMembership(app.db, request.principal, request.params.id);

@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { metrics } from '../platform/metrics/metrics.ts';
 import type { App } from '../platform/http/app.ts';
@@ -99,6 +100,7 @@ async function backendRoutes(app: App) {
       config: { public: true, runCredentials: true, audit: 'state.download' },
       schema: {
         tags,
+        operationId: 'getBackendState',
         summary: "Read a stack's current OpenTofu state (http backend; 204 when there is none)",
         params: WorkspaceParams,
         response: { 200: {}, 204: NoContent },
@@ -119,10 +121,15 @@ async function backendRoutes(app: App) {
       bodyLimit: MAX_STATE_BYTES,
       schema: {
         tags,
+        operationId: 'writeBackendState',
         summary: 'Write a new state version (http backend); ?ID= names the lock the writer holds',
         params: WorkspaceParams,
         querystring: StateWriteQuery,
-        response: { 200: NoContent, 423: StateLocked },
+        response: {
+          ...errorResponses({ 409: 'The lock named by ID is not held, or the state is stale or of another lineage' }),
+          200: NoContent,
+          423: StateLocked,
+        },
       },
     },
     async (request, reply) => {
@@ -197,7 +204,13 @@ export async function stateRoutes(app: App) {
   app.get(
     '/stacks/:id/state-lock',
     {
-      schema: { tags, summary: "Who holds a stack's state lock", params: IdParams, response: { 200: Envelope(StateLockStatus) } },
+      schema: {
+        tags,
+        operationId: 'getStackStateLock',
+        summary: "Who holds a stack's state lock",
+        params: IdParams,
+        response: { 200: Envelope(StateLockStatus) },
+      },
     },
     async (request) => ({ data: await getStateLock(app.db, request.principal, request.params.id) }),
   );
@@ -206,7 +219,13 @@ export async function stateRoutes(app: App) {
     '/stacks/:id/state-lock',
     {
       config: { permission: 'state:force-unlock' },
-      schema: { tags, summary: "Force-unlock a stack's state (recorded in the holding run's history)", params: IdParams, response: { 204: NoContent } },
+      schema: {
+        tags,
+        operationId: 'forceUnlockStackState',
+        summary: "Force-unlock a stack's state (recorded in the holding run's history)",
+        params: IdParams,
+        response: { 204: NoContent },
+      },
     },
     async (request, reply) => {
       await forceUnlockState(app.db, request.principal, request.params.id);

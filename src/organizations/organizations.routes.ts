@@ -1,4 +1,5 @@
-import { Envelope, IdParams, ListEnvelope, OrderedPaginationQuery } from '../platform/schema.ts';
+import { createOrganizationExample, organizationExample } from './organizations.examples.ts';
+import { Envelope, Example, IdParams, ListEnvelope, OrderedPaginationQuery } from '../platform/schema.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import type { App } from '../platform/http/app.ts';
 import { CreateOrganization, Organization, UpdateOrganization } from './organizations.schema.ts';
@@ -11,7 +12,12 @@ export async function organizationRoutes(app: App) {
     '/organizations',
     {
       config: { permission: 'authenticated', auditFields: ['name', 'billingEmail'] },
-      schema: { tags, summary: 'Create an organization; the caller becomes its OWNER', body: CreateOrganization, response: { 201: Envelope(Organization) } },
+      schema: {
+        tags,
+        summary: 'Create an organization; the caller becomes its OWNER',
+        body: Example(CreateOrganization, createOrganizationExample),
+        response: { 201: Example(Envelope(Organization), { data: organizationExample }) },
+      },
     },
     async (request, reply) => reply.status(201).send({ data: await createOrganization(app.db, request.principal, request.body.data) }),
   );

@@ -1,3 +1,4 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
@@ -21,7 +22,15 @@ export async function pipelineRoutes(app: App) {
     '/pipelines',
     {
       config: { permission: 'pipeline:write', auditFields: ['givenId', 'name', 'projectId', 'description'] },
-      schema: { tags, summary: 'Create a pipeline with version 1 of its config', body: CreatePipeline, response: { 201: Envelope(Pipeline) } },
+      schema: {
+        tags,
+        summary: 'Create a pipeline with version 1 of its config',
+        body: CreatePipeline,
+        response: {
+          ...errorResponses({ 409: 'A pipeline with this givenId already exists', 422: 'The pipeline config is not valid; `details` lists every problem' }),
+          201: Envelope(Pipeline),
+        },
+      },
     },
     async (request, reply) => reply.status(201).send({ data: await createPipeline(app.db, request.principal, request.body.data) }),
   );
@@ -29,7 +38,12 @@ export async function pipelineRoutes(app: App) {
   app.get(
     '/pipelines',
     {
-      schema: { tags, summary: "List the organization's pipelines", querystring: ListPipelinesQuery, response: { 200: ListEnvelope(Pipeline) } },
+      schema: {
+        tags,
+        summary: "List the organization's pipelines",
+        querystring: ListPipelinesQuery,
+        response: { ...errorResponses({ 404: 'The projectId filter names no project of the organization' }), 200: ListEnvelope(Pipeline) },
+      },
     },
     async (request) => {
       const { items, meta } = await listPipelines(app.db, request.principal, request.query, pageRequest(request.query));
@@ -62,7 +76,7 @@ export async function pipelineRoutes(app: App) {
         tags,
         summary: 'Delete a pipeline permanently, with its versions and finished runs (409 while a stack uses it or a run is active)',
         params: IdParams,
-        response: { 204: NoContent },
+        response: { ...errorResponses({ 409: 'A stack uses the pipeline, or a run of it is active' }), 204: NoContent },
       },
     },
     async (request, reply) => {
@@ -79,7 +93,11 @@ export async function pipelineRoutes(app: App) {
         tags,
         summary: 'Create the next version of a pipeline, or with dryRun the patch against the latest version',
         body: CreatePipelineVersion,
-        response: { 201: Envelope(PipelineVersion), 200: Envelope(PipelineVersionDryRun) },
+        response: {
+          ...errorResponses({ 422: 'The pipeline config is not valid; `details` lists every problem' }),
+          201: Envelope(PipelineVersion),
+          200: Envelope(PipelineVersionDryRun),
+        },
       },
     },
     async (request, reply) => {
@@ -95,7 +113,7 @@ export async function pipelineRoutes(app: App) {
         tags,
         summary: 'List pipeline versions, oldest first',
         querystring: ListPipelineVersionsQuery,
-        response: { 200: ListEnvelope(PipelineVersion) },
+        response: { ...errorResponses({ 404: 'The pipelineId filter names no pipeline of the organization' }), 200: ListEnvelope(PipelineVersion) },
       },
     },
     async (request) => {

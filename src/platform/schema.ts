@@ -136,3 +136,11 @@ export function Body<T extends TSchema>(data: T) {
 }
 
 export const NoContent = Type.Null({ description: 'No content' });
+
+/**
+ * The schema with an example of what it describes: the OpenAPI document shows it as the media type's
+ * `example` (test/conventions.openapi.test.ts checks that every example validates against its schema).
+ */
+export function Example<T extends TSchema>(schema: T, example: Static<T>): T {
+  return { ...schema, examples: [example] };
+}

@@ -1,6 +1,8 @@
+import { createProjectExample, projectExample } from './projects.examples.ts';
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
-import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
+import { Envelope, Example, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
 import { CreateProject, Project, ProjectListQuery, UpdateProject } from './projects.schema.ts';
 import { createProject, deleteProject, getProject, listProjects, updateProject } from './projects.service.ts';
 
@@ -11,7 +13,12 @@ export async function projectRoutes(app: App) {
     '/projects',
     {
       config: { permission: 'project:write', auditFields: ['givenId', 'name', 'description'] },
-      schema: { tags, summary: 'Create a project', body: CreateProject, response: { 201: Envelope(Project) } },
+      schema: {
+        tags,
+        summary: 'Create a project',
+        body: Example(CreateProject, createProjectExample),
+        response: { ...errorResponses({ 409: 'A project with this givenId already exists' }), 201: Example(Envelope(Project), { data: projectExample }) },
+      },
     },
     async (request, reply) => reply.status(201).send({ data: await createProject(app.db, request.principal, request.body.data) }),
   );
@@ -48,7 +55,12 @@ export async function projectRoutes(app: App) {
     '/projects/:id',
     {
       config: { permission: 'project:write' },
-      schema: { tags, summary: 'Delete a project nothing uses any more (409 names what still does)', params: IdParams, response: { 204: NoContent } },
+      schema: {
+        tags,
+        summary: 'Delete a project nothing uses any more (409 names what still does)',
+        params: IdParams,
+        response: { ...errorResponses({ 409: 'Something still uses the project; `details` names it' }), 204: NoContent },
+      },
     },
     async (request, reply) => {
       await deleteProject(app.db, request.principal, request.params.id);

@@ -1,13 +1,15 @@
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../platform/auth/principal.ts';
 import type { App } from '../platform/http/app.ts';
 import { BadRequestError } from '../platform/errors.ts';
-import { IdParams } from '../platform/schema.ts';
+import { Example, IdParams } from '../platform/schema.ts';
 import { FollowSlots } from './follow-slots.ts';
 import { metrics } from '../platform/metrics/metrics.ts';
 import { LogsPage, LogsQuery, MAX_LOG_SEQ } from './runs.schema.ts';
 import { followLogs, readLogs } from './step-logs.service.ts';
+import { logsPageExample } from './runs.examples.ts';
 
 interface StreamContext {
   principal: Principal;
@@ -97,6 +99,7 @@ export async function stepLogRoutes(app: App) {
     {
       schema: {
         tags: ['pipeline-step-executions'],
+        operationId: 'getStepExecutionLogs',
         summary: 'Read the lines a step execution wrote, or follow them as Server-Sent Events while it runs',
         description:
           'JSON: lines after `after` (seq), oldest first, at most `limit` and about 1 MiB per page. With `follow=true` or ' +
@@ -107,7 +110,12 @@ export async function stepLogRoutes(app: App) {
           '`system` line saying so, and its statusDetail has `logTruncated: true`.',
         params: IdParams,
         querystring: LogsQuery,
-        response: { 200: LogsPage },
+        response: {
+          ...errorResponses({
+            429: 'Too many log streams followed at once by this caller or this API process, or too many failed authentications from this address',
+          }),
+          200: Example(LogsPage, logsPageExample),
+        },
       },
     },
     async (request, reply) => {

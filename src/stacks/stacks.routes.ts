@@ -1,6 +1,9 @@
+import { pipelineRunExample } from '../runs/runs.examples.ts';
+import { createStackExample, stackExample, triggerStackRunExample } from './stacks.examples.ts';
+import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
-import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
+import { Envelope, Example, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
 import { PipelineRun } from '../runs/runs.schema.ts';
 import { CreateStack, Stack, StackListQuery, TriggerStackRun, UpdateStack } from './stacks.schema.ts';
 import { createStack, deleteStack, getStack, listStacks, triggerStackRun, updateStack } from './stacks.service.ts';
@@ -15,7 +18,18 @@ export async function stackRoutes(app: App) {
         permission: 'stack:write',
         auditFields: ['projectId', 'environmentId', 'name', 'givenId', 'source.codeSourceId', 'source.ref', 'source.path', 'source.onPush'],
       },
-      schema: { tags, summary: 'Create a stack with its change and destroy pipelines', body: CreateStack, response: { 201: Envelope(Stack) } },
+      schema: {
+        tags,
+        summary: 'Create a stack with its change and destroy pipelines',
+        body: Example(CreateStack, createStackExample),
+        response: {
+          ...errorResponses({
+            409: 'A stack with this givenId already exists',
+            422: 'A pipeline config is not valid, or the environment belongs to another project',
+          }),
+          201: Example(Envelope(Stack), { data: stackExample }),
+        },
+      },
     },
     async (request, reply) => reply.status(201).send({ data: await createStack(app.db, request.principal, request.body.data) }),
   );
@@ -52,7 +66,12 @@ export async function stackRoutes(app: App) {
     '/stacks/:id',
     {
       config: { permission: 'stack:write' },
-      schema: { tags, summary: 'Delete a stack (409 while a run of it is not finished)', params: IdParams, response: { 204: NoContent } },
+      schema: {
+        tags,
+        summary: 'Delete a stack (409 while a run of it is not finished)',
+        params: IdParams,
+        response: { ...errorResponses({ 409: 'A run of the stack is not finished, or something still uses the stack' }), 204: NoContent },
+      },
     },
     async (request, reply) => {
       await deleteStack(app.db, request.principal, request.params.id);
@@ -70,10 +89,11 @@ export async function stackRoutes(app: App) {
       },
       schema: {
         tags,
+        operationId: 'triggerStackRun',
         summary: 'Trigger a run of the stack (queued; waits while another run of the stack is not finished)',
         params: IdParams,
-        body: TriggerStackRun,
-        response: { 201: Envelope(PipelineRun) },
+        body: Example(TriggerStackRun, triggerStackRunExample),
+        response: { 201: Example(Envelope(PipelineRun), { data: { ...pipelineRunExample, status: 'QUEUED', queueReason: 'WAITING_FOR_WORKER' } }) },
       },
     },
     async (request, reply) => reply.status(201).send({ data: await triggerStackRun(app.db, request.principal, request.params.id, request.body.data) }),

@@ -10,7 +10,7 @@ export async function userRoutes(app: App) {
     '/users/me',
     {
       config: { permission: 'authenticated' },
-      schema: { tags, summary: 'The calling user', response: { 200: Envelope(User) } },
+      schema: { tags, operationId: 'getCurrentUser', summary: 'The calling user', response: { 200: Envelope(User) } },
     },
     async (request) => ({ data: await getCurrentUser(app.db, request.principal) }),
   );

@@ -128,6 +128,8 @@ export interface FuzzRequest {
   payload?: string;
   /** What was changed, for the failure message. */
   change: string;
+  /** The statuses the OpenAPI document lists for the operation. */
+  documented: string[];
 }
 
 function bodyText(body: unknown): string {
@@ -248,6 +250,6 @@ export function fuzzRequest(doc: OpenApiDoc, op: Operation, ids: IdPool): fc.Arb
     if (body !== undefined) payload = bodyText(body);
     if (c.kind === 'text') payload = c.text;
     if (payload !== undefined) headers['content-type'] = c.kind === 'content-type' ? c.type : 'application/json';
-    return { method: op.method, url: urlOf(op, params, query), headers, payload, change: JSON.stringify(c).slice(0, 300) };
+    return { method: op.method, url: urlOf(op, params, query), headers, payload, change: JSON.stringify(c).slice(0, 300), documented: op.statuses };
   });
 }

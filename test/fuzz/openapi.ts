@@ -19,6 +19,8 @@ export interface Operation {
   body?: JsonSchema;
   bodyRequired: boolean;
   isPublic: boolean;
+  /** The response statuses the document lists for the operation. */
+  statuses: string[];
 }
 
 export interface OpenApiDoc {
@@ -41,6 +43,7 @@ export function operationsOf(doc: OpenApiDoc): Operation[] {
         body,
         bodyRequired: op.requestBody?.required === true,
         isPublic: Array.isArray(op.security) && op.security.length === 0,
+        statuses: Object.keys(op.responses ?? {}),
       });
     }
   }

@@ -30,6 +30,7 @@ import { handleError } from './error-handler.ts';
 import { assertTextParts, parseJsonBody } from './input-rules.ts';
 import { boundIntegers } from './schema-rules.ts';
 import { validatorCompiler } from './validation.ts';
+import { documentRoute, nameDiscriminatedVariants, withOrganizationHeader } from './openapi.ts';
 import { metrics } from '../metrics/metrics.ts';
 import { installAudit } from '../audit/recorder.ts';
 
@@ -78,8 +79,6 @@ export interface AppOptions {
   /** @fastify/otel's plugin when tracing is on (platform/tracing.ts); absent, the app has no tracing hook at all. */
   tracingPlugin?: FastifyPluginCallback;
 }
-
-const ERROR_RESPONSES = { '4XX': { $ref: 'ErrorBody#' }, '5XX': { $ref: 'ErrorBody#' } };
 
 /** A request slower than this is logged at info even when it is a read that succeeded. */
 const SLOW_REQUEST_MS = 1000;
@@ -160,7 +159,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   app.setErrorHandler(handleError);
 
   const knownRoutes = FindMyWay();
-  app.addHook('onRoute', (route) => {
+  const operationIds = new Set<string>();
+  // `this` is the plugin the route is registered in: its content-type parsers decide whether a 415 can happen.
+  app.addHook('onRoute', function (this: FastifyInstance, route) {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const config = (route.config ?? {}) as { permission?: string; public?: boolean };
     if (!config.public && !config.permission && methods.some((m) => m !== 'GET')) {
@@ -168,17 +169,30 @@ export async function buildApp(options: AppOptions): Promise<App> {
     }
     for (const method of methods) knownRoutes.on(method as 'GET', route.url, () => {});
     for (const part of REQUEST_PARTS) boundIntegers(route.schema?.[part]);
-    route.schema = { ...(route.schema ?? {}), response: { ...ERROR_RESPONSES, ...(route.schema?.response ?? {}) } };
-    if (config.public) route.schema = { ...route.schema, security: [] };
+    documentRoute(this, route, operationIds);
   });
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.0',
       info: { title: 'Plinth', version: '0.0.0', description: 'Multi-tenant infrastructure-deployment platform' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key: plk_…' } } },
+      // Relative: the document describes the API that serves it, wherever that is.
+      servers: [{ url: '/' }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'An API key: plk_…' },
+          basic: {
+            type: 'http',
+            scheme: 'basic',
+            description: "The state backend's: the token (an API key or a run's plr_… credential) as the password, as OpenTofu sends it",
+          },
+        },
+      },
       security: [{ bearer: [] }],
     },
+    transform: withOrganizationHeader,
+    transformObject: (documentObject) =>
+      'openapiObject' in documentObject ? nameDiscriminatedVariants(documentObject.openapiObject) : documentObject.swaggerObject,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? json.title ?? `def-${i}`) },
   });
 

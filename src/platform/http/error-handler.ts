@@ -3,10 +3,14 @@ import { AppError, BadRequestError, TooManyRequestsError, type ErrorCode } from 
 import type { ErrorBody } from '../schema.ts';
 import { describeValidationErrors } from './validation.ts';
 
-/** Fastify's own 4xx errors, by code, as Plinth codes. */
-const FASTIFY_CODES: Record<string, { status: number; code: ErrorCode }> = {
+/** Fastify's own 4xx errors, by code, as Plinth codes; `message` replaces Fastify's where it would not say what to do. */
+const FASTIFY_CODES: Record<string, { status: number; code: ErrorCode; message?: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'Api:Request:TOO_LARGE' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'Api:Request:UNSUPPORTED_MEDIA_TYPE' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    code: 'Api:Request:UNSUPPORTED_MEDIA_TYPE',
+    message: 'The body must be JSON: send it with Content-Type: application/json',
+  },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'Api:Request:INVALID' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'Api:Request:INVALID' },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'Api:Request:MALFORMED_JSON' },
@@ -21,7 +25,7 @@ function toAppError(error: FastifyError): AppError | undefined {
     return new BadRequestError('The request does not match its schema', problems);
   }
   const known = error.code ? FASTIFY_CODES[error.code] : undefined;
-  if (known) return new AppError(known.status, known.code, error.message);
+  if (known) return new AppError(known.status, known.code, known.message ?? error.message);
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
     return new AppError(error.statusCode, 'Api:Request:INVALID', error.message);
   }

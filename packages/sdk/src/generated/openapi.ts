@@ -10,114 +10,10 @@ export interface paths {
             cookie?: never;
         };
         /** List API keys (own keys; ADMIN+ sees all of the organization) */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                    serviceAccountId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ApiKey"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listApiKeys"];
         put?: never;
         /** Create an API key for the caller or a service account; the token is shown once */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** Format: date-time */
-                            expiresAt?: string;
-                            name: string;
-                            serviceAccountId?: string;
-                            /** @description A member's user id: issues that member a key (super-administrators only), e.g. an invited user's first key */
-                            userId?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["CreatedApiKey"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -132,89 +28,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read an API key (never its token) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ApiKey"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getApiKey"];
         put?: never;
         post?: never;
         /** Revoke an API key; it fails on its next request */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -231,65 +49,7 @@ export interface paths {
          * The organization's audit log, newest first (ADMIN+)
          * @description One row per request that changed something, was refused, or read sensitive data: actor, key, action, resource, outcome, request id, IP, user agent and the allowlisted fields of its body, each chained to the previous by hash.
          */
-        get: {
-            parameters: {
-                query?: {
-                    action?: string;
-                    actorId?: string;
-                    cursor?: string | null;
-                    limit?: number | null;
-                    outcome?: "SUCCESS" | "FAILURE" | "DENIED";
-                    resourceId?: string;
-                    resourceType?: string;
-                    /** @description Only rows at or after this time */
-                    since?: string;
-                    /** @description Only rows before this time */
-                    until?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["AuditEvent"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -306,54 +66,7 @@ export interface paths {
             cookie?: never;
         };
         /** Every matching audit row as NDJSON, newest first (ADMIN+; the export is itself audited) */
-        get: {
-            parameters: {
-                query?: {
-                    action?: string;
-                    actorId?: string;
-                    outcome?: "SUCCESS" | "FAILURE" | "DENIED";
-                    resourceId?: string;
-                    resourceType?: string;
-                    /** @description Only rows at or after this time */
-                    since?: string;
-                    /** @description Only rows before this time */
-                    until?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description One AuditEvent per line */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/x-ndjson": string;
-                    };
-                };
-            };
-        };
+        get: operations["exportAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -370,46 +83,7 @@ export interface paths {
             cookie?: never;
         };
         /** Recompute the organization's hash chain against its anchor: shows an edited, removed or reordered row, and a removed start or end (ADMIN+) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["AuditVerification"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["verifyAuditChain"];
         put?: never;
         post?: never;
         delete?: never;
@@ -426,104 +100,14 @@ export interface paths {
             cookie?: never;
         };
         /** Audit retention and webhook delivery of the organization (ADMIN+) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["AuditSettings"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getAuditSettings"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Change audit retention (days, default 365) and the webhook audit rows are delivered to (OWNER) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            retentionDays?: number;
-                            /** @description Signs each delivery (HMAC-SHA256); write-only */
-                            webhookSecret?: string;
-                            /** Format: uri */
-                            webhookUrl?: string | null;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["AuditSettings"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateAuditSettings"];
         trace?: never;
     };
     "/audit-webhook-deliveries": {
@@ -534,56 +118,7 @@ export interface paths {
             cookie?: never;
         };
         /** The delivery log of the audit webhook, newest first (ADMIN+) */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["AuditDelivery"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listAuditWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -600,46 +135,7 @@ export interface paths {
             cookie?: never;
         };
         /** The authenticated principal, its organization and role */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Principal"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["whoami"];
         put?: never;
         post?: never;
         delete?: never;
@@ -656,116 +152,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's cloud accounts */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["CloudAccount"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listCloudAccounts"];
         put?: never;
         /** Register a cloud account (an AWS account and the role to assume) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description The 12-digit AWS account id */
-                            accountId: string;
-                            /** @description sts:ExternalId sent when assuming the role */
-                            externalId?: string;
-                            /** @description Caller-chosen identifier */
-                            givenId: string;
-                            name: string;
-                            /** @description The IAM role Plinth assumes in that account; it must belong to accountId */
-                            roleArn: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["CloudAccount"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createCloudAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -780,146 +170,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a cloud account */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["CloudAccount"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getCloudAccount"];
         put?: never;
         post?: never;
         /** Delete a cloud account no execution environment uses (409 names those that do) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteCloudAccount"];
         options?: never;
         head?: never;
         /** Change a cloud account */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description sts:ExternalId sent when assuming the role */
-                            externalId?: string | null;
-                            name?: string;
-                            /** @description The IAM role Plinth assumes in that account; it must belong to accountId */
-                            roleArn?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["CloudAccount"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateCloudAccount"];
         trace?: never;
     };
     "/code-source/{id}/branches": {
@@ -930,58 +189,7 @@ export interface paths {
             cookie?: never;
         };
         /** Every branch of the repository with its head commit, over the Git protocol (422 refused credential or no such repository, 502 unreachable, 504 timeout) */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Branch"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listCodeSourceBranches"];
         put?: never;
         post?: never;
         delete?: never;
@@ -998,133 +206,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's code sources */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    /** @description Only the record with this givenId */
-                    givenId?: string;
-                    limit?: number | null;
-                    /** @description Only records with exactly this name */
-                    name?: string;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["CodeSource"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listCodeSources"];
         put?: never;
         /** Link a Git repository (its token and webhook secret are stored sealed and never returned) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /**
-                             * @description NONE; TOKEN (needs token); APP_INSTALLATION (needs gitAppInstallationId); OAUTH (needs gitSelfHostedServerId)
-                             * @default NONE
-                             * @enum {string}
-                             */
-                            authType?: "NONE" | "TOKEN" | "APP_INSTALLATION" | "OAUTH";
-                            gitAppInstallationId?: string;
-                            gitSelfHostedServerId?: string;
-                            /** @description Caller-chosen identifier */
-                            givenId?: string;
-                            name: string;
-                            /**
-                             * @default GENERIC
-                             * @enum {string}
-                             */
-                            provider?: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
-                            /** @description Write-only: stored sealed, never returned */
-                            token?: string;
-                            /** @description The repository over HTTP(S) smart protocol, without credentials in it */
-                            url: string;
-                            /** @description Write-only: the secret push webhooks are verified with (at least 16 characters) */
-                            webhookSecret?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["CodeSource"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createCodeSource"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1139,154 +224,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a code source */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["CodeSource"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getCodeSource"];
         put?: never;
         post?: never;
         /** Delete a code source no stack uses (409 names those that do) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteCodeSource"];
         options?: never;
         head?: never;
         /** Change a code source (token or webhookSecret null removes it) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @enum {string} */
-                            authType?: "NONE" | "TOKEN" | "APP_INSTALLATION" | "OAUTH";
-                            gitAppInstallationId?: string | null;
-                            gitSelfHostedServerId?: string | null;
-                            name?: string;
-                            /** @enum {string} */
-                            provider?: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
-                            /** @description Write-only: stored sealed, never returned */
-                            token?: string | null;
-                            /** @description The repository over HTTP(S) smart protocol, without credentials in it */
-                            url?: string;
-                            /** @description Write-only: the secret push webhooks are verified with (at least 16 characters) */
-                            webhookSecret?: string | null;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["CodeSource"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateCodeSource"];
         trace?: never;
     };
     "/default-value-definitions": {
@@ -1297,112 +243,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's default-value definitions */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["DefaultValueDefinition"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listDefaultValueDefinitions"];
         put?: never;
         /** Create a default-value definition (createdByType USER) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            description?: string;
-                            /** @description Caller-chosen identifier */
-                            givenId: string;
-                            name: string;
-                            schema: components["schemas"]["InputProperty"];
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["DefaultValueDefinition"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createDefaultValueDefinition"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1417,147 +261,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a default-value definition */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["DefaultValueDefinition"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getDefaultValueDefinition"];
         put?: never;
         post?: never;
         /** Delete a definition: 409 while it has values, unless ?cascade=true deletes them too */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Also delete the values of this definition (otherwise 409 while any exist) */
-                    cascade?: boolean;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteDefaultValueDefinition"];
         options?: never;
         head?: never;
         /** Change a definition; a new schema must accept every stored value (422 names those it would not) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            description?: string;
-                            name?: string;
-                            schema?: components["schemas"]["InputProperty"];
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["DefaultValueDefinition"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateDefaultValueDefinition"];
         trace?: never;
     };
     "/default-values": {
@@ -1568,116 +280,10 @@ export interface paths {
             cookie?: never;
         };
         /** List default values, by definition and/or parent */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    /** @description Only the values of this definition */
-                    defaultValueDefinitionId?: string;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                    /** @description Only the values set on this organization, project or environment */
-                    parentId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["DefaultValue"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listDefaultValues"];
         put?: never;
         /** Set a definition’s value on an organization, project or environment */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            defaultValueDefinitionId: string;
-                            /** @description an organization, project or environment of the caller’s organization */
-                            parentId: string;
-                            /** @description any JSON value accepted by the definition schema */
-                            value: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["DefaultValue"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createDefaultValue"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1692,143 +298,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a default value */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["DefaultValue"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getDefaultValue"];
         put?: never;
         post?: never;
         /** Delete a default value */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteDefaultValue"];
         options?: never;
         head?: never;
         /** Change a default value */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description any JSON value accepted by the definition schema */
-                            value: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["DefaultValue"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateDefaultValue"];
         trace?: never;
     };
     "/environments": {
@@ -1839,119 +317,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's environments; `projectId` filters */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    /** @description Only the record with this givenId */
-                    givenId?: string;
-                    limit?: number | null;
-                    /** @description Only records with exactly this name */
-                    name?: string;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                    /** @description Only the environments of this project */
-                    projectId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Environment"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listEnvironments"];
         put?: never;
         /** Create an environment in a project */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            description?: string;
-                            executionEnvironmentId?: string;
-                            /** @description Caller-chosen identifier */
-                            givenId: string;
-                            name: string;
-                            projectId: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Environment"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createEnvironment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1966,144 +335,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read an environment */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Environment"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getEnvironment"];
         put?: never;
         post?: never;
         /** Delete an environment without stacks (409 names the stacks) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteEnvironment"];
         options?: never;
         head?: never;
         /** Change an environment */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            description?: string;
-                            executionEnvironmentId?: string | null;
-                            name?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Environment"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateEnvironment"];
         trace?: never;
     };
     "/environments/{id}/resolved-default-values": {
@@ -2114,60 +354,7 @@ export interface paths {
             cookie?: never;
         };
         /** The effective default values for an environment (environment, then project, then organization, then the schema default), with their source */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    /** @description Resolve only this definition */
-                    givenId?: string;
-                    limit?: number | null;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ResolvedDefaultValue"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["resolveEnvironmentDefaultValues"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2184,126 +371,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's execution environments; `type` filters */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                    /** @description Only environments of this type */
-                    type?: "CLOUD" | "LOCAL";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ExecutionEnvironment"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listExecutionEnvironments"];
         put?: never;
         /** Create an execution environment: CLOUD (an AWS network) or LOCAL (the worker host) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description Required when type is CLOUD; must be absent when type is LOCAL; a cloud account of the same organization */
-                            cloudAccountId?: string;
-                            /** @description What the steps of this environment may reach, narrowing the installation's egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend */
-                            egressAllow?: string[] | null;
-                            /** @description Caller-chosen identifier */
-                            givenId: string;
-                            name: string;
-                            /** @description Required when type is CLOUD; must be absent when type is LOCAL */
-                            region?: string;
-                            /** @description Required when type is CLOUD; must be absent when type is LOCAL */
-                            securityGroupId?: string;
-                            /** @description Required when type is CLOUD; must be absent when type is LOCAL */
-                            subnetId?: string;
-                            /** @enum {string} */
-                            type: "CLOUD" | "LOCAL";
-                            /** @description Required when type is CLOUD; must be absent when type is LOCAL */
-                            vpcId?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ExecutionEnvironment"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createExecutionEnvironment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2318,150 +389,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read an execution environment */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ExecutionEnvironment"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getExecutionEnvironment"];
         put?: never;
         post?: never;
         /** Delete an execution environment no environment uses (409 names those that do) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteExecutionEnvironment"];
         options?: never;
         head?: never;
         /** Change an execution environment (its type is fixed) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            cloudAccountId?: string;
-                            /** @description What the steps of this environment may reach, narrowing the installation's egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend */
-                            egressAllow?: string[] | null;
-                            name?: string;
-                            /** @description AWS region, e.g. eu-west-1 */
-                            region?: string;
-                            securityGroupId?: string;
-                            subnetId?: string;
-                            vpcId?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ExecutionEnvironment"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateExecutionEnvironment"];
         trace?: never;
     };
     "/git-app-installations": {
@@ -2472,58 +408,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's Git app installations */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["GitAppInstallation"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listGitAppInstallations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2540,121 +425,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's self-hosted Git servers */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["GitSelfHostedServer"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listGitSelfHostedServers"];
         put?: never;
         /** Register a self-hosted Git server and its OAuth client */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description An http(s) URL */
-                            authorizeUrl?: string;
-                            /** @description An http(s) URL */
-                            baseUrl: string;
-                            /** @description The OAuth client id the server issued */
-                            clientId: string;
-                            /** @description Write-only: stored sealed, never returned */
-                            clientSecret: string;
-                            name: string;
-                            /** @enum {string} */
-                            provider: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
-                            scopes?: string;
-                            /** @description An http(s) URL */
-                            tokenUrl?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["GitSelfHostedServer"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createGitSelfHostedServer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2669,151 +443,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a self-hosted Git server */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["GitSelfHostedServer"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getGitSelfHostedServer"];
         put?: never;
         post?: never;
         /** Delete a self-hosted Git server no code source uses (409 otherwise) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteGitSelfHostedServer"];
         options?: never;
         head?: never;
         /** Change a self-hosted Git server */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description An http(s) URL */
-                            authorizeUrl?: string | null;
-                            /** @description The OAuth client id the server issued */
-                            clientId?: string;
-                            /** @description Write-only: stored sealed, never returned */
-                            clientSecret?: string;
-                            name?: string;
-                            scopes?: string;
-                            /** @description An http(s) URL */
-                            tokenUrl?: string | null;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["GitSelfHostedServer"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateGitSelfHostedServer"];
         trace?: never;
     };
     "/gitapp/callback": {
@@ -2824,47 +462,7 @@ export interface paths {
             cookie?: never;
         };
         /** The app install's return leg (the app's Setup URL; no credential): records the installation, 302 to the original URL */
-        get: {
-            parameters: {
-                query?: {
-                    code?: string;
-                    installation_id?: string;
-                    setup_action?: string;
-                    state?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description A redirect: the Location header says where */
-                302: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["completeGitAppInstall"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2881,45 +479,7 @@ export interface paths {
             cookie?: never;
         };
         /** Install the configured Git app (302 to the provider's installation page, with a signed state) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Where the browser goes at the end: a path, or a URL on PLINTH_PUBLIC_URL (default: PLINTH_PUBLIC_URL) */
-                    returnTo?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description A redirect: the Location header says where */
-                302: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["startGitAppInstall"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2936,47 +496,7 @@ export interface paths {
             cookie?: never;
         };
         /** OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed, 302 to the original URL */
-        get: {
-            parameters: {
-                query?: {
-                    code?: string;
-                    error?: string;
-                    error_description?: string;
-                    state?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description A redirect: the Location header says where */
-                302: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["completeGitOAuthLogin"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2993,47 +513,7 @@ export interface paths {
             cookie?: never;
         };
         /** Start OAuth with a self-hosted Git server (302 to its authorization page, with state and PKCE) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Where the browser goes at the end: a path, or a URL on PLINTH_PUBLIC_URL (default: PLINTH_PUBLIC_URL) */
-                    returnTo?: string;
-                };
-                header?: never;
-                path: {
-                    gitSelfHostedServerId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description A redirect: the Location header says where */
-                302: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["startGitOAuthLogin"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3050,97 +530,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness, database reachability and step isolation (no credential) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            database: string;
-                            isolation: {
-                                cgroup: string | null;
-                                detail: string;
-                                /** @description limits enforced on every step; null where not enforced */
-                                limits: {
-                                    cpus: number | null;
-                                    maxProcesses: number | null;
-                                    memoryMb: number | null;
-                                };
-                                /** @description `namespaces`: steps are isolated; `off`: the single-tenant opt-out (PLINTH_SANDBOX=off); `unavailable`: this host cannot isolate and script steps fail; `no-worker`: this process runs no steps */
-                                mode: "namespaces" | "off" | "unavailable" | "no-worker";
-                                network: string | null;
-                                /** @description `root`: the worker runs as root and gives each step a uid of its own on the host; `rootless`: the worker runs as a normal user and each step runs in user namespaces of its own (docs/sandbox.md says what differs); null without isolation */
-                                privileges: "root" | "rootless" | (never | null);
-                                requested: string | null;
-                            };
-                            /** @description what makes it degraded, each with its fix; empty when ok */
-                            problems: string[];
-                            /** @description `ok`; `degraded` when the database is unreachable (503) or when this process's worker cannot isolate steps, so script steps fail (200: the API still serves) */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            database: string;
-                            isolation: {
-                                cgroup: string | null;
-                                detail: string;
-                                /** @description limits enforced on every step; null where not enforced */
-                                limits: {
-                                    cpus: number | null;
-                                    maxProcesses: number | null;
-                                    memoryMb: number | null;
-                                };
-                                /** @description `namespaces`: steps are isolated; `off`: the single-tenant opt-out (PLINTH_SANDBOX=off); `unavailable`: this host cannot isolate and script steps fail; `no-worker`: this process runs no steps */
-                                mode: "namespaces" | "off" | "unavailable" | "no-worker";
-                                network: string | null;
-                                /** @description `root`: the worker runs as root and gives each step a uid of its own on the host; `rootless`: the worker runs as a normal user and each step runs in user namespaces of its own (docs/sandbox.md says what differs); null without isolation */
-                                privileges: "root" | "rootless" | (never | null);
-                                requested: string | null;
-                            };
-                            /** @description what makes it degraded, each with its fix; empty when ok */
-                            problems: string[];
-                            /** @description `ok`; `degraded` when the database is unreachable (503) or when this process's worker cannot isolate steps, so script steps fail (200: the API still serves) */
-                            status: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3157,114 +547,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's memberships */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Membership"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listMemberships"];
         put?: never;
         /** Invite a user by email */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** Format: email */
-                            email: string;
-                            /**
-                             * @description Organization role
-                             * @enum {string}
-                             */
-                            role: "VIEWER" | "MEMBER" | "ADMIN" | "OWNER";
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Membership"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["inviteMember"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3279,146 +565,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a membership */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Membership"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getMembership"];
         put?: never;
         post?: never;
         /** Remove a member */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteMembership"];
         options?: never;
         head?: never;
         /** Change a member's role */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /**
-                             * @description Organization role
-                             * @enum {string}
-                             */
-                            role: "VIEWER" | "MEMBER" | "ADMIN" | "OWNER";
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Membership"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateMembership"];
         trace?: never;
     };
     "/organizations": {
@@ -3429,110 +584,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the caller's organizations */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Organization"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listOrganizations"];
         put?: never;
         /** Create an organization; the caller becomes its OWNER */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** Format: email */
-                            billingEmail: string;
-                            name: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Organization"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createOrganization"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3547,106 +602,14 @@ export interface paths {
             cookie?: never;
         };
         /** Read an organization the caller belongs to */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Organization"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOrganization"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Update an organization (OWNER) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** Format: email */
-                            billingEmail?: string;
-                            name?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Organization"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateOrganization"];
         trace?: never;
     };
     "/pipeline-runs": {
@@ -3657,61 +620,7 @@ export interface paths {
             cookie?: never;
         };
         /** List pipeline runs (filter by pipeline, stack, status) */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                    pipelineId?: string;
-                    stackId?: string;
-                    status?: "QUEUED" | "RUNNING" | "WAITING_FOR_APPROVAL" | "SUCCEEDED" | "FAILED" | "CANCELLED";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["PipelineRun"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listPipelineRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3728,48 +637,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a pipeline run */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["PipelineRun"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPipelineRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3788,48 +656,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Cancel a run that is not finished; its running processes are killed */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["PipelineRun"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["cancelPipelineRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3846,48 +673,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Run a FAILED or CANCELLED run again as its next attempt epoch */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["PipelineRun"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["retryPipelineRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3902,61 +688,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the step executions of a run, every attempt included */
-        get: {
-            parameters: {
-                query?: {
-                    attemptEpoch?: number;
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["StepExecution"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listStepExecutions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3973,58 +705,7 @@ export interface paths {
             cookie?: never;
         };
         /** The run's append-only history: every status change of the run and its steps, with reason and actor */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["RunTransition"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listRunTransitions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4041,48 +722,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a step execution */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["StepExecution"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getStepExecution"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4101,48 +741,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Approve a step WAITING_FOR_APPROVAL (409 otherwise) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["StepExecution"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["approveStepExecution"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4160,86 +759,7 @@ export interface paths {
          * Read the lines a step execution wrote, or follow them as Server-Sent Events while it runs
          * @description JSON: lines after `after` (seq), oldest first, at most `limit` and about 1 MiB per page. With `follow=true` or `Accept: text/event-stream`: an SSE stream of `line` events (id = seq, data = the line as JSON) that ends with an `end` event once the step has ended; the server sends the next lines only as fast as the client reads them, and disconnects a client that reads nothing for 60 s. One caller follows at most 32 streams at once per API process (429 beyond). A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume. Output is stored byte for byte: see `line`, `bytes` and `partial`; a step whose output exceeded the log limit ends with a `system` line saying so, and its statusDetail has `logTruncated: true`.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Only lines with a greater seq */
-                    after?: number | null;
-                    /** @description Stream as Server-Sent Events until the step ends (same as Accept: text/event-stream) */
-                    follow?: boolean;
-                    /** @description Lines per page: default 500, at most 2000; a page also stops once it holds about 1 MiB */
-                    limit?: number | null;
-                    /** @description Only the last `tail` lines stored so far (about 1 MiB at most), oldest first; `after` and `limit` do not apply. Not with follow. */
-                    tail?: number;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /**
-                                 * Format: byte
-                                 * @description Base64 of the exact bytes of the record; present only when `line` is escaped (it had a NUL byte or invalid UTF-8)
-                                 */
-                                bytes?: string;
-                                /**
-                                 * Format: date-time
-                                 * @description RFC 3339 timestamp in UTC, with a trailing Z
-                                 */
-                                createdAt: string;
-                                /** @description The record as text, without its newline. When the output was valid UTF-8 without NUL bytes this is the text exactly; otherwise `bytes` is present and this is a visible escape of them: `\x00` for a NUL byte, `\xNN` for a byte that is not part of a valid UTF-8 character, `\\` for a backslash, everything else as is */
-                                line: string;
-                                /** @description Present (true) when the record was not ended by a newline: a line longer than 16 KiB goes on in the next record of the same stream, or the output ended without a final newline. The exact output of a stream is its records in seq order, each followed by a newline unless partial */
-                                partial?: boolean;
-                                /** @description Record number within the step execution, from 1 */
-                                seq: number;
-                                /** @enum {string} */
-                                stream: "stdout" | "stderr" | "system";
-                            }[];
-                            meta: {
-                                /** @description The step has ended and every line is in this or an earlier page */
-                                complete: boolean;
-                                /** @description The seq to pass as `after` for the next lines */
-                                lastSeq: number;
-                                /** Format: int32 */
-                                limit: number;
-                                /** @enum {string} */
-                                stepStatus: "QUEUED" | "RUNNING" | "WAITING_FOR_APPROVAL" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "SKIPPED";
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getStepExecutionLogs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4258,48 +778,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Reject a step WAITING_FOR_APPROVAL; the run fails (409 otherwise) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["StepExecution"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["rejectStepExecution"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4314,123 +793,10 @@ export interface paths {
             cookie?: never;
         };
         /** List pipeline versions, oldest first */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                    pipelineId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["PipelineVersion"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listPipelineVersions"];
         put?: never;
         /** Create the next version of a pipeline, or with dryRun the patch against the latest version */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            config: components["schemas"]["PipelineConfig"];
-                            /** @description Validate and return the patch against the latest version; create nothing */
-                            dryRun?: boolean;
-                            pipelineId: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["PipelineVersionDryRun"];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["PipelineVersion"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createPipelineVersion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4445,48 +811,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a pipeline version */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["PipelineVersion"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPipelineVersion"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4503,118 +828,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's pipelines */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    /** @description Only the record with this givenId */
-                    givenId?: string;
-                    limit?: number | null;
-                    /** @description Only records with exactly this name */
-                    name?: string;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                    projectId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Pipeline"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listPipelines"];
         put?: never;
         /** Create a pipeline with version 1 of its config */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            config: components["schemas"]["PipelineConfig"];
-                            description?: string;
-                            /** @description Caller-chosen identifier */
-                            givenId?: string;
-                            name: string;
-                            projectId?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Pipeline"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createPipeline"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4629,143 +846,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a pipeline */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Pipeline"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPipeline"];
         put?: never;
         post?: never;
         /** Delete a pipeline permanently, with its versions and finished runs (409 while a stack uses it or a run is active) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deletePipeline"];
         options?: never;
         head?: never;
         /** Change a pipeline's name or description */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            description?: string | null;
-                            name?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Pipeline"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updatePipeline"];
         trace?: never;
     };
     "/projects": {
@@ -4776,115 +865,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's projects */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    /** @description Only the record with this givenId */
-                    givenId?: string;
-                    limit?: number | null;
-                    /** @description Only records with exactly this name */
-                    name?: string;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Project"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listProjects"];
         put?: never;
         /** Create a project */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            description?: string;
-                            /** @description Caller-chosen identifier */
-                            givenId: string;
-                            name: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Project"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createProject"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4899,143 +883,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a project */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Project"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getProject"];
         put?: never;
         post?: never;
         /** Delete a project nothing uses any more (409 names what still does) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteProject"];
         options?: never;
         head?: never;
         /** Change a project */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            description?: string;
-                            name?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Project"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateProject"];
         trace?: never;
     };
     "/service-accounts": {
@@ -5046,113 +902,10 @@ export interface paths {
             cookie?: never;
         };
         /** List service accounts */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ServiceAccount"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listServiceAccounts"];
         put?: never;
         /** Create a service account */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            name: string;
-                            /**
-                             * @description Organization role
-                             * @enum {string}
-                             */
-                            role: "VIEWER" | "MEMBER" | "ADMIN" | "OWNER";
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ServiceAccount"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createServiceAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5167,147 +920,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a service account */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ServiceAccount"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getServiceAccount"];
         put?: never;
         post?: never;
         /** Delete a service account and its keys */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteServiceAccount"];
         options?: never;
         head?: never;
         /** Rename a service account or change its role */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            name?: string;
-                            /**
-                             * @description Organization role
-                             * @enum {string}
-                             */
-                            role?: "VIEWER" | "MEMBER" | "ADMIN" | "OWNER";
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["ServiceAccount"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateServiceAccount"];
         trace?: never;
     };
     "/stacks": {
@@ -5318,138 +939,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's stacks */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    environmentId?: string;
-                    /** @description Only the record with this givenId */
-                    givenId?: string;
-                    limit?: number | null;
-                    /** @description Only records with exactly this name */
-                    name?: string;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                    projectId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Stack"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listStacks"];
         put?: never;
         /** Create a stack with its change and destroy pipelines */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            environmentId: string;
-                            /** @description Caller-chosen identifier */
-                            givenId?: string;
-                            name: string;
-                            /** @description Configs for version 1 of the change and destroy pipelines, instead of the defaults */
-                            pipelines?: {
-                                change?: components["schemas"]["PipelineConfig"];
-                                destroy?: components["schemas"]["PipelineConfig"];
-                            };
-                            projectId: string;
-                            source?: {
-                                codeSourceId?: string;
-                                /**
-                                 * @description What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing
-                                 * @default apply
-                                 * @enum {string}
-                                 */
-                                onPush?: "apply" | "plan" | "none";
-                                path?: string;
-                                ref?: string;
-                            };
-                            /** @description OpenTofu input variables of the stack */
-                            variables?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Stack"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createStack"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5464,157 +957,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a stack */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Stack"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getStack"];
         put?: never;
         post?: never;
         /** Delete a stack (409 while a run of it is not finished) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteStack"];
         options?: never;
         head?: never;
         /** Change a stack */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            name?: string;
-                            source?: {
-                                codeSourceId?: string;
-                                /**
-                                 * @description What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing
-                                 * @default apply
-                                 * @enum {string}
-                                 */
-                                onPush?: "apply" | "plan" | "none";
-                                path?: string;
-                                ref?: string;
-                            };
-                            /** @description OpenTofu input variables of the stack */
-                            variables?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Stack"];
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateStack"];
         trace?: never;
     };
     "/stacks/{id}/pipeline-run": {
@@ -5627,67 +978,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Trigger a run of the stack (queued; waits while another run of the stack is not finished) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /**
-                             * @description apply: the change pipeline, every step; plan: the change pipeline up to its first approval; destroy: the destroy pipeline
-                             * @default apply
-                             * @enum {string}
-                             */
-                            action?: "plan" | "apply" | "destroy";
-                            autoapprove?: boolean;
-                            description?: string;
-                            /** @description Run inputs, given to steps as PLINTH_INPUTS */
-                            inputs?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["PipelineRun"];
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["triggerStackRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5702,48 +993,7 @@ export interface paths {
             cookie?: never;
         };
         /** List a stack's sensitive variables (names only) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["SensitiveVariable"][];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listStackSensitiveVariables"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5761,99 +1011,10 @@ export interface paths {
         };
         get?: never;
         /** Set a sensitive variable (write-only) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    name: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description Any JSON value; stored sealed and never shown again */
-                            value: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["SensitiveVariable"];
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["setStackSensitiveVariable"];
         post?: never;
         /** Remove a sensitive variable */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    name: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteStackSensitiveVariable"];
         options?: never;
         head?: never;
         patch?: never;
@@ -5867,92 +1028,11 @@ export interface paths {
             cookie?: never;
         };
         /** Who holds a stack's state lock */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                lock?: components["schemas"]["StateLock"];
-                                locked: boolean;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getStackStateLock"];
         put?: never;
         post?: never;
         /** Force-unlock a stack's state (recorded in the holding run's history) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["forceUnlockStackState"];
         options?: never;
         head?: never;
         patch?: never;
@@ -5966,60 +1046,7 @@ export interface paths {
             cookie?: never;
         };
         /** List every version of a stack's state, newest last */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string | null;
-                    limit?: number | null;
-                    /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
-                    order?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["StateVersion"][];
-                            meta: {
-                                /** Format: int32 */
-                                limit: number;
-                                nextCursor?: string;
-                                /** Format: int32 */
-                                totalCount?: number;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listStackStateVersions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6036,49 +1063,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read one state version with its state (it may hold secrets) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                    versionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["StateVersionWithState"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getStackStateVersion"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6095,116 +1080,10 @@ export interface paths {
             cookie?: never;
         };
         /** Read a stack's current OpenTofu state (http backend; 204 when there is none) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    workspace: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                /** @description No content */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getBackendState"];
         put?: never;
         /** Write a new state version (http backend); ?ID= names the lock the writer holds */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description The lock ID the writer holds */
-                    ID?: string;
-                };
-                header?: never;
-                path: {
-                    workspace: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description No content */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                423: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            Created?: string;
-                            ID: string;
-                            Info?: string;
-                            message: string;
-                            Operation?: string;
-                            Path?: string;
-                            requestId?: string;
-                            Version?: string;
-                            Who?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["writeBackendState"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6219,48 +1098,7 @@ export interface paths {
             cookie?: never;
         };
         /** How a user signs in (own, or ADMIN+ for the organization's members) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    userId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["UserAuthSettings"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listUserIdentities"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6277,46 +1115,7 @@ export interface paths {
             cookie?: never;
         };
         /** The calling user */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["User"];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getCurrentUser"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6338,61 +1137,7 @@ export interface paths {
          * Push webhook of a code source (GitHub, GitLab, Gitea; no credential): verified with its webhook secret, idempotent by delivery id
          * @description GitHub: X-Hub-Signature-256; Gitea: X-Gitea-Signature (HMAC-SHA256 of the raw body); GitLab: X-Gitlab-Token. Anything unverified is 401 and stores nothing. A push to a stack's tracked branch (its source ref) that touches its path triggers a run at the pushed commit.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    codeSourceId: string;
-                };
-                cookie?: never;
-            };
-            /** @description The provider's push event, as JSON */
-            requestBody: {
-                content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorBody"];
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                deliveryId: string;
-                                /** @description The delivery id was handled before: nothing was triggered again */
-                                duplicate: boolean;
-                                ignored?: string;
-                                runIds: string[];
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["receiveGitPushWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6794,10 +1539,42 @@ export interface components {
             updatedAt: string;
         };
         /** InputProperty */
-        InputProperty: {
+        InputProperty: components["schemas"]["InputPropertyString"] | components["schemas"]["InputPropertyText"] | components["schemas"]["InputPropertyNumber"] | components["schemas"]["InputPropertyBoolean"] | components["schemas"]["InputPropertyArray"] | components["schemas"]["InputPropertyStringArray"] | components["schemas"]["InputPropertyObject"] | components["schemas"]["InputPropertyObjectMap"] | components["schemas"]["InputPropertyObjectArray"] | components["schemas"]["InputPropertySection"] | components["schemas"]["InputPropertyCompound"] | components["schemas"]["InputPropertyReference"] | components["schemas"]["InputPropertyGitRepository"] | components["schemas"]["InputPropertyKeyValue"];
+        /** ArrayInput */
+        InputPropertyArray: {
             /** @description default false */
             collapsible?: boolean;
-            default?: string | {
+            default?: unknown[] | {
+                /** @description givenId of a default-value definition */
+                $defaultValue: string;
+            };
+            description?: string;
+            /** @description unique identifier of the input among its siblings */
+            id: string;
+            /** @description default false */
+            immutable?: boolean;
+            items: components["schemas"]["InputProperty"];
+            /** @description text above the form field */
+            label: string;
+            max_items?: number;
+            min_items?: number;
+            moved_from?: string[];
+            required?: boolean;
+            /** @description Sibling input id → the value (or list of values) that shows this input */
+            show_when?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description discriminator (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "array";
+        };
+        /** BooleanInput */
+        InputPropertyBoolean: {
+            /** @description default false */
+            collapsible?: boolean;
+            default?: boolean | {
                 /** @description givenId of a default-value definition */
                 $defaultValue: string;
             };
@@ -6808,42 +1585,61 @@ export interface components {
             immutable?: boolean;
             /** @description text above the form field */
             label: string;
-            /** @description default false */
-            min_current_value?: boolean;
             moved_from?: string[];
-            no_options_message?: string;
-            patterns?: {
-                message: string;
-                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
-                pattern: string;
-            }[];
-            placeholder?: string;
-            prefix?: string;
             required?: boolean;
             /** @description Sibling input id → the value (or list of values) that shows this input */
             show_when?: {
                 [key: string]: unknown;
             };
-            suffix?: string;
             /**
-             * @description discriminator
+             * @description discriminator (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            type: "string";
-            values?: {
+            type: "boolean";
+        };
+        /** CompoundInput */
+        InputPropertyCompound: {
+            /** @description default false */
+            collapsible?: boolean;
+            default?: {
+                [key: string]: unknown;
+            } | {
+                /** @description givenId of a default-value definition */
+                $defaultValue: string;
+            };
+            description?: string;
+            /** @description unique identifier of the input among its siblings */
+            id: string;
+            /** @description default false */
+            immutable?: boolean;
+            /** @description text above the form field */
+            label: string;
+            moved_from?: string[];
+            /** @description the alternatives; the value names its choice in `kind` */
+            options: {
                 description?: string;
-                group_label?: string;
                 label?: string;
-                /** @description Sibling input id → the value (or list of values) that shows this input */
-                show_when?: {
-                    [key: string]: unknown;
-                };
+                properties: components["schemas"]["InputProperty"][];
                 value: string;
             }[];
-        } | {
+            required?: boolean;
+            /** @description Sibling input id → the value (or list of values) that shows this input */
+            show_when?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description discriminator (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "compound";
+        };
+        /** GitRepositoryInput */
+        InputPropertyGitRepository: {
             /** @description default false */
             collapsible?: boolean;
-            default?: string | {
+            default?: {
+                [key: string]: unknown;
+            } | {
                 /** @description givenId of a default-value definition */
                 $defaultValue: string;
             };
@@ -6854,27 +1650,65 @@ export interface components {
             immutable?: boolean;
             /** @description text above the form field */
             label: string;
-            max_length?: number;
-            min_length?: number;
             moved_from?: string[];
-            patterns?: {
-                message: string;
-                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
-                pattern: string;
-            }[];
-            placeholder?: string;
+            /** @description default false */
+            require_ref?: boolean;
             required?: boolean;
-            rows?: number;
             /** @description Sibling input id → the value (or list of values) that shows this input */
             show_when?: {
                 [key: string]: unknown;
             };
             /**
-             * @description discriminator
+             * @description discriminator (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            type: "text";
-        } | {
+            type: "git_repository";
+        };
+        /** KeyValueInput */
+        InputPropertyKeyValue: {
+            /** @description default false */
+            collapsible?: boolean;
+            default?: {
+                [key: string]: string;
+            } | {
+                /** @description givenId of a default-value definition */
+                $defaultValue: string;
+            };
+            description?: string;
+            /** @description unique identifier of the input among its siblings */
+            id: string;
+            /** @description default false */
+            immutable?: boolean;
+            key_patterns?: {
+                message: string;
+                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
+                pattern: string;
+            }[];
+            /** @description text above the form field */
+            label: string;
+            max_items?: number;
+            min_items?: number;
+            moved_from?: string[];
+            required?: boolean;
+            /** @description default false */
+            sensitive?: boolean;
+            /** @description Sibling input id → the value (or list of values) that shows this input */
+            show_when?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description discriminator (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "key_value";
+            value_patterns?: {
+                message: string;
+                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
+                pattern: string;
+            }[];
+        };
+        /** NumberInput */
+        InputPropertyNumber: {
             /** @description default false */
             collapsible?: boolean;
             default?: number | {
@@ -6906,109 +1740,13 @@ export interface components {
             step?: number;
             suffix?: string;
             /**
-             * @description discriminator
+             * @description discriminator (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "number";
-        } | {
-            /** @description default false */
-            collapsible?: boolean;
-            default?: boolean | {
-                /** @description givenId of a default-value definition */
-                $defaultValue: string;
-            };
-            description?: string;
-            /** @description unique identifier of the input among its siblings */
-            id: string;
-            /** @description default false */
-            immutable?: boolean;
-            /** @description text above the form field */
-            label: string;
-            moved_from?: string[];
-            required?: boolean;
-            /** @description Sibling input id → the value (or list of values) that shows this input */
-            show_when?: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description discriminator
-             * @enum {string}
-             */
-            type: "boolean";
-        } | {
-            /** @description default false */
-            collapsible?: boolean;
-            default?: unknown[] | {
-                /** @description givenId of a default-value definition */
-                $defaultValue: string;
-            };
-            description?: string;
-            /** @description unique identifier of the input among its siblings */
-            id: string;
-            /** @description default false */
-            immutable?: boolean;
-            items: components["schemas"]["InputProperty"];
-            /** @description text above the form field */
-            label: string;
-            max_items?: number;
-            min_items?: number;
-            moved_from?: string[];
-            required?: boolean;
-            /** @description Sibling input id → the value (or list of values) that shows this input */
-            show_when?: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description discriminator
-             * @enum {string}
-             */
-            type: "array";
-        } | {
-            /** @description default false */
-            collapsible?: boolean;
-            default?: string[] | {
-                /** @description givenId of a default-value definition */
-                $defaultValue: string;
-            };
-            description?: string;
-            /** @description unique identifier of the input among its siblings */
-            id: string;
-            /** @description default false */
-            immutable?: boolean;
-            /** @description text above the form field */
-            label: string;
-            max_items?: number;
-            min_items?: number;
-            moved_from?: string[];
-            patterns?: {
-                message: string;
-                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
-                pattern: string;
-            }[];
-            placeholder?: string;
-            required?: boolean;
-            /** @description Sibling input id → the value (or list of values) that shows this input */
-            show_when?: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description discriminator
-             * @enum {string}
-             */
-            type: "string_array";
-            /** @description default false */
-            unique?: boolean;
-            values?: {
-                description?: string;
-                group_label?: string;
-                label?: string;
-                /** @description Sibling input id → the value (or list of values) that shows this input */
-                show_when?: {
-                    [key: string]: unknown;
-                };
-                value: string;
-            }[];
-        } | {
+        };
+        /** ObjectInput */
+        InputPropertyObject: {
             /** @description default false */
             collapsible?: boolean;
             default?: {
@@ -7032,11 +1770,46 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description discriminator
+             * @description discriminator (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "object";
-        } | {
+        };
+        /** ObjectArrayInput */
+        InputPropertyObjectArray: {
+            /** @description default false */
+            collapsible?: boolean;
+            default?: {
+                [key: string]: unknown;
+            }[] | {
+                /** @description givenId of a default-value definition */
+                $defaultValue: string;
+            };
+            description?: string;
+            /** @description unique identifier of the input among its siblings */
+            id: string;
+            /** @description default false */
+            immutable?: boolean;
+            /** @description text above the form field */
+            label: string;
+            max_items?: number;
+            min_items?: number;
+            moved_from?: string[];
+            /** @description the fields of each item */
+            properties: components["schemas"]["InputProperty"][];
+            required?: boolean;
+            /** @description Sibling input id → the value (or list of values) that shows this input */
+            show_when?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description discriminator (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "object_array";
+        };
+        /** ObjectMapInput */
+        InputPropertyObjectMap: {
             /** @description default false */
             collapsible?: boolean;
             default?: {
@@ -7069,104 +1842,13 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description discriminator
+             * @description discriminator (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "object_map";
-        } | {
-            /** @description default false */
-            collapsible?: boolean;
-            default?: {
-                [key: string]: unknown;
-            }[] | {
-                /** @description givenId of a default-value definition */
-                $defaultValue: string;
-            };
-            description?: string;
-            /** @description unique identifier of the input among its siblings */
-            id: string;
-            /** @description default false */
-            immutable?: boolean;
-            /** @description text above the form field */
-            label: string;
-            max_items?: number;
-            min_items?: number;
-            moved_from?: string[];
-            /** @description the fields of each item */
-            properties: components["schemas"]["InputProperty"][];
-            required?: boolean;
-            /** @description Sibling input id → the value (or list of values) that shows this input */
-            show_when?: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description discriminator
-             * @enum {string}
-             */
-            type: "object_array";
-        } | {
-            /** @description default false */
-            collapsible?: boolean;
-            default?: {
-                [key: string]: unknown;
-            } | {
-                /** @description givenId of a default-value definition */
-                $defaultValue: string;
-            };
-            description?: string;
-            /** @description unique identifier of the input among its siblings */
-            id: string;
-            /** @description default false */
-            immutable?: boolean;
-            /** @description text above the form field */
-            label: string;
-            moved_from?: string[];
-            properties: components["schemas"]["InputProperty"][];
-            required?: boolean;
-            /** @description Sibling input id → the value (or list of values) that shows this input */
-            show_when?: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description discriminator
-             * @enum {string}
-             */
-            type: "section";
-        } | {
-            /** @description default false */
-            collapsible?: boolean;
-            default?: {
-                [key: string]: unknown;
-            } | {
-                /** @description givenId of a default-value definition */
-                $defaultValue: string;
-            };
-            description?: string;
-            /** @description unique identifier of the input among its siblings */
-            id: string;
-            /** @description default false */
-            immutable?: boolean;
-            /** @description text above the form field */
-            label: string;
-            moved_from?: string[];
-            /** @description the alternatives; the value names its choice in `kind` */
-            options: {
-                description?: string;
-                label?: string;
-                properties: components["schemas"]["InputProperty"][];
-                value: string;
-            }[];
-            required?: boolean;
-            /** @description Sibling input id → the value (or list of values) that shows this input */
-            show_when?: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description discriminator
-             * @enum {string}
-             */
-            type: "compound";
-        } | {
+        };
+        /** ReferenceInput */
+        InputPropertyReference: {
             /** @description default false */
             allow_cross_environment?: boolean;
             /** @description default false */
@@ -7195,11 +1877,13 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description discriminator
+             * @description discriminator (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "reference";
-        } | {
+        };
+        /** SectionInput */
+        InputPropertySection: {
             /** @description default false */
             collapsible?: boolean;
             default?: {
@@ -7216,24 +1900,23 @@ export interface components {
             /** @description text above the form field */
             label: string;
             moved_from?: string[];
-            /** @description default false */
-            require_ref?: boolean;
+            properties: components["schemas"]["InputProperty"][];
             required?: boolean;
             /** @description Sibling input id → the value (or list of values) that shows this input */
             show_when?: {
                 [key: string]: unknown;
             };
             /**
-             * @description discriminator
+             * @description discriminator (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            type: "git_repository";
-        } | {
+            type: "section";
+        };
+        /** StringInput */
+        InputPropertyString: {
             /** @description default false */
             collapsible?: boolean;
-            default?: {
-                [key: string]: string;
-            } | {
+            default?: string | {
                 /** @description givenId of a default-value definition */
                 $defaultValue: string;
             };
@@ -7242,33 +1925,123 @@ export interface components {
             id: string;
             /** @description default false */
             immutable?: boolean;
-            key_patterns?: {
+            /** @description text above the form field */
+            label: string;
+            /** @description default false */
+            min_current_value?: boolean;
+            moved_from?: string[];
+            no_options_message?: string;
+            patterns?: {
                 message: string;
                 /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
                 pattern: string;
             }[];
+            placeholder?: string;
+            prefix?: string;
+            required?: boolean;
+            /** @description Sibling input id → the value (or list of values) that shows this input */
+            show_when?: {
+                [key: string]: unknown;
+            };
+            suffix?: string;
+            /**
+             * @description discriminator (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "string";
+            values?: {
+                description?: string;
+                group_label?: string;
+                label?: string;
+                /** @description Sibling input id → the value (or list of values) that shows this input */
+                show_when?: {
+                    [key: string]: unknown;
+                };
+                value: string;
+            }[];
+        };
+        /** StringArrayInput */
+        InputPropertyStringArray: {
+            /** @description default false */
+            collapsible?: boolean;
+            default?: string[] | {
+                /** @description givenId of a default-value definition */
+                $defaultValue: string;
+            };
+            description?: string;
+            /** @description unique identifier of the input among its siblings */
+            id: string;
+            /** @description default false */
+            immutable?: boolean;
             /** @description text above the form field */
             label: string;
             max_items?: number;
             min_items?: number;
             moved_from?: string[];
+            patterns?: {
+                message: string;
+                /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
+                pattern: string;
+            }[];
+            placeholder?: string;
             required?: boolean;
-            /** @description default false */
-            sensitive?: boolean;
             /** @description Sibling input id → the value (or list of values) that shows this input */
             show_when?: {
                 [key: string]: unknown;
             };
             /**
-             * @description discriminator
+             * @description discriminator (enum property replaced by openapi-typescript)
              * @enum {string}
              */
-            type: "key_value";
-            value_patterns?: {
+            type: "string_array";
+            /** @description default false */
+            unique?: boolean;
+            values?: {
+                description?: string;
+                group_label?: string;
+                label?: string;
+                /** @description Sibling input id → the value (or list of values) that shows this input */
+                show_when?: {
+                    [key: string]: unknown;
+                };
+                value: string;
+            }[];
+        };
+        /** TextInput */
+        InputPropertyText: {
+            /** @description default false */
+            collapsible?: boolean;
+            default?: string | {
+                /** @description givenId of a default-value definition */
+                $defaultValue: string;
+            };
+            description?: string;
+            /** @description unique identifier of the input among its siblings */
+            id: string;
+            /** @description default false */
+            immutable?: boolean;
+            /** @description text above the form field */
+            label: string;
+            max_length?: number;
+            min_length?: number;
+            moved_from?: string[];
+            patterns?: {
                 message: string;
                 /** @description RE2 regular expression, matched in linear time (no backreferences, no lookaround); see docs/inputs.md */
                 pattern: string;
             }[];
+            placeholder?: string;
+            required?: boolean;
+            rows?: number;
+            /** @description Sibling input id → the value (or list of values) that shows this input */
+            show_when?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description discriminator (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "text";
         };
         /** Membership */
         Membership: {
@@ -7882,4 +2655,11169 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    listApiKeys: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                serviceAccountId?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKey"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** Format: date-time */
+                        expiresAt?: string;
+                        name: string;
+                        serviceAccountId?: string;
+                        /** @description A member's user id: issues that member a key (super-administrators only), e.g. an invited user's first key */
+                        userId?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CreatedApiKey"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description expiresAt is not in the future, or both serviceAccountId and userId are given */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKey"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                action?: string;
+                actorId?: string;
+                cursor?: string | null;
+                limit?: number | null;
+                outcome?: "SUCCESS" | "FAILURE" | "DENIED";
+                resourceId?: string;
+                resourceType?: string;
+                /** @description Only rows at or after this time */
+                since?: string;
+                /** @description Only rows before this time */
+                until?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AuditEvent"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    exportAuditEvents: {
+        parameters: {
+            query?: {
+                action?: string;
+                actorId?: string;
+                outcome?: "SUCCESS" | "FAILURE" | "DENIED";
+                resourceId?: string;
+                resourceType?: string;
+                /** @description Only rows at or after this time */
+                since?: string;
+                /** @description Only rows before this time */
+                until?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One AuditEvent per line */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    verifyAuditChain: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AuditVerification"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAuditSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AuditSettings"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateAuditSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        retentionDays?: number;
+                        /** @description Signs each delivery (HMAC-SHA256); write-only */
+                        webhookSecret?: string;
+                        /** Format: uri */
+                        webhookUrl?: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AuditSettings"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listAuditWebhookDeliveries: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AuditDelivery"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Principal"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listCloudAccounts: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CloudAccount"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createCloudAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description The 12-digit AWS account id */
+                        accountId: string;
+                        /** @description sts:ExternalId sent when assuming the role */
+                        externalId?: string;
+                        /** @description Caller-chosen identifier */
+                        givenId: string;
+                        name: string;
+                        /** @description The IAM role Plinth assumes in that account; it must belong to accountId */
+                        roleArn: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CloudAccount"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A cloud account with this givenId already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description roleArn is not a role of the account accountId */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getCloudAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CloudAccount"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteCloudAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Execution environments still use the cloud account; `details` names them */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateCloudAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description sts:ExternalId sent when assuming the role */
+                        externalId?: string | null;
+                        name?: string;
+                        /** @description The IAM role Plinth assumes in that account; it must belong to accountId */
+                        roleArn?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CloudAccount"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description roleArn is not a role of the account */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listCodeSourceBranches: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Branch"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Git server refused the credential, has no such repository, or is at an address Plinth does not connect to */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An upstream server cannot be reached, or answered with something that is not what it should */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An upstream server did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listCodeSources: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                /** @description Only the record with this givenId */
+                givenId?: string;
+                limit?: number | null;
+                /** @description Only records with exactly this name */
+                name?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CodeSource"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createCodeSource: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /**
+                         * @description NONE; TOKEN (needs token); APP_INSTALLATION (needs gitAppInstallationId); OAUTH (needs gitSelfHostedServerId)
+                         * @default NONE
+                         * @enum {string}
+                         */
+                        authType?: "NONE" | "TOKEN" | "APP_INSTALLATION" | "OAUTH";
+                        gitAppInstallationId?: string;
+                        gitSelfHostedServerId?: string;
+                        /** @description Caller-chosen identifier */
+                        givenId?: string;
+                        name: string;
+                        /**
+                         * @default GENERIC
+                         * @enum {string}
+                         */
+                        provider?: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
+                        /** @description Write-only: stored sealed, never returned */
+                        token?: string;
+                        /** @description The repository over HTTP(S) smart protocol, without credentials in it */
+                        url: string;
+                        /** @description Write-only: the secret push webhooks are verified with (at least 16 characters) */
+                        webhookSecret?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CodeSource"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A code source with this givenId already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The URL or the authentication settings are not valid; `details` says why */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getCodeSource: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CodeSource"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteCodeSource: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Stacks still use the code source; `details` names them */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateCodeSource: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        authType?: "NONE" | "TOKEN" | "APP_INSTALLATION" | "OAUTH";
+                        gitAppInstallationId?: string | null;
+                        gitSelfHostedServerId?: string | null;
+                        name?: string;
+                        /** @enum {string} */
+                        provider?: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
+                        /** @description Write-only: stored sealed, never returned */
+                        token?: string | null;
+                        /** @description The repository over HTTP(S) smart protocol, without credentials in it */
+                        url?: string;
+                        /** @description Write-only: the secret push webhooks are verified with (at least 16 characters) */
+                        webhookSecret?: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CodeSource"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A code source with this givenId already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The URL or the authentication settings are not valid; `details` says why */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listDefaultValueDefinitions: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DefaultValueDefinition"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createDefaultValueDefinition: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        description?: string;
+                        /** @description Caller-chosen identifier */
+                        givenId: string;
+                        name: string;
+                        schema: components["schemas"]["InputProperty"];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DefaultValueDefinition"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A definition with this givenId already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The schema is not valid; `details` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getDefaultValueDefinition: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DefaultValueDefinition"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteDefaultValueDefinition: {
+        parameters: {
+            query?: {
+                /** @description Also delete the values of this definition (otherwise 409 while any exist) */
+                cascade?: boolean;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The definition still has values (and cascade is not true) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateDefaultValueDefinition: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        description?: string;
+                        name?: string;
+                        schema?: components["schemas"]["InputProperty"];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DefaultValueDefinition"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The schema is not valid, or rejects stored values; `details` names them */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listDefaultValues: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                /** @description Only the values of this definition */
+                defaultValueDefinitionId?: string;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                /** @description Only the values set on this organization, project or environment */
+                parentId?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DefaultValue"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createDefaultValue: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        defaultValueDefinitionId: string;
+                        /** @description an organization, project or environment of the caller’s organization */
+                        parentId: string;
+                        /** @description any JSON value accepted by the definition schema */
+                        value: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DefaultValue"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The definition already has a value on this parent */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The value does not match the definition's schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getDefaultValue: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DefaultValue"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteDefaultValue: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateDefaultValue: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description any JSON value accepted by the definition schema */
+                        value: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DefaultValue"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The value does not match the definition's schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listEnvironments: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                /** @description Only the record with this givenId */
+                givenId?: string;
+                limit?: number | null;
+                /** @description Only records with exactly this name */
+                name?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                /** @description Only the environments of this project */
+                projectId?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Environment"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createEnvironment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "projectId": "0196a3c3a1f27d4e8a0b1c2d3e4f5061",
+                 *         "givenId": "dev",
+                 *         "name": "Dev"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        description?: string;
+                        executionEnvironmentId?: string;
+                        /** @description Caller-chosen identifier */
+                        givenId: string;
+                        name: string;
+                        projectId: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0196a3c4102b7e5f9b1c2d3e4f506172",
+                     *         "organizationId": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *         "projectId": "0196a3c3a1f27d4e8a0b1c2d3e4f5061",
+                     *         "givenId": "dev",
+                     *         "name": "Dev",
+                     *         "createdAt": "2025-05-02T09:16:02.331Z",
+                     *         "updatedAt": "2025-05-02T09:16:02.331Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Environment"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The project already has an environment with this givenId */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getEnvironment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Environment"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteEnvironment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Stacks still use the environment; `details` names them */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateEnvironment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        description?: string;
+                        executionEnvironmentId?: string | null;
+                        name?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Environment"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resolveEnvironmentDefaultValues: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                /** @description Resolve only this definition */
+                givenId?: string;
+                limit?: number | null;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ResolvedDefaultValue"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listExecutionEnvironments: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                /** @description Only environments of this type */
+                type?: "CLOUD" | "LOCAL";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ExecutionEnvironment"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createExecutionEnvironment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description Required when type is CLOUD; must be absent when type is LOCAL; a cloud account of the same organization */
+                        cloudAccountId?: string;
+                        /** @description What the steps of this environment may reach, narrowing the installation's egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend */
+                        egressAllow?: string[] | null;
+                        /** @description Caller-chosen identifier */
+                        givenId: string;
+                        name: string;
+                        /** @description Required when type is CLOUD; must be absent when type is LOCAL */
+                        region?: string;
+                        /** @description Required when type is CLOUD; must be absent when type is LOCAL */
+                        securityGroupId?: string;
+                        /** @description Required when type is CLOUD; must be absent when type is LOCAL */
+                        subnetId?: string;
+                        /** @enum {string} */
+                        type: "CLOUD" | "LOCAL";
+                        /** @description Required when type is CLOUD; must be absent when type is LOCAL */
+                        vpcId?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ExecutionEnvironment"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An execution environment with this givenId already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getExecutionEnvironment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ExecutionEnvironment"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteExecutionEnvironment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Environments still use the execution environment; `details` names them */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateExecutionEnvironment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        cloudAccountId?: string;
+                        /** @description What the steps of this environment may reach, narrowing the installation's egress policy (PLINTH_STEP_EGRESS_ALLOW and the public internet): CIDRs and host names (`*.example.com` for subdomains). A step reaches only what both allow, the state backend always. null: no narrowing; []: nothing but the state backend */
+                        egressAllow?: string[] | null;
+                        name?: string;
+                        /** @description AWS region, e.g. eu-west-1 */
+                        region?: string;
+                        securityGroupId?: string;
+                        subnetId?: string;
+                        vpcId?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ExecutionEnvironment"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listGitAppInstallations: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GitAppInstallation"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listGitSelfHostedServers: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GitSelfHostedServer"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createGitSelfHostedServer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description An http(s) URL */
+                        authorizeUrl?: string;
+                        /** @description An http(s) URL */
+                        baseUrl: string;
+                        /** @description The OAuth client id the server issued */
+                        clientId: string;
+                        /** @description Write-only: stored sealed, never returned */
+                        clientSecret: string;
+                        name: string;
+                        /** @enum {string} */
+                        provider: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
+                        scopes?: string;
+                        /** @description An http(s) URL */
+                        tokenUrl?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GitSelfHostedServer"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getGitSelfHostedServer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GitSelfHostedServer"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteGitSelfHostedServer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Code sources still use the Git server; `details` names them */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateGitSelfHostedServer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description An http(s) URL */
+                        authorizeUrl?: string | null;
+                        /** @description The OAuth client id the server issued */
+                        clientId?: string;
+                        /** @description Write-only: stored sealed, never returned */
+                        clientSecret?: string;
+                        name?: string;
+                        scopes?: string;
+                        /** @description An http(s) URL */
+                        tokenUrl?: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GitSelfHostedServer"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    completeGitAppInstall: {
+        parameters: {
+            query?: {
+                code?: string;
+                installation_id?: string;
+                setup_action?: string;
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A redirect: the Location header says where */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The account that came back cannot access this installation of the app */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The installation belongs to another organization */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The installation cannot be verified */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An upstream server cannot be reached, or answered with something that is not what it should */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    startGitAppInstall: {
+        parameters: {
+            query?: {
+                /** @description Where the browser goes at the end: a path, or a URL on PLINTH_PUBLIC_URL (default: PLINTH_PUBLIC_URL) */
+                returnTo?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A redirect: the Location header says where */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No Git app is configured on this installation of Plinth */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    completeGitOAuthLogin: {
+        parameters: {
+            query?: {
+                code?: string;
+                error?: string;
+                error_description?: string;
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A redirect: the Location header says where */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token endpoint is at an address Plinth does not connect to */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An upstream server cannot be reached, or answered with something that is not what it should */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    startGitOAuthLogin: {
+        parameters: {
+            query?: {
+                /** @description Where the browser goes at the end: a path, or a URL on PLINTH_PUBLIC_URL (default: PLINTH_PUBLIC_URL) */
+                returnTo?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                gitSelfHostedServerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A redirect: the Location header says where */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        database: string;
+                        isolation: {
+                            cgroup: string | null;
+                            detail: string;
+                            /** @description limits enforced on every step; null where not enforced */
+                            limits: {
+                                cpus: number | null;
+                                maxProcesses: number | null;
+                                memoryMb: number | null;
+                            };
+                            /** @description `namespaces`: steps are isolated; `off`: the single-tenant opt-out (PLINTH_SANDBOX=off); `unavailable`: this host cannot isolate and script steps fail; `no-worker`: this process runs no steps */
+                            mode: "namespaces" | "off" | "unavailable" | "no-worker";
+                            network: string | null;
+                            /** @description `root`: the worker runs as root and gives each step a uid of its own on the host; `rootless`: the worker runs as a normal user and each step runs in user namespaces of its own (docs/sandbox.md says what differs); null without isolation */
+                            privileges: "root" | "rootless" | (never | null);
+                            requested: string | null;
+                        };
+                        /** @description what makes it degraded, each with its fix; empty when ok */
+                        problems: string[];
+                        /** @description `ok`; `degraded` when the database is unreachable (503) or when this process's worker cannot isolate steps, so script steps fail (200: the API still serves) */
+                        status: string;
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        database: string;
+                        isolation: {
+                            cgroup: string | null;
+                            detail: string;
+                            /** @description limits enforced on every step; null where not enforced */
+                            limits: {
+                                cpus: number | null;
+                                maxProcesses: number | null;
+                                memoryMb: number | null;
+                            };
+                            /** @description `namespaces`: steps are isolated; `off`: the single-tenant opt-out (PLINTH_SANDBOX=off); `unavailable`: this host cannot isolate and script steps fail; `no-worker`: this process runs no steps */
+                            mode: "namespaces" | "off" | "unavailable" | "no-worker";
+                            network: string | null;
+                            /** @description `root`: the worker runs as root and gives each step a uid of its own on the host; `rootless`: the worker runs as a normal user and each step runs in user namespaces of its own (docs/sandbox.md says what differs); null without isolation */
+                            privileges: "root" | "rootless" | (never | null);
+                            requested: string | null;
+                        };
+                        /** @description what makes it degraded, each with its fix; empty when ok */
+                        problems: string[];
+                        /** @description `ok`; `degraded` when the database is unreachable (503) or when this process's worker cannot isolate steps, so script steps fail (200: the API still serves) */
+                        status: string;
+                    };
+                };
+            };
+        };
+    };
+    listMemberships: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Membership"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    inviteMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** Format: email */
+                        email: string;
+                        /**
+                         * @description Organization role
+                         * @enum {string}
+                         */
+                        role: "VIEWER" | "MEMBER" | "ADMIN" | "OWNER";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Membership"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The email is already a member of the organization */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getMembership: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Membership"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteMembership: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The organization would be left without an OWNER */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateMembership: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /**
+                         * @description Organization role
+                         * @enum {string}
+                         */
+                        role: "VIEWER" | "MEMBER" | "ADMIN" | "OWNER";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Membership"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The organization would be left without an OWNER */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listOrganizations: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Organization"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createOrganization: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "name": "Acme",
+                 *         "billingEmail": "billing@acme.example"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        /** Format: email */
+                        billingEmail: string;
+                        name: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *         "name": "Acme",
+                     *         "billingEmail": "billing@acme.example",
+                     *         "createdAt": "2025-05-02T09:14:03.512Z",
+                     *         "updatedAt": "2025-05-02T09:14:03.512Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Organization"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getOrganization: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Organization"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateOrganization: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** Format: email */
+                        billingEmail?: string;
+                        name?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Organization"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listPipelineRuns: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                pipelineId?: string;
+                stackId?: string;
+                status?: "QUEUED" | "RUNNING" | "WAITING_FOR_APPROVAL" | "SUCCEEDED" | "FAILED" | "CANCELLED";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *           "organizationId": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *           "pipelineId": "0196a3c5c3d87a1b9c2d3e4f5a6b7c8d",
+                     *           "pipelineVersionId": "0196a3c5c3d97c2d8e3f4a5b6c7d8e9f",
+                     *           "status": "WAITING_FOR_APPROVAL",
+                     *           "action": "apply",
+                     *           "attemptEpoch": 1,
+                     *           "description": "Scale to two instances",
+                     *           "isCancellable": true,
+                     *           "autoapprove": false,
+                     *           "attachedEntityId": "0196a3c5c3d47f2a8e1b2c3d4e5f6a7b",
+                     *           "queueConditionKey": "stack:0196a3c5c3d47f2a8e1b2c3d4e5f6a7b",
+                     *           "queueReason": "WAITING_FOR_APPROVAL",
+                     *           "queueState": {
+                     *             "preflightBlockedByAdmissionCondition": false,
+                     *             "reason": "The run waits for an approval",
+                     *             "stackRunPreflightPending": false,
+                     *             "conditionKey": "stack:0196a3c5c3d47f2a8e1b2c3d4e5f6a7b"
+                     *           },
+                     *           "engineWorkflowId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *           "engineRunId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *           "variantId": "change",
+                     *           "variantName": "Change",
+                     *           "createdById": "0196a3c2e8a17b2c8d9e0f1a2b3c4d5e",
+                     *           "createdAt": "2025-05-02T09:20:11.204Z",
+                     *           "startedAt": "2025-05-02T09:20:11.690Z",
+                     *           "lastAttemptStartedAt": "2025-05-02T09:20:11.690Z",
+                     *           "updatedAt": "2025-05-02T09:20:19.035Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "limit": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["PipelineRun"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getPipelineRun: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *         "organizationId": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *         "pipelineId": "0196a3c5c3d87a1b9c2d3e4f5a6b7c8d",
+                     *         "pipelineVersionId": "0196a3c5c3d97c2d8e3f4a5b6c7d8e9f",
+                     *         "status": "WAITING_FOR_APPROVAL",
+                     *         "action": "apply",
+                     *         "attemptEpoch": 1,
+                     *         "description": "Scale to two instances",
+                     *         "isCancellable": true,
+                     *         "autoapprove": false,
+                     *         "attachedEntityId": "0196a3c5c3d47f2a8e1b2c3d4e5f6a7b",
+                     *         "queueConditionKey": "stack:0196a3c5c3d47f2a8e1b2c3d4e5f6a7b",
+                     *         "queueReason": "WAITING_FOR_APPROVAL",
+                     *         "queueState": {
+                     *           "preflightBlockedByAdmissionCondition": false,
+                     *           "reason": "The run waits for an approval",
+                     *           "stackRunPreflightPending": false,
+                     *           "conditionKey": "stack:0196a3c5c3d47f2a8e1b2c3d4e5f6a7b"
+                     *         },
+                     *         "engineWorkflowId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *         "engineRunId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *         "variantId": "change",
+                     *         "variantName": "Change",
+                     *         "createdById": "0196a3c2e8a17b2c8d9e0f1a2b3c4d5e",
+                     *         "createdAt": "2025-05-02T09:20:11.204Z",
+                     *         "startedAt": "2025-05-02T09:20:11.690Z",
+                     *         "lastAttemptStartedAt": "2025-05-02T09:20:11.690Z",
+                     *         "updatedAt": "2025-05-02T09:20:19.035Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["PipelineRun"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancelPipelineRun: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PipelineRun"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The run is already finished */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    retryPipelineRun: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PipelineRun"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The run is neither FAILED nor CANCELLED */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listStepExecutions: {
+        parameters: {
+            query?: {
+                attemptEpoch?: number;
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "0196a3c7e1f27b3c8d4e5f6071829304",
+                     *           "organizationId": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *           "pipelineRunId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *           "stepId": "plan",
+                     *           "stepName": "Plan",
+                     *           "stepType": "opentofu.plan",
+                     *           "status": "SUCCEEDED",
+                     *           "attemptEpoch": 1,
+                     *           "retryAttempt": 0,
+                     *           "isLastRetry": true,
+                     *           "queueMetadata": {},
+                     *           "queueReason": "FINISHED",
+                     *           "engineRunId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *           "engineWorkflowId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *           "createdAt": "2025-05-02T09:20:11.204Z",
+                     *           "updatedAt": "2025-05-02T09:20:18.991Z",
+                     *           "startedAt": "2025-05-02T09:20:11.702Z",
+                     *           "completedAt": "2025-05-02T09:20:18.991Z",
+                     *           "outputData": {
+                     *             "plan": {
+                     *               "add": 1,
+                     *               "change": 0,
+                     *               "destroy": 0
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "0196a3c7e1f37c4d9e5f607182930415",
+                     *           "organizationId": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *           "pipelineRunId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *           "stepId": "approve",
+                     *           "stepName": "Approve",
+                     *           "stepType": "approval",
+                     *           "status": "WAITING_FOR_APPROVAL",
+                     *           "attemptEpoch": 1,
+                     *           "retryAttempt": 0,
+                     *           "isLastRetry": true,
+                     *           "queueMetadata": {},
+                     *           "queueReason": "WAITING_FOR_APPROVAL",
+                     *           "engineRunId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *           "engineWorkflowId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *           "createdAt": "2025-05-02T09:20:11.204Z",
+                     *           "updatedAt": "2025-05-02T09:20:19.020Z",
+                     *           "startedAt": "2025-05-02T09:20:19.020Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "limit": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["StepExecution"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listRunTransitions: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["RunTransition"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getStepExecution: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["StepExecution"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    approveStepExecution: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0196a3c7e1f37c4d9e5f607182930415",
+                     *         "organizationId": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *         "pipelineRunId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *         "stepId": "approve",
+                     *         "stepName": "Approve",
+                     *         "stepType": "approval",
+                     *         "status": "SUCCEEDED",
+                     *         "attemptEpoch": 1,
+                     *         "retryAttempt": 0,
+                     *         "isLastRetry": true,
+                     *         "queueMetadata": {},
+                     *         "queueReason": "FINISHED",
+                     *         "engineRunId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *         "engineWorkflowId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *         "createdAt": "2025-05-02T09:20:11.204Z",
+                     *         "updatedAt": "2025-05-02T09:31:45.118Z",
+                     *         "startedAt": "2025-05-02T09:20:19.020Z",
+                     *         "completedAt": "2025-05-02T09:31:45.118Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["StepExecution"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The step is not WAITING_FOR_APPROVAL (another decision won, or it never waited) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getStepExecutionLogs: {
+        parameters: {
+            query?: {
+                /** @description Only lines with a greater seq */
+                after?: number | null;
+                /** @description Stream as Server-Sent Events until the step ends (same as Accept: text/event-stream) */
+                follow?: boolean;
+                /** @description Lines per page: default 500, at most 2000; a page also stops once it holds about 1 MiB */
+                limit?: number | null;
+                /** @description Only the last `tail` lines stored so far (about 1 MiB at most), oldest first; `after` and `limit` do not apply. Not with follow. */
+                tail?: number;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "seq": 1,
+                     *           "stream": "system",
+                     *           "line": "tofu init",
+                     *           "createdAt": "2025-05-02T09:20:11.930Z"
+                     *         },
+                     *         {
+                     *           "seq": 2,
+                     *           "stream": "stdout",
+                     *           "line": "OpenTofu has been successfully initialized!",
+                     *           "createdAt": "2025-05-02T09:20:14.402Z"
+                     *         },
+                     *         {
+                     *           "seq": 3,
+                     *           "stream": "stdout",
+                     *           "line": "Plan: 1 to add, 0 to change, 0 to destroy.",
+                     *           "createdAt": "2025-05-02T09:20:18.655Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "limit": 1000,
+                     *         "lastSeq": 3,
+                     *         "complete": true,
+                     *         "stepStatus": "SUCCEEDED"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            /**
+                             * Format: byte
+                             * @description Base64 of the exact bytes of the record; present only when `line` is escaped (it had a NUL byte or invalid UTF-8)
+                             */
+                            bytes?: string;
+                            /**
+                             * Format: date-time
+                             * @description RFC 3339 timestamp in UTC, with a trailing Z
+                             */
+                            createdAt: string;
+                            /** @description The record as text, without its newline. When the output was valid UTF-8 without NUL bytes this is the text exactly; otherwise `bytes` is present and this is a visible escape of them: `\x00` for a NUL byte, `\xNN` for a byte that is not part of a valid UTF-8 character, `\\` for a backslash, everything else as is */
+                            line: string;
+                            /** @description Present (true) when the record was not ended by a newline: a line longer than 16 KiB goes on in the next record of the same stream, or the output ended without a final newline. The exact output of a stream is its records in seq order, each followed by a newline unless partial */
+                            partial?: boolean;
+                            /** @description Record number within the step execution, from 1 */
+                            seq: number;
+                            /** @enum {string} */
+                            stream: "stdout" | "stderr" | "system";
+                        }[];
+                        meta: {
+                            /** @description The step has ended and every line is in this or an earlier page */
+                            complete: boolean;
+                            /** @description The seq to pass as `after` for the next lines */
+                            lastSeq: number;
+                            /** Format: int32 */
+                            limit: number;
+                            /** @enum {string} */
+                            stepStatus: "QUEUED" | "RUNNING" | "WAITING_FOR_APPROVAL" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "SKIPPED";
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many log streams followed at once by this caller or this API process, or too many failed authentications from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rejectStepExecution: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["StepExecution"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The step is not WAITING_FOR_APPROVAL (another decision won, or it never waited) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listPipelineVersions: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                pipelineId?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PipelineVersion"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The pipelineId filter names no pipeline of the organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createPipelineVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        config: components["schemas"]["PipelineConfig"];
+                        /** @description Validate and return the patch against the latest version; create nothing */
+                        dryRun?: boolean;
+                        pipelineId: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PipelineVersionDryRun"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PipelineVersion"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The pipeline config is not valid; `details` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getPipelineVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PipelineVersion"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listPipelines: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                /** @description Only the record with this givenId */
+                givenId?: string;
+                limit?: number | null;
+                /** @description Only records with exactly this name */
+                name?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                projectId?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pipeline"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The projectId filter names no project of the organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createPipeline: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        config: components["schemas"]["PipelineConfig"];
+                        description?: string;
+                        /** @description Caller-chosen identifier */
+                        givenId?: string;
+                        name: string;
+                        projectId?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pipeline"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A pipeline with this givenId already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The pipeline config is not valid; `details` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getPipeline: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pipeline"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deletePipeline: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A stack uses the pipeline, or a run of it is active */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updatePipeline: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        description?: string | null;
+                        name?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Pipeline"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listProjects: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                /** @description Only the record with this givenId */
+                givenId?: string;
+                limit?: number | null;
+                /** @description Only records with exactly this name */
+                name?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Project"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "givenId": "web",
+                 *         "name": "Web",
+                 *         "description": "The public website"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        description?: string;
+                        /** @description Caller-chosen identifier */
+                        givenId: string;
+                        name: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0196a3c3a1f27d4e8a0b1c2d3e4f5061",
+                     *         "organizationId": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *         "givenId": "web",
+                     *         "name": "Web",
+                     *         "description": "The public website",
+                     *         "createdAt": "2025-05-02T09:15:41.007Z",
+                     *         "updatedAt": "2025-05-02T09:15:41.007Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Project"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A project with this givenId already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Project"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Something still uses the project; `details` names it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        description?: string;
+                        name?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Project"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listServiceAccounts: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ServiceAccount"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        name: string;
+                        /**
+                         * @description Organization role
+                         * @enum {string}
+                         */
+                        role: "VIEWER" | "MEMBER" | "ADMIN" | "OWNER";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ServiceAccount"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ServiceAccount"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        name?: string;
+                        /**
+                         * @description Organization role
+                         * @enum {string}
+                         */
+                        role?: "VIEWER" | "MEMBER" | "ADMIN" | "OWNER";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ServiceAccount"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listStacks: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                environmentId?: string;
+                /** @description Only the record with this givenId */
+                givenId?: string;
+                limit?: number | null;
+                /** @description Only records with exactly this name */
+                name?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                projectId?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Stack"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createStack: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "projectId": "0196a3c3a1f27d4e8a0b1c2d3e4f5061",
+                 *         "environmentId": "0196a3c4102b7e5f9b1c2d3e4f506172",
+                 *         "name": "site",
+                 *         "givenId": "site",
+                 *         "source": {
+                 *           "codeSourceId": "0196a3c4f0a87b1c8d2e3f405162738a",
+                 *           "ref": "main",
+                 *           "path": "infra/site",
+                 *           "onPush": "plan"
+                 *         },
+                 *         "variables": {
+                 *           "region": "eu-west-1",
+                 *           "instance_count": 2
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        environmentId: string;
+                        /** @description Caller-chosen identifier */
+                        givenId?: string;
+                        name: string;
+                        /** @description Configs for version 1 of the change and destroy pipelines, instead of the defaults */
+                        pipelines?: {
+                            change?: components["schemas"]["PipelineConfig"];
+                            destroy?: components["schemas"]["PipelineConfig"];
+                        };
+                        projectId: string;
+                        source?: {
+                            codeSourceId?: string;
+                            /**
+                             * @description What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing
+                             * @default apply
+                             * @enum {string}
+                             */
+                            onPush?: "apply" | "plan" | "none";
+                            path?: string;
+                            ref?: string;
+                        };
+                        /** @description OpenTofu input variables of the stack */
+                        variables?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0196a3c5c3d47f2a8e1b2c3d4e5f6a7b",
+                     *         "organizationId": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *         "projectId": "0196a3c3a1f27d4e8a0b1c2d3e4f5061",
+                     *         "environmentId": "0196a3c4102b7e5f9b1c2d3e4f506172",
+                     *         "changePipelineId": "0196a3c5c3d87a1b9c2d3e4f5a6b7c8d",
+                     *         "destroyPipelineId": "0196a3c5c3da7b2c8d3e4f5a6b7c8d9e",
+                     *         "type": "OPENTOFU",
+                     *         "name": "site",
+                     *         "givenId": "site",
+                     *         "source": {
+                     *           "codeSourceId": "0196a3c4f0a87b1c8d2e3f405162738a",
+                     *           "ref": "main",
+                     *           "path": "infra/site",
+                     *           "onPush": "plan"
+                     *         },
+                     *         "variables": {
+                     *           "region": "eu-west-1",
+                     *           "instance_count": 2
+                     *         },
+                     *         "serviceStateBackendWorkspace": "stack-0196a3c5c3d47f2a8e1b2c3d4e5f6a7b",
+                     *         "createdAt": "2025-05-02T09:18:27.940Z",
+                     *         "updatedAt": "2025-05-02T09:18:27.940Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Stack"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A stack with this givenId already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A pipeline config is not valid, or the environment belongs to another project */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getStack: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Stack"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteStack: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A run of the stack is not finished, or something still uses the stack */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateStack: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        name?: string;
+                        source?: {
+                            codeSourceId?: string;
+                            /**
+                             * @description What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing
+                             * @default apply
+                             * @enum {string}
+                             */
+                            onPush?: "apply" | "plan" | "none";
+                            path?: string;
+                            ref?: string;
+                        };
+                        /** @description OpenTofu input variables of the stack */
+                        variables?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Stack"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    triggerStackRun: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "action": "apply",
+                 *         "description": "Scale to two instances"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        /**
+                         * @description apply: the change pipeline, every step; plan: the change pipeline up to its first approval; destroy: the destroy pipeline
+                         * @default apply
+                         * @enum {string}
+                         */
+                        action?: "plan" | "apply" | "destroy";
+                        autoapprove?: boolean;
+                        description?: string;
+                        /** @description Run inputs, given to steps as PLINTH_INPUTS */
+                        inputs?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *         "organizationId": "0196a3c2e8b07c3d9f1e2a4b5c6d7e80",
+                     *         "pipelineId": "0196a3c5c3d87a1b9c2d3e4f5a6b7c8d",
+                     *         "pipelineVersionId": "0196a3c5c3d97c2d8e3f4a5b6c7d8e9f",
+                     *         "status": "QUEUED",
+                     *         "action": "apply",
+                     *         "attemptEpoch": 1,
+                     *         "description": "Scale to two instances",
+                     *         "isCancellable": true,
+                     *         "autoapprove": false,
+                     *         "attachedEntityId": "0196a3c5c3d47f2a8e1b2c3d4e5f6a7b",
+                     *         "queueConditionKey": "stack:0196a3c5c3d47f2a8e1b2c3d4e5f6a7b",
+                     *         "queueReason": "WAITING_FOR_WORKER",
+                     *         "queueState": {
+                     *           "preflightBlockedByAdmissionCondition": false,
+                     *           "reason": "The run waits for an approval",
+                     *           "stackRunPreflightPending": false,
+                     *           "conditionKey": "stack:0196a3c5c3d47f2a8e1b2c3d4e5f6a7b"
+                     *         },
+                     *         "engineWorkflowId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *         "engineRunId": "0196a3c7e1f07a2b9c3d4e5f60718293",
+                     *         "variantId": "change",
+                     *         "variantName": "Change",
+                     *         "createdById": "0196a3c2e8a17b2c8d9e0f1a2b3c4d5e",
+                     *         "createdAt": "2025-05-02T09:20:11.204Z",
+                     *         "startedAt": "2025-05-02T09:20:11.690Z",
+                     *         "lastAttemptStartedAt": "2025-05-02T09:20:11.690Z",
+                     *         "updatedAt": "2025-05-02T09:20:19.035Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["PipelineRun"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listStackSensitiveVariables: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SensitiveVariable"][];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    setStackSensitiveVariable: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description Any JSON value; stored sealed and never shown again */
+                        value: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SensitiveVariable"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteStackSensitiveVariable: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getStackStateLock: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            lock?: components["schemas"]["StateLock"];
+                            locked: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    forceUnlockStackState: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listStackStateVersions: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["StateVersion"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getStackStateVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+                versionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["StateVersionWithState"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getBackendState: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    writeBackendState: {
+        parameters: {
+            query?: {
+                /** @description The lock ID the writer holds */
+                ID?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                workspace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The lock named by ID is not held, or the state is stale or of another lineage */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 32 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Default Response */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code: string;
+                        Created?: string;
+                        ID: string;
+                        Info?: string;
+                        message: string;
+                        Operation?: string;
+                        Path?: string;
+                        requestId?: string;
+                        Version?: string;
+                        Who?: string;
+                    };
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listUserIdentities: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["UserAuthSettings"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getCurrentUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    receiveGitPushWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                codeSourceId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The provider's push event, as JSON */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            deliveryId: string;
+                            /** @description The delivery id was handled before: nothing was triggered again */
+                            duplicate: boolean;
+                            ignored?: string;
+                            runIds: string[];
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The delivery is not signed with the webhook secret of a code source (an unknown code source included) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 5 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+}
