@@ -142,16 +142,21 @@ describe('hostile default-value schemas and values answer in milliseconds', () =
   });
 
   it(`a value checked against 1,000 hostile patterns of a stored definition: under ${MAX_SERVER_MS} ms of server time`, async () => {
-    const { schema, value } = hostileSchema('value');
-    const definition = await create('hostile-value', schema);
-    assert.equal(definition.status, 201, JSON.stringify(definition.body));
-    const writing = await serverTimeOf(definition);
-    assert.ok(writing.cpuMs < MAX_SERVER_MS, `writing the schema compiles all 1,000 patterns: ${JSON.stringify(writing)}`);
-    const res = await t.call('POST', '/default-values', { body: { data: { defaultValueDefinitionId: definition.body.data.id, parentId: orgId, value } } });
-    const time = await serverTimeOf(res);
-    assertError(res, 422, 'Api:DefaultValue:INVALID_VALUE');
-    assert.equal(res.body.details[0].items.length, INPUTS * PATTERNS_PER_INPUT);
-    assert.ok(time.cpuMs < MAX_SERVER_MS, JSON.stringify(time));
+    // The best of three, each with patterns of its own, as above: a slow pattern would be slow in all three.
+    const writing = [];
+    const checking = [];
+    for (const attempt of [1, 2, 3]) {
+      const { schema, value } = hostileSchema(`value${attempt}`);
+      const definition = await create(`hostile-value-${attempt}`, schema);
+      assert.equal(definition.status, 201, JSON.stringify(definition.body));
+      writing.push(await serverTimeOf(definition));
+      const res = await t.call('POST', '/default-values', { body: { data: { defaultValueDefinitionId: definition.body.data.id, parentId: orgId, value } } });
+      checking.push(await serverTimeOf(res));
+      assertError(res, 422, 'Api:DefaultValue:INVALID_VALUE');
+      assert.equal(res.body.details[0].items.length, INPUTS * PATTERNS_PER_INPUT);
+    }
+    assert.ok(Math.min(...writing.map((w) => w.cpuMs)) < MAX_SERVER_MS, `writing the schema compiles all 1,000 patterns: ${JSON.stringify(writing)}`);
+    assert.ok(Math.min(...checking.map((c) => c.cpuMs)) < MAX_SERVER_MS, JSON.stringify(checking));
   });
 
   it('PATCH of a definition re-checks every stored value against hostile patterns at once', async () => {
