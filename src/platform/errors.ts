@@ -2,6 +2,54 @@
 // the one error handler in http/error-handler.ts turns them into ErrorBody.
 
 /**
+ * The outcomes the engine records on a run or a step execution (docs/engine.md): codes of the ErrorBody
+ * in their `error`, not of an API answer. Kept here, in the one list of codes, for the engine to use.
+ */
+export const ENGINE_OUTCOME_CODES = [
+  'Engine:Run:STEP_FAILED',
+  'Engine:Run:CANCELLED',
+  'Engine:Approval:REJECTED',
+  /** The worker holding the attempt stopped renewing its lease: its outcome is unknown. */
+  'Engine:Worker:LOST',
+  /** The worker itself failed while running the attempt (a bug, not the step's fault). */
+  'Engine:Worker:ERROR',
+  'Engine:Script:FAILED',
+  'Engine:Script:SPAWN_FAILED',
+  'Engine:Step:TIMED_OUT',
+  'Engine:ExecutionEnvironment:UNSUPPORTED',
+  'Engine:StepType:NOT_IMPLEMENTED',
+  'Engine:StepType:NOT_DISPATCHABLE',
+  /** No isolation on this host and no single-tenant opt-out (PLINTH_SANDBOX): script steps refuse to run. */
+  'Engine:Sandbox:UNAVAILABLE',
+  /** Some of the step's output could not be stored after retries: a step never succeeds with lines missing. */
+  'Engine:Log:STORE_FAILED',
+  /** An OpenTofu step of a run that has no stack, or whose stack is gone. */
+  'OpenTofu:Step:NO_STACK',
+  /** An OpenTofu command exited unsuccessfully (its output is in the step's log). */
+  'OpenTofu:Command:FAILED',
+  /** An apply found no saved plan of its run's attempt (no plan step ran before it). */
+  'OpenTofu:Plan:NOT_FOUND',
+  /** The saved plan does not open as this run's and attempt's: it is another run's, or an older attempt's. */
+  'OpenTofu:Plan:NOT_THIS_RUN',
+  /** A destroy step met a change plan, or an apply step a destroy plan. */
+  'OpenTofu:Plan:WRONG_KIND',
+  /** The stack's code declares a backend in an override file, which could move its state and credential elsewhere. */
+  'OpenTofu:Backend:OVERRIDDEN',
+  /** `init` recorded another backend than Plinth's (caught before anything used it). */
+  'OpenTofu:Backend:NOT_PLINTH',
+  /** The stack's sensitive values make more text to mask than a step's log mask holds (MAX_MASKED_FORM_BYTES). */
+  'OpenTofu:Mask:TOO_LARGE',
+  /** What `show -json`, `output -json` or the plan file gave back is not what OpenTofu writes, or too large. */
+  'OpenTofu:Output:INVALID',
+  /** The checkout of the stack's source failed: the code source is gone, its credential refused, the ref unknown... */
+  'Engine:Checkout:FAILED',
+  /** The stack's source names a ref or path Plinth refuses (an option, a refspec, a path leaving the checkout). */
+  'Engine:Checkout:INVALID_SOURCE',
+  /** The attempt's lease was taken from this worker before it could record the run's commit. */
+  'Engine:Checkout:FENCED',
+] as const;
+
+/**
  * Every code an ErrorBody can carry: the answers of the API (`Api:`, `Auth:`, `Git:`, `OpenTofu:State…`)
  * and the outcomes the engine writes on a run or step execution (`Engine:`, `OpenTofu:`). AppError and
  * its subclasses take only these, so a new code is added here or does not compile; the ErrorBody
@@ -139,48 +187,7 @@ export const ERROR_CODES = [
   'OpenTofu:StateLock:NOT_HELD',
   'OpenTofu:StateLock:NOT_HOLDER',
 
-  // Outcomes the engine records on a run or a step execution (docs/engine.md).
-  'Engine:Run:STEP_FAILED',
-  'Engine:Run:CANCELLED',
-  'Engine:Approval:REJECTED',
-  /** The worker holding the attempt stopped renewing its lease: its outcome is unknown. */
-  'Engine:Worker:LOST',
-  /** The worker itself failed while running the attempt (a bug, not the step's fault). */
-  'Engine:Worker:ERROR',
-  'Engine:Script:FAILED',
-  'Engine:Script:SPAWN_FAILED',
-  'Engine:Step:TIMED_OUT',
-  'Engine:ExecutionEnvironment:UNSUPPORTED',
-  'Engine:StepType:NOT_IMPLEMENTED',
-  'Engine:StepType:NOT_DISPATCHABLE',
-  /** No isolation on this host and no single-tenant opt-out (PLINTH_SANDBOX): script steps refuse to run. */
-  'Engine:Sandbox:UNAVAILABLE',
-  /** Some of the step's output could not be stored after retries: a step never succeeds with lines missing. */
-  'Engine:Log:STORE_FAILED',
-  /** An OpenTofu step of a run that has no stack, or whose stack is gone. */
-  'OpenTofu:Step:NO_STACK',
-  /** An OpenTofu command exited unsuccessfully (its output is in the step's log). */
-  'OpenTofu:Command:FAILED',
-  /** An apply found no saved plan of its run's attempt (no plan step ran before it). */
-  'OpenTofu:Plan:NOT_FOUND',
-  /** The saved plan does not open as this run's and attempt's: it is another run's, or an older attempt's. */
-  'OpenTofu:Plan:NOT_THIS_RUN',
-  /** A destroy step met a change plan, or an apply step a destroy plan. */
-  'OpenTofu:Plan:WRONG_KIND',
-  /** The stack's code declares a backend in an override file, which could move its state and credential elsewhere. */
-  'OpenTofu:Backend:OVERRIDDEN',
-  /** `init` recorded another backend than Plinth's (caught before anything used it). */
-  'OpenTofu:Backend:NOT_PLINTH',
-  /** The stack's sensitive values make more text to mask than a step's log mask holds (MAX_MASKED_FORM_BYTES). */
-  'OpenTofu:Mask:TOO_LARGE',
-  /** What `show -json`, `output -json` or the plan file gave back is not what OpenTofu writes, or too large. */
-  'OpenTofu:Output:INVALID',
-  /** The checkout of the stack's source failed: the code source is gone, its credential refused, the ref unknown... */
-  'Engine:Checkout:FAILED',
-  /** The stack's source names a ref or path Plinth refuses (an option, a refspec, a path leaving the checkout). */
-  'Engine:Checkout:INVALID_SOURCE',
-  /** The attempt's lease was taken from this worker before it could record the run's commit. */
-  'Engine:Checkout:FENCED',
+  ...ENGINE_OUTCOME_CODES,
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
