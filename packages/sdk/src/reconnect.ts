@@ -2,6 +2,7 @@
 // of a long follow are tried again, for up to a time window, telling the caller as they do.
 
 import { PlinthApiError } from './errors.js';
+import { sleep } from './retry.js';
 
 /** The default window: long enough for a restart or a rolling deploy of the API. */
 export const DEFAULT_RECONNECT_FOR_MS = 5 * 60_000;
@@ -42,21 +43,6 @@ export function isTransient(error: unknown, signal?: AbortSignal): boolean {
   // undici's own failures of the connection are TypeErrors: "fetch failed", "terminated" (a cut body).
   if (error instanceof TypeError) return /fetch failed|terminated|network|socket/i.test(error.message);
   return true;
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /**

@@ -2,7 +2,8 @@
 // or waits for a person, riding out restarts of the API.
 
 import { followLogs } from './logs.js';
-import { Outage, sleep, type ReconnectOptions } from './reconnect.js';
+import { Outage, type ReconnectOptions } from './reconnect.js';
+import { sleep } from './retry.js';
 import { TERMINAL_RUN_STATUSES, type LogLine, type PipelineRun, type RunStatus, type StepExecution } from './types.js';
 
 /** Where following a run stops: it ended, or a person must approve. */
