@@ -1,14 +1,14 @@
-import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { gitCredential } from '../../code-sources/credentials.ts';
 import { findCodeSourceById } from '../../code-sources/code-sources.repo.ts';
 import { gitEnv, type GitCredential } from '../../code-sources/git-remote.ts';
+import { cacheBind, fetchProcess, GIT_CACHE_TARGET, REF_PATTERN, sourceCacheDir } from '../../code-sources/git-fetch.ts';
 import { AppError } from '../../platform/errors.ts';
 import { withRetries } from '../../platform/db/retry.ts';
 import { engineError } from '../engine-errors.ts';
 import { recordRunCommit } from '../run-commit.repo.ts';
-import type { StepBind, StepWorkspace } from '../sandbox/index.ts';
-import { ensurePrivateRoot, relativeWorkingDirectory, workDirectory } from '../sandbox/workspaces.ts';
+import type { StepWorkspace } from '../sandbox/index.ts';
+import { relativeWorkingDirectory } from '../sandbox/workspaces.ts';
 import type { ClaimedStep, StepOutcome } from '../step-lifecycle.ts';
 import type { StepCheckout } from './prepared-step.ts';
 import type { RunnerContext } from './index.ts';
@@ -28,28 +28,6 @@ import type { RunnerContext } from './index.ts';
 
 /** Where the checkout is, relative to the workspace. */
 export const CHECKOUT_DIR = 'src';
-const CACHE_TARGET = '/plinth/git-cache';
-
-/** A branch, tag or commit: no option (`-x`), no refspec (`a:b`, `+a`), nothing git would read otherwise. */
-const REF_PATTERN = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,255}$/;
-
-// umask 0: every file of the cache (FETCH_HEAD included, which --shared does not cover) stays writable
-// by the next step's uid, which differs from this one's.
-const FETCH_SCRIPT = `set -eu
-umask 0000
-cache=$PLINTH_GIT_CACHE
-exec 9<"$cache"
-flock -w 600 9
-[ -f "$cache/HEAD" ] || git init -q --bare --shared=0777 "$cache"
-cd "$cache"
-if [ -n "$PLINTH_GIT_COMMIT" ]; then
-  git cat-file -e "$PLINTH_GIT_COMMIT^{commit}" 2>/dev/null || git fetch -q --depth=1 --no-tags --no-write-fetch-head -- "$PLINTH_GIT_URL" "$PLINTH_GIT_COMMIT"
-  git rev-parse --verify "$PLINTH_GIT_COMMIT^{commit}"
-else
-  git fetch -q --depth=1 --no-tags -- "$PLINTH_GIT_URL" "$PLINTH_GIT_REF"
-  git rev-parse --verify "FETCH_HEAD^{commit}"
-fi
-`;
 
 const EXTRACT_SCRIPT = `set -eu
 mkdir -p "$PLINTH_CHECKOUT_DIR"
@@ -65,17 +43,6 @@ const failed = (
 ): Prepared => ({
   outcome: { status: 'FAILED', error: engineError(code, message, metadata) },
 });
-
-/** The per-source cache directory on the worker host: under a private root, writable by the step uids. */
-async function cacheDirOf(ctx: RunnerContext, codeSourceId: string): Promise<string> {
-  const root = ctx.git.cacheDir ?? workDirectory(ctx.workRoot, 'plinth-git-cache');
-  await ensurePrivateRoot(root);
-  const dir = path.join(root, codeSourceId);
-  await mkdir(dir, { recursive: true });
-  // Each step runs as a uid of its own: any of them may fetch into the cache of a source its run uses.
-  await chmod(dir, 0o777);
-  return dir;
-}
 
 /**
  * prepareCheckout checks the run's stack source out into the workspace, or says why it could not. A
@@ -107,17 +74,8 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
     throw error;
   }
   if (!/^[A-Za-z0-9_-]+$/.test(source.id)) return failed('Engine:Checkout:FAILED', 'The code source id cannot name a cache');
-  const cacheHost = await cacheDirOf(ctx, source.id);
-  const bind = (writable: boolean): StepBind => ({ source: cacheHost, target: CACHE_TARGET, writable });
-  const fetch = async (commit: string) => {
-    const env = gitEnv(credential, {
-      PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(true)]),
-      PLINTH_GIT_URL: source.url,
-      PLINTH_GIT_REF: ref,
-      PLINTH_GIT_COMMIT: commit,
-    });
-    return runCaptured(workspace, { command: FETCH_SCRIPT, env, binds: [bind(true)] }, ctx);
-  };
+  const cacheDir = await sourceCacheDir(ctx.git, ctx.workRoot, source.id);
+  const fetch = (commit: string) => runCaptured(workspace, fetchProcess(workspace, { cacheDir, url: source.url, credential, ref, commit }), ctx);
   ctx.sink.write('system', `checking out ${run.commit_sha ?? ref} of ${source.url}`);
   let fetched = await fetch(run.commit_sha ?? '');
   if (fetched.error) return failed('Engine:Checkout:FAILED', `The fetch of ${source.url} ${fetched.error}`);
@@ -134,12 +92,13 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
     }
   }
   // Credential-free: the extraction sees the cache read-only and gets nothing but what it needs.
+  const readOnly = [cacheBind(cacheDir, false)];
   const extractEnv = gitEnv(null, {
-    PLINTH_GIT_CACHE: workspace.pathOf(CACHE_TARGET, [bind(false)]),
+    PLINTH_GIT_CACHE: workspace.pathOf(GIT_CACHE_TARGET, readOnly),
     PLINTH_GIT_COMMIT: commitSha,
     PLINTH_CHECKOUT_DIR: CHECKOUT_DIR,
   });
-  const extracted = await runCaptured(workspace, { command: EXTRACT_SCRIPT, env: extractEnv, binds: [bind(false)] }, ctx);
+  const extracted = await runCaptured(workspace, { command: EXTRACT_SCRIPT, env: extractEnv, binds: readOnly }, ctx);
   if (extracted.error) return failed('Engine:Checkout:FAILED', `The checkout of ${commitSha} ${extracted.error}`);
   ctx.sink.write('system', `checked out ${commitSha} into ${workingDirectory}`);
   return { checkout: { commitSha, workingDirectory } };

@@ -1,11 +1,13 @@
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, readdirSync } from 'node:fs';
-import { chmod, chown, lstat, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { chown, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ROOTLESS } from './sandbox.ts';
+
+// Shared with the Git cache of code sources, which the API process uses too.
+export { ensurePrivateRoot, workDirectory } from '../../platform/work-dirs.ts';
 
 const run = promisify(execFile);
 
@@ -19,15 +21,6 @@ export function relativeWorkingDirectory(workingDirectory: string | undefined): 
   if (path.posix.isAbsolute(normal) || normal === '..' || normal.startsWith('../'))
     throw new Error(`workingDirectory "${workingDirectory}" leaves the workspace`);
   return normal;
-}
-
-/**
- * workDirectory is where a worker keeps `name` (its sandboxes, its Git cache): under
- * PLINTH_WORKER_WORK_ROOT, else in the OS temp directory with the service user's uid in the name, so
- * services of different users on one host never meet in one directory (each must own its own).
- */
-export function workDirectory(workRoot: string | undefined, name: string): string {
-  return workRoot ? path.join(workRoot, name) : path.join(os.tmpdir(), `${name}-${process.getuid?.() ?? 0}`);
 }
 
 /** One syscall for the common empty directory; the recursive walk only when the step left files. */
@@ -56,17 +49,6 @@ export async function removeStepFiles(target: string): Promise<void> {
     await run('find', ['-P', target, '-type', 'd', '-exec', 'chmod', 'u+rwx', '{}', ';']).catch(() => {});
     await rm(target, { recursive: true, force: true });
   }
-}
-
-/**
- * ensurePrivateRoot makes the directory that holds every workspace: owned by the service's user, mode
- * 0700, and not a symlink, so no other user of the host can list, enter or swap it.
- */
-export async function ensurePrivateRoot(root: string): Promise<void> {
-  await mkdir(root, { recursive: true, mode: 0o700 });
-  const info = await lstat(root);
-  if (!info.isDirectory() || info.uid !== process.getuid?.()) throw new Error(`${root} must be a directory owned by the service's user`);
-  await chmod(root, 0o700);
 }
 
 export interface ClaimedWorkspace {
