@@ -13,6 +13,8 @@ export interface GitConfig {
   fetchTimeoutMs: number;
   /** PLINTH_GIT_CACHE_DIR: the per-source caches of a worker host; unset: `<work root>/plinth-git-cache`. */
   cacheDir: string | undefined;
+  /** PLINTH_MODULE_ARCHIVE_MAX_BYTES: the largest .tar.gz a module snapshot keeps of a source's directory. */
+  snapshotMaxBytes: number;
   /** PLINTH_GIT_STATE_TTL_S: how long an OAuth or app-install state stays valid. */
   stateTtlSeconds: number;
   /** PLINTH_GIT_HTTP_TIMEOUT_MS: a call to an OAuth server or the Git app's API. */
@@ -50,6 +52,7 @@ export function loadGitConfig(env: NodeJS.ProcessEnv): GitConfig {
     remoteTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_TIMEOUT_MS', 15_000),
     fetchTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_FETCH_TIMEOUT_MS', 300_000),
     cacheDir: env.PLINTH_GIT_CACHE_DIR || undefined,
+    snapshotMaxBytes: positiveIntFrom(env, 'PLINTH_MODULE_ARCHIVE_MAX_BYTES', 20 * 1024 * 1024),
     stateTtlSeconds: positiveIntFrom(env, 'PLINTH_GIT_STATE_TTL_S', 600),
     httpTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_HTTP_TIMEOUT_MS', 10_000),
     pollIntervalSeconds: env.PLINTH_GIT_POLL_INTERVAL_S === '0' ? 0 : positiveIntFrom(env, 'PLINTH_GIT_POLL_INTERVAL_S', 0),

@@ -16,6 +16,8 @@ export interface GitServer {
   repoUrl(name: 'public' | 'private'): string;
   /** Commits a file change to a branch of a repository, as `author`; returns the new commit's sha. */
   commit(name: 'public' | 'private', branch: string, file: string, content: string, author?: string): string;
+  /** Commits what `change` does to a clone's work tree (symlinks, many files), on a branch made from main when missing; returns the commit's sha. */
+  commitWith(name: 'public' | 'private', branch: string, change: (workTree: string) => void): string;
   head(name: 'public' | 'private', branch: string): string;
   /** Requests served, as `METHOD path` with the Basic user name (never the password). */
   requests: string[];
@@ -109,26 +111,38 @@ export async function startGitServer(options: { tokens?: string[] } = {}): Promi
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const commit = (name: string, branch: string, file: string, content: string, author = 'Grace Hopper') => {
+  const commitWith = (name: string, branch: string, change: (workTree: string) => void, author = 'Grace Hopper', message = 'change') => {
     const work = mkdtempSync(path.join(os.tmpdir(), 'plinth-git-work-'));
     try {
-      git(work, ['clone', '-q', '--branch', branch, path.join(root, `${name}.git`), '.']);
-      mkdirSync(path.dirname(path.join(work, file)), { recursive: true });
-      writeFileSync(path.join(work, file), content);
+      git(work, ['clone', '-q', path.join(root, `${name}.git`), '.']);
+      git(work, ['checkout', '-q', '-B', branch, `origin/${git(work, ['branch', '-r', '--list', `origin/${branch}`]) ? branch : 'main'}`]);
+      change(work);
       const as = { GIT_AUTHOR_NAME: author, GIT_AUTHOR_EMAIL: 'author@example.com', GIT_COMMITTER_NAME: author, GIT_COMMITTER_EMAIL: 'author@example.com' };
-      git(work, ['add', '.'], as);
-      git(work, ['commit', '-q', '-m', `change ${file}`], as);
+      git(work, ['add', '-A', '.'], as);
+      git(work, ['commit', '-q', '-m', message], as);
       git(work, ['push', '-q', 'origin', branch]);
       return git(work, ['rev-parse', 'HEAD']);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
   };
+  const commit = (name: string, branch: string, file: string, content: string, author = 'Grace Hopper') =>
+    commitWith(
+      name,
+      branch,
+      (work) => {
+        mkdirSync(path.dirname(path.join(work, file)), { recursive: true });
+        writeFileSync(path.join(work, file), content);
+      },
+      author,
+      `change ${file}`,
+    );
 
   return Object.assign(state, {
     url,
     repoUrl: (name: 'public' | 'private') => `${url}/${name}.git`,
     commit,
+    commitWith,
     head: (name: 'public' | 'private', branch: string) => git(path.join(root, `${name}.git`), ['rev-parse', `refs/heads/${branch}`]),
     close: async () => {
       server.closeAllConnections();
