@@ -19,6 +19,8 @@ import { codeSourceRoutes } from './code-sources/code-sources.routes.ts';
 import { gitServerRoutes } from './git-servers/git-servers.routes.ts';
 import { gitWebhookRoutes } from './git-webhooks/webhooks.routes.ts';
 import { auditRoutes } from './audit/audit.routes.ts';
+import { moduleCatalogueRoutes } from './modules/modules.routes.ts';
+import { moduleGraphRoutes, moduleInstanceRoutes } from './modules/module-instances.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
 export const ROUTES: RoutePlugin[] = [
@@ -42,4 +44,7 @@ export const ROUTES: RoutePlugin[] = [
   stateRoutes,
   stackVariableRoutes,
   auditRoutes,
+  moduleCatalogueRoutes,
+  moduleInstanceRoutes,
+  moduleGraphRoutes,
 ];

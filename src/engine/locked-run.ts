@@ -4,11 +4,12 @@ import type { Trx } from '../platform/db/db.ts';
 import { newId } from '../platform/ids.ts';
 import { observeAfterCommit } from './engine-metrics.ts';
 import { enqueueStepJob, executionUpdate, insertExecution, notifyStop, type NewExecutionRow } from './executions.repo.ts';
-import { applyWrites, decideAdmit, stepOf, type DecideContext, type Decision, type RunSnapshot, type RunWrite } from './run-decisions.ts';
+import { applyWrites, decideAdmit, decideCancel, stepOf, type DecideContext, type Decision, type RunSnapshot, type RunWrite } from './run-decisions.ts';
 import { storyLineOf, tellAfterCommit } from './run-story.ts';
 import { isLastAttempt, type RunAction, type RunStatus, type StepStatus } from './run-state.ts';
 import { insertTransition, readRun, runUpdate, type LockedRunRow } from './runs.repo.ts';
-import { claimStackForRun, lockStack, passStackToNextWaitingRun } from './stack-queue.repo.ts';
+import { claimStackForRun, findBusyStack, lockRunsWaitingFor, lockStack, passStackToNextWaitingRun, setBlockingStack } from './stack-queue.repo.ts';
+import { stackRunFinished } from './stack-run-hooks.ts';
 
 /**
  * The one shape of every change to a run: lock the run row and read it with its executions
@@ -110,7 +111,8 @@ async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, o: LockedRunOpt
     case 'dispatch':
       return enqueueStepJob(trx, w.id, s.id);
     case 'releaseStack':
-      return releaseStack(trx, s.stackId!, s.id);
+      await releaseStack(trx, s.stackId!, s.id, s.status === 'SUCCEEDED');
+      return stackRunFinished(trx, { stackId: s.stackId!, runId: s.id, succeeded: s.status === 'SUCCEEDED' });
     case 'enterStackQueue':
       return enterStackQueue(trx, s.id, s.stackId, o.actor);
   }
@@ -155,11 +157,31 @@ async function admitRun(trx: Trx, runId: string, actor?: string): Promise<void> 
  * stack go one at a time in the order they were triggered. Lock order: run, then stack, then the
  * next run (which nobody else locks before its stack admits it).
  */
-async function releaseStack(trx: Trx, stackId: string, runId: string): Promise<void> {
+async function releaseStack(trx: Trx, stackId: string, runId: string, succeeded: boolean): Promise<void> {
   const stack = await lockStack(trx, stackId);
   if (!stack || stack.active_run_id !== runId) return;
   const next = await passStackToNextWaitingRun(trx, stackId);
   if (next) await admitRun(trx, next, 'engine');
+  else await releaseRunsWaitingFor(trx, stackId, runId, succeeded);
+}
+
+/**
+ * releaseRunsWaitingFor moves on the runs that waited for the stack to be idle: each waits for the next
+ * of its stacks still busy, or enters its own stack's queue. When the run that just ended there did not
+ * succeed, they are cancelled instead: they would deploy on what it failed to produce.
+ */
+async function releaseRunsWaitingFor(trx: Trx, stackId: string, endedRunId: string, succeeded: boolean): Promise<void> {
+  for (const waiting of await lockRunsWaitingFor(trx, stackId)) {
+    if (!succeeded) {
+      await setBlockingStack(trx, waiting.id, null);
+      const why = `Cancelled: run ${endedRunId} of stack ${stackId}, which this run waited for, did not succeed`;
+      await withLockedRun(trx, waiting.id, (s, ctx) => decideCancel(s, ctx, why), { actor: 'engine' });
+      continue;
+    }
+    const busy = await findBusyStack(trx, waiting.wait_for_stack_ids ?? []);
+    await setBlockingStack(trx, waiting.id, busy ?? null);
+    if (!busy) await enterStackQueue(trx, waiting.id, waiting.stack_id, 'engine');
+  }
 }
 
 /**

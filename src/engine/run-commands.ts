@@ -7,12 +7,13 @@ import { admitTriggeredRun, withLockedRun, type Decide } from './locked-run.ts';
 import { decideApprove, decideCancel, decideReject, decideRetry } from './run-decisions.ts';
 import { runQueuedLine, tellAfterCommit } from './run-story.ts';
 import { insertRun, type InsertedRun, type NewRunValues, type TransitionRecord } from './runs.repo.ts';
+import { findBusyStack } from './stack-queue.repo.ts';
 
 /**
  * The commands callers give the engine (trigger, approve, reject, cancel, retry). Each runs inside
  * the caller's transaction as one withLockedRun, and refuses an illegal move with a typed error.
  */
-export type NewRun = Omit<NewRunValues, 'id'>;
+export type NewRun = Omit<NewRunValues, 'id' | 'blockingStackId'>;
 
 export interface TriggeredRun {
   id: string;
@@ -29,7 +30,9 @@ export interface TriggeredRun {
 export async function triggerRun(trx: Trx, v: NewRun): Promise<TriggeredRun> {
   const id = newId();
   const actor = v.createdById ?? undefined;
-  const inserted = await insertRun(trx, { id, ...v }, triggered(id, actor));
+  // A run that waits for other stacks takes its own only once they are idle (stack-queue.repo.ts).
+  const blockingStackId = v.waitForStackIds?.length ? ((await findBusyStack(trx, v.waitForStackIds)) ?? null) : null;
+  const inserted = await insertRun(trx, { id, ...v, blockingStackId }, triggered(id, actor));
   const blockingRunId = v.stackId && inserted.stackActiveRunId !== id ? (inserted.stackActiveRunId ?? undefined) : undefined;
   await tellAfterCommit(trx, () => runQueuedLine(inserted.run, actor, blockingRunId));
   return admitIfFree(trx, id, v.stackId, inserted, actor);

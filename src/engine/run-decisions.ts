@@ -237,7 +237,7 @@ export function decideReject(s: RunSnapshot, executionId: string, decidedAt: str
 }
 
 /** cancel ends an unfinished run: its unfinished steps are cancelled (running processes told to stop). */
-export function decideCancel(s: RunSnapshot, ctx: DecideContext): Decision {
+export function decideCancel(s: RunSnapshot, ctx: DecideContext, why?: string): Decision {
   assertCancellable(s.status, s.id);
   const writes: RunWrite[] = [];
   for (const e of s.executions) {
@@ -245,7 +245,7 @@ export function decideCancel(s: RunSnapshot, ctx: DecideContext): Decision {
     writes.push(executionWrite(e, 'CANCELLED', 'the run was cancelled', { lease: null, completed: true }));
     if (e.status === 'RUNNING') writes.push({ kind: 'stopProcess', id: e.id });
   }
-  const error = engineError('Engine:Run:CANCELLED', `Cancelled by ${ctx.actor}`);
+  const error = engineError('Engine:Run:CANCELLED', why ?? `Cancelled by ${ctx.actor}`);
   writes.push({ kind: 'run', status: { from: s.status, to: 'CANCELLED', reason: 'cancelled' }, set: { completed: true, error } });
   if (s.stackId && s.admitted) writes.push({ kind: 'releaseStack' });
   return { writes, result: undefined };

@@ -154,6 +154,12 @@ export interface NewRunValues {
   /** The commit to check out, when the trigger knows it (a push); else the run's first step resolves it. */
   commitSha?: string | null;
   triggerMetadata?: { trigger_given_id?: string; webhook_event?: string } | null;
+  /** A module deploy's record of what it deploys (the run's `data`). */
+  data?: Record<string, unknown> | null;
+  /** Stacks that must be idle before the run takes its own (the stacks of the instances a module deploy consumes). */
+  waitForStackIds?: string[];
+  /** The one of them busy now: the run then waits without claiming its stack. */
+  blockingStackId?: string | null;
 }
 
 /** A run just inserted: as readRun reads it (it has no executions yet), with every column of its row. */
@@ -175,14 +181,16 @@ export async function insertRun(trx: Executor, v: NewRunValues, transition: Tran
   const { rows } = await sql<InsertedRunRow & { stack_active_run_id: string | null }>`
     with created as (
       insert into pipeline_runs (id, organization_id, pipeline_id, pipeline_version_id, stack_id, status, action, autoapprove, description,
-                                 input, created_by_id, commit_sha, trigger_metadata)
+                                 input, created_by_id, commit_sha, trigger_metadata, data, wait_for_stack_ids, blocking_stack_id)
       values (${v.id}, ${v.organizationId}, ${v.pipelineId}, ${v.pipelineVersionId}, ${v.stackId}, 'QUEUED', ${v.action}, ${v.autoapprove},
               ${v.description}, ${v.input === null ? null : JSON.stringify(v.input)}::jsonb, ${v.createdById}, ${v.commitSha ?? null},
-              ${v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null}::jsonb)
+              ${v.triggerMetadata ? JSON.stringify(v.triggerMetadata) : null}::jsonb, ${v.data ? JSON.stringify(v.data) : null}::jsonb,
+              ${v.waitForStackIds?.length ? v.waitForStackIds : null}::text[], ${v.blockingStackId ?? null})
       returning *),
     history as (${historyFrom('created', transition)}),
     stack as (
-      update stacks set active_run_id = coalesce(active_run_id, ${v.id}), latest_run_id = ${v.id}, updated_at = now()
+      update stacks set active_run_id = case when ${v.blockingStackId ?? null}::text is null then coalesce(active_run_id, ${v.id}) else active_run_id end,
+                        latest_run_id = ${v.id}, updated_at = now()
        where id = (select stack_id from created)
       returning active_run_id)
     select r.*, ${RUN_JOINED}, (select active_run_id from stack) as stack_active_run_id

@@ -38,6 +38,7 @@ export async function passStackToNextWaitingRun(trx: Trx, stackId: string): Prom
         .where('stack_id', '=', stackId)
         .where('status', '=', 'QUEUED')
         .where('admitted_at', 'is', null)
+        .where('blocking_stack_id', 'is', null)
         .orderBy('id')
         .limit(1)
         .forUpdate(),
@@ -48,4 +49,37 @@ export async function passStackToNextWaitingRun(trx: Trx, stackId: string): Prom
     .returning('active_run_id')
     .executeTakeFirst();
   return row?.active_run_id ?? undefined;
+}
+
+/**
+ * findBusyStack share-locks the stacks (in id order) and answers the first with an active run. The lock
+ * keeps that run's release from committing before the caller does: the release then sees the caller's
+ * run waiting for the stack, and lets it go on.
+ */
+export async function findBusyStack(trx: Trx, stackIds: readonly string[]): Promise<string | undefined> {
+  if (stackIds.length === 0) return undefined;
+  const rows = await trx
+    .selectFrom('stacks')
+    .select(['id', 'active_run_id'])
+    .where('id', 'in', [...stackIds])
+    .orderBy('id')
+    .forShare()
+    .execute();
+  return rows.find((r) => r.active_run_id !== null)?.id;
+}
+
+/** The runs waiting for a stack to be idle, locked in id order. */
+export function lockRunsWaitingFor(trx: Trx, stackId: string) {
+  return trx
+    .selectFrom('pipeline_runs')
+    .select(['id', 'stack_id', 'wait_for_stack_ids'])
+    .where('blocking_stack_id', '=', stackId)
+    .where('status', '=', 'QUEUED')
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}
+
+export async function setBlockingStack(trx: Trx, runId: string, stackId: string | null): Promise<void> {
+  await trx.updateTable('pipeline_runs').set({ blocking_stack_id: stackId }).where('id', '=', runId).execute();
 }

@@ -138,14 +138,22 @@ describe('validateValue', () => {
     ]);
   });
 
-  it('reference: an instance id and, when given, the expected output', () => {
+  it('reference: a reference value naming the expected output', () => {
     const prop = p({ type: 'reference', module: 'aws-vpc', output: 'vpc_id' });
-    assert.deepEqual(validateValue(prop, { output: 'subnet_ids', extra: true }), [
-      { path: '/extra', message: 'is not a field of this input' },
-      { path: '/module_instance_id', message: 'is required' },
-      { path: '/output', message: 'must be "vpc_id"' },
+    assert.deepEqual(validateValue(prop, { module_instance_id: 'abc' }), [
+      { path: '', message: 'must be a reference {"$ref": {"instance": ..., "output": "vpc_id"}}' },
     ]);
-    assert.deepEqual(validateValue(prop, { module_instance_id: 'abc', output: 'vpc_id' }), []);
+    assert.deepEqual(validateValue(prop, { $ref: { instance: 'network', output: 'subnet_ids' } }), [{ path: '/$ref/output', message: 'must be "vpc_id"' }]);
+    assert.deepEqual(validateValue(prop, { $ref: { instance: 'network', output: 'vpc_id' } }), []);
+  });
+
+  it('a reference value stands in for a value of any type, at any depth', () => {
+    const ref = { $ref: { instance: 'network', output: 'subnet_ids', path: '/0' } };
+    assert.deepEqual(validateValue(p({ type: 'number', min: 3 }), ref), []);
+    assert.deepEqual(
+      validateValue(p({ type: 'object', properties: [{ id: 'subnet', label: 'Subnet', type: 'string', required: true }] }), { subnet: ref }),
+      [],
+    );
   });
 
   it('git_repository: ref required only when require_ref', () => {

@@ -1,4 +1,5 @@
 import { matchPattern } from './patterns.ts';
+import { isReferenceValue, REFERENCE_KEY } from './references.ts';
 import type { InputProperty, InputPropertyOf } from './inputs.schema.ts';
 
 /** One problem of a value: where (a JSON Pointer into the value, '' for the value itself) and what. */
@@ -154,14 +155,22 @@ function checkStrictObject(value: Json, path: string, out: Problem[], fields: Re
   }
 }
 
+/**
+ * A reference input holds a reference value naming the property's output; which instance it names (its
+ * module type, its environment) is the module instance's service's to check.
+ */
 function checkReference(p: InputPropertyOf<'reference'>, value: Json, path: string, out: Problem[]) {
-  checkStrictObject(value, path, out, { module_instance_id: true, output: false });
-  if (isObject(value) && typeof value.output === 'string' && value.output !== p.output) {
-    out.push({ path: pointer(path, 'output'), message: `must be ${JSON.stringify(p.output)}` });
+  if (!isReferenceValue(value))
+    return out.push({ path, message: `must be a reference {"${REFERENCE_KEY}": {"instance": ..., "output": ${JSON.stringify(p.output)}}}` });
+  const ref = value[REFERENCE_KEY];
+  if (isObject(ref) && typeof ref.output === 'string' && ref.output !== p.output) {
+    out.push({ path: `${path}/${REFERENCE_KEY}/output`, message: `must be ${JSON.stringify(p.output)}` });
   }
 }
 
 function check(p: InputProperty, value: Json, path: string, out: Problem[]): void {
+  // A reference value stands for another instance's output, whose value is known only at deploy time.
+  if (p.type !== 'reference' && isReferenceValue(value)) return;
   switch (p.type) {
     case 'string':
     case 'text':

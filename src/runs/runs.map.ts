@@ -80,6 +80,7 @@ export function runRowToRun(row: RunReadRow): PipelineRun {
     ...(row.admitted_at ? { engineRunId: attemptIdOf(row.id, row.attempt_epoch) } : {}),
     ...(row.trigger_metadata ? { triggerMetadata: row.trigger_metadata } : {}),
     ...(row.commit_sha ? { commitSha: row.commit_sha } : {}),
+    ...(row.data ? { data: row.data as PipelineRun['data'] } : {}),
   };
 }
 

@@ -73,6 +73,12 @@ export function findTransitionsPage(db: Executor, runId: string, page: { limit: 
 }
 
 /** Whether the stack has a run that is not finished (admitted or waiting): it cannot be deleted then. */
+/** isRunFinished: the run ended (or no longer exists). */
+export async function isRunFinished(db: Executor, runId: string): Promise<boolean> {
+  const row = await db.selectFrom('pipeline_runs').select('status').where('id', '=', runId).executeTakeFirst();
+  return !row || !(ACTIVE_RUN_STATUSES as readonly string[]).includes(row.status);
+}
+
 export async function hasActiveRunOfStack(db: Executor, stackId: string): Promise<boolean> {
   const row = await db
     .selectFrom('pipeline_runs')

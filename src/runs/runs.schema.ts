@@ -55,6 +55,18 @@ export const PipelineRun = Type.Object(
           "The commit of the stack's code source the run checked out: resolved by its first step (or given by the push that triggered it), then used by every step and retry",
       }),
     ),
+    data: Type.Optional(
+      Type.Object(
+        {
+          kind: StringEnum(['stack'] as const),
+          module_input: FreeObject,
+          module_version_id: Type.String(),
+          previous_module_input: Type.Optional(FreeObject),
+          previous_module_version_id: Type.Optional(Type.String()),
+        },
+        { description: "A module deploy's run: the inputs and module version it deploys, and those the instance deployed before" },
+      ),
+    ),
   },
   { $id: 'PipelineRun', title: 'PipelineRun' },
 );

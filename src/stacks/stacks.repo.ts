@@ -42,6 +42,7 @@ export function stackRowToStack(row: StackRow): Stack {
     ...(row.first_applied_at ? { firstAppliedAt: row.first_applied_at } : {}),
     ...(row.latest_run_id ? { latestRunId: row.latest_run_id } : {}),
     ...(row.output ? { output: row.output } : {}),
+    ...(row.module_instance_id ? { moduleInstanceId: row.module_instance_id } : {}),
   };
 }
 
@@ -62,6 +63,7 @@ export async function insertStack(
     variables: Record<string, unknown>;
     changePipelineId: string;
     destroyPipelineId: string;
+    moduleInstanceId: string | null;
   },
 ): Promise<void> {
   await trx
@@ -77,6 +79,7 @@ export async function insertStack(
       variables: JSON.stringify(v.variables),
       change_pipeline_id: v.changePipelineId,
       destroy_pipeline_id: v.destroyPipelineId,
+      module_instance_id: v.moduleInstanceId,
     })
     .execute();
 }

@@ -44,6 +44,7 @@ export const Stack = Type.Object(
     latestRunId: Type.Optional(Type.String()),
     output: Type.Optional(Type.Object({}, { additionalProperties: true })),
     serviceStateBackendWorkspace: Type.Optional(Type.String()),
+    moduleInstanceId: Type.Optional(Type.String({ description: 'The module instance that owns the stack: it changes only through the instance' })),
   },
   { $id: 'Stack', title: 'Stack' },
 );

@@ -22,6 +22,7 @@ import {
   lockStackInOrg,
   lockStacksOfCodeSource,
   stackRowToStack,
+  type StackRow,
   updateStack as updateStackRow,
 } from './stacks.repo.ts';
 import type { CreateStack, StackListQuery, TriggerStackRun, UpdateStack } from './stacks.schema.ts';
@@ -46,41 +47,62 @@ async function assertPlacement(db: Executor, principal: Principal, projectId: st
 
 /** createStack creates the stack with its change and destroy pipelines, all in one transaction. */
 export async function createStack(db: Db, principal: Principal, input: CreateStack) {
+  return db.transaction().execute(async (trx) => stackRowToStack(await createStackIn(trx, principal, input)));
+}
+
+/**
+ * createStackIn creates a stack and its two pipelines in the caller's transaction: for a module
+ * instance, `moduleInstanceId` marks the stack as the instance's, changed only through it.
+ */
+export async function createStackIn(trx: Trx, principal: Principal, input: CreateStack & { moduleInstanceId?: string }) {
   const changeConfig = input.pipelines?.change ? parsePipelineConfig(input.pipelines.change) : DEFAULT_CHANGE_PIPELINE;
   const destroyConfig = input.pipelines?.destroy ? parsePipelineConfig(input.pipelines.destroy) : DEFAULT_DESTROY_PIPELINE;
-  return db.transaction().execute(async (trx) => {
-    await assertPlacement(trx, principal, input.projectId, input.environmentId);
-    if (input.source?.codeSourceId) await assertCodeSourceUsable(trx, principal, input.source.codeSourceId);
-    const pipeline = (kind: string, config: typeof changeConfig) =>
-      insertPipelineWithFirstVersion(trx, {
-        organizationId: principal.organizationId,
-        projectId: input.projectId,
-        name: `${input.name} (${kind})`,
-        config,
-        createdById: principal.userId,
-      });
-    const change = await pipeline('change', changeConfig);
-    const destroy = await pipeline('destroy', destroyConfig);
-    const id = newId();
-    try {
-      await insertStack(trx, {
-        id,
-        organizationId: principal.organizationId,
-        projectId: input.projectId,
-        environmentId: input.environmentId,
-        givenId: input.givenId ?? null,
-        name: input.name,
-        source: input.source ?? null,
-        variables: input.variables ?? {},
-        changePipelineId: change.pipelineId,
-        destroyPipelineId: destroy.pipelineId,
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new ConflictError('Stack', 'ALREADY_EXISTS', `A stack with givenId "${input.givenId}" already exists`);
-      throw error;
-    }
-    return stackRowToStack((await findStackById(trx, principal.organizationId, id))!);
-  });
+  await assertPlacement(trx, principal, input.projectId, input.environmentId);
+  if (input.source?.codeSourceId && !input.moduleInstanceId) await assertCodeSourceUsable(trx, principal, input.source.codeSourceId);
+  const pipeline = (kind: string, config: typeof changeConfig) =>
+    insertPipelineWithFirstVersion(trx, {
+      organizationId: principal.organizationId,
+      projectId: input.projectId,
+      name: `${input.name} (${kind})`,
+      config,
+      createdById: principal.userId,
+    });
+  const change = await pipeline('change', changeConfig);
+  const destroy = await pipeline('destroy', destroyConfig);
+  const id = newId();
+  try {
+    await insertStack(trx, {
+      id,
+      organizationId: principal.organizationId,
+      projectId: input.projectId,
+      environmentId: input.environmentId,
+      givenId: input.givenId ?? null,
+      name: input.name,
+      source: input.source ?? null,
+      variables: input.variables ?? {},
+      changePipelineId: change.pipelineId,
+      destroyPipelineId: destroy.pipelineId,
+      moduleInstanceId: input.moduleInstanceId ?? null,
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new ConflictError('Stack', 'ALREADY_EXISTS', `A stack with givenId "${input.givenId}" already exists`);
+    throw error;
+  }
+  return (await findStackById(trx, principal.organizationId, id))!;
+}
+
+/** A module instance's stack changes only through its instance (docs/modules.md). */
+function assertNotManaged(stack: StackRow) {
+  if (stack.module_instance_id) {
+    throw new ConflictError(
+      'Stack',
+      'MANAGED_BY_MODULE_INSTANCE',
+      `Stack ${stack.id} belongs to module instance ${stack.module_instance_id}: change the instance instead`,
+      {
+        metadata: { moduleInstanceId: stack.module_instance_id },
+      },
+    );
+  }
 }
 
 export async function getStack(db: Db, principal: Principal, id: string) {
@@ -95,7 +117,9 @@ export async function listStacks(db: Db, principal: Principal, query: StackListQ
 
 export async function updateStack(db: Db, principal: Principal, id: string, input: UpdateStack) {
   return db.transaction().execute(async (trx) => {
-    if (!(await lockStackInOrg(trx, principal.organizationId, id))) throw new NotFoundError('Stack', id);
+    const stack = await lockStackInOrg(trx, principal.organizationId, id);
+    if (!stack) throw new NotFoundError('Stack', id);
+    assertNotManaged(stack);
     if (input.source?.codeSourceId) await assertCodeSourceUsable(trx, principal, input.source.codeSourceId);
     await updateStackRow(trx, id, input);
     return stackRowToStack((await findStackById(trx, principal.organizationId, id))!);
@@ -111,16 +135,23 @@ export async function deleteStack(db: Db, principal: Principal, id: string) {
     // The stack's row lock also blocks a run being triggered meanwhile (triggers take it too).
     const stack = await lockStackInOrg(trx, principal.organizationId, id);
     if (!stack) throw new NotFoundError('Stack', id);
-    if (await hasActiveRunOfStack(trx, id)) {
-      throw new ConflictError('Stack', 'BUSY', `Stack ${id} has a run that is not finished; cancel it first`, {
-        metadata: { activeRunId: stack.active_run_id },
-      });
-    }
-    const usages = await findUsages(trx, 'Stack', id);
-    if (usages.length > 0) throw inUseError('Stack', `Stack ${id}`, usages);
-    await deleteStackById(trx, id);
-    await deletePipelinesByIds(trx, [stack.change_pipeline_id, stack.destroy_pipeline_id]);
+    assertNotManaged(stack);
+    await deleteStackIn(trx, stack);
   });
+}
+
+/** deleteStackIn deletes a locked stack with its pipelines, unless a run of it is unfinished or something uses it (409). */
+export async function deleteStackIn(trx: Trx, stack: StackRow) {
+  const id = stack.id;
+  if (await hasActiveRunOfStack(trx, id)) {
+    throw new ConflictError('Stack', 'BUSY', `Stack ${id} has a run that is not finished; cancel it first`, {
+      metadata: { activeRunId: stack.active_run_id },
+    });
+  }
+  const usages = await findUsages(trx, 'Stack', id);
+  if (usages.length > 0) throw inUseError('Stack', `Stack ${id}`, usages);
+  await deleteStackById(trx, id);
+  await deletePipelinesByIds(trx, [stack.change_pipeline_id, stack.destroy_pipeline_id]);
 }
 
 /**
@@ -129,8 +160,20 @@ export async function deleteStack(db: Db, principal: Principal, id: string) {
  * it waits behind the stack's earlier runs.
  */
 export async function triggerStackRun(db: Db, principal: Principal, stackId: string, input: TriggerStackRun) {
+  return db.transaction().execute((trx) => triggerStackRunIn(trx, principal, stackId, input));
+}
+
+/** triggerStackRunIn is triggerStackRun in the caller's transaction, with what a module deploy adds to the run (its `data`). */
+export async function triggerStackRunIn(trx: Trx, principal: Principal, stackId: string, input: TriggerStackRun & { data?: Record<string, unknown> }) {
   const action = input.action ?? 'apply';
-  const run = {
+  const stack = await lockStackInOrg(trx, principal.organizationId, stackId);
+  if (!stack) throw new NotFoundError('Stack', stackId);
+  const pipelineId = action === 'destroy' ? stack.destroy_pipeline_id : stack.change_pipeline_id;
+  // Read once the stack's lock is held: a change of the stack that committed while this waited
+  // (a new pipeline version) is what the run runs.
+  const version = await findLatestPipelineVersion(trx, pipelineId);
+  if (!version) throw new NotFoundError('Pipeline', pipelineId);
+  const triggered = await triggerRun(trx, {
     organizationId: principal.organizationId,
     stackId,
     action,
@@ -138,19 +181,12 @@ export async function triggerStackRun(db: Db, principal: Principal, stackId: str
     description: input.description ?? '',
     input: input.inputs ?? null,
     createdById: principal.userId,
-  };
-  return db.transaction().execute(async (trx) => {
-    const stack = await lockStackInOrg(trx, principal.organizationId, stackId);
-    if (!stack) throw new NotFoundError('Stack', stackId);
-    const pipelineId = action === 'destroy' ? stack.destroy_pipeline_id : stack.change_pipeline_id;
-    // Read once the stack's lock is held: a change of the stack that committed while this waited
-    // (a new pipeline version) is what the run runs.
-    const version = await findLatestPipelineVersion(trx, pipelineId);
-    if (!version) throw new NotFoundError('Pipeline', pipelineId);
-    const triggered = await triggerRun(trx, { ...run, pipelineId, pipelineVersionId: version.id });
-    // As this transaction leaves it: the response shows the run as triggered, before any worker saw it.
-    return triggeredRunToRun(triggered, stack.project_id, stack.environment_id);
+    pipelineId,
+    pipelineVersionId: version.id,
+    ...(input.data ? { data: input.data } : {}),
   });
+  // As this transaction leaves it: the response shows the run as triggered, before any worker saw it.
+  return triggeredRunToRun(triggered, stack.project_id, stack.environment_id);
 }
 
 function triggeredRunToRun(run: TriggeredRun, projectId: string, environmentId: string) {

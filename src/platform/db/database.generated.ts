@@ -237,6 +237,68 @@ export interface Memberships {
   user_id: string;
 }
 
+export interface ModuleDefinitions {
+  created_at: Generated<Timestamp>;
+  description: Generated<string>;
+  id: string;
+  latest_version: string | null;
+  latest_version_id: string | null;
+  name: string;
+  organization_id: string | null;
+  type: string;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface ModuleInstances {
+  applied_at: Timestamp | null;
+  applied_values: JsonObjectColumn | null;
+  applied_version_id: string | null;
+  created_at: Generated<Timestamp>;
+  deleting_run_id: string | null;
+  environment_id: string;
+  given_id: string;
+  id: string;
+  module_definition_id: string;
+  module_version_id: string;
+  name: string;
+  organization_id: string;
+  project_id: string;
+  stack_id: string;
+  updated_at: Generated<Timestamp>;
+  values: Generated<JsonObjectColumn>;
+}
+
+export interface ModuleReferences {
+  consumer_instance_id: string;
+  input_id: string;
+  input_path: string;
+  organization_id: string;
+  output: string;
+  output_path: Generated<string>;
+  producer_instance_id: string | null;
+  producer_ref: string;
+}
+
+export interface ModuleVersions {
+  archive: Buffer;
+  archive_sha256: string;
+  changelog: Generated<string>;
+  code_source_id: string;
+  commit_sha: string;
+  created_at: Generated<Timestamp>;
+  deprecated_at: Timestamp | null;
+  deprecation_message: string | null;
+  id: string;
+  inputs: JsonColumn;
+  module_definition_id: string;
+  organization_id: string | null;
+  outputs: JsonColumn;
+  path: string;
+  published_by_id: string | null;
+  ref: string;
+  version: string;
+}
+
 export interface Organizations {
   billing_email: string;
   created_at: Generated<Timestamp>;
@@ -250,10 +312,12 @@ export interface PipelineRuns {
   admitted_at: Timestamp | null;
   attempt_epoch: Generated<number>;
   autoapprove: Generated<boolean>;
+  blocking_stack_id: string | null;
   commit_sha: string | null;
   completed_at: Timestamp | null;
   created_at: Generated<Timestamp>;
   created_by_id: string | null;
+  data: JsonObjectColumn | null;
   description: Generated<string>;
   error: JsonObjectColumn | null;
   id: string;
@@ -267,6 +331,7 @@ export interface PipelineRuns {
   status: RunStatus;
   trigger_metadata: JsonObjectColumn | null;
   updated_at: Generated<Timestamp>;
+  wait_for_stack_ids: string[] | null;
 }
 
 export interface Pipelines {
@@ -345,6 +410,7 @@ export interface Stacks {
   given_id: string | null;
   id: string;
   latest_run_id: string | null;
+  module_instance_id: string | null;
   name: string;
   organization_id: string;
   output: JsonObjectColumn | null;
@@ -469,6 +535,10 @@ export interface DB {
   git_self_hosted_servers: GitSelfHostedServers;
   git_webhook_deliveries: GitWebhookDeliveries;
   memberships: Memberships;
+  module_definitions: ModuleDefinitions;
+  module_instances: ModuleInstances;
+  module_references: ModuleReferences;
+  module_versions: ModuleVersions;
   organizations: Organizations;
   pipeline_runs: PipelineRuns;
   pipeline_versions: PipelineVersions;

@@ -34,3 +34,7 @@ export type AuditEventsTable = DB['audit_events'];
 export type AuditChainHeadsTable = DB['audit_chain_heads'];
 export type AuditSettingsTable = DB['audit_settings'];
 export type AuditWebhookDeliveriesTable = DB['audit_webhook_deliveries'];
+export type ModuleDefinitionsTable = DB['module_definitions'];
+export type ModuleVersionsTable = DB['module_versions'];
+export type ModuleInstancesTable = DB['module_instances'];
+export type ModuleReferencesTable = DB['module_references'];

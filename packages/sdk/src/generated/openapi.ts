@@ -346,6 +346,23 @@ export interface paths {
         patch: operations["updateEnvironment"];
         trace?: never;
     };
+    "/environments/{id}/module-graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The environment's module graph: its instances, the instances elsewhere they reference, and an edge per reference */
+        get: operations["getModuleGraph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/environments/{id}/resolved-default-values": {
         parameters: {
             query?: never;
@@ -574,6 +591,149 @@ export interface paths {
         head?: never;
         /** Change a member's role */
         patch: operations["updateMembership"];
+        trace?: never;
+    };
+    "/module-definitions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's module definitions and the global ones; `status` filters (DRAFT or ACTIVE) */
+        get: operations["listModuleDefinitions"];
+        put?: never;
+        /** Create a module definition (DRAFT until a version is published); `global` for every organization (super-administrators) */
+        post: operations["createModuleDefinition"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/module-definitions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a module definition */
+        get: operations["getModuleDefinition"];
+        put?: never;
+        post?: never;
+        /** Delete a module definition and its versions (409 while instances of it exist) */
+        delete: operations["deleteModuleDefinition"];
+        options?: never;
+        head?: never;
+        /** Rename or describe a module definition */
+        patch: operations["updateModuleDefinition"];
+        trace?: never;
+    };
+    "/module-instances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's module instances; `environmentId` and `moduleDefinitionId` filter */
+        get: operations["listModuleInstances"];
+        put?: never;
+        /** Create a module instance in an environment, with the OpenTofu stack it owns */
+        post: operations["createModuleInstance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/module-instances/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a module instance with its resolved inputs and references */
+        get: operations["getModuleInstance"];
+        put?: never;
+        post?: never;
+        /** Delete a module instance: at once (204) when its stack holds nothing, else after its destroy run (202, the instance with deletingRunId) */
+        delete: operations["deleteModuleInstance"];
+        options?: never;
+        head?: never;
+        /** Rename a module instance or replace its values */
+        patch: operations["updateModuleInstance"];
+        trace?: never;
+    };
+    "/module-instances/{id}/upgrade": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move a module instance to another version of its definition; values carry over through moved_from */
+        post: operations["upgradeModuleInstance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/module-versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List module versions (oldest first, which is version order); `moduleDefinitionId` filters */
+        get: operations["listModuleVersions"];
+        put?: never;
+        /** Publish a module version: its ref is pinned to a commit, and the module's directory there archived */
+        post: operations["createModuleVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/module-versions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a module version */
+        get: operations["getModuleVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/module-versions/{id}/deprecate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deprecate a module version: new instances and upgrades refuse it; instances on it keep it */
+        post: operations["deprecateModuleVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/organizations": {
@@ -1448,7 +1608,7 @@ export interface components {
              * @description <Namespace>:<Entity>:<REASON>, one of the codes listed. A client should accept a code it does not know: a newer server may send one.
              * @enum {string}
              */
-            code: "Api:Request:INVALID" | "Api:Request:INVALID_HEADER" | "Api:Request:MALFORMED_JSON" | "Api:Request:METHOD_NOT_ALLOWED" | "Api:Request:TOO_DEEP" | "Api:Request:TOO_LARGE" | "Api:Request:UNSUPPORTED_MEDIA_TYPE" | "Api:Cursor:INVALID" | "Api:Route:NOT_FOUND" | "Api:Internal:ERROR" | "Auth:Credential:MISSING" | "Auth:Credential:INVALID" | "Auth:Credential:EXPIRED" | "Auth:Credential:REVOKED" | "Auth:Credential:TOO_MANY_FAILURES" | "Auth:Organization:FORBIDDEN" | "Auth:Permission:DENIED" | "Auth:Principal:NOT_A_USER" | "Api:ApiKey:NOT_FOUND" | "Api:ApiKey:AMBIGUOUS_OWNER" | "Api:ApiKey:INVALID_EXPIRY" | "Api:CloudAccount:NOT_FOUND" | "Api:CloudAccount:ALREADY_EXISTS" | "Api:CloudAccount:IN_USE" | "Api:CloudAccount:ROLE_ACCOUNT_MISMATCH" | "Api:CodeSource:NOT_FOUND" | "Api:CodeSource:ALREADY_EXISTS" | "Api:CodeSource:IN_USE" | "Api:CodeSource:CREDENTIAL_IN_URL" | "Api:CodeSource:INVALID_AUTH" | "Api:CodeSource:INVALID_URL" | "Api:DefaultValue:NOT_FOUND" | "Api:DefaultValue:ALREADY_EXISTS" | "Api:DefaultValue:INVALID_VALUE" | "Api:DefaultValueDefinition:NOT_FOUND" | "Api:DefaultValueDefinition:ALREADY_EXISTS" | "Api:DefaultValueDefinition:IN_USE" | "Api:DefaultValueDefinition:INVALID_SCHEMA" | "Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES" | "Api:DefaultValueDefinition:SYSTEM_MANAGED" | "Api:Environment:NOT_FOUND" | "Api:Environment:ALREADY_EXISTS" | "Api:Environment:IN_USE" | "Api:ExecutionEnvironment:NOT_FOUND" | "Api:ExecutionEnvironment:ALREADY_EXISTS" | "Api:ExecutionEnvironment:IN_USE" | "Api:GitAppInstallation:NOT_FOUND" | "Api:GitAppInstallation:TAKEN" | "Api:GitSelfHostedServer:NOT_FOUND" | "Api:GitSelfHostedServer:IN_USE" | "Api:Membership:NOT_FOUND" | "Api:Membership:ALREADY_EXISTS" | "Api:Membership:LAST_OWNER" | "Api:Organization:NOT_FOUND" | "Api:Parent:NOT_FOUND" | "Api:Pipeline:NOT_FOUND" | "Api:Pipeline:ALREADY_EXISTS" | "Api:Pipeline:IN_USE" | "Api:Pipeline:RUN_ACTIVE" | "Api:PipelineConfig:INVALID" | "Api:PipelineRun:NOT_FOUND" | "Api:PipelineRun:NOT_CANCELLABLE" | "Api:PipelineRun:NOT_RETRYABLE" | "Api:PipelineVersion:NOT_FOUND" | "Api:Project:NOT_FOUND" | "Api:Project:ALREADY_EXISTS" | "Api:Project:IN_USE" | "Api:Reference:NOT_FOUND" | "Api:SensitiveVariable:NOT_FOUND" | "Api:ServiceAccount:NOT_FOUND" | "Api:Stack:NOT_FOUND" | "Api:Stack:ALREADY_EXISTS" | "Api:Stack:IN_USE" | "Api:Stack:BUSY" | "Api:Stack:ENVIRONMENT_NOT_IN_PROJECT" | "Api:StateVersion:NOT_FOUND" | "Api:StateWorkspace:NOT_FOUND" | "Api:StepExecution:NOT_FOUND" | "Api:StepExecution:NOT_WAITING_FOR_APPROVAL" | "Api:StepLogs:TOO_MANY_FOLLOWERS" | "Api:User:NOT_FOUND" | "Git:App:BAD_RESPONSE" | "Git:App:GRANT_REFUSED" | "Git:App:NOT_ACCESSIBLE" | "Git:App:NOT_ALLOWED" | "Git:App:NOT_CONFIGURED" | "Git:App:NO_INSTALLATION" | "Git:App:TOKEN_REFUSED" | "Git:App:UNREACHABLE" | "Git:App:UNVERIFIED" | "Git:Archive:TOO_LARGE" | "Git:Credential:MISSING" | "Git:Credential:REFUSED" | "Git:Fetch:FAILED" | "Git:Fetch:TIMEOUT" | "Git:OAuth:BAD_RESPONSE" | "Git:OAuth:DENIED" | "Git:OAuth:EXPIRED" | "Git:OAuth:GRANT_REFUSED" | "Git:OAuth:NOT_ALLOWED" | "Git:OAuth:NOT_CONNECTED" | "Git:OAuth:REFRESH_REFUSED" | "Git:OAuth:UNREACHABLE" | "Git:Path:INVALID" | "Git:Path:NOT_A_DIRECTORY" | "Git:Path:NOT_FOUND" | "Git:Ref:INVALID" | "Git:Ref:NOT_FOUND" | "Git:Repository:NOT_ALLOWED" | "Git:Repository:NOT_FOUND" | "Git:Repository:TIMEOUT" | "Git:Repository:UNREACHABLE" | "Git:Sandbox:UNAVAILABLE" | "Git:State:INVALID" | "Git:State:EXPIRED" | "Git:State:USED" | "Git:State:OTHER_BROWSER" | "Git:Webhook:INVALID" | "Git:Webhook:UNVERIFIED" | "OpenTofu:State:CHECKSUM_MISMATCH" | "OpenTofu:State:INVALID" | "OpenTofu:State:LINEAGE_MISMATCH" | "OpenTofu:State:OTHER_STACK" | "OpenTofu:State:STALE_SERIAL" | "OpenTofu:StateLock:INVALID" | "OpenTofu:StateLock:LOCKED" | "OpenTofu:StateLock:NOT_HELD" | "OpenTofu:StateLock:NOT_HOLDER" | "Engine:Run:STEP_FAILED" | "Engine:Run:CANCELLED" | "Engine:Approval:REJECTED" | "Engine:Worker:LOST" | "Engine:Worker:ERROR" | "Engine:Script:FAILED" | "Engine:Script:SPAWN_FAILED" | "Engine:Step:TIMED_OUT" | "Engine:ExecutionEnvironment:UNSUPPORTED" | "Engine:StepType:NOT_IMPLEMENTED" | "Engine:StepType:NOT_DISPATCHABLE" | "Engine:Sandbox:UNAVAILABLE" | "Engine:Log:STORE_FAILED" | "OpenTofu:Step:NO_STACK" | "OpenTofu:Command:FAILED" | "OpenTofu:Plan:NOT_FOUND" | "OpenTofu:Plan:NOT_THIS_RUN" | "OpenTofu:Plan:WRONG_KIND" | "OpenTofu:Backend:OVERRIDDEN" | "OpenTofu:Backend:NOT_PLINTH" | "OpenTofu:Mask:TOO_LARGE" | "OpenTofu:Output:INVALID" | "Engine:Checkout:FAILED" | "Engine:Checkout:INVALID_SOURCE" | "Engine:Checkout:FENCED";
+            code: "Api:Request:INVALID" | "Api:Request:INVALID_HEADER" | "Api:Request:MALFORMED_JSON" | "Api:Request:METHOD_NOT_ALLOWED" | "Api:Request:TOO_DEEP" | "Api:Request:TOO_LARGE" | "Api:Request:UNSUPPORTED_MEDIA_TYPE" | "Api:Cursor:INVALID" | "Api:Route:NOT_FOUND" | "Api:Internal:ERROR" | "Auth:Credential:MISSING" | "Auth:Credential:INVALID" | "Auth:Credential:EXPIRED" | "Auth:Credential:REVOKED" | "Auth:Credential:TOO_MANY_FAILURES" | "Auth:Organization:FORBIDDEN" | "Auth:Permission:DENIED" | "Auth:Principal:NOT_A_USER" | "Api:ApiKey:NOT_FOUND" | "Api:ApiKey:AMBIGUOUS_OWNER" | "Api:ApiKey:INVALID_EXPIRY" | "Api:CloudAccount:NOT_FOUND" | "Api:CloudAccount:ALREADY_EXISTS" | "Api:CloudAccount:IN_USE" | "Api:CloudAccount:ROLE_ACCOUNT_MISMATCH" | "Api:CodeSource:NOT_FOUND" | "Api:CodeSource:ALREADY_EXISTS" | "Api:CodeSource:IN_USE" | "Api:CodeSource:CREDENTIAL_IN_URL" | "Api:CodeSource:INVALID_AUTH" | "Api:CodeSource:INVALID_URL" | "Api:DefaultValue:NOT_FOUND" | "Api:DefaultValue:ALREADY_EXISTS" | "Api:DefaultValue:INVALID_VALUE" | "Api:DefaultValueDefinition:NOT_FOUND" | "Api:DefaultValueDefinition:ALREADY_EXISTS" | "Api:DefaultValueDefinition:IN_USE" | "Api:DefaultValueDefinition:INVALID_SCHEMA" | "Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES" | "Api:DefaultValueDefinition:SYSTEM_MANAGED" | "Api:Environment:NOT_FOUND" | "Api:Environment:ALREADY_EXISTS" | "Api:Environment:IN_USE" | "Api:ExecutionEnvironment:NOT_FOUND" | "Api:ExecutionEnvironment:ALREADY_EXISTS" | "Api:ExecutionEnvironment:IN_USE" | "Api:GitAppInstallation:NOT_FOUND" | "Api:GitAppInstallation:TAKEN" | "Api:GitSelfHostedServer:NOT_FOUND" | "Api:GitSelfHostedServer:IN_USE" | "Api:Membership:NOT_FOUND" | "Api:Membership:ALREADY_EXISTS" | "Api:Membership:LAST_OWNER" | "Api:ModuleDefinition:NOT_FOUND" | "Api:ModuleDefinition:ALREADY_EXISTS" | "Api:ModuleDefinition:IN_USE" | "Api:ModuleDefinition:GLOBAL_READ_ONLY" | "Api:ModuleInstance:NOT_FOUND" | "Api:ModuleInstance:ALREADY_EXISTS" | "Api:ModuleInstance:INVALID_INPUTS" | "Api:ModuleInstance:REFERENCE_CYCLE" | "Api:ModuleInstance:DEPLOYING" | "Api:ModuleInstance:DELETING" | "Api:ModuleInstance:IN_USE" | "Api:ModuleVersion:NOT_FOUND" | "Api:ModuleVersion:ALREADY_EXISTS" | "Api:ModuleVersion:INVALID_VERSION" | "Api:ModuleVersion:NOT_NEWER" | "Api:ModuleVersion:INVALID" | "Api:ModuleVersion:OTHER_DEFINITION" | "Api:Organization:NOT_FOUND" | "Api:Parent:NOT_FOUND" | "Api:Pipeline:NOT_FOUND" | "Api:Pipeline:ALREADY_EXISTS" | "Api:Pipeline:IN_USE" | "Api:Pipeline:RUN_ACTIVE" | "Api:PipelineConfig:INVALID" | "Api:PipelineRun:NOT_FOUND" | "Api:PipelineRun:NOT_CANCELLABLE" | "Api:PipelineRun:NOT_RETRYABLE" | "Api:PipelineVersion:NOT_FOUND" | "Api:Project:NOT_FOUND" | "Api:Project:ALREADY_EXISTS" | "Api:Project:IN_USE" | "Api:Reference:NOT_FOUND" | "Api:SensitiveVariable:NOT_FOUND" | "Api:ServiceAccount:NOT_FOUND" | "Api:Stack:NOT_FOUND" | "Api:Stack:ALREADY_EXISTS" | "Api:Stack:IN_USE" | "Api:Stack:BUSY" | "Api:Stack:ENVIRONMENT_NOT_IN_PROJECT" | "Api:Stack:MANAGED_BY_MODULE_INSTANCE" | "Api:StateVersion:NOT_FOUND" | "Api:StateWorkspace:NOT_FOUND" | "Api:StepExecution:NOT_FOUND" | "Api:StepExecution:NOT_WAITING_FOR_APPROVAL" | "Api:StepLogs:TOO_MANY_FOLLOWERS" | "Api:User:NOT_FOUND" | "Git:App:BAD_RESPONSE" | "Git:App:GRANT_REFUSED" | "Git:App:NOT_ACCESSIBLE" | "Git:App:NOT_ALLOWED" | "Git:App:NOT_CONFIGURED" | "Git:App:NO_INSTALLATION" | "Git:App:TOKEN_REFUSED" | "Git:App:UNREACHABLE" | "Git:App:UNVERIFIED" | "Git:Archive:TOO_LARGE" | "Git:Credential:MISSING" | "Git:Credential:REFUSED" | "Git:Fetch:FAILED" | "Git:Fetch:TIMEOUT" | "Git:OAuth:BAD_RESPONSE" | "Git:OAuth:DENIED" | "Git:OAuth:EXPIRED" | "Git:OAuth:GRANT_REFUSED" | "Git:OAuth:NOT_ALLOWED" | "Git:OAuth:NOT_CONNECTED" | "Git:OAuth:REFRESH_REFUSED" | "Git:OAuth:UNREACHABLE" | "Git:Path:INVALID" | "Git:Path:NOT_A_DIRECTORY" | "Git:Path:NOT_FOUND" | "Git:Ref:INVALID" | "Git:Ref:NOT_FOUND" | "Git:Repository:NOT_ALLOWED" | "Git:Repository:NOT_FOUND" | "Git:Repository:TIMEOUT" | "Git:Repository:UNREACHABLE" | "Git:Sandbox:UNAVAILABLE" | "Git:State:INVALID" | "Git:State:EXPIRED" | "Git:State:USED" | "Git:State:OTHER_BROWSER" | "Git:Webhook:INVALID" | "Git:Webhook:UNVERIFIED" | "OpenTofu:State:CHECKSUM_MISMATCH" | "OpenTofu:State:INVALID" | "OpenTofu:State:LINEAGE_MISMATCH" | "OpenTofu:State:OTHER_STACK" | "OpenTofu:State:STALE_SERIAL" | "OpenTofu:StateLock:INVALID" | "OpenTofu:StateLock:LOCKED" | "OpenTofu:StateLock:NOT_HELD" | "OpenTofu:StateLock:NOT_HOLDER" | "Engine:Run:STEP_FAILED" | "Engine:Run:CANCELLED" | "Engine:Approval:REJECTED" | "Engine:Worker:LOST" | "Engine:Worker:ERROR" | "Engine:Script:FAILED" | "Engine:Script:SPAWN_FAILED" | "Engine:Step:TIMED_OUT" | "Engine:ExecutionEnvironment:UNSUPPORTED" | "Engine:StepType:NOT_IMPLEMENTED" | "Engine:StepType:NOT_DISPATCHABLE" | "Engine:Sandbox:UNAVAILABLE" | "Engine:Log:STORE_FAILED" | "OpenTofu:Step:NO_STACK" | "OpenTofu:Command:FAILED" | "OpenTofu:Plan:NOT_FOUND" | "OpenTofu:Plan:NOT_THIS_RUN" | "OpenTofu:Plan:WRONG_KIND" | "OpenTofu:Backend:OVERRIDDEN" | "OpenTofu:Backend:NOT_PLINTH" | "OpenTofu:Mask:TOO_LARGE" | "OpenTofu:Output:INVALID" | "Engine:Checkout:FAILED" | "Engine:Checkout:INVALID_SOURCE" | "Engine:Checkout:FENCED";
             description?: string;
             details?: {
                 items?: string[];
@@ -2065,6 +2225,32 @@ export interface components {
             updatedAt: string;
             userId?: string;
         };
+        /** ModuleDefinition */
+        ModuleDefinition: {
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            description: string;
+            /** @description Published by a super-administrator for every organization; read-only to organizations */
+            global: boolean;
+            id: string;
+            /** @description The newest published version */
+            latestVersion?: string;
+            latestVersionId?: string;
+            name: string;
+            /** @description Absent on a global definition */
+            organizationId?: string;
+            /** @enum {string} */
+            status: "DRAFT" | "ACTIVE";
+            type: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            updatedAt: string;
+        };
         /** ModuleDeployStep */
         ModuleDeployStep: {
             /** @description Unique among the steps of the config */
@@ -2085,6 +2271,194 @@ export interface components {
                 /** @description The module instance to deploy */
                 moduleInstanceId: string;
             };
+        };
+        /**
+         * ModuleGraph
+         * @description An environment's module instances and the references between them
+         */
+        ModuleGraph: {
+            edges: {
+                /** @description The outputs the reference consumes */
+                consumedFields: string[];
+                crossEnv: boolean;
+                /** @description The consumer and the reference within its inputs */
+                id: string;
+                messages: {
+                    /** @description The output the reference consumes */
+                    field: string;
+                    /**
+                     * @description MISSING_INSTANCE: the producer is gone; MISSING_OUTPUT: its version declares no such output; OUTPUT_NOT_APPLIED: it has not applied the output yet
+                     * @enum {string}
+                     */
+                    kind: "MISSING_INSTANCE" | "MISSING_OUTPUT" | "OUTPUT_NOT_APPLIED";
+                    message: string;
+                    /** @description The producer's id, or the reference as written when no instance has it */
+                    producerInstanceId: string;
+                    refInputId: string;
+                    refInputPath: string;
+                }[];
+                refInputId: string;
+                refInputPath: string;
+                /** @description The producing node */
+                source: string;
+                /** @description The consuming node */
+                target: string;
+            }[];
+            nodes: {
+                environmentId: string;
+                givenId: string;
+                id: string;
+                /**
+                 * @description INSTANCE: of this environment; EXTERNAL_INSTANCE: of another environment, referenced by one of this environment's
+                 * @enum {string}
+                 */
+                kind: "INSTANCE" | "EXTERNAL_INSTANCE";
+                /** @description Problems of its references whose producer does not exist (no edge can show them) */
+                messages: {
+                    /** @description The output the reference consumes */
+                    field: string;
+                    /**
+                     * @description MISSING_INSTANCE: the producer is gone; MISSING_OUTPUT: its version declares no such output; OUTPUT_NOT_APPLIED: it has not applied the output yet
+                     * @enum {string}
+                     */
+                    kind: "MISSING_INSTANCE" | "MISSING_OUTPUT" | "OUTPUT_NOT_APPLIED";
+                    message: string;
+                    /** @description The producer's id, or the reference as written when no instance has it */
+                    producerInstanceId: string;
+                    refInputId: string;
+                    refInputPath: string;
+                }[];
+                moduleType: string;
+                moduleVersionId: string;
+                name: string;
+                version: string;
+            }[];
+        };
+        /** ModuleInstance */
+        ModuleInstance: {
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            appliedAt?: string;
+            /** @description The version the last successful apply deployed */
+            appliedVersionId?: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            /** @description Set while a delete waits for its destroy run */
+            deletingRunId?: string;
+            environmentId: string;
+            givenId: string;
+            id: string;
+            /** @description Every input of the version: its value and where it came from (when reading one instance) */
+            inputs?: {
+                /** @description A show_when condition hides it: not required, not kept */
+                hidden?: boolean;
+                id: string;
+                label: string;
+                source: {
+                    defaultValueDefinitionId?: string;
+                    defaultValueId?: string;
+                    parentId?: string;
+                    /**
+                     * @description VALUE: set on the instance; DEFAULT: the input's literal default; ENVIRONMENT, PROJECT, ORGANIZATION, DEFINITION: a default value (docs/inputs.md)
+                     * @enum {string}
+                     */
+                    type: "VALUE" | "DEFAULT" | "ENVIRONMENT" | "PROJECT" | "ORGANIZATION" | "DEFINITION";
+                };
+                value?: unknown;
+            }[];
+            moduleDefinitionId: string;
+            moduleType: string;
+            moduleVersionId: string;
+            name: string;
+            organizationId: string;
+            projectId: string;
+            /** @description Its reference values and their problems (when reading one instance) */
+            references?: {
+                inputId: string;
+                /** @description JSON Pointer of the reference value within the inputs */
+                inputPath: string;
+                /** @description As written: an id, or a givenId in the same environment */
+                instance: string;
+                messages: {
+                    /** @description The output the reference consumes */
+                    field: string;
+                    /**
+                     * @description MISSING_INSTANCE: the producer is gone; MISSING_OUTPUT: its version declares no such output; OUTPUT_NOT_APPLIED: it has not applied the output yet
+                     * @enum {string}
+                     */
+                    kind: "MISSING_INSTANCE" | "MISSING_OUTPUT" | "OUTPUT_NOT_APPLIED";
+                    message: string;
+                    /** @description The producer's id, or the reference as written when no instance has it */
+                    producerInstanceId: string;
+                    refInputId: string;
+                    refInputPath: string;
+                }[];
+                output: string;
+                path: string;
+                /** @description Absent when the producer no longer exists */
+                producerInstanceId?: string;
+            }[];
+            /** @description The OpenTofu stack the instance owns and keeps in step */
+            stackId: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            updatedAt: string;
+            /** @description Input values by input id; any value may be a reference value {"$ref": {...}} */
+            values: {
+                [key: string]: unknown;
+            };
+            version: string;
+        };
+        /** ModuleVersion */
+        ModuleVersion: {
+            /** @description SHA-256 of the archive the module registry serves */
+            archiveSha256: string;
+            changelog: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            deprecated: boolean;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            deprecatedAt?: string;
+            deprecationMessage?: string;
+            id: string;
+            inputs: {
+                [key: string]: unknown;
+            }[];
+            moduleDefinitionId: string;
+            /** @description Absent on a version of a global definition */
+            organizationId?: string;
+            outputs: {
+                description?: string;
+                /** @description The OpenTofu output name */
+                name: string;
+                /**
+                 * @description Masked wherever Plinth shows it
+                 * @default false
+                 */
+                sensitive: boolean;
+            }[];
+            publishedById?: string;
+            source: {
+                codeSourceId: string;
+                commitSha: string;
+                /** @description Directory inside the repository; empty for its root */
+                path: string;
+                ref: string;
+            };
+            version: string;
         };
         /** OpenTofuApplyStep */
         OpenTofuApplyStep: {
@@ -2244,6 +2618,19 @@ export interface components {
              */
             createdAt: string;
             createdById?: string;
+            /** @description A module deploy's run: the inputs and module version it deploys, and those the instance deployed before */
+            data?: {
+                /** @enum {string} */
+                kind: "stack";
+                module_input: {
+                    [key: string]: unknown;
+                };
+                module_version_id: string;
+                previous_module_input?: {
+                    [key: string]: unknown;
+                };
+                previous_module_version_id?: string;
+            };
             description: string;
             engineRunId?: string;
             engineWorkflowId: string;
@@ -2478,6 +2865,8 @@ export interface components {
             givenId?: string;
             id: string;
             latestRunId?: string;
+            /** @description The module instance that owns the stack: it changes only through the instance */
+            moduleInstanceId?: string;
             name: string;
             organizationId: string;
             output?: {
@@ -6388,6 +6777,89 @@ export interface operations {
             };
         };
     };
+    getModuleGraph: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleGraph"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     resolveEnvironmentDefaultValues: {
         parameters: {
             query?: {
@@ -8485,6 +8957,1622 @@ export interface operations {
             };
             /** @description The organization would be left without an OWNER */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listModuleDefinitions: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description Only records with exactly this name */
+                name?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                /** @description DRAFT: no published version yet; ACTIVE: at least one */
+                status?: "DRAFT" | "ACTIVE";
+                /** @description Only the definitions of exactly this type */
+                type?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleDefinition"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createModuleDefinition: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        description?: string;
+                        /**
+                         * @description Publish for every organization (super-administrators only)
+                         * @default false
+                         */
+                        global?: boolean;
+                        name: string;
+                        /** @description Free text without spaces, such as `aws/ecs-service`. A type of the form `<system>/<name>` is also served by the module registry */
+                        type: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleDefinition"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A global definition needs a super-administrator */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A definition of this type already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getModuleDefinition: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleDefinition"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteModuleDefinition: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The definition is global */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Instances of the definition exist; `details` names them */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateModuleDefinition: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        description?: string;
+                        name?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleDefinition"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The definition is global */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listModuleInstances: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                /** @description Only the instances of this environment */
+                environmentId?: string;
+                /** @description Only the record with this givenId */
+                givenId?: string;
+                limit?: number | null;
+                /** @description Only the instances of this definition */
+                moduleDefinitionId?: string;
+                /** @description Only records with exactly this name */
+                name?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleInstance"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createModuleInstance: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        environmentId: string;
+                        /** @description Caller-chosen identifier */
+                        givenId: string;
+                        moduleVersionId: string;
+                        name: string;
+                        /** @description Input values by input id; any value may be a reference value {"$ref": {...}} */
+                        values?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleInstance"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The environment already has an instance with this givenId */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The values break rules of the version (every problem listed, by input id and label), or their references would close a cycle */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getModuleInstance: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleInstance"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteModuleInstance: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleInstance"];
+                    };
+                };
+            };
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Other instances consume its outputs; `details` names them */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateModuleInstance: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        name?: string;
+                        /** @description The whole set of values: inputs left out fall back to their defaults */
+                        values?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleInstance"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The instance is being deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The values break rules of the version (every problem listed, by input id and label), or their references would close a cycle */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    upgradeModuleInstance: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        moduleVersionId: string;
+                        /** @description Values for the new version; without them the current ones carry over (through moved_from where inputs were renamed or merged) */
+                        values?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleInstance"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The instance is being deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The values break rules of the version (every problem listed, by input id and label), or their references would close a cycle */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listModuleVersions: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description Only the versions of this definition */
+                moduleDefinitionId?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleVersion"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createModuleVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        changelog?: string;
+                        inputs: components["schemas"]["InputProperty"][];
+                        moduleDefinitionId: string;
+                        outputs?: {
+                            description?: string;
+                            /** @description The OpenTofu output name */
+                            name: string;
+                            /**
+                             * @description Masked wherever Plinth shows it
+                             * @default false
+                             */
+                            sensitive?: boolean;
+                        }[];
+                        source: {
+                            codeSourceId: string;
+                            /** @description Directory of the module inside the repository; default its root */
+                            path?: string;
+                            /** @description Branch, tag or commit; pinned to its commit when published */
+                            ref: string;
+                        };
+                        /** @description A semantic version newer than every published one, such as 1.4.0 */
+                        version: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleVersion"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The definition is global */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The version is already published */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a semantic version, not newer than the latest, invalid inputs or outputs, or the ref or path does not exist */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getModuleVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleVersion"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deprecateModuleVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description Why, and what to use instead */
+                        message?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ModuleVersion"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The definition is global */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,164 @@
+// The inputs of a module instance, evaluated against its version's InputProperty list: what is kept,
+// what each input resolves to and from where, and every problem at once (docs/modules.md#inputs).
+
+import { DEFAULT_VALUE_REF_KEY, type InputProperty } from '../inputs/inputs.schema.ts';
+import { findReferences, type FoundReference } from '../inputs/references.ts';
+import { isShown, validateInputs, type Problem } from '../inputs/validate-value.ts';
+import type { ResolvedDefaultValue } from '../default-values/default-values.schema.ts';
+
+/** Where an input's value came from. */
+export const INPUT_SOURCES = ['VALUE', 'DEFAULT', 'ENVIRONMENT', 'PROJECT', 'ORGANIZATION', 'DEFINITION'] as const;
+export type InputSource = (typeof INPUT_SOURCES)[number];
+
+export interface ResolvedInput {
+  id: string;
+  label: string;
+  /** Absent when the input has no value (optional and unset, or hidden). */
+  value?: unknown;
+  source: {
+    type: InputSource;
+    defaultValueDefinitionId?: string;
+    parentId?: string;
+    defaultValueId?: string;
+  };
+  /** A show_when condition hides it: it is neither required nor kept. */
+  hidden?: boolean;
+}
+
+export interface InputEvaluation {
+  /** The values to store: as written, minus those of hidden inputs. */
+  kept: Record<string, unknown>;
+  /** The values a deploy uses: kept plus the defaults of inputs without one (reference values left in place). */
+  effective: Record<string, unknown>;
+  resolved: ResolvedInput[];
+  references: FoundReference[];
+  /** `/data/values/<id>… (<label>): <message>` lines, every one of the request. */
+  problems: string[];
+}
+
+export interface EvaluationContext {
+  inputs: InputProperty[];
+  values: Record<string, unknown>;
+  /** What the last successful apply deployed (resolved values by input id), for `immutable` and `min_current_value`. */
+  applied?: Record<string, unknown>;
+  /** The effective default value of a default-value definition (by givenId) for the instance's environment. */
+  resolveDefaultValue: (givenId: string) => Promise<ResolvedDefaultValue | undefined>;
+}
+
+function isMissing(input: InputProperty, value: unknown): boolean {
+  return value === undefined || value === null || (value === '' && (input.type === 'string' || input.type === 'text'));
+}
+
+async function defaultOf(input: InputProperty, ctx: EvaluationContext): Promise<Pick<ResolvedInput, 'value' | 'source'> | undefined> {
+  const d = input.default as unknown;
+  if (d === undefined) return undefined;
+  if (typeof d === 'object' && d !== null && DEFAULT_VALUE_REF_KEY in d) {
+    const resolved = await ctx.resolveDefaultValue((d as Record<string, string>)[DEFAULT_VALUE_REF_KEY]);
+    if (!resolved) return undefined;
+    const { type, parentId, defaultValueId } = resolved.source;
+    return {
+      value: resolved.value,
+      source: {
+        type,
+        defaultValueDefinitionId: resolved.defaultValueDefinitionId,
+        ...(parentId ? { parentId } : {}),
+        ...(defaultValueId ? { defaultValueId } : {}),
+      },
+    };
+  }
+  return { value: d, source: { type: 'DEFAULT' } };
+}
+
+/** The value the last apply deployed for an input: under its id, else under an id it was moved from. */
+export function appliedValueOf(input: InputProperty, applied: Record<string, unknown>): unknown {
+  if (applied[input.id] !== undefined) return applied[input.id];
+  for (const old of input.moved_from ?? []) if (applied[old] !== undefined) return applied[old];
+  return undefined;
+}
+
+/**
+ * carryOver maps an instance's values onto another version's inputs: an input keeps its value, or takes
+ * that of the first input it was moved from (a rename, or a merge of several) that has one. Values of
+ * inputs the version no longer has are dropped.
+ */
+export function carryOver(values: Record<string, unknown>, inputs: InputProperty[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const input of inputs) {
+    const from = [input.id, ...(input.moved_from ?? [])].find((id) => values[id] !== undefined);
+    if (from !== undefined) out[input.id] = values[from];
+  }
+  return out;
+}
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** The rules that compare with what is deployed: `immutable` and `min_current_value`. */
+function deployedRuleProblems(input: InputProperty, value: unknown, applied: Record<string, unknown>): Problem[] {
+  const current = appliedValueOf(input, applied);
+  if (current === undefined) return [];
+  if (input.immutable && !same(value, current)) {
+    return [{ path: '', message: `is immutable once deployed: it must stay ${JSON.stringify(current)}` }];
+  }
+  const minCurrent = 'min_current_value' in input && input.min_current_value;
+  if (minCurrent && typeof value === 'number' && typeof current === 'number' && value < current) {
+    return [{ path: '', message: `must not go below the deployed value ${current}` }];
+  }
+  return [];
+}
+
+function formatFor(inputs: InputProperty[]) {
+  const labels = new Map(inputs.map((i) => [i.id, i.label]));
+  return (problem: Problem): string => {
+    const id = problem.path.split('/')[1]?.replace(/~1/g, '/').replace(/~0/g, '~') ?? '';
+    const label = labels.get(id);
+    return `/data/values${problem.path}${label ? ` (${label})` : ''}: ${problem.message}`;
+  };
+}
+
+/** evaluateInputs checks a set of values against a version's inputs and resolves what deploys would use. */
+export async function evaluateInputs(ctx: EvaluationContext): Promise<InputEvaluation> {
+  const { references, problems: referenceProblems } = findReferences(ctx.values);
+  const effective: Record<string, unknown> = {};
+  const sources = new Map<string, ResolvedInput['source']>();
+  for (const input of ctx.inputs) {
+    const given = ctx.values[input.id];
+    if (!isMissing(input, given)) {
+      effective[input.id] = given;
+      sources.set(input.id, { type: 'VALUE' });
+      continue;
+    }
+    const fallback = await defaultOf(input, ctx);
+    if (fallback) {
+      effective[input.id] = fallback.value;
+      sources.set(input.id, fallback.source);
+    }
+  }
+  // Unknown ids stay in, so the validator names them.
+  for (const [id, value] of Object.entries(ctx.values)) if (!(id in effective) && !ctx.inputs.some((i) => i.id === id)) effective[id] = value;
+  const hidden = new Set(ctx.inputs.filter((i) => !isShown(i, effective)).map((i) => i.id));
+  for (const id of hidden) delete effective[id];
+  const problems: Problem[] = [...referenceProblems, ...validateInputs(ctx.inputs, effective)];
+  if (ctx.applied) {
+    for (const input of ctx.inputs) {
+      if (hidden.has(input.id) || effective[input.id] === undefined) continue;
+      for (const p of deployedRuleProblems(input, effective[input.id], ctx.applied)) problems.push({ ...p, path: `/${input.id}` });
+    }
+  }
+  const kept = Object.fromEntries(Object.entries(ctx.values).filter(([id, v]) => !hidden.has(id) && v !== undefined));
+  const resolved = ctx.inputs.map<ResolvedInput>((input) => ({
+    id: input.id,
+    label: input.label,
+    ...(effective[input.id] !== undefined ? { value: effective[input.id] } : {}),
+    source: sources.get(input.id) ?? { type: 'VALUE' },
+    ...(hidden.has(input.id) ? { hidden: true } : {}),
+  }));
+  return {
+    kept,
+    effective,
+    resolved,
+    references: references.filter((r) => !hidden.has(r.inputId)),
+    problems: problems.map(formatFor(ctx.inputs)),
+  };
+}
