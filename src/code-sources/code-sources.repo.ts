@@ -40,6 +40,33 @@ export function findCodeSourceById(db: Executor, id: string) {
   return db.selectFrom('code_sources').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/**
+ * findCodeSourceOfStack is the code source a run of the stack may check out: one of the stack's
+ * organization, or the source of the global module version the stack's instance deploys (a global
+ * module's code lives in the organization that published it).
+ */
+export function findCodeSourceOfStack(db: Executor, id: string, stack: { id: string; organizationId: string }) {
+  return db
+    .selectFrom('code_sources')
+    .selectAll()
+    .where('id', '=', id)
+    .where((eb) =>
+      eb.or([
+        eb('organization_id', '=', stack.organizationId),
+        eb.exists(
+          eb
+            .selectFrom('module_instances as i')
+            .innerJoin('module_versions as v', 'v.id', 'i.module_version_id')
+            .select('i.id')
+            .where('i.stack_id', '=', stack.id)
+            .where('v.organization_id', 'is', null)
+            .where('v.code_source_id', '=', id),
+        ),
+      ]),
+    )
+    .executeTakeFirst();
+}
+
 export function findCodeSourcesPage(db: Executor, organizationId: string, filter: NamedFilter, page: PageRequest) {
   let query = db.selectFrom('code_sources').selectAll().where('organization_id', '=', organizationId);
   if (filter.givenId !== undefined) query = query.where('given_id', '=', filter.givenId);

@@ -113,6 +113,8 @@ async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, o: LockedRunOpt
     case 'releaseStack':
       await releaseStack(trx, s.stackId!, s.id, s.status === 'SUCCEEDED');
       return stackRunFinished(trx, { stackId: s.stackId!, runId: s.id, succeeded: s.status === 'SUCCEEDED' });
+    case 'releaseWaiting':
+      return releaseRunsWaitingFor(trx, s.stackId!, s.id, false);
     case 'enterStackQueue':
       return enterStackQueue(trx, s.id, s.stackId, o.actor);
   }
@@ -168,7 +170,8 @@ async function releaseStack(trx: Trx, stackId: string, runId: string, succeeded:
 /**
  * releaseRunsWaitingFor moves on the runs that waited for the stack to be idle: each waits for the next
  * of its stacks still busy, or enters its own stack's queue. When the run that just ended there did not
- * succeed, they are cancelled instead: they would deploy on what it failed to produce.
+ * succeed (failed, or cancelled, even before its stack admitted it), they are cancelled instead: they
+ * would deploy on what it failed to produce.
  */
 async function releaseRunsWaitingFor(trx: Trx, stackId: string, endedRunId: string, succeeded: boolean): Promise<void> {
   for (const waiting of await lockRunsWaitingFor(trx, stackId)) {

@@ -87,6 +87,8 @@ export type RunWrite =
   | { kind: 'stopProcess'; id: string }
   /** The run ended: its stack goes to the next waiting run. */
   | { kind: 'releaseStack' }
+  /** The run ended before its stack admitted it: the runs waiting for its stack to be idle hear of it. */
+  | { kind: 'releaseWaiting' }
   /** The run (retried) waits for its stack again, or is admitted at once. */
   | { kind: 'enterStackQueue' };
 
@@ -247,7 +249,7 @@ export function decideCancel(s: RunSnapshot, ctx: DecideContext, why?: string): 
   }
   const error = engineError('Engine:Run:CANCELLED', why ?? `Cancelled by ${ctx.actor}`);
   writes.push({ kind: 'run', status: { from: s.status, to: 'CANCELLED', reason: 'cancelled' }, set: { completed: true, error } });
-  if (s.stackId && s.admitted) writes.push({ kind: 'releaseStack' });
+  if (s.stackId) writes.push({ kind: s.admitted ? 'releaseStack' : 'releaseWaiting' });
   return { writes, result: undefined };
 }
 

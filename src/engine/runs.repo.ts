@@ -38,6 +38,8 @@ export interface LockedRunRow extends RunColumns {
   commit_sha: string | null;
   /** The run's stack's Git source (`{ codeSourceId, ref, path }`); null without a stack or a source. */
   stack_source: JsonObject | null;
+  /** A module deploy's record of what it deploys: its `module_input` are the variables its OpenTofu steps use. */
+  data: JsonObject | null;
 }
 
 /** One execution as the run's read returns it. */
@@ -56,7 +58,7 @@ export interface ExecutionJson
 const RUN_JOINED = sql`v.config, ee.type as execution_environment_type, ee.egress_allow as execution_environment_egress_allow, coalesce(r.trigger_metadata ? 'webhook_event', false) as by_webhook, s.source as stack_source`;
 const RUN_SELECT = sql`
   select r.id, r.organization_id, r.pipeline_id, r.pipeline_version_id, r.stack_id, r.status, r.action, r.autoapprove, r.input,
-         r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, r.created_at, r.commit_sha, ${RUN_JOINED}`;
+         r.attempt_epoch, r.admitted_at, r.started_at, r.last_attempt_started_at, r.created_at, r.commit_sha, r.data, ${RUN_JOINED}`;
 /** The run `r` with what every command reads beside it; `runs`: the table, or the CTE of a run being inserted. */
 const runFrom = (runs: 'pipeline_runs' | 'created') => sql`
     from ${sql.raw(runs)} r join pipeline_versions v on v.id = r.pipeline_version_id

@@ -52,20 +52,35 @@ export async function passStackToNextWaitingRun(trx: Trx, stackId: string): Prom
 }
 
 /**
- * findBusyStack share-locks the stacks (in id order) and answers the first with an active run. The lock
- * keeps that run's release from committing before the caller does: the release then sees the caller's
- * run waiting for the stack, and lets it go on.
+ * findBusyStack share-locks the stacks (in id order) and answers the first with a run that is not
+ * finished: an admitted one, or one still waiting (in its stack's queue, or itself for other stacks).
+ * The lock keeps that run's release from committing before the caller does: the release then sees the
+ * caller's run waiting for the stack, and lets it go on.
  */
 export async function findBusyStack(trx: Trx, stackIds: readonly string[]): Promise<string | undefined> {
   if (stackIds.length === 0) return undefined;
   const rows = await trx
-    .selectFrom('stacks')
-    .select(['id', 'active_run_id'])
-    .where('id', 'in', [...stackIds])
-    .orderBy('id')
-    .forShare()
+    .selectFrom('stacks as s')
+    .select([
+      's.id',
+      's.active_run_id',
+      (eb) =>
+        eb
+          .exists(
+            eb
+              .selectFrom('pipeline_runs as r')
+              .select('r.id')
+              .whereRef('r.stack_id', '=', 's.id')
+              .where('r.status', '=', 'QUEUED')
+              .where('r.admitted_at', 'is', null),
+          )
+          .as('has_waiting'),
+    ])
+    .where('s.id', 'in', [...stackIds])
+    .orderBy('s.id')
+    .forShare('s')
     .execute();
-  return rows.find((r) => r.active_run_id !== null)?.id;
+  return rows.find((r) => r.active_run_id !== null || r.has_waiting)?.id;
 }
 
 /** The runs waiting for a stack to be idle, locked in id order. */

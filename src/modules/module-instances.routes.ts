@@ -12,6 +12,9 @@ import {
   upgradeModuleInstance,
 } from './module-instances.service.ts';
 import { ModuleGraph, moduleGraphOf } from './module-graph.ts';
+import { deployEnvironment, DeployRequest, deployModuleInstance } from './module-deploys.ts';
+import { PipelineRun } from '../runs/runs.schema.ts';
+import { Type } from '@sinclair/typebox';
 
 const INPUT_ERRORS = {
   409: 'The instance is being deleted',
@@ -121,8 +124,65 @@ export async function moduleInstanceRoutes(app: App) {
   );
 }
 
-/** The module graph of an environment. */
+/** Deploys read an empty body as `{data: {}}`: an apply with the defaults. */
+async function emptyBodyIsDefaults(request: { body: unknown }) {
+  if (request.body === undefined) request.body = { data: {} };
+}
+
+const EnvironmentDeploy = Type.Object({
+  runs: Type.Array(Type.Object({ moduleInstanceId: Type.String(), givenId: Type.String(), run: PipelineRun }), {
+    description: 'The runs started, producers before consumers',
+  }),
+  unchanged: Type.Array(Type.Object({ moduleInstanceId: Type.String(), givenId: Type.String() }), {
+    description: 'Instances whose last apply deployed their current version and values',
+  }),
+});
+
+/** The module graph of an environment, and deploys. */
 export async function moduleGraphRoutes(app: App) {
+  app.post(
+    '/module-instances/:id/deploy',
+    {
+      config: { permission: 'run:operate', auditFields: ['action', 'autoapprove', 'description'] },
+      preValidation: emptyBodyIsDefaults,
+      schema: {
+        tags: ['modules'],
+        operationId: 'deployModuleInstance',
+        summary: 'Deploy a module instance: a run of its stack, which waits while an instance it consumes deploys',
+        params: IdParams,
+        body: DeployRequest,
+        response: {
+          ...errorResponses({
+            409: 'The instance is being deleted',
+            422: 'Its values break a rule, or a reference names an instance or output that does not exist',
+          }),
+          201: Envelope(PipelineRun),
+        },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ data: await deployModuleInstance(app.db, request.principal, request.params.id, request.body.data) }),
+  );
+
+  app.post(
+    '/environments/:id/deploy',
+    {
+      config: { permission: 'run:operate', auditFields: ['action', 'autoapprove', 'description'] },
+      preValidation: emptyBodyIsDefaults,
+      schema: {
+        tags: ['environments'],
+        operationId: 'deployEnvironment',
+        summary: 'Deploy every module instance of the environment whose version or values changed, in the order of its module graph',
+        params: IdParams,
+        body: DeployRequest,
+        response: {
+          ...errorResponses({ 422: "An instance's values break a rule, or a reference names an instance or output that does not exist" }),
+          201: Envelope(EnvironmentDeploy),
+        },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ data: await deployEnvironment(app.db, request.principal, request.params.id, request.body.data) }),
+  );
+
   app.get(
     '/environments/:id/module-graph',
     {

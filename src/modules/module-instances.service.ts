@@ -246,7 +246,7 @@ export async function listModuleInstances(db: Db, principal: Principal, query: M
   return { items: items.map(moduleInstanceRowToApi), meta };
 }
 
-async function lockLiveInstance(trx: Trx, principal: Principal, id: string) {
+export async function lockLiveInstance(trx: Trx, principal: Principal, id: string) {
   const row = await lockInstance(trx, principal.organizationId, id);
   if (!row) throw new NotFoundError(ENTITY, id);
   if (row.deleting_run_id) {
@@ -257,8 +257,11 @@ async function lockLiveInstance(trx: Trx, principal: Principal, id: string) {
   return row;
 }
 
-/** rewrite stores new values (and version) of a locked instance, checked against what it deployed, and keeps its stack in step. */
-async function rewrite(trx: Trx, row: ModuleInstanceRow, version: ModuleVersionRow, values: Record<string, unknown>, name?: string) {
+/**
+ * rewrite stores new values (and version) of a locked instance, checked against what it deployed, and
+ * keeps its stack in step. Returns the stack's variables: what a deploy of it now deploys.
+ */
+export async function rewrite(trx: Trx, row: ModuleInstanceRow, version: ModuleVersionRow, values: Record<string, unknown>, name?: string) {
   const place = placementOf(row);
   const { evaluation, references } = await evaluateAndCheck(trx, place, {
     id: row.id,
@@ -270,7 +273,9 @@ async function rewrite(trx: Trx, row: ModuleInstanceRow, version: ModuleVersionR
   await updateInstance(trx, row.id, { name, values: evaluation.kept, versionId: version.id });
   await saveReferences(trx, place, row.id, references);
   await lockStackInOrg(trx, row.organization_id, row.stack_id);
-  await updateStackRow(trx, row.stack_id, { name, source: stackSourceOf(version), variables: stackVariablesOf(evaluation, references) });
+  const variables = stackVariablesOf(evaluation, references);
+  await updateStackRow(trx, row.stack_id, { name, source: stackSourceOf(version), variables });
+  return variables;
 }
 
 /** updateModuleInstance renames the instance and replaces its values (the whole set). */

@@ -20,6 +20,7 @@ import {
 } from './backend-guard.ts';
 import { mintRunCredential } from './run-credential.ts';
 import { maskSecrets, MaskTooLargeError, secretPieces } from './masking.ts';
+import { resolveReferenceValues } from './reference-values.ts';
 import { runTofuProcess, type TofuProcessContext, type TofuProcessResult } from './tofu-process.ts';
 import { stackOutputs, summarizePlan } from './tofu-json.ts';
 
@@ -69,20 +70,31 @@ function fail(code: EngineErrorCode, message: string, metadata?: Record<string, 
   return { status: 'FAILED', error: engineError(code, message, metadata) };
 }
 
-/** The stack's variables, its sensitive ones (opened), the step's, then the run's inputs: later ones win. */
+/**
+ * The stack's variables (a module deploy's: the inputs it deploys), its sensitive ones (opened), the
+ * step's, then the run's inputs: later ones win. Reference values then become the producers' outputs.
+ */
 async function variablesOf(
   claimed: ClaimedStep,
   ctx: RunnerContext,
   stack: StackForStep,
-): Promise<{ values: Record<string, unknown>; sensitive: StepRun['sensitive'] }> {
+): Promise<{ values: Record<string, unknown>; sensitive: StepRun['sensitive'] } | StepOutcome> {
   const sealed = await findSealedVariables(ctx.db, stack.id);
   const sensitive = Object.fromEntries(
     sealed.map((v) => [v.name, JSON.parse(ctx.secrets.open(v.sealed_value, `stack_sensitive_variables:${stack.id}:${v.name}`)) as unknown]),
   );
   const fromStep = (claimed.step.with?.variables ?? {}) as Record<string, unknown>;
-  const values = { ...stack.variables, ...sensitive, ...fromStep, ...(claimed.run.input ?? {}) };
-  const secrets = Object.values(sensitive).flatMap((v) => (typeof v === 'string' ? [v] : [JSON.stringify(v)]));
-  return { values, sensitive: { names: Object.keys(sensitive), values: secrets } };
+  const deployed = claimed.run.data?.module_input;
+  const base = deployed && typeof deployed === 'object' && !Array.isArray(deployed) ? (deployed as Record<string, unknown>) : stack.variables;
+  const merged = { ...base, ...sensitive, ...fromStep, ...(claimed.run.input ?? {}) };
+  const resolved = await resolveReferenceValues(ctx.db, ctx.secrets, stack.organization_id, merged);
+  if (resolved.problems.length > 0) {
+    return fail('OpenTofu:Reference:UNRESOLVED', `The stack's variables reference outputs that cannot be read: ${resolved.problems.join('; ')}`, {
+      problems: resolved.problems,
+    });
+  }
+  const secrets = [...Object.values(sensitive), ...resolved.sensitive].flatMap((v) => (typeof v === 'string' ? [v] : [JSON.stringify(v)]));
+  return { values: resolved.values, sensitive: { names: Object.keys(sensitive), values: secrets } };
 }
 
 function workingDirectoryOf(claimed: ClaimedStep, prepared: PreparedStep): string {
@@ -124,7 +136,9 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
     timeoutMs,
   });
   try {
-    const { values, sensitive } = await variablesOf(claimed, ctx, stack);
+    const variables = await variablesOf(claimed, ctx, stack);
+    if ('status' in variables) return variables;
+    const { values, sensitive } = variables;
     const mask = maskOrFailure([...sensitive.values, credential.token]);
     if ('status' in mask) return mask;
     const state = `${ctx.tofu.backendUrl}/state-backend/stack-${stack.id}`;

@@ -41,6 +41,8 @@ export const ENGINE_OUTCOME_CODES = [
   'OpenTofu:Mask:TOO_LARGE',
   /** What `show -json`, `output -json` or the plan file gave back is not what OpenTofu writes, or too large. */
   'OpenTofu:Output:INVALID',
+  /** A reference value of the stack's variables names an instance or output whose value its producer's state does not hold. */
+  'OpenTofu:Reference:UNRESOLVED',
   /** The checkout of the stack's source failed: the code source is gone, its credential refused, the ref unknown... */
   'Engine:Checkout:FAILED',
   /** The stack's source names a ref or path Plinth refuses (an option, a refspec, a path leaving the checkout). */
@@ -122,7 +124,7 @@ export const ERROR_CODES = [
   'Api:ModuleInstance:ALREADY_EXISTS',
   'Api:ModuleInstance:INVALID_INPUTS',
   'Api:ModuleInstance:REFERENCE_CYCLE',
-  'Api:ModuleInstance:DEPLOYING',
+  'Api:ModuleInstance:BROKEN_REFERENCES',
   'Api:ModuleInstance:DELETING',
   'Api:ModuleInstance:IN_USE',
   'Api:ModuleVersion:NOT_FOUND',

@@ -30,16 +30,28 @@ const REASON_TEXT: Record<PipelineRun['queueReason'], string> = {
   FINISHED: 'Finished',
 };
 
+/** Why a run waits for a stack: its own stack's run, or the stack of a producer it waits for (a module deploy). */
+function waitingText(row: RunReadRow): string {
+  if (row.blocking_stack_id) {
+    const producer = row.blocking_module_name ? `module instance ${row.blocking_module_name}` : `stack ${row.blocking_stack_id}`;
+    return `Waiting for ${producer} to finish deploying: this run consumes its outputs`;
+  }
+  return row.stack_active_run_id ? `Waiting for run ${row.stack_active_run_id} of stack ${row.stack_id} to finish` : REASON_TEXT.WAITING_FOR_STACK;
+}
+
 function queueStateOf(row: RunReadRow, reason: PipelineRun['queueReason']): PipelineRun['queueState'] {
   const conditionKey = queueConditionKeyOf(row);
   const waiting = reason === 'WAITING_FOR_STACK';
-  const text = waiting && row.stack_active_run_id ? `Waiting for run ${row.stack_active_run_id} of stack ${row.stack_id} to finish` : REASON_TEXT[reason];
+  const blockedByProducer = waiting && row.blocking_stack_id;
   return {
     preflightBlockedByAdmissionCondition: waiting,
-    reason: text,
+    reason: waiting ? waitingText(row) : REASON_TEXT[reason],
     stackRunPreflightPending: waiting,
     conditionKey,
-    ...(waiting ? { blockingEntityType: 'STACK' as const, blockingEntityId: row.stack_id! } : {}),
+    ...(waiting ? { blockingEntityType: 'STACK' as const, blockingEntityId: row.blocking_stack_id ?? row.stack_id! } : {}),
+    ...(blockedByProducer && row.blocking_module_instance_id
+      ? { blockingModuleInstanceId: row.blocking_module_instance_id, blockingModuleName: row.blocking_module_name ?? '' }
+      : {}),
     ...(row.stack_environment_id ? { environmentId: row.stack_environment_id } : {}),
     ...(row.stack_project_id ? { projectId: row.stack_project_id } : {}),
   };

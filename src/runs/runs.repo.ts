@@ -11,15 +11,25 @@ import { PIPELINE_USAGE } from '../pipelines/pipelines.repo.ts';
 /** The columns of a run's stack that its queue state shows, prefixed `stack_` (null for a run of a bare pipeline). */
 type RunStackColumns = { [K in 'active_run_id' | 'project_id' | 'environment_id' as `stack_${K}`]: Selectable<StacksTable>[K] | null };
 
+/** The module instance owning the stack a run waits for (a module deploy waiting for its producer). */
+type BlockingColumns = { blocking_module_instance_id: string | null; blocking_module_name: string | null };
+
 /** A run with its stack's queue columns: a read-only join, so a page of runs stays one query. */
-export type RunReadRow = Selectable<PipelineRunsTable> & RunStackColumns;
+export type RunReadRow = Selectable<PipelineRunsTable> & RunStackColumns & Partial<BlockingColumns>;
 
 function selectRuns(db: Executor) {
   return db
     .selectFrom('pipeline_runs as r')
     .leftJoin('stacks as s', 's.id', 'r.stack_id')
+    .leftJoin('module_instances as bi', 'bi.stack_id', 'r.blocking_stack_id')
     .selectAll('r')
-    .select(['s.active_run_id as stack_active_run_id', 's.project_id as stack_project_id', 's.environment_id as stack_environment_id']);
+    .select([
+      's.active_run_id as stack_active_run_id',
+      's.project_id as stack_project_id',
+      's.environment_id as stack_environment_id',
+      'bi.id as blocking_module_instance_id',
+      'bi.name as blocking_module_name',
+    ]);
 }
 
 export function findRunById(db: Executor, organizationId: string, id: string): Promise<RunReadRow | undefined> {

@@ -160,11 +160,24 @@ export async function deleteStackIn(trx: Trx, stack: StackRow) {
  * it waits behind the stack's earlier runs.
  */
 export async function triggerStackRun(db: Db, principal: Principal, stackId: string, input: TriggerStackRun) {
-  return db.transaction().execute((trx) => triggerStackRunIn(trx, principal, stackId, input));
+  return db.transaction().execute(async (trx) => {
+    const stack = await findStackById(trx, principal.organizationId, stackId);
+    // A module instance's stack deploys through the instance, which records what each run deploys.
+    if (stack) assertNotManaged(stack);
+    return triggerStackRunIn(trx, principal, stackId, input);
+  });
 }
 
-/** triggerStackRunIn is triggerStackRun in the caller's transaction, with what a module deploy adds to the run (its `data`). */
-export async function triggerStackRunIn(trx: Trx, principal: Principal, stackId: string, input: TriggerStackRun & { data?: Record<string, unknown> }) {
+/**
+ * triggerStackRunIn is triggerStackRun in the caller's transaction, with what a module deploy adds to
+ * the run: its `data`, and the stacks (its producers') that must be idle before it takes its own.
+ */
+export async function triggerStackRunIn(
+  trx: Trx,
+  principal: Principal,
+  stackId: string,
+  input: TriggerStackRun & { data?: Record<string, unknown>; waitForStackIds?: string[] },
+) {
   const action = input.action ?? 'apply';
   const stack = await lockStackInOrg(trx, principal.organizationId, stackId);
   if (!stack) throw new NotFoundError('Stack', stackId);
@@ -184,6 +197,7 @@ export async function triggerStackRunIn(trx: Trx, principal: Principal, stackId:
     pipelineId,
     pipelineVersionId: version.id,
     ...(input.data ? { data: input.data } : {}),
+    ...(input.waitForStackIds?.length ? { waitForStackIds: input.waitForStackIds } : {}),
   });
   // As this transaction leaves it: the response shows the run as triggered, before any worker saw it.
   return triggeredRunToRun(triggered, stack.project_id, stack.environment_id);

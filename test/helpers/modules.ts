@@ -11,17 +11,26 @@ import type { GitServer } from './git-server.ts';
  */
 export function commitModules(git: GitServer): string {
   return git.commitWith('public', 'main', (work) => {
-    const module = (name: string, variables: string[], outputs: Record<string, string>) => {
+    // Each module as OpenTofu code, and as the tests' OpenTofu stand-in reads it (standin.json).
+    const module = (name: string, variables: string[], outputs: Record<string, unknown>, required: string[] = []) => {
       mkdirSync(path.join(work, 'modules', name), { recursive: true });
       const vars = variables.map((v) => `variable "${v}" {\n  default = null\n}\n`).join('');
       const outs = Object.entries(outputs)
-        .map(([o, value]) => `output "${o}" {\n  value = ${value}\n}\n`)
+        .map(([o, value]) => `output "${o}" {\n  value = ${JSON.stringify(value)}\n}\n`)
         .join('');
       writeFileSync(path.join(work, 'modules', name, 'main.tf'), `${vars}${outs}`);
+      const standin = {
+        variables: Object.fromEntries([...variables.map((v) => [v, { default: null }]), ...required.map((v) => [v, {}])]),
+        resources: { [`standin_${name.replace(/-/g, '_')}.main`]: { attributes: Object.fromEntries(variables.map((v) => [v, `\${var.${v}}`])) } },
+        outputs: Object.fromEntries(Object.entries(outputs).map(([o, value]) => [o, { value }])),
+      };
+      writeFileSync(path.join(work, 'modules', name, 'standin.json'), JSON.stringify(standin));
     };
-    module('network', ['cidr', 'name'], { vpc_id: '"vpc-${var.name}"', subnet_ids: '["subnet-a", "subnet-b"]' });
-    module('database', ['vpc_id', 'subnet', 'size'], { endpoint: '"db.${var.vpc_id}"' });
-    module('service', ['endpoint', 'cpu'], { url: '"https://${var.endpoint}"' });
+    module('network', ['cidr', 'name'], { vpc_id: 'vpc-${var.name}', subnet_ids: ['subnet-a', 'subnet-b'] });
+    module('database', ['vpc_id', 'subnet', 'size'], { endpoint: 'db.${var.vpc_id}' });
+    module('service', ['endpoint', 'cpu'], { url: 'https://${var.endpoint}' });
+    // A database whose code needs a variable its inputs never give: its plan fails.
+    module('database-broken', ['vpc_id', 'subnet', 'size'], { endpoint: 'db.${var.vpc_id}' }, ['password']);
   });
 }
 

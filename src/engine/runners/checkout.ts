@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { gitCredential } from '../../code-sources/credentials.ts';
-import { findCodeSourceById } from '../../code-sources/code-sources.repo.ts';
+import { findCodeSourceOfStack } from '../../code-sources/code-sources.repo.ts';
 import { gitEnv, type GitCredential } from '../../code-sources/git-remote.ts';
 import { cacheBind, fetchProcess, GIT_CACHE_TARGET, REF_PATTERN, sourceCacheDir } from '../../code-sources/git-fetch.ts';
 import { AppError } from '../../platform/errors.ts';
@@ -63,9 +63,9 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
     return failed('Engine:Checkout:INVALID_SOURCE', "The stack's path leaves the repository");
   }
   if (!workingDirectory.startsWith(CHECKOUT_DIR)) return failed('Engine:Checkout:INVALID_SOURCE', "The stack's path leaves the repository");
-  const source = await withRetries(() => findCodeSourceById(ctx.db, codeSourceId));
-  if (!source || source.organization_id !== claimed.run.organization_id)
-    return failed('Engine:Checkout:FAILED', `Code source ${codeSourceId} no longer exists`);
+  const stack = { id: claimed.run.stack_id ?? '', organizationId: claimed.run.organization_id };
+  const source = await withRetries(() => findCodeSourceOfStack(ctx.db, codeSourceId, stack));
+  if (!source) return failed('Engine:Checkout:FAILED', `Code source ${codeSourceId} no longer exists`);
   let credential: GitCredential | null;
   try {
     credential = await gitCredential(ctx.db, ctx.secrets, ctx.git, source);
