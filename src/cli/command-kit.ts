@@ -53,11 +53,11 @@ export function collect(value: string, previous: string[] = []): string[] {
 }
 
 /** parseVars turns `k=v` pairs into an object; the value is JSON when it parses as JSON, else text. */
-export function parseVars(pairs: string[]): Record<string, unknown> {
+export function parseVars(pairs: string[], flag = '--var'): Record<string, unknown> {
   const vars: Record<string, unknown> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
-    if (eq < 1) throw new UsageError(`--var takes key=value, not "${pair}"`);
+    if (eq < 1) throw new UsageError(`${flag} takes key=value, not "${pair}"`);
     const raw = pair.slice(eq + 1);
     let value: unknown = raw;
     try {

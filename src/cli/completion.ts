@@ -4,7 +4,7 @@
 
 import type { Argument, Command, Option } from 'commander';
 import { ConfigStore } from './config.ts';
-import { METHODS, RUN_STATUSES } from './enums.ts';
+import { METHODS, MODULE_DEFINITION_STATUSES, RUN_STATUSES } from './enums.ts';
 import { OUTPUT_FORMATS } from './output.ts';
 import type { Session } from './session.ts';
 
@@ -27,16 +27,25 @@ const API_TIMEOUT_MS = 1500;
  */
 const SHELL_SAFE = /^[A-Za-z0-9._:@/+=,-]+$/;
 
-function typeable(item: { id: string; givenId?: string | null; name: string }): string {
-  const label = item.givenId || item.name;
+function typeable(item: { id: string; givenId?: string | null; name: string }, label = item.givenId || item.name): string {
   return SHELL_SAFE.test(label) ? label : item.id;
 }
 
-async function names(s: Session, path: '/projects' | '/environments' | '/stacks' | '/pipelines' | '/code-sources', inProject: boolean): Promise<string[]> {
+async function names(
+  s: Session,
+  path: '/projects' | '/environments' | '/stacks' | '/pipelines' | '/code-sources' | '/module-instances',
+  inProject: boolean,
+): Promise<string[]> {
   const projectId = inProject ? await s.project() : undefined;
   const page = await s.plinth.pages(path, { query: { ...(projectId ? { projectId } : {}), order: 'desc', limit: 100 } } as never).next();
   const items = (page.done ? [] : page.value.data) as { id: string; givenId?: string | null; name: string }[];
-  return items.map(typeable);
+  return items.map((item) => typeable(item));
+}
+
+/** Module definitions, by type (what names one where others have a givenId). */
+async function definitions(s: Session): Promise<string[]> {
+  const page = await s.plinth.pages('/module-definitions', { query: { order: 'desc', limit: 100 } }).next();
+  return page.done ? [] : page.value.data.map((d) => typeable(d, d.type));
 }
 
 const RECORDS: Record<string, Source> = {
@@ -46,13 +55,20 @@ const RECORDS: Record<string, Source> = {
   pipeline: (s) => names(s, '/pipelines', true),
   source: (s) => names(s, '/code-sources', false),
   'code-source': (s) => names(s, '/code-sources', false),
+  definition: definitions,
+  module: definitions,
+  instance: (s) => names(s, '/module-instances', false),
+  'module-version': async (s) => {
+    const page = await s.plinth.pages('/module-versions', { query: { order: 'desc', limit: 20 } }).next();
+    return page.done ? [] : page.value.data.map((v) => v.id);
+  },
   org: async (s) => {
     const page = await s.plinth.pages('/organizations', { query: { limit: 100 } }).next();
-    return page.done ? [] : page.value.data.map(typeable);
+    return page.done ? [] : page.value.data.map((o) => typeable(o));
   },
   key: async (s) => {
     const page = await s.plinth.pages('/api-keys', { query: { order: 'desc', limit: 100 } }).next();
-    return page.done ? [] : page.value.data.filter((k) => !k.revokedAt).map(typeable);
+    return page.done ? [] : page.value.data.filter((k) => !k.revokedAt).map((k) => typeable(k));
   },
   run: async (s) => {
     const page = await s.plinth.pages('/pipeline-runs', { query: { order: 'desc', limit: 20 } }).next();
@@ -68,9 +84,21 @@ const FIXED: Record<string, string[]> = {
   method: [...METHODS],
 };
 
-/** What a value of `--<name>` or an argument `<name>` can be. */
-function valuesOf(name: string, store: ConfigStore): Source | undefined {
-  if (FIXED[name]) return async () => FIXED[name];
+/** Fixed sets an option takes in one command only, by the command's path: `module list --status`. */
+const FIXED_IN: Record<string, Record<string, string[]>> = {
+  'module list': { status: [...MODULE_DEFINITION_STATUSES] },
+};
+
+function pathOf(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/** What a value of `--<name>` or an argument `<name>` of `command` can be. */
+function valuesOf(name: string, store: ConfigStore, command?: Command): Source | undefined {
+  const fixed = (command && FIXED_IN[pathOf(command)]?.[name]) ?? FIXED[name];
+  if (fixed) return async () => fixed;
   if (name === 'context' || name === 'name-of-context') return async () => Object.keys(store.read().contexts);
   return RECORDS[name];
 }
@@ -113,6 +141,11 @@ function walk(program: Command, words: string[]) {
   return { command, positional, awaitingValue };
 }
 
+/** commandOf is the command the words of a command line lead to (the program itself for none). */
+export function commandOf(program: Command, words: string[]): Command {
+  return walk(program, words).command;
+}
+
 /** The argument a positional word fills (the last one takes every further word when variadic). */
 function argumentAt(command: Command, index: number): Argument | undefined {
   const args = command.registeredArguments;
@@ -136,6 +169,7 @@ export async function completions(program: Command, words: string[], session: ()
         .replace(/([A-Z])/g, '-$1')
         .toLowerCase(),
       store,
+      command,
     );
     if (!source && awaitingValue.long === '--context') source = valuesOf('context', store);
   } else if (current.startsWith('-')) {
@@ -146,7 +180,7 @@ export async function completions(program: Command, words: string[], session: ()
     const argument = argumentAt(command, positional);
     const name = argument?.name();
     if (name === 'name' && command.name() === 'use') source = valuesOf('context', store);
-    else if (name) source = valuesOf(name, store);
+    else if (name) source = valuesOf(name, store, command);
   }
   if (!source) return [];
   const offered = await Promise.race([

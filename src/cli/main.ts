@@ -7,11 +7,12 @@ import { CliExit, EXIT } from './exit-codes.ts';
 import { accessCommands } from './commands/access.ts';
 import { authCommands } from './commands/auth.ts';
 import { miscCommands } from './commands/misc.ts';
+import { moduleCommands } from './commands/modules.ts';
 import { resourceCommands } from './commands/resources.ts';
 import { runCommands } from './commands/runs.ts';
 import { OUTPUT_FORMATS, parseFormat, terminalLines } from './output.ts';
 import { CLI_VERSION, Session, type GlobalOptions } from './session.ts';
-import { COMPLETE_COMMAND, completions } from './completion.ts';
+import { commandOf, COMPLETE_COMMAND, completions } from './completion.ts';
 
 export const SERVER_COMMANDS = {
   serve: 'API and worker in one process (what npm start runs)',
@@ -39,12 +40,15 @@ const HELP = {
   },
 };
 
-/** buildProgram assembles the command tree. */
-export function buildProgram(runServer: ServerRunner): Command {
+/**
+ * buildProgram assembles the command tree for the command line `argv`. A command with a `--version` of
+ * its own (`module publish --version 1.2.0`) takes it: the program's `-V, --version`, which commander
+ * recognises anywhere on the line, is left out then.
+ */
+export function buildProgram(runServer: ServerRunner, argv: string[] = []): Command {
   const program = new Command('plinth')
     .usage('<command> [options]')
     .description('Plinth: run the platform (serve, api-server, worker, migrate), or use it (everything else)')
-    .version(CLI_VERSION, '-V, --version', 'the CLI version')
     .exitOverride()
     .showHelpAfterError()
     .configureHelp(HELP)
@@ -61,9 +65,12 @@ export function buildProgram(runServer: ServerRunner): Command {
   }
   authCommands(program);
   resourceCommands(program);
+  moduleCommands(program);
   accessCommands(program);
   runCommands(program);
   miscCommands(program);
+  const command = commandOf(program, argv);
+  if (command === program || !command.options.some((o) => o.long === '--version')) program.version(CLI_VERSION, '-V, --version', 'the CLI version');
   return program;
 }
 
@@ -120,7 +127,7 @@ export async function runCli(argv: string[], runServer: ServerRunner): Promise<n
   const program = buildProgram(async (command) => {
     started = true;
     await runServer(command);
-  });
+  }, argv);
   if (argv.length === 0) {
     program.outputHelp({ error: true });
     return EXIT.USAGE;

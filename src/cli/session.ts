@@ -142,9 +142,13 @@ export class Session {
     return project;
   }
 
-  /** The id of the record `ref` names (an id, a givenId or a name), looked up in the current project where that applies. */
-  async resolve(kind: KindName, ref: string): Promise<string> {
+  /**
+   * The id of the record `ref` names (an id, a givenId or a name), looked up in the current project where
+   * that applies, or in `environmentId` (a module instance, when the command names an environment).
+   */
+  async resolve(kind: KindName, ref: string, environmentId?: string): Promise<string> {
     if (looksLikeId(ref)) return ref;
-    return resolveRef(this.plinth, kind, ref, KINDS[kind].inProject ? await this.project() : undefined);
+    const projectId = KINDS[kind].inProject ? await this.project() : undefined;
+    return resolveRef(this.plinth, kind, ref, { projectId, environmentId });
   }
 }

@@ -31,6 +31,11 @@ export type PipelineVersionDryRun = Schemas['PipelineVersionDryRun'];
 export type PipelineRun = Schemas['PipelineRun'];
 export type StepExecution = Schemas['StepExecution'];
 export type RunStatus = PipelineRun['status'];
+export type ModuleDefinition = Schemas['ModuleDefinition'];
+export type ModuleVersion = Schemas['ModuleVersion'];
+export type ModuleInstance = Schemas['ModuleInstance'];
+/** An environment's module instances (nodes) and the references between them (edges). */
+export type ModuleGraph = Schemas['ModuleGraph'];
 
 type LogsOk = paths['/pipeline-step-executions/{id}/logs']['get']['responses'][200]['content']['application/json'];
 export type LogLine = LogsOk['data'][number];

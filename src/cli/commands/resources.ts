@@ -1,5 +1,6 @@
-// org, project, env, stack and pipeline: list, get, create, delete, and what each resource adds. Every
-// record is named by its id, givenId or name (src/cli/resolve.ts).
+// org, project, env, stack and pipeline: list, get, create, delete, and what each resource adds (an
+// environment's module graph is with the module commands). Every record is named by its id, givenId or
+// name (src/cli/resolve.ts).
 
 import type { Command } from 'commander';
 import { unwrap, type Environment, type Organization, type Pipeline, type PipelineConfig, type PipelineVersion, type Project, type Stack } from '@plinth/sdk';
@@ -10,6 +11,7 @@ import { printList, readList, withListOptions, type ListFlags } from '../listing
 import type { Column } from '../output.ts';
 import { resolveOrganization } from '../resolve.ts';
 import type { Session } from '../session.ts';
+import { envGraphCommand } from './modules.ts';
 import { stackStateCommands } from './stack-state.ts';
 import { stackVarCommands } from './stack-vars.ts';
 
@@ -172,6 +174,7 @@ function envCommands(env: Command) {
       remove: (s, id) => unwrap(s.plinth.api.DELETE('/environments/{id}', { params: { path: { id } } })),
     }),
   );
+  envGraphCommand(env);
 }
 
 function stackCommands(stack: Command) {
