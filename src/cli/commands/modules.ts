@@ -14,6 +14,7 @@ import { printList, readList, withListOptions, type ListFlags } from '../listing
 import { terminalSafe, type Column } from '../output.ts';
 import { explainFailure, waitOutcome } from '../run-follow.ts';
 import type { Session } from '../session.ts';
+import { waitThenFinish, type WaitFlags } from './runs.ts';
 
 type Status = ModuleDefinition['status'];
 type Publish = paths['/module-versions']['post']['requestBody']['content']['application/json']['data'];
@@ -433,6 +434,7 @@ function instanceCommands(instance: Command) {
     'plinth instance delete db --env prod',
     'plinth instance delete db --env prod --yes --wait --timeout 30m',
   ).action(action(deleteInstance));
+  instanceDeployCommand(instance);
 }
 
 /** deleteInstance deletes at once (204) or starts the destroy run the delete waits for (202), and waits for it with --wait. */
@@ -461,8 +463,92 @@ async function deleteInstance(s: Session, ref: string, o: EnvFlag & { yes?: bool
   throw new CliExit(exitCodeOfRunStatus(run.status));
 }
 
+interface DeployFlags extends WaitFlags {
+  plan?: boolean;
+  autoApprove?: boolean;
+  description?: string;
+  wait?: boolean;
+  follow?: boolean;
+}
+
+function withDeployOptions(command: Command) {
+  return command
+    .option('--plan', 'plan only: the change pipeline up to its first approval')
+    .option('--auto-approve', 'apply without waiting at the approval step')
+    .option('--description <text>')
+    .option('--wait', 'wait until the runs end or wait for approval, and exit with what it means')
+    .option('--timeout <duration>', 'with --wait or --follow: give up after this long (exit 7)');
+}
+
+function deployBody(o: DeployFlags) {
+  return {
+    action: o.plan ? ('plan' as const) : ('apply' as const),
+    ...(o.autoApprove ? { autoapprove: true } : {}),
+    ...(o.description !== undefined ? { description: o.description } : {}),
+  };
+}
+
+/** instanceDeployCommand adds `instance deploy`: a run of the instance's stack. */
+function instanceDeployCommand(instance: Command) {
+  examples(
+    withDeployOptions(
+      instance
+        .command('deploy <instance>')
+        .description('deploy an instance: a run of its stack with its current values and version; it waits while an instance it consumes deploys')
+        .addOption(envOption())
+        .option('--follow', 'like --wait, printing the logs of its steps as they are written'),
+    ),
+    'plinth instance deploy db --env prod --follow',
+    'plinth instance deploy db --env prod --plan --wait',
+  ).action(
+    action(async (s: Session, ref: string, o: EnvFlag & DeployFlags) => {
+      const id = await resolveInstance(s, ref, o);
+      const run = (await unwrap(s.plinth.api.POST('/module-instances/{id}/deploy', { params: { path: { id } }, body: { data: deployBody(o) } }))).data;
+      if (o.wait || o.follow) return waitThenFinish(s, run.id, o.follow === true, o);
+      if (!s.out.human) return s.out.item(run);
+      s.out.info(`run ${run.id} ${run.queueState.reason}`);
+      s.out.info(`plinth run wait ${run.id}, or plinth run logs ${run.id} -f`);
+    }),
+  );
+}
+
+/** envDeployCommand adds `env deploy`: a run of every changed instance of the environment, in graph order. */
+function envDeployCommand(env: Command) {
+  examples(
+    withDeployOptions(
+      env
+        .command('deploy <env>')
+        .description('deploy every module instance of the environment whose version or values changed, producers before their consumers'),
+    ),
+    'plinth env deploy prod --auto-approve --wait',
+  ).action(
+    action(async (s: Session, ref: string, o: DeployFlags) => {
+      const id = await s.resolve('environment', ref);
+      const started = (await unwrap(s.plinth.api.POST('/environments/{id}/deploy', { params: { path: { id } }, body: { data: deployBody(o) } }))).data;
+      if (!s.out.human && !o.wait) return s.out.document(started);
+      s.out.list(started.runs, [
+        ['INSTANCE', (r) => r.givenId],
+        ['RUN', (r) => r.run.id],
+        ['STATE', (r) => r.run.queueState.reason],
+      ]);
+      if (started.unchanged.length) s.out.info(`unchanged: ${started.unchanged.map((u) => u.givenId).join(', ')}`);
+      if (!o.wait) return;
+      const timeoutMs = o.timeout === undefined ? undefined : parseDuration(o.timeout);
+      let worst = 0;
+      for (const r of started.runs) {
+        const run = await waitOutcome(s, r.run.id, timeoutMs);
+        s.out.info(`${r.givenId}: run ${run.id} ${run.status}${run.error?.message ? `: ${run.error.message}` : ''}`);
+        if (run.status === 'FAILED') await explainFailure(s, run, s.out.stderr);
+        worst = Math.max(worst, exitCodeOfRunStatus(run.status));
+      }
+      if (worst !== 0) throw new CliExit(worst);
+    }),
+  );
+}
+
 /** envGraphCommand adds `env graph <env>`: the environment's module graph. */
 export function envGraphCommand(env: Command) {
+  envDeployCommand(env);
   examples(
     env
       .command('graph <env>')

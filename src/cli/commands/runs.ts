@@ -72,7 +72,7 @@ async function showRun(s: Session, run: PipelineRun) {
   }
 }
 
-interface WaitFlags {
+export interface WaitFlags {
   timeout?: string;
 }
 
@@ -88,7 +88,7 @@ async function finish(s: Session, run: PipelineRun): Promise<never> {
 }
 
 /** waitThenFinish waits (quietly, or following the logs) until the run ends or waits for a person. */
-async function waitThenFinish(s: Session, runId: string, follow: boolean, flags: WaitFlags, stepId?: string): Promise<never> {
+export async function waitThenFinish(s: Session, runId: string, follow: boolean, flags: WaitFlags, stepId?: string): Promise<never> {
   const timeoutMs = flags.timeout === undefined ? undefined : parseDuration(flags.timeout);
   const run = follow ? await followRun(s, runId, timeoutMs, stepId) : await waitOutcome(s, runId, timeoutMs);
   return finish(s, run);
