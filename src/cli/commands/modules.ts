@@ -534,14 +534,14 @@ function envDeployCommand(env: Command) {
       if (started.unchanged.length) s.out.info(`unchanged: ${started.unchanged.map((u) => u.givenId).join(', ')}`);
       if (!o.wait) return;
       const timeoutMs = o.timeout === undefined ? undefined : parseDuration(o.timeout);
-      let worst = 0;
+      let firstBad = 0;
       for (const r of started.runs) {
         const run = await waitOutcome(s, r.run.id, timeoutMs);
         s.out.info(`${r.givenId}: run ${run.id} ${run.status}${run.error?.message ? `: ${run.error.message}` : ''}`);
         if (run.status === 'FAILED') await explainFailure(s, run, s.out.stderr);
-        worst = Math.max(worst, exitCodeOfRunStatus(run.status));
+        firstBad ||= exitCodeOfRunStatus(run.status);
       }
-      if (worst !== 0) throw new CliExit(worst);
+      if (firstBad !== 0) throw new CliExit(firstBad);
     }),
   );
 }
