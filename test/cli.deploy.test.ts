@@ -43,7 +43,23 @@ describe('plinth env deploy: a chain of module instances from a real repository,
       writeFileSync(inputs, JSON.stringify(m.inputs));
       writeFileSync(outputs, JSON.stringify(m.outputs));
       await user.json(['module', 'create', '--type', m.type, '--name', name]);
-      await user.json(['module', 'publish', m.type, '--version', '1.0.0', '--code-source', 'modules', '--ref', 'main', '--path', m.path, '--inputs', inputs, '--outputs', outputs]);
+      await user.json([
+        'module',
+        'publish',
+        m.type,
+        '--version',
+        '1.0.0',
+        '--code-source',
+        'modules',
+        '--ref',
+        'main',
+        '--path',
+        m.path,
+        '--inputs',
+        inputs,
+        '--outputs',
+        outputs,
+      ]);
     }
   });
   after(async () => {
@@ -67,10 +83,23 @@ describe('plinth env deploy: a chain of module instances from a real repository,
       '--set',
       'subnet={"$ref":{"instance":"net","output":"subnet_ids","path":"/0"}}',
     ]);
-    await user.json(['instance', 'create', 'svc', '--env', 'prod', '--module', 'aws/service', '--set', 'endpoint={"$ref":{"instance":"db","output":"endpoint"}}']);
+    await user.json([
+      'instance',
+      'create',
+      'svc',
+      '--env',
+      'prod',
+      '--module',
+      'aws/service',
+      '--set',
+      'endpoint={"$ref":{"instance":"db","output":"endpoint"}}',
+    ]);
     const deployed = await user.run(['env', 'deploy', 'prod', '--auto-approve', '--wait', '--timeout', '5m']);
     assert.equal(deployed.code, 0, deployed.stderr);
-    assert.match(deployed.stdout, /^INSTANCE +RUN +STATE\nnet .*\ndb .*Waiting for module instance net to finish deploying.*\nsvc .*Waiting for module instance db to finish deploying/);
+    assert.match(
+      deployed.stdout,
+      /^INSTANCE +RUN +STATE\nnet .*\ndb .*Waiting for module instance net to finish deploying.*\nsvc .*Waiting for module instance db to finish deploying/,
+    );
     assert.match(deployed.stderr, /net: run \w+ SUCCEEDED\ndb: run \w+ SUCCEEDED\nsvc: run \w+ SUCCEEDED/);
     const svc = await user.json(['instance', 'get', 'svc', '--env', 'prod']);
     const stack = await user.json(['stack', 'get', svc.stackId]);
