@@ -286,4 +286,48 @@ describe('module instances', () => {
     });
     assertError(res, 403, 'Auth:Permission:DENIED');
   });
+
+  it("seals the values of a sensitive input as the stack's sensitive variables: never stored, listed or shown", async () => {
+    const definition = (await t.call('POST', '/module-definitions', { body: { data: { type: 'aws/secret-service', name: 'Secret service' } } })).body.data.id;
+    const version = await t.call('POST', '/module-versions', {
+      body: {
+        data: {
+          moduleDefinitionId: definition,
+          version: '1.0.0',
+          source: { codeSourceId, ref: 'main', path: 'modules/service' },
+          inputs: [
+            { id: 'endpoint', label: 'Endpoint', type: 'string' },
+            { id: 'env_secrets', label: 'Secret environment', type: 'key_value', sensitive: true, required: true },
+          ],
+        },
+      },
+    });
+    assert.equal(version.status, 201, JSON.stringify(version.body));
+    const created = await create(
+      'secretive',
+      { definitionId: definition, versionId: version.body.data.id },
+      { endpoint: 'x', env_secrets: { API_TOKEN: 'tok-ultra-secret-1' } },
+    );
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const viewer = await serviceAccountCaller(t, 'VIEWER');
+    const seen = [
+      JSON.stringify(created.body),
+      JSON.stringify((await t.call('GET', `/module-instances/${created.body.data.id}`, { token: viewer.token })).body),
+      JSON.stringify((await t.call('GET', `/stacks/${created.body.data.stackId}`, { token: viewer.token })).body),
+      JSON.stringify((await t.call('GET', `/module-instances?environmentId=${envId}`, { token: viewer.token })).body),
+    ];
+    for (const body of seen) assert.doesNotMatch(body, /tok-ultra-secret-1/);
+    assert.deepEqual(created.body.data.values, { endpoint: 'x' });
+    assert.equal(created.body.data.inputs[1].value, '(sensitive)');
+    const names = await t.call('GET', `/stacks/${created.body.data.stackId}/sensitive-variables`);
+    assert.deepEqual(
+      names.body.data.map((v: { name: string }) => v.name),
+      ['env_secrets'],
+    );
+    const patched = await t.call('PATCH', `/module-instances/${created.body.data.id}`, { body: { data: { values: { endpoint: 'y' } } } });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.equal(patched.body.data.inputs[1].value, '(sensitive)', 'left out, the sealed value stays');
+    const cleared = await t.call('PATCH', `/module-instances/${created.body.data.id}`, { body: { data: { values: { endpoint: 'y', env_secrets: null } } } });
+    assert.deepEqual(cleared.body.details[0].items, ['/data/values/env_secrets (Secret environment): is required']);
+  });
 });

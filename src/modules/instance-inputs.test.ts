@@ -119,4 +119,21 @@ describe('module instance inputs', () => {
       '/data/values/vpc/$ref/path (VPC): must be a JSON Pointer such as /0/id',
     ]);
   });
+
+  it('keeps the values of a sensitive input out of the stored values and what deploys see, and shows them masked', async () => {
+    const env: InputProperty = { id: 'secrets', label: 'Secrets', type: 'key_value', sensitive: true, required: true };
+    const given = await evaluate([env], { secrets: { TOKEN: 'hunter2' } });
+    assert.deepEqual(given.problems, []);
+    assert.deepEqual(given.kept, {});
+    assert.deepEqual(given.effective, {});
+    assert.deepEqual(given.secrets, { secrets: { TOKEN: 'hunter2' } });
+    assert.deepEqual(given.resolved, [{ id: 'secrets', label: 'Secrets', value: '(sensitive)', source: { type: 'VALUE' } }]);
+    const kept = await evaluateInputs({ inputs: [env], values: {}, sealed: new Set(['secrets']), resolveDefaultValue: noDefaults });
+    assert.deepEqual(kept.problems, [], 'left out, it keeps its sealed value');
+    assert.equal(kept.resolved[0].value, '(sensitive)');
+    const cleared = await evaluateInputs({ inputs: [env], values: { secrets: null }, sealed: new Set(['secrets']), resolveDefaultValue: noDefaults });
+    assert.deepEqual(cleared.cleared, ['secrets']);
+    assert.deepEqual(cleared.problems, ['/data/values/secrets (Secrets): is required']);
+    assert.deepEqual((await evaluate([env], { secrets: { TOKEN: 42 } })).problems, ['/data/values/secrets/TOKEN (Secrets): must be a string']);
+  });
 });

@@ -2,7 +2,7 @@
 // what each input resolves to and from where, and every problem at once (docs/modules.md#inputs).
 
 import { DEFAULT_VALUE_REF_KEY, type InputProperty } from '../inputs/inputs.schema.ts';
-import { findReferences, type FoundReference } from '../inputs/references.ts';
+import { findReferences, isReferenceValue, type FoundReference } from '../inputs/references.ts';
 import { isShown, validateInputs, type Problem } from '../inputs/validate-value.ts';
 import type { ResolvedDefaultValue } from '../default-values/default-values.schema.ts';
 
@@ -25,9 +25,16 @@ export interface ResolvedInput {
   hidden?: boolean;
 }
 
+/** What a response shows for the value of a sensitive input. */
+export const SENSITIVE_VALUE = '(sensitive)';
+
 export interface InputEvaluation {
-  /** The values to store: as written, minus those of hidden inputs. */
+  /** The values to store: as written, minus those of hidden and sensitive inputs. */
   kept: Record<string, unknown>;
+  /** Values given for sensitive inputs, to seal as the stack's sensitive variables (never stored in the clear). */
+  secrets: Record<string, unknown>;
+  /** Sensitive inputs given `null`: their sealed value is to be removed. */
+  cleared: string[];
   /** The values a deploy uses: kept plus the defaults of inputs without one (reference values left in place). */
   effective: Record<string, unknown>;
   resolved: ResolvedInput[];
@@ -43,6 +50,13 @@ export interface EvaluationContext {
   applied?: Record<string, unknown>;
   /** The effective default value of a default-value definition (by givenId) for the instance's environment. */
   resolveDefaultValue: (givenId: string) => Promise<ResolvedDefaultValue | undefined>;
+  /** Sensitive inputs that hold a sealed value already: left out of the values, they keep it. */
+  sealed?: ReadonlySet<string>;
+}
+
+/** An input whose values are secrets: a `key_value` input marked `sensitive`. */
+export function isSensitiveInput(input: InputProperty): boolean {
+  return input.type === 'key_value' && input.sensitive === true;
 }
 
 function isMissing(input: InputProperty, value: unknown): boolean {
@@ -119,13 +133,19 @@ function formatFor(inputs: InputProperty[]) {
 
 /** evaluateInputs checks a set of values against a version's inputs and resolves what deploys would use. */
 export async function evaluateInputs(ctx: EvaluationContext): Promise<InputEvaluation> {
+  const sensitive = new Set(ctx.inputs.filter(isSensitiveInput).map((i) => i.id));
+  const secrets = Object.fromEntries(
+    Object.entries(ctx.values).filter(([id, v]) => sensitive.has(id) && v !== null && v !== undefined && !isReferenceValue(v)),
+  );
+  const cleared = [...sensitive].filter((id) => ctx.values[id] === null);
+  const keepsSealed = (id: string) => ctx.values[id] === undefined && ctx.sealed?.has(id) === true;
   const { references, problems: referenceProblems } = findReferences(ctx.values);
   const effective: Record<string, unknown> = {};
   const sources = new Map<string, ResolvedInput['source']>();
   for (const input of ctx.inputs) {
     const given = ctx.values[input.id];
-    if (!isMissing(input, given)) {
-      effective[input.id] = given;
+    if (!isMissing(input, given) || keepsSealed(input.id)) {
+      if (!keepsSealed(input.id)) effective[input.id] = given;
       sources.set(input.id, { type: 'VALUE' });
       continue;
     }
@@ -139,23 +159,29 @@ export async function evaluateInputs(ctx: EvaluationContext): Promise<InputEvalu
   for (const [id, value] of Object.entries(ctx.values)) if (!(id in effective) && !ctx.inputs.some((i) => i.id === id)) effective[id] = value;
   const hidden = new Set(ctx.inputs.filter((i) => !isShown(i, effective)).map((i) => i.id));
   for (const id of hidden) delete effective[id];
-  const problems: Problem[] = [...referenceProblems, ...validateInputs(ctx.inputs, effective)];
+  // A sensitive input that keeps its sealed value is not missing: only what is written is checked.
+  const checked = ctx.inputs.map((i) => (keepsSealed(i.id) ? ({ ...i, required: false } as InputProperty) : i));
+  const problems: Problem[] = [...referenceProblems, ...validateInputs(checked, effective)];
   if (ctx.applied) {
     for (const input of ctx.inputs) {
-      if (hidden.has(input.id) || effective[input.id] === undefined) continue;
+      if (hidden.has(input.id) || effective[input.id] === undefined || sensitive.has(input.id)) continue;
       for (const p of deployedRuleProblems(input, effective[input.id], ctx.applied)) problems.push({ ...p, path: `/${input.id}` });
     }
   }
-  const kept = Object.fromEntries(Object.entries(ctx.values).filter(([id, v]) => !hidden.has(id) && v !== undefined));
+  const isSecret = (id: string) => id in secrets || keepsSealed(id);
+  const kept = Object.fromEntries(Object.entries(ctx.values).filter(([id, v]) => !hidden.has(id) && v !== undefined && !sensitive.has(id)));
+  for (const id of Object.keys(secrets)) delete effective[id];
   const resolved = ctx.inputs.map<ResolvedInput>((input) => ({
     id: input.id,
     label: input.label,
-    ...(effective[input.id] !== undefined ? { value: effective[input.id] } : {}),
+    ...(isSecret(input.id) && !hidden.has(input.id) ? { value: SENSITIVE_VALUE } : effective[input.id] !== undefined ? { value: effective[input.id] } : {}),
     source: sources.get(input.id) ?? { type: 'VALUE' },
     ...(hidden.has(input.id) ? { hidden: true } : {}),
   }));
   return {
-    kept,
+    kept: { ...kept, ...Object.fromEntries(Object.entries(ctx.values).filter(([id, v]) => sensitive.has(id) && isReferenceValue(v) && !hidden.has(id))) },
+    secrets: Object.fromEntries(Object.entries(secrets).filter(([id]) => !hidden.has(id))),
+    cleared,
     effective,
     resolved,
     references: references.filter((r) => !hidden.has(r.inputId)),

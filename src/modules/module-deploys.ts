@@ -5,6 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Trx } from '../platform/db/db.ts';
+import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { NotFoundError, RuleViolationError } from '../platform/errors.ts';
 import { Body, Description, StringEnum } from '../platform/schema.ts';
 import { onStackRunFinished } from '../engine/stack-run-hooks.ts';
@@ -57,12 +58,19 @@ async function lockProducerStacks(trx: Trx, instanceId: string): Promise<string[
  * deployIn starts the deploy of a locked instance: its current values, against its current version.
  * With `onlyChanged`, an instance whose last apply deployed exactly that is left alone (undefined).
  */
-async function deployIn(trx: Trx, principal: Principal, row: ModuleInstanceRow, input: DeployRequest, onlyChanged = false): Promise<string | undefined> {
+async function deployIn(
+  trx: Trx,
+  secrets: SecretBox,
+  principal: Principal,
+  row: ModuleInstanceRow,
+  input: DeployRequest,
+  onlyChanged = false,
+): Promise<string | undefined> {
   const version = await findVersionById(trx, row.module_version_id);
   if (!version) throw new NotFoundError('ModuleVersion', row.module_version_id);
   const waitForStackIds = await lockProducerStacks(trx, row.id);
   // Evaluated again: a default value may have changed since the values were written.
-  const variables = await rewrite(trx, row, version, row.values);
+  const variables = await rewrite(trx, secrets, row, version, row.values);
   const unchanged = row.applied_values !== null && row.applied_version_id === version.id && canonical(row.applied_values) === canonical(variables);
   if (onlyChanged && unchanged) return undefined;
   const data = {
@@ -83,8 +91,8 @@ async function deployIn(trx: Trx, principal: Principal, row: ModuleInstanceRow, 
 }
 
 /** deployModuleInstance starts a run deploying the instance; it waits while an instance it consumes deploys. */
-export async function deployModuleInstance(db: Db, principal: Principal, id: string, input: DeployRequest) {
-  const runId = await db.transaction().execute(async (trx) => deployIn(trx, principal, await lockLiveInstance(trx, principal, id), input));
+export async function deployModuleInstance(db: Db, secrets: SecretBox, principal: Principal, id: string, input: DeployRequest) {
+  const runId = await db.transaction().execute(async (trx) => deployIn(trx, secrets, principal, await lockLiveInstance(trx, principal, id), input));
   return getRun(db, principal, runId!);
 }
 
@@ -128,7 +136,7 @@ function graphOrder(instances: ModuleInstanceRow[], edges: { consumer: string; p
  * values differ from what it last applied, producers first: each consumer's run waits for its
  * producers' runs, so independent branches run side by side.
  */
-export async function deployEnvironment(db: Db, principal: Principal, environmentId: string, input: DeployRequest) {
+export async function deployEnvironment(db: Db, secrets: SecretBox, principal: Principal, environmentId: string, input: DeployRequest) {
   const started = await db.transaction().execute(async (trx) => {
     const environment = await getEnvironmentRow(trx, principal, environmentId);
     const instances = await findInstancesOfEnvironment(trx, environment.id);
@@ -142,7 +150,7 @@ export async function deployEnvironment(db: Db, principal: Principal, environmen
     for (const listed of graphOrder(instances, edges)) {
       const row = await lockInstance(trx, principal.organizationId, listed.id);
       if (!row || row.deleting_run_id) continue;
-      const runId = await deployIn(trx, principal, row, input, true);
+      const runId = await deployIn(trx, secrets, principal, row, input, true);
       if (runId) runs.push({ moduleInstanceId: row.id, givenId: row.given_id, runId });
       else unchanged.push({ moduleInstanceId: row.id, givenId: row.given_id });
     }

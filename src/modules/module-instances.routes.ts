@@ -39,7 +39,7 @@ export async function moduleInstanceRoutes(app: App) {
         },
       },
     },
-    async (request, reply) => reply.status(201).send({ data: await createModuleInstance(app.db, request.principal, request.body.data) }),
+    async (request, reply) => reply.status(201).send({ data: await createModuleInstance(app.db, app.secrets, request.principal, request.body.data) }),
   );
 
   app.get(
@@ -83,7 +83,7 @@ export async function moduleInstanceRoutes(app: App) {
         response: { ...errorResponses(INPUT_ERRORS), 200: Envelope(ModuleInstance) },
       },
     },
-    async (request) => ({ data: await updateModuleInstance(app.db, request.principal, request.params.id, request.body.data) }),
+    async (request) => ({ data: await updateModuleInstance(app.db, app.secrets, request.principal, request.params.id, request.body.data) }),
   );
 
   app.post(
@@ -98,7 +98,7 @@ export async function moduleInstanceRoutes(app: App) {
         response: { ...errorResponses(INPUT_ERRORS), 200: Envelope(ModuleInstance) },
       },
     },
-    async (request) => ({ data: await upgradeModuleInstance(app.db, request.principal, request.params.id, request.body.data) }),
+    async (request) => ({ data: await upgradeModuleInstance(app.db, app.secrets, request.principal, request.params.id, request.body.data) }),
   );
 
   app.delete(
@@ -160,7 +160,8 @@ export async function moduleGraphRoutes(app: App) {
         },
       },
     },
-    async (request, reply) => reply.status(201).send({ data: await deployModuleInstance(app.db, request.principal, request.params.id, request.body.data) }),
+    async (request, reply) =>
+      reply.status(201).send({ data: await deployModuleInstance(app.db, app.secrets, request.principal, request.params.id, request.body.data) }),
   );
 
   app.post(
@@ -180,7 +181,8 @@ export async function moduleGraphRoutes(app: App) {
         },
       },
     },
-    async (request, reply) => reply.status(201).send({ data: await deployEnvironment(app.db, request.principal, request.params.id, request.body.data) }),
+    async (request, reply) =>
+      reply.status(201).send({ data: await deployEnvironment(app.db, app.secrets, request.principal, request.params.id, request.body.data) }),
   );
 
   app.get(

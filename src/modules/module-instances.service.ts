@@ -13,6 +13,9 @@ import { getEnvironmentRow } from '../environments/environments.service.ts';
 import { findStackById, lockStackInOrg, updateStack as updateStackRow } from '../stacks/stacks.repo.ts';
 import { createStackIn, deleteStackIn, triggerStackRunIn } from '../stacks/stacks.service.ts';
 import { carryOver, evaluateInputs, type InputEvaluation } from './instance-inputs.ts';
+import type { SecretBox } from '../platform/secrets/secret-box.ts';
+import { deleteSensitiveVariable, findSensitiveVariables, upsertSensitiveVariable } from '../stacks/stack-variables.repo.ts';
+import { sensitiveVariableContext } from '../stacks/stack-variables.service.ts';
 import {
   deleteInstanceById,
   findConsumersOf,
@@ -131,6 +134,25 @@ interface Written {
   values: Record<string, unknown>;
   version: ModuleVersionRow;
   applied?: Record<string, unknown>;
+  /** Its sensitive inputs that hold a sealed value (the stack's sensitive variables). */
+  sealed?: ReadonlySet<string>;
+}
+
+/** The names of a stack's sensitive variables: the sensitive inputs of its instance that are set. */
+async function sealedOf(db: Executor, stackId: string): Promise<Set<string>> {
+  return new Set((await findSensitiveVariables(db, stackId)).map((v) => v.name));
+}
+
+/**
+ * sealSecrets keeps the values of sensitive inputs as the stack's sensitive variables, sealed: they never
+ * reach the instance's values, the stack's variables, a run's data or a response. `null` removes one.
+ */
+async function sealSecrets(trx: Trx, secrets: SecretBox, stack: { id: string; organizationId: string }, evaluation: InputEvaluation) {
+  for (const [name, value] of Object.entries(evaluation.secrets)) {
+    const sealedValue = secrets.seal(JSON.stringify(value), sensitiveVariableContext(stack.id, name));
+    await upsertSensitiveVariable(trx, { stackId: stack.id, organizationId: stack.organizationId, name, sealedValue });
+  }
+  for (const name of evaluation.cleared) await deleteSensitiveVariable(trx, stack.id, name);
 }
 
 /**
@@ -144,6 +166,7 @@ async function evaluateAndCheck(trx: Trx, place: Placement, w: Written) {
     inputs,
     values: w.values,
     applied: w.applied,
+    sealed: w.sealed,
     resolveDefaultValue: (givenId) => resolveDefaultValue(trx, scopes, givenId),
   });
   const { resolved, problems } = await resolveReferences(trx, place, inputs, evaluation, w.id);
@@ -182,7 +205,7 @@ function assertUsableVersion(version: ModuleVersionRow) {
 }
 
 /** createModuleInstance creates the instance and the OpenTofu stack it owns, in one transaction. */
-export async function createModuleInstance(db: Db, principal: Principal, input: CreateModuleInstance) {
+export async function createModuleInstance(db: Db, secrets: SecretBox, principal: Principal, input: CreateModuleInstance) {
   const version = await getModuleVersionRow(db, principal, input.moduleVersionId);
   assertUsableVersion(version);
   const id = newId();
@@ -198,6 +221,7 @@ export async function createModuleInstance(db: Db, principal: Principal, input: 
       variables: stackVariablesOf(evaluation, references),
       moduleInstanceId: id,
     });
+    await sealSecrets(trx, secrets, { id: stack.id, organizationId: principal.organizationId }, evaluation);
     try {
       await insertInstance(trx, {
         id,
@@ -231,6 +255,7 @@ export async function getModuleInstance(db: Db, principal: Principal, id: string
   const evaluation = await evaluateInputs({
     inputs: inputsOf(version),
     values: row.values,
+    sealed: await sealedOf(db, row.stack_id),
     resolveDefaultValue: (givenId) => resolveDefaultValue(db, placementOf(row), givenId),
   });
   return { ...moduleInstanceRowToApi(row), inputs: evaluation.resolved, references: await referencesWithMessages(db, [row.id]) };
@@ -261,7 +286,7 @@ export async function lockLiveInstance(trx: Trx, principal: Principal, id: strin
  * rewrite stores new values (and version) of a locked instance, checked against what it deployed, and
  * keeps its stack in step. Returns the stack's variables: what a deploy of it now deploys.
  */
-export async function rewrite(trx: Trx, row: ModuleInstanceRow, version: ModuleVersionRow, values: Record<string, unknown>, name?: string) {
+export async function rewrite(trx: Trx, secrets: SecretBox, row: ModuleInstanceRow, version: ModuleVersionRow, values: Record<string, unknown>, name?: string) {
   const place = placementOf(row);
   const { evaluation, references } = await evaluateAndCheck(trx, place, {
     id: row.id,
@@ -269,22 +294,24 @@ export async function rewrite(trx: Trx, row: ModuleInstanceRow, version: ModuleV
     values,
     version,
     applied: row.applied_values ?? undefined,
+    sealed: await sealedOf(trx, row.stack_id),
   });
   await updateInstance(trx, row.id, { name, values: evaluation.kept, versionId: version.id });
   await saveReferences(trx, place, row.id, references);
   await lockStackInOrg(trx, row.organization_id, row.stack_id);
   const variables = stackVariablesOf(evaluation, references);
   await updateStackRow(trx, row.stack_id, { name, source: stackSourceOf(version), variables });
+  await sealSecrets(trx, secrets, { id: row.stack_id, organizationId: row.organization_id }, evaluation);
   return variables;
 }
 
 /** updateModuleInstance renames the instance and replaces its values (the whole set). */
-export async function updateModuleInstance(db: Db, principal: Principal, id: string, input: UpdateModuleInstance) {
+export async function updateModuleInstance(db: Db, secrets: SecretBox, principal: Principal, id: string, input: UpdateModuleInstance) {
   await db.transaction().execute(async (trx) => {
     const row = await lockLiveInstance(trx, principal, id);
     if (input.values === undefined && input.name === undefined) return;
     const version = await getModuleVersionRow(trx, principal, row.module_version_id);
-    await rewrite(trx, row, version, input.values ?? row.values, input.name);
+    await rewrite(trx, secrets, row, version, input.values ?? row.values, input.name);
   });
   return getModuleInstance(db, principal, id);
 }
@@ -294,7 +321,7 @@ export async function updateModuleInstance(db: Db, principal: Principal, id: str
  * current ones carry over, through `moved_from` where the new version renamed or merged inputs; the
  * deployed-value rules then compare with what was deployed under the old names.
  */
-export async function upgradeModuleInstance(db: Db, principal: Principal, id: string, input: UpgradeModuleInstance) {
+export async function upgradeModuleInstance(db: Db, secrets: SecretBox, principal: Principal, id: string, input: UpgradeModuleInstance) {
   const target = await getModuleVersionRow(db, principal, input.moduleVersionId);
   assertUsableVersion(target);
   await db.transaction().execute(async (trx) => {
@@ -305,7 +332,7 @@ export async function upgradeModuleInstance(db: Db, principal: Principal, id: st
       ]);
     }
     const carried = carryOver(row.values, inputsOf(target));
-    await rewrite(trx, row, target, { ...carried, ...(input.values ?? {}) });
+    await rewrite(trx, secrets, row, target, { ...carried, ...(input.values ?? {}) });
   });
   return getModuleInstance(db, principal, id);
 }
