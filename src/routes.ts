@@ -21,6 +21,7 @@ import { gitWebhookRoutes } from './git-webhooks/webhooks.routes.ts';
 import { auditRoutes } from './audit/audit.routes.ts';
 import { moduleCatalogueRoutes } from './modules/modules.routes.ts';
 import { moduleGraphRoutes, moduleInstanceRoutes } from './modules/module-instances.routes.ts';
+import { moduleRegistryRoutes } from './modules/registry.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
 export const ROUTES: RoutePlugin[] = [
@@ -47,4 +48,5 @@ export const ROUTES: RoutePlugin[] = [
   moduleCatalogueRoutes,
   moduleInstanceRoutes,
   moduleGraphRoutes,
+  moduleRegistryRoutes,
 ];

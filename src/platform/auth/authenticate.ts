@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { CredentialStore } from './credential-store.ts';
-import { BadRequestError, UnauthenticatedError } from '../errors.ts';
+import { BadRequestError, ForbiddenError, NotFoundError, UnauthenticatedError } from '../errors.ts';
+import type { Principal } from './principal.ts';
 import { assertPermission } from './roles.ts';
 import { hashToken, RUN_TOKEN_PREFIX } from './tokens.ts';
 
@@ -21,6 +22,27 @@ export function organizationSelector(header: string | string[] | undefined): str
 }
 
 /**
+ * The principal of a route whose path names the organization (`config.organizationParam`: the module
+ * registry's namespace, which OpenTofu has no header for): a user key acts there as X-Organization-Id
+ * would make it, a service-account key only in its own organization. A key that cannot act there, and a
+ * name that is no organization, are the same 404, so the path tells nothing of the organizations the
+ * caller is not in.
+ */
+async function principalInPathOrganization(credentials: CredentialStore, token: string, organizationId: unknown): Promise<Principal> {
+  const notFound = new NotFoundError('Organization', String(organizationId));
+  if (typeof organizationId !== 'string' || !ORGANIZATION_SELECTOR.test(organizationId)) throw notFound;
+  let principal: Principal;
+  try {
+    principal = await credentials.resolve(token, hashToken(token), organizationId);
+  } catch (error) {
+    if (error instanceof ForbiddenError && error.code === 'Auth:Organization:FORBIDDEN') throw notFound;
+    throw error;
+  }
+  if (principal.organizationId !== organizationId) throw notFound;
+  return principal;
+}
+
+/**
  * authenticate sets `request.principal` from the bearer credential and checks the route's permission.
  * The credential store serves it from memory only while no change can have been missed (see
  * credential-store.ts): a revoked or expired key fails on its next request in this process, and within
@@ -35,8 +57,13 @@ export async function authenticate(credentials: CredentialStore, request: Fastif
   // A run credential is valid on the state backend only: here it is refused unread, so that sending
   // them costs the database nothing (it is still a failure, counted like any other).
   if (token.startsWith(RUN_TOKEN_PREFIX)) throw new UnauthenticatedError('INVALID', 'A run credential is valid only on the state backend');
-  const requestedOrg = organizationSelector(request.headers['x-organization-id']);
-  request.principal = await credentials.resolve(token, hashToken(token), requestedOrg);
+  const pathOrganization = request.routeOptions.config.organizationParam;
+  if (pathOrganization) {
+    request.principal = await principalInPathOrganization(credentials, token, (request.params as Record<string, unknown>)[pathOrganization]);
+  } else {
+    const requestedOrg = organizationSelector(request.headers['x-organization-id']);
+    request.principal = await credentials.resolve(token, hashToken(token), requestedOrg);
+  }
   const permission = request.routeOptions.config.permission ?? 'read';
   if (permission !== 'authenticated') assertPermission(request.principal.role, permission);
 }

@@ -44,6 +44,11 @@ declare module 'fastify' {
     public?: boolean;
     /** Takes run credentials (`plr_…`) as well as API keys: the state backend, which checks its own. */
     runCredentials?: boolean;
+    /**
+     * The path parameter that names the organization the request acts in, in place of X-Organization-Id
+     * (the module registry's namespace: OpenTofu sends no such header). See authenticate.ts.
+     */
+    organizationParam?: string;
   }
   interface FastifyRequest {
     principal: Principal;

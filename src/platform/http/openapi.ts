@@ -65,6 +65,7 @@ const ORGANIZATION_HEADER_SCHEMA = {
 interface RouteConfig {
   public?: boolean;
   runCredentials?: boolean;
+  organizationParam?: string;
 }
 
 type RouteSchema = Record<string, unknown> & {
@@ -192,8 +193,14 @@ export function withOrganizationHeader({ schema, url, route }: { schema: unknown
   const routeSchema = (schema ?? {}) as RouteSchema;
   if (!takesCredential(config)) return { schema: routeSchema, url };
   const headers = routeSchema.headers ?? { type: 'object', properties: {} };
+  const header = config.organizationParam
+    ? {
+        ...ORGANIZATION_HEADER_SCHEMA,
+        description: `Ignored: the \`${config.organizationParam}\` path parameter names the organization the request acts in (a key that cannot act there gets a 404)`,
+      }
+    : ORGANIZATION_HEADER_SCHEMA;
   return {
-    schema: { ...routeSchema, headers: { ...headers, properties: { ...(headers.properties ?? {}), [ORGANIZATION_HEADER]: ORGANIZATION_HEADER_SCHEMA } } },
+    schema: { ...routeSchema, headers: { ...headers, properties: { ...(headers.properties ?? {}), [ORGANIZATION_HEADER]: header } } },
     url,
   };
 }
