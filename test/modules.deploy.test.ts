@@ -91,6 +91,9 @@ describe('deploying module instances from a real repository with the OpenTofu st
     assert.equal(graph.edges.length, 3);
     assert.ok(graph.edges.every((e: { messages: unknown[] }) => e.messages.length === 0));
 
+    // Written again as they were (references by givenId, which the deploy recorded by id): nothing changes.
+    const same = await t.call('PATCH', `/module-instances/${db.id}`, { body: { data: { values: db.values } } });
+    assert.equal(same.status, 200, JSON.stringify(same.body));
     const again = await t.call('POST', `/environments/${envId}/deploy`, { body: { data: { autoapprove: true } } });
     assert.deepEqual(again.body.data.runs, []);
     assert.deepEqual(
@@ -176,6 +179,11 @@ describe('deploying module instances from a real repository with the OpenTofu st
     const runId = res.body.data.deletingRunId;
     assert.equal(typeof runId, 'string');
     assertError(await t.call('PATCH', `/module-instances/${net.id}`, { body: { data: { name: 'x' } } }), 409, 'Api:ModuleInstance:DELETING');
+    const consumer = await t.call('POST', '/module-instances', {
+      body: { data: { environmentId: envId, moduleVersionId: service.versionId, givenId: 'late', name: 'late', values: { endpoint: ref('net', 'vpc_id') } } },
+    });
+    assertError(consumer, 422, 'Api:ModuleInstance:INVALID_INPUTS');
+    assert.match(consumer.body.details[0].items[0], /is being deleted/);
     await waitForRunStatus(t, runId, 'SUCCEEDED', 120_000).catch(() => undefined);
     const gone = async () => (await t.call('GET', `/module-instances/${net.id}`)).status === 404;
     for (let i = 0; i < 200 && !(await gone()); i++) await new Promise((r) => setTimeout(r, 100));
@@ -221,5 +229,39 @@ describe('deploying module instances from a real repository with the OpenTofu st
     const finished = await runOfB();
     assert.equal(finished.status, 'SUCCEEDED', JSON.stringify(finished.error));
     assert.deepEqual((await t.call('GET', `/stacks/${b.stackId}`, { headers: inOrg(orgB) })).body.data.output.vpc_id, 'vpc-net-b');
+  });
+
+  it('a waiting deploy: its instance cannot be deleted, a retry after a cancel takes its stack, changed references cancel it', async () => {
+    const envId = await environment('waiting');
+    const net = await create(envId, 'net', network, { name: 'waiting' });
+    const svc = await create(envId, 'svc', service, { endpoint: ref('net', 'vpc_id') });
+    // The producer's deploy waits for its approval: its stack stays busy.
+    const producerRun = (await t.call('POST', `/module-instances/${net.id}/deploy`)).body.data;
+    const waiting = (await t.call('POST', `/module-instances/${svc.id}/deploy`, { body: { data: { autoapprove: true } } })).body.data;
+    assert.equal(waiting.queueState.blockingModuleInstanceId, net.id);
+    assertError(await t.call('DELETE', `/module-instances/${svc.id}`), 409, 'Api:ModuleInstance:BUSY');
+    const blocked = await t.call('POST', '/module-instances', {
+      body: { data: { environmentId: envId, moduleVersionId: service.versionId, givenId: 'svc2', name: 'svc2', values: { endpoint: ref('net', 'vpc_id') } } },
+    });
+    assert.equal(blocked.status, 201, JSON.stringify(blocked.body));
+    const pipeline = (await t.call('GET', `/stacks/${svc.stackId}`)).body.data.changePipelineId;
+    const version = await t.call('POST', '/pipeline-versions', {
+      body: { data: { pipelineId: pipeline, config: { steps: [{ id: 'x', name: 'x', type: 'script', with: { command: 'true' } }] } } },
+    });
+    assertError(version, 409, 'Api:Stack:MANAGED_BY_MODULE_INSTANCE');
+
+    assert.equal((await t.call('POST', `/pipeline-runs/${waiting.id}/cancel`)).status, 200);
+    assert.equal((await t.call('POST', `/pipeline-runs/${waiting.id}/retry`)).status, 200);
+    const retried = await getRun(t, waiting.id);
+    assert.notEqual(retried.queueState.blockingModuleInstanceId, net.id, "a retried run starts from its own stack's queue");
+    await t.call('POST', `/pipeline-runs/${waiting.id}/cancel`);
+
+    const second = (await t.call('POST', `/module-instances/${svc.id}/deploy`)).body.data;
+    assert.equal(second.queueState.blockingModuleInstanceId, net.id);
+    const unreferenced = await t.call('PATCH', `/module-instances/${svc.id}`, { body: { data: { values: { endpoint: 'literal' } } } });
+    assert.equal(unreferenced.status, 200, JSON.stringify(unreferenced.body));
+    const cancelled = await getRun(t, second.id);
+    assert.equal(cancelled.status, 'CANCELLED', 'its references changed');
+    await t.call('POST', `/pipeline-runs/${producerRun.id}/cancel`);
   });
 });

@@ -139,7 +139,7 @@ describe('module registry', () => {
     ).body.data[1];
     assert.equal(installed.archive.headers.get('etag'), `"${version.archiveSha256}"`);
     const expected = repositoryFiles(commits['1.1.0'], 'modules/network');
-    assert.deepEqual([...installed.files.keys()].sort(), ['README.md', 'main.tf', 'policies/egress.json']);
+    assert.deepEqual([...installed.files.keys()].sort(), ['README.md', 'main.tf', 'policies/egress.json', 'standin.json']);
     assert.deepEqual(installed.files, expected);
 
     const pinned = await install(origin, address(ownOrg), '1.0.0', viewer);

@@ -114,6 +114,8 @@ async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, o: LockedRunOpt
       await releaseStack(trx, s.stackId!, s.id, s.status === 'SUCCEEDED');
       return stackRunFinished(trx, { stackId: s.stackId!, runId: s.id, succeeded: s.status === 'SUCCEEDED' });
     case 'releaseWaiting':
+      // It waits for nothing any more: a retry of it starts from its stack's queue.
+      await setBlockingStack(trx, s.id, null);
       return releaseRunsWaitingFor(trx, s.stackId!, s.id, false);
     case 'enterStackQueue':
       return enterStackQueue(trx, s.id, s.stackId, o.actor);
@@ -192,6 +194,7 @@ async function releaseRunsWaitingFor(trx: Trx, stackId: string, endedRunId: stri
  * in FIFO order (claimStackForRun's row lock serializes this with releaseStack).
  */
 export async function enterStackQueue(trx: Trx, runId: string, stackId: string | null, actor?: string): Promise<void> {
+  await setBlockingStack(trx, runId, null);
   if (stackId && (await claimStackForRun(trx, stackId, runId)) !== runId) return;
   await admitRun(trx, runId, actor);
 }

@@ -90,6 +90,7 @@ export function lockRunsWaitingFor(trx: Trx, stackId: string) {
     .select(['id', 'stack_id', 'wait_for_stack_ids'])
     .where('blocking_stack_id', '=', stackId)
     .where('status', '=', 'QUEUED')
+    .where('admitted_at', 'is', null)
     .orderBy('id')
     .forUpdate()
     .execute();

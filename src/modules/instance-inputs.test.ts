@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { InputProperty } from '../inputs/inputs.schema.ts';
-import { carryOver, evaluateInputs, type EvaluationContext } from './instance-inputs.ts';
+import { carryOver, deployedValueProblems, evaluateInputs, type EvaluationContext } from './instance-inputs.ts';
 
 const noDefaults: EvaluationContext['resolveDefaultValue'] = async () => undefined;
-const evaluate = (inputs: InputProperty[], values: Record<string, unknown>, applied?: Record<string, unknown>, resolveDefaultValue = noDefaults) =>
-  evaluateInputs({ inputs, values, applied, resolveDefaultValue });
+const evaluate = (inputs: InputProperty[], values: Record<string, unknown>, resolveDefaultValue = noDefaults) =>
+  evaluateInputs({ inputs, values, resolveDefaultValue });
 
 const cpu: InputProperty = { id: 'cpu', label: 'CPU units', type: 'number', min: 256, min_current_value: true };
 const name: InputProperty = {
@@ -55,7 +55,7 @@ describe('module instance inputs', () => {
       givenId === 'aws_region'
         ? { defaultValueDefinitionId: 'def1', givenId, value: 'eu-west-1', source: { type: 'ENVIRONMENT', parentId: 'env1', defaultValueId: 'dv1' } }
         : undefined;
-    const { resolved, effective, kept } = await evaluate(inputs, { set: 'x' }, undefined, resolve);
+    const { resolved, effective, kept } = await evaluate(inputs, { set: 'x' }, resolve);
     assert.deepEqual(effective, { replicas: 2, region: 'eu-west-1', set: 'x' });
     assert.deepEqual(kept, { set: 'x' });
     assert.deepEqual(resolved, [
@@ -70,27 +70,28 @@ describe('module instance inputs', () => {
     ]);
   });
 
-  it('locks an immutable input once deployed', async () => {
-    assert.deepEqual((await evaluate([name], { name: 'web' }, { name: 'web' })).problems, []);
-    assert.deepEqual((await evaluate([name], { name: 'api' }, { name: 'web' })).problems, [
+  it('locks an immutable input once deployed, whatever order its keys come in, and refuses leaving it out', () => {
+    assert.deepEqual(deployedValueProblems([name], { name: 'web' }, { name: 'web' }), []);
+    assert.deepEqual(deployedValueProblems([name], { name: 'api' }, { name: 'web' }), [
       '/data/values/name (Service name): is immutable once deployed: it must stay "web"',
     ]);
-    assert.deepEqual((await evaluate([name], { name: 'api' })).problems, [], 'before the first deploy it may change');
+    assert.deepEqual(deployedValueProblems([name], {}, { name: 'web' }), ['/data/values/name (Service name): is immutable once deployed: it must stay "web"']);
+    const zones: InputProperty = { id: 'zones', label: 'Zones', type: 'object', immutable: true, properties: [] };
+    assert.deepEqual(deployedValueProblems([zones], { zones: { az: 'b', zone: 'a' } }, { zones: { zone: 'a', az: 'b' } }), []);
+    assert.deepEqual(deployedValueProblems([name], { name: 'api' }, {}), [], 'before the first deploy it may change');
   });
 
-  it('keeps a min_current_value number from going below the deployed value', async () => {
-    assert.deepEqual((await evaluate([cpu], { cpu: 512 }, { cpu: 1024 })).problems, [
-      '/data/values/cpu (CPU units): must not go below the deployed value 1024',
-    ]);
-    assert.deepEqual((await evaluate([cpu], { cpu: 2048 }, { cpu: 1024 })).problems, []);
+  it('keeps a min_current_value number from going below the deployed value', () => {
+    assert.deepEqual(deployedValueProblems([cpu], { cpu: 512 }, { cpu: 1024 }), ['/data/values/cpu (CPU units): must not go below the deployed value 1024']);
+    assert.deepEqual(deployedValueProblems([cpu], { cpu: 2048 }, { cpu: 1024 }), []);
   });
 
-  it('carries a renamed immutable input over through moved_from without tripping it', async () => {
+  it('carries a renamed immutable input over through moved_from without tripping it', () => {
     const renamed: InputProperty = { ...name, id: 'service_name', moved_from: ['name'] };
     const carried = carryOver({ name: 'web', dropped: 1 }, [renamed]);
     assert.deepEqual(carried, { service_name: 'web' });
-    assert.deepEqual((await evaluate([renamed], carried, { name: 'web' })).problems, []);
-    assert.deepEqual((await evaluate([renamed], { service_name: 'api' }, { name: 'web' })).problems, [
+    assert.deepEqual(deployedValueProblems([renamed], carried, { name: 'web' }), []);
+    assert.deepEqual(deployedValueProblems([renamed], { service_name: 'api' }, { name: 'web' }), [
       '/data/values/service_name (Service name): is immutable once deployed: it must stay "web"',
     ]);
   });

@@ -25,6 +25,9 @@ export interface ResolvedInput {
   hidden?: boolean;
 }
 
+/** More reference values than this in one instance's inputs are refused: no module consumes that many outputs. */
+export const MAX_REFERENCES = 500;
+
 /** What a response shows for the value of a sensitive input. */
 export const SENSITIVE_VALUE = '(sensitive)';
 
@@ -46,8 +49,6 @@ export interface InputEvaluation {
 export interface EvaluationContext {
   inputs: InputProperty[];
   values: Record<string, unknown>;
-  /** What the last successful apply deployed (resolved values by input id), for `immutable` and `min_current_value`. */
-  applied?: Record<string, unknown>;
   /** The effective default value of a default-value definition (by givenId) for the instance's environment. */
   resolveDefaultValue: (givenId: string) => Promise<ResolvedDefaultValue | undefined>;
   /** Sensitive inputs that hold a sealed value already: left out of the values, they keep it. */
@@ -104,22 +105,43 @@ export function carryOver(values: Record<string, unknown>, inputs: InputProperty
   return out;
 }
 
-function same(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+/** JSON with object keys sorted, so two equal values compare equal whatever order their keys came in (jsonb reorders them). */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, (v as Record<string, unknown>)[k]]),
+        )
+      : v,
+  );
 }
 
-/** The rules that compare with what is deployed: `immutable` and `min_current_value`. */
-function deployedRuleProblems(input: InputProperty, value: unknown, applied: Record<string, unknown>): Problem[] {
+/** The rules that compare with what is deployed: `immutable` and `min_current_value`, for one input. */
+function deployedRuleProblems(input: InputProperty, value: unknown, applied: Record<string, unknown>): string[] {
   const current = appliedValueOf(input, applied);
   if (current === undefined) return [];
-  if (input.immutable && !same(value, current)) {
-    return [{ path: '', message: `is immutable once deployed: it must stay ${JSON.stringify(current)}` }];
+  if (input.immutable && (value === undefined || canonicalJson(value) !== canonicalJson(current))) {
+    return [`is immutable once deployed: it must stay ${JSON.stringify(current)}`];
   }
   const minCurrent = 'min_current_value' in input && input.min_current_value;
   if (minCurrent && typeof value === 'number' && typeof current === 'number' && value < current) {
-    return [{ path: '', message: `must not go below the deployed value ${current}` }];
+    return [`must not go below the deployed value ${current}`];
   }
   return [];
+}
+
+/**
+ * deployedValueProblems checks the values a deploy would now deploy (the stack's variables: references
+ * naming producers by id, as deployed values do) against what the instance last deployed. An immutable
+ * input that was deployed must still be given the same value: left out or hidden now, it is a problem.
+ */
+export function deployedValueProblems(inputs: InputProperty[], values: Record<string, unknown>, applied: Record<string, unknown>): string[] {
+  const format = formatFor(inputs);
+  return inputs
+    .filter((input) => !isSensitiveInput(input))
+    .flatMap((input) => deployedRuleProblems(input, values[input.id], applied).map((message) => format({ path: `/${input.id}`, message })));
 }
 
 function formatFor(inputs: InputProperty[]) {
@@ -162,12 +184,7 @@ export async function evaluateInputs(ctx: EvaluationContext): Promise<InputEvalu
   // A sensitive input that keeps its sealed value is not missing: only what is written is checked.
   const checked = ctx.inputs.map((i) => (keepsSealed(i.id) ? ({ ...i, required: false } as InputProperty) : i));
   const problems: Problem[] = [...referenceProblems, ...validateInputs(checked, effective)];
-  if (ctx.applied) {
-    for (const input of ctx.inputs) {
-      if (hidden.has(input.id) || effective[input.id] === undefined || sensitive.has(input.id)) continue;
-      for (const p of deployedRuleProblems(input, effective[input.id], ctx.applied)) problems.push({ ...p, path: `/${input.id}` });
-    }
-  }
+  if (references.length > MAX_REFERENCES) problems.push({ path: '', message: `holds ${references.length} reference values: at most ${MAX_REFERENCES}` });
   const isSecret = (id: string) => id in secrets || keepsSealed(id);
   const kept = Object.fromEntries(Object.entries(ctx.values).filter(([id, v]) => !hidden.has(id) && v !== undefined && !sensitive.has(id)));
   for (const id of Object.keys(secrets)) delete effective[id];

@@ -13,8 +13,9 @@ import { getEnvironmentRow } from '../environments/environments.service.ts';
 import { getRun } from '../runs/runs.service.ts';
 import { triggerStackRunIn } from '../stacks/stacks.service.ts';
 import { findInstancesOfEnvironment, findReferencesOfConsumers, lockInstance, recordInstanceApplied, type ModuleInstanceRow } from './module-instances.repo.ts';
-import { lockLiveInstance, rewrite } from './module-instances.service.ts';
+import { lockForWrite, lockGraph, rewrite } from './module-instances.service.ts';
 import { findVersionById } from './module-versions.repo.ts';
+import { canonicalJson } from './instance-inputs.ts';
 import { findProducerOutputs, messagesOf } from './reference-messages.ts';
 
 export const DEPLOY_ACTIONS = ['apply', 'plan'] as const;
@@ -55,23 +56,34 @@ async function lockProducerStacks(trx: Trx, instanceId: string): Promise<string[
 }
 
 /**
- * deployIn starts the deploy of a locked instance: its current values, against its current version.
- * With `onlyChanged`, an instance whose last apply deployed exactly that is left alone (undefined).
+ * deployIn starts the deploy of an instance: its current values, against its current version. With
+ * `onlyChanged`, an instance whose last apply deployed exactly that is left alone (undefined).
  */
 async function deployIn(
   trx: Trx,
   secrets: SecretBox,
   principal: Principal,
-  row: ModuleInstanceRow,
+  id: string,
   input: DeployRequest,
   onlyChanged = false,
 ): Promise<string | undefined> {
+  let waitForStackIds: string[] = [];
+  const row = await lockForWrite(trx, principal, id, {
+    live: !onlyChanged,
+    beforeStack: async (seen) => {
+      waitForStackIds = await lockProducerStacks(trx, seen.id);
+    },
+  });
+  if (row.deleting_run_id) return undefined;
   const version = await findVersionById(trx, row.module_version_id);
   if (!version) throw new NotFoundError('ModuleVersion', row.module_version_id);
-  const waitForStackIds = await lockProducerStacks(trx, row.id);
   // Evaluated again: a default value may have changed since the values were written.
-  const variables = await rewrite(trx, secrets, row, version, row.values);
-  const unchanged = row.applied_values !== null && row.applied_version_id === version.id && canonical(row.applied_values) === canonical(variables);
+  const variables = await rewrite(trx, secrets, principal.userId, row, version, row.values);
+  const unchanged =
+    row.applied_values !== null &&
+    row.applied_version_id === version.id &&
+    canonicalJson(row.applied_values) === canonicalJson(variables) &&
+    !(await sealedChangedSince(trx, row.stack_id, row.applied_at));
   if (onlyChanged && unchanged) return undefined;
   const data = {
     kind: 'stack',
@@ -92,21 +104,8 @@ async function deployIn(
 
 /** deployModuleInstance starts a run deploying the instance; it waits while an instance it consumes deploys. */
 export async function deployModuleInstance(db: Db, secrets: SecretBox, principal: Principal, id: string, input: DeployRequest) {
-  const runId = await db.transaction().execute(async (trx) => deployIn(trx, secrets, principal, await lockLiveInstance(trx, principal, id), input));
+  const runId = await db.transaction().execute(async (trx) => deployIn(trx, secrets, principal, id, input));
   return getRun(db, principal, runId!);
-}
-
-/** JSON with object keys sorted: jsonb gives keys back in its own order. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.keys(v)
-            .sort()
-            .map((k) => [k, (v as Record<string, unknown>)[k]]),
-        )
-      : v,
-  );
 }
 
 /** The instances in the order of the graph: producers before their consumers (references elsewhere do not order). */
@@ -139,6 +138,8 @@ function graphOrder(instances: ModuleInstanceRow[], edges: { consumer: string; p
 export async function deployEnvironment(db: Db, secrets: SecretBox, principal: Principal, environmentId: string, input: DeployRequest) {
   const started = await db.transaction().execute(async (trx) => {
     const environment = await getEnvironmentRow(trx, principal, environmentId);
+    // Before any instance row: every module write takes the graph lock first.
+    await lockGraph(trx, principal.organizationId);
     const instances = await findInstancesOfEnvironment(trx, environment.id);
     const refs = await findReferencesOfConsumers(
       trx,
@@ -148,17 +149,29 @@ export async function deployEnvironment(db: Db, secrets: SecretBox, principal: P
     const runs: { moduleInstanceId: string; givenId: string; runId: string }[] = [];
     const unchanged: { moduleInstanceId: string; givenId: string }[] = [];
     for (const listed of graphOrder(instances, edges)) {
-      const row = await lockInstance(trx, principal.organizationId, listed.id);
-      if (!row || row.deleting_run_id) continue;
-      const runId = await deployIn(trx, secrets, principal, row, input, true);
-      if (runId) runs.push({ moduleInstanceId: row.id, givenId: row.given_id, runId });
-      else unchanged.push({ moduleInstanceId: row.id, givenId: row.given_id });
+      if (listed.deleting_run_id) continue;
+      const runId = await deployIn(trx, secrets, principal, listed.id, input, true);
+      if (runId) runs.push({ moduleInstanceId: listed.id, givenId: listed.given_id, runId });
+      else unchanged.push({ moduleInstanceId: listed.id, givenId: listed.given_id });
     }
     return { runs, unchanged };
   });
   const runs = [];
   for (const r of started.runs) runs.push({ moduleInstanceId: r.moduleInstanceId, givenId: r.givenId, run: await getRun(db, principal, r.runId) });
   return { runs, unchanged: started.unchanged };
+}
+
+/** Whether a sensitive input of the instance was set since its last deploy (sealed values are not in its variables). */
+async function sealedChangedSince(trx: Trx, stackId: string, appliedAt: Date | null): Promise<boolean> {
+  if (!appliedAt) return true;
+  const row = await trx
+    .selectFrom('stack_sensitive_variables')
+    .select('name')
+    .where('stack_id', '=', stackId)
+    .where('updated_at', '>', appliedAt)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** A deploy's successful apply records what it deployed: the rules on deployed values compare with it. */

@@ -12,7 +12,7 @@ import { resolveDefaultValue, type Scopes } from '../default-values/resolver.ts'
 import { getEnvironmentRow } from '../environments/environments.service.ts';
 import { findStackById, lockStackInOrg, updateStack as updateStackRow } from '../stacks/stacks.repo.ts';
 import { createStackIn, deleteStackIn, triggerStackRunIn } from '../stacks/stacks.service.ts';
-import { carryOver, evaluateInputs, type InputEvaluation } from './instance-inputs.ts';
+import { carryOver, deployedValueProblems, evaluateInputs, type InputEvaluation } from './instance-inputs.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { deleteSensitiveVariable, findSensitiveVariables, upsertSensitiveVariable } from '../stacks/stack-variables.repo.ts';
 import { sensitiveVariableContext } from '../stacks/stack-variables.service.ts';
@@ -23,6 +23,7 @@ import {
   findInstancesByRefs,
   findInstancesPage,
   findOrganizationEdges,
+  findReferencesOfConsumers,
   insertInstance,
   lockInstance,
   moduleInstanceRowToApi,
@@ -36,13 +37,14 @@ import { inputsOf, type ModuleVersionRow } from './module-versions.repo.ts';
 import { getModuleVersionRow } from './module-versions.service.ts';
 import { findCycle } from './reference-cycles.ts';
 import { onStackRunFinished } from '../engine/stack-run-hooks.ts';
-import { isRunFinished } from '../runs/runs.repo.ts';
+import { findWaitingRunsOfStack, hasActiveRunOfStack, isRunFinished } from '../runs/runs.repo.ts';
+import { cancelRun } from '../engine/run-commands.ts';
 import { referencesWithMessages } from './reference-messages.ts';
 
 const ENTITY = 'ModuleInstance';
 
 /** Writes that change an organization's module graph take this lock, so two of them cannot close a cycle together. */
-async function lockGraph(trx: Trx, organizationId: string): Promise<void> {
+export async function lockGraph(trx: Trx, organizationId: string): Promise<void> {
   await sql`select pg_advisory_xact_lock(hashtext(${`plinth.module-graph:${organizationId}`}))`.execute(trx);
 }
 
@@ -65,12 +67,7 @@ function labelOf(inputs: InputProperty[], id: string): string {
 /** Resolves each reference's producer and checks what a `reference` input demands of it. */
 async function resolveReferences(trx: Trx, place: Placement, inputs: InputProperty[], evaluation: InputEvaluation, selfId: string) {
   const refs = evaluation.references;
-  const found = await findInstancesByRefs(
-    trx,
-    place.organizationId,
-    place.environmentId,
-    refs.map((r) => r.target.instance),
-  );
+  const found = await findInstancesByRefs(trx, place.organizationId, place.environmentId, [...new Set(refs.map((r) => r.target.instance))]);
   const byId = new Map(found.map((i) => [i.id, i]));
   const byGivenId = new Map(found.filter((i) => i.environment_id === place.environmentId).map((i) => [i.given_id, i]));
   const problems: string[] = [];
@@ -81,6 +78,7 @@ async function resolveReferences(trx: Trx, place: Placement, inputs: InputProper
       problems.push(`${at}: names no module instance "${ref.target.instance}" (an id, or a givenId in this environment)`);
       return ref;
     }
+    if (producer?.deleting_run_id) problems.push(`${at}: module instance "${ref.target.instance}" is being deleted`);
     const input = inputs.find((i) => i.id === ref.inputId);
     if (producer && input?.type === 'reference' && ref.inputPath === `/${ref.inputId}`) {
       if (producer.module_type !== input.module) problems.push(`${at}: must name an instance of module type "${input.module}", not "${producer.module_type}"`);
@@ -165,16 +163,17 @@ async function evaluateAndCheck(trx: Trx, place: Placement, w: Written) {
   const evaluation = await evaluateInputs({
     inputs,
     values: w.values,
-    applied: w.applied,
     sealed: w.sealed,
     resolveDefaultValue: (givenId) => resolveDefaultValue(trx, scopes, givenId),
   });
   const { resolved, problems } = await resolveReferences(trx, place, inputs, evaluation, w.id);
-  const all = [...evaluation.problems, ...problems];
+  const variables = stackVariablesOf(evaluation, resolved);
+  const deployed = w.applied ? deployedValueProblems(inputs, variables, w.applied) : [];
+  const all = [...evaluation.problems, ...problems, ...deployed];
   if (all.length > 0) throw new RuleViolationError(ENTITY, 'INVALID_INPUTS', `The values do not fit module version ${w.version.version}`, all);
   await lockGraph(trx, place.organizationId);
   await assertAcyclic(trx, place, { id: w.id, givenId: w.givenId }, resolved);
-  return { evaluation, references: resolved };
+  return { evaluation, references: resolved, variables };
 }
 
 async function saveReferences(trx: Trx, place: Placement, instanceId: string, refs: ResolvedReference[]) {
@@ -212,13 +211,13 @@ export async function createModuleInstance(db: Db, secrets: SecretBox, principal
   await db.transaction().execute(async (trx) => {
     const environment = await getEnvironmentRow(trx, principal, input.environmentId, 'keyShare');
     const place = { organizationId: principal.organizationId, projectId: environment.project_id, environmentId: environment.id };
-    const { evaluation, references } = await evaluateAndCheck(trx, place, { id, givenId: input.givenId, values: input.values ?? {}, version });
+    const { evaluation, references, variables } = await evaluateAndCheck(trx, place, { id, givenId: input.givenId, values: input.values ?? {}, version });
     const stack = await createStackIn(trx, principal, {
       projectId: place.projectId,
       environmentId: place.environmentId,
       name: input.name,
       source: stackSourceOf(version),
-      variables: stackVariablesOf(evaluation, references),
+      variables,
       moduleInstanceId: id,
     });
     await sealSecrets(trx, secrets, { id: stack.id, organizationId: principal.organizationId }, evaluation);
@@ -271,10 +270,42 @@ export async function listModuleInstances(db: Db, principal: Principal, query: M
   return { items: items.map(moduleInstanceRowToApi), meta };
 }
 
-export async function lockLiveInstance(trx: Trx, principal: Principal, id: string) {
+async function referencesChanged(trx: Trx, instanceId: string, refs: ResolvedReference[]): Promise<boolean> {
+  const key = (inputPath: string, producer: string | null | undefined, output: string, path: string) => `${inputPath}\n${producer ?? ''}\n${output}\n${path}`;
+  const before = (await findReferencesOfConsumers(trx, [instanceId])).map((r) => key(r.input_path, r.producer_instance_id, r.output, r.output_path)).sort();
+  const after = refs.map((r) => key(r.inputPath, r.producer?.id, r.target.output, r.target.path)).sort();
+  return before.join('\0') !== after.join('\0');
+}
+
+/**
+ * A deploy waiting for its producers waits for those its references named when it was triggered. When
+ * they change, it is cancelled: it would wait on the wrong instances (and, were the graph now reversed,
+ * on a run that waits for it).
+ */
+async function cancelWaitingDeploys(trx: Trx, stackId: string, actor: string): Promise<void> {
+  for (const run of await findWaitingRunsOfStack(trx, stackId)) await cancelRun(trx, run.id, actor);
+}
+
+/**
+ * lockForWrite takes what a change of an existing instance holds, in the one order every module write
+ * takes it: the organization's graph lock, then (for a deploy) its producers' stacks, then the
+ * instance's stack, then the instance. A run finishing holds the stack and then writes the instance,
+ * so the stack comes first here too. `live`: refuse an instance being deleted (409).
+ */
+export async function lockForWrite(
+  trx: Trx,
+  principal: Principal,
+  id: string,
+  options: { live: boolean; beforeStack?: (seen: ModuleInstanceRow) => Promise<void> },
+): Promise<ModuleInstanceRow> {
+  const seen = await findInstance(trx, principal.organizationId, id);
+  if (!seen) throw new NotFoundError(ENTITY, id);
+  await lockGraph(trx, principal.organizationId);
+  await options.beforeStack?.(seen);
+  await lockStackInOrg(trx, principal.organizationId, seen.stack_id);
   const row = await lockInstance(trx, principal.organizationId, id);
   if (!row) throw new NotFoundError(ENTITY, id);
-  if (row.deleting_run_id) {
+  if (options.live && row.deleting_run_id) {
     throw new ConflictError(ENTITY, 'DELETING', `Module instance ${id} is being deleted (run ${row.deleting_run_id})`, {
       metadata: { runId: row.deleting_run_id },
     });
@@ -286,9 +317,17 @@ export async function lockLiveInstance(trx: Trx, principal: Principal, id: strin
  * rewrite stores new values (and version) of a locked instance, checked against what it deployed, and
  * keeps its stack in step. Returns the stack's variables: what a deploy of it now deploys.
  */
-export async function rewrite(trx: Trx, secrets: SecretBox, row: ModuleInstanceRow, version: ModuleVersionRow, values: Record<string, unknown>, name?: string) {
+export async function rewrite(
+  trx: Trx,
+  secrets: SecretBox,
+  actor: string,
+  row: ModuleInstanceRow,
+  version: ModuleVersionRow,
+  values: Record<string, unknown>,
+  name?: string,
+) {
   const place = placementOf(row);
-  const { evaluation, references } = await evaluateAndCheck(trx, place, {
+  const { evaluation, references, variables } = await evaluateAndCheck(trx, place, {
     id: row.id,
     givenId: row.given_id,
     values,
@@ -297,9 +336,8 @@ export async function rewrite(trx: Trx, secrets: SecretBox, row: ModuleInstanceR
     sealed: await sealedOf(trx, row.stack_id),
   });
   await updateInstance(trx, row.id, { name, values: evaluation.kept, versionId: version.id });
+  if (await referencesChanged(trx, row.id, references)) await cancelWaitingDeploys(trx, row.stack_id, actor);
   await saveReferences(trx, place, row.id, references);
-  await lockStackInOrg(trx, row.organization_id, row.stack_id);
-  const variables = stackVariablesOf(evaluation, references);
   await updateStackRow(trx, row.stack_id, { name, source: stackSourceOf(version), variables });
   await sealSecrets(trx, secrets, { id: row.stack_id, organizationId: row.organization_id }, evaluation);
   return variables;
@@ -308,10 +346,10 @@ export async function rewrite(trx: Trx, secrets: SecretBox, row: ModuleInstanceR
 /** updateModuleInstance renames the instance and replaces its values (the whole set). */
 export async function updateModuleInstance(db: Db, secrets: SecretBox, principal: Principal, id: string, input: UpdateModuleInstance) {
   await db.transaction().execute(async (trx) => {
-    const row = await lockLiveInstance(trx, principal, id);
+    const row = await lockForWrite(trx, principal, id, { live: true });
     if (input.values === undefined && input.name === undefined) return;
     const version = await getModuleVersionRow(trx, principal, row.module_version_id);
-    await rewrite(trx, secrets, row, version, input.values ?? row.values, input.name);
+    await rewrite(trx, secrets, principal.userId, row, version, input.values ?? row.values, input.name);
   });
   return getModuleInstance(db, principal, id);
 }
@@ -325,14 +363,14 @@ export async function upgradeModuleInstance(db: Db, secrets: SecretBox, principa
   const target = await getModuleVersionRow(db, principal, input.moduleVersionId);
   assertUsableVersion(target);
   await db.transaction().execute(async (trx) => {
-    const row = await lockLiveInstance(trx, principal, id);
+    const row = await lockForWrite(trx, principal, id, { live: true });
     if (target.module_definition_id !== row.module_definition_id) {
       throw new RuleViolationError('ModuleVersion', 'OTHER_DEFINITION', `Module version ${target.id} is not a version of the instance's definition`, [
         '/data/moduleVersionId: is a version of another module definition',
       ]);
     }
     const carried = carryOver(row.values, inputsOf(target));
-    await rewrite(trx, secrets, row, target, { ...carried, ...(input.values ?? {}) });
+    await rewrite(trx, secrets, principal.userId, row, target, { ...carried, ...(input.values ?? {}) });
   });
   return getModuleInstance(db, principal, id);
 }
@@ -344,11 +382,12 @@ export async function upgradeModuleInstance(db: Db, secrets: SecretBox, principa
  */
 export async function deleteModuleInstance(db: Db, principal: Principal, id: string): Promise<{ deleted: true } | { deleted: false; runId: string }> {
   const outcome = await db.transaction().execute(async (trx) => {
-    const row = await lockInstance(trx, principal.organizationId, id);
-    if (!row) throw new NotFoundError(ENTITY, id);
+    const row = await lockForWrite(trx, principal, id, { live: false });
     // A destroy run that ended without finishing the delete (cancelled while it waited) is replaced.
     if (row.deleting_run_id && !(await isRunFinished(trx, row.deleting_run_id))) return { deleted: false as const, runId: row.deleting_run_id };
-    await lockGraph(trx, row.organization_id);
+    if (await hasActiveRunOfStack(trx, row.stack_id)) {
+      throw new ConflictError(ENTITY, 'BUSY', `A run of module instance ${row.given_id}'s stack is not finished: cancel it or wait for it first`);
+    }
     const consumers = await findConsumersOf(trx, row.id, 10);
     if (consumers.length > 0) {
       throw new ConflictError(ENTITY, 'IN_USE', `Module instance ${row.given_id} has consumers: change their references first`, {
@@ -357,7 +396,7 @@ export async function deleteModuleInstance(db: Db, principal: Principal, id: str
         ],
       });
     }
-    const stack = await lockStackInOrg(trx, row.organization_id, row.stack_id);
+    const stack = await findStackById(trx, row.organization_id, row.stack_id);
     if (stack && (await findUsages(trx, 'Stack', stack.id)).length === 0 && !stack.active_run_id) {
       await deleteInstanceById(trx, row.id);
       await deleteStackIn(trx, stack);
@@ -385,10 +424,13 @@ export async function finishDeletion(trx: Trx, stackId: string, runId: string, s
   // waits for the stack's lock, which this transaction holds.
   const row = await findInstance(trx, stack.organization_id, stack.module_instance_id);
   if (!row || row.deleting_run_id !== runId) return;
-  if (!succeeded) return setDeletingRun(trx, row.id, null);
   const locked = await findStackById(trx, stack.organization_id, stackId);
+  // Never throws: it runs in the transaction that finishes the destroy run. When the stack cannot go
+  // (another run of it was queued since, or its state still holds resources), the instance stays.
+  const stays = !succeeded || !locked || (await hasActiveRunOfStack(trx, stackId)) || (await findUsages(trx, 'Stack', stackId)).length > 0;
+  if (stays) return setDeletingRun(trx, row.id, null);
   await deleteInstanceById(trx, row.id);
-  if (locked) await deleteStackIn(trx, { ...locked, active_run_id: null });
+  await deleteStackIn(trx, { ...locked, active_run_id: null });
 }
 
 onStackRunFinished((trx, finished) => finishDeletion(trx, finished.stackId, finished.runId, finished.succeeded));

@@ -94,7 +94,7 @@ async function variablesOf(
     });
   }
   const secrets = [...Object.values(sensitive), ...resolved.sensitive].flatMap((v) => (typeof v === 'string' ? [v] : [JSON.stringify(v)]));
-  return { values: resolved.values, sensitive: { names: Object.keys(sensitive), values: secrets } };
+  return { values: resolved.values, sensitive: { names: [...new Set([...Object.keys(sensitive), ...resolved.sensitiveNames])], values: secrets } };
 }
 
 function workingDirectoryOf(claimed: ClaimedStep, prepared: PreparedStep): string {

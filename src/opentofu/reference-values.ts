@@ -11,6 +11,8 @@ export interface ResolvedReferences {
   values: Record<string, unknown>;
   /** The values taken from sensitive outputs, to mask. */
   sensitive: unknown[];
+  /** The variables holding one: declared sensitive to OpenTofu, which then keeps what derives from them out of its output. */
+  sensitiveNames: string[];
   /** Why references could not be resolved, one line each; empty when all were. */
   problems: string[];
 }
@@ -42,11 +44,13 @@ export async function resolveReferenceValues(
   variables: Record<string, unknown>,
 ): Promise<ResolvedReferences> {
   const { references } = findReferences(variables);
-  if (references.length === 0) return { values: variables, sensitive: [], problems: [] };
+  if (references.length === 0) return { values: variables, sensitive: [], sensitiveNames: [], problems: [] };
   const producers = new Map<string, ProducerOutputs>();
   for (const id of new Set(references.map((r) => r.target.instance))) producers.set(id, await producerOutputs(db, secrets, organizationId, id));
   const sensitive: unknown[] = [];
+  const sensitiveNames = new Set<string>();
   const problems: string[] = [];
+  let name = '';
   const resolve = (target: ReferenceTarget) => {
     const outputs = producers.get(target.instance);
     const output = outputs?.get(target.output);
@@ -55,9 +59,16 @@ export async function resolveReferenceValues(
     if (!output) return null;
     const value = readPointer(output.value, target.path);
     if (value === undefined) problems.push(`output "${target.output}" of module instance ${target.instance} has nothing at ${target.path}`);
-    if (output.sensitive) sensitive.push(value);
+    if (output.sensitive) {
+      sensitive.push(value);
+      sensitiveNames.add(name);
+    }
     return value ?? null;
   };
-  const values = replaceReferences(variables, resolve) as Record<string, unknown>;
-  return { values, sensitive, problems: [...new Set(problems)] };
+  const values: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(variables)) {
+    name = key;
+    values[key] = replaceReferences(value, resolve);
+  }
+  return { values, sensitive, sensitiveNames: [...sensitiveNames], problems: [...new Set(problems)] };
 }

@@ -1,11 +1,12 @@
 import type { Principal } from '../platform/auth/principal.ts';
-import type { Db } from '../platform/db/db.ts';
-import { NotFoundError } from '../platform/errors.ts';
+import type { Db, Trx } from '../platform/db/db.ts';
+import { ConflictError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import { diffConfigs } from './pipeline-config.diff.ts';
 import { parsePipelineConfig } from './pipeline-config.validate.ts';
 import {
+  findModuleInstanceOfPipeline,
   findLatestPipelineVersion,
   findPipelineVersionById,
   findPipelineVersionsPage,
@@ -18,6 +19,24 @@ import type { CreatePipelineVersion, PipelineVersion, PipelineVersionDryRun } fr
 import { getPipelineRow } from './pipelines.service.ts';
 
 export type CreateVersionResult = { kind: 'created'; version: PipelineVersion } | { kind: 'dryRun'; result: PipelineVersionDryRun };
+
+/**
+ * The pipelines of a module instance's stack are the instance's: a new version of one could run other
+ * steps, or hand OpenTofu other variables, than the instance's validated inputs.
+ */
+async function assertNotModulePipeline(trx: Trx, pipelineId: string): Promise<void> {
+  const owner = await findModuleInstanceOfPipeline(trx, pipelineId);
+  if (owner) {
+    throw new ConflictError(
+      'Stack',
+      'MANAGED_BY_MODULE_INSTANCE',
+      `Pipeline ${pipelineId} is the pipeline of module instance ${owner}'s stack: it changes only with the instance`,
+      {
+        metadata: { moduleInstanceId: owner },
+      },
+    );
+  }
+}
 
 /**
  * createPipelineVersion validates the config (422 listing every problem) and, unless `dryRun`, stores
@@ -37,6 +56,7 @@ export async function createPipelineVersion(db: Db, principal: Principal, input:
     // The row lock serializes concurrent creations, so each reads the number the previous one wrote.
     const pipeline = await lockPipelineById(trx, principal.organizationId, input.pipelineId);
     if (!pipeline) throw new NotFoundError('Pipeline', input.pipelineId);
+    await assertNotModulePipeline(trx, pipeline.id);
     const id = newId();
     const version = pipeline.latest_version + 1;
     await insertPipelineVersion(trx, { id, organizationId: principal.organizationId, pipelineId: pipeline.id, version, config, createdById: principal.userId });

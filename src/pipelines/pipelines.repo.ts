@@ -234,3 +234,14 @@ async function findPipelinesOfProject(db: Executor, projectId: string, sample: n
 }
 
 registerDependent('Project', { findUsages: findPipelinesOfProject });
+
+/** The module instance whose stack runs the pipeline (as its change or destroy pipeline), if any. */
+export async function findModuleInstanceOfPipeline(db: Executor, pipelineId: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('stacks')
+    .select('module_instance_id')
+    .where((eb) => eb.or([eb('change_pipeline_id', '=', pipelineId), eb('destroy_pipeline_id', '=', pipelineId)]))
+    .where('module_instance_id', 'is not', null)
+    .executeTakeFirst();
+  return row?.module_instance_id ?? undefined;
+}

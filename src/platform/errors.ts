@@ -125,6 +125,7 @@ export const ERROR_CODES = [
   'Api:ModuleInstance:INVALID_INPUTS',
   'Api:ModuleInstance:REFERENCE_CYCLE',
   'Api:ModuleInstance:BROKEN_REFERENCES',
+  'Api:ModuleInstance:BUSY',
   'Api:ModuleInstance:DELETING',
   'Api:ModuleInstance:IN_USE',
   'Api:ModuleVersion:NOT_FOUND',

@@ -83,6 +83,18 @@ export function findTransitionsPage(db: Executor, runId: string, page: { limit: 
 }
 
 /** Whether the stack has a run that is not finished (admitted or waiting): it cannot be deleted then. */
+/** The runs of a stack waiting for other stacks to be idle (a module deploy waiting for its producers). */
+export function findWaitingRunsOfStack(db: Executor, stackId: string): Promise<{ id: string }[]> {
+  return db
+    .selectFrom('pipeline_runs')
+    .select('id')
+    .where('stack_id', '=', stackId)
+    .where('status', '=', 'QUEUED')
+    .where('blocking_stack_id', 'is not', null)
+    .orderBy('id')
+    .execute();
+}
+
 /** isRunFinished: the run ended (or no longer exists). */
 export async function isRunFinished(db: Executor, runId: string): Promise<boolean> {
   const row = await db.selectFrom('pipeline_runs').select('status').where('id', '=', runId).executeTakeFirst();
