@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -7,7 +8,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { gunzipSync } from 'node:zlib';
 import pino from 'pino';
 import { findCodeSourceById, type CodeSourceRow } from '../src/code-sources/code-sources.repo.ts';
 import { snapshotSource, type SnapshotDeps, type SnapshotSandbox } from '../src/code-sources/git-snapshot.ts';
@@ -20,38 +20,7 @@ import { loadGitConfig } from '../src/platform/git-config.ts';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
 import { LOOPBACK_GIT_ENV } from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
-
-interface TarEntry {
-  name: string;
-  type: 'file' | 'dir' | 'symlink' | string;
-  content: Buffer;
-  linkName: string;
-}
-
-/** The entries of a .tar.gz, read with a minimal ustar header reader (pax headers skipped). */
-function listTarGz(archive: Buffer): TarEntry[] {
-  const tar = gunzipSync(archive);
-  const entries: TarEntry[] = [];
-  const text = (from: number, length: number) =>
-    tar
-      .subarray(from, from + length)
-      .toString('utf8')
-      .replace(/\0.*$/s, '');
-  for (let at = 0; at + 512 <= tar.length; ) {
-    if (tar.subarray(at, at + 512).every((b) => b === 0)) break;
-    const size = parseInt(text(at + 124, 12).trim() || '0', 8);
-    const flag = String.fromCharCode(tar[at + 156]);
-    const prefix = text(at + 345, 155);
-    const name = (prefix ? `${prefix}/` : '') + text(at, 100);
-    const content = tar.subarray(at + 512, at + 512 + size);
-    if (flag !== 'g' && flag !== 'x') {
-      const type = flag === '5' ? 'dir' : flag === '2' ? 'symlink' : flag === '0' || flag === '\0' ? 'file' : flag;
-      entries.push({ name, type, content: Buffer.from(content), linkName: text(at + 157, 100) });
-    }
-    at += 512 + Math.ceil(size / 512) * 512;
-  }
-  return entries;
-}
+import { listTarGz, type TarEntry } from './helpers/tar.ts';
 
 const files = (entries: TarEntry[]) =>
   entries

@@ -14,7 +14,12 @@ import type { App } from '../src/platform/http/app.ts';
 import { ALLOW_EVERYTHING } from '../src/platform/outbound/address-policy.ts';
 import { TEST_SECRETS, type TestApp } from './helpers/app.ts';
 import { createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
-import { startEngineTestApp } from './helpers/engine.ts';
+import { LOOPBACK_GIT_ENV, startEngineTestApp } from './helpers/engine.ts';
+import { startGitServer, type GitServer } from './helpers/git-server.ts';
+import { commitModules, MODULES } from './helpers/modules.ts';
+
+// A module version is published from the tests' Git server on loopback.
+Object.assign(process.env, LOOPBACK_GIT_ENV);
 
 /** What no audit row, export or webhook delivery may ever hold: it stands for a token, a password, a sensitive value. */
 const MARKER = 'plinthsweepmarker7c1x';
@@ -118,6 +123,7 @@ function concrete(url: string): string {
 
 describe('nothing secret reaches the audit log, its export or its webhook', () => {
   let t: TestApp;
+  let git: GitServer;
   let org: string;
   let viewer: string;
   const routes: RouteEntry[] = [];
@@ -169,6 +175,23 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
       clientSecret: 'client-secret',
     });
     const local = ['cloudAccountId', 'region', 'vpcId', 'subnetId', 'securityGroupId'];
+    git = await startGitServer();
+    commitModules(git);
+    const modules = await create('/code-sources', { name: 'modules', url: git.repoUrl('public') });
+    const moduleSource = { codeSourceId: modules, ref: 'main', path: MODULES.network.path };
+    const publish = async (moduleDefinitionId: string, version: string) =>
+      create('/module-versions', { moduleDefinitionId, version, source: moduleSource, inputs: MODULES.network.inputs, outputs: MODULES.network.outputs });
+    const moduleDefinition = await create('/module-definitions', { type: 'sweep/network', name: 'Network' });
+    const moduleVersion = await publish(moduleDefinition, '1.0.0');
+    const nextModuleVersion = await publish(moduleDefinition, '1.1.0');
+    const draftDefinition = await create('/module-definitions', { type: 'sweep/draft', name: 'Draft' });
+    const instance = await create('/module-instances', {
+      environmentId: environment,
+      moduleVersionId: moduleVersion,
+      givenId: 'net',
+      name: 'Net',
+      values: { name: 'net' },
+    });
 
     Object.assign(fixtures, {
       'POST /service-accounts': {},
@@ -209,9 +232,24 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
       'PATCH /git-self-hosted-servers/:id': { path: `/git-self-hosted-servers/${gitServer}` },
       'PUT /stacks/:id/sensitive-variables/:name': { path: `/stacks/${stack}/sensitive-variables/sweep_var` },
       'PATCH /audit-settings': {},
+      'POST /module-definitions': { set: { type: 'sweep/created', global: false } },
+      'PATCH /module-definitions/:id': { path: `/module-definitions/${moduleDefinition}` },
+      'POST /module-versions': { set: { moduleDefinitionId: draftDefinition, version: '1.0.0', source: moduleSource, inputs: [], outputs: [] } },
+      'POST /module-versions/:id/deprecate': { path: `/module-versions/${moduleVersion}/deprecate` },
+      'POST /module-instances': { set: { environmentId: environment, moduleVersionId: nextModuleVersion, givenId: 'swept', values: { name: 'swept' } } },
+      'PATCH /module-instances/:id': { path: `/module-instances/${instance}`, set: { values: { name: 'net' } } },
+      'POST /module-instances/:id/upgrade': {
+        path: `/module-instances/${instance}/upgrade`,
+        set: { moduleVersionId: nextModuleVersion, values: { name: 'net' } },
+      },
+      'POST /module-instances/:id/deploy': { path: `/module-instances/${instance}/deploy` },
+      'POST /environments/:id/deploy': { path: `/environments/${environment}/deploy` },
     } satisfies Record<string, Fixture>);
   });
-  after(() => t.close());
+  after(async () => {
+    await t.close();
+    await git?.close();
+  });
 
   const send = (method: string, url: string, token: string, body: unknown) =>
     t.app.inject({

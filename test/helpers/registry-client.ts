@@ -1,5 +1,5 @@
-import { gunzipSync } from 'node:zlib';
 import { compareSemVer, parseSemVer, type SemVer } from '../../src/modules/semver.ts';
+import { listTarGz } from './tar.ts';
 
 /**
  * A module registry client written from the protocol, doing what `tofu init` does for
@@ -160,25 +160,13 @@ export async function fetchPackage(location: URL): Promise<FetchedPackage> {
   return { files: untarGz(bytes), response: res };
 }
 
-/** The regular files of a .tar.gz by path (ustar and its prefix field; pax headers skipped). */
+/** The regular files of a .tar.gz by path, as an unpacking client keeps them. */
 export function untarGz(archive: Buffer): Map<string, Buffer> {
-  const tar = gunzipSync(archive);
-  const files = new Map<string, Buffer>();
-  const text = (from: number, length: number) =>
-    tar
-      .subarray(from, from + length)
-      .toString('utf8')
-      .replace(/\0.*$/s, '');
-  for (let at = 0; at + 512 <= tar.length; ) {
-    if (tar.subarray(at, at + 512).every((b) => b === 0)) break;
-    const size = parseInt(text(at + 124, 12).trim() || '0', 8);
-    const flag = String.fromCharCode(tar[at + 156]);
-    const prefix = text(at + 345, 155);
-    const name = (prefix ? `${prefix}/` : '') + text(at, 100);
-    if (flag === '0' || flag === '\0') files.set(name.replace(/^\.\//, ''), Buffer.from(tar.subarray(at + 512, at + 512 + size)));
-    at += 512 + Math.ceil(size / 512) * 512;
-  }
-  return files;
+  return new Map(
+    listTarGz(archive)
+      .filter((e) => e.type === 'file')
+      .map((e) => [e.name.replace(/^\.\//, ''), e.content]),
+  );
 }
 
 export interface Installed {
