@@ -1,6 +1,7 @@
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
 import { isUniqueViolation } from '../platform/db/db-errors.ts';
+import { findUsages, inUseError } from '../platform/db/dependents.ts';
 import { ConflictError, ForbiddenError, NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
@@ -15,7 +16,6 @@ import {
   type ModuleDefinitionRow,
 } from './module-definitions.repo.ts';
 import type { CreateModuleDefinition, ModuleDefinitionListQuery, UpdateModuleDefinition } from './module-definitions.schema.ts';
-import { findInstanceRefsOfDefinition } from './module-instances.repo.ts';
 
 const ENTITY = 'ModuleDefinition';
 
@@ -86,13 +86,8 @@ export async function deleteModuleDefinition(db: Db, principal: Principal, id: s
     const row = await lockVisibleDefinition(trx, principal.organizationId, id);
     if (!row) throw new NotFoundError(ENTITY, id);
     assertMayChange(principal, row);
-    const instances = await findInstanceRefsOfDefinition(trx, id, 10);
-    if (instances.length > 0) {
-      const shown = instances.slice(0, 10).join(', ') + (instances.length > 10 ? ', and more' : '');
-      throw new ConflictError(ENTITY, 'IN_USE', `Module definition ${id} still has instances; delete them first`, {
-        details: [{ title: 'In use by', render: 'list', items: [`module instances: ${shown}`] }],
-      });
-    }
+    const usages = await findUsages(trx, 'ModuleDefinition', id);
+    if (usages.length > 0) throw inUseError(ENTITY, `Module definition ${id}`, usages);
     await deleteDefinitionById(trx, id);
   });
 }

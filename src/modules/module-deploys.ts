@@ -12,8 +12,8 @@ import { onStackRunFinished } from '../engine/stack-run-hooks.ts';
 import { getEnvironmentRow } from '../environments/environments.service.ts';
 import { getRun } from '../runs/runs.service.ts';
 import { triggerStackRunIn } from '../stacks/stacks.service.ts';
-import { findInstancesOfEnvironment, findReferencesOfConsumers, lockInstance, recordInstanceApplied, type ModuleInstanceRow } from './module-instances.repo.ts';
-import { lockForWrite, lockGraph, rewrite } from './module-instances.service.ts';
+import { findInstance, findInstancesOfEnvironment, findReferencesOfConsumers, recordInstanceApplied, type ModuleInstanceRow } from './module-instances.repo.ts';
+import { finishDeletion, lockForWrite, lockGraph, rewrite } from './module-instances.service.ts';
 import { findVersionById } from './module-versions.repo.ts';
 import { canonicalJson } from './instance-inputs.ts';
 import { findProducerOutputs, messagesOf } from './reference-messages.ts';
@@ -174,8 +174,17 @@ async function sealedChangedSince(trx: Trx, stackId: string, appliedAt: Date | n
   return row !== undefined;
 }
 
-/** A deploy's successful apply records what it deployed: the rules on deployed values compare with it. */
+/**
+ * When a run of an instance's stack ends (in the transaction that ends it): a deploy's successful apply
+ * records what it deployed, which the rules on deployed values compare with; a delete's destroy run
+ * completes the delete. One read of the stack tells every other stack's run apart at once.
+ */
 onStackRunFinished(async (trx, finished) => {
+  const stack = await trx.selectFrom('stacks').selectAll().where('id', '=', finished.stackId).executeTakeFirst();
+  if (!stack?.module_instance_id) return;
+  const row = await findInstance(trx, stack.organization_id, stack.module_instance_id);
+  if (!row) return;
+  if (row.deleting_run_id) return finishDeletion(trx, stack, row, finished.runId, finished.succeeded);
   if (!finished.succeeded) return;
   const run = await trx.selectFrom('pipeline_runs').select(['action', 'data']).where('id', '=', finished.runId).executeTakeFirst();
   const data = run?.data as { module_input?: Record<string, unknown>; module_version_id?: string } | null | undefined;

@@ -44,15 +44,8 @@ export function findInstance(db: Executor, organizationId: string, id: string): 
 }
 
 /** lockInstance reads the instance under a row lock (its writes, deploys and delete are serialized on it). */
-export async function lockInstance(trx: Trx, organizationId: string, id: string): Promise<ModuleInstanceRow | undefined> {
-  const locked = await trx
-    .selectFrom('module_instances')
-    .select('id')
-    .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .forUpdate()
-    .executeTakeFirst();
-  return locked ? findInstance(trx, organizationId, id) : undefined;
+export function lockInstance(trx: Trx, organizationId: string, id: string): Promise<ModuleInstanceRow | undefined> {
+  return selectInstances(trx).where('i.organization_id', '=', organizationId).where('i.id', '=', id).forUpdate('i').executeTakeFirst();
 }
 
 export function findInstancesPage(db: Executor, organizationId: string, filter: ModuleInstanceListQuery, page: PageRequest): Promise<ModuleInstanceRow[]> {
@@ -200,8 +193,8 @@ export async function replaceReferences(
     .execute();
 }
 
-/** The instances of a definition (`<environment id>/<givenId>`), up to sample + 1: a definition is kept while any exists. */
-export async function findInstanceRefsOfDefinition(db: Executor, definitionId: string, sample: number): Promise<string[]> {
+/** The instances of a definition (`<environment id>/<givenId>`): a definition is kept while any exists. */
+async function findInstancesOfDefinition(db: Executor, definitionId: string, sample: number): Promise<UsageRow[]> {
   const rows = await db
     .selectFrom('module_instances')
     .select(['given_id', 'environment_id'])
@@ -209,7 +202,7 @@ export async function findInstanceRefsOfDefinition(db: Executor, definitionId: s
     .orderBy('id')
     .limit(sample + 1)
     .execute();
-  return rows.map((r) => `${r.environment_id}/${r.given_id}`);
+  return rows.map((r) => ({ kind: 'module instances', ref: `${r.environment_id}/${r.given_id}` }));
 }
 
 async function findInstancesOfEnvironmentUsage(db: Executor, environmentId: string, sample: number): Promise<UsageRow[]> {
@@ -224,3 +217,4 @@ async function findInstancesOfEnvironmentUsage(db: Executor, environmentId: stri
 }
 
 registerDependent('Environment', { findUsages: findInstancesOfEnvironmentUsage });
+registerDependent('ModuleDefinition', { findUsages: findInstancesOfDefinition });

@@ -10,7 +10,7 @@ import type { InputProperty } from '../inputs/inputs.schema.ts';
 import { replaceReferences as rewriteReferenceValues, type FoundReference } from '../inputs/references.ts';
 import { resolveDefaultValue, type Scopes } from '../default-values/resolver.ts';
 import { getEnvironmentRow } from '../environments/environments.service.ts';
-import { findStackById, lockStackInOrg, updateStack as updateStackRow } from '../stacks/stacks.repo.ts';
+import { findStackById, lockStackInOrg, updateStack as updateStackRow, type StackRow } from '../stacks/stacks.repo.ts';
 import { createStackIn, deleteStackIn, triggerStackRunIn } from '../stacks/stacks.service.ts';
 import { carryOver, deployedValueProblems, evaluateInputs, type InputEvaluation } from './instance-inputs.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
@@ -36,7 +36,6 @@ import type { CreateModuleInstance, ModuleInstanceListQuery, UpdateModuleInstanc
 import { inputsOf, type ModuleVersionRow } from './module-versions.repo.ts';
 import { getModuleVersionRow } from './module-versions.service.ts';
 import { findCycle } from './reference-cycles.ts';
-import { onStackRunFinished } from '../engine/stack-run-hooks.ts';
 import { findWaitingRunsOfStack, hasActiveRunOfStack, isRunFinished } from '../runs/runs.repo.ts';
 import { cancelRun } from '../engine/run-commands.ts';
 import { referencesWithMessages } from './reference-messages.ts';
@@ -414,23 +413,17 @@ export async function deleteModuleInstance(db: Db, principal: Principal, id: str
 }
 
 /**
- * finishDeletion completes the delete of the instance owning a stack whose destroy run just succeeded:
- * the instance, its references and its stack go. Called in the transaction that finished the run.
+ * finishDeletion completes the delete of the instance owning a stack whose destroy run just ended: when
+ * it succeeded, the instance, its references and its stack go. Called in the transaction that finished
+ * the run; the instance is read, not locked: whoever holds its lock while its delete runs (a refused
+ * change) never waits for the stack's lock, which that transaction holds.
  */
-export async function finishDeletion(trx: Trx, stackId: string, runId: string, succeeded: boolean): Promise<void> {
-  const stack = await trx.selectFrom('stacks').select(['id', 'organization_id', 'module_instance_id']).where('id', '=', stackId).executeTakeFirst();
-  if (!stack?.module_instance_id) return;
-  // Not locked first: whoever holds the instance's lock while its delete runs (a refused change) never
-  // waits for the stack's lock, which this transaction holds.
-  const row = await findInstance(trx, stack.organization_id, stack.module_instance_id);
-  if (!row || row.deleting_run_id !== runId) return;
-  const locked = await findStackById(trx, stack.organization_id, stackId);
+export async function finishDeletion(trx: Trx, stack: StackRow, row: ModuleInstanceRow, runId: string, succeeded: boolean): Promise<void> {
+  if (row.deleting_run_id !== runId) return;
   // Never throws: it runs in the transaction that finishes the destroy run. When the stack cannot go
   // (another run of it was queued since, or its state still holds resources), the instance stays.
-  const stays = !succeeded || !locked || (await hasActiveRunOfStack(trx, stackId)) || (await findUsages(trx, 'Stack', stackId)).length > 0;
+  const stays = !succeeded || (await hasActiveRunOfStack(trx, stack.id)) || (await findUsages(trx, 'Stack', stack.id)).length > 0;
   if (stays) return setDeletingRun(trx, row.id, null);
   await deleteInstanceById(trx, row.id);
-  await deleteStackIn(trx, { ...locked, active_run_id: null });
+  await deleteStackIn(trx, { ...stack, active_run_id: null });
 }
-
-onStackRunFinished((trx, finished) => finishDeletion(trx, finished.stackId, finished.runId, finished.succeeded));

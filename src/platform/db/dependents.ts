@@ -18,7 +18,8 @@ export type Referenced =
   | 'CodeSource'
   | 'GitSelfHostedServer'
   | 'GitAppInstallation'
-  | 'Stack';
+  | 'Stack'
+  | 'ModuleDefinition';
 
 /** One thing that still uses a resource: its kind (plural, e.g. `environments`) and a readable reference. */
 export interface UsageRow {
