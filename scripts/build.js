@@ -1,11 +1,16 @@
-// Compiles the `plinth` command (src/cli.ts and everything it imports) to JavaScript with esbuild, so the
-// command starts without compiling TypeScript. `npm run build` and npm's prepare run it; bin/plinth.js
-// runs it before starting when a file the current build came from has changed since.
+// Compiles the `plinth` command to JavaScript with esbuild, so the command starts without compiling
+// TypeScript. `npm run build` and npm's prepare run it; bin/plinth.js runs it before starting when a
+// file the current build came from has changed since.
 //
-// Plain JavaScript (not TypeScript like the other scripts): bin/plinth.js imports it without tsx.
+// Two bundles: cli.cjs (src/cli.ts and what it imports: the user commands, CommonJS, which Node loads
+// without starting its ES module loader) and server-process.js with its chunks (src/server-process.ts
+// and what it imports: the API and the worker, ES modules, as some of their packages are). cli.cjs
+// imports the server only when a process command (serve, api-server, worker, migrate) runs.
 //
-// Layout: dist/builds/<hash of the output>/ holds one build (cli.js, its chunks, inputs.json); the
-// symlink dist/current names the newest. A build is written to a temporary directory and renamed into
+// Plain JavaScript (not TypeScript like the other scripts): bin/plinth.js loads it without tsx.
+//
+// Layout: dist/builds/<hash of the output>/ holds one build (cli.cjs, the server's files, inputs.json);
+// the symlink dist/current names the newest. A build is written to a temporary directory and renamed into
 // place, then dist/current is swapped by renaming a new symlink over it: a process starting at any
 // moment sees a complete build, and two processes building at once write the same directory (the same
 // sources give the same hash) and both end on a complete one. A running process keeps importing from
@@ -14,48 +19,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import state from './build-state.cjs';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const DIST = path.join(ROOT, 'dist');
+export const { ROOT, freshBuild } = state;
+const { DIST, CURRENT, MANIFEST } = state;
 const BUILDS = path.join(DIST, 'builds');
-const CURRENT = path.join(DIST, 'current');
-const MANIFEST = 'inputs.json';
 const ENTRY = 'src/cli.ts';
 /** What cli.ts imports for the process commands (serve, api, worker, migrate). */
 const PROCESS_ENTRY = 'src/server-process.ts';
 /** Files besides the bundled sources whose change changes the output. */
-const BUILD_INPUTS = ['scripts/build.js', 'tsconfig.json'];
+const BUILD_INPUTS = ['scripts/build.js', 'scripts/build-state.cjs', 'tsconfig.json'];
 const KEEP_OLD_BUILDS_MS = 24 * 3600 * 1000;
 /** File times come from the kernel's coarse clock, which can trail Date.now() by a few milliseconds. */
 const CLOCK_SLACK_MS = 50;
-
-/**
- * freshBuild returns the directory of the current build when every file it was built from still has
- * the modification time it had then, or undefined when there is no build or a source changed. Without
- * `server`, only the files of what the user commands load are checked (some forty of them, not two
- * hundred and fifty: each check is a system call, and `plinth version` would spend more on them than
- * on starting); a stale server does not matter to a command that never loads it, and the next process
- * command rebuilds it.
- */
-export function freshBuild({ server = true } = {}) {
-  let dir;
-  let manifest;
-  try {
-    dir = path.resolve(DIST, fs.readlinkSync(CURRENT));
-    manifest = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST), 'utf8'));
-  } catch {
-    return undefined;
-  }
-  for (const inputs of server ? [manifest.commands, manifest.server] : [manifest.commands]) {
-    for (const file in inputs) if (fs.statSync(path.join(ROOT, file), { throwIfNoEntry: false })?.mtimeMs !== inputs[file]) return undefined;
-  }
-  return dir;
-}
-
-/** ensureBuilt returns the directory of an up-to-date build (of the user commands' files only, without `server`), building one first when needed. */
-export async function ensureBuilt(options) {
-  return freshBuild(options) ?? (await build());
-}
 
 /**
  * The bundle's chunks live in dist/builds/<hash>/, not beside their sources, so `import.meta.url` in a
@@ -65,15 +41,15 @@ export async function ensureBuilt(options) {
 const SOURCE_URL = '__plinthSourceUrl';
 const ROOT_URL = '__plinthRootUrl';
 // `require` is what esbuild's CommonJS wrapper calls for the Node built-ins of a bundled CommonJS package.
-const BANNER = [
+const SERVER_BANNER = [
   "import { createRequire as __plinthCreateRequire } from 'node:module';",
   'const require = __plinthCreateRequire(import.meta.url);',
   `const ${ROOT_URL} = new URL('../../../', import.meta.url);`,
 ].join(' ');
-
+const CLI_BANNER = `const ${ROOT_URL} = new URL('../../../', require('node:url').pathToFileURL(__filename));`;
 /**
  * The packages every user command loads at start are bundled: Node loads one file instead of about
- * twenty modules (commander alone is seven CommonJS files, each parsed twice to be imported from ESM).
+ * twenty modules (commander alone is seven files).
  * Every other package stays in node_modules, loaded by Node as it is.
  */
 const BUNDLED_PACKAGES = new Set(['commander', '@plinth/sdk', 'openapi-fetch']);
@@ -86,6 +62,23 @@ const externalPackages = {
       const [scope, name] = args.path.split('/');
       return BUNDLED_PACKAGES.has(scope.startsWith('@') ? `${scope}/${name}` : scope) ? undefined : { path: args.path, external: true };
     });
+  },
+};
+
+const LAZY_CHILD_PROCESS = path.join(ROOT, 'scripts', 'lazy-child-process.cjs');
+
+/** @type {import('esbuild').Plugin} */
+const cliApart = {
+  name: 'plinth-cli-apart',
+  setup(build) {
+    // See scripts/lazy-child-process.cjs.
+    build.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
+      args.importer.includes(`${path.sep}node_modules${path.sep}commander${path.sep}`) ? { path: LAZY_CHILD_PROCESS } : undefined,
+    );
+    // cli.cjs imports the server's bundle, built beside it, instead of holding a copy.
+    build.onResolve({ filter: /^\.\/server-process\.ts$/ }, (args) =>
+      args.importer === path.join(ROOT, ENTRY) ? { path: './server-process.js', external: true } : undefined,
+    );
   },
 };
 
@@ -115,33 +108,49 @@ export async function build() {
   // mkdtemp makes it private; the build is as readable as the sources.
   fs.chmodSync(tmp, 0o755);
   try {
-    const result = await esbuild.build({
+    const common = {
       absWorkingDir: ROOT,
-      entryPoints: [ENTRY],
-      outdir: tmp,
       bundle: true,
       platform: 'node',
-      format: 'esm',
       target: 'node20',
-      // Each dynamic import() becomes a chunk of its own: the user commands never load the server.
-      splitting: true,
       define: { 'import.meta.url': SOURCE_URL },
-      banner: { js: BANNER },
-      plugins: [externalPackages, sourceUrls],
       sourcemap: 'linked',
       sourcesContent: false,
       metafile: true,
       logLevel: 'warning',
-    });
+    };
+    const [cli, server] = await Promise.all([
+      esbuild.build({
+        ...common,
+        entryPoints: [ENTRY],
+        outfile: path.join(tmp, 'cli.cjs'),
+        format: 'cjs',
+        // Without commander's long doc comments the file is a third smaller, and every command reads
+        // and compiles all of it. Names stay, so a stack trace still names its functions; cli.cjs.map
+        // maps it to the sources (NODE_OPTIONS=--enable-source-maps).
+        minifyWhitespace: true,
+        banner: { js: CLI_BANNER },
+        plugins: [cliApart, externalPackages, sourceUrls],
+      }),
+      // Each dynamic import() of the server becomes a chunk of its own, loaded when it runs.
+      esbuild.build({
+        ...common,
+        entryPoints: [PROCESS_ENTRY],
+        outdir: tmp,
+        format: 'esm',
+        splitting: true,
+        banner: { js: SERVER_BANNER },
+        plugins: [externalPackages, sourceUrls],
+      }),
+    ]);
     const modified = (file) => {
       const { mtimeMs } = fs.statSync(path.join(ROOT, file));
       // A file written while esbuild ran may not be what it read: record it as changed.
       return mtimeMs >= started - CLOCK_SLACK_MS ? 0 : mtimeMs;
     };
-    const commandFiles = new Set([...userCommandInputs(result.metafile), ...BUILD_INPUTS]);
     const manifest = { commands: {}, server: {} };
-    for (const file of [...Object.keys(result.metafile.inputs), ...BUILD_INPUTS].sort())
-      manifest[commandFiles.has(file) ? 'commands' : 'server'][file] = modified(file);
+    for (const file of [...Object.keys(cli.metafile.inputs), ...BUILD_INPUTS].sort()) manifest.commands[file] = modified(file);
+    for (const file of Object.keys(server.metafile.inputs).sort()) if (!(file in manifest.commands)) manifest.server[file] = modified(file);
     const dir = path.join(BUILDS, hashOf(tmp, createHash('sha256')));
     try {
       fs.renameSync(tmp, dir);
@@ -157,18 +166,6 @@ export async function build() {
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-}
-
-/** userCommandInputs lists the sources of every chunk a user command can load: all but the process commands' (src/server-process.ts and what only it imports). */
-function userCommandInputs(metafile) {
-  const seen = new Set();
-  const visit = (output) => {
-    if (seen.has(output) || metafile.outputs[output].entryPoint === PROCESS_ENTRY) return;
-    seen.add(output);
-    for (const { path: imported, external } of metafile.outputs[output].imports) if (!external) visit(imported);
-  };
-  visit(Object.keys(metafile.outputs).find((output) => metafile.outputs[output].entryPoint === ENTRY));
-  return [...seen].flatMap((output) => Object.keys(metafile.outputs[output].inputs));
 }
 
 /** hashOf names a build by its content: the same sources give the same directory. */
@@ -206,7 +203,7 @@ function removeOldBuilds(keep) {
 
 // `node scripts/build.js` builds; with --if-stale only when a source changed since the current build.
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const cli = (dir) => path.relative(ROOT, path.join(dir, 'cli.js'));
+  const cli = (dir) => path.relative(ROOT, path.join(dir, 'cli.cjs'));
   const fresh = process.argv.includes('--if-stale') ? freshBuild() : undefined;
   if (fresh) console.log(`${cli(fresh)} is up to date`);
   else

@@ -17,7 +17,10 @@ export function action<A extends unknown[]>(handler: Handler<A>, options: { loca
     const command = args[args.length - 1] as Command;
     const session = new Session(command.optsWithGlobals<GlobalOptions>(), process.env, command.name() === 'login');
     // A command that only reads or writes the CLI's own files takes --org as it was typed.
-    if (!options.local) await session.resolveOrganization();
+    if (!options.local) {
+      await session.warnIfCleartext();
+      await session.resolveOrganization();
+    }
     await handler(session, ...(args.slice(0, -1) as A));
   };
 }

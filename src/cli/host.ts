@@ -1,7 +1,6 @@
 // The API host of an invocation: how it is written, which origin a saved key belongs to, and whether
 // talking to it crosses a network in clear text.
 
-import { isLoopbackHost } from '../platform/loopback.ts';
 import { UsageError } from './exit-codes.ts';
 
 export const DEFAULT_HOST = 'http://127.0.0.1:8080';
@@ -38,9 +37,13 @@ let warnedCleartext = false;
  * http on another machine: the key, and everything else, would cross the network readable by anyone on
  * the path. Loopback is spared: nothing leaves the machine.
  */
-export function warnIfCleartext(host: string, warn: (line: string) => void): void {
+export async function warnIfCleartext(host: string, warn: (line: string) => void): Promise<void> {
   const url = parseHost(host);
-  if (warnedCleartext || url.protocol !== 'http:' || isLoopbackHost(url.hostname)) return;
+  if (warnedCleartext || url.protocol !== 'http:') return;
+  // Imported here, not at start: it loads node:net, which the commands that call no API never need
+  // and which is a tenth of a short command's start.
+  const { isLoopbackHost } = await import('../platform/loopback.ts');
+  if (warnedCleartext || isLoopbackHost(url.hostname)) return;
   warnedCleartext = true;
   warn(`plinth: warning: ${url.origin} is plain http: the API key and every request cross the network unencrypted; use https://`);
 }

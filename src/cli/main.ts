@@ -4,11 +4,11 @@
 import { Command, CommanderError, Option } from 'commander';
 import { PlinthApiError, PlinthTimeoutError } from '@plinth/sdk';
 import { CliExit, EXIT } from './exit-codes.ts';
-import { accessCommands } from './commands/access.ts';
-import { authCommands } from './commands/auth.ts';
+import { codeSourceCommands, keyCommands } from './commands/access.ts';
+import { authCommands, contextCommands } from './commands/auth.ts';
 import { miscCommands } from './commands/misc.ts';
-import { moduleCommands } from './commands/modules.ts';
-import { resourceCommands } from './commands/resources.ts';
+import { definitionCommands, instanceCommands } from './commands/modules.ts';
+import { envCommands, orgCommands, pipelineCommands, projectCommands, stackCommands } from './commands/resources.ts';
 import { runCommands } from './commands/runs.ts';
 import { OUTPUT_FORMATS, parseFormat, terminalLines } from './output.ts';
 import { CLI_VERSION, Session, type GlobalOptions } from './session.ts';
@@ -41,6 +41,39 @@ const HELP = {
 };
 
 /**
+ * The command groups, each with the function that adds its subcommands. Adding all of them (some two
+ * hundred commands and options) takes longer than the rest of a short command's work, so buildProgram
+ * adds only those of the group the command line names: help lists a group by its name and description.
+ */
+const GROUPS: Record<string, { description: string; fill: (group: Command) => void }> = {
+  context: { description: 'named sets of host, organization and project', fill: contextCommands },
+  org: { description: 'organizations the key can act in', fill: orgCommands },
+  project: { description: "the organization's projects", fill: projectCommands },
+  env: { description: "a project's environments", fill: envCommands },
+  stack: { description: 'OpenTofu stacks', fill: stackCommands },
+  pipeline: { description: 'versioned pipelines', fill: pipelineCommands },
+  module: { description: 'the module catalogue: definitions and their published versions', fill: definitionCommands },
+  instance: { description: 'module instances: versions of modules deployed in environments', fill: instanceCommands },
+  key: { description: "API keys: the caller's own (ADMIN and above see the organization's)", fill: keyCommands },
+  'code-source': { description: 'the Git repositories stacks take their OpenTofu code from', fill: codeSourceCommands },
+  run: { description: 'pipeline runs', fill: runCommands },
+};
+
+/** The program's options that take a value: the word after one is not a command. */
+const GLOBAL_VALUE_OPTIONS = new Set(['--host', '--org', '--project', '--context', '-o', '--output']);
+
+/**
+ * groupsNeeded names the group whose subcommands the command line `argv` can reach: the first word
+ * that is not a global option (or the one after `help`); completions (`__complete`) walk the whole tree.
+ */
+function groupsNeeded(argv: string[]): string | 'all' | undefined {
+  let i = 0;
+  while (i < argv.length && argv[i].startsWith('-')) i += GLOBAL_VALUE_OPTIONS.has(argv[i]) ? 2 : 1;
+  const word = argv[i] === 'help' ? argv[i + 1] : argv[i];
+  return word === COMPLETE_COMMAND ? 'all' : word;
+}
+
+/**
  * buildProgram assembles the command tree for the command line `argv`. A command with a `--version` of
  * its own (`module publish --version 1.2.0`) takes it: the program's `-V, --version`, which commander
  * recognises anywhere on the line, is left out then.
@@ -64,10 +97,11 @@ export function buildProgram(runServer: ServerRunner, argv: string[] = []): Comm
       .action(() => runServer(PROCESS_OF[name]));
   }
   authCommands(program);
-  resourceCommands(program);
-  moduleCommands(program);
-  accessCommands(program);
-  runCommands(program);
+  const needed = groupsNeeded(argv);
+  for (const [name, { description, fill }] of Object.entries(GROUPS)) {
+    const group = program.command(name).description(description);
+    if (needed === 'all' || needed === name) fill(group);
+  }
   miscCommands(program);
   const command = commandOf(program, argv);
   if (command === program || !command.options.some((o) => o.long === '--version')) program.version(CLI_VERSION, '-V, --version', 'the CLI version');

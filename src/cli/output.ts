@@ -24,11 +24,17 @@ export function useColour(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = p
 }
 
 export class Output {
-  constructor(
-    readonly format: OutputFormat,
-    readonly stdout: NodeJS.WriteStream = process.stdout,
-    readonly stderr: NodeJS.WriteStream = process.stderr,
-  ) {}
+  constructor(readonly format: OutputFormat) {}
+
+  // Node builds process.stdout and process.stderr on first use, and one that is a pipe loads node:net
+  // (a tenth of a short command's start): a command that writes nothing on stderr never builds it.
+  get stdout(): NodeJS.WriteStream {
+    return process.stdout;
+  }
+
+  get stderr(): NodeJS.WriteStream {
+    return process.stderr;
+  }
 
   /** Whether output is for people (a table, narrow or wide) rather than a document for programs. */
   get human(): boolean {

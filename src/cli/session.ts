@@ -70,13 +70,17 @@ export class Session {
     this.settings = resolveSettings(options, this.store, env, allowNewContext);
   }
 
+  /** warnIfCleartext warns (once, on stderr) when the API is plain http on another machine: see host.ts. */
+  warnIfCleartext(): Promise<void> {
+    return warnIfCleartext(this.settings.host, (line) => this.out.info(line));
+  }
+
   /**
    * The API client, with the credential. No credential at all is exit 3, a saved key for another host
    * exit 9, both before any request is sent.
    */
   get plinth(): Plinth {
     const token = this.token();
-    warnIfCleartext(this.settings.host, (line) => this.out.info(line));
     this.client ??= createPlinth({
       baseUrl: this.settings.host,
       token,

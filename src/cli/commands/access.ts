@@ -41,8 +41,8 @@ async function resolveKey(s: Session, ref: string): Promise<ApiKey> {
   throw new CliExit(EXIT.USAGE, `"${ref}" names ${matches.length} API keys: give one's id${matches.map((k) => `\n  ${k.id}  ${k.tokenPrefix}…`).join('')}`);
 }
 
-export function accessCommands(program: Command) {
-  const key = program.command('key').description("API keys: the caller's own (ADMIN and above see the organization's)");
+/** The subcommands of `plinth key`. */
+export function keyCommands(key: Command) {
   examples(
     withListOptions(key.command('list').description('API keys, newest first')).option('--service-account <id>', "only this service account's"),
     'plinth key list',
@@ -86,8 +86,10 @@ export function accessCommands(program: Command) {
       s.out.info(`revoked API key "${found.name}" (${found.id})`);
     }),
   );
+}
 
-  const source = program.command('code-source').description('the Git repositories stacks take their OpenTofu code from');
+/** The subcommands of `plinth code-source`. */
+export function codeSourceCommands(source: Command) {
   examples(
     withListOptions(source.command('list').description('code sources, newest first'))
       .option('--name <name>', 'only those with exactly this name')

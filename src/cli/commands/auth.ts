@@ -32,7 +32,7 @@ function isRefused(error: unknown): boolean {
 
 /** whoamiWith, retried while nothing listens at the host yet (said once on stderr). */
 async function whoamiOnceUp(session: Session, host: string, token: string, organization?: string): Promise<Principal> {
-  warnIfCleartext(host, (line) => session.out.info(line));
+  await warnIfCleartext(host, (line) => session.out.info(line));
   const deadline = Date.now() + WAIT_FOR_SERVER_MS;
   let told = false;
   for (;;) {
@@ -100,11 +100,10 @@ export function authCommands(program: Command) {
         session.out.item((await unwrap(session.plinth.api.GET('/auth/whoami'))).data);
       }),
     );
-
-  contextCommands(program.command('context').description('named sets of host, organization and project'));
 }
 
-function contextCommands(context: Command) {
+/** The subcommands of `plinth context`. */
+export function contextCommands(context: Command) {
   context
     .command('list')
     .description('every context, the current one marked')

@@ -144,12 +144,8 @@ async function valuesOf(o: ValueFlags, base: () => Promise<Values>): Promise<Val
   return values;
 }
 
-export function moduleCommands(program: Command) {
-  definitionCommands(program.command('module').description('the module catalogue: definitions and their published versions'));
-  instanceCommands(program.command('instance').description('module instances: versions of modules deployed in environments'));
-}
-
-function definitionCommands(module: Command) {
+/** The subcommands of `plinth module`. */
+export function definitionCommands(module: Command) {
   examples(
     withListOptions(module.command('list').description("the organization's module definitions and the global ones, newest first"))
       .addOption(
@@ -326,7 +322,8 @@ async function resolveInstance(s: Session, ref: string, o: EnvFlag): Promise<str
 
 const envOption = () => new Option('--env <env>', 'look the instance up in this environment (id, givenId or name)');
 
-function instanceCommands(instance: Command) {
+/** The subcommands of `plinth instance`. */
+export function instanceCommands(instance: Command) {
   examples(
     withListOptions(instance.command('list').description('module instances, newest first'))
       .option('--env <env>', 'only this environment (id, givenId or name)')

@@ -70,15 +70,8 @@ function nameQuery(o: NameFlags) {
   return { ...(o.name !== undefined ? { name: o.name } : {}), ...(o.givenId !== undefined ? { givenId: o.givenId } : {}) };
 }
 
-export function resourceCommands(program: Command) {
-  orgCommands(program.command('org').description('organizations the key can act in'));
-  projectCommands(program.command('project').description("the organization's projects"));
-  envCommands(program.command('env').description("a project's environments"));
-  stackCommands(program.command('stack').description('OpenTofu stacks'));
-  pipelineCommands(program.command('pipeline').description('versioned pipelines'));
-}
-
-function orgCommands(org: Command) {
+/** The subcommands of `plinth org`. */
+export function orgCommands(org: Command) {
   withListOptions(org.command('list').description('organizations the caller belongs to')).action(
     action(async (s: Session, o: ListFlags) => printList(s, await readList(s.plinth, '/organizations', {}, o), orgColumns)),
   );
@@ -102,7 +95,8 @@ function orgCommands(org: Command) {
   );
 }
 
-function projectCommands(project: Command) {
+/** The subcommands of `plinth project`. */
+export function projectCommands(project: Command) {
   examples(withNameFilters(withListOptions(project.command('list').description('projects, newest first'))), 'plinth project list --limit 10').action(
     action(async (s: Session, o: ListFlags & NameFlags) => printList(s, await readList(s.plinth, '/projects', { query: nameQuery(o) }, o), projectColumns)),
   );
@@ -137,7 +131,8 @@ function projectCommands(project: Command) {
   );
 }
 
-function envCommands(env: Command) {
+/** The subcommands of `plinth env`. */
+export function envCommands(env: Command) {
   examples(
     withNameFilters(withListOptions(env.command('list').description('environments (of --project, when one is set), newest first'))),
     'plinth env list --project web',
@@ -177,7 +172,8 @@ function envCommands(env: Command) {
   envGraphCommand(env);
 }
 
-function stackCommands(stack: Command) {
+/** The subcommands of `plinth stack`. */
+export function stackCommands(stack: Command) {
   examples(
     withNameFilters(withListOptions(stack.command('list').description('stacks (of --project, when one is set), newest first'))).option(
       '--env <env>',
@@ -265,7 +261,8 @@ function stackCommands(stack: Command) {
   );
 }
 
-function pipelineCommands(pipeline: Command) {
+/** The subcommands of `plinth pipeline`. */
+export function pipelineCommands(pipeline: Command) {
   examples(
     withNameFilters(withListOptions(pipeline.command('list').description('pipelines (of --project, when one is set), newest first'))),
     'plinth pipeline list',

@@ -96,9 +96,8 @@ export async function waitThenFinish(s: Session, runId: string, follow: boolean,
 
 const watchOption = () => new Option('-w, --watch', 'print it again every 2 seconds as it changes, until Ctrl-C (run get: until the run ends)');
 
-export function runCommands(program: Command) {
-  const run = program.command('run').description('pipeline runs');
-
+/** The subcommands of `plinth run`. */
+export function runCommands(run: Command) {
   examples(
     run
       .command('start <stack>')
