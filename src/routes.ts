@@ -22,6 +22,8 @@ import { auditRoutes } from './audit/audit.routes.ts';
 import { moduleCatalogueRoutes } from './modules/modules.routes.ts';
 import { moduleGraphRoutes, moduleInstanceRoutes } from './modules/module-instances.routes.ts';
 import { moduleRegistryRoutes } from './modules/registry.routes.ts';
+import { deploymentRoutes } from './deployments/deployments.routes.ts';
+import { cloudEventRoutes } from './deployments/cloud-events.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
 export const ROUTES: RoutePlugin[] = [
@@ -49,4 +51,6 @@ export const ROUTES: RoutePlugin[] = [
   moduleInstanceRoutes,
   moduleGraphRoutes,
   moduleRegistryRoutes,
+  deploymentRoutes,
+  cloudEventRoutes,
 ];

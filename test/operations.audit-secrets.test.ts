@@ -109,6 +109,7 @@ interface Fixture {
 /** Audited routes with a body whose successful request the sweep cannot make, and why. */
 const NO_SUCCESS_CASE: Record<string, string> = {
   'POST /webhooks/git/:codeSourceId': 'a Git server calls it with no principal: its rows are never written (docs/operations.md#audit-log)',
+  'POST /cloud-accounts/:id/events': 'an EventBridge API destination calls it with no principal: its rows are never written (docs/operations.md#audit-log)',
 };
 
 /** A body of the route's schema, its `data` sampled with the allowlist's paths (which start inside `data`). */
@@ -210,6 +211,7 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
       'PATCH /environments/:id': { path: `/environments/${environment}`, set: { executionEnvironmentId: executionEnvironment } },
       'POST /cloud-accounts': { set: { accountId: '123456789012', roleArn: ROLE_ARN } },
       'PATCH /cloud-accounts/:id': { path: `/cloud-accounts/${cloudAccount}`, set: { roleArn: ROLE_ARN } },
+      'POST /cloud-accounts/:id/ingest-secret': { path: `/cloud-accounts/${cloudAccount}/ingest-secret` },
       'POST /execution-environments': { set: { type: 'LOCAL', egressAllow: ['example.com'] }, omit: local },
       'PATCH /execution-environments/:id': { path: `/execution-environments/${executionEnvironment}`, set: { egressAllow: ['example.com'] }, omit: local },
       'POST /default-value-definitions': { set: { schema: { id: 'sweep', label: MARKER, type: 'string', default: MARKER } } },

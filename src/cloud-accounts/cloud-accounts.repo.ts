@@ -18,12 +18,16 @@ export function cloudAccountRowToCloudAccount(row: CloudAccountRow): CloudAccoun
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     ...(row.external_id !== null ? { externalId: row.external_id } : {}),
+    ...(row.ingest_secret_created_at !== null ? { ingestSecretCreatedAt: row.ingest_secret_created_at } : {}),
+    ...(row.previous_ingest_secret_expires_at !== null && row.previous_ingest_secret_expires_at > new Date()
+      ? { previousIngestSecretExpiresAt: row.previous_ingest_secret_expires_at }
+      : {}),
   };
 }
 
 export function insertCloudAccount(
   db: Executor,
-  v: { id: string; organizationId: string; givenId: string; name: string; accountId: string; roleArn: string; externalId?: string },
+  v: { id: string; organizationId: string; givenId: string; name: string; accountId: string; roleArn: string; externalId?: string; ingestSecretSha256: Buffer },
 ) {
   return db
     .insertInto('cloud_accounts')
@@ -35,6 +39,8 @@ export function insertCloudAccount(
       account_id: v.accountId,
       role_arn: v.roleArn,
       external_id: v.externalId ?? null,
+      ingest_secret_sha256: v.ingestSecretSha256,
+      ingest_secret_created_at: new Date(),
     })
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -61,4 +67,25 @@ export function updateCloudAccount(db: Executor, id: string, changes: { name?: s
 
 export function deleteCloudAccountById(db: Executor, id: string) {
   return db.deleteFrom('cloud_accounts').where('id', '=', id).execute();
+}
+
+/** The account events name in their URL, with its secrets: looked up before the caller is known. */
+export function findCloudAccountForIngest(db: Executor, id: string) {
+  return db.selectFrom('cloud_accounts').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** rotateIngestSecret makes `sha256` the current secret; the one it replaces stays valid until `previousExpiresAt`. */
+export function rotateIngestSecret(db: Executor, id: string, sha256: Buffer, previousExpiresAt: Date) {
+  return db
+    .updateTable('cloud_accounts')
+    .set((eb) => ({
+      previous_ingest_secret_sha256: eb.ref('ingest_secret_sha256'),
+      previous_ingest_secret_expires_at: previousExpiresAt,
+      ingest_secret_sha256: sha256,
+      ingest_secret_created_at: new Date(),
+      updated_at: new Date(),
+    }))
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }

@@ -2,8 +2,23 @@ import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
-import { CloudAccount, CloudAccountListQuery, CreateCloudAccount, UpdateCloudAccount } from './cloud-accounts.schema.ts';
-import { createCloudAccount, deleteCloudAccount, getCloudAccount, listCloudAccounts, updateCloudAccount } from './cloud-accounts.service.ts';
+import {
+  CloudAccount,
+  CloudAccountListQuery,
+  CreateCloudAccount,
+  CreatedCloudAccount,
+  RotatedIngestSecret,
+  RotateIngestSecret,
+  UpdateCloudAccount,
+} from './cloud-accounts.schema.ts';
+import {
+  createCloudAccount,
+  deleteCloudAccount,
+  getCloudAccount,
+  listCloudAccounts,
+  rotateCloudAccountIngestSecret,
+  updateCloudAccount,
+} from './cloud-accounts.service.ts';
 
 export async function cloudAccountRoutes(app: App) {
   const tags = ['cloud-accounts'];
@@ -14,15 +29,31 @@ export async function cloudAccountRoutes(app: App) {
       config: { permission: 'cloud-account:manage', auditFields: ['givenId', 'name', 'accountId', 'roleArn'] },
       schema: {
         tags,
-        summary: 'Register a cloud account (an AWS account and the role to assume)',
+        summary: 'Register a cloud account (an AWS account and the role to assume); the answer carries its event ingest secret, once',
         body: CreateCloudAccount,
         response: {
           ...errorResponses({ 409: 'A cloud account with this givenId already exists', 422: 'roleArn is not a role of the account accountId' }),
-          201: Envelope(CloudAccount),
+          201: Envelope(CreatedCloudAccount),
         },
       },
     },
     async (request, reply) => reply.status(201).send({ data: await createCloudAccount(app.db, request.principal, request.body.data) }),
+  );
+
+  app.post(
+    '/cloud-accounts/:id/ingest-secret',
+    {
+      config: { permission: 'cloud-account:manage', auditFields: ['previousSecretValidForSeconds'] },
+      schema: {
+        tags,
+        summary: 'Make a new event ingest secret (shown once); the current one stays valid for previousSecretValidForSeconds (default a day)',
+        params: IdParams,
+        body: RotateIngestSecret,
+        response: { 201: Envelope(RotatedIngestSecret) },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send({ data: await rotateCloudAccountIngestSecret(app.db, request.principal, request.params.id, request.body.data) }),
   );
 
   app.get(

@@ -2,18 +2,21 @@ import type { Principal } from '../platform/auth/principal.ts';
 import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
 import { findUsages, inUseError } from '../platform/db/dependents.ts';
-import { ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
+import { AppError, ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import {
   cloudAccountRowToCloudAccount,
   deleteCloudAccountById,
   findCloudAccountById,
+  findCloudAccountForIngest,
   findCloudAccountsPage,
   insertCloudAccount,
+  rotateIngestSecret as rotateIngestSecretRow,
   updateCloudAccount as updateCloudAccountRow,
 } from './cloud-accounts.repo.ts';
-import type { CreateCloudAccount, UpdateCloudAccount } from './cloud-accounts.schema.ts';
+import type { CreateCloudAccount, RotateIngestSecret, UpdateCloudAccount } from './cloud-accounts.schema.ts';
+import { DEFAULT_PREVIOUS_SECRET_SECONDS, ingestSecretMatches, newIngestSecret } from './ingest-secrets.ts';
 
 /** A role can only be assumed in the account it belongs to. */
 function assertRoleInAccount(roleArn: string, accountId: string) {
@@ -33,12 +36,43 @@ export async function getCloudAccountRow(db: Executor, principal: Principal, id:
 
 export async function createCloudAccount(db: Db, principal: Principal, input: CreateCloudAccount) {
   assertRoleInAccount(input.roleArn, input.accountId);
+  const { secret, sha256 } = newIngestSecret();
   const row = await rethrowAs(
-    insertCloudAccount(db, { id: newId(), organizationId: principal.organizationId, ...input }),
+    insertCloudAccount(db, { id: newId(), organizationId: principal.organizationId, ...input, ingestSecretSha256: sha256 }),
     isUniqueViolation,
     () => new ConflictError('CloudAccount', 'ALREADY_EXISTS', `A cloud account with givenId ${input.givenId} already exists`),
   );
-  return cloudAccountRowToCloudAccount(row);
+  return { ...cloudAccountRowToCloudAccount(row), ingestSecret: secret };
+}
+
+/**
+ * rotateCloudAccountIngestSecret makes a new ingest secret; the current one stays valid for
+ * `previousSecretValidForSeconds`, long enough to change the EventBridge connection.
+ */
+export async function rotateCloudAccountIngestSecret(db: Db, principal: Principal, id: string, input: RotateIngestSecret) {
+  await getCloudAccountRow(db, principal, id);
+  const { secret, sha256 } = newIngestSecret();
+  const seconds = input.previousSecretValidForSeconds ?? DEFAULT_PREVIOUS_SECRET_SECONDS;
+  const row = await rotateIngestSecretRow(db, id, sha256, new Date(Date.now() + seconds * 1000));
+  return {
+    ingestSecret: secret,
+    ingestSecretCreatedAt: row.ingest_secret_created_at!,
+    ...(seconds > 0 && row.previous_ingest_secret_sha256 ? { previousIngestSecretExpiresAt: row.previous_ingest_secret_expires_at! } : {}),
+  };
+}
+
+/**
+ * cloudAccountOfEvents returns the account an event is sent to when `secret` is its ingest secret (or,
+ * during a rotation, the previous one). Anything else, an unknown account included, is the same 401.
+ */
+export async function cloudAccountOfEvents(db: Db, id: string, secret: string | undefined) {
+  const row = secret ? await findCloudAccountForIngest(db, id) : undefined;
+  if (!row || !secret || !ingestSecretMatches(row, secret)) {
+    // Not a failed authentication of the API's: EventBridge delivers every account's events from the same
+    // AWS addresses, so one account's misconfigured connection must not get those addresses blocked.
+    throw new AppError(401, 'Api:CloudEvent:UNVERIFIED', "Send the cloud account's ingest secret in the X-Plinth-Ingest-Secret header");
+  }
+  return row;
 }
 
 export async function getCloudAccount(db: Db, principal: Principal, id: string) {

@@ -112,7 +112,7 @@ async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, o: LockedRunOpt
       return enqueueStepJob(trx, w.id, s.id);
     case 'releaseStack':
       await releaseStack(trx, s.stackId!, s.id, s.status === 'SUCCEEDED');
-      return stackRunFinished(trx, { stackId: s.stackId!, runId: s.id, succeeded: s.status === 'SUCCEEDED' });
+      return stackRunFinished(trx, { stackId: s.stackId!, runId: s.id, status: s.status, succeeded: s.status === 'SUCCEEDED' });
     case 'releaseWaiting':
       // It waits for nothing any more: a retry of it starts from its stack's queue.
       await setBlockingStack(trx, s.id, null);

@@ -1,9 +1,12 @@
 import type { Trx } from '../platform/db/db.ts';
+import type { RunStatus } from '../platform/db/enums.ts';
 
 /** A stack's run that just finished, in the transaction that finished it. */
 export interface FinishedStackRun {
   stackId: string;
   runId: string;
+  /** How it ended: SUCCEEDED, FAILED or CANCELLED. */
+  status: RunStatus;
   succeeded: boolean;
 }
 

@@ -16,6 +16,7 @@ import { findInstance, findInstancesOfEnvironment, findReferencesOfConsumers, re
 import { finishDeletion, lockForWrite, lockGraph, rewrite } from './module-instances.service.ts';
 import { findVersionById } from './module-versions.repo.ts';
 import { canonicalJson } from './instance-inputs.ts';
+import { recordModuleDeploy } from '../deployments/module-deployments.ts';
 import { findProducerOutputs, messagesOf } from './reference-messages.ts';
 
 export const DEPLOY_ACTIONS = ['apply', 'plan'] as const;
@@ -65,6 +66,7 @@ async function deployIn(
   principal: Principal,
   id: string,
   input: DeployRequest,
+  triggerSource: 'API' | 'ENVIRONMENT_DEPLOY',
   onlyChanged = false,
 ): Promise<string | undefined> {
   let waitForStackIds: string[] = [];
@@ -92,19 +94,28 @@ async function deployIn(
     ...(row.applied_values ? { previous_module_input: row.applied_values } : {}),
     ...(row.applied_version_id ? { previous_module_version_id: row.applied_version_id } : {}),
   };
-  const run = await triggerStackRunIn(trx, principal, row.stack_id, {
-    action: input.action ?? 'apply',
-    autoapprove: input.autoapprove ?? false,
-    description: input.description ?? `Deploy module instance ${row.given_id} at version ${version.version}`,
-    data,
-    waitForStackIds,
-  });
+  const action = input.action ?? 'apply';
+  const description = input.description ?? `Deploy module instance ${row.given_id} at version ${version.version}`;
+  const run = await triggerStackRunIn(trx, principal, row.stack_id, { action, autoapprove: input.autoapprove ?? false, description, data, waitForStackIds });
+  // A plan deploys nothing: only an apply is a deployment of the instance.
+  if (action === 'apply') {
+    await recordModuleDeploy(trx, {
+      organizationId: row.organization_id,
+      projectId: row.project_id,
+      environmentId: row.environment_id,
+      moduleInstanceId: row.id,
+      description,
+      triggerSource,
+      pipelineRunId: run.id,
+      data,
+    });
+  }
   return run.id;
 }
 
 /** deployModuleInstance starts a run deploying the instance; it waits while an instance it consumes deploys. */
 export async function deployModuleInstance(db: Db, secrets: SecretBox, principal: Principal, id: string, input: DeployRequest) {
-  const runId = await db.transaction().execute(async (trx) => deployIn(trx, secrets, principal, id, input));
+  const runId = await db.transaction().execute(async (trx) => deployIn(trx, secrets, principal, id, input, 'API'));
   return getRun(db, principal, runId!);
 }
 
@@ -150,7 +161,7 @@ export async function deployEnvironment(db: Db, secrets: SecretBox, principal: P
     const unchanged: { moduleInstanceId: string; givenId: string }[] = [];
     for (const listed of graphOrder(instances, edges)) {
       if (listed.deleting_run_id) continue;
-      const runId = await deployIn(trx, secrets, principal, listed.id, input, true);
+      const runId = await deployIn(trx, secrets, principal, listed.id, input, 'ENVIRONMENT_DEPLOY', true);
       if (runId) runs.push({ moduleInstanceId: listed.id, givenId: listed.given_id, runId });
       else unchanged.push({ moduleInstanceId: listed.id, givenId: listed.given_id });
     }

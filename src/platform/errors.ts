@@ -88,6 +88,8 @@ export const ERROR_CODES = [
   'Api:CloudAccount:ALREADY_EXISTS',
   'Api:CloudAccount:IN_USE',
   'Api:CloudAccount:ROLE_ACCOUNT_MISMATCH',
+  /** An event sent without its cloud account's ingest secret (or to an account that does not exist). */
+  'Api:CloudEvent:UNVERIFIED',
   'Api:CodeSource:NOT_FOUND',
   'Api:CodeSource:ALREADY_EXISTS',
   'Api:CodeSource:IN_USE',
@@ -103,6 +105,12 @@ export const ERROR_CODES = [
   'Api:DefaultValueDefinition:INVALID_SCHEMA',
   'Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES',
   'Api:DefaultValueDefinition:SYSTEM_MANAGED',
+  'Api:Deployment:NOT_FOUND',
+  /** Another deployment of the same module instance has not finished. */
+  'Api:Deployment:IN_PROGRESS',
+  /** The deployment holds no release to replay (a container deployment whose task definition is unknown). */
+  'Api:Deployment:NOT_REDEPLOYABLE',
+  'Api:DeploymentResource:NOT_FOUND',
   'Api:Environment:NOT_FOUND',
   'Api:Environment:ALREADY_EXISTS',
   'Api:Environment:IN_USE',

@@ -29,10 +29,18 @@ export function commitModules(git: GitServer): string {
     module('network', ['cidr', 'name'], { vpc_id: 'vpc-${var.name}', subnet_ids: ['subnet-a', 'subnet-b'] });
     module('database', ['vpc_id', 'subnet', 'size'], { endpoint: 'db.${var.vpc_id}' });
     module('service', ['endpoint', 'cpu'], { url: 'https://${var.endpoint}' });
+    // An ECS service: its outputs name the cluster and service its container deployments run in.
+    module('container', ['name'], {
+      ecs_cluster_arn: `arn:aws:ecs:us-west-2:${ECS_ACCOUNT}:cluster/shop`,
+      ecs_service_arn: `arn:aws:ecs:us-west-2:${ECS_ACCOUNT}:service/shop/\${var.name}`,
+    });
     // A database whose code needs a variable its inputs never give: its plan fails.
     module('database-broken', ['vpc_id', 'subnet', 'size'], { endpoint: 'db.${var.vpc_id}' }, ['password']);
   });
 }
+
+/** The AWS account the container module's service runs in. */
+export const ECS_ACCOUNT = '111122223333';
 
 /** The inputs and outputs of each module's version 1.0.0. */
 export const MODULES = {
@@ -70,6 +78,12 @@ export const MODULES = {
       { id: 'cpu', label: 'CPU units', type: 'number', min: 256, default: 256, min_current_value: true },
     ],
     outputs: [{ name: 'url' }],
+  },
+  container: {
+    type: 'aws/container',
+    path: 'modules/container',
+    inputs: [{ id: 'name', label: 'Service name', type: 'string', required: true }],
+    outputs: [{ name: 'ecs_cluster_arn' }, { name: 'ecs_service_arn' }],
   },
 } as const;
 

@@ -3,7 +3,7 @@
 
 import type { Role } from "../auth/roles.ts";
 import type { JsonColumn, JsonObjectColumn } from "./column-types.ts";
-import type { AuditActorType, AuditOutcome, CloudProvider, CreatedByType, ExecutionEnvironmentType, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
+import type { AuditActorType, AuditOutcome, CloudEventOutcome, CloudProvider, CreatedByType, DeploymentResourceType, DeploymentStatus, DeploymentTriggerSource, DeploymentType, ExecutionEnvironmentType, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
 import type { ColumnType } from "kysely";
 
 export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
@@ -91,11 +91,30 @@ export interface CloudAccounts {
   external_id: string | null;
   given_id: string;
   id: string;
+  ingest_secret_created_at: Timestamp | null;
+  ingest_secret_sha256: Buffer | null;
   name: string;
   organization_id: string;
+  previous_ingest_secret_expires_at: Timestamp | null;
+  previous_ingest_secret_sha256: Buffer | null;
   provider: Generated<CloudProvider>;
   role_arn: string;
   updated_at: Generated<Timestamp>;
+}
+
+export interface CloudEvents {
+  body: JsonObjectColumn;
+  cloud_account_id: string;
+  deployment_id: string | null;
+  detail_type: string;
+  event_id: string;
+  event_time: Timestamp;
+  id: string;
+  organization_id: string;
+  outcome: CloudEventOutcome;
+  received_at: Generated<Timestamp>;
+  resource_arn: string | null;
+  source: string;
 }
 
 export interface CodeSources {
@@ -135,6 +154,52 @@ export interface DefaultValues {
   parent_type: ParentType;
   updated_at: Generated<Timestamp>;
   value: JsonColumn | null;
+}
+
+export interface DeploymentResources {
+  cloud_account_id: string | null;
+  data: JsonObjectColumn;
+  deployment_id: string;
+  desired_status: string | null;
+  error: JsonObjectColumn | null;
+  external_id: string;
+  first_seen_at: Generated<Timestamp>;
+  id: string;
+  last_event_at: Timestamp;
+  last_status: string | null;
+  log_streams: JsonColumn | null;
+  module_instance_id: string | null;
+  organization_id: string;
+  sequence: number;
+  started_at: Timestamp | null;
+  stopped_at: Timestamp | null;
+  type: DeploymentResourceType;
+}
+
+export interface Deployments {
+  cloud_account_id: string | null;
+  completed_at: Timestamp | null;
+  created_at: Generated<Timestamp>;
+  data: JsonObjectColumn | null;
+  deployment_type: DeploymentType;
+  description: string;
+  environment_id: string;
+  error: JsonObjectColumn | null;
+  external_deployment_id: string | null;
+  id: string;
+  last_event_at: Timestamp | null;
+  module_instance_id: string;
+  organization_id: string;
+  pipeline_run_id: string | null;
+  project_id: string;
+  redeploy_of_deployment_id: string | null;
+  resource_arn: string | null;
+  resource_name: string | null;
+  rollback_to_deployment_id: string | null;
+  started_at: Timestamp | null;
+  status: DeploymentStatus;
+  trigger_source: DeploymentTriggerSource;
+  updated_at: Generated<Timestamp>;
 }
 
 export interface Environments {
@@ -523,9 +588,12 @@ export interface DB {
   audit_settings: AuditSettings;
   audit_webhook_deliveries: AuditWebhookDeliveries;
   cloud_accounts: CloudAccounts;
+  cloud_events: CloudEvents;
   code_sources: CodeSources;
   default_value_definitions: DefaultValueDefinitions;
   default_values: DefaultValues;
+  deployment_resources: DeploymentResources;
+  deployments: Deployments;
   environments: Environments;
   execution_environments: ExecutionEnvironments;
   git_app_installations: GitAppInstallations;

@@ -38,3 +38,6 @@ export type ModuleDefinitionsTable = DB['module_definitions'];
 export type ModuleVersionsTable = DB['module_versions'];
 export type ModuleInstancesTable = DB['module_instances'];
 export type ModuleReferencesTable = DB['module_references'];
+export type CloudEventsTable = DB['cloud_events'];
+export type DeploymentsTable = DB['deployments'];
+export type DeploymentResourcesTable = DB['deployment_resources'];

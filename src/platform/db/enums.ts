@@ -59,3 +59,25 @@ export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 /** DENIED: a permission check refused the request; FAILURE: any other error; SUCCESS: it was done. */
 export const AUDIT_OUTCOMES = ['SUCCESS', 'FAILURE', 'DENIED'] as const;
 export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
+
+/** MODULE: a deploy of a module instance (a run of its stack); CONTAINER_SERVICE: an ECS service deployment seen in cloud events. */
+export const DEPLOYMENT_TYPES = ['MODULE', 'CONTAINER_SERVICE'] as const;
+export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
+
+export const DEPLOYMENT_STATUSES = ['IN_PROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
+export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
+
+/** What started a deployment: a deploy request, an environment's deploy, a change seen in the cloud, a redeploy or a rollback. */
+export const DEPLOYMENT_TRIGGER_SOURCES = ['API', 'ENVIRONMENT_DEPLOY', 'EVENT_BUS', 'REDEPLOY', 'ROLLBACK'] as const;
+export type DeploymentTriggerSource = (typeof DEPLOYMENT_TRIGGER_SOURCES)[number];
+
+export const DEPLOYMENT_RESOURCE_TYPES = ['CONTAINER_TASK'] as const;
+export type DeploymentResourceType = (typeof DEPLOYMENT_RESOURCE_TYPES)[number];
+
+/**
+ * What became of a received cloud event: APPLIED to a deployment or task; STALE, older than what its
+ * resource already shows; UNMATCHED, about a resource of no module instance; UNKNOWN, of a kind Plinth
+ * does not read.
+ */
+export const CLOUD_EVENT_OUTCOMES = ['APPLIED', 'STALE', 'UNMATCHED', 'UNKNOWN'] as const;
+export type CloudEventOutcome = (typeof CLOUD_EVENT_OUTCOMES)[number];

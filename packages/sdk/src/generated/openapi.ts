@@ -171,7 +171,7 @@ export interface paths {
         /** List the organization's cloud accounts */
         get: operations["listCloudAccounts"];
         put?: never;
-        /** Register a cloud account (an AWS account and the role to assume) */
+        /** Register a cloud account (an AWS account and the role to assume); the answer carries its event ingest secret, once */
         post: operations["createCloudAccount"];
         delete?: never;
         options?: never;
@@ -196,6 +196,43 @@ export interface paths {
         head?: never;
         /** Change a cloud account */
         patch: operations["updateCloudAccount"];
+        trace?: never;
+    };
+    "/cloud-accounts/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive an Amazon EventBridge event of the cloud account (no credential: the account's ingest secret in X-Plinth-Ingest-Secret)
+         * @description Each event is stored once by its id: a redelivery is a 200 that does nothing again. ECS task, service deployment and service action events are applied in the resource's own order; any other event, or one about a service no module instance declares, is stored and answered 202.
+         */
+        post: operations["receiveCloudEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/cloud-accounts/{id}/ingest-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a new event ingest secret (shown once); the current one stays valid for previousSecretValidForSeconds (default a day) */
+        post: operations["createCloudAccountIngestSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/code-source/{id}/branches": {
@@ -324,6 +361,74 @@ export interface paths {
         head?: never;
         /** Change a default value */
         patch: operations["updateDefaultValue"];
+        trace?: never;
+    };
+    "/deployment-resources/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a deployment resource: the record one level inside the envelope, its type data one level deeper */
+        get: operations["getDeploymentResource"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deployments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's deployments: module deploys and container-service deployments */
+        get: operations["listDeployments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deployments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a deployment */
+        get: operations["getDeployment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/deployments/{id}/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the resources (container tasks) of a deployment */
+        get: operations["listDeploymentResources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/environments": {
@@ -1553,8 +1658,18 @@ export interface components {
             /** @description Caller-chosen identifier */
             givenId: string;
             id: string;
+            /**
+             * Format: date-time
+             * @description When the current ingest secret was made (absent: the account has none yet; rotate to make one)
+             */
+            ingestSecretCreatedAt?: string;
             name: string;
             organizationId: string;
+            /**
+             * Format: date-time
+             * @description Until when the secret before the last rotation is still accepted
+             */
+            previousIngestSecretExpiresAt?: string;
             /** @enum {string} */
             provider: "AWS";
             roleArn: string;
@@ -1678,6 +1793,160 @@ export interface components {
              */
             updatedAt: string;
         };
+        /** Deployment */
+        Deployment: {
+            cloudAccountId?: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            completedAt?: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            /** @description CONTAINER_SERVICE: type cloud:container-service, clusterArn, serviceArn, detectedVia, serviceDeploymentState, deployedTaskDefinition, previousTaskDefinition, events (progress entries: currentStep, totalSteps, startedAt, message), triggerChannel, triggeredBy. MODULE: kind stack, module_input, module_version_id, previous_module_input, previous_module_version_id. */
+            data?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description MODULE: a deploy of the instance (a run of its stack); CONTAINER_SERVICE: an ECS service deployment
+             * @enum {string}
+             */
+            deploymentType: "MODULE" | "CONTAINER_SERVICE";
+            description: string;
+            environmentId: string;
+            error?: components["schemas"]["ErrorBody"];
+            /** @description ECS's id of the service deployment (ecs-svc/…) */
+            externalDeploymentId?: string;
+            id: string;
+            moduleInstanceId: string;
+            organizationId: string;
+            pipelineRunId?: string;
+            projectId: string;
+            redeployOfDeploymentId?: string;
+            resourceArn?: string;
+            resourceName?: string;
+            rollbackToDeploymentId?: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            startedAt?: string;
+            /** @enum {string} */
+            status: "IN_PROGRESS" | "SUCCEEDED" | "FAILED" | "CANCELLED";
+            stepExecutionId?: string;
+            /** @enum {string} */
+            triggerSource: "API" | "ENVIRONMENT_DEPLOY" | "EVENT_BUS" | "REDEPLOY" | "ROLLBACK";
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            updatedAt: string;
+        };
+        /** DeploymentResource */
+        DeploymentResource: {
+            cloudAccountId?: string;
+            data: {
+                availabilityZone?: string;
+                capacityProviderName?: string;
+                clusterArn: string;
+                connectivity?: string;
+                containerInstanceArn?: string;
+                containers?: {
+                    exitCode?: number;
+                    healthStatus?: string;
+                    lastStatus?: string;
+                    name?: string;
+                    reason?: string;
+                }[];
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 timestamp in UTC, with a trailing Z
+                 */
+                deprovisioningAt?: string;
+                /** @description The first non-zero exit code of its containers, else 0 */
+                exitCode?: number;
+                healthStatus?: string;
+                launchType?: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 timestamp in UTC, with a trailing Z
+                 */
+                pendingAt?: string;
+                platformVersion?: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 timestamp in UTC, with a trailing Z
+                 */
+                provisioningAt?: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 timestamp in UTC, with a trailing Z
+                 */
+                pullStartedAt?: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 timestamp in UTC, with a trailing Z
+                 */
+                pullStoppedAt?: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 timestamp in UTC, with a trailing Z
+                 */
+                runningAt?: string;
+                startedBy?: string;
+                stopCode?: string;
+                stoppedReason?: string;
+                targetGroupSnapshot?: {
+                    [key: string]: unknown;
+                };
+                taskArn: string;
+                taskDefinitionArn: string;
+                taskDefinitionFamily?: string;
+                taskDefinitionRevision?: number;
+                taskGroup?: string;
+                /** @enum {string} */
+                type: "CONTAINER_TASK";
+            };
+            desiredStatus?: string;
+            error?: components["schemas"]["ErrorBody"];
+            /** @description The task ARN */
+            externalId: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            firstSeenAt: string;
+            id: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            lastEventAt: string;
+            lastStatus?: string;
+            logStreams?: {
+                containerName: string;
+                logGroupName: string;
+                logStreamPrefix: string;
+                region: string;
+                streamName: string;
+            }[];
+            /** @description The deployment the resource belongs to */
+            moduleDeploymentId: string;
+            moduleInstanceId?: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            startedAt?: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            stoppedAt?: string;
+        };
         /** Environment */
         Environment: {
             /**
@@ -1710,7 +1979,7 @@ export interface components {
              * @description <Namespace>:<Entity>:<REASON>, one of the codes listed. A client should accept a code it does not know: a newer server may send one.
              * @enum {string}
              */
-            code: "Api:Request:INVALID" | "Api:Request:INVALID_HEADER" | "Api:Request:MALFORMED_JSON" | "Api:Request:METHOD_NOT_ALLOWED" | "Api:Request:TOO_DEEP" | "Api:Request:TOO_LARGE" | "Api:Request:UNSUPPORTED_MEDIA_TYPE" | "Api:Cursor:INVALID" | "Api:Route:NOT_FOUND" | "Api:Internal:ERROR" | "Auth:Credential:MISSING" | "Auth:Credential:INVALID" | "Auth:Credential:EXPIRED" | "Auth:Credential:REVOKED" | "Auth:Credential:TOO_MANY_FAILURES" | "Auth:Organization:FORBIDDEN" | "Auth:Permission:DENIED" | "Auth:Principal:NOT_A_USER" | "Api:ApiKey:NOT_FOUND" | "Api:ApiKey:AMBIGUOUS_OWNER" | "Api:ApiKey:INVALID_EXPIRY" | "Api:CloudAccount:NOT_FOUND" | "Api:CloudAccount:ALREADY_EXISTS" | "Api:CloudAccount:IN_USE" | "Api:CloudAccount:ROLE_ACCOUNT_MISMATCH" | "Api:CodeSource:NOT_FOUND" | "Api:CodeSource:ALREADY_EXISTS" | "Api:CodeSource:IN_USE" | "Api:CodeSource:CREDENTIAL_IN_URL" | "Api:CodeSource:INVALID_AUTH" | "Api:CodeSource:INVALID_URL" | "Api:DefaultValue:NOT_FOUND" | "Api:DefaultValue:ALREADY_EXISTS" | "Api:DefaultValue:INVALID_VALUE" | "Api:DefaultValueDefinition:NOT_FOUND" | "Api:DefaultValueDefinition:ALREADY_EXISTS" | "Api:DefaultValueDefinition:IN_USE" | "Api:DefaultValueDefinition:INVALID_SCHEMA" | "Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES" | "Api:DefaultValueDefinition:SYSTEM_MANAGED" | "Api:Environment:NOT_FOUND" | "Api:Environment:ALREADY_EXISTS" | "Api:Environment:IN_USE" | "Api:ExecutionEnvironment:NOT_FOUND" | "Api:ExecutionEnvironment:ALREADY_EXISTS" | "Api:ExecutionEnvironment:IN_USE" | "Api:GitAppInstallation:NOT_FOUND" | "Api:GitAppInstallation:TAKEN" | "Api:GitSelfHostedServer:NOT_FOUND" | "Api:GitSelfHostedServer:IN_USE" | "Api:Membership:NOT_FOUND" | "Api:Membership:ALREADY_EXISTS" | "Api:Membership:LAST_OWNER" | "Api:ModuleDefinition:NOT_FOUND" | "Api:ModuleDefinition:ALREADY_EXISTS" | "Api:ModuleDefinition:IN_USE" | "Api:ModuleDefinition:GLOBAL_READ_ONLY" | "Api:ModuleInstance:NOT_FOUND" | "Api:ModuleInstance:ALREADY_EXISTS" | "Api:ModuleInstance:INVALID_INPUTS" | "Api:ModuleInstance:REFERENCE_CYCLE" | "Api:ModuleInstance:BROKEN_REFERENCES" | "Api:ModuleInstance:BUSY" | "Api:ModuleInstance:DELETING" | "Api:ModuleInstance:IN_USE" | "Api:ModuleVersion:NOT_FOUND" | "Api:ModuleVersion:ALREADY_EXISTS" | "Api:ModuleVersion:INVALID_VERSION" | "Api:ModuleVersion:NOT_NEWER" | "Api:ModuleVersion:INVALID" | "Api:ModuleVersion:OTHER_DEFINITION" | "Api:Organization:NOT_FOUND" | "Api:Parent:NOT_FOUND" | "Api:Pipeline:NOT_FOUND" | "Api:Pipeline:ALREADY_EXISTS" | "Api:Pipeline:IN_USE" | "Api:Pipeline:RUN_ACTIVE" | "Api:PipelineConfig:INVALID" | "Api:PipelineRun:NOT_FOUND" | "Api:PipelineRun:NOT_CANCELLABLE" | "Api:PipelineRun:NOT_RETRYABLE" | "Api:PipelineVersion:NOT_FOUND" | "Api:Project:NOT_FOUND" | "Api:Project:ALREADY_EXISTS" | "Api:Project:IN_USE" | "Api:Reference:NOT_FOUND" | "Api:SensitiveVariable:NOT_FOUND" | "Api:ServiceAccount:NOT_FOUND" | "Api:Stack:NOT_FOUND" | "Api:Stack:ALREADY_EXISTS" | "Api:Stack:IN_USE" | "Api:Stack:BUSY" | "Api:Stack:ENVIRONMENT_NOT_IN_PROJECT" | "Api:Stack:MANAGED_BY_MODULE_INSTANCE" | "Api:StateVersion:NOT_FOUND" | "Api:StateWorkspace:NOT_FOUND" | "Api:StepExecution:NOT_FOUND" | "Api:StepExecution:NOT_WAITING_FOR_APPROVAL" | "Api:StepLogs:TOO_MANY_FOLLOWERS" | "Api:User:NOT_FOUND" | "Git:App:BAD_RESPONSE" | "Git:App:GRANT_REFUSED" | "Git:App:NOT_ACCESSIBLE" | "Git:App:NOT_ALLOWED" | "Git:App:NOT_CONFIGURED" | "Git:App:NO_INSTALLATION" | "Git:App:TOKEN_REFUSED" | "Git:App:UNREACHABLE" | "Git:App:UNVERIFIED" | "Git:Archive:TOO_LARGE" | "Git:Credential:MISSING" | "Git:Credential:REFUSED" | "Git:Fetch:FAILED" | "Git:Fetch:TIMEOUT" | "Git:OAuth:BAD_RESPONSE" | "Git:OAuth:DENIED" | "Git:OAuth:EXPIRED" | "Git:OAuth:GRANT_REFUSED" | "Git:OAuth:NOT_ALLOWED" | "Git:OAuth:NOT_CONNECTED" | "Git:OAuth:REFRESH_REFUSED" | "Git:OAuth:UNREACHABLE" | "Git:Path:INVALID" | "Git:Path:NOT_A_DIRECTORY" | "Git:Path:NOT_FOUND" | "Git:Ref:INVALID" | "Git:Ref:NOT_FOUND" | "Git:Repository:NOT_ALLOWED" | "Git:Repository:NOT_FOUND" | "Git:Repository:TIMEOUT" | "Git:Repository:UNREACHABLE" | "Git:Sandbox:UNAVAILABLE" | "Git:State:INVALID" | "Git:State:EXPIRED" | "Git:State:USED" | "Git:State:OTHER_BROWSER" | "Git:Webhook:INVALID" | "Git:Webhook:UNVERIFIED" | "OpenTofu:State:CHECKSUM_MISMATCH" | "OpenTofu:State:INVALID" | "OpenTofu:State:LINEAGE_MISMATCH" | "OpenTofu:State:OTHER_STACK" | "OpenTofu:State:STALE_SERIAL" | "OpenTofu:StateLock:INVALID" | "OpenTofu:StateLock:LOCKED" | "OpenTofu:StateLock:NOT_HELD" | "OpenTofu:StateLock:NOT_HOLDER" | "Engine:Run:STEP_FAILED" | "Engine:Run:CANCELLED" | "Engine:Approval:REJECTED" | "Engine:Worker:LOST" | "Engine:Worker:ERROR" | "Engine:Script:FAILED" | "Engine:Script:SPAWN_FAILED" | "Engine:Step:TIMED_OUT" | "Engine:ExecutionEnvironment:UNSUPPORTED" | "Engine:StepType:NOT_IMPLEMENTED" | "Engine:StepType:NOT_DISPATCHABLE" | "Engine:Sandbox:UNAVAILABLE" | "Engine:Log:STORE_FAILED" | "OpenTofu:Step:NO_STACK" | "OpenTofu:Command:FAILED" | "OpenTofu:Plan:NOT_FOUND" | "OpenTofu:Plan:NOT_THIS_RUN" | "OpenTofu:Plan:WRONG_KIND" | "OpenTofu:Backend:OVERRIDDEN" | "OpenTofu:Backend:NOT_PLINTH" | "OpenTofu:Mask:TOO_LARGE" | "OpenTofu:Output:INVALID" | "OpenTofu:Reference:UNRESOLVED" | "Engine:Checkout:FAILED" | "Engine:Checkout:INVALID_SOURCE" | "Engine:Checkout:FENCED";
+            code: "Api:Request:INVALID" | "Api:Request:INVALID_HEADER" | "Api:Request:MALFORMED_JSON" | "Api:Request:METHOD_NOT_ALLOWED" | "Api:Request:TOO_DEEP" | "Api:Request:TOO_LARGE" | "Api:Request:UNSUPPORTED_MEDIA_TYPE" | "Api:Cursor:INVALID" | "Api:Route:NOT_FOUND" | "Api:Internal:ERROR" | "Auth:Credential:MISSING" | "Auth:Credential:INVALID" | "Auth:Credential:EXPIRED" | "Auth:Credential:REVOKED" | "Auth:Credential:TOO_MANY_FAILURES" | "Auth:Organization:FORBIDDEN" | "Auth:Permission:DENIED" | "Auth:Principal:NOT_A_USER" | "Api:ApiKey:NOT_FOUND" | "Api:ApiKey:AMBIGUOUS_OWNER" | "Api:ApiKey:INVALID_EXPIRY" | "Api:CloudAccount:NOT_FOUND" | "Api:CloudAccount:ALREADY_EXISTS" | "Api:CloudAccount:IN_USE" | "Api:CloudAccount:ROLE_ACCOUNT_MISMATCH" | "Api:CodeSource:NOT_FOUND" | "Api:CodeSource:ALREADY_EXISTS" | "Api:CodeSource:IN_USE" | "Api:CodeSource:CREDENTIAL_IN_URL" | "Api:CodeSource:INVALID_AUTH" | "Api:CodeSource:INVALID_URL" | "Api:DefaultValue:NOT_FOUND" | "Api:DefaultValue:ALREADY_EXISTS" | "Api:DefaultValue:INVALID_VALUE" | "Api:DefaultValueDefinition:NOT_FOUND" | "Api:DefaultValueDefinition:ALREADY_EXISTS" | "Api:DefaultValueDefinition:IN_USE" | "Api:DefaultValueDefinition:INVALID_SCHEMA" | "Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES" | "Api:DefaultValueDefinition:SYSTEM_MANAGED" | "Api:Deployment:NOT_FOUND" | "Api:Deployment:IN_PROGRESS" | "Api:Deployment:NOT_REDEPLOYABLE" | "Api:DeploymentResource:NOT_FOUND" | "Api:Environment:NOT_FOUND" | "Api:Environment:ALREADY_EXISTS" | "Api:Environment:IN_USE" | "Api:ExecutionEnvironment:NOT_FOUND" | "Api:ExecutionEnvironment:ALREADY_EXISTS" | "Api:ExecutionEnvironment:IN_USE" | "Api:GitAppInstallation:NOT_FOUND" | "Api:GitAppInstallation:TAKEN" | "Api:GitSelfHostedServer:NOT_FOUND" | "Api:GitSelfHostedServer:IN_USE" | "Api:Membership:NOT_FOUND" | "Api:Membership:ALREADY_EXISTS" | "Api:Membership:LAST_OWNER" | "Api:ModuleDefinition:NOT_FOUND" | "Api:ModuleDefinition:ALREADY_EXISTS" | "Api:ModuleDefinition:IN_USE" | "Api:ModuleDefinition:GLOBAL_READ_ONLY" | "Api:ModuleInstance:NOT_FOUND" | "Api:ModuleInstance:ALREADY_EXISTS" | "Api:ModuleInstance:INVALID_INPUTS" | "Api:ModuleInstance:REFERENCE_CYCLE" | "Api:ModuleInstance:BROKEN_REFERENCES" | "Api:ModuleInstance:BUSY" | "Api:ModuleInstance:DELETING" | "Api:ModuleInstance:IN_USE" | "Api:ModuleVersion:NOT_FOUND" | "Api:ModuleVersion:ALREADY_EXISTS" | "Api:ModuleVersion:INVALID_VERSION" | "Api:ModuleVersion:NOT_NEWER" | "Api:ModuleVersion:INVALID" | "Api:ModuleVersion:OTHER_DEFINITION" | "Api:Organization:NOT_FOUND" | "Api:Parent:NOT_FOUND" | "Api:Pipeline:NOT_FOUND" | "Api:Pipeline:ALREADY_EXISTS" | "Api:Pipeline:IN_USE" | "Api:Pipeline:RUN_ACTIVE" | "Api:PipelineConfig:INVALID" | "Api:PipelineRun:NOT_FOUND" | "Api:PipelineRun:NOT_CANCELLABLE" | "Api:PipelineRun:NOT_RETRYABLE" | "Api:PipelineVersion:NOT_FOUND" | "Api:Project:NOT_FOUND" | "Api:Project:ALREADY_EXISTS" | "Api:Project:IN_USE" | "Api:Reference:NOT_FOUND" | "Api:SensitiveVariable:NOT_FOUND" | "Api:ServiceAccount:NOT_FOUND" | "Api:Stack:NOT_FOUND" | "Api:Stack:ALREADY_EXISTS" | "Api:Stack:IN_USE" | "Api:Stack:BUSY" | "Api:Stack:ENVIRONMENT_NOT_IN_PROJECT" | "Api:Stack:MANAGED_BY_MODULE_INSTANCE" | "Api:StateVersion:NOT_FOUND" | "Api:StateWorkspace:NOT_FOUND" | "Api:StepExecution:NOT_FOUND" | "Api:StepExecution:NOT_WAITING_FOR_APPROVAL" | "Api:StepLogs:TOO_MANY_FOLLOWERS" | "Api:User:NOT_FOUND" | "Git:App:BAD_RESPONSE" | "Git:App:GRANT_REFUSED" | "Git:App:NOT_ACCESSIBLE" | "Git:App:NOT_ALLOWED" | "Git:App:NOT_CONFIGURED" | "Git:App:NO_INSTALLATION" | "Git:App:TOKEN_REFUSED" | "Git:App:UNREACHABLE" | "Git:App:UNVERIFIED" | "Git:Archive:TOO_LARGE" | "Git:Credential:MISSING" | "Git:Credential:REFUSED" | "Git:Fetch:FAILED" | "Git:Fetch:TIMEOUT" | "Git:OAuth:BAD_RESPONSE" | "Git:OAuth:DENIED" | "Git:OAuth:EXPIRED" | "Git:OAuth:GRANT_REFUSED" | "Git:OAuth:NOT_ALLOWED" | "Git:OAuth:NOT_CONNECTED" | "Git:OAuth:REFRESH_REFUSED" | "Git:OAuth:UNREACHABLE" | "Git:Path:INVALID" | "Git:Path:NOT_A_DIRECTORY" | "Git:Path:NOT_FOUND" | "Git:Ref:INVALID" | "Git:Ref:NOT_FOUND" | "Git:Repository:NOT_ALLOWED" | "Git:Repository:NOT_FOUND" | "Git:Repository:TIMEOUT" | "Git:Repository:UNREACHABLE" | "Git:Sandbox:UNAVAILABLE" | "Git:State:INVALID" | "Git:State:EXPIRED" | "Git:State:USED" | "Git:State:OTHER_BROWSER" | "Git:Webhook:INVALID" | "Git:Webhook:UNVERIFIED" | "OpenTofu:State:CHECKSUM_MISMATCH" | "OpenTofu:State:INVALID" | "OpenTofu:State:LINEAGE_MISMATCH" | "OpenTofu:State:OTHER_STACK" | "OpenTofu:State:STALE_SERIAL" | "OpenTofu:StateLock:INVALID" | "OpenTofu:StateLock:LOCKED" | "OpenTofu:StateLock:NOT_HELD" | "OpenTofu:StateLock:NOT_HOLDER" | "Engine:Run:STEP_FAILED" | "Engine:Run:CANCELLED" | "Engine:Approval:REJECTED" | "Engine:Worker:LOST" | "Engine:Worker:ERROR" | "Engine:Script:FAILED" | "Engine:Script:SPAWN_FAILED" | "Engine:Step:TIMED_OUT" | "Engine:ExecutionEnvironment:UNSUPPORTED" | "Engine:StepType:NOT_IMPLEMENTED" | "Engine:StepType:NOT_DISPATCHABLE" | "Engine:Sandbox:UNAVAILABLE" | "Engine:Log:STORE_FAILED" | "OpenTofu:Step:NO_STACK" | "OpenTofu:Command:FAILED" | "OpenTofu:Plan:NOT_FOUND" | "OpenTofu:Plan:NOT_THIS_RUN" | "OpenTofu:Plan:WRONG_KIND" | "OpenTofu:Backend:OVERRIDDEN" | "OpenTofu:Backend:NOT_PLINTH" | "OpenTofu:Mask:TOO_LARGE" | "OpenTofu:Output:INVALID" | "OpenTofu:Reference:UNRESOLVED" | "Engine:Checkout:FAILED" | "Engine:Checkout:INVALID_SOURCE" | "Engine:Checkout:FENCED";
             description?: string;
             details?: {
                 items?: string[];
@@ -4275,7 +4544,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["CloudAccount"];
+                        data: components["schemas"]["CloudAccount"] & {
+                            /** @description The secret to send with every event, in the X-Plinth-Ingest-Secret header: shown once, never again */
+                            ingestSecret: string;
+                        };
                     };
                 };
             };
@@ -4655,6 +4927,268 @@ export interface operations {
             };
             /** @description roleArn is not a role of the account */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    receiveCloudEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    account: string;
+                    detail: {
+                        [key: string]: unknown;
+                    };
+                    "detail-type": string;
+                    id: string;
+                    region: string;
+                    resources?: string[];
+                    source: string;
+                    /** Format: date-time */
+                    time: string;
+                    version?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            deploymentId?: string;
+                            /** @description The event was received before: nothing was done again */
+                            duplicate: boolean;
+                            /** @description EventBridge's id of the event */
+                            eventId: string;
+                            /** @description Plinth's id of the stored event */
+                            id: string;
+                            /**
+                             * @description APPLIED; STALE: older than what its resource shows; UNMATCHED: of no module instance; UNKNOWN: a kind Plinth does not read
+                             * @enum {string}
+                             */
+                            outcome: "APPLIED" | "STALE" | "UNMATCHED" | "UNKNOWN";
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            deploymentId?: string;
+                            /** @description The event was received before: nothing was done again */
+                            duplicate: boolean;
+                            /** @description EventBridge's id of the event */
+                            eventId: string;
+                            /** @description Plinth's id of the stored event */
+                            id: string;
+                            /**
+                             * @description APPLIED; STALE: older than what its resource shows; UNMATCHED: of no module instance; UNKNOWN: a kind Plinth does not read
+                             * @enum {string}
+                             */
+                            outcome: "APPLIED" | "STALE" | "UNMATCHED" | "UNKNOWN";
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No ingest secret, or not the secret of this cloud account (an unknown account included) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 0.25 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createCloudAccountIngestSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /**
+                         * @description How long the current secret stays valid beside the new one (0: it stops now)
+                         * @default 86400
+                         */
+                        previousSecretValidForSeconds?: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description The secret to send with every event, in the X-Plinth-Ingest-Secret header: shown once, never again */
+                            ingestSecret: string;
+                            /**
+                             * Format: date-time
+                             * @description RFC 3339 timestamp in UTC, with a trailing Z
+                             */
+                            ingestSecretCreatedAt: string;
+                            /**
+                             * Format: date-time
+                             * @description RFC 3339 timestamp in UTC, with a trailing Z
+                             */
+                            previousIngestSecretExpiresAt?: string;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6369,6 +6903,359 @@ export interface operations {
             };
             /** @description The value does not match the definition's schema */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getDeploymentResource: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            data: components["schemas"]["DeploymentResource"];
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listDeployments: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                deploymentType?: "MODULE" | "CONTAINER_SERVICE";
+                /** @description Only the deployments in this environment */
+                environmentId?: string;
+                limit?: number | null;
+                /** @description Only the deployments of this module instance */
+                moduleInstanceId?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+                status?: "IN_PROGRESS" | "SUCCEEDED" | "FAILED" | "CANCELLED";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Deployment"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getDeployment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Deployment"];
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listDeploymentResources: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DeploymentResource"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,339 @@
+import { sql, type Selectable } from 'kysely';
+import type { DeploymentResourcesTable, DeploymentsTable } from '../platform/db/database.ts';
+import type { Executor } from '../platform/db/db.ts';
+import type { DeploymentStatus, DeploymentTriggerSource } from '../platform/db/enums.ts';
+import { keyset, type PageRequest } from '../platform/pagination.ts';
+import type { ContainerDeploymentState } from './deployment-state.ts';
+import type { ContainerServiceData, Deployment, DeploymentListQuery, DeploymentResource } from './deployments.schema.ts';
+
+export type DeploymentRow = Selectable<DeploymentsTable>;
+export type DeploymentResourceRow = Selectable<DeploymentResourcesTable>;
+
+const iso = (d: Date | null) => (d ? { value: d } : undefined);
+
+export function rowToDeployment(row: DeploymentRow): Deployment {
+  const optional: Record<string, unknown> = {
+    startedAt: iso(row.started_at)?.value,
+    completedAt: iso(row.completed_at)?.value,
+    data: row.data ?? undefined,
+    error: row.error ?? undefined,
+    cloudAccountId: row.cloud_account_id ?? undefined,
+    externalDeploymentId: row.external_deployment_id ?? undefined,
+    pipelineRunId: row.pipeline_run_id ?? undefined,
+    redeployOfDeploymentId: row.redeploy_of_deployment_id ?? undefined,
+    rollbackToDeploymentId: row.rollback_to_deployment_id ?? undefined,
+    resourceArn: row.resource_arn ?? undefined,
+    resourceName: row.resource_name ?? undefined,
+  };
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    projectId: row.project_id,
+    environmentId: row.environment_id,
+    moduleInstanceId: row.module_instance_id,
+    deploymentType: row.deployment_type,
+    status: row.status,
+    description: row.description,
+    triggerSource: row.trigger_source,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
+  } as Deployment;
+}
+
+export function rowToResource(row: DeploymentResourceRow): DeploymentResource {
+  const optional: Record<string, unknown> = {
+    cloudAccountId: row.cloud_account_id ?? undefined,
+    moduleInstanceId: row.module_instance_id ?? undefined,
+    lastStatus: row.last_status ?? undefined,
+    desiredStatus: row.desired_status ?? undefined,
+    startedAt: row.started_at ?? undefined,
+    stoppedAt: row.stopped_at ?? undefined,
+    logStreams: row.log_streams ?? undefined,
+    error: row.error ?? undefined,
+  };
+  return {
+    id: row.id,
+    moduleDeploymentId: row.deployment_id,
+    externalId: row.external_id,
+    data: row.data,
+    firstSeenAt: row.first_seen_at,
+    lastEventAt: row.last_event_at,
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
+  } as DeploymentResource;
+}
+
+export function findDeploymentsPage(db: Executor, organizationId: string, page: PageRequest, filter: Omit<DeploymentListQuery, 'cursor' | 'limit' | 'order'>) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .$if(filter.moduleInstanceId !== undefined, (q) => q.where('module_instance_id', '=', filter.moduleInstanceId!))
+    .$if(filter.environmentId !== undefined, (q) => q.where('environment_id', '=', filter.environmentId!))
+    .$if(filter.status !== undefined, (q) => q.where('status', '=', filter.status!))
+    .$if(filter.deploymentType !== undefined, (q) => q.where('deployment_type', '=', filter.deploymentType!))
+    .$call(keyset(page, 'deployments.id'))
+    .execute();
+}
+
+export function findDeployment(db: Executor, organizationId: string, id: string, lock = false) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .$if(lock, (q) => q.forUpdate())
+    .executeTakeFirst();
+}
+
+export function findResourcesPage(db: Executor, deploymentId: string, page: PageRequest) {
+  return db.selectFrom('deployment_resources').selectAll().where('deployment_id', '=', deploymentId).$call(keyset(page, 'deployment_resources.id')).execute();
+}
+
+export function findResource(db: Executor, organizationId: string, id: string) {
+  return db.selectFrom('deployment_resources').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
+}
+
+/** The module instance whose stack's outputs declare one of these service ARNs (the oldest, if several do). */
+export function findInstanceOfService(db: Executor, organizationId: string, serviceArns: string[]) {
+  return db
+    .selectFrom('stacks as s')
+    .innerJoin('module_instances as i', 'i.stack_id', 's.id')
+    .select(['i.id', 'i.project_id', 'i.environment_id', 'i.given_id', sql<string | null>`s.output ->> 'ecs_cluster_arn'`.as('cluster_arn')])
+    .where('s.organization_id', '=', organizationId)
+    .where('s.module_instance_id', 'is not', null)
+    .where(sql<string>`s.output ->> 'ecs_service_arn'`, 'in', serviceArns)
+    .orderBy('i.id')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export interface InstanceOfService {
+  id: string;
+  project_id: string;
+  environment_id: string;
+}
+
+/**
+ * lockContainerDeployment returns the deployment ECS names `externalId` in the account, locked, creating
+ * it first (as `initial`) when no event has named it yet. Two events of one deployment arriving at
+ * once both end on the same row: the insert that loses waits, then does nothing.
+ */
+export async function lockContainerDeployment(
+  db: Executor,
+  v: {
+    id: string;
+    organizationId: string;
+    cloudAccountId: string;
+    instance: InstanceOfService;
+    externalId: string;
+    serviceArn: string;
+    initial: ContainerDeploymentState;
+    startedAt: string;
+  },
+): Promise<DeploymentRow> {
+  await db
+    .insertInto('deployments')
+    .values({
+      id: v.id,
+      organization_id: v.organizationId,
+      project_id: v.instance.project_id,
+      environment_id: v.instance.environment_id,
+      module_instance_id: v.instance.id,
+      deployment_type: 'CONTAINER_SERVICE',
+      status: v.initial.status,
+      description: `ECS deployment ${v.externalId} of ${v.serviceArn.split('/').at(-1)}`,
+      trigger_source: 'EVENT_BUS',
+      cloud_account_id: v.cloudAccountId,
+      external_deployment_id: v.externalId,
+      resource_arn: v.serviceArn,
+      resource_name: v.serviceArn.split('/').at(-1) ?? v.serviceArn,
+      data: JSON.stringify(v.initial.data),
+      started_at: new Date(v.startedAt),
+    })
+    .onConflict((oc) => oc.columns(['cloud_account_id', 'external_deployment_id']).where('external_deployment_id', 'is not', null).doNothing())
+    .execute();
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('cloud_account_id', '=', v.cloudAccountId)
+    .where('external_deployment_id', '=', v.externalId)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
+}
+
+export function containerStateOf(row: DeploymentRow): ContainerDeploymentState {
+  return {
+    status: row.status,
+    lastEventAt: row.last_event_at ? row.last_event_at.toISOString() : null,
+    data: row.data as unknown as ContainerServiceData,
+    completedAt: row.completed_at ? row.completed_at.toISOString() : null,
+    error: (row.error as { code: string; message: string } | null) ?? null,
+  };
+}
+
+export async function writeContainerState(db: Executor, id: string, state: ContainerDeploymentState): Promise<void> {
+  await db
+    .updateTable('deployments')
+    .set({
+      status: state.status,
+      last_event_at: state.lastEventAt ? new Date(state.lastEventAt) : null,
+      data: JSON.stringify(state.data),
+      completed_at: state.completedAt ? new Date(state.completedAt) : null,
+      error: state.error ? JSON.stringify(state.error) : null,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** The newest container deployment of a service (what a service action is about), locked. */
+export function lockNewestDeploymentOfService(db: Executor, cloudAccountId: string, serviceArn: string) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('cloud_account_id', '=', cloudAccountId)
+    .where('resource_arn', '=', serviceArn)
+    .where('deployment_type', '=', 'CONTAINER_SERVICE')
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** The task definition the service ran before this deployment: the deployed one of its previous deployment. */
+export function findPreviousTaskDefinition(db: Executor, moduleInstanceId: string, before: DeploymentRow) {
+  return db
+    .selectFrom('deployments')
+    .select(sql<ContainerServiceData['deployedTaskDefinition'] | null>`data -> 'deployedTaskDefinition'`.as('definition'))
+    .where('module_instance_id', '=', moduleInstanceId)
+    .where('deployment_type', '=', 'CONTAINER_SERVICE')
+    .where('resource_arn', '=', before.resource_arn)
+    .where('id', '!=', before.id)
+    .where(sql<boolean>`data ? 'deployedTaskDefinition'`)
+    .where('started_at', '<=', before.started_at)
+    .orderBy('started_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export interface TaskWrite {
+  id: string;
+  organizationId: string;
+  deploymentId: string;
+  moduleInstanceId: string;
+  cloudAccountId: string;
+  externalId: string;
+  sequence: number;
+  lastStatus: string | null;
+  desiredStatus: string | null;
+  data: Record<string, unknown>;
+  error: { code: string; message: string } | null;
+  startedAt: string | null;
+  stoppedAt: string | null;
+  eventAt: string;
+}
+
+/**
+ * upsertTask writes a task as its event describes it, unless a newer event of the task was written
+ * already (undefined then). What an earlier event said and this one does not (the time the task was
+ * pending, say) is kept.
+ */
+export function upsertTask(db: Executor, t: TaskWrite) {
+  return db
+    .insertInto('deployment_resources')
+    .values({
+      id: t.id,
+      organization_id: t.organizationId,
+      deployment_id: t.deploymentId,
+      module_instance_id: t.moduleInstanceId,
+      cloud_account_id: t.cloudAccountId,
+      type: 'CONTAINER_TASK',
+      external_id: t.externalId,
+      sequence: t.sequence,
+      last_status: t.lastStatus,
+      desired_status: t.desiredStatus,
+      data: JSON.stringify(t.data),
+      error: t.error ? JSON.stringify(t.error) : null,
+      started_at: t.startedAt ? new Date(t.startedAt) : null,
+      stopped_at: t.stoppedAt ? new Date(t.stoppedAt) : null,
+      last_event_at: new Date(t.eventAt),
+    })
+    .onConflict((oc) =>
+      oc
+        .columns(['cloud_account_id', 'external_id'])
+        .doUpdateSet((eb) => ({
+          sequence: eb.ref('excluded.sequence'),
+          last_status: eb.ref('excluded.last_status'),
+          desired_status: eb.ref('excluded.desired_status'),
+          data: sql`deployment_resources.data || excluded.data`,
+          error: sql`coalesce(excluded.error, deployment_resources.error)`,
+          started_at: sql`coalesce(excluded.started_at, deployment_resources.started_at)`,
+          stopped_at: sql`coalesce(excluded.stopped_at, deployment_resources.stopped_at)`,
+          last_event_at: eb.ref('excluded.last_event_at'),
+        }))
+        .where('deployment_resources.sequence', '<', (eb) => eb.ref('excluded.sequence')),
+    )
+    .returning('id')
+    .executeTakeFirst();
+}
+
+export function insertModuleDeployment(
+  db: Executor,
+  v: {
+    id: string;
+    organizationId: string;
+    projectId: string;
+    environmentId: string;
+    moduleInstanceId: string;
+    description: string;
+    triggerSource: DeploymentTriggerSource;
+    pipelineRunId: string;
+    data: Record<string, unknown>;
+    redeployOf?: string;
+    rollbackTo?: string;
+  },
+) {
+  return db
+    .insertInto('deployments')
+    .values({
+      id: v.id,
+      organization_id: v.organizationId,
+      project_id: v.projectId,
+      environment_id: v.environmentId,
+      module_instance_id: v.moduleInstanceId,
+      deployment_type: 'MODULE',
+      status: 'IN_PROGRESS',
+      description: v.description,
+      trigger_source: v.triggerSource,
+      pipeline_run_id: v.pipelineRunId,
+      data: JSON.stringify(v.data),
+      redeploy_of_deployment_id: v.redeployOf ?? null,
+      rollback_to_deployment_id: v.rollbackTo ?? null,
+      started_at: sql<Date>`now()`,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** finishModuleDeployment ends the deployment of a run as the run ended. */
+export async function finishModuleDeployment(db: Executor, runId: string, status: DeploymentStatus, error: Record<string, unknown> | null): Promise<void> {
+  await db
+    .updateTable('deployments')
+    .set({ status, error: error ? JSON.stringify(error) : null, completed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('pipeline_run_id', '=', runId)
+    .where('status', '=', 'IN_PROGRESS')
+    .execute();
+}
+
+/** An unfinished deployment of the instance, if there is one (what a redeploy would overlap). */
+export function findDeploymentInProgress(db: Executor, moduleInstanceId: string) {
+  return db
+    .selectFrom('deployments')
+    .select(['id', 'deployment_type'])
+    .where('module_instance_id', '=', moduleInstanceId)
+    .where('status', '=', 'IN_PROGRESS')
+    .limit(1)
+    .executeTakeFirst();
+}

@@ -1,0 +1,63 @@
+import type { App } from '../platform/http/app.ts';
+import { pageRequest } from '../platform/pagination.ts';
+import { Envelope, IdParams, ListEnvelope, OrderedPaginationQuery } from '../platform/schema.ts';
+import { Deployment, DeploymentListQuery, DeploymentResource } from './deployments.schema.ts';
+import { getDeployment, getDeploymentResource, listDeploymentResources, listDeployments } from './deployments.service.ts';
+
+/** Deployments of module instances and the container tasks they started (docs/deployments.md). */
+export async function deploymentRoutes(app: App) {
+  const tags = ['deployments'];
+
+  app.get(
+    '/deployments',
+    {
+      schema: {
+        tags,
+        summary: "List the organization's deployments: module deploys and container-service deployments",
+        querystring: DeploymentListQuery,
+        response: { 200: ListEnvelope(Deployment) },
+      },
+    },
+    async (request) => {
+      const { cursor: _c, limit: _l, order: _o, ...filter } = request.query;
+      const { items, meta } = await listDeployments(app.db, request.principal, pageRequest(request.query), filter);
+      return { data: items, meta };
+    },
+  );
+
+  app.get(
+    '/deployments/:id',
+    { schema: { tags, summary: 'Read a deployment', params: IdParams, response: { 200: Envelope(Deployment) } } },
+    async (request) => ({ data: await getDeployment(app.db, request.principal, request.params.id) }),
+  );
+
+  app.get(
+    '/deployments/:id/resources',
+    {
+      schema: {
+        tags,
+        summary: 'List the resources (container tasks) of a deployment',
+        params: IdParams,
+        querystring: OrderedPaginationQuery,
+        response: { 200: ListEnvelope(DeploymentResource) },
+      },
+    },
+    async (request) => {
+      const { items, meta } = await listDeploymentResources(app.db, request.principal, request.params.id, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
+
+  app.get(
+    '/deployment-resources/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Read a deployment resource: the record one level inside the envelope, its type data one level deeper',
+        params: IdParams,
+        response: { 200: Envelope(Envelope(DeploymentResource)) },
+      },
+    },
+    async (request) => ({ data: { data: await getDeploymentResource(app.db, request.principal, request.params.id) } }),
+  );
+}

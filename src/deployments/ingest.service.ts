@@ -1,0 +1,153 @@
+// Cloud events in (docs/deployments.md#events): each event of a cloud account is stored once, then
+// applied to the deployment or task it is about, in one transaction that locks only that record.
+
+import type { CloudAccountRow } from '../cloud-accounts/cloud-accounts.repo.ts';
+import type { Db, Executor } from '../platform/db/db.ts';
+import type { CloudEventOutcome } from '../platform/db/enums.ts';
+import { newId } from '../platform/ids.ts';
+import { applyDeploymentEvent, applyServiceAction, newContainerDeployment } from './deployment-state.ts';
+import { findCloudEvent, insertCloudEvent, recordCloudEventOutcome } from './cloud-events.repo.ts';
+import {
+  containerStateOf,
+  findInstanceOfService,
+  findPreviousTaskDefinition,
+  lockContainerDeployment,
+  lockNewestDeploymentOfService,
+  upsertTask,
+  writeContainerState,
+  type InstanceOfService,
+} from './deployments.repo.ts';
+import { clusterOfService, readEcsEvent, type CloudEvent, type DeploymentFacts, type ServiceActionFacts, type TaskFacts } from './ecs-events.ts';
+
+export interface IngestResult {
+  /** Plinth's id of the stored event. */
+  id: string;
+  eventId: string;
+  outcome: CloudEventOutcome;
+  /** The event was received before: nothing was done again. */
+  duplicate: boolean;
+  deploymentId?: string;
+}
+
+interface Applied {
+  outcome: CloudEventOutcome;
+  resourceArn?: string;
+  deploymentId?: string;
+}
+
+/** ingestCloudEvent stores an event of the account and applies what it says. */
+export async function ingestCloudEvent(db: Db, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
+  return db.transaction().execute(async (trx) => {
+    const id = newId();
+    const stored = await insertCloudEvent(trx, { id, organizationId: account.organization_id, cloudAccountId: account.id, event });
+    if (!stored) {
+      const before = await findCloudEvent(trx, account.id, event.id);
+      return {
+        id: before!.id,
+        eventId: event.id,
+        outcome: before!.outcome,
+        duplicate: true,
+        ...(before?.deployment_id ? { deploymentId: before.deployment_id } : {}),
+      };
+    }
+    const applied = await apply(trx, account, event);
+    await recordCloudEventOutcome(trx, id, applied);
+    return { id, eventId: event.id, outcome: applied.outcome, duplicate: false, ...(applied.deploymentId ? { deploymentId: applied.deploymentId } : {}) };
+  });
+}
+
+async function apply(trx: Executor, account: CloudAccountRow, event: CloudEvent): Promise<Applied> {
+  const facts = readEcsEvent(event);
+  if (!facts) return { outcome: 'UNKNOWN' };
+  // An event of another AWS account is not this account's to apply, whoever holds its secret.
+  if (event.account !== account.account_id) return { outcome: 'UNMATCHED' };
+  if (facts.kind === 'task') return applyTask(trx, account, facts, event.time);
+  if (facts.kind === 'deployment') return applyDeployment(trx, account, facts);
+  return applyAction(trx, account, facts);
+}
+
+/** The instance whose stack declares the service (by its ARN in either of ECS's formats). */
+async function instanceOf(trx: Executor, account: CloudAccountRow, serviceArn: string, clusterArn: string | undefined): Promise<InstanceOfService | undefined> {
+  const name = serviceArn.split('/').at(-1)!;
+  // The old ARN format (service/<name>) does not name the cluster: a stack may output either.
+  const oldFormat = serviceArn.replace(/:service\/.+$/, `:service/${name}`);
+  const found = await findInstanceOfService(trx, account.organization_id, [...new Set([serviceArn, oldFormat])]);
+  if (!found) return undefined;
+  if (found.cluster_arn && clusterArn && found.cluster_arn !== clusterArn) return undefined;
+  return found;
+}
+
+async function applyTask(trx: Executor, account: CloudAccountRow, facts: TaskFacts, eventTime: string): Promise<Applied> {
+  const unmatched = { outcome: 'UNMATCHED' as const, resourceArn: facts.taskArn };
+  // A task no service deployment started (a one-off RunTask) belongs to no deployment.
+  if (!facts.serviceArn || !facts.deploymentId) return unmatched;
+  const instance = await instanceOf(trx, account, facts.serviceArn, facts.clusterArn);
+  if (!instance) return unmatched;
+  const deployment = await lockContainerDeployment(trx, {
+    id: newId(),
+    organizationId: account.organization_id,
+    cloudAccountId: account.id,
+    instance,
+    externalId: facts.deploymentId,
+    serviceArn: facts.serviceArn,
+    initial: newContainerDeployment(facts.serviceArn, facts.clusterArn),
+    startedAt: facts.startedAt ?? eventTime,
+  });
+  await recordTaskDefinition(trx, deployment, facts);
+  const written = await upsertTask(trx, {
+    id: newId(),
+    organizationId: account.organization_id,
+    deploymentId: deployment.id,
+    moduleInstanceId: instance.id,
+    cloudAccountId: account.id,
+    externalId: facts.taskArn,
+    sequence: facts.version,
+    lastStatus: facts.lastStatus ?? null,
+    desiredStatus: facts.desiredStatus ?? null,
+    data: facts.data,
+    error: facts.error ?? null,
+    startedAt: facts.startedAt ?? null,
+    stoppedAt: facts.stoppedAt ?? null,
+    eventAt: eventTime,
+  });
+  return { outcome: written ? 'APPLIED' : 'STALE', resourceArn: facts.taskArn, deploymentId: deployment.id };
+}
+
+/** The first task of a deployment says which task definition it deploys; the one before is the previous deployment's. */
+async function recordTaskDefinition(trx: Executor, deployment: Awaited<ReturnType<typeof lockContainerDeployment>>, facts: TaskFacts): Promise<void> {
+  const state = containerStateOf(deployment);
+  if (state.data.deployedTaskDefinition) return;
+  const revision = facts.data.taskDefinitionRevision;
+  const previous = await findPreviousTaskDefinition(trx, deployment.module_instance_id, deployment);
+  state.data = {
+    ...state.data,
+    deployedTaskDefinition: { arn: facts.taskDefinitionArn, revision: typeof revision === 'number' ? revision : 0 },
+    ...(previous?.definition && previous.definition.arn !== facts.taskDefinitionArn ? { previousTaskDefinition: previous.definition } : {}),
+  };
+  await writeContainerState(trx, deployment.id, state);
+}
+
+async function applyDeployment(trx: Executor, account: CloudAccountRow, facts: DeploymentFacts): Promise<Applied> {
+  const instance = await instanceOf(trx, account, facts.serviceArn, facts.clusterArn);
+  if (!instance) return { outcome: 'UNMATCHED', resourceArn: facts.serviceArn };
+  const deployment = await lockContainerDeployment(trx, {
+    id: newId(),
+    organizationId: account.organization_id,
+    cloudAccountId: account.id,
+    instance,
+    externalId: facts.deploymentId,
+    serviceArn: facts.serviceArn,
+    initial: newContainerDeployment(facts.serviceArn, facts.clusterArn ?? clusterOfService(facts.serviceArn)),
+    startedAt: facts.at,
+  });
+  const { next, stale } = applyDeploymentEvent(containerStateOf(deployment), facts);
+  await writeContainerState(trx, deployment.id, next);
+  return { outcome: stale ? 'STALE' : 'APPLIED', resourceArn: facts.serviceArn, deploymentId: deployment.id };
+}
+
+async function applyAction(trx: Executor, account: CloudAccountRow, facts: ServiceActionFacts): Promise<Applied> {
+  const deployment = await lockNewestDeploymentOfService(trx, account.id, facts.serviceArn);
+  if (!deployment) return { outcome: 'UNMATCHED', resourceArn: facts.serviceArn };
+  await writeContainerState(trx, deployment.id, applyServiceAction(containerStateOf(deployment), facts));
+  return { outcome: 'APPLIED', resourceArn: facts.serviceArn, deploymentId: deployment.id };
+}

@@ -1,0 +1,32 @@
+// A module deploy is a deployment too: the apply run of the instance's stack, recorded when it starts
+// and ended, in the transaction that ends the run, as the run ended.
+
+import { onStackRunFinished } from '../engine/stack-run-hooks.ts';
+import type { Executor } from '../platform/db/db.ts';
+import type { DeploymentStatus, DeploymentTriggerSource } from '../platform/db/enums.ts';
+import { newId } from '../platform/ids.ts';
+import { finishModuleDeployment, insertModuleDeployment } from './deployments.repo.ts';
+
+export interface ModuleDeploy {
+  organizationId: string;
+  projectId: string;
+  environmentId: string;
+  moduleInstanceId: string;
+  description: string;
+  triggerSource: DeploymentTriggerSource;
+  pipelineRunId: string;
+  /** The stack variant of the run's data: the inputs and version deployed, and the ones before. */
+  data: Record<string, unknown>;
+  redeployOf?: string;
+  rollbackTo?: string;
+}
+
+export function recordModuleDeploy(db: Executor, deploy: ModuleDeploy) {
+  return insertModuleDeployment(db, { id: newId(), ...deploy });
+}
+
+onStackRunFinished(async (trx, finished) => {
+  const status: DeploymentStatus = finished.status === 'SUCCEEDED' ? 'SUCCEEDED' : finished.status === 'CANCELLED' ? 'CANCELLED' : 'FAILED';
+  const run = status === 'FAILED' ? await trx.selectFrom('pipeline_runs').select('error').where('id', '=', finished.runId).executeTakeFirst() : undefined;
+  await finishModuleDeployment(trx, finished.runId, status, (run?.error as Record<string, unknown> | null) ?? null);
+});
