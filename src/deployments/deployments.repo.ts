@@ -329,11 +329,111 @@ export async function finishModuleDeployment(db: Executor, runId: string, status
 
 /** An unfinished deployment of the instance, if there is one (what a redeploy would overlap). */
 export function findDeploymentInProgress(db: Executor, moduleInstanceId: string) {
+  return (
+    db
+      .selectFrom('deployments')
+      .select(['id', 'deployment_type'])
+      .where('module_instance_id', '=', moduleInstanceId)
+      .where('status', '=', 'IN_PROGRESS')
+      // A redeploy whose process died before ECS named its deployment would otherwise block the next one.
+      .where((eb) =>
+        eb.or([
+          eb('external_deployment_id', 'is not', null),
+          eb('deployment_type', '=', 'MODULE'),
+          eb('created_at', '>', sql<Date>`now() - interval '15 minutes'`),
+        ]),
+      )
+      .limit(1)
+      .executeTakeFirst()
+  );
+}
+
+/** A container redeploy, recorded before AWS is asked (ECS names its deployment only once it starts). */
+export function insertContainerRedeploy(
+  db: Executor,
+  v: {
+    id: string;
+    source: DeploymentRow;
+    triggerSource: 'REDEPLOY' | 'ROLLBACK';
+    description: string;
+    data: ContainerServiceData;
+  },
+) {
   return db
+    .insertInto('deployments')
+    .values({
+      id: v.id,
+      organization_id: v.source.organization_id,
+      project_id: v.source.project_id,
+      environment_id: v.source.environment_id,
+      module_instance_id: v.source.module_instance_id,
+      deployment_type: 'CONTAINER_SERVICE',
+      status: 'IN_PROGRESS',
+      description: v.description,
+      trigger_source: v.triggerSource,
+      cloud_account_id: v.source.cloud_account_id,
+      resource_arn: v.source.resource_arn,
+      resource_name: v.source.resource_name,
+      data: JSON.stringify(v.data),
+      ...(v.triggerSource === 'ROLLBACK' ? { rollback_to_deployment_id: v.source.id } : { redeploy_of_deployment_id: v.source.id }),
+      started_at: sql<Date>`now()`,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** failDeployment ends a deployment that could not start, with the reason. */
+export async function failDeployment(db: Executor, id: string, error: Record<string, unknown>): Promise<void> {
+  await db
+    .updateTable('deployments')
+    .set({ status: 'FAILED', error: JSON.stringify(error), completed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** setDeploymentData replaces a deployment's data (the caller holds what it changes). */
+export async function setDeploymentData(db: Executor, id: string, data: ContainerServiceData): Promise<void> {
+  await db
+    .updateTable('deployments')
+    .set({ data: JSON.stringify(data), updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .execute();
+}
+
+/**
+ * nameExternalDeployment gives a redeploy the id ECS gave its service deployment. Should that
+ * deployment's events have arrived first (and recorded it), that record becomes the redeploy: it takes
+ * the redeploy's origin and data, and the redeploy's own row goes. Returns the deployment's id.
+ */
+export async function nameExternalDeployment(db: Executor, redeploy: DeploymentRow, externalId: string, data: ContainerServiceData): Promise<string> {
+  const seen = await db
     .selectFrom('deployments')
-    .select(['id', 'deployment_type'])
-    .where('module_instance_id', '=', moduleInstanceId)
-    .where('status', '=', 'IN_PROGRESS')
-    .limit(1)
+    .selectAll()
+    .where('cloud_account_id', '=', redeploy.cloud_account_id)
+    .where('external_deployment_id', '=', externalId)
+    .forUpdate()
     .executeTakeFirst();
+  if (!seen) {
+    await db
+      .updateTable('deployments')
+      .set({ external_deployment_id: externalId, data: JSON.stringify(data), updated_at: sql<Date>`now()` })
+      .where('id', '=', redeploy.id)
+      .execute();
+    return redeploy.id;
+  }
+  const events = (seen.data as unknown as ContainerServiceData | null)?.events ?? [];
+  await db
+    .updateTable('deployments')
+    .set({
+      trigger_source: redeploy.trigger_source,
+      description: redeploy.description,
+      redeploy_of_deployment_id: redeploy.redeploy_of_deployment_id,
+      rollback_to_deployment_id: redeploy.rollback_to_deployment_id,
+      data: JSON.stringify({ ...(seen.data as object), ...data, events }),
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', seen.id)
+    .execute();
+  await db.deleteFrom('deployments').where('id', '=', redeploy.id).execute();
+  return seen.id;
 }

@@ -3,6 +3,8 @@ import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, OrderedPaginationQuery } from '../platform/schema.ts';
 import { Deployment, DeploymentListQuery, DeploymentResource } from './deployments.schema.ts';
 import { getDeployment, getDeploymentResource, listDeploymentResources, listDeployments } from './deployments.service.ts';
+import { replayDeployment } from './redeploy.service.ts';
+import { errorResponses } from '../platform/http/openapi.ts';
 
 /** Deployments of module instances and the container tasks they started (docs/deployments.md). */
 export async function deploymentRoutes(app: App) {
@@ -47,6 +49,40 @@ export async function deploymentRoutes(app: App) {
       return { data: items, meta };
     },
   );
+
+  for (const [verb, kind, audit] of [
+    ['redeploy', 'REDEPLOY', 'deployment.redeploy'],
+    ['rollback', 'ROLLBACK', 'deployment.rollback'],
+  ] as const) {
+    app.post(
+      `/deployments/:id/${verb}`,
+      {
+        config: { permission: 'run:operate', audit },
+        schema: {
+          tags,
+          operationId: `${verb}Deployment`,
+          summary:
+            verb === 'redeploy'
+              ? "Deploy a deployment's stored release again, as a new deployment (redeployOfDeploymentId names the source)"
+              : "Roll back to a deployment's stored release, as a new deployment (rollbackToDeploymentId names it)",
+          description:
+            "A module deploy: a new run of the instance's stack with the stored inputs and version. A container deployment: its task definition registered " +
+            "again and the ECS service updated to it, in the cloud account's AWS account (its role assumed); the new deployment then follows that service " +
+            'deployment through its events.',
+          params: IdParams,
+          response: {
+            ...errorResponses({
+              409: 'Another deployment of the module instance has not finished',
+              422: 'The deployment holds no release to deploy again',
+              502: 'AWS refused a request: the message and metadata.awsErrorCode name its error',
+            }),
+            201: Envelope(Deployment),
+          },
+        },
+      },
+      async (request, reply) => reply.status(201).send({ data: await replayDeployment(app.db, app.config.aws, request.principal, request.params.id, kind) }),
+    );
+  }
 
   app.get(
     '/deployment-resources/:id',

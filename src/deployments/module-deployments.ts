@@ -5,7 +5,8 @@ import { onStackRunFinished } from '../engine/stack-run-hooks.ts';
 import type { Executor } from '../platform/db/db.ts';
 import type { DeploymentStatus, DeploymentTriggerSource } from '../platform/db/enums.ts';
 import { newId } from '../platform/ids.ts';
-import { finishModuleDeployment, insertModuleDeployment } from './deployments.repo.ts';
+import { ConflictError } from '../platform/errors.ts';
+import { findDeploymentInProgress, finishModuleDeployment, insertModuleDeployment } from './deployments.repo.ts';
 
 export interface ModuleDeploy {
   organizationId: string;
@@ -19,6 +20,16 @@ export interface ModuleDeploy {
   data: Record<string, unknown>;
   redeployOf?: string;
   rollbackTo?: string;
+}
+
+/** refuseWhileDeploying is the 409 for a redeploy or rollback while another deployment of the instance has not finished. */
+export async function refuseWhileDeploying(db: Executor, moduleInstanceId: string): Promise<void> {
+  const busy = await findDeploymentInProgress(db, moduleInstanceId);
+  if (busy) {
+    throw new ConflictError('Deployment', 'IN_PROGRESS', `Deployment ${busy.id} of the module instance has not finished`, {
+      metadata: { deploymentId: busy.id },
+    });
+  }
 }
 
 export function recordModuleDeploy(db: Executor, deploy: ModuleDeploy) {

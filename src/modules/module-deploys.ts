@@ -13,10 +13,11 @@ import { getEnvironmentRow } from '../environments/environments.service.ts';
 import { getRun } from '../runs/runs.service.ts';
 import { triggerStackRunIn } from '../stacks/stacks.service.ts';
 import { findInstance, findInstancesOfEnvironment, findReferencesOfConsumers, recordInstanceApplied, type ModuleInstanceRow } from './module-instances.repo.ts';
-import { finishDeletion, lockForWrite, lockGraph, rewrite } from './module-instances.service.ts';
+import { finishDeletion, lockForWrite, lockGraph, rewrite, stackSourceOf } from './module-instances.service.ts';
+import { updateStack as updateStackRow } from '../stacks/stacks.repo.ts';
 import { findVersionById } from './module-versions.repo.ts';
 import { canonicalJson } from './instance-inputs.ts';
-import { recordModuleDeploy } from '../deployments/module-deployments.ts';
+import { recordModuleDeploy, refuseWhileDeploying } from '../deployments/module-deployments.ts';
 import { findProducerOutputs, messagesOf } from './reference-messages.ts';
 
 export const DEPLOY_ACTIONS = ['apply', 'plan'] as const;
@@ -202,3 +203,58 @@ onStackRunFinished(async (trx, finished) => {
   if (run?.action !== 'apply' || !data?.module_input || !data.module_version_id) return;
   await recordInstanceApplied(trx, finished.stackId, data.module_version_id, data.module_input as never);
 });
+
+/** What a deployment of an instance deployed, to deploy again: the stack's variables and the version. */
+export interface ModuleRelease {
+  moduleInput: Record<string, unknown>;
+  moduleVersionId: string;
+}
+
+/**
+ * replayModuleDeploy starts a run of the instance's stack that deploys a release it deployed before (a
+ * redeploy or a rollback): the stack takes that release's variables and version for the run; the
+ * instance's own values and version stay what they are, so its next deploy deploys them again. Refused
+ * while another deployment of the instance has not finished. Returns the new deployment.
+ */
+export async function replayModuleDeploy(
+  db: Db,
+  principal: Principal,
+  instanceId: string,
+  release: ModuleRelease,
+  origin: { triggerSource: 'REDEPLOY' | 'ROLLBACK'; sourceDeploymentId: string },
+) {
+  return db.transaction().execute(async (trx) => {
+    let waitForStackIds: string[] = [];
+    const row = await lockForWrite(trx, principal, instanceId, {
+      live: true,
+      beforeStack: async (seen) => {
+        waitForStackIds = await lockProducerStacks(trx, seen.id);
+      },
+    });
+    await refuseWhileDeploying(trx, row.id);
+    const version = await findVersionById(trx, release.moduleVersionId);
+    if (!version) throw new NotFoundError('ModuleVersion', release.moduleVersionId);
+    await updateStackRow(trx, row.stack_id, { source: stackSourceOf(version), variables: release.moduleInput });
+    const data = {
+      kind: 'stack',
+      module_input: release.moduleInput,
+      module_version_id: version.id,
+      ...(row.applied_values ? { previous_module_input: row.applied_values } : {}),
+      ...(row.applied_version_id ? { previous_module_version_id: row.applied_version_id } : {}),
+    };
+    const verb = origin.triggerSource === 'ROLLBACK' ? 'Roll back' : 'Redeploy';
+    const description = `${verb} module instance ${row.given_id} to deployment ${origin.sourceDeploymentId} (version ${version.version})`;
+    const run = await triggerStackRunIn(trx, principal, row.stack_id, { action: 'apply', autoapprove: false, description, data, waitForStackIds });
+    return recordModuleDeploy(trx, {
+      organizationId: row.organization_id,
+      projectId: row.project_id,
+      environmentId: row.environment_id,
+      moduleInstanceId: row.id,
+      description,
+      triggerSource: origin.triggerSource,
+      pipelineRunId: run.id,
+      data,
+      ...(origin.triggerSource === 'ROLLBACK' ? { rollbackTo: origin.sourceDeploymentId } : { redeployOf: origin.sourceDeploymentId }),
+    });
+  });
+}

@@ -121,7 +121,7 @@ function stackVariablesOf(evaluation: InputEvaluation, refs: ResolvedReference[]
   })) as Record<string, unknown>;
 }
 
-function stackSourceOf(version: ModuleVersionRow) {
+export function stackSourceOf(version: ModuleVersionRow) {
   return { codeSourceId: version.code_source_id, ref: version.commit_sha, path: version.path, onPush: 'none' as const };
 }
 

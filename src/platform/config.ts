@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { loadAwsConfig, type AwsConfig } from './aws/aws-config.ts';
 import path from 'node:path';
 import { loadAuthLimits, type AuthLimitSettings } from './auth/auth-limiter.ts';
 import { loadGitConfig, type GitConfig } from './git-config.ts';
@@ -46,6 +47,8 @@ export interface Config {
   authLimits: AuthLimitSettings;
   /** PLINTH_TRUSTED_PROXIES: addresses and CIDRs whose X-Forwarded-For names the client. */
   trustedProxies: string[];
+  /** PLINTH_AWS_ENDPOINT_URL and Plinth's own AWS credentials (aws/aws-config.ts). */
+  aws: AwsConfig;
 }
 
 function msFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -134,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPrepare: prepareFrom(env),
     authLimits: loadAuthLimits(env),
     trustedProxies: trustedProxiesFrom(env),
+    aws: loadAwsConfig(env),
   };
 }
 
@@ -156,6 +160,8 @@ export const SECRET_ENV_NAMES = [
   'PLINTH_TEST_DATABASE_URL',
   'PLINTH_GITAPP_PRIVATE_KEY',
   'PLINTH_GITAPP_CLIENT_SECRET',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
 ] as const;
 
 /** scrubSecretEnv deletes SECRET_ENV_NAMES from `env` (the process's own by default). */

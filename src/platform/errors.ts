@@ -215,6 +215,9 @@ export const ERROR_CODES = [
   'Git:Webhook:INVALID',
   'Git:Webhook:UNVERIFIED',
 
+  /** AWS refused a request Plinth made in a cloud account (502; `metadata.awsErrorCode` names AWS's code). */
+  'Aws:Request:FAILED',
+
   // The OpenTofu state backend.
   'OpenTofu:State:CHECKSUM_MISMATCH',
   'OpenTofu:State:INVALID',

@@ -49,13 +49,19 @@ export interface TestAppOptions {
    * self-hosted server on the Plinth host would: allowed by default, as its operator would allow it.
    */
   egressAllow?: string;
+  /** Further settings of the app, as the environment would give them (PLINTH_AWS_ENDPOINT_URL, …). */
+  env?: Record<string, string>;
 }
 
 /** startTestApp builds Plinth on a fresh database of its own, with the bootstrap admin in place. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const db = createDb(database.url);
-  const config = { ...loadConfig({ PLINTH_STEP_EGRESS_ALLOW: options.egressAllow ?? '127.0.0.1,::1' }), databaseUrl: database.url, adminToken: ADMIN_TOKEN };
+  const config = {
+    ...loadConfig({ PLINTH_STEP_EGRESS_ALLOW: options.egressAllow ?? '127.0.0.1,::1', ...options.env }),
+    databaseUrl: database.url,
+    adminToken: ADMIN_TOKEN,
+  };
   await ensureAdmin(db, { adminToken: ADMIN_TOKEN, adminEmail: config.adminEmail });
   const app = await buildApp({
     db,

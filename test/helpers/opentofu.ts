@@ -1,3 +1,4 @@
+import type { TestAppOptions } from './app.ts';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,8 +15,8 @@ export interface TofuTestApp extends EngineTestApp {
 }
 
 /** startTofuTestApp is an engine test app listening on a loopback port of its own. */
-export async function startTofuTestApp(): Promise<TofuTestApp> {
-  const t = await startEngineTestApp();
+export async function startTofuTestApp(options: TestAppOptions = {}): Promise<TofuTestApp> {
+  const t = await startEngineTestApp(options);
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = t.app.server.address() as AddressInfo;
   return { ...t, baseUrl: `http://127.0.0.1:${port}` };

@@ -1,0 +1,68 @@
+// AWS clients acting in a tenant's AWS account: Plinth's own credentials assume the cloud account's
+// role (with its external id), and the clients use what that returns, in the region of the resource.
+
+import { ECSClient } from '@aws-sdk/client-ecs';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { AppError } from '../errors.ts';
+import type { AwsConfig } from './aws-config.ts';
+
+/** Attempts per request, throttling included, with the SDK's backoff between them. */
+const MAX_ATTEMPTS = 5;
+/** The shortest session STS grants: enough for the few calls one request makes. */
+const SESSION_SECONDS = 900;
+
+export interface RoleToAssume {
+  /** Names the session in the account's CloudTrail. */
+  sessionName: string;
+  roleArn: string;
+  externalId: string | null;
+}
+
+function endpointOf(config: AwsConfig) {
+  return config.endpointUrl ? { endpoint: config.endpointUrl } : {};
+}
+
+/** ecsClientAs assumes the role and returns an ECS client of the region with its credentials. */
+export async function ecsClientAs(config: AwsConfig, role: RoleToAssume, region: string): Promise<ECSClient> {
+  const sts = new STSClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), ...(config.credentials ? { credentials: config.credentials } : {}) });
+  try {
+    const answer = await awsCall('STS AssumeRole', () =>
+      sts.send(
+        new AssumeRoleCommand({
+          RoleArn: role.roleArn,
+          RoleSessionName: role.sessionName.replace(/[^\w+=,.@-]/g, '-').slice(0, 64),
+          DurationSeconds: SESSION_SECONDS,
+          ...(role.externalId ? { ExternalId: role.externalId } : {}),
+        }),
+      ),
+    );
+    const c = answer.Credentials;
+    if (!c?.AccessKeyId || !c.SecretAccessKey) throw awsError('STS AssumeRole', 'NoCredentials', 'STS answered without credentials');
+    return new ECSClient({
+      region,
+      maxAttempts: MAX_ATTEMPTS,
+      ...endpointOf(config),
+      credentials: { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken, expiration: c.Expiration },
+    });
+  } finally {
+    sts.destroy();
+  }
+}
+
+function awsError(operation: string, code: string, message: string): AppError {
+  return new AppError(502, 'Aws:Request:FAILED', `AWS refused ${operation}: ${code}: ${message}`, { metadata: { awsErrorCode: code, operation } });
+}
+
+/**
+ * awsCall runs one AWS request (the SDK retries throttling and server errors on its own) and turns its
+ * failure into a 502 naming the operation and AWS's error code, which `metadata` also carries.
+ */
+export async function awsCall<T>(operation: string, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    const e = error as { name?: string; message?: string; Code?: string };
+    throw awsError(operation, e.Code ?? e.name ?? 'Error', e.message ?? String(error));
+  }
+}

@@ -1,0 +1,152 @@
+// A stand-in for the AWS endpoints Plinth calls, on loopback, speaking their wire protocols: STS
+// AssumeRole (the query protocol, XML answers) and ECS (JSON 1.1, the operation in X-Amz-Target). It
+// keeps task definitions and services in memory, records every call, and can be told to refuse or
+// throttle an operation. Plinth reaches it through PLINTH_AWS_ENDPOINT_URL.
+
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface AwsCall {
+  operation: string;
+  /** The parsed request: the query form of STS, the JSON of ECS. */
+  input: Record<string, unknown>;
+  /** The access key that signed it (the Credential of its Authorization header). */
+  accessKeyId: string | undefined;
+}
+
+export interface AwsStandin {
+  url: string;
+  calls: AwsCall[];
+  /** Task definitions by ARN. */
+  taskDefinitions: Map<string, Record<string, unknown>>;
+  /** Answers the next `times` calls of the operation with this AWS error. */
+  failNext(operation: string, code: string, options?: { times?: number; status?: number }): void;
+  close(): Promise<void>;
+}
+
+const ECS_TARGET = 'AmazonEC2ContainerServiceV20141113.';
+const ACCOUNT = '111122223333';
+
+export async function startAwsStandin(): Promise<AwsStandin> {
+  const calls: AwsCall[] = [];
+  const taskDefinitions = new Map<string, Record<string, unknown>>();
+  const failures = new Map<string, { code: string; status: number; times: number }>();
+  const revisions = new Map<string, number>();
+  let deployments = 0;
+
+  const ecs: Record<string, (input: any) => unknown> = {
+    DescribeTaskDefinition: (input) => {
+      const definition = taskDefinitions.get(input.taskDefinition);
+      if (!definition) throw { status: 400, code: 'ClientException', message: 'Unable to describe task definition.' };
+      return { taskDefinition: definition };
+    },
+    RegisterTaskDefinition: (input) => {
+      const revision = (revisions.get(input.family) ?? 100) + 1;
+      revisions.set(input.family, revision);
+      const taskDefinitionArn = `arn:aws:ecs:us-west-2:${ACCOUNT}:task-definition/${input.family}:${revision}`;
+      const definition = { ...input, taskDefinitionArn, revision, status: 'ACTIVE' };
+      taskDefinitions.set(taskDefinitionArn, definition);
+      return { taskDefinition: definition };
+    },
+    UpdateService: (input) => ({
+      service: {
+        serviceArn: input.service,
+        taskDefinition: input.taskDefinition,
+        deployments: [
+          { id: `ecs-svc/90000000000000000${++deployments}`, status: 'PRIMARY', taskDefinition: input.taskDefinition, rolloutState: 'IN_PROGRESS' },
+          { id: 'ecs-svc/8000000000000000001', status: 'ACTIVE', taskDefinition: 'arn:aws:ecs:us-west-2:111122223333:task-definition/old:1' },
+        ],
+      },
+    }),
+  };
+
+  const server = createServer(async (req, res) => {
+    const body = await read(req);
+    const target = String(req.headers['x-amz-target'] ?? '');
+    const accessKeyId = /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ''))?.[1];
+    if (target.startsWith(ECS_TARGET)) {
+      const operation = target.slice(ECS_TARGET.length);
+      const input = JSON.parse(body || '{}');
+      calls.push({ operation, input, accessKeyId });
+      const failure = takeFailure(operation);
+      if (failure) return json(res, failure.status, { __type: failure.code, message: `${failure.code} from the stand-in` });
+      try {
+        const handler = ecs[operation];
+        if (!handler) return json(res, 400, { __type: 'InvalidAction', message: `${operation} is not served here` });
+        return json(res, 200, handler(input));
+      } catch (error) {
+        const e = error as { status: number; code: string; message: string };
+        return json(res, e.status, { __type: e.code, message: e.message });
+      }
+    }
+    const input = Object.fromEntries(new URLSearchParams(body));
+    const operation = String(input.Action ?? '');
+    calls.push({ operation, input, accessKeyId });
+    const failure = takeFailure(operation);
+    if (failure) return xml(res, failure.status, stsError(failure.code));
+    if (operation !== 'AssumeRole') return xml(res, 400, stsError('InvalidAction'));
+    xml(res, 200, assumeRoleAnswer(String(input.RoleArn), String(input.RoleSessionName)));
+  });
+
+  function takeFailure(operation: string) {
+    const failure = failures.get(operation);
+    if (!failure) return undefined;
+    if (--failure.times <= 0) failures.delete(operation);
+    return failure;
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    calls,
+    taskDefinitions,
+    failNext(operation, code, options = {}) {
+      failures.set(operation, { code, status: options.status ?? 400, times: options.times ?? 1 });
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+function read(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk) => (text += chunk));
+    req.on('end', () => resolve(text));
+    req.on('error', reject);
+  });
+}
+
+function json(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1', 'x-amzn-requestid': 'standin' });
+  res.end(JSON.stringify(body));
+}
+
+function xml(res: ServerResponse, status: number, body: string) {
+  res.writeHead(status, { 'content-type': 'text/xml', 'x-amzn-requestid': 'standin' });
+  res.end(body);
+}
+
+function stsError(code: string) {
+  return `<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>${code}</Code><Message>${code} from the stand-in</Message></Error><RequestId>standin</RequestId></ErrorResponse>`;
+}
+
+function assumeRoleAnswer(roleArn: string, sessionName: string) {
+  const expiration = new Date(Date.now() + 900_000).toISOString();
+  return `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleResult>
+    <Credentials>
+      <AccessKeyId>ASIASTANDINASSUMED</AccessKeyId>
+      <SecretAccessKey>standin-secret</SecretAccessKey>
+      <SessionToken>standin-session-token</SessionToken>
+      <Expiration>${expiration}</Expiration>
+    </Credentials>
+    <AssumedRoleUser>
+      <Arn>${roleArn.replace(':iam::', ':sts::').replace(':role/', ':assumed-role/')}/${sessionName}</Arn>
+      <AssumedRoleId>AROASTANDIN:${sessionName}</AssumedRoleId>
+    </AssumedRoleUser>
+  </AssumeRoleResult>
+  <ResponseMetadata><RequestId>standin</RequestId></ResponseMetadata>
+</AssumeRoleResponse>`;
+}
