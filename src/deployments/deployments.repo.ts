@@ -115,11 +115,12 @@ export interface InstanceOfService {
 }
 
 /**
- * lockContainerDeployment returns the deployment ECS names `externalId` in the account, locked, creating
- * it first (as `initial`) when no event has named it yet. Two events of one deployment arriving at
- * once both end on the same row: the insert that loses waits, then does nothing.
+ * ensureContainerDeployment returns the deployment ECS names `externalId` in the account, creating it
+ * first (as `initial`) when no event has named it yet; locked with `lock` (a deployment event changes
+ * it; a task event only needs its id). Two events of one deployment arriving at once both end on the
+ * same row: the insert that loses waits, then does nothing.
  */
-export async function lockContainerDeployment(
+export async function ensureContainerDeployment(
   db: Executor,
   v: {
     id: string;
@@ -130,6 +131,7 @@ export async function lockContainerDeployment(
     serviceArn: string;
     initial: ContainerDeploymentState;
     startedAt: string;
+    lock: boolean;
   },
 ): Promise<DeploymentRow> {
   await db
@@ -158,8 +160,27 @@ export async function lockContainerDeployment(
     .selectAll()
     .where('cloud_account_id', '=', v.cloudAccountId)
     .where('external_deployment_id', '=', v.externalId)
-    .forUpdate()
+    .$if(v.lock, (q) => q.forUpdate())
     .executeTakeFirstOrThrow();
+}
+
+/**
+ * recordDeployedTaskDefinition sets what a deployment deploys, once: the first of its tasks' events to
+ * get here does, in one statement, and the row is locked only for that moment.
+ */
+export async function recordDeployedTaskDefinition(
+  db: Executor,
+  id: string,
+  deployed: NonNullable<ContainerServiceData['deployedTaskDefinition']>,
+  previous: ContainerServiceData['previousTaskDefinition'] | undefined,
+): Promise<void> {
+  const added = { deployedTaskDefinition: deployed, ...(previous ? { previousTaskDefinition: previous } : {}) };
+  await db
+    .updateTable('deployments')
+    .set({ data: sql`data || ${JSON.stringify(added)}::jsonb`, updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .where(sql<boolean>`not (data ? 'deployedTaskDefinition')`)
+    .execute();
 }
 
 export function containerStateOf(row: DeploymentRow): ContainerDeploymentState {

@@ -11,10 +11,12 @@ import {
   containerStateOf,
   findInstanceOfService,
   findPreviousTaskDefinition,
-  lockContainerDeployment,
+  ensureContainerDeployment,
   lockNewestDeploymentOfService,
+  recordDeployedTaskDefinition,
   upsertTask,
   writeContainerState,
+  type DeploymentRow,
   type InstanceOfService,
 } from './deployments.repo.ts';
 import { clusterOfService, readEcsEvent, type CloudEvent, type DeploymentFacts, type ServiceActionFacts, type TaskFacts } from './ecs-events.ts';
@@ -83,7 +85,7 @@ async function applyTask(trx: Executor, account: CloudAccountRow, facts: TaskFac
   if (!facts.serviceArn || !facts.deploymentId) return unmatched;
   const instance = await instanceOf(trx, account, facts.serviceArn, facts.clusterArn);
   if (!instance) return unmatched;
-  const deployment = await lockContainerDeployment(trx, {
+  const deployment = await ensureContainerDeployment(trx, {
     id: newId(),
     organizationId: account.organization_id,
     cloudAccountId: account.id,
@@ -92,6 +94,8 @@ async function applyTask(trx: Executor, account: CloudAccountRow, facts: TaskFac
     serviceArn: facts.serviceArn,
     initial: newContainerDeployment(facts.serviceArn, facts.clusterArn),
     startedAt: facts.startedAt ?? eventTime,
+    // Tasks of one deployment are resources of their own: their events do not wait for each other.
+    lock: false,
   });
   await recordTaskDefinition(trx, deployment, facts);
   const written = await upsertTask(trx, {
@@ -114,23 +118,22 @@ async function applyTask(trx: Executor, account: CloudAccountRow, facts: TaskFac
 }
 
 /** The first task of a deployment says which task definition it deploys; the one before is the previous deployment's. */
-async function recordTaskDefinition(trx: Executor, deployment: Awaited<ReturnType<typeof lockContainerDeployment>>, facts: TaskFacts): Promise<void> {
-  const state = containerStateOf(deployment);
-  if (state.data.deployedTaskDefinition) return;
+async function recordTaskDefinition(trx: Executor, deployment: DeploymentRow, facts: TaskFacts): Promise<void> {
+  if (containerStateOf(deployment).data.deployedTaskDefinition) return;
   const revision = facts.data.taskDefinitionRevision;
   const previous = await findPreviousTaskDefinition(trx, deployment.module_instance_id, deployment);
-  state.data = {
-    ...state.data,
-    deployedTaskDefinition: { arn: facts.taskDefinitionArn, revision: typeof revision === 'number' ? revision : 0 },
-    ...(previous?.definition && previous.definition.arn !== facts.taskDefinitionArn ? { previousTaskDefinition: previous.definition } : {}),
-  };
-  await writeContainerState(trx, deployment.id, state);
+  await recordDeployedTaskDefinition(
+    trx,
+    deployment.id,
+    { arn: facts.taskDefinitionArn, revision: typeof revision === 'number' ? revision : 0 },
+    previous?.definition && previous.definition.arn !== facts.taskDefinitionArn ? previous.definition : undefined,
+  );
 }
 
 async function applyDeployment(trx: Executor, account: CloudAccountRow, facts: DeploymentFacts): Promise<Applied> {
   const instance = await instanceOf(trx, account, facts.serviceArn, facts.clusterArn);
   if (!instance) return { outcome: 'UNMATCHED', resourceArn: facts.serviceArn };
-  const deployment = await lockContainerDeployment(trx, {
+  const deployment = await ensureContainerDeployment(trx, {
     id: newId(),
     organizationId: account.organization_id,
     cloudAccountId: account.id,
@@ -139,6 +142,7 @@ async function applyDeployment(trx: Executor, account: CloudAccountRow, facts: D
     serviceArn: facts.serviceArn,
     initial: newContainerDeployment(facts.serviceArn, facts.clusterArn ?? clusterOfService(facts.serviceArn)),
     startedAt: facts.at,
+    lock: true,
   });
   const { next, stale } = applyDeploymentEvent(containerStateOf(deployment), facts);
   await writeContainerState(trx, deployment.id, next);
