@@ -2,6 +2,12 @@
 -- its stack) or a container-service deployment seen in the cloud events of the instance's AWS account,
 -- with the container tasks each one started.
 
+-- The sts:ExternalId Plinth sends when it assumes a cloud account's role is its own, unique to the
+-- account, never the caller's choice (a tenant could otherwise name another tenant's role and external
+-- id). Nothing assumed a role before, so the ids set until now are replaced.
+update cloud_accounts set external_id = 'plinth-' || replace(gen_random_uuid()::text, '-', '');
+alter table cloud_accounts alter column external_id set not null;
+
 -- The secret an EventBridge API destination sends with each event, stored as its SHA-256 (it is random
 -- and long: no slow hash is needed). During a rotation the previous secret stays valid until its time.
 alter table cloud_accounts add column ingest_secret_sha256 bytea;
@@ -87,4 +93,5 @@ create index deployment_resources_deployment_idx on deployment_resources (deploy
 create index deployment_resources_org_idx on deployment_resources (organization_id, id);
 
 -- Container-service events find their module instance by the service ARN its stack outputs declare.
-create index stacks_ecs_service_arn_idx on stacks ((output ->> 'ecs_service_arn')) where module_instance_id is not null;
+-- A hash index: an output is any length, past what a btree entry holds.
+create index stacks_ecs_service_arn_idx on stacks using hash ((output ->> 'ecs_service_arn')) where module_instance_id is not null;

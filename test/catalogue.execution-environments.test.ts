@@ -34,11 +34,16 @@ describe('cloud accounts and execution environments', () => {
       { provider: read.body.data.provider, accountId: read.body.data.accountId, roleArn: read.body.data.roleArn },
       { provider: 'AWS', accountId: '123456789012', roleArn: ROLE },
     );
-    const patched = await t.call('PATCH', `/cloud-accounts/${accountId}`, { body: { data: { roleArn: `${ROLE}-2`, externalId: 'ext-1' } } });
+    // The external id is Plinth's: unique to the cloud account, so no other tenant can have Plinth
+    // assume the role with it (the confused deputy). It is never chosen by the caller.
+    assert.match(read.body.data.externalId, /^plinth-[0-9a-f]{32}$/);
+    const patched = await t.call('PATCH', `/cloud-accounts/${accountId}`, { body: { data: { roleArn: `${ROLE}-2` } } });
     assert.equal(patched.status, 200);
-    assert.equal(patched.body.data.externalId, 'ext-1');
-    const cleared = await t.call('PATCH', `/cloud-accounts/${accountId}`, { body: { data: { roleArn: ROLE, externalId: null } } });
-    assert.equal(cleared.body.data.externalId, undefined);
+    assert.equal(patched.body.data.roleArn, `${ROLE}-2`);
+    assert.equal(patched.body.data.externalId, read.body.data.externalId);
+    const chosen = await t.call('PATCH', `/cloud-accounts/${accountId}`, { body: { data: { externalId: 'ext-1' } } });
+    assert.equal(chosen.status, 400);
+    await t.call('PATCH', `/cloud-accounts/${accountId}`, { body: { data: { roleArn: ROLE } } });
   });
 
   it('a role of another AWS account is 422, a malformed account id 400', async () => {

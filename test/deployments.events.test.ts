@@ -121,6 +121,7 @@ describe('container-service deployments from the cloud events of an AWS account'
 
     const resources = (await t.call('GET', `/deployments/${id}/resources`)).body;
     assert.equal(resources.data.length, 1);
+    assert.deepEqual((await t.call('GET', `/deployment-resources?deploymentId=${id}`)).body.data, resources.data);
     const task = resources.data[0];
     assert.equal(task.lastStatus, 'RUNNING');
     assert.equal(task.moduleDeploymentId, id);
@@ -183,6 +184,26 @@ describe('container-service deployments from the cloud events of an AWS account'
     assert.equal((await send(event)).body.data.duplicate, false);
     assert.equal((await send(event)).body.data.duplicate, true);
     assert.equal((await deploymentsOfInstance()).length, before + 1);
+  });
+
+  it('answers hostile events with a 4xx or an acknowledgement, never a 5xx, and never waits long on one', async () => {
+    const leap = deploymentEvent(WEB, 'ecs-svc/1000000000000000007', 'in-progress', '2026-01-03T00:00:00Z');
+    leap.time = '2016-12-31T23:59:60Z';
+    assertError(await send(leap), 400);
+    const ancient = deploymentEvent(WEB, 'ecs-svc/1000000000000000008', 'in-progress', '2026-01-03T00:00:00Z');
+    ancient.detail.updatedAt = '-200000-01-01T00:00:00Z';
+    assert.ok((await send(ancient)).status < 300, 'an unreadable detail time falls back to the event time');
+    const long = taskEvent(WEB, 'ecs-svc/1000000000000000008', 'task-long', 1, 'RUNNING');
+    long.detail.taskDefinitionArn = `arn:aws:ecs:us-west-2:${ECS_ACCOUNT}:task-definition/${'a:'.repeat(100_000)}`;
+    const started = Date.now();
+    const res = await send(long);
+    assert.equal(res.status, 202, 'a task event with a string past what ECS sends is not read');
+    assert.ok(Date.now() - started < 2000);
+    assertError(await t.call('POST', '/cloud-accounts/%00/events', { token: null, headers: { 'x-plinth-ingest-secret': secret }, body: long }), 401);
+    // The event claims this account, but the service it names is another account's.
+    const elsewhere = deploymentEvent(WEB, 'ecs-svc/1000000000000000009', 'in-progress', '2026-01-03T00:00:00Z');
+    elsewhere.resources = [serviceArn({ ...WEB, account: '999988887777' })];
+    assert.equal((await send(elsewhere)).body.data.outcome, 'UNMATCHED');
   });
 
   it('lists deployments newest first, filtered by type and status', async () => {

@@ -45,7 +45,7 @@ describe('redeploying and rolling back deployments', () => {
     await waitForRunStatus(t, deploy.body.data.id, 'SUCCEEDED', 120_000);
     moduleDeploymentId = (await t.call('GET', `/deployments?moduleInstanceId=${instanceId}`)).body.data[0].id;
     const account = await t.call('POST', '/cloud-accounts', {
-      body: { data: { givenId: 'prod', name: 'Prod', accountId: ECS_ACCOUNT, roleArn: ROLE_ARN, externalId: 'plinth-external-id' } },
+      body: { data: { givenId: 'prod', name: 'Prod', accountId: ECS_ACCOUNT, roleArn: ROLE_ARN } },
     });
     secret = account.body.data.ingestSecret;
     aws.taskDefinitions.set(TASK_DEFINITION, {
@@ -53,7 +53,7 @@ describe('redeploying and rolling back deployments', () => {
       family: 'web',
       revision: 7,
       status: 'ACTIVE',
-      containerDefinitions: [{ name: 'web', image: 'nginx:1.27', essential: true }],
+      containerDefinitions: [{ name: 'web', image: 'nginx:1.27', essential: true, environment: [{ name: 'API_KEY', value: 'sk-live-secret' }] }],
       requiresCompatibilities: ['FARGATE'],
       networkMode: 'awsvpc',
       cpu: '256',
@@ -78,9 +78,11 @@ describe('redeploying and rolling back deployments', () => {
     assert.ok(res.status < 300, JSON.stringify(res.body));
     return res.body.data;
   };
+  /** ECS's clock: `minute` minutes after the tests started (deployments are ordered by when ECS started them). */
+  const T0 = Date.now();
+  const at = (minute: number) => new Date(T0 + minute * 60_000).toISOString();
   /** A finished container deployment of the service, its one task running TASK_DEFINITION. */
   async function finishedDeployment(ecsId: string, minute: number): Promise<string> {
-    const at = (m: number) => `2026-02-01T00:${String(m).padStart(2, '0')}:00Z`;
     await send(deploymentEvent(WEB, ecsId, 'in-progress', at(minute)));
     const task = await send(taskEvent(WEB, ecsId, `task-${minute}`, 2, 'RUNNING', { taskDefinition: TASK_DEFINITION }));
     await send(deploymentEvent(WEB, ecsId, 'completed', at(minute + 1)));
@@ -100,7 +102,10 @@ describe('redeploying and rolling back deployments', () => {
     assert.equal(redeploy.externalDeploymentId, 'ecs-svc/900000000000000001');
     assert.equal(redeploy.data.triggerChannel, 'API');
     assert.equal(redeploy.data.deployedTaskDefinition.arn, `arn:aws:ecs:us-west-2:${ECS_ACCOUNT}:task-definition/web:101`);
-    assert.deepEqual(redeploy.data.deployedTaskDefinition.definition.containerDefinitions, [{ name: 'web', image: 'nginx:1.27', essential: true }]);
+    // Environment values often hold secrets: shown by name, registered again whole.
+    assert.deepEqual(redeploy.data.deployedTaskDefinition.definition.containerDefinitions, [
+      { name: 'web', image: 'nginx:1.27', essential: true, environment: [{ name: 'API_KEY', value: '(sensitive)' }] },
+    ]);
 
     assert.deepEqual(
       aws.calls.map((c) => c.operation),
@@ -108,10 +113,11 @@ describe('redeploying and rolling back deployments', () => {
     );
     const [assume, , register, update] = aws.calls;
     assert.equal(assume.input.RoleArn, ROLE_ARN);
-    assert.equal(assume.input.ExternalId, 'plinth-external-id');
+    assert.equal(assume.input.ExternalId, (await t.call('GET', '/cloud-accounts')).body.data[0].externalId, "the cloud account's external id, Plinth's");
     assert.equal(assume.accessKeyId, 'AKIAPLINTHTEST', "Plinth's own credentials assume the role");
     assert.equal(register.accessKeyId, 'ASIASTANDINASSUMED', 'ECS is called with the assumed role');
     assert.equal(register.input.family, 'web');
+    assert.deepEqual((register.input.containerDefinitions as any)[0].environment, [{ name: 'API_KEY', value: 'sk-live-secret' }]);
     for (const readOnly of ['taskDefinitionArn', 'revision', 'status', 'registeredAt']) assert.equal(register.input[readOnly], undefined, readOnly);
     assert.equal(update.input.service, `arn:aws:ecs:us-west-2:${ECS_ACCOUNT}:service/shop/web`);
     assert.equal(update.input.taskDefinition, redeploy.data.deployedTaskDefinition.arn);
@@ -121,7 +127,7 @@ describe('redeploying and rolling back deployments', () => {
       taskEvent(WEB, redeploy.externalDeploymentId, 'task-r', 3, 'RUNNING', { taskDefinition: redeploy.data.deployedTaskDefinition.arn }),
     );
     assert.equal(task.deploymentId, redeploy.id);
-    await send(deploymentEvent(WEB, redeploy.externalDeploymentId, 'completed', '2026-02-01T01:00:00Z'));
+    await send(deploymentEvent(WEB, redeploy.externalDeploymentId, 'completed', at(60)));
     const done = (await t.call('GET', `/deployments/${redeploy.id}`)).body.data;
     assert.equal(done.status, 'SUCCEEDED');
     assert.equal(done.triggerSource, 'REDEPLOY');
@@ -132,9 +138,9 @@ describe('redeploying and rolling back deployments', () => {
 
   it('refuses a redeploy while another deployment of the instance is in progress', async () => {
     const source = await finishedDeployment('ecs-svc/1100000000000000002', 10);
-    await send(deploymentEvent(WEB, 'ecs-svc/1100000000000000003', 'in-progress', '2026-02-01T00:20:00Z'));
+    await send(deploymentEvent(WEB, 'ecs-svc/1100000000000000003', 'in-progress', at(20)));
     assertError(await t.call('POST', `/deployments/${source}/redeploy`), 409, 'Api:Deployment:IN_PROGRESS');
-    await send(deploymentEvent(WEB, 'ecs-svc/1100000000000000003', 'completed', '2026-02-01T00:21:00Z'));
+    await send(deploymentEvent(WEB, 'ecs-svc/1100000000000000003', 'completed', at(21)));
   });
 
   it('answers 502 with the AWS error code when AWS refuses, and keeps the failed deployment', async () => {
@@ -157,13 +163,13 @@ describe('redeploying and rolling back deployments', () => {
     assert.equal(res.body.data.triggerSource, 'ROLLBACK');
     assert.equal(res.body.data.rollbackToDeploymentId, source);
     assert.equal(aws.calls.filter((c) => c.operation === 'RegisterTaskDefinition').length >= 3, true);
-    await send(deploymentEvent(WEB, res.body.data.externalDeploymentId, 'completed', '2026-02-01T02:00:00Z'));
+    await send(deploymentEvent(WEB, res.body.data.externalDeploymentId, 'completed', at(120)));
   });
 
   it('refuses to replay a container deployment whose task definition was never seen', async () => {
-    await send(deploymentEvent(WEB, 'ecs-svc/1100000000000000006', 'in-progress', '2026-02-01T00:50:00Z'));
+    await send(deploymentEvent(WEB, 'ecs-svc/1100000000000000006', 'in-progress', at(50)));
     const [unseen] = (await t.call('GET', `/deployments?moduleInstanceId=${instanceId}&status=IN_PROGRESS`)).body.data;
-    await send(deploymentEvent(WEB, 'ecs-svc/1100000000000000006', 'failed', '2026-02-01T00:51:00Z'));
+    await send(deploymentEvent(WEB, 'ecs-svc/1100000000000000006', 'failed', at(51)));
     assertError(await t.call('POST', `/deployments/${unseen.id}/redeploy`), 422, 'Api:Deployment:NOT_REDEPLOYABLE');
   });
 

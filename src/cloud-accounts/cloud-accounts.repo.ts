@@ -17,7 +17,7 @@ export function cloudAccountRowToCloudAccount(row: CloudAccountRow): CloudAccoun
     roleArn: row.role_arn,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-    ...(row.external_id !== null ? { externalId: row.external_id } : {}),
+    externalId: row.external_id,
     ...(row.ingest_secret_created_at !== null ? { ingestSecretCreatedAt: row.ingest_secret_created_at } : {}),
     ...(row.previous_ingest_secret_expires_at !== null && row.previous_ingest_secret_expires_at > new Date()
       ? { previousIngestSecretExpiresAt: row.previous_ingest_secret_expires_at }
@@ -27,7 +27,7 @@ export function cloudAccountRowToCloudAccount(row: CloudAccountRow): CloudAccoun
 
 export function insertCloudAccount(
   db: Executor,
-  v: { id: string; organizationId: string; givenId: string; name: string; accountId: string; roleArn: string; externalId?: string; ingestSecretSha256: Buffer },
+  v: { id: string; organizationId: string; givenId: string; name: string; accountId: string; roleArn: string; externalId: string; ingestSecretSha256: Buffer },
 ) {
   return db
     .insertInto('cloud_accounts')
@@ -38,7 +38,7 @@ export function insertCloudAccount(
       name: v.name,
       account_id: v.accountId,
       role_arn: v.roleArn,
-      external_id: v.externalId ?? null,
+      external_id: v.externalId,
       ingest_secret_sha256: v.ingestSecretSha256,
       ingest_secret_created_at: new Date(),
     })
@@ -56,7 +56,7 @@ export function findCloudAccountsPage(db: Executor, organizationId: string, page
   return db.selectFrom('cloud_accounts').selectAll().where('organization_id', '=', organizationId).$call(keyset(page, 'cloud_accounts.id')).execute();
 }
 
-export function updateCloudAccount(db: Executor, id: string, changes: { name?: string; role_arn?: string; external_id?: string | null }) {
+export function updateCloudAccount(db: Executor, id: string, changes: { name?: string; role_arn?: string }) {
   return db
     .updateTable('cloud_accounts')
     .set({ ...changes, updated_at: new Date() })
@@ -75,7 +75,7 @@ export function findCloudAccountForIngest(db: Executor, id: string) {
 }
 
 /** rotateIngestSecret makes `sha256` the current secret; the one it replaces stays valid until `previousExpiresAt`. */
-export function rotateIngestSecret(db: Executor, id: string, sha256: Buffer, previousExpiresAt: Date) {
+export function rotateIngestSecret(db: Executor, organizationId: string, id: string, sha256: Buffer, previousExpiresAt: Date) {
   return db
     .updateTable('cloud_accounts')
     .set((eb) => ({
@@ -85,7 +85,8 @@ export function rotateIngestSecret(db: Executor, id: string, sha256: Buffer, pre
       ingest_secret_created_at: new Date(),
       updated_at: new Date(),
     }))
+    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
 }

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CLOUD_PROVIDERS } from '../platform/db/enums.ts';
 import { DEFAULT_PREVIOUS_SECRET_SECONDS, MAX_PREVIOUS_SECRET_SECONDS } from './ingest-secrets.ts';
-import { Body, GivenId, Name, Nullable, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, GivenId, Name, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
 const AccountId = Type.String({ pattern: '^[0-9]{12}$', description: 'The 12-digit AWS account id' });
 const RoleArn = Type.String({
@@ -9,7 +9,6 @@ const RoleArn = Type.String({
   pattern: '^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\\w+=,.@/-]{1,512}$',
   description: 'The IAM role Plinth assumes in that account; it must belong to accountId',
 });
-const ExternalId = Type.String({ minLength: 2, maxLength: 1224, pattern: '^[\\w+=,.@:/-]+$', description: 'sts:ExternalId sent when assuming the role' });
 
 export const CloudAccount = Type.Object(
   {
@@ -22,7 +21,10 @@ export const CloudAccount = Type.Object(
     roleArn: Type.String(),
     createdAt: UtcDateTime,
     updatedAt: UtcDateTime,
-    externalId: Type.Optional(Type.String()),
+    externalId: Type.String({
+      description:
+        "The sts:ExternalId Plinth sends when it assumes the role: made by Plinth, unique to this cloud account. Require it in the role's trust policy",
+    }),
     ingestSecretCreatedAt: Type.Optional({
       ...UtcDateTime,
       description: 'When the current ingest secret was made (absent: the account has none yet; rotate to make one)',
@@ -61,15 +63,11 @@ export const RotatedIngestSecret = Type.Object({
   previousIngestSecretExpiresAt: Type.Optional(UtcDateTime),
 });
 
-export const CreateCloudAccount = Body(
-  Type.Object({ givenId: GivenId, name: Name, accountId: AccountId, roleArn: RoleArn, externalId: Type.Optional(ExternalId) }, { additionalProperties: false }),
-);
+export const CreateCloudAccount = Body(Type.Object({ givenId: GivenId, name: Name, accountId: AccountId, roleArn: RoleArn }, { additionalProperties: false }));
 export type CreateCloudAccount = Static<typeof CreateCloudAccount>['data'];
 
-/** The account itself is fixed; its role and external id may rotate. `externalId: null` removes it. */
-export const UpdateCloudAccount = Body(
-  Type.Object({ name: Type.Optional(Name), roleArn: Type.Optional(RoleArn), externalId: Type.Optional(Nullable(ExternalId)) }, { additionalProperties: false }),
-);
+/** The account itself is fixed; its role may change. The external id is Plinth's and never changes. */
+export const UpdateCloudAccount = Body(Type.Object({ name: Type.Optional(Name), roleArn: Type.Optional(RoleArn) }, { additionalProperties: false }));
 export type UpdateCloudAccount = Static<typeof UpdateCloudAccount>['data'];
 
 export const CloudAccountListQuery = OrderedPaginationQuery;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Principal } from '../platform/auth/principal.ts';
 import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
@@ -17,6 +18,15 @@ import {
 } from './cloud-accounts.repo.ts';
 import type { CreateCloudAccount, RotateIngestSecret, UpdateCloudAccount } from './cloud-accounts.schema.ts';
 import { DEFAULT_PREVIOUS_SECRET_SECONDS, ingestSecretMatches, newIngestSecret } from './ingest-secrets.ts';
+
+/**
+ * The sts:ExternalId of a new cloud account: Plinth's, random and unique to it. Were it the caller's
+ * choice, a tenant could name another tenant's role and that tenant's external id, and have Plinth
+ * act in the other's AWS account (the confused deputy).
+ */
+function newExternalId(): string {
+  return `plinth-${randomBytes(16).toString('hex')}`;
+}
 
 /** A role can only be assumed in the account it belongs to. */
 function assertRoleInAccount(roleArn: string, accountId: string) {
@@ -38,7 +48,7 @@ export async function createCloudAccount(db: Db, principal: Principal, input: Cr
   assertRoleInAccount(input.roleArn, input.accountId);
   const { secret, sha256 } = newIngestSecret();
   const row = await rethrowAs(
-    insertCloudAccount(db, { id: newId(), organizationId: principal.organizationId, ...input, ingestSecretSha256: sha256 }),
+    insertCloudAccount(db, { id: newId(), organizationId: principal.organizationId, ...input, externalId: newExternalId(), ingestSecretSha256: sha256 }),
     isUniqueViolation,
     () => new ConflictError('CloudAccount', 'ALREADY_EXISTS', `A cloud account with givenId ${input.givenId} already exists`),
   );
@@ -50,10 +60,10 @@ export async function createCloudAccount(db: Db, principal: Principal, input: Cr
  * `previousSecretValidForSeconds`, long enough to change the EventBridge connection.
  */
 export async function rotateCloudAccountIngestSecret(db: Db, principal: Principal, id: string, input: RotateIngestSecret) {
-  await getCloudAccountRow(db, principal, id);
   const { secret, sha256 } = newIngestSecret();
   const seconds = input.previousSecretValidForSeconds ?? DEFAULT_PREVIOUS_SECRET_SECONDS;
-  const row = await rotateIngestSecretRow(db, id, sha256, new Date(Date.now() + seconds * 1000));
+  const row = await rotateIngestSecretRow(db, principal.organizationId, id, sha256, new Date(Date.now() + seconds * 1000));
+  if (!row) throw new NotFoundError('CloudAccount', id);
   return {
     ingestSecret: secret,
     ingestSecretCreatedAt: row.ingest_secret_created_at!,
@@ -66,7 +76,7 @@ export async function rotateCloudAccountIngestSecret(db: Db, principal: Principa
  * during a rotation, the previous one). Anything else, an unknown account included, is the same 401.
  */
 export async function cloudAccountOfEvents(db: Db, id: string, secret: string | undefined) {
-  const row = secret ? await findCloudAccountForIngest(db, id) : undefined;
+  const row = secret && id ? await findCloudAccountForIngest(db, id) : undefined;
   if (!row || !secret || !ingestSecretMatches(row, secret)) {
     // Not a failed authentication of the API's: EventBridge delivers every account's events from the same
     // AWS addresses, so one account's misconfigured connection must not get those addresses blocked.
@@ -88,7 +98,7 @@ export async function updateCloudAccount(db: Db, principal: Principal, id: strin
   const current = await getCloudAccountRow(db, principal, id);
   if (isEmptyPatch(changes)) return cloudAccountRowToCloudAccount(current);
   if (changes.roleArn !== undefined) assertRoleInAccount(changes.roleArn, current.account_id);
-  const row = await updateCloudAccountRow(db, id, { name: changes.name, role_arn: changes.roleArn, external_id: changes.externalId });
+  const row = await updateCloudAccountRow(db, id, { name: changes.name, role_arn: changes.roleArn });
   return cloudAccountRowToCloudAccount(row);
 }
 

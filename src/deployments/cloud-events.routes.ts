@@ -9,6 +9,10 @@ import { metrics } from '../platform/metrics/metrics.ts';
 import { CLOUD_EVENT_OUTCOMES } from '../platform/db/enums.ts';
 import { Envelope, IdParams, StringEnum } from '../platform/schema.ts';
 import { ingestCloudEvent } from './ingest.service.ts';
+import { isoTime, type CloudEvent } from './ecs-events.ts';
+import { BadRequestError } from '../platform/errors.ts';
+
+const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** EventBridge's largest event. */
 const EVENT_BODY_LIMIT = 256 * 1024;
@@ -23,7 +27,7 @@ const EventBridgeEvent = Type.Object(
     'detail-type': Text,
     source: Text,
     account: Text,
-    time: Type.String({ format: 'date-time', maxLength: 64 }),
+    time: Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601, as AWS writes it' }),
     region: Text,
     resources: Type.Optional(Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 100 })),
     detail: Type.Object({}, { additionalProperties: true }),
@@ -54,9 +58,10 @@ export async function cloudEventRoutes(app: App) {
       // The secret is checked before the body is read: a caller without it costs a lookup, not a parse.
       onRequest: async (request) => {
         const secret = request.headers[INGEST_SECRET_HEADER];
+        // Checked here, before the path's own validation runs: nothing else reaches the lookup.
         const id = (request.params as { id?: string }).id ?? '';
         try {
-          accountOf.set(request, await cloudAccountOfEvents(app.db, id.slice(0, 64), typeof secret === 'string' ? secret : undefined));
+          accountOf.set(request, await cloudAccountOfEvents(app.db, ID_PATTERN.test(id) ? id : '', typeof secret === 'string' ? secret : undefined));
         } catch (error) {
           metrics.inboundEvents.inc({ source: 'aws', type: 'event', result: 'unverified' });
           throw error;
@@ -80,7 +85,10 @@ export async function cloudEventRoutes(app: App) {
     },
     async (request, reply) => {
       const account = accountOf.get(request)!;
-      const result = await ingestCloudEvent(app.db, account, request.body as never);
+      const event = request.body as CloudEvent;
+      const time = isoTime(event.time);
+      if (!time) throw new BadRequestError('time is not a time AWS writes', [`time: "${event.time}" is not an ISO 8601 time between 1970 and 9999`]);
+      const result = await ingestCloudEvent(app.db, account, { ...event, time });
       metrics.inboundEvents.inc({ source: 'aws', type: 'event', result: 'accepted' });
       const acknowledgedOnly = !result.duplicate && (result.outcome === 'UNMATCHED' || result.outcome === 'UNKNOWN');
       return reply.status(acknowledgedOnly ? 202 : 200).send({ data: result });

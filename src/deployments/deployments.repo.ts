@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { DeploymentResourcesTable, DeploymentsTable } from '../platform/db/database.ts';
-import type { Executor } from '../platform/db/db.ts';
+import type { Db, Executor } from '../platform/db/db.ts';
+import { isUniqueViolation } from '../platform/db/db-errors.ts';
 import type { DeploymentStatus, DeploymentTriggerSource } from '../platform/db/enums.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { ContainerDeploymentState } from './deployment-state.ts';
@@ -15,7 +16,7 @@ export function rowToDeployment(row: DeploymentRow): Deployment {
   const optional: Record<string, unknown> = {
     startedAt: iso(row.started_at)?.value,
     completedAt: iso(row.completed_at)?.value,
-    data: row.data ?? undefined,
+    data: row.data ? withoutEnvironmentValues(row.data as Record<string, unknown>) : undefined,
     error: row.error ?? undefined,
     cloudAccountId: row.cloud_account_id ?? undefined,
     externalDeploymentId: row.external_deployment_id ?? undefined,
@@ -39,6 +40,27 @@ export function rowToDeployment(row: DeploymentRow): Deployment {
     updatedAt: row.updated_at,
     ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
   } as Deployment;
+}
+
+/**
+ * A task definition's containers' environment values often hold secrets: a deployment shows their names,
+ * never their values (the definition kept for a redeploy has them).
+ */
+function withoutEnvironmentValues(data: Record<string, unknown>): Record<string, unknown> {
+  const redact = (ref: unknown) => {
+    const definition = (ref as { definition?: { containerDefinitions?: unknown } } | undefined)?.definition;
+    if (!definition || !Array.isArray(definition.containerDefinitions)) return ref;
+    const containerDefinitions = definition.containerDefinitions.map((c: Record<string, unknown>) =>
+      Array.isArray(c?.environment) ? { ...c, environment: c.environment.map((e: { name?: unknown }) => ({ name: e?.name, value: '(sensitive)' })) } : c,
+    );
+    return { ...(ref as object), definition: { ...definition, containerDefinitions } };
+  };
+  if (!('deployedTaskDefinition' in data) && !('previousTaskDefinition' in data)) return data;
+  return {
+    ...data,
+    ...(data.deployedTaskDefinition ? { deployedTaskDefinition: redact(data.deployedTaskDefinition) } : {}),
+    ...(data.previousTaskDefinition ? { previousTaskDefinition: redact(data.previousTaskDefinition) } : {}),
+  };
 }
 
 export function rowToResource(row: DeploymentResourceRow): DeploymentResource {
@@ -90,19 +112,39 @@ export function findResourcesPage(db: Executor, deploymentId: string, page: Page
   return db.selectFrom('deployment_resources').selectAll().where('deployment_id', '=', deploymentId).$call(keyset(page, 'deployment_resources.id')).execute();
 }
 
+export function findOrganizationResourcesPage(
+  db: Executor,
+  organizationId: string,
+  page: PageRequest,
+  filter: { deploymentId?: string; moduleInstanceId?: string },
+) {
+  return db
+    .selectFrom('deployment_resources')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .$if(filter.deploymentId !== undefined, (q) => q.where('deployment_id', '=', filter.deploymentId!))
+    .$if(filter.moduleInstanceId !== undefined, (q) => q.where('module_instance_id', '=', filter.moduleInstanceId!))
+    .$call(keyset(page, 'deployment_resources.id'))
+    .execute();
+}
+
 export function findResource(db: Executor, organizationId: string, id: string) {
   return db.selectFrom('deployment_resources').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
 }
 
-/** The module instance whose stack's outputs declare one of these service ARNs (the oldest, if several do). */
-export function findInstanceOfService(db: Executor, organizationId: string, serviceArns: string[]) {
+/**
+ * The module instance whose stack's outputs declare one of these service ARNs, in this cluster when its
+ * outputs name one (the oldest, if several do).
+ */
+export function findInstanceOfService(db: Executor, organizationId: string, serviceArns: string[], clusterArn: string | undefined) {
   return db
     .selectFrom('stacks as s')
     .innerJoin('module_instances as i', 'i.stack_id', 's.id')
-    .select(['i.id', 'i.project_id', 'i.environment_id', 'i.given_id', sql<string | null>`s.output ->> 'ecs_cluster_arn'`.as('cluster_arn')])
+    .select(['i.id', 'i.project_id', 'i.environment_id'])
     .where('s.organization_id', '=', organizationId)
     .where('s.module_instance_id', 'is not', null)
     .where(sql<string>`s.output ->> 'ecs_service_arn'`, 'in', serviceArns)
+    .$if(clusterArn !== undefined, (q) => q.where(sql<boolean>`coalesce(s.output ->> 'ecs_cluster_arn' = ${clusterArn ?? ''}, true)`))
     .orderBy('i.id')
     .limit(1)
     .executeTakeFirst();
@@ -338,35 +380,50 @@ export function insertModuleDeployment(
     .executeTakeFirstOrThrow();
 }
 
-/** finishModuleDeployment ends the deployment of a run as the run ended. */
+/** finishModuleDeployment ends the deployment of a run as the run ended (a retried run's, as its retry ended). */
 export async function finishModuleDeployment(db: Executor, runId: string, status: DeploymentStatus, error: Record<string, unknown> | null): Promise<void> {
   await db
     .updateTable('deployments')
     .set({ status, error: error ? JSON.stringify(error) : null, completed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where('pipeline_run_id', '=', runId)
-    .where('status', '=', 'IN_PROGRESS')
     .execute();
 }
 
-/** An unfinished deployment of the instance, if there is one (what a redeploy would overlap). */
+/**
+ * An unfinished deployment of the instance, if there is one (what a redeploy would overlap): a module
+ * deploy whose run is queued or running (a retried one included), or the newest container deployment of
+ * a service while ECS has not said it ended. An older one that ECS never ended (a newer deployment
+ * replaced it) does not count, nor a redeploy whose process died before ECS named its deployment.
+ */
 export function findDeploymentInProgress(db: Executor, moduleInstanceId: string) {
-  return (
-    db
-      .selectFrom('deployments')
-      .select(['id', 'deployment_type'])
-      .where('module_instance_id', '=', moduleInstanceId)
-      .where('status', '=', 'IN_PROGRESS')
-      // A redeploy whose process died before ECS named its deployment would otherwise block the next one.
-      .where((eb) =>
-        eb.or([
-          eb('external_deployment_id', 'is not', null),
-          eb('deployment_type', '=', 'MODULE'),
-          eb('created_at', '>', sql<Date>`now() - interval '15 minutes'`),
+  return db
+    .selectFrom('deployments as d')
+    .leftJoin('pipeline_runs as r', 'r.id', 'd.pipeline_run_id')
+    .select(['d.id', 'd.deployment_type'])
+    .where('d.module_instance_id', '=', moduleInstanceId)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('d.deployment_type', '=', 'MODULE'), eb('r.status', 'in', ['QUEUED', 'RUNNING', 'WAITING_FOR_APPROVAL'])]),
+        eb.and([
+          eb('d.deployment_type', '=', 'CONTAINER_SERVICE'),
+          eb('d.status', '=', 'IN_PROGRESS'),
+          eb.or([eb('d.external_deployment_id', 'is not', null), eb('d.created_at', '>', sql<Date>`now() - interval '15 minutes'`)]),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('deployments as newer')
+                .select('newer.id')
+                .whereRef('newer.module_instance_id', '=', 'd.module_instance_id')
+                .whereRef('newer.resource_arn', '=', 'd.resource_arn')
+                .where('newer.deployment_type', '=', 'CONTAINER_SERVICE')
+                .whereRef('newer.started_at', '>', 'd.started_at'),
+            ),
+          ),
         ]),
-      )
-      .limit(1)
-      .executeTakeFirst()
-  );
+      ]),
+    )
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /** A container redeploy, recorded before AWS is asked (ECS names its deployment only once it starts). */
@@ -412,49 +469,56 @@ export async function failDeployment(db: Executor, id: string, error: Record<str
     .execute();
 }
 
-/** setDeploymentData replaces a deployment's data (the caller holds what it changes). */
-export async function setDeploymentData(db: Executor, id: string, data: ContainerServiceData): Promise<void> {
+/** keepTaskDefinition keeps, with the deployment, the task definition it deploys as ECS described it. */
+export async function keepTaskDefinition(db: Executor, id: string, definition: Record<string, unknown>): Promise<void> {
   await db
     .updateTable('deployments')
-    .set({ data: JSON.stringify(data), updated_at: sql<Date>`now()` })
+    .set({ data: sql`jsonb_set(data, '{deployedTaskDefinition,definition}', ${JSON.stringify(definition)}::jsonb)`, updated_at: sql<Date>`now()` })
     .where('id', '=', id)
+    .where(sql<boolean>`data ? 'deployedTaskDefinition'`)
     .execute();
 }
 
 /**
  * nameExternalDeployment gives a redeploy the id ECS gave its service deployment. Should that
- * deployment's events have arrived first (and recorded it), that record becomes the redeploy: it takes
- * the redeploy's origin and data, and the redeploy's own row goes. Returns the deployment's id.
+ * deployment's events have recorded it first, that record becomes the redeploy: it takes the redeploy's
+ * origin and data, and the redeploy's own row goes. Returns the deployment's id.
  */
-export async function nameExternalDeployment(db: Executor, redeploy: DeploymentRow, externalId: string, data: ContainerServiceData): Promise<string> {
-  const seen = await db
-    .selectFrom('deployments')
-    .selectAll()
-    .where('cloud_account_id', '=', redeploy.cloud_account_id)
-    .where('external_deployment_id', '=', externalId)
-    .forUpdate()
-    .executeTakeFirst();
-  if (!seen) {
+export async function nameExternalDeployment(db: Db, redeploy: DeploymentRow, externalId: string, data: ContainerServiceData): Promise<string> {
+  try {
+    // One statement: should an event's transaction be recording the same deployment, it waits for that
+    // one to commit, then fails on the unique index, and the record the event made is taken over.
     await db
       .updateTable('deployments')
       .set({ external_deployment_id: externalId, data: JSON.stringify(data), updated_at: sql<Date>`now()` })
       .where('id', '=', redeploy.id)
       .execute();
     return redeploy.id;
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
   }
-  const events = (seen.data as unknown as ContainerServiceData | null)?.events ?? [];
-  await db
-    .updateTable('deployments')
-    .set({
-      trigger_source: redeploy.trigger_source,
-      description: redeploy.description,
-      redeploy_of_deployment_id: redeploy.redeploy_of_deployment_id,
-      rollback_to_deployment_id: redeploy.rollback_to_deployment_id,
-      data: JSON.stringify({ ...(seen.data as object), ...data, events }),
-      updated_at: sql<Date>`now()`,
-    })
-    .where('id', '=', seen.id)
-    .execute();
-  await db.deleteFrom('deployments').where('id', '=', redeploy.id).execute();
-  return seen.id;
+  return db.transaction().execute(async (trx) => {
+    const seen = await trx
+      .selectFrom('deployments')
+      .selectAll()
+      .where('cloud_account_id', '=', redeploy.cloud_account_id)
+      .where('external_deployment_id', '=', externalId)
+      .forUpdate()
+      .executeTakeFirstOrThrow();
+    const events = (seen.data as unknown as ContainerServiceData | null)?.events ?? [];
+    await trx
+      .updateTable('deployments')
+      .set({
+        trigger_source: redeploy.trigger_source,
+        description: redeploy.description,
+        redeploy_of_deployment_id: redeploy.redeploy_of_deployment_id,
+        rollback_to_deployment_id: redeploy.rollback_to_deployment_id,
+        data: JSON.stringify({ ...(seen.data as object), ...data, events }),
+        updated_at: sql<Date>`now()`,
+      })
+      .where('id', '=', seen.id)
+      .execute();
+    await trx.deleteFrom('deployments').where('id', '=', redeploy.id).execute();
+    return seen.id;
+  });
 }

@@ -1,8 +1,8 @@
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, OrderedPaginationQuery } from '../platform/schema.ts';
-import { Deployment, DeploymentListQuery, DeploymentResource } from './deployments.schema.ts';
-import { getDeployment, getDeploymentResource, listDeploymentResources, listDeployments } from './deployments.service.ts';
+import { Deployment, DeploymentListQuery, DeploymentResource, DeploymentResourceListQuery } from './deployments.schema.ts';
+import { getDeployment, getDeploymentResource, listDeploymentResources, listDeployments, listOrganizationResources } from './deployments.service.ts';
 import { replayDeployment } from './redeploy.service.ts';
 import { errorResponses } from '../platform/http/openapi.ts';
 
@@ -38,6 +38,7 @@ export async function deploymentRoutes(app: App) {
     {
       schema: {
         tags,
+        operationId: 'listResourcesOfDeployment',
         summary: 'List the resources (container tasks) of a deployment',
         params: IdParams,
         querystring: OrderedPaginationQuery,
@@ -83,6 +84,23 @@ export async function deploymentRoutes(app: App) {
       async (request, reply) => reply.status(201).send({ data: await replayDeployment(app.db, app.config.aws, request.principal, request.params.id, kind) }),
     );
   }
+
+  app.get(
+    '/deployment-resources',
+    {
+      schema: {
+        tags,
+        summary: "List the organization's deployment resources (container tasks)",
+        querystring: DeploymentResourceListQuery,
+        response: { 200: ListEnvelope(DeploymentResource) },
+      },
+    },
+    async (request) => {
+      const { cursor: _c, limit: _l, order: _o, ...filter } = request.query;
+      const { items, meta } = await listOrganizationResources(app.db, request.principal, pageRequest(request.query), filter);
+      return { data: items, meta };
+    },
+  );
 
   app.get(
     '/deployment-resources/:id',

@@ -175,4 +175,12 @@ export const DeploymentResource = Type.Object(
 );
 export type DeploymentResource = Static<typeof DeploymentResource>;
 
-export const DeploymentResourceListQuery = OrderedPaginationQuery;
+export const DeploymentResourceListQuery = Type.Object(
+  {
+    ...OrderedPaginationQuery.properties,
+    deploymentId: Type.Optional({ ...Id, description: 'Only the resources of this deployment' }),
+    moduleInstanceId: Type.Optional({ ...Id, description: 'Only the resources of this module instance' }),
+  },
+  { additionalProperties: false },
+);
+export type DeploymentResourceListQuery = Static<typeof DeploymentResourceListQuery>;

@@ -2,7 +2,15 @@ import type { Principal } from '../platform/auth/principal.ts';
 import type { Db } from '../platform/db/db.ts';
 import { NotFoundError } from '../platform/errors.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
-import { findDeployment, findDeploymentsPage, findResource, findResourcesPage, rowToDeployment, rowToResource } from './deployments.repo.ts';
+import {
+  findDeployment,
+  findDeploymentsPage,
+  findOrganizationResourcesPage,
+  findResource,
+  findResourcesPage,
+  rowToDeployment,
+  rowToResource,
+} from './deployments.repo.ts';
 import type { DeploymentListQuery } from './deployments.schema.ts';
 
 export async function listDeployments(db: Db, principal: Principal, page: PageRequest, filter: DeploymentListQuery) {
@@ -23,6 +31,11 @@ export async function getDeployment(db: Db, principal: Principal, id: string) {
 export async function listDeploymentResources(db: Db, principal: Principal, deploymentId: string, page: PageRequest) {
   const deployment = await getDeploymentRow(db, principal, deploymentId);
   const { items, meta } = toPage(await findResourcesPage(db, deployment.id, page), page, (r) => r.id);
+  return { items: items.map(rowToResource), meta };
+}
+
+export async function listOrganizationResources(db: Db, principal: Principal, page: PageRequest, filter: { deploymentId?: string; moduleInstanceId?: string }) {
+  const { items, meta } = toPage(await findOrganizationResourcesPage(db, principal.organizationId, page, filter), page, (r) => r.id);
   return { items: items.map(rowToResource), meta };
 }
 

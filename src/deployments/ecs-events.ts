@@ -71,12 +71,25 @@ const DEPLOYMENT_STATUS: Record<string, DeploymentFacts['status']> = {
 /** Stops that someone or the scheduler asked for (a scale-in, a newer deployment): not failures. */
 const EXPECTED_STOPS = new Set(['UserInitiated', 'ServiceSchedulerInitiated']);
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
+/** Longer than any ARN, name or reason ECS sends: a longer string is not read (nor matched by a pattern). */
+const MAX_STRING = 2048;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 && v.length <= MAX_STRING ? v : undefined);
 const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined);
-const time = (v: unknown): string | undefined => {
-  const s = str(v);
-  return s !== undefined && !Number.isNaN(Date.parse(s)) ? new Date(s).toISOString() : undefined;
-};
+const time = (v: unknown): string | undefined => isoTime(v);
+
+/**
+ * isoTime is an ISO 8601 time as AWS writes them, normalised to UTC, or undefined for anything else: a
+ * leap second, a year before 1970 or after 9999 (neither of which PostgreSQL or Date would take).
+ */
+export function isoTime(v: unknown): string | undefined {
+  if (typeof v !== 'string' || v.length > 64 || !ISO_TIME.test(v)) return undefined;
+  const ms = Date.parse(v);
+  if (Number.isNaN(ms)) return undefined;
+  const year = new Date(ms).getUTCFullYear();
+  return year >= 1970 && year <= 9999 ? new Date(ms).toISOString() : undefined;
+}
 
 /** The parts of an ECS ARN: `arn:aws:ecs:<region>:<account>:<type>/<path>`. */
 export function parseEcsArn(arn: string): { partition: string; region: string; account: string; type: string; path: string[] } | undefined {

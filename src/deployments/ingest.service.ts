@@ -3,6 +3,7 @@
 
 import type { CloudAccountRow } from '../cloud-accounts/cloud-accounts.repo.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
+import { isForeignKeyViolation } from '../platform/db/db-errors.ts';
 import type { CloudEventOutcome } from '../platform/db/enums.ts';
 import { newId } from '../platform/ids.ts';
 import { applyDeploymentEvent, applyServiceAction, newContainerDeployment } from './deployment-state.ts';
@@ -19,7 +20,7 @@ import {
   type DeploymentRow,
   type InstanceOfService,
 } from './deployments.repo.ts';
-import { clusterOfService, readEcsEvent, type CloudEvent, type DeploymentFacts, type ServiceActionFacts, type TaskFacts } from './ecs-events.ts';
+import { clusterOfService, parseEcsArn, readEcsEvent, type CloudEvent, type DeploymentFacts, type ServiceActionFacts, type TaskFacts } from './ecs-events.ts';
 
 export interface IngestResult {
   /** Plinth's id of the stored event. */
@@ -37,8 +38,21 @@ interface Applied {
   deploymentId?: string;
 }
 
-/** ingestCloudEvent stores an event of the account and applies what it says. */
+/**
+ * ingestCloudEvent stores an event of the account and applies what it says. Should the instance it is
+ * about be deleted meanwhile (its row gone under the insert), it is applied once more, and then finds
+ * no instance.
+ */
 export async function ingestCloudEvent(db: Db, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
+  try {
+    return await ingestOnce(db, account, event);
+  } catch (error) {
+    if (!isForeignKeyViolation(error)) throw error;
+    return ingestOnce(db, account, event);
+  }
+}
+
+function ingestOnce(db: Db, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
   return db.transaction().execute(async (trx) => {
     const id = newId();
     const stored = await insertCloudEvent(trx, { id, organizationId: account.organization_id, cloudAccountId: account.id, event });
@@ -61,8 +75,10 @@ export async function ingestCloudEvent(db: Db, account: CloudAccountRow, event: 
 async function apply(trx: Executor, account: CloudAccountRow, event: CloudEvent): Promise<Applied> {
   const facts = readEcsEvent(event);
   if (!facts) return { outcome: 'UNKNOWN' };
-  // An event of another AWS account is not this account's to apply, whoever holds its secret.
-  if (event.account !== account.account_id) return { outcome: 'UNMATCHED' };
+  // An event of another AWS account, or about a resource of one, is not this account's to apply,
+  // whoever holds its secret.
+  const resource = facts.kind === 'task' ? facts.clusterArn : facts.serviceArn;
+  if (event.account !== account.account_id || parseEcsArn(resource)?.account !== account.account_id) return { outcome: 'UNMATCHED' };
   if (facts.kind === 'task') return applyTask(trx, account, facts, event.time);
   if (facts.kind === 'deployment') return applyDeployment(trx, account, facts);
   return applyAction(trx, account, facts);
@@ -73,10 +89,7 @@ async function instanceOf(trx: Executor, account: CloudAccountRow, serviceArn: s
   const name = serviceArn.split('/').at(-1)!;
   // The old ARN format (service/<name>) does not name the cluster: a stack may output either.
   const oldFormat = serviceArn.replace(/:service\/.+$/, `:service/${name}`);
-  const found = await findInstanceOfService(trx, account.organization_id, [...new Set([serviceArn, oldFormat])]);
-  if (!found) return undefined;
-  if (found.cluster_arn && clusterArn && found.cluster_arn !== clusterArn) return undefined;
-  return found;
+  return findInstanceOfService(trx, account.organization_id, [...new Set([serviceArn, oldFormat])], clusterArn);
 }
 
 async function applyTask(trx: Executor, account: CloudAccountRow, facts: TaskFacts, eventTime: string): Promise<Applied> {

@@ -26,7 +26,7 @@ import {
   insertContainerRedeploy,
   nameExternalDeployment,
   rowToDeployment,
-  setDeploymentData,
+  keepTaskDefinition,
   type DeploymentRow,
 } from './deployments.repo.ts';
 import type { ContainerServiceData } from './deployments.schema.ts';
@@ -121,8 +121,7 @@ async function replayContainerDeployment(db: Db, aws: AwsConfig, principal: Prin
         (await awsCall('ECS DescribeTaskDefinition', () => ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: release.arn })))).taskDefinition;
       if (!definition) throw notReplayable(source, `ECS does not describe ${release.arn}`);
       // What was read is kept with the source: a later replay needs no AWS to know it.
-      if (!release.definition)
-        await setDeploymentData(db, source.id, { ...stored, deployedTaskDefinition: { ...release, definition: definition as Record<string, unknown> } });
+      if (!release.definition) await keepTaskDefinition(db, source.id, definition as Record<string, unknown>);
       const input = Object.fromEntries(
         REGISTRABLE.flatMap((k) => ((definition as Record<string, unknown>)[k] !== undefined ? [[k, (definition as Record<string, unknown>)[k]]] : [])),
       );
@@ -143,7 +142,7 @@ async function replayContainerDeployment(db: Db, aws: AwsConfig, principal: Prin
         deployedTaskDefinition: { arn: registered.taskDefinitionArn, revision: registered.revision ?? 0, definition: definition as Record<string, unknown> },
         ...(previous?.definition ? { previousTaskDefinition: previous.definition } : {}),
       };
-      const deploymentId = await db.transaction().execute((trx) => nameExternalDeployment(trx, redeploy, primary.id!, deployed));
+      const deploymentId = await nameExternalDeployment(db, redeploy, primary.id!, deployed);
       return rowToDeployment((await findDeployment(db, principal.organizationId, deploymentId))!);
     } finally {
       ecs.destroy();

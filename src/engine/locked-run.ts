@@ -116,7 +116,9 @@ async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, o: LockedRunOpt
     case 'releaseWaiting':
       // It waits for nothing any more: a retry of it starts from its stack's queue.
       await setBlockingStack(trx, s.id, null);
-      return releaseRunsWaitingFor(trx, s.stackId!, s.id, false);
+      await releaseRunsWaitingFor(trx, s.stackId!, s.id, false);
+      // It ended (cancelled) without its stack ever admitting it: it finished all the same.
+      return stackRunFinished(trx, { stackId: s.stackId!, runId: s.id, status: s.status, succeeded: false });
     case 'enterStackQueue':
       return enterStackQueue(trx, s.id, s.stackId, o.actor);
   }

@@ -233,7 +233,13 @@ export async function replayModuleDeploy(
     });
     await refuseWhileDeploying(trx, row.id);
     const version = await findVersionById(trx, release.moduleVersionId);
-    if (!version) throw new NotFoundError('ModuleVersion', release.moduleVersionId);
+    if (!version) {
+      throw new RuleViolationError(
+        'Deployment',
+        'NOT_REDEPLOYABLE',
+        `Deployment ${origin.sourceDeploymentId} cannot be deployed again: its module version is gone`,
+      );
+    }
     await updateStackRow(trx, row.stack_id, { source: stackSourceOf(version), variables: release.moduleInput });
     const data = {
       kind: 'stack',

@@ -55,14 +55,21 @@ function awsError(operation: string, code: string, message: string): AppError {
 
 /**
  * awsCall runs one AWS request (the SDK retries throttling and server errors on its own) and turns its
- * failure into a 502 naming the operation and AWS's error code, which `metadata` also carries.
+ * failure into a 502 naming the operation and AWS's error code, which `metadata` also carries. What AWS
+ * says of a refused AssumeRole names Plinth's own principal, and a failure to connect names Plinth's
+ * endpoint: neither is passed on to the tenant, only what to check.
  */
 export async function awsCall<T>(operation: string, send: () => Promise<T>): Promise<T> {
   try {
     return await send();
   } catch (error) {
     if (error instanceof AppError) throw error;
-    const e = error as { name?: string; message?: string; Code?: string };
-    throw awsError(operation, e.Code ?? e.name ?? 'Error', e.message ?? String(error));
+    const e = error as { name?: string; message?: string; Code?: string; $fault?: string };
+    if (e.$fault === undefined) throw awsError(operation, 'NetworkError', 'Plinth could not reach AWS');
+    const code = e.Code ?? e.name ?? 'Error';
+    if (operation.startsWith('STS ')) {
+      throw awsError(operation, code, "the role's trust policy must let Plinth's principal assume it with the cloud account's externalId");
+    }
+    throw awsError(operation, code, e.message ?? code);
   }
 }

@@ -88,7 +88,7 @@ export interface AuditWebhookDeliveries {
 export interface CloudAccounts {
   account_id: string;
   created_at: Generated<Timestamp>;
-  external_id: string | null;
+  external_id: string;
   given_id: string;
   id: string;
   ingest_secret_created_at: Timestamp | null;

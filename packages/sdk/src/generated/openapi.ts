@@ -363,6 +363,23 @@ export interface paths {
         patch: operations["updateDefaultValue"];
         trace?: never;
     };
+    "/deployment-resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's deployment resources (container tasks) */
+        get: operations["listDeploymentResources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/deployment-resources/{id}": {
         parameters: {
             query?: never;
@@ -442,7 +459,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the resources (container tasks) of a deployment */
-        get: operations["listDeploymentResources"];
+        get: operations["listResourcesOfDeployment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1694,7 +1711,8 @@ export interface components {
              * @description RFC 3339 timestamp in UTC, with a trailing Z
              */
             createdAt: string;
-            externalId?: string;
+            /** @description The sts:ExternalId Plinth sends when it assumes the role: made by Plinth, unique to this cloud account. Require it in the role's trust policy */
+            externalId: string;
             /** @description Caller-chosen identifier */
             givenId: string;
             id: string;
@@ -4565,8 +4583,6 @@ export interface operations {
                     data: {
                         /** @description The 12-digit AWS account id */
                         accountId: string;
-                        /** @description sts:ExternalId sent when assuming the role */
-                        externalId?: string;
                         /** @description Caller-chosen identifier */
                         givenId: string;
                         name: string;
@@ -4890,8 +4906,6 @@ export interface operations {
             content: {
                 "application/json": {
                     data: {
-                        /** @description sts:ExternalId sent when assuming the role */
-                        externalId?: string | null;
                         name?: string;
                         /** @description The IAM role Plinth assumes in that account; it must belong to accountId */
                         roleArn?: string;
@@ -5017,7 +5031,10 @@ export interface operations {
                     region: string;
                     resources?: string[];
                     source: string;
-                    /** Format: date-time */
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601, as AWS writes it
+                     */
                     time: string;
                     version?: string;
                 } & {
@@ -6972,6 +6989,94 @@ export interface operations {
             };
         };
     };
+    listDeploymentResources: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                /** @description Only the resources of this deployment */
+                deploymentId?: string;
+                limit?: number | null;
+                /** @description Only the resources of this module instance */
+                moduleInstanceId?: string;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DeploymentResource"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getDeploymentResource: {
         parameters: {
             query?: never;
@@ -7358,7 +7463,7 @@ export interface operations {
             };
         };
     };
-    listDeploymentResources: {
+    listResourcesOfDeployment: {
         parameters: {
             query?: {
                 cursor?: string | null;
