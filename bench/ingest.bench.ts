@@ -9,7 +9,7 @@
 //
 // - task: ECS Task State Change events (70%), each task's versions in order, over 10 tasks per service;
 // - deployment: ECS Deployment State Change events (15%): a deployment per service, in progress then completed;
-// - unknown: an ACM event, stored and acknowledged (10%);
+// - acm: an ACM event about a certificate Plinth did not request, stored and acknowledged (10%);
 // - redelivery: an event sent before, sent again (5%).
 //
 // Each figure is the time from the request's start to its answer on the client's monotonic clock.
@@ -48,7 +48,7 @@ async function call(baseUrl: string, method: string, url: string, headers: Recor
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
-type Kind = 'task' | 'deployment' | 'unknown' | 'redelivery' | 'warm-up';
+type Kind = 'task' | 'deployment' | 'acm' | 'redelivery' | 'warm-up';
 
 /** The events to send, in order: each task's and each deployment's own sequence kept. */
 function plan(services: EcsService[]): { kind: Kind; event: unknown }[] {
@@ -74,7 +74,7 @@ function plan(services: EcsService[]): { kind: Kind; event: unknown }[] {
       kind = 'deployment';
       event = deploymentEvent(service, deploymentId, step === 1 ? 'in-progress' : 'completed', new Date(Date.UTC(2026, 0, 1, 0, step)).toISOString());
     } else if (roll < 95 || sent.length === 0) {
-      kind = 'unknown';
+      kind = 'acm';
       event = awsEvent('acm-certificate-approaching-expiration');
     } else {
       kind = 'redelivery';

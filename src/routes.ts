@@ -24,6 +24,7 @@ import { moduleGraphRoutes, moduleInstanceRoutes } from './modules/module-instan
 import { moduleRegistryRoutes } from './modules/registry.routes.ts';
 import { deploymentRoutes } from './deployments/deployments.routes.ts';
 import { cloudEventRoutes } from './deployments/cloud-events.routes.ts';
+import { domainRoutes } from './domains/domains.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
 export const ROUTES: RoutePlugin[] = [
@@ -53,4 +54,5 @@ export const ROUTES: RoutePlugin[] = [
   moduleRegistryRoutes,
   deploymentRoutes,
   cloudEventRoutes,
+  domainRoutes,
 ];

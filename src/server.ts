@@ -14,6 +14,7 @@ import { EngineWorker } from './engine/worker.ts';
 import { tellRunStoriesTo } from './engine/run-story.ts';
 import { OPENTOFU_RUNNERS } from './opentofu/opentofu-step.ts';
 import { GitPoller } from './git-webhooks/poller.ts';
+import { DomainPoller } from './domains/domain-poller.ts';
 import { openExistingSecretBox, openSecretBox, type SecretKeySettings } from './platform/secrets/key-file.ts';
 import type { SecretBox } from './platform/secrets/secret-box.ts';
 import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
@@ -173,6 +174,9 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   // Off unless PLINTH_GIT_POLL_INTERVAL_S is set; worker processes poll (once per change, however many).
   const poller = roles.worker ? new GitPoller(database.db, secrets, config.git, log) : undefined;
   poller?.start();
+  // Domains' DNS records and certificates, looked at when due (PLINTH_DOMAIN_CHECK_INTERVAL_S).
+  const domainPoller = roles.worker ? new DomainPoller({ db: database.db, aws: config.aws, domains: config.domains }, log) : undefined;
+  domainPoller?.start();
   // Each process serves its own metrics on its own port (docs/operations.md#metrics); off unless set.
   const metricsServer =
     config.metricsPort === undefined
@@ -205,7 +209,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     stop: async () => {
       // Both drain at once: the listener refuses new requests while in-flight ones finish, and the
       // worker takes no new jobs while its running attempts are stopped and handed back to the queue.
-      await Promise.all([app?.close(), worker?.stop(), poller?.stop()]);
+      await Promise.all([app?.close(), worker?.stop(), poller?.stop(), domainPoller?.stop()]);
       stopSampler?.();
       stopAuditJobs?.();
       metricsServer?.closeAllConnections();

@@ -91,8 +91,8 @@ describe('configuration from the environment', () => {
 const SRC = path.resolve('src');
 const README = path.resolve('README.md');
 
-/** Product settings: PLINTH_*, DATABASE_*, LOG_*, OTEL_*, PORT, HOST and the CLI's XDG_CONFIG_HOME and NO_COLOR; never the tests' own. */
-const PRODUCT_NAME = /^(?:(?:PLINTH|DATABASE|LOG|OTEL)_[A-Z0-9_]*[A-Z0-9]|PORT|HOST|NO_COLOR|XDG_CONFIG_HOME)$/;
+/** Product settings: PLINTH_*, DATABASE_*, LOG_*, OTEL_*, AWS_*, PORT, HOST and the CLI's XDG_CONFIG_HOME and NO_COLOR; never the tests' own. */
+const PRODUCT_NAME = /^(?:(?:PLINTH|DATABASE|LOG|OTEL|AWS)_[A-Z0-9_]*[A-Z0-9]|PORT|HOST|NO_COLOR|XDG_CONFIG_HOME)$/;
 const isSetting = (name: string) => PRODUCT_NAME.test(name) && !name.startsWith('PLINTH_TEST_');
 
 /**
@@ -101,6 +101,8 @@ const isSetting = (name: string) => PRODUCT_NAME.test(name) && !name.startsWith(
  * OpenTelemetry SDK itself), and a constant.
  */
 const NOT_SETTINGS = new Set([
+  // The list of AWS regions a default value offers.
+  'AWS_REGIONS',
   'PLINTH_RUN_ID',
   'PLINTH_STEP_ID',
   'PLINTH_STEP_EXECUTION_ID',

@@ -238,6 +238,7 @@ describe('nothing secret reaches the audit log, its export or its webhook', () =
       'PATCH /module-definitions/:id': { path: `/module-definitions/${moduleDefinition}` },
       'POST /module-versions': { set: { moduleDefinitionId: draftDefinition, version: '1.0.0', source: moduleSource, inputs: [], outputs: [] } },
       'POST /module-versions/:id/deprecate': { path: `/module-versions/${moduleVersion}/deprecate` },
+      'POST /domains': { set: { moduleInstanceId: instance, hostname: 'swept.example.com', cloudAccountId: cloudAccount, region: 'us-east-1' } },
       'POST /module-instances': { set: { environmentId: environment, moduleVersionId: nextModuleVersion, givenId: 'swept', values: { name: 'swept' } } },
       'PATCH /module-instances/:id': { path: `/module-instances/${instance}`, set: { values: { name: 'net' } } },
       'POST /module-instances/:id/upgrade': {

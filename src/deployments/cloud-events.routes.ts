@@ -88,7 +88,7 @@ export async function cloudEventRoutes(app: App) {
       const event = request.body as CloudEvent;
       const time = isoTime(event.time);
       if (!time) throw new BadRequestError('time is not a time AWS writes', [`time: "${event.time}" is not an ISO 8601 time between 1970 and 9999`]);
-      const result = await ingestCloudEvent(app.db, account, { ...event, time });
+      const result = await ingestCloudEvent(app.db, app.config.domains, account, { ...event, time });
       metrics.inboundEvents.inc({ source: 'aws', type: 'event', result: 'accepted' });
       const acknowledgedOnly = !result.duplicate && (result.outcome === 'UNMATCHED' || result.outcome === 'UNKNOWN');
       return reply.status(acknowledgedOnly ? 202 : 200).send({ data: result });

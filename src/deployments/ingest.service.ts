@@ -4,6 +4,8 @@
 import type { CloudAccountRow } from '../cloud-accounts/cloud-accounts.repo.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
 import { isForeignKeyViolation } from '../platform/db/db-errors.ts';
+import type { DomainConfig } from '../platform/domain-config.ts';
+import { applyAcmEvent, isAcmEvent } from '../domains/acm-events.ts';
 import type { CloudEventOutcome } from '../platform/db/enums.ts';
 import { newId } from '../platform/ids.ts';
 import { applyDeploymentEvent, applyServiceAction, newContainerDeployment } from './deployment-state.ts';
@@ -43,16 +45,16 @@ interface Applied {
  * about be deleted meanwhile (its row gone under the insert), it is applied once more, and then finds
  * no instance.
  */
-export async function ingestCloudEvent(db: Db, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
+export async function ingestCloudEvent(db: Db, domains: DomainConfig, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
   try {
-    return await ingestOnce(db, account, event);
+    return await ingestOnce(db, domains, account, event);
   } catch (error) {
     if (!isForeignKeyViolation(error)) throw error;
-    return ingestOnce(db, account, event);
+    return ingestOnce(db, domains, account, event);
   }
 }
 
-function ingestOnce(db: Db, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
+function ingestOnce(db: Db, domains: DomainConfig, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
   return db.transaction().execute(async (trx) => {
     const id = newId();
     const stored = await insertCloudEvent(trx, { id, organizationId: account.organization_id, cloudAccountId: account.id, event });
@@ -66,13 +68,18 @@ function ingestOnce(db: Db, account: CloudAccountRow, event: CloudEvent): Promis
         ...(before?.deployment_id ? { deploymentId: before.deployment_id } : {}),
       };
     }
-    const applied = await apply(trx, account, event);
+    const applied = await apply(trx, domains, account, event);
     await recordCloudEventOutcome(trx, id, applied);
     return { id, eventId: event.id, outcome: applied.outcome, duplicate: false, ...(applied.deploymentId ? { deploymentId: applied.deploymentId } : {}) };
   });
 }
 
-async function apply(trx: Executor, account: CloudAccountRow, event: CloudEvent): Promise<Applied> {
+async function apply(trx: Executor, domains: DomainConfig, account: CloudAccountRow, event: CloudEvent): Promise<Applied> {
+  if (isAcmEvent(event)) {
+    if (event.account !== account.account_id) return { outcome: 'UNMATCHED' };
+    const acm = await applyAcmEvent(trx, domains, account, event);
+    return { outcome: acm.matched ? 'APPLIED' : 'UNMATCHED', ...(acm.arn ? { resourceArn: acm.arn } : {}) };
+  }
   const facts = readEcsEvent(event);
   if (!facts) return { outcome: 'UNKNOWN' };
   // An event of another AWS account, or about a resource of one, is not this account's to apply,

@@ -2,22 +2,14 @@
 // and ended, in the transaction that ends the run, as the run ended.
 
 import { onStackRunFinished } from '../engine/stack-run-hooks.ts';
+import { onModuleDeployStarted, type StartedModuleDeploy } from '../modules/module-deploy-hooks.ts';
 import type { Executor } from '../platform/db/db.ts';
-import type { DeploymentStatus, DeploymentTriggerSource } from '../platform/db/enums.ts';
+import type { DeploymentStatus } from '../platform/db/enums.ts';
 import { newId } from '../platform/ids.ts';
 import { ConflictError } from '../platform/errors.ts';
 import { findDeploymentInProgress, finishModuleDeployment, insertModuleDeployment } from './deployments.repo.ts';
 
-export interface ModuleDeploy {
-  organizationId: string;
-  projectId: string;
-  environmentId: string;
-  moduleInstanceId: string;
-  description: string;
-  triggerSource: DeploymentTriggerSource;
-  pipelineRunId: string;
-  /** The stack variant of the run's data: the inputs and version deployed, and the ones before. */
-  data: Record<string, unknown>;
+export interface ModuleDeploy extends StartedModuleDeploy {
   redeployOf?: string;
   rollbackTo?: string;
 }
@@ -35,6 +27,8 @@ export async function refuseWhileDeploying(db: Executor, moduleInstanceId: strin
 export function recordModuleDeploy(db: Executor, deploy: ModuleDeploy) {
   return insertModuleDeployment(db, { id: newId(), ...deploy });
 }
+
+onModuleDeployStarted((trx, deploy) => recordModuleDeploy(trx, deploy));
 
 onStackRunFinished(async (trx, finished) => {
   const status: DeploymentStatus = finished.status === 'SUCCEEDED' ? 'SUCCEEDED' : finished.status === 'CANCELLED' ? 'CANCELLED' : 'FAILED';

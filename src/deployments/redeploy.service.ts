@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-ecs';
 import { findCloudAccountById } from '../cloud-accounts/cloud-accounts.repo.ts';
 import { lockForWrite } from '../modules/module-instances.service.ts';
-import { replayModuleDeploy } from '../modules/module-deploys.ts';
+import { replayModuleDeploy } from './module-replay.ts';
 import { awsCall, ecsClientAs } from '../platform/aws/aws-clients.ts';
 import type { AwsConfig } from '../platform/aws/aws-config.ts';
 import type { Principal } from '../platform/auth/principal.ts';

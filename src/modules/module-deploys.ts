@@ -13,11 +13,10 @@ import { getEnvironmentRow } from '../environments/environments.service.ts';
 import { getRun } from '../runs/runs.service.ts';
 import { triggerStackRunIn } from '../stacks/stacks.service.ts';
 import { findInstance, findInstancesOfEnvironment, findReferencesOfConsumers, recordInstanceApplied, type ModuleInstanceRow } from './module-instances.repo.ts';
-import { finishDeletion, lockForWrite, lockGraph, rewrite, stackSourceOf } from './module-instances.service.ts';
-import { updateStack as updateStackRow } from '../stacks/stacks.repo.ts';
+import { finishDeletion, lockForWrite, lockGraph, rewrite } from './module-instances.service.ts';
 import { findVersionById } from './module-versions.repo.ts';
 import { canonicalJson } from './instance-inputs.ts';
-import { recordModuleDeploy, refuseWhileDeploying } from '../deployments/module-deployments.ts';
+import { moduleDeployStarted } from './module-deploy-hooks.ts';
 import { findProducerOutputs, messagesOf } from './reference-messages.ts';
 
 export const DEPLOY_ACTIONS = ['apply', 'plan'] as const;
@@ -35,7 +34,7 @@ export const DeployRequest = Body(
 export type DeployRequest = Static<typeof DeployRequest>['data'];
 
 /** The stacks of the instances an instance consumes, share-locked in id order before its own stack is locked. */
-async function lockProducerStacks(trx: Trx, instanceId: string): Promise<string[]> {
+export async function lockProducerStacks(trx: Trx, instanceId: string): Promise<string[]> {
   const refs = await findReferencesOfConsumers(trx, [instanceId]);
   const producers = [...new Set(refs.flatMap((r) => (r.producer_instance_id && r.producer_instance_id !== instanceId ? [r.producer_instance_id] : [])))];
   const outputs = await findProducerOutputs(trx, producers);
@@ -100,7 +99,7 @@ async function deployIn(
   const run = await triggerStackRunIn(trx, principal, row.stack_id, { action, autoapprove: input.autoapprove ?? false, description, data, waitForStackIds });
   // A plan deploys nothing: only an apply is a deployment of the instance.
   if (action === 'apply') {
-    await recordModuleDeploy(trx, {
+    await moduleDeployStarted(trx, {
       organizationId: row.organization_id,
       projectId: row.project_id,
       environmentId: row.environment_id,
@@ -203,64 +202,3 @@ onStackRunFinished(async (trx, finished) => {
   if (run?.action !== 'apply' || !data?.module_input || !data.module_version_id) return;
   await recordInstanceApplied(trx, finished.stackId, data.module_version_id, data.module_input as never);
 });
-
-/** What a deployment of an instance deployed, to deploy again: the stack's variables and the version. */
-export interface ModuleRelease {
-  moduleInput: Record<string, unknown>;
-  moduleVersionId: string;
-}
-
-/**
- * replayModuleDeploy starts a run of the instance's stack that deploys a release it deployed before (a
- * redeploy or a rollback): the stack takes that release's variables and version for the run; the
- * instance's own values and version stay what they are, so its next deploy deploys them again. Refused
- * while another deployment of the instance has not finished. Returns the new deployment.
- */
-export async function replayModuleDeploy(
-  db: Db,
-  principal: Principal,
-  instanceId: string,
-  release: ModuleRelease,
-  origin: { triggerSource: 'REDEPLOY' | 'ROLLBACK'; sourceDeploymentId: string },
-) {
-  return db.transaction().execute(async (trx) => {
-    let waitForStackIds: string[] = [];
-    const row = await lockForWrite(trx, principal, instanceId, {
-      live: true,
-      beforeStack: async (seen) => {
-        waitForStackIds = await lockProducerStacks(trx, seen.id);
-      },
-    });
-    await refuseWhileDeploying(trx, row.id);
-    const version = await findVersionById(trx, release.moduleVersionId);
-    if (!version) {
-      throw new RuleViolationError(
-        'Deployment',
-        'NOT_REDEPLOYABLE',
-        `Deployment ${origin.sourceDeploymentId} cannot be deployed again: its module version is gone`,
-      );
-    }
-    await updateStackRow(trx, row.stack_id, { source: stackSourceOf(version), variables: release.moduleInput });
-    const data = {
-      kind: 'stack',
-      module_input: release.moduleInput,
-      module_version_id: version.id,
-      ...(row.applied_values ? { previous_module_input: row.applied_values } : {}),
-      ...(row.applied_version_id ? { previous_module_version_id: row.applied_version_id } : {}),
-    };
-    const verb = origin.triggerSource === 'ROLLBACK' ? 'Roll back' : 'Redeploy';
-    const description = `${verb} module instance ${row.given_id} to deployment ${origin.sourceDeploymentId} (version ${version.version})`;
-    const run = await triggerStackRunIn(trx, principal, row.stack_id, { action: 'apply', autoapprove: false, description, data, waitForStackIds });
-    return recordModuleDeploy(trx, {
-      organizationId: row.organization_id,
-      projectId: row.project_id,
-      environmentId: row.environment_id,
-      moduleInstanceId: row.id,
-      description,
-      triggerSource: origin.triggerSource,
-      pipelineRunId: run.id,
-      data,
-      ...(origin.triggerSource === 'ROLLBACK' ? { rollbackTo: origin.sourceDeploymentId } : { redeployOf: origin.sourceDeploymentId }),
-    });
-  });
-}

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { loadAwsConfig, type AwsConfig } from './aws/aws-config.ts';
+import { loadDomainConfig, type DomainConfig } from './domain-config.ts';
 import path from 'node:path';
 import { loadAuthLimits, type AuthLimitSettings } from './auth/auth-limiter.ts';
 import { loadGitConfig, type GitConfig } from './git-config.ts';
@@ -49,6 +50,8 @@ export interface Config {
   trustedProxies: string[];
   /** PLINTH_AWS_ENDPOINT_URL and Plinth's own AWS credentials (aws/aws-config.ts). */
   aws: AwsConfig;
+  /** PLINTH_DNS_SERVERS and PLINTH_DOMAIN_CHECK_INTERVAL_S (domains/domain-config.ts). */
+  domains: DomainConfig;
 }
 
 function msFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -138,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authLimits: loadAuthLimits(env),
     trustedProxies: trustedProxiesFrom(env),
     aws: loadAwsConfig(env),
+    domains: loadDomainConfig(env),
   };
 }
 

@@ -111,6 +111,11 @@ export const ERROR_CODES = [
   /** The deployment holds no release to replay (a container deployment whose task definition is unknown). */
   'Api:Deployment:NOT_REDEPLOYABLE',
   'Api:DeploymentResource:NOT_FOUND',
+  'Api:Domain:NOT_FOUND',
+  'Api:Domain:ALREADY_EXISTS',
+  'Api:Domain:INVALID_HOSTNAME',
+  /** The instance's stack names no ECS service to take the certificate's region from. */
+  'Api:Domain:REGION_REQUIRED',
   'Api:Environment:NOT_FOUND',
   'Api:Environment:ALREADY_EXISTS',
   'Api:Environment:IN_USE',

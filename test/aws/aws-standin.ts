@@ -1,6 +1,6 @@
 // A stand-in for the AWS endpoints Plinth calls, on loopback, speaking their wire protocols: STS
-// AssumeRole (the query protocol, XML answers) and ECS (JSON 1.1, the operation in X-Amz-Target). It
-// keeps task definitions and services in memory, records every call, and can be told to refuse or
+// AssumeRole (the query protocol, XML answers), ECS and ACM (JSON 1.1, the operation in X-Amz-Target).
+// It keeps task definitions and certificates in memory, records every call, and can be told to refuse or
 // throttle an operation. Plinth reaches it through PLINTH_AWS_ENDPOINT_URL.
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -19,12 +19,15 @@ export interface AwsStandin {
   calls: AwsCall[];
   /** Task definitions by ARN. */
   taskDefinitions: Map<string, Record<string, unknown>>;
+  /** ACM certificates by ARN, as DescribeCertificate answers them (a test sets Status and NotAfter). */
+  certificates: Map<string, Record<string, unknown>>;
   /** Answers the next `times` calls of the operation with this AWS error. */
   failNext(operation: string, code: string, options?: { times?: number; status?: number }): void;
   close(): Promise<void>;
 }
 
 const ECS_TARGET = 'AmazonEC2ContainerServiceV20141113.';
+const ACM_TARGET = 'CertificateManager.';
 const ACCOUNT = '111122223333';
 
 export async function startAwsStandin(): Promise<AwsStandin> {
@@ -32,7 +35,34 @@ export async function startAwsStandin(): Promise<AwsStandin> {
   const taskDefinitions = new Map<string, Record<string, unknown>>();
   const failures = new Map<string, { code: string; status: number; times: number }>();
   const revisions = new Map<string, number>();
+  const certificates = new Map<string, Record<string, unknown>>();
   let deployments = 0;
+
+  const acm: Record<string, (input: any) => unknown> = {
+    RequestCertificate: (input) => {
+      const arn = `arn:aws:acm:us-west-2:${ACCOUNT}:certificate/${input.IdempotencyToken}`;
+      if (!certificates.has(arn)) {
+        certificates.set(arn, {
+          CertificateArn: arn,
+          DomainName: input.DomainName,
+          Status: 'PENDING_VALIDATION',
+          DomainValidationOptions: [
+            {
+              DomainName: input.DomainName,
+              ValidationStatus: 'PENDING_VALIDATION',
+              ResourceRecord: { Name: `_x1.${input.DomainName}.`, Type: 'CNAME', Value: '_x2.acm-validations.aws.' },
+            },
+          ],
+        });
+      }
+      return { CertificateArn: arn };
+    },
+    DescribeCertificate: (input) => {
+      const certificate = certificates.get(input.CertificateArn);
+      if (!certificate) throw { status: 400, code: 'ResourceNotFoundException', message: 'Could not find certificate.' };
+      return { Certificate: certificate };
+    },
+  };
 
   const ecs: Record<string, (input: any) => unknown> = {
     DescribeTaskDefinition: (input) => {
@@ -64,14 +94,15 @@ export async function startAwsStandin(): Promise<AwsStandin> {
     const body = await read(req);
     const target = String(req.headers['x-amz-target'] ?? '');
     const accessKeyId = /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ''))?.[1];
-    if (target.startsWith(ECS_TARGET)) {
-      const operation = target.slice(ECS_TARGET.length);
+    if (target.startsWith(ECS_TARGET) || target.startsWith(ACM_TARGET)) {
+      const service = target.startsWith(ECS_TARGET) ? ecs : acm;
+      const operation = target.slice(target.indexOf('.') + 1);
       const input = JSON.parse(body || '{}');
       calls.push({ operation, input, accessKeyId });
       const failure = takeFailure(operation);
       if (failure) return json(res, failure.status, { __type: failure.code, message: `${failure.code} from the stand-in` });
       try {
-        const handler = ecs[operation];
+        const handler = service[operation];
         if (!handler) return json(res, 400, { __type: 'InvalidAction', message: `${operation} is not served here` });
         return json(res, 200, handler(input));
       } catch (error) {
@@ -101,6 +132,7 @@ export async function startAwsStandin(): Promise<AwsStandin> {
     url: `http://127.0.0.1:${port}`,
     calls,
     taskDefinitions,
+    certificates,
     failNext(operation, code, options = {}) {
       failures.set(operation, { code, status: options.status ?? 400, times: options.times ?? 1 });
     },

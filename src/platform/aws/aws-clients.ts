@@ -1,6 +1,7 @@
 // AWS clients acting in a tenant's AWS account: Plinth's own credentials assume the cloud account's
 // role (with its external id), and the clients use what that returns, in the region of the resource.
 
+import { ACMClient } from '@aws-sdk/client-acm';
 import { ECSClient } from '@aws-sdk/client-ecs';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { AppError } from '../errors.ts';
@@ -22,8 +23,8 @@ function endpointOf(config: AwsConfig) {
   return config.endpointUrl ? { endpoint: config.endpointUrl } : {};
 }
 
-/** ecsClientAs assumes the role and returns an ECS client of the region with its credentials. */
-export async function ecsClientAs(config: AwsConfig, role: RoleToAssume, region: string): Promise<ECSClient> {
+/** The credentials of the role, assumed with Plinth's own for a 15-minute session. */
+async function assumeRole(config: AwsConfig, role: RoleToAssume, region: string) {
   const sts = new STSClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), ...(config.credentials ? { credentials: config.credentials } : {}) });
   try {
     const answer = await awsCall('STS AssumeRole', () =>
@@ -38,15 +39,20 @@ export async function ecsClientAs(config: AwsConfig, role: RoleToAssume, region:
     );
     const c = answer.Credentials;
     if (!c?.AccessKeyId || !c.SecretAccessKey) throw awsError('STS AssumeRole', 'NoCredentials', 'STS answered without credentials');
-    return new ECSClient({
-      region,
-      maxAttempts: MAX_ATTEMPTS,
-      ...endpointOf(config),
-      credentials: { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken, expiration: c.Expiration },
-    });
+    return { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken, expiration: c.Expiration };
   } finally {
     sts.destroy();
   }
+}
+
+/** ecsClientAs assumes the role and returns an ECS client of the region with its credentials. */
+export async function ecsClientAs(config: AwsConfig, role: RoleToAssume, region: string): Promise<ECSClient> {
+  return new ECSClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await assumeRole(config, role, region) });
+}
+
+/** acmClientAs assumes the role and returns an ACM client of the region with its credentials. */
+export async function acmClientAs(config: AwsConfig, role: RoleToAssume, region: string): Promise<ACMClient> {
+  return new ACMClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await assumeRole(config, role, region) });
 }
 
 function awsError(operation: string, code: string, message: string): AppError {

@@ -11,7 +11,9 @@ export interface AwsConfig {
 export function loadAwsConfig(env: NodeJS.ProcessEnv): AwsConfig {
   const endpointUrl = env.PLINTH_AWS_ENDPOINT_URL || undefined;
   if (endpointUrl !== undefined && !URL.canParse(endpointUrl)) throw new Error(`PLINTH_AWS_ENDPOINT_URL must be a URL, not "${endpointUrl}"`);
-  const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  const sessionToken = env.AWS_SESSION_TOKEN;
   return {
     endpointUrl,
     credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } : undefined,

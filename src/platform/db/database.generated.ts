@@ -3,7 +3,7 @@
 
 import type { Role } from "../auth/roles.ts";
 import type { JsonColumn, JsonObjectColumn } from "./column-types.ts";
-import type { AuditActorType, AuditOutcome, CloudEventOutcome, CloudProvider, CreatedByType, DeploymentResourceType, DeploymentStatus, DeploymentTriggerSource, DeploymentType, ExecutionEnvironmentType, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
+import type { AuditActorType, AuditOutcome, CertificateStatus, CloudEventOutcome, CloudProvider, CreatedByType, DeploymentResourceType, DeploymentStatus, DeploymentTriggerSource, DeploymentType, DomainEventKind, DomainStatus, ExecutionEnvironmentType, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
 import type { ColumnType } from "kysely";
 
 export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
@@ -83,6 +83,24 @@ export interface AuditWebhookDeliveries {
   organization_id: string;
   status_code: number | null;
   to_seq: number;
+}
+
+export interface CertificateIssuances {
+  certificate_arn: string | null;
+  check_attempts: Generated<number>;
+  cloud_account_id: string | null;
+  created_at: Generated<Timestamp>;
+  domain_id: string;
+  error: JsonObjectColumn | null;
+  expiring_reported_at: Timestamp | null;
+  id: string;
+  next_check_at: Timestamp | null;
+  not_after: Timestamp | null;
+  organization_id: string;
+  region: string;
+  status: CertificateStatus;
+  updated_at: Generated<Timestamp>;
+  validation_records: JsonColumn | null;
 }
 
 export interface CloudAccounts {
@@ -200,6 +218,35 @@ export interface Deployments {
   status: DeploymentStatus;
   trigger_source: DeploymentTriggerSource;
   updated_at: Generated<Timestamp>;
+}
+
+export interface DomainEvents {
+  certificate_issuance_id: string | null;
+  created_at: Generated<Timestamp>;
+  data: string;
+  domain_id: string | null;
+  id: string;
+  kind: DomainEventKind;
+  module_instance_id: string;
+  organization_id: string;
+}
+
+export interface Domains {
+  check_attempts: Generated<number>;
+  cloud_account_id: string | null;
+  created_at: Generated<Timestamp>;
+  detached_at: Timestamp | null;
+  hostname: string;
+  id: string;
+  last_check_message: string | null;
+  module_instance_id: string;
+  next_check_at: Timestamp | null;
+  organization_id: string;
+  region: string;
+  status: DomainStatus;
+  updated_at: Generated<Timestamp>;
+  verification_token: string;
+  verified_at: Timestamp | null;
 }
 
 export interface Environments {
@@ -587,6 +634,7 @@ export interface DB {
   audit_events: AuditEvents;
   audit_settings: AuditSettings;
   audit_webhook_deliveries: AuditWebhookDeliveries;
+  certificate_issuances: CertificateIssuances;
   cloud_accounts: CloudAccounts;
   cloud_events: CloudEvents;
   code_sources: CodeSources;
@@ -594,6 +642,8 @@ export interface DB {
   default_values: DefaultValues;
   deployment_resources: DeploymentResources;
   deployments: Deployments;
+  domain_events: DomainEvents;
+  domains: Domains;
   environments: Environments;
   execution_environments: ExecutionEnvironments;
   git_app_installations: GitAppInstallations;

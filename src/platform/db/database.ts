@@ -41,3 +41,6 @@ export type ModuleReferencesTable = DB['module_references'];
 export type CloudEventsTable = DB['cloud_events'];
 export type DeploymentsTable = DB['deployments'];
 export type DeploymentResourcesTable = DB['deployment_resources'];
+export type DomainsTable = DB['domains'];
+export type CertificateIssuancesTable = DB['certificate_issuances'];
+export type DomainEventsTable = DB['domain_events'];

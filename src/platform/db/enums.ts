@@ -81,3 +81,24 @@ export type DeploymentResourceType = (typeof DEPLOYMENT_RESOURCE_TYPES)[number];
  */
 export const CLOUD_EVENT_OUTCOMES = ['APPLIED', 'STALE', 'UNMATCHED', 'UNKNOWN'] as const;
 export type CloudEventOutcome = (typeof CLOUD_EVENT_OUTCOMES)[number];
+
+export const DOMAIN_STATUSES = ['PENDING_VERIFICATION', 'VERIFIED', 'DETACHED'] as const;
+export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
+
+/** REQUESTING: ACM has not answered yet (it is asked again); then ACM's own states, as Plinth follows them. */
+export const CERTIFICATE_STATUSES = ['REQUESTING', 'PENDING_VALIDATION', 'ISSUED', 'FAILED', 'EXPIRED'] as const;
+export type CertificateStatus = (typeof CERTIFICATE_STATUSES)[number];
+
+export const DOMAIN_EVENT_KINDS = [
+  'DOMAIN_ATTACHED',
+  'DNS_VERIFICATION_PENDING',
+  'DNS_VERIFIED',
+  'CERTIFICATE_REQUESTED',
+  'CERTIFICATE_ISSUED',
+  'CERTIFICATE_EXPIRING',
+  'CERTIFICATE_EXPIRED',
+  'CERTIFICATE_RENEWAL_ACTION_REQUIRED',
+  'CERTIFICATE_FAILED',
+  'DOMAIN_DETACHED',
+] as const;
+export type DomainEventKind = (typeof DOMAIN_EVENT_KINDS)[number];
