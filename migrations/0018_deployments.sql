@@ -56,6 +56,9 @@ create table deployments (
   error jsonb,
   -- The time of the newest event applied to the status: an older one arriving late changes nothing.
   last_event_at timestamptz,
+  -- When worker processes next read the task definition it deploys from ECS (null: read, or nothing to read).
+  definition_check_at timestamptz,
+  definition_check_attempts integer not null default 0,
   started_at timestamptz,
   completed_at timestamptz,
   created_at timestamptz not null default now(),
@@ -66,6 +69,7 @@ create index deployments_org_idx on deployments (organization_id, id);
 create index deployments_instance_idx on deployments (module_instance_id, id);
 create index deployments_environment_idx on deployments (environment_id, id);
 create index deployments_run_idx on deployments (pipeline_run_id) where pipeline_run_id is not null;
+create index deployments_definition_due_idx on deployments (definition_check_at) where definition_check_at is not null;
 
 -- A container task of a deployment, as its newest event described it (`sequence`: the task event's
 -- detail.version, which ECS increments with each change of the task).

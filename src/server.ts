@@ -14,7 +14,9 @@ import { EngineWorker } from './engine/worker.ts';
 import { tellRunStoriesTo } from './engine/run-story.ts';
 import { OPENTOFU_RUNNERS } from './opentofu/opentofu-step.ts';
 import { GitPoller } from './git-webhooks/poller.ts';
-import { DomainPoller } from './domains/domain-poller.ts';
+import { domainChecks } from './domains/domain-poller.ts';
+import { taskDefinitionChecks } from './deployments/task-definitions.ts';
+import { DuePoller } from './platform/due-poller.ts';
 import { openExistingSecretBox, openSecretBox, type SecretKeySettings } from './platform/secrets/key-file.ts';
 import type { SecretBox } from './platform/secrets/secret-box.ts';
 import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
@@ -174,9 +176,13 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   // Off unless PLINTH_GIT_POLL_INTERVAL_S is set; worker processes poll (once per change, however many).
   const poller = roles.worker ? new GitPoller(database.db, secrets, config.git, log) : undefined;
   poller?.start();
-  // Domains' DNS records and certificates, looked at when due (PLINTH_DOMAIN_CHECK_INTERVAL_S).
-  const domainPoller = roles.worker ? new DomainPoller({ db: database.db, aws: config.aws, domains: config.domains }, log) : undefined;
-  domainPoller?.start();
+  // Domains' DNS records and certificates, and deployments' task definitions, when due (PLINTH_CLOUD_CHECK_INTERVAL_S).
+  const checks = [
+    ...domainChecks({ db: database.db, aws: config.aws, domains: config.domains }),
+    ...taskDefinitionChecks({ db: database.db, aws: config.aws }),
+  ];
+  const duePoller = roles.worker ? new DuePoller(database.db, checks, config.domains.checkIntervalSeconds, log) : undefined;
+  duePoller?.start();
   // Each process serves its own metrics on its own port (docs/operations.md#metrics); off unless set.
   const metricsServer =
     config.metricsPort === undefined
@@ -209,7 +215,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     stop: async () => {
       // Both drain at once: the listener refuses new requests while in-flight ones finish, and the
       // worker takes no new jobs while its running attempts are stopped and handed back to the queue.
-      await Promise.all([app?.close(), worker?.stop(), poller?.stop(), domainPoller?.stop()]);
+      await Promise.all([app?.close(), worker?.stop(), poller?.stop(), duePoller?.stop()]);
       stopSampler?.();
       stopAuditJobs?.();
       metricsServer?.closeAllConnections();

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadEngineConfig } from '../src/engine/engine-config.ts';
+import { taskDefinitionChecks } from '../src/deployments/task-definitions.ts';
+import { DuePoller } from '../src/platform/due-poller.ts';
 import { startAwsStandin, type AwsStandin } from './aws/aws-standin.ts';
 import { deploymentEvent, taskEvent, type EcsService } from './helpers/aws-events.ts';
 import { assertError, createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
@@ -14,6 +16,8 @@ Object.assign(process.env, LOOPBACK_GIT_ENV);
 const ROLE_ARN = `arn:aws:iam::${ECS_ACCOUNT}:role/plinth-deployer`;
 const WEB: EcsService = { account: ECS_ACCOUNT, region: 'us-west-2', cluster: 'shop', service: 'web' };
 const TASK_DEFINITION = `arn:aws:ecs:us-west-2:${ECS_ACCOUNT}:task-definition/web:7`;
+const LOGS = { logDriver: 'awslogs', options: { 'awslogs-group': '/ecs/web', 'awslogs-region': 'us-west-2', 'awslogs-stream-prefix': 'ecs' } };
+const silent = { info() {}, warn() {}, error() {}, debug() {} } as never;
 
 describe('redeploying and rolling back deployments', () => {
   let t: TofuTestApp;
@@ -53,7 +57,9 @@ describe('redeploying and rolling back deployments', () => {
       family: 'web',
       revision: 7,
       status: 'ACTIVE',
-      containerDefinitions: [{ name: 'web', image: 'nginx:1.27', essential: true, environment: [{ name: 'API_KEY', value: 'sk-live-secret' }] }],
+      containerDefinitions: [
+        { name: 'web', image: 'nginx:1.27', essential: true, environment: [{ name: 'API_KEY', value: 'sk-live-secret' }], logConfiguration: LOGS },
+      ],
       requiresCompatibilities: ['FARGATE'],
       networkMode: 'awsvpc',
       cpu: '256',
@@ -104,7 +110,7 @@ describe('redeploying and rolling back deployments', () => {
     assert.equal(redeploy.data.deployedTaskDefinition.arn, `arn:aws:ecs:us-west-2:${ECS_ACCOUNT}:task-definition/web:101`);
     // Environment values often hold secrets: shown by name, registered again whole.
     assert.deepEqual(redeploy.data.deployedTaskDefinition.definition.containerDefinitions, [
-      { name: 'web', image: 'nginx:1.27', essential: true, environment: [{ name: 'API_KEY', value: '(sensitive)' }] },
+      { name: 'web', image: 'nginx:1.27', essential: true, environment: [{ name: 'API_KEY', value: '(sensitive)' }], logConfiguration: LOGS },
     ]);
 
     assert.deepEqual(
@@ -186,6 +192,31 @@ describe('redeploying and rolling back deployments', () => {
     await waitForRunStatus(t, run.id, 'SUCCEEDED', 120_000);
     const done = (await t.call('GET', `/deployments/${redeploy.id}`)).body.data;
     assert.equal(done.status, 'SUCCEEDED');
+  });
+
+  it('reads the task definition a deployment deploys, apart from its events, and gives its tasks their log streams', async () => {
+    const ecsId = 'ecs-svc/1100000000000000007';
+    await send(deploymentEvent(WEB, ecsId, 'in-progress', at(70)));
+    const first = await send(taskEvent(WEB, ecsId, 'task-logs-a', 2, 'RUNNING', { taskDefinition: TASK_DEFINITION }));
+    const before = (await t.call('GET', `/deployments/${first.deploymentId}`)).body.data;
+    assert.equal(before.data.deployedTaskDefinition.definition, undefined, 'an event does not wait for AWS');
+    const poller = new DuePoller(t.db, taskDefinitionChecks({ db: t.db, aws: t.app.config.aws }), 1, silent);
+    await poller.runDueOnce();
+    const after = (await t.call('GET', `/deployments/${first.deploymentId}`)).body.data;
+    assert.equal(after.data.deployedTaskDefinition.definition.family, 'web');
+    const streams = (id: string) => [
+      { containerName: 'web', logGroupName: '/ecs/web', logStreamPrefix: 'ecs', region: 'us-west-2', streamName: `ecs/web/${id}` },
+    ];
+    const [taskA] = (await t.call('GET', `/deployment-resources?deploymentId=${first.deploymentId}`)).body.data;
+    assert.deepEqual(taskA.logStreams, streams('task-logs-a'));
+    await send(taskEvent(WEB, ecsId, 'task-logs-b', 2, 'RUNNING', { taskDefinition: TASK_DEFINITION }));
+    const tasks = (await t.call('GET', `/deployment-resources?deploymentId=${first.deploymentId}`)).body.data;
+    assert.deepEqual(
+      tasks.find((r: any) => r.externalId.endsWith('/task-logs-b')).logStreams,
+      streams('task-logs-b'),
+      'a later task has them from its first event',
+    );
+    await send(deploymentEvent(WEB, ecsId, 'completed', at(71)));
   });
 
   it('lets no VIEWER redeploy and no other organization see the deployment', async () => {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { DomainPoller } from '../src/domains/domain-poller.ts';
+import { domainChecks } from '../src/domains/domain-poller.ts';
+import { DuePoller } from '../src/platform/due-poller.ts';
 import { startAwsStandin, type AwsStandin } from './aws/aws-standin.ts';
 import { startDnsStandin, type DnsStandin } from './dns/dns-standin.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -24,7 +25,7 @@ describe('domains of module instances: DNS verification, certificates and their 
   let instanceId: string;
   let accountId: string;
   let secret: string;
-  let poller: DomainPoller;
+  let poller: DuePoller;
 
   before(async () => {
     aws = await startAwsStandin();
@@ -35,7 +36,7 @@ describe('domains of module instances: DNS verification, certificates and their 
         AWS_ACCESS_KEY_ID: 'AKIAPLINTHTEST',
         AWS_SECRET_ACCESS_KEY: 'plinth-test-secret',
         PLINTH_DNS_SERVERS: dns.server,
-        PLINTH_DOMAIN_CHECK_INTERVAL_S: '1',
+        PLINTH_CLOUD_CHECK_INTERVAL_S: '1',
       },
     });
     git = await startGitServer();
@@ -54,7 +55,7 @@ describe('domains of module instances: DNS verification, certificates and their 
     });
     accountId = account.body.data.id;
     secret = account.body.data.ingestSecret;
-    poller = new DomainPoller({ db: t.db, aws: t.app.config.aws, domains: t.app.config.domains }, silent);
+    poller = new DuePoller(t.db, domainChecks({ db: t.db, aws: t.app.config.aws, domains: t.app.config.domains }), 1, silent);
   });
   after(async () => {
     await t.close();
@@ -74,7 +75,7 @@ describe('domains of module instances: DNS verification, certificates and their 
   const makeDue = async () => {
     await sql`update domains set next_check_at = now() where next_check_at is not null`.execute(t.db);
     await sql`update certificate_issuances set next_check_at = now() where next_check_at is not null`.execute(t.db);
-    await poller.checkDueOnce();
+    await poller.runDueOnce();
   };
 
   it('attaches a hostname, names the TXT record to create, and records both steps', async () => {

@@ -5,6 +5,7 @@ import { isUniqueViolation } from '../platform/db/db-errors.ts';
 import type { DeploymentStatus, DeploymentTriggerSource } from '../platform/db/enums.ts';
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { ContainerDeploymentState } from './deployment-state.ts';
+import type { LogStream } from './log-streams.ts';
 import type { ContainerServiceData, Deployment, DeploymentListQuery, DeploymentResource } from './deployments.schema.ts';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
@@ -219,7 +220,8 @@ export async function recordDeployedTaskDefinition(
   const added = { deployedTaskDefinition: deployed, ...(previous ? { previousTaskDefinition: previous } : {}) };
   await db
     .updateTable('deployments')
-    .set({ data: sql`data || ${JSON.stringify(added)}::jsonb`, updated_at: sql<Date>`now()` })
+    // Its definition is read from ECS by a worker process (task-definitions.ts), not here.
+    .set({ data: sql`data || ${JSON.stringify(added)}::jsonb`, definition_check_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where('id', '=', id)
     .where(sql<boolean>`not (data ? 'deployedTaskDefinition')`)
     .execute();
@@ -296,6 +298,8 @@ export interface TaskWrite {
   startedAt: string | null;
   stoppedAt: string | null;
   eventAt: string;
+  /** Known once the deployment's task definition is: then from the first event of the task on. */
+  logStreams: LogStream[] | null;
 }
 
 /**
@@ -322,6 +326,7 @@ export function upsertTask(db: Executor, t: TaskWrite) {
       started_at: t.startedAt ? new Date(t.startedAt) : null,
       stopped_at: t.stoppedAt ? new Date(t.stoppedAt) : null,
       last_event_at: new Date(t.eventAt),
+      log_streams: t.logStreams ? JSON.stringify(t.logStreams) : null,
     })
     .onConflict((oc) =>
       oc
@@ -334,6 +339,7 @@ export function upsertTask(db: Executor, t: TaskWrite) {
           error: sql`coalesce(excluded.error, deployment_resources.error)`,
           started_at: sql`coalesce(excluded.started_at, deployment_resources.started_at)`,
           stopped_at: sql`coalesce(excluded.stopped_at, deployment_resources.stopped_at)`,
+          log_streams: sql`coalesce(deployment_resources.log_streams, excluded.log_streams)`,
           last_event_at: eb.ref('excluded.last_event_at'),
         }))
         .where('deployment_resources.sequence', '<', (eb) => eb.ref('excluded.sequence')),
@@ -473,7 +479,11 @@ export async function failDeployment(db: Executor, id: string, error: Record<str
 export async function keepTaskDefinition(db: Executor, id: string, definition: Record<string, unknown>): Promise<void> {
   await db
     .updateTable('deployments')
-    .set({ data: sql`jsonb_set(data, '{deployedTaskDefinition,definition}', ${JSON.stringify(definition)}::jsonb)`, updated_at: sql<Date>`now()` })
+    .set({
+      data: sql`jsonb_set(data, '{deployedTaskDefinition,definition}', ${JSON.stringify(definition)}::jsonb)`,
+      definition_check_at: null,
+      updated_at: sql<Date>`now()`,
+    })
     .where('id', '=', id)
     .where(sql<boolean>`data ? 'deployedTaskDefinition'`)
     .execute();
@@ -521,4 +531,49 @@ export async function nameExternalDeployment(db: Db, redeploy: DeploymentRow, ex
     await trx.deleteFrom('deployments').where('id', '=', redeploy.id).execute();
     return seen.id;
   });
+}
+
+/** claimDueDefinition takes one deployment whose task definition is due to be read, for this worker alone (until the lease ends). */
+export function claimDueDefinition(db: Executor, leaseSeconds: number) {
+  return db
+    .updateTable('deployments')
+    .set({ definition_check_at: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
+    .where(
+      'id',
+      '=',
+      db
+        .selectFrom('deployments')
+        .select('id')
+        .where('definition_check_at', '<=', sql<Date>`now()`)
+        .orderBy('definition_check_at')
+        .limit(1)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** deferDefinition reads the task definition again later (ECS refused or could not be reached), or never. */
+export async function deferDefinition(db: Executor, id: string, attempts: number, next: Date | null): Promise<void> {
+  await db.updateTable('deployments').set({ definition_check_attempts: attempts, definition_check_at: next }).where('id', '=', id).execute();
+}
+
+/** The tasks of a deployment whose log streams are not known yet. */
+export function findTasksWithoutLogStreams(db: Executor, deploymentId: string) {
+  return db
+    .selectFrom('deployment_resources')
+    .select(['id', 'external_id'])
+    .where('deployment_id', '=', deploymentId)
+    .where('log_streams', 'is', null)
+    .execute();
+}
+
+export async function setLogStreams(db: Executor, resourceId: string, streams: LogStream[]): Promise<void> {
+  await db
+    .updateTable('deployment_resources')
+    .set({ log_streams: JSON.stringify(streams) })
+    .where('id', '=', resourceId)
+    .where('log_streams', 'is', null)
+    .execute();
 }

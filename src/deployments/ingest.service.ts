@@ -6,6 +6,7 @@ import type { Db, Executor } from '../platform/db/db.ts';
 import { isForeignKeyViolation } from '../platform/db/db-errors.ts';
 import type { DomainConfig } from '../platform/domain-config.ts';
 import { applyAcmEvent, isAcmEvent } from '../domains/acm-events.ts';
+import { logStreamsOf } from './log-streams.ts';
 import type { CloudEventOutcome } from '../platform/db/enums.ts';
 import { newId } from '../platform/ids.ts';
 import { applyDeploymentEvent, applyServiceAction, newContainerDeployment } from './deployment-state.ts';
@@ -133,8 +134,17 @@ async function applyTask(trx: Executor, account: CloudAccountRow, facts: TaskFac
     startedAt: facts.startedAt ?? null,
     stoppedAt: facts.stoppedAt ?? null,
     eventAt: eventTime,
+    logStreams: logStreamsOfTask(deployment, facts),
   });
   return { outcome: written ? 'APPLIED' : 'STALE', resourceArn: facts.taskArn, deploymentId: deployment.id };
+}
+
+/** A task's log streams, once the deployment's task definition has been read (and the task runs that one). */
+function logStreamsOfTask(deployment: DeploymentRow, facts: TaskFacts) {
+  const deployed = containerStateOf(deployment).data.deployedTaskDefinition;
+  const region = parseEcsArn(facts.clusterArn)?.region;
+  if (!deployed?.definition || deployed.arn !== facts.taskDefinitionArn || !region) return null;
+  return logStreamsOf(deployed.definition, facts.taskArn, region);
 }
 
 /** The first task of a deployment says which task definition it deploys; the one before is the previous deployment's. */

@@ -50,7 +50,7 @@ export interface Config {
   trustedProxies: string[];
   /** PLINTH_AWS_ENDPOINT_URL and Plinth's own AWS credentials (aws/aws-config.ts). */
   aws: AwsConfig;
-  /** PLINTH_DNS_SERVERS and PLINTH_DOMAIN_CHECK_INTERVAL_S (domains/domain-config.ts). */
+  /** PLINTH_DNS_SERVERS and PLINTH_CLOUD_CHECK_INTERVAL_S (domains/domain-config.ts). */
   domains: DomainConfig;
 }
 

@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 export interface DomainConfig {
   /** PLINTH_DNS_SERVERS: the resolvers TXT records are looked up with (ip or ip:port, comma-separated); empty: the host's. */
   dnsServers: string[];
-  /** PLINTH_DOMAIN_CHECK_INTERVAL_S: how often worker processes look at domains and certificates that are due; 0: never. */
+  /** PLINTH_CLOUD_CHECK_INTERVAL_S: how often worker processes take due cloud work (domains, certificates, task definitions); 0: never. */
   checkIntervalSeconds: number;
 }
 
@@ -18,7 +18,7 @@ export function loadDomainConfig(env: NodeJS.ProcessEnv): DomainConfig {
     const host = server.startsWith('[') ? server.slice(1, server.indexOf(']')) : server.replace(/:\d+$/, '');
     if (!isIP(host)) throw new Error(`PLINTH_DNS_SERVERS must list IP addresses (with an optional :port), not "${server}"`);
   }
-  const interval = env.PLINTH_DOMAIN_CHECK_INTERVAL_S ?? '60';
-  if (!/^\d+$/.test(interval)) throw new Error(`PLINTH_DOMAIN_CHECK_INTERVAL_S must be a whole number of seconds, not "${interval}"`);
+  const interval = env.PLINTH_CLOUD_CHECK_INTERVAL_S ?? '60';
+  if (!/^\d+$/.test(interval)) throw new Error(`PLINTH_CLOUD_CHECK_INTERVAL_S must be a whole number of seconds, not "${interval}"`);
   return { dnsServers, checkIntervalSeconds: Number(interval) };
 }

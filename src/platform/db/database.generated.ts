@@ -199,6 +199,8 @@ export interface Deployments {
   completed_at: Timestamp | null;
   created_at: Generated<Timestamp>;
   data: JsonObjectColumn | null;
+  definition_check_at: Timestamp | null;
+  definition_check_attempts: Generated<number>;
   deployment_type: DeploymentType;
   description: string;
   environment_id: string;

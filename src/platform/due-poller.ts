@@ -1,0 +1,67 @@
+import type { Db } from './db/db.ts';
+import type { Logger } from './logger.ts';
+
+/**
+ * A kind of work that falls due in the database (a domain's DNS record to look for, a task definition to
+ * read): `claim` takes one due item for this process alone (pushing its due time on, so another worker
+ * takes it only should this one die), `run` does it.
+ */
+export interface DueCheck<T = any> {
+  name: string;
+  claim(db: Db): Promise<T | undefined>;
+  run(item: T): Promise<void>;
+}
+
+/** Items of each kind one worker takes per tick: a backlog is worked off over several ticks. */
+const PER_TICK = 20;
+
+/**
+ * DuePoller takes the due work of its checks in worker processes, every `intervalSeconds`: each due
+ * item is claimed by one worker, however many poll.
+ */
+export class DuePoller {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly checks: DueCheck[],
+    private readonly intervalSeconds: number,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    if (this.intervalSeconds <= 0 || this.timer) return;
+    this.timer = setInterval(() => {
+      this.running ??= this.runDueOnce()
+        .then(() => undefined)
+        .catch((error) => this.log.warn({ err: error }, 'due checks failed'))
+        .finally(() => (this.running = undefined));
+    }, this.intervalSeconds * 1000);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** runDueOnce takes up to PER_TICK due items of each check; returns how many it took. */
+  async runDueOnce(): Promise<number> {
+    let done = 0;
+    for (const check of this.checks) {
+      for (let i = 0; i < PER_TICK; i++) {
+        const item = await check.claim(this.db);
+        if (item === undefined) break;
+        try {
+          await check.run(item);
+        } catch (error) {
+          // One failing item does not stop the others; it is due again when its claim runs out.
+          this.log.warn({ check: check.name, err: { message: (error as Error).message } }, 'a due check failed');
+        }
+        done++;
+      }
+    }
+    return done;
+  }
+}
