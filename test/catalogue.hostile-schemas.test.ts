@@ -5,38 +5,13 @@ import { after, before, describe, it } from 'node:test';
 import type { App } from '../src/platform/http/app.ts';
 import { startTestApp, type Response, type TestApp } from './helpers/app.ts';
 import { assertError } from './helpers/callers.ts';
+import { HOSTILE, hostileSchema, INPUTS, PATTERNS_PER_INPUT } from './helpers/hostile-patterns.ts';
 
 /** `section` nested `depth` levels, each holding the next: 655 bytes at depth 10. */
 function nestedSections(depth: number): Record<string, unknown> {
   let node: Record<string, unknown> = { id: 'leaf', label: 'L', type: 'string' };
   for (let i = 0; i < depth; i++) node = { id: `s${i}`, label: 'S', type: 'section', properties: [node] };
   return node;
-}
-
-/** Shapes that backtrack catastrophically in a backtracking engine, each with a value that makes them. */
-const HOSTILE: { shape: string; value: string }[] = [
-  { shape: '(a+)+$', value: 'a'.repeat(48) + '!' },
-  { shape: '(a|aa)+$', value: 'a'.repeat(48) + '!' },
-  { shape: '(.*a){20}', value: 'a'.repeat(19) + '!'.repeat(48) },
-  { shape: '^(a|a)*$', value: 'a'.repeat(48) + '!' },
-  { shape: '^(\\w+\\s?)*$', value: 'word '.repeat(12) + '!' },
-];
-const PATTERNS_PER_INPUT = 20;
-const INPUTS = 50;
-
-/**
- * An object of 50 string inputs with 20 patterns each, every pattern a hostile shape made distinct (so
- * that none is compiled already), and a value of the object that fails all 1,000 patterns.
- */
-function hostileSchema(tag: string) {
-  const properties = Array.from({ length: INPUTS }, (_, i) => ({
-    id: `p${i}`,
-    label: `P${i}`,
-    type: 'string',
-    patterns: Array.from({ length: PATTERNS_PER_INPUT }, (_, k) => ({ pattern: `(?:${HOSTILE[i % HOSTILE.length].shape})|_${tag}_${i}_${k}`, message: 'no' })),
-  }));
-  const value = Object.fromEntries(properties.map((p, i) => [p.id, HOSTILE[i % HOSTILE.length].value]));
-  return { schema: { id: 'hostile', label: 'Hostile', type: 'object', properties }, value };
 }
 
 /**
@@ -78,7 +53,13 @@ async function serverTimeOf(res: Response): Promise<{ elapsedMs: number; cpuMs: 
   return serverTimes.get(id)!;
 }
 
-const MAX_SERVER_MS = 100;
+/**
+ * A bound that only a linear-time engine meets: a backtracking one takes about 2^48 steps on one of
+ * these values. How fast it answers (1,000 fresh patterns in under 100 ms) is measured by `npm run
+ * bench:patterns`, not here: on a shared 2-core machine a thread's CPU time varies by half with the
+ * work beside it.
+ */
+const MAX_SERVER_MS = 1000;
 
 describe('hostile default-value schemas and values answer in milliseconds', () => {
   let t: TestApp;
