@@ -54,6 +54,7 @@ const ENUM_COLUMNS: Record<string, readonly [string, string, readonly string[]]>
   'domains.status': ['DomainStatus', './enums.ts', enums.DOMAIN_STATUSES],
   'certificate_issuances.status': ['CertificateStatus', './enums.ts', enums.CERTIFICATE_STATUSES],
   'domain_events.kind': ['DomainEventKind', './enums.ts', enums.DOMAIN_EVENT_KINDS],
+  'feed_entries.kind': ['FeedEntryKind', './enums.ts', enums.FEED_ENTRY_KINDS],
 };
 
 /** jsonb columns that always hold an object (the rest read as any JSON value). */

@@ -25,6 +25,7 @@ import { moduleRegistryRoutes } from './modules/registry.routes.ts';
 import { deploymentRoutes } from './deployments/deployments.routes.ts';
 import { cloudEventRoutes } from './deployments/cloud-events.routes.ts';
 import { domainRoutes } from './domains/domains.routes.ts';
+import { feedRoutes } from './feed/feed.routes.ts';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
 export const ROUTES: RoutePlugin[] = [
@@ -55,4 +56,5 @@ export const ROUTES: RoutePlugin[] = [
   deploymentRoutes,
   cloudEventRoutes,
   domainRoutes,
+  feedRoutes,
 ];

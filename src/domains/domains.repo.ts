@@ -1,5 +1,5 @@
 import { sql, type Selectable } from 'kysely';
-import type { CertificateIssuancesTable, DomainsTable } from '../platform/db/database.ts';
+import type { CertificateIssuancesTable, DomainEventsTable, DomainsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import type { CertificateStatus, DomainEventKind } from '../platform/db/enums.ts';
 import { newId } from '../platform/ids.ts';
@@ -236,12 +236,21 @@ export async function findRecentDomainEvents(db: Executor, organizationId: strin
     .orderBy('id', 'desc')
     .limit(limit)
     .execute();
-  return rows.reverse().map((r) => ({
+  return rows.reverse().map(rowToDomainEvent);
+}
+
+export async function findDomainEvent(db: Executor, organizationId: string, id: string): Promise<DomainEvent | undefined> {
+  const row = await db.selectFrom('domain_events').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
+  return row && rowToDomainEvent(row);
+}
+
+function rowToDomainEvent(r: Selectable<DomainEventsTable>): DomainEvent {
+  return {
     id: r.id,
     kind: r.kind,
     createdAt: r.created_at,
     data: r.data,
     ...(r.domain_id ? { domainId: r.domain_id } : {}),
     ...(r.certificate_issuance_id ? { certificateIssuanceId: r.certificate_issuance_id } : {}),
-  }));
+  };
 }

@@ -178,6 +178,8 @@ export const ERROR_CODES = [
   'Api:StepExecution:NOT_FOUND',
   'Api:StepExecution:NOT_WAITING_FOR_APPROVAL',
   'Api:StepLogs:TOO_MANY_FOLLOWERS',
+  /** 429: the caller already follows as many live feed streams as one caller may at once. */
+  'Api:EventStream:TOO_MANY_STREAMS',
   'Api:User:NOT_FOUND',
 
   // Git servers, apps, OAuth and webhooks.

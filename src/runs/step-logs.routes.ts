@@ -1,29 +1,12 @@
 import { errorResponses } from '../platform/http/openapi.ts';
-import type { ServerResponse } from 'node:http';
-import type { FastifyBaseLogger } from 'fastify';
-import type { Principal } from '../platform/auth/principal.ts';
 import type { App } from '../platform/http/app.ts';
 import { BadRequestError } from '../platform/errors.ts';
 import { Example, IdParams } from '../platform/schema.ts';
-import { FollowSlots } from './follow-slots.ts';
-import { metrics } from '../platform/metrics/metrics.ts';
+import { EventStreams, sseEvent, wantsEventStream } from '../platform/http/event-stream.ts';
+import { StreamSlots } from '../platform/http/stream-slots.ts';
 import { LogsPage, LogsQuery, MAX_LOG_SEQ } from './runs.schema.ts';
 import { followLogs, readLogs } from './step-logs.service.ts';
 import { logsPageExample } from './runs.examples.ts';
-
-interface StreamContext {
-  principal: Principal;
-  executionId: string;
-  requestId: string;
-  log: FastifyBaseLogger;
-}
-
-/** A follow client that takes nothing for this long is disconnected; it resumes with Last-Event-ID. */
-export const FOLLOW_STALL_MS = 60_000;
-
-function wantsStream(accept: string | undefined, follow: boolean | undefined): boolean {
-  return follow === true || (accept ?? '').includes('text/event-stream');
-}
 
 /** The seq to resume after, from Last-Event-ID: a non-negative 32-bit integer, or a 400. */
 export function parseLastEventId(header: string | string[] | undefined): number | undefined {
@@ -36,63 +19,9 @@ export function parseLastEventId(header: string | string[] | undefined): number 
   return seq;
 }
 
-/** Resolves once the socket can take more ('drain'), or has closed; a client stalled too long is cut off. */
-function drained(raw: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      raw.off('drain', done);
-      raw.off('close', done);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      raw.destroy();
-      done();
-    }, FOLLOW_STALL_MS);
-    raw.on('drain', done);
-    raw.on('close', done);
-  });
-}
-
-/**
- * streamLogs writes the step's lines to the hijacked response as Server-Sent Events, each write waiting
- * for the socket to drain when its buffer is full, and ends the response.
- */
-async function streamLogs(app: App, request: StreamContext, raw: ServerResponse, after: number, stopping: () => boolean) {
-  let closed = raw.destroyed;
-  raw.on('close', () => (closed = true));
-  raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': request.requestId });
-  const send = async (text: string) => {
-    if (!closed && !raw.write(text)) await drained(raw);
-  };
-  metrics.sseConnections.inc({ stream: 'step-logs' });
-  try {
-    await followLogs(app.db, request.principal, request.executionId, after, {
-      line: (line) => send(`event: line\nid: ${line.seq}\ndata: ${JSON.stringify(line)}\n\n`),
-      keepAlive: () => send(': keep-alive\n\n'),
-      end: (status) => void send(`event: end\ndata: ${JSON.stringify({ status })}\n\n`),
-      closed: () => closed || stopping(),
-    });
-  } catch (error) {
-    request.log.error({ err: error }, 'failed to stream logs');
-    if (!closed)
-      raw.write(`event: error\ndata: ${JSON.stringify({ code: 'Api:Internal:ERROR', message: 'The log stream failed', requestId: request.requestId })}\n\n`);
-  }
-  metrics.sseConnections.dec({ stream: 'step-logs' });
-  raw.end();
-}
-
 export async function stepLogRoutes(app: App) {
-  // Follow streams can last as long as a step: on shutdown they end (clients resume with Last-Event-ID)
-  // instead of holding the drain open.
-  // A stream stalled on a client that reads nothing is cut at once, rather than after FOLLOW_STALL_MS.
-  let shuttingDown = false;
-  const streams = new Set<ServerResponse>();
-  const slots = new FollowSlots();
-  app.addHook('preClose', async () => {
-    shuttingDown = true;
-    for (const raw of streams) if (raw.writableNeedDrain) raw.destroy();
-  });
+  const streams = new EventStreams(app, 'step-logs');
+  const slots = new StreamSlots({ what: 'log streams followed', code: 'Api:StepLogs:TOO_MANY_FOLLOWERS' });
 
   app.get(
     '/pipeline-step-executions/:id/logs',
@@ -120,7 +49,7 @@ export async function stepLogRoutes(app: App) {
     },
     async (request, reply) => {
       const after = request.query.after ?? parseLastEventId(request.headers['last-event-id']) ?? 0;
-      if (!wantsStream(request.headers.accept, request.query.follow)) {
+      if (!wantsEventStream(request.headers.accept, request.query.follow)) {
         return readLogs(app.db, request.principal, request.params.id, after, request.query.limit, request.query.tail);
       }
       if (request.query.tail !== undefined)
@@ -128,15 +57,14 @@ export async function stepLogRoutes(app: App) {
       // The execution must exist before the stream opens, so a 404 is still an ErrorBody.
       await readLogs(app.db, request.principal, request.params.id, after, 1);
       const release = slots.acquire(request.principal.userId);
-      reply.hijack();
-      streams.add(reply.raw);
-      reply.raw.on('close', () => {
-        streams.delete(reply.raw);
-        release();
-      });
-      const context = { principal: request.principal, executionId: request.params.id, requestId: request.id, log: request.log };
-      await streamLogs(app, context, reply.raw, after, () => shuttingDown);
-      release();
+      await streams.serve(reply, request.id, release, (stream) =>
+        followLogs(app.db, request.principal, request.params.id, after, {
+          line: (line) => stream.send(sseEvent('line', line.seq, line)),
+          keepAlive: () => stream.send(': keep-alive\n\n'),
+          end: (status) => void stream.send(sseEvent('end', undefined, { status })),
+          closed: stream.closed,
+        }),
+      );
       return reply;
     },
   );

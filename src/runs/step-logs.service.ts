@@ -7,6 +7,7 @@ import { findExecutionStatus } from './runs.repo.ts';
 import { getExecutionRow } from './runs.service.ts';
 import type { LogLine } from './runs.schema.ts';
 import { findLastLogLines, findLogLines, type LogRow } from './step-logs.repo.ts';
+import { STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
 
 /** A JSON page stops once its records hold this many bytes (at least one record is always returned). */
 export const PAGE_MAX_BYTES = 1024 * 1024;
@@ -16,8 +17,6 @@ export const PAGE_MAX_BYTES = 1024 * 1024;
  */
 export const FOLLOW_PAGE_ROWS = 200;
 export const FOLLOW_PAGE_MAX_BYTES = 256 * 1024;
-/** A stream with nothing to send says so this often (an SSE comment), so proxies and dead clients show. */
-export const FOLLOW_KEEPALIVE_MS = 15_000;
 
 function logRowToLine(row: LogRow): LogLine {
   return {
@@ -98,7 +97,7 @@ export async function followLogs(db: Db, principal: Principal, id: string, after
     }
     if (more) continue;
     if (isTerminalStep(status)) return target.end(status);
-    if (Date.now() - lastSent >= FOLLOW_KEEPALIVE_MS) {
+    if (Date.now() - lastSent >= STREAM_KEEPALIVE_MS) {
       await target.keepAlive();
       lastSent = Date.now();
     }

@@ -3,7 +3,7 @@
 
 import type { Role } from "../auth/roles.ts";
 import type { JsonColumn, JsonObjectColumn } from "./column-types.ts";
-import type { AuditActorType, AuditOutcome, CertificateStatus, CloudEventOutcome, CloudProvider, CreatedByType, DeploymentResourceType, DeploymentStatus, DeploymentTriggerSource, DeploymentType, DomainEventKind, DomainStatus, ExecutionEnvironmentType, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
+import type { AuditActorType, AuditOutcome, CertificateStatus, CloudEventOutcome, CloudProvider, CreatedByType, DeploymentResourceType, DeploymentStatus, DeploymentTriggerSource, DeploymentType, DomainEventKind, DomainStatus, ExecutionEnvironmentType, FeedEntryKind, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
 import type { ColumnType } from "kysely";
 
 export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
@@ -277,6 +277,17 @@ export interface ExecutionEnvironments {
   type: ExecutionEnvironmentType;
   updated_at: Generated<Timestamp>;
   vpc_id: string | null;
+}
+
+export interface FeedEntries {
+  created_at: Generated<Timestamp>;
+  environment_id: string | null;
+  kind: FeedEntryKind;
+  module_instance_id: string | null;
+  organization_id: string;
+  record_id: string;
+  seq: Generated<number>;
+  xid: Generated<string>;
 }
 
 export interface GitAppInstallations {
@@ -648,6 +659,7 @@ export interface DB {
   domains: Domains;
   environments: Environments;
   execution_environments: ExecutionEnvironments;
+  feed_entries: FeedEntries;
   git_app_installations: GitAppInstallations;
   git_flow_states: GitFlowStates;
   git_oauth_connections: GitOauthConnections;

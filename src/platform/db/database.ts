@@ -44,3 +44,4 @@ export type DeploymentResourcesTable = DB['deployment_resources'];
 export type DomainsTable = DB['domains'];
 export type CertificateIssuancesTable = DB['certificate_issuances'];
 export type DomainEventsTable = DB['domain_events'];
+export type FeedEntriesTable = DB['feed_entries'];

@@ -102,3 +102,7 @@ export const DOMAIN_EVENT_KINDS = [
   'DOMAIN_DETACHED',
 ] as const;
 export type DomainEventKind = (typeof DOMAIN_EVENT_KINDS)[number];
+
+/** What a live feed entry is about (GET /events/stream). */
+export const FEED_ENTRY_KINDS = ['DEPLOYMENT', 'DEPLOYMENT_RESOURCE', 'DOMAIN_EVENT'] as const;
+export type FeedEntryKind = (typeof FEED_ENTRY_KINDS)[number];

@@ -646,6 +646,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the organization's deployments, deployment resources and domain events as Server-Sent Events
+         * @description An SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the record as `GET` answers it (as it is when sent: a record changed several times at once is sent once). Without Last-Event-ID it starts from now; a reconnecting client sends the id of the last event it took and gets everything after it, for 24 hours. A comment line every 15 s keeps a quiet stream open; a client that reads nothing for 60 s is disconnected. One caller holds at most 32 streams at once per API process (429 beyond).
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/execution-environments": {
         parameters: {
             query?: never;
@@ -2185,7 +2205,7 @@ export interface components {
              * @description <Namespace>:<Entity>:<REASON>, one of the codes listed. A client should accept a code it does not know: a newer server may send one.
              * @enum {string}
              */
-            code: "Api:Request:INVALID" | "Api:Request:INVALID_HEADER" | "Api:Request:MALFORMED_JSON" | "Api:Request:METHOD_NOT_ALLOWED" | "Api:Request:TOO_DEEP" | "Api:Request:TOO_LARGE" | "Api:Request:UNSUPPORTED_MEDIA_TYPE" | "Api:Cursor:INVALID" | "Api:Route:NOT_FOUND" | "Api:Internal:ERROR" | "Auth:Credential:MISSING" | "Auth:Credential:INVALID" | "Auth:Credential:EXPIRED" | "Auth:Credential:REVOKED" | "Auth:Credential:TOO_MANY_FAILURES" | "Auth:Organization:FORBIDDEN" | "Auth:Permission:DENIED" | "Auth:Principal:NOT_A_USER" | "Api:ApiKey:NOT_FOUND" | "Api:ApiKey:AMBIGUOUS_OWNER" | "Api:ApiKey:INVALID_EXPIRY" | "Api:CloudAccount:NOT_FOUND" | "Api:CloudAccount:ALREADY_EXISTS" | "Api:CloudAccount:IN_USE" | "Api:CloudAccount:ROLE_ACCOUNT_MISMATCH" | "Api:CloudEvent:UNVERIFIED" | "Api:CodeSource:NOT_FOUND" | "Api:CodeSource:ALREADY_EXISTS" | "Api:CodeSource:IN_USE" | "Api:CodeSource:CREDENTIAL_IN_URL" | "Api:CodeSource:INVALID_AUTH" | "Api:CodeSource:INVALID_URL" | "Api:DefaultValue:NOT_FOUND" | "Api:DefaultValue:ALREADY_EXISTS" | "Api:DefaultValue:INVALID_VALUE" | "Api:DefaultValueDefinition:NOT_FOUND" | "Api:DefaultValueDefinition:ALREADY_EXISTS" | "Api:DefaultValueDefinition:IN_USE" | "Api:DefaultValueDefinition:INVALID_SCHEMA" | "Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES" | "Api:DefaultValueDefinition:SYSTEM_MANAGED" | "Api:Deployment:NOT_FOUND" | "Api:Deployment:IN_PROGRESS" | "Api:Deployment:NOT_REDEPLOYABLE" | "Api:DeploymentResource:NOT_FOUND" | "Api:Domain:NOT_FOUND" | "Api:Domain:ALREADY_EXISTS" | "Api:Domain:INVALID_HOSTNAME" | "Api:Domain:REGION_REQUIRED" | "Api:Environment:NOT_FOUND" | "Api:Environment:ALREADY_EXISTS" | "Api:Environment:IN_USE" | "Api:ExecutionEnvironment:NOT_FOUND" | "Api:ExecutionEnvironment:ALREADY_EXISTS" | "Api:ExecutionEnvironment:IN_USE" | "Api:GitAppInstallation:NOT_FOUND" | "Api:GitAppInstallation:TAKEN" | "Api:GitSelfHostedServer:NOT_FOUND" | "Api:GitSelfHostedServer:IN_USE" | "Api:Membership:NOT_FOUND" | "Api:Membership:ALREADY_EXISTS" | "Api:Membership:LAST_OWNER" | "Api:ModuleDefinition:NOT_FOUND" | "Api:ModuleDefinition:ALREADY_EXISTS" | "Api:ModuleDefinition:IN_USE" | "Api:ModuleDefinition:GLOBAL_READ_ONLY" | "Api:ModuleInstance:NOT_FOUND" | "Api:ModuleInstance:ALREADY_EXISTS" | "Api:ModuleInstance:INVALID_INPUTS" | "Api:ModuleInstance:REFERENCE_CYCLE" | "Api:ModuleInstance:BROKEN_REFERENCES" | "Api:ModuleInstance:BUSY" | "Api:ModuleInstance:DELETING" | "Api:ModuleInstance:IN_USE" | "Api:ModuleVersion:NOT_FOUND" | "Api:ModuleVersion:ALREADY_EXISTS" | "Api:ModuleVersion:INVALID_VERSION" | "Api:ModuleVersion:NOT_NEWER" | "Api:ModuleVersion:INVALID" | "Api:ModuleVersion:OTHER_DEFINITION" | "Api:Organization:NOT_FOUND" | "Api:Parent:NOT_FOUND" | "Api:Pipeline:NOT_FOUND" | "Api:Pipeline:ALREADY_EXISTS" | "Api:Pipeline:IN_USE" | "Api:Pipeline:RUN_ACTIVE" | "Api:PipelineConfig:INVALID" | "Api:PipelineRun:NOT_FOUND" | "Api:PipelineRun:NOT_CANCELLABLE" | "Api:PipelineRun:NOT_RETRYABLE" | "Api:PipelineVersion:NOT_FOUND" | "Api:Project:NOT_FOUND" | "Api:Project:ALREADY_EXISTS" | "Api:Project:IN_USE" | "Api:Reference:NOT_FOUND" | "Api:SensitiveVariable:NOT_FOUND" | "Api:ServiceAccount:NOT_FOUND" | "Api:Stack:NOT_FOUND" | "Api:Stack:ALREADY_EXISTS" | "Api:Stack:IN_USE" | "Api:Stack:BUSY" | "Api:Stack:ENVIRONMENT_NOT_IN_PROJECT" | "Api:Stack:MANAGED_BY_MODULE_INSTANCE" | "Api:StateVersion:NOT_FOUND" | "Api:StateWorkspace:NOT_FOUND" | "Api:StepExecution:NOT_FOUND" | "Api:StepExecution:NOT_WAITING_FOR_APPROVAL" | "Api:StepLogs:TOO_MANY_FOLLOWERS" | "Api:User:NOT_FOUND" | "Git:App:BAD_RESPONSE" | "Git:App:GRANT_REFUSED" | "Git:App:NOT_ACCESSIBLE" | "Git:App:NOT_ALLOWED" | "Git:App:NOT_CONFIGURED" | "Git:App:NO_INSTALLATION" | "Git:App:TOKEN_REFUSED" | "Git:App:UNREACHABLE" | "Git:App:UNVERIFIED" | "Git:Archive:TOO_LARGE" | "Git:Credential:MISSING" | "Git:Credential:REFUSED" | "Git:Fetch:FAILED" | "Git:Fetch:TIMEOUT" | "Git:OAuth:BAD_RESPONSE" | "Git:OAuth:DENIED" | "Git:OAuth:EXPIRED" | "Git:OAuth:GRANT_REFUSED" | "Git:OAuth:NOT_ALLOWED" | "Git:OAuth:NOT_CONNECTED" | "Git:OAuth:REFRESH_REFUSED" | "Git:OAuth:UNREACHABLE" | "Git:Path:INVALID" | "Git:Path:NOT_A_DIRECTORY" | "Git:Path:NOT_FOUND" | "Git:Ref:INVALID" | "Git:Ref:NOT_FOUND" | "Git:Repository:NOT_ALLOWED" | "Git:Repository:NOT_FOUND" | "Git:Repository:TIMEOUT" | "Git:Repository:UNREACHABLE" | "Git:Sandbox:UNAVAILABLE" | "Git:State:INVALID" | "Git:State:EXPIRED" | "Git:State:USED" | "Git:State:OTHER_BROWSER" | "Git:Webhook:INVALID" | "Git:Webhook:UNVERIFIED" | "Aws:Request:FAILED" | "OpenTofu:State:CHECKSUM_MISMATCH" | "OpenTofu:State:INVALID" | "OpenTofu:State:LINEAGE_MISMATCH" | "OpenTofu:State:OTHER_STACK" | "OpenTofu:State:STALE_SERIAL" | "OpenTofu:StateLock:INVALID" | "OpenTofu:StateLock:LOCKED" | "OpenTofu:StateLock:NOT_HELD" | "OpenTofu:StateLock:NOT_HOLDER" | "Engine:Run:STEP_FAILED" | "Engine:Run:CANCELLED" | "Engine:Approval:REJECTED" | "Engine:Worker:LOST" | "Engine:Worker:ERROR" | "Engine:Script:FAILED" | "Engine:Script:SPAWN_FAILED" | "Engine:Step:TIMED_OUT" | "Engine:ExecutionEnvironment:UNSUPPORTED" | "Engine:StepType:NOT_IMPLEMENTED" | "Engine:StepType:NOT_DISPATCHABLE" | "Engine:Sandbox:UNAVAILABLE" | "Engine:Log:STORE_FAILED" | "OpenTofu:Step:NO_STACK" | "OpenTofu:Command:FAILED" | "OpenTofu:Plan:NOT_FOUND" | "OpenTofu:Plan:NOT_THIS_RUN" | "OpenTofu:Plan:WRONG_KIND" | "OpenTofu:Backend:OVERRIDDEN" | "OpenTofu:Backend:NOT_PLINTH" | "OpenTofu:Mask:TOO_LARGE" | "OpenTofu:Output:INVALID" | "OpenTofu:Reference:UNRESOLVED" | "Engine:Checkout:FAILED" | "Engine:Checkout:INVALID_SOURCE" | "Engine:Checkout:FENCED";
+            code: "Api:Request:INVALID" | "Api:Request:INVALID_HEADER" | "Api:Request:MALFORMED_JSON" | "Api:Request:METHOD_NOT_ALLOWED" | "Api:Request:TOO_DEEP" | "Api:Request:TOO_LARGE" | "Api:Request:UNSUPPORTED_MEDIA_TYPE" | "Api:Cursor:INVALID" | "Api:Route:NOT_FOUND" | "Api:Internal:ERROR" | "Auth:Credential:MISSING" | "Auth:Credential:INVALID" | "Auth:Credential:EXPIRED" | "Auth:Credential:REVOKED" | "Auth:Credential:TOO_MANY_FAILURES" | "Auth:Organization:FORBIDDEN" | "Auth:Permission:DENIED" | "Auth:Principal:NOT_A_USER" | "Api:ApiKey:NOT_FOUND" | "Api:ApiKey:AMBIGUOUS_OWNER" | "Api:ApiKey:INVALID_EXPIRY" | "Api:CloudAccount:NOT_FOUND" | "Api:CloudAccount:ALREADY_EXISTS" | "Api:CloudAccount:IN_USE" | "Api:CloudAccount:ROLE_ACCOUNT_MISMATCH" | "Api:CloudEvent:UNVERIFIED" | "Api:CodeSource:NOT_FOUND" | "Api:CodeSource:ALREADY_EXISTS" | "Api:CodeSource:IN_USE" | "Api:CodeSource:CREDENTIAL_IN_URL" | "Api:CodeSource:INVALID_AUTH" | "Api:CodeSource:INVALID_URL" | "Api:DefaultValue:NOT_FOUND" | "Api:DefaultValue:ALREADY_EXISTS" | "Api:DefaultValue:INVALID_VALUE" | "Api:DefaultValueDefinition:NOT_FOUND" | "Api:DefaultValueDefinition:ALREADY_EXISTS" | "Api:DefaultValueDefinition:IN_USE" | "Api:DefaultValueDefinition:INVALID_SCHEMA" | "Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES" | "Api:DefaultValueDefinition:SYSTEM_MANAGED" | "Api:Deployment:NOT_FOUND" | "Api:Deployment:IN_PROGRESS" | "Api:Deployment:NOT_REDEPLOYABLE" | "Api:DeploymentResource:NOT_FOUND" | "Api:Domain:NOT_FOUND" | "Api:Domain:ALREADY_EXISTS" | "Api:Domain:INVALID_HOSTNAME" | "Api:Domain:REGION_REQUIRED" | "Api:Environment:NOT_FOUND" | "Api:Environment:ALREADY_EXISTS" | "Api:Environment:IN_USE" | "Api:ExecutionEnvironment:NOT_FOUND" | "Api:ExecutionEnvironment:ALREADY_EXISTS" | "Api:ExecutionEnvironment:IN_USE" | "Api:GitAppInstallation:NOT_FOUND" | "Api:GitAppInstallation:TAKEN" | "Api:GitSelfHostedServer:NOT_FOUND" | "Api:GitSelfHostedServer:IN_USE" | "Api:Membership:NOT_FOUND" | "Api:Membership:ALREADY_EXISTS" | "Api:Membership:LAST_OWNER" | "Api:ModuleDefinition:NOT_FOUND" | "Api:ModuleDefinition:ALREADY_EXISTS" | "Api:ModuleDefinition:IN_USE" | "Api:ModuleDefinition:GLOBAL_READ_ONLY" | "Api:ModuleInstance:NOT_FOUND" | "Api:ModuleInstance:ALREADY_EXISTS" | "Api:ModuleInstance:INVALID_INPUTS" | "Api:ModuleInstance:REFERENCE_CYCLE" | "Api:ModuleInstance:BROKEN_REFERENCES" | "Api:ModuleInstance:BUSY" | "Api:ModuleInstance:DELETING" | "Api:ModuleInstance:IN_USE" | "Api:ModuleVersion:NOT_FOUND" | "Api:ModuleVersion:ALREADY_EXISTS" | "Api:ModuleVersion:INVALID_VERSION" | "Api:ModuleVersion:NOT_NEWER" | "Api:ModuleVersion:INVALID" | "Api:ModuleVersion:OTHER_DEFINITION" | "Api:Organization:NOT_FOUND" | "Api:Parent:NOT_FOUND" | "Api:Pipeline:NOT_FOUND" | "Api:Pipeline:ALREADY_EXISTS" | "Api:Pipeline:IN_USE" | "Api:Pipeline:RUN_ACTIVE" | "Api:PipelineConfig:INVALID" | "Api:PipelineRun:NOT_FOUND" | "Api:PipelineRun:NOT_CANCELLABLE" | "Api:PipelineRun:NOT_RETRYABLE" | "Api:PipelineVersion:NOT_FOUND" | "Api:Project:NOT_FOUND" | "Api:Project:ALREADY_EXISTS" | "Api:Project:IN_USE" | "Api:Reference:NOT_FOUND" | "Api:SensitiveVariable:NOT_FOUND" | "Api:ServiceAccount:NOT_FOUND" | "Api:Stack:NOT_FOUND" | "Api:Stack:ALREADY_EXISTS" | "Api:Stack:IN_USE" | "Api:Stack:BUSY" | "Api:Stack:ENVIRONMENT_NOT_IN_PROJECT" | "Api:Stack:MANAGED_BY_MODULE_INSTANCE" | "Api:StateVersion:NOT_FOUND" | "Api:StateWorkspace:NOT_FOUND" | "Api:StepExecution:NOT_FOUND" | "Api:StepExecution:NOT_WAITING_FOR_APPROVAL" | "Api:StepLogs:TOO_MANY_FOLLOWERS" | "Api:EventStream:TOO_MANY_STREAMS" | "Api:User:NOT_FOUND" | "Git:App:BAD_RESPONSE" | "Git:App:GRANT_REFUSED" | "Git:App:NOT_ACCESSIBLE" | "Git:App:NOT_ALLOWED" | "Git:App:NOT_CONFIGURED" | "Git:App:NO_INSTALLATION" | "Git:App:TOKEN_REFUSED" | "Git:App:UNREACHABLE" | "Git:App:UNVERIFIED" | "Git:Archive:TOO_LARGE" | "Git:Credential:MISSING" | "Git:Credential:REFUSED" | "Git:Fetch:FAILED" | "Git:Fetch:TIMEOUT" | "Git:OAuth:BAD_RESPONSE" | "Git:OAuth:DENIED" | "Git:OAuth:EXPIRED" | "Git:OAuth:GRANT_REFUSED" | "Git:OAuth:NOT_ALLOWED" | "Git:OAuth:NOT_CONNECTED" | "Git:OAuth:REFRESH_REFUSED" | "Git:OAuth:UNREACHABLE" | "Git:Path:INVALID" | "Git:Path:NOT_A_DIRECTORY" | "Git:Path:NOT_FOUND" | "Git:Ref:INVALID" | "Git:Ref:NOT_FOUND" | "Git:Repository:NOT_ALLOWED" | "Git:Repository:NOT_FOUND" | "Git:Repository:TIMEOUT" | "Git:Repository:UNREACHABLE" | "Git:Sandbox:UNAVAILABLE" | "Git:State:INVALID" | "Git:State:EXPIRED" | "Git:State:USED" | "Git:State:OTHER_BROWSER" | "Git:Webhook:INVALID" | "Git:Webhook:UNVERIFIED" | "Aws:Request:FAILED" | "OpenTofu:State:CHECKSUM_MISMATCH" | "OpenTofu:State:INVALID" | "OpenTofu:State:LINEAGE_MISMATCH" | "OpenTofu:State:OTHER_STACK" | "OpenTofu:State:STALE_SERIAL" | "OpenTofu:StateLock:INVALID" | "OpenTofu:StateLock:LOCKED" | "OpenTofu:StateLock:NOT_HELD" | "OpenTofu:StateLock:NOT_HOLDER" | "Engine:Run:STEP_FAILED" | "Engine:Run:CANCELLED" | "Engine:Approval:REJECTED" | "Engine:Worker:LOST" | "Engine:Worker:ERROR" | "Engine:Script:FAILED" | "Engine:Script:SPAWN_FAILED" | "Engine:Step:TIMED_OUT" | "Engine:ExecutionEnvironment:UNSUPPORTED" | "Engine:StepType:NOT_IMPLEMENTED" | "Engine:StepType:NOT_DISPATCHABLE" | "Engine:Sandbox:UNAVAILABLE" | "Engine:Log:STORE_FAILED" | "OpenTofu:Step:NO_STACK" | "OpenTofu:Command:FAILED" | "OpenTofu:Plan:NOT_FOUND" | "OpenTofu:Plan:NOT_THIS_RUN" | "OpenTofu:Plan:WRONG_KIND" | "OpenTofu:Backend:OVERRIDDEN" | "OpenTofu:Backend:NOT_PLINTH" | "OpenTofu:Mask:TOO_LARGE" | "OpenTofu:Output:INVALID" | "OpenTofu:Reference:UNRESOLVED" | "Engine:Checkout:FAILED" | "Engine:Checkout:INVALID_SOURCE" | "Engine:Checkout:FENCED";
             description?: string;
             details?: {
                 items?: string[];
@@ -9246,6 +9266,81 @@ export interface operations {
                 };
             };
             /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description Only the changes of module instances in this environment */
+                environmentId?: string;
+                /** @description Only the changes of this module instance */
+                moduleInstanceId?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Last-Event-ID is not an id this stream sent */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many streams open at once by this caller or this API process */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */

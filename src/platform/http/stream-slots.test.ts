@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FollowSlots } from './follow-slots.ts';
+import { StreamSlots } from './stream-slots.ts';
 
-describe('FollowSlots', () => {
+const LOGS = { what: 'log streams followed', code: 'Api:StepLogs:TOO_MANY_FOLLOWERS' } as const;
+
+describe('StreamSlots', () => {
   it('refuses a caller past its own limit with a 429, while another caller still gets a slot', () => {
-    const slots = new FollowSlots(2, 10);
+    const slots = new StreamSlots({ ...LOGS, maxPerCaller: 2, maxTotal: 10 });
     const first = slots.acquire('a');
     slots.acquire('a');
     assert.throws(
@@ -19,7 +21,7 @@ describe('FollowSlots', () => {
   });
 
   it('refuses everyone once the process holds its total', () => {
-    const slots = new FollowSlots(5, 3);
+    const slots = new StreamSlots({ ...LOGS, maxPerCaller: 5, maxTotal: 3 });
     slots.acquire('a');
     slots.acquire('b');
     const release = slots.acquire('c');

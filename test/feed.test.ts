@@ -1,0 +1,209 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { feedPruning } from '../src/feed/feed.service.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { deploymentEvent, serviceArn, taskEvent, type EcsService } from './helpers/aws-events.ts';
+import { assertError, createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
+import { LOOPBACK_GIT_ENV } from './helpers/engine.ts';
+import { startGitServer, type GitServer } from './helpers/git-server.ts';
+import { commitModules, ECS_ACCOUNT, publishModule } from './helpers/modules.ts';
+import { openSse, type SseReader } from './helpers/sse.ts';
+
+Object.assign(process.env, LOOPBACK_GIT_ENV);
+
+const REGION = 'us-west-2';
+const WEB: EcsService = { account: ECS_ACCOUNT, region: REGION, cluster: 'shop', service: 'web' };
+const API: EcsService = { account: ECS_ACCOUNT, region: REGION, cluster: 'shop', service: 'api' };
+
+describe('the live feed of deployments, their resources and domain events', () => {
+  let t: TestApp;
+  let git: GitServer;
+  let baseUrl: string;
+  let secret: string;
+  let accountId: string;
+  let webId: string;
+  let apiId: string;
+  let prodId: string;
+  let version = 0;
+  const readers: SseReader[] = [];
+
+  before(async () => {
+    t = await startTestApp();
+    baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
+    git = await startGitServer();
+    commitModules(git);
+    const codeSourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'modules', url: git.repoUrl('public') } } })).body.data.id;
+    const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data.id;
+    const environment = async (givenId: string) =>
+      (await t.call('POST', '/environments', { body: { data: { projectId, givenId, name: givenId } } })).body.data.id as string;
+    prodId = await environment('prod');
+    const stagingId = await environment('staging');
+    const container = await publishModule(t, codeSourceId, 'container');
+    const instance = async (environmentId: string, service: EcsService) => {
+      const created = await t.call('POST', '/module-instances', {
+        body: {
+          data: { environmentId, moduleVersionId: container.versionId, givenId: service.service, name: service.service, values: { name: service.service } },
+        },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      // The outputs an apply of the module would leave: no OpenTofu runs in this test.
+      const output = { ecs_cluster_arn: `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:cluster/shop`, ecs_service_arn: serviceArn(service) };
+      await t.db
+        .updateTable('stacks')
+        .set({ output: JSON.stringify(output) as never })
+        .where('module_instance_id', '=', created.body.data.id)
+        .execute();
+      return created.body.data.id as string;
+    };
+    webId = await instance(prodId, WEB);
+    apiId = await instance(stagingId, API);
+    const account = await t.call('POST', '/cloud-accounts', {
+      body: { data: { givenId: 'prod', name: 'Prod', accountId: ECS_ACCOUNT, roleArn: `arn:aws:iam::${ECS_ACCOUNT}:role/plinth` } },
+    });
+    accountId = account.body.data.id;
+    secret = account.body.data.ingestSecret;
+  });
+  after(async () => {
+    await Promise.all(readers.map((r) => r.close()));
+    await t.close();
+    await git.close();
+  });
+
+  const open = async (query = '', headers: Record<string, string> = {}, token = t.adminToken) => {
+    const reader = await openSse(`${baseUrl}/events/stream${query}`, { authorization: `Bearer ${token}`, ...headers });
+    readers.push(reader);
+    assert.equal(reader.response.status, 200);
+    assert.match(reader.response.headers.get('content-type') ?? '', /text\/event-stream/);
+    return reader;
+  };
+  const ingest = async (event: unknown) => {
+    const res = await t.call('POST', `/cloud-accounts/${accountId}/events`, { token: null, headers: { 'x-plinth-ingest-secret': secret }, body: event });
+    assert.ok(res.status === 200 || res.status === 202, JSON.stringify(res.body));
+    return res.body.data;
+  };
+  const task = (service: EcsService, deploymentId: string, taskId: string, lastStatus: string) =>
+    taskEvent(service, deploymentId, taskId, ++version, lastStatus);
+
+  it('sends a deployment, its task and a domain event of the instance as they are stored, each as GET answers it', async () => {
+    const opening = Date.now();
+    const feed = await open(`?moduleInstanceId=${webId}`);
+    // The head is sent at once, not with the first event or keep-alive (15 s later).
+    assert.ok(Date.now() - opening < 5000, `the stream took ${Date.now() - opening} ms to open`);
+    await ingest(deploymentEvent(WEB, 'ecs-svc/100', 'in-progress', '2026-01-01T00:00:00Z'));
+    await ingest(task(WEB, 'ecs-svc/100', 'task100', 'RUNNING'));
+    const domain = await t.call('POST', '/domains', { body: { data: { moduleInstanceId: webId, hostname: 'shop.example.com', cloudAccountId: accountId } } });
+    assert.equal(domain.status, 201, JSON.stringify(domain.body));
+
+    const deployment = await feed.next((e) => e.event === 'deployment');
+    assert.deepEqual(deployment.data, (await t.call('GET', `/deployments/${deployment.data.id}`)).body.data);
+    assert.equal(deployment.data.moduleInstanceId, webId);
+    const resource = await feed.next((e) => e.event === 'deployment-resource');
+    assert.equal(resource.data.data.taskArn, `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:task/shop/task100`);
+    assert.deepEqual(resource.data, (await t.call('GET', `/deployment-resources/${resource.data.id}`)).body.data.data);
+    const attached = await feed.next((e) => e.event === 'domain-event' && e.data.kind === 'DOMAIN_ATTACHED');
+    assert.equal(attached.data.domainId, domain.body.data.id);
+    // Ids grow with each event sent.
+    const ids = feed.received.map((e) => e.id!);
+    assert.ok(ids.every((id) => /^\d+-\d+$/.test(id)));
+    assert.deepEqual(new Set(ids).size, ids.length);
+  });
+
+  it('keeps to its filter: an instance, or an environment, and never another organization', async () => {
+    const byInstance = await open(`?moduleInstanceId=${apiId}`);
+    const byEnvironment = await open(`?environmentId=${prodId}`);
+    const viewerOfOther = await serviceAccountCaller(t, 'VIEWER', await createOrganization(t, 'Feed other'));
+    const otherOrg = await open('', {}, viewerOfOther.token);
+    await ingest(task(WEB, 'ecs-svc/100', 'task101', 'RUNNING'));
+    await ingest(task(API, 'ecs-svc/200', 'task200', 'RUNNING'));
+    const api = await byInstance.next((e) => e.event === 'deployment-resource');
+    assert.match(api.data.data.taskArn, /task200$/);
+    const prod = await byEnvironment.next((e) => e.event === 'deployment-resource');
+    assert.match(prod.data.data.taskArn, /task101$/);
+    // Both tasks were stored before this one: whatever either stream was to send has been sent by now.
+    await ingest(task(API, 'ecs-svc/200', 'task201', 'RUNNING'));
+    await byInstance.next((e) => e.event === 'deployment-resource' && e.data.data.taskArn.endsWith('task201'));
+    assert.ok(byInstance.received.every((e) => e.data.moduleInstanceId === apiId));
+    assert.ok(byEnvironment.received.every((e) => e.data.moduleInstanceId === webId));
+    assert.deepEqual(otherOrg.received, []);
+  });
+
+  it('resumes after Last-Event-ID with everything after it, and starts from now without one', async () => {
+    const first = await open(`?moduleInstanceId=${webId}`);
+    await ingest(task(WEB, 'ecs-svc/100', 'task300', 'PROVISIONING'));
+    const a = await first.next((e) => e.data.data?.taskArn?.endsWith('task300'));
+    await first.close();
+    await ingest(task(WEB, 'ecs-svc/100', 'task301', 'PROVISIONING'));
+    await ingest(task(WEB, 'ecs-svc/100', 'task302', 'PROVISIONING'));
+
+    const resumed = await open(`?moduleInstanceId=${webId}`, { 'last-event-id': a.id! });
+    await resumed.next((e) => e.data.data?.taskArn?.endsWith('task302'));
+    assert.deepEqual(
+      resumed.received.map((e) => e.data.data.taskArn.split('/').at(-1)),
+      ['task301', 'task302'],
+    );
+    const fresh = await open(`?moduleInstanceId=${webId}`);
+    await ingest(task(WEB, 'ecs-svc/100', 'task303', 'PROVISIONING'));
+    const firstFresh = await fresh.next(() => true);
+    assert.match(firstFresh.data.data.taskArn, /task303$/);
+  });
+
+  it('never skips a change that commits after a later one: the stream waits for it, and sends it first', async () => {
+    const feed = await open(`?moduleInstanceId=${webId}`);
+    const client = new pg.Client({ connectionString: t.database.url });
+    await client.connect();
+    try {
+      await client.query('begin');
+      await client.query(
+        `insert into domain_events (id, organization_id, module_instance_id, kind, data)
+         select 'slowevent0000000000000000000000', organization_id, id, 'DNS_VERIFIED', '{}' from module_instances where id = $1`,
+        [webId],
+      );
+      await ingest(task(WEB, 'ecs-svc/100', 'task400', 'RUNNING'));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.equal(feed.received.length, 0, 'nothing is sent while an older transaction is still open');
+      await client.query('commit');
+    } finally {
+      await client.end();
+    }
+    await feed.next((e) => e.data.data?.taskArn?.endsWith('task400'));
+    assert.deepEqual(
+      feed.received.map((e) => e.event),
+      ['domain-event', 'deployment-resource'],
+    );
+  });
+
+  it('refuses a bad Last-Event-ID, and a filter naming what the organization does not hold', async () => {
+    const call = (query: string, headers: Record<string, string> = {}) =>
+      t.call('GET', `/events/stream${query}`, { headers: { accept: 'text/event-stream', ...headers } });
+    assertError(await call('', { 'last-event-id': 'abc' }), 400, 'Api:Request:INVALID');
+    assertError(await call('', { 'last-event-id': `${2n ** 64n}-1` }), 400, 'Api:Request:INVALID');
+    assertError(await call('?moduleInstanceId=nosuchinstance0000000000000000000'), 404, 'Api:ModuleInstance:NOT_FOUND');
+    const other = await createOrganization(t, 'Feed filters');
+    assertError(await call(`?environmentId=${prodId}`, inOrg(other)), 404, 'Api:Environment:NOT_FOUND');
+    assertError(await call('?color=red'), 400);
+  });
+
+  it('worker processes delete entries older than a day, and only those', async () => {
+    await t.db
+      .updateTable('feed_entries')
+      .set({ created_at: new Date(Date.now() - 25 * 3_600_000) })
+      .where('record_id', '=', 'slowevent0000000000000000000000')
+      .execute();
+    const count = async () =>
+      Number(
+        (
+          await t.db
+            .selectFrom('feed_entries')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const before = await count();
+    const pruning = feedPruning(t.db);
+    assert.equal(await pruning.claim(t.db), true);
+    await pruning.run(true);
+    assert.equal(await count(), before - 1);
+    assert.equal(await pruning.claim(t.db), undefined);
+  });
+});
