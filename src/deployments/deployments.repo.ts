@@ -6,7 +6,7 @@ import type { DeploymentStatus, DeploymentTriggerSource } from '../platform/db/e
 import { keyset, type PageRequest } from '../platform/pagination.ts';
 import type { ContainerDeploymentState } from './deployment-state.ts';
 import type { LogStream } from './log-streams.ts';
-import type { ContainerServiceData, Deployment, DeploymentListQuery, DeploymentResource } from './deployments.schema.ts';
+import type { ContainerServiceData, Deployment, DeploymentListQuery, DeploymentResource, TargetGroupSnapshot } from './deployments.schema.ts';
 
 export type DeploymentRow = Selectable<DeploymentsTable>;
 export type DeploymentResourceRow = Selectable<DeploymentResourcesTable>;
@@ -327,6 +327,7 @@ export function upsertTask(db: Executor, t: TaskWrite) {
       stopped_at: t.stoppedAt ? new Date(t.stoppedAt) : null,
       last_event_at: new Date(t.eventAt),
       log_streams: t.logStreams ? JSON.stringify(t.logStreams) : null,
+      target_check_at: t.lastStatus === 'RUNNING' ? sql<Date>`now()` : null,
     })
     .onConflict((oc) =>
       oc
@@ -341,6 +342,9 @@ export function upsertTask(db: Executor, t: TaskWrite) {
           stopped_at: sql`coalesce(excluded.stopped_at, deployment_resources.stopped_at)`,
           log_streams: sql`coalesce(deployment_resources.log_streams, excluded.log_streams)`,
           last_event_at: eb.ref('excluded.last_event_at'),
+          // Once the task runs, its load balancer's view of it is read (again, should it run anew).
+          target_check_at: sql`case when excluded.last_status = 'RUNNING' and deployment_resources.last_status is distinct from 'RUNNING' then now() else deployment_resources.target_check_at end`,
+          target_check_attempts: sql`case when excluded.last_status = 'RUNNING' and deployment_resources.last_status is distinct from 'RUNNING' then 0 else deployment_resources.target_check_attempts end`,
         }))
         .where('deployment_resources.sequence', '<', (eb) => eb.ref('excluded.sequence')),
     )
@@ -575,5 +579,48 @@ export async function setLogStreams(db: Executor, resourceId: string, streams: L
     .set({ log_streams: JSON.stringify(streams) })
     .where('id', '=', resourceId)
     .where('log_streams', 'is', null)
+    .execute();
+}
+
+/** claimDueTarget takes one task whose load balancer target is due to be read, with its deployment's service, for this worker alone (until the lease ends). */
+export function claimDueTarget(db: Executor, leaseSeconds: number) {
+  return db
+    .updateTable('deployment_resources as r')
+    .from('deployments as d')
+    .set({ target_check_at: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
+    .whereRef('d.id', '=', 'r.deployment_id')
+    .where(
+      'r.id',
+      '=',
+      db
+        .selectFrom('deployment_resources')
+        .select('id')
+        .where('target_check_at', '<=', sql<Date>`now()`)
+        .orderBy('target_check_at')
+        .limit(1)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returning(['r.id', 'r.data', 'r.cloud_account_id', 'r.target_check_attempts', 'd.resource_arn as service_arn'])
+    .executeTakeFirst();
+}
+
+export type DueTarget = NonNullable<Awaited<ReturnType<typeof claimDueTarget>>>;
+
+/** deferTarget reads the task's target again at `next` (its health checks are pending, or AWS refused), or never. */
+export async function deferTarget(db: Executor, id: string, attempts: number, next: Date | null): Promise<void> {
+  await db.updateTable('deployment_resources').set({ target_check_attempts: attempts, target_check_at: next }).where('id', '=', id).execute();
+}
+
+/** setTargetSnapshot keeps what the load balancer said of the task, and when to ask again (or never). */
+export async function setTargetSnapshot(db: Executor, id: string, snapshot: TargetGroupSnapshot, attempts: number, next: Date | null): Promise<void> {
+  await db
+    .updateTable('deployment_resources')
+    .set({
+      data: sql`data || ${JSON.stringify({ targetGroupSnapshot: snapshot })}::jsonb`,
+      target_check_attempts: attempts,
+      target_check_at: next,
+    })
+    .where('id', '=', id)
     .execute();
 }

@@ -107,6 +107,35 @@ export type DeploymentListQuery = Static<typeof DeploymentListQuery>;
 const Moment = Type.Optional(UtcDateTime);
 
 /** The TypeData of a container task. */
+/** How the service's load balancer saw the task, when worker processes last asked it (docs/deployments.md#load-balancer-targets). */
+export const TargetGroupSnapshot = Type.Object({
+  capturedAt: UtcDateTime,
+  source: Type.Literal('event-ingest', { description: 'Captured after an ingested event said the task runs' }),
+  targetGroupArn: Type.String(),
+  targetGroupName: Type.Optional(Type.String()),
+  taskTarget: Type.Object({
+    id: Type.String({ description: 'The registration: the target id and port, `10.0.1.163:8080`' }),
+    rawId: Type.String({ description: 'The target id as the load balancer has it: the task address' }),
+    state: Type.String({ description: 'initial, healthy, unhealthy, unused, draining, unavailable, …' }),
+    port: Type.Optional(Type.Integer()),
+    reasonCode: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+  }),
+  healthCheck: Type.Optional(
+    Type.Object({
+      port: Type.Optional(Type.String()),
+      protocol: Type.Optional(Type.String()),
+      path: Type.Optional(Type.String()),
+      matcherSummary: Type.Optional(Type.String()),
+      intervalSeconds: Type.Optional(Type.Integer()),
+      timeoutSeconds: Type.Optional(Type.Integer()),
+      healthyThresholdCount: Type.Optional(Type.Integer()),
+      unhealthyThresholdCount: Type.Optional(Type.Integer()),
+    }),
+  ),
+});
+export type TargetGroupSnapshot = Static<typeof TargetGroupSnapshot>;
+
 export const ContainerTaskData = Type.Object({
   type: Type.Literal('CONTAINER_TASK'),
   clusterArn: Type.String(),
@@ -143,7 +172,8 @@ export const ContainerTaskData = Type.Object({
   taskDefinitionFamily: Type.Optional(Type.String()),
   taskDefinitionRevision: Type.Optional(Type.Integer()),
   taskGroup: Type.Optional(Type.String()),
-  targetGroupSnapshot: Type.Optional(FreeObject),
+  taskTargetId: Type.Optional(Type.String({ description: 'The address of the task network interface: what a target group of type ip registers it by' })),
+  targetGroupSnapshot: Type.Optional(TargetGroupSnapshot),
 });
 
 export const LogStream = Type.Object({

@@ -156,6 +156,7 @@ function readTask(event: CloudEvent): TaskFacts | undefined {
     ]),
     ...pickTimes(d, ['pullStartedAt', 'pullStoppedAt']),
     ...(str(d.group) ? { taskGroup: str(d.group) } : {}),
+    ...(eniAddress(d.attachments) ? { taskTargetId: eniAddress(d.attachments) } : {}),
     ...(family ? { taskDefinitionFamily: family[1], taskDefinitionRevision: Number(family[2]) } : {}),
     ...(exitCodes.length > 0
       ? { exitCode: exitCodes.find((c) => c.exitCode !== 0)?.exitCode ?? 0, containers: containerStates(containers) }
@@ -192,6 +193,20 @@ function readTask(event: CloudEvent): TaskFacts | undefined {
     data,
     ...(error ? { error } : {}),
   };
+}
+
+/**
+ * The private address of the task's network interface (awsvpc: Fargate, and EC2 in awsvpc mode): what a
+ * target group of type `ip` registers the task by.
+ */
+function eniAddress(attachments: unknown): string | undefined {
+  if (!Array.isArray(attachments)) return undefined;
+  for (const attachment of attachments) {
+    if (attachment?.type !== 'eni' || !Array.isArray(attachment.details)) continue;
+    const address = attachment.details.find((d: { name?: unknown }) => d?.name === 'privateIPv4Address');
+    if (typeof address?.value === 'string') return address.value;
+  }
+  return undefined;
 }
 
 function containerStates(containers: Record<string, unknown>[]) {

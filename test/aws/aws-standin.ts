@@ -1,7 +1,8 @@
 // A stand-in for the AWS endpoints Plinth calls, on loopback, speaking their wire protocols: STS
-// AssumeRole (the query protocol, XML answers), ECS and ACM (JSON 1.1, the operation in X-Amz-Target).
-// It keeps task definitions and certificates in memory, records every call, and can be told to refuse or
-// throttle an operation. Plinth reaches it through PLINTH_AWS_ENDPOINT_URL.
+// AssumeRole and Elastic Load Balancing's DescribeTargetGroups and DescribeTargetHealth (the query
+// protocol, XML answers), ECS and ACM (JSON 1.1, the operation in X-Amz-Target). It keeps task
+// definitions, services, target groups and certificates in memory, records every call, and can be told
+// to refuse or throttle an operation. Plinth reaches it through PLINTH_AWS_ENDPOINT_URL.
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +22,12 @@ export interface AwsStandin {
   taskDefinitions: Map<string, Record<string, unknown>>;
   /** ACM certificates by ARN, as DescribeCertificate answers them (a test sets Status and NotAfter). */
   certificates: Map<string, Record<string, unknown>>;
+  /** ECS services by ARN: the load balancers DescribeServices answers. */
+  services: Map<string, { loadBalancers: { targetGroupArn: string; containerName: string; containerPort: number }[] }>;
+  /** Target groups by ARN, as DescribeTargetGroups answers them (XML element names and values). */
+  targetGroups: Map<string, Record<string, string | number>>;
+  /** The health of each target, by `<target group ARN> <target id>`: State, and Reason and Description. */
+  targetHealth: Map<string, { State: string; Reason?: string; Description?: string }>;
   /** Answers the next `times` calls of the operation with this AWS error. */
   failNext(operation: string, code: string, options?: { times?: number; status?: number }): void;
   close(): Promise<void>;
@@ -36,7 +43,40 @@ export async function startAwsStandin(): Promise<AwsStandin> {
   const failures = new Map<string, { code: string; status: number; times: number }>();
   const revisions = new Map<string, number>();
   const certificates = new Map<string, Record<string, unknown>>();
+  const services: AwsStandin['services'] = new Map();
+  const targetGroups: AwsStandin['targetGroups'] = new Map();
+  const targetHealth: AwsStandin['targetHealth'] = new Map();
   let deployments = 0;
+
+  const elb: Record<string, (input: Record<string, string>) => string> = {
+    DescribeTargetGroups: (input) => {
+      const arn = input['TargetGroupArns.member.1'];
+      const group = targetGroups.get(arn);
+      if (!group) throw { status: 400, code: 'TargetGroupNotFound', message: 'One or more target groups not found' };
+      const fields = Object.entries({ TargetGroupArn: arn, ...group })
+        .map(([k, v]) => (k === 'Matcher' ? `<Matcher><HttpCode>${v}</HttpCode></Matcher>` : `<${k}>${v}</${k}>`))
+        .join('');
+      return elbAnswer('DescribeTargetGroups', `<TargetGroups><member>${fields}</member></TargetGroups>`);
+    },
+    DescribeTargetHealth: (input) => {
+      const arn = input.TargetGroupArn;
+      if (!targetGroups.has(arn)) throw { status: 400, code: 'TargetGroupNotFound', message: 'One or more target groups not found' };
+      const id = input['Targets.member.1.Id'];
+      const port = input['Targets.member.1.Port'];
+      const health = targetHealth.get(`${arn} ${id}`) ?? {
+        State: 'unused',
+        Reason: 'Target.NotRegistered',
+        Description: 'Target is not registered to the target group',
+      };
+      const healthXml = Object.entries(health)
+        .map(([k, v]) => `<${k}>${v}</${k}>`)
+        .join('');
+      return elbAnswer(
+        'DescribeTargetHealth',
+        `<TargetHealthDescriptions><member><HealthCheckPort>${port}</HealthCheckPort><TargetHealth>${healthXml}</TargetHealth><Target><Id>${id}</Id><Port>${port}</Port></Target></member></TargetHealthDescriptions>`,
+      );
+    },
+  };
 
   const acm: Record<string, (input: any) => unknown> = {
     RequestCertificate: (input) => {
@@ -65,6 +105,12 @@ export async function startAwsStandin(): Promise<AwsStandin> {
   };
 
   const ecs: Record<string, (input: any) => unknown> = {
+    DescribeServices: (input) => {
+      const arn = input.services[0];
+      const service = services.get(arn);
+      if (!service) return { services: [], failures: [{ arn, reason: 'MISSING' }] };
+      return { services: [{ serviceArn: arn, clusterArn: input.cluster, status: 'ACTIVE', loadBalancers: service.loadBalancers }], failures: [] };
+    },
     DescribeTaskDefinition: (input) => {
       const definition = taskDefinitions.get(input.taskDefinition);
       if (!definition) throw { status: 400, code: 'ClientException', message: 'Unable to describe task definition.' };
@@ -115,6 +161,14 @@ export async function startAwsStandin(): Promise<AwsStandin> {
     calls.push({ operation, input, accessKeyId });
     const failure = takeFailure(operation);
     if (failure) return xml(res, failure.status, stsError(failure.code));
+    if (elb[operation]) {
+      try {
+        return xml(res, 200, elb[operation](input));
+      } catch (error) {
+        const e = error as { status: number; code: string; message: string };
+        return xml(res, e.status, elbError(e.code, e.message));
+      }
+    }
     if (operation !== 'AssumeRole') return xml(res, 400, stsError('InvalidAction'));
     xml(res, 200, assumeRoleAnswer(String(input.RoleArn), String(input.RoleSessionName)));
   });
@@ -133,6 +187,9 @@ export async function startAwsStandin(): Promise<AwsStandin> {
     calls,
     taskDefinitions,
     certificates,
+    services,
+    targetGroups,
+    targetHealth,
     failNext(operation, code, options = {}) {
       failures.set(operation, { code, status: options.status ?? 400, times: options.times ?? 1 });
     },
@@ -162,6 +219,16 @@ function xml(res: ServerResponse, status: number, body: string) {
 
 function stsError(code: string) {
   return `<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>${code}</Code><Message>${code} from the stand-in</Message></Error><RequestId>standin</RequestId></ErrorResponse>`;
+}
+
+const ELB_XMLNS = 'http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/';
+
+function elbAnswer(operation: string, result: string) {
+  return `<${operation}Response xmlns="${ELB_XMLNS}"><${operation}Result>${result}</${operation}Result><ResponseMetadata><RequestId>standin</RequestId></ResponseMetadata></${operation}Response>`;
+}
+
+function elbError(code: string, message: string) {
+  return `<ErrorResponse xmlns="${ELB_XMLNS}"><Error><Type>Sender</Type><Code>${code}</Code><Message>${message}</Message></Error><RequestId>standin</RequestId></ErrorResponse>`;
 }
 
 function assumeRoleAnswer(roleArn: string, sessionName: string) {

@@ -3,6 +3,7 @@
 
 import { ACMClient } from '@aws-sdk/client-acm';
 import { ECSClient } from '@aws-sdk/client-ecs';
+import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { AppError } from '../errors.ts';
 import type { AwsConfig } from './aws-config.ts';
@@ -53,6 +54,11 @@ export async function ecsClientAs(config: AwsConfig, role: RoleToAssume, region:
 /** acmClientAs assumes the role and returns an ACM client of the region with its credentials. */
 export async function acmClientAs(config: AwsConfig, role: RoleToAssume, region: string): Promise<ACMClient> {
   return new ACMClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await assumeRole(config, role, region) });
+}
+
+/** elbClientAs assumes the role and returns an Elastic Load Balancing (v2) client of the region with its credentials. */
+export async function elbClientAs(config: AwsConfig, role: RoleToAssume, region: string): Promise<ElasticLoadBalancingV2Client> {
+  return new ElasticLoadBalancingV2Client({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await assumeRole(config, role, region) });
 }
 
 function awsError(operation: string, code: string, message: string): AppError {

@@ -191,6 +191,8 @@ export interface DeploymentResources {
   sequence: number;
   started_at: Timestamp | null;
   stopped_at: Timestamp | null;
+  target_check_at: Timestamp | null;
+  target_check_attempts: Generated<number>;
   type: DeploymentResourceType;
 }
 

@@ -2048,13 +2048,47 @@ export interface components {
                 stopCode?: string;
                 stoppedReason?: string;
                 targetGroupSnapshot?: {
-                    [key: string]: unknown;
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339 timestamp in UTC, with a trailing Z
+                     */
+                    capturedAt: string;
+                    healthCheck?: {
+                        healthyThresholdCount?: number;
+                        intervalSeconds?: number;
+                        matcherSummary?: string;
+                        path?: string;
+                        port?: string;
+                        protocol?: string;
+                        timeoutSeconds?: number;
+                        unhealthyThresholdCount?: number;
+                    };
+                    /**
+                     * @description Captured after an ingested event said the task runs
+                     * @enum {string}
+                     */
+                    source: "event-ingest";
+                    targetGroupArn: string;
+                    targetGroupName?: string;
+                    taskTarget: {
+                        description?: string;
+                        /** @description The registration: the target id and port, `10.0.1.163:8080` */
+                        id: string;
+                        port?: number;
+                        /** @description The target id as the load balancer has it: the task address */
+                        rawId: string;
+                        reasonCode?: string;
+                        /** @description initial, healthy, unhealthy, unused, draining, unavailable, … */
+                        state: string;
+                    };
                 };
                 taskArn: string;
                 taskDefinitionArn: string;
                 taskDefinitionFamily?: string;
                 taskDefinitionRevision?: number;
                 taskGroup?: string;
+                /** @description The address of the task network interface: what a target group of type ip registers it by */
+                taskTargetId?: string;
                 /** @enum {string} */
                 type: "CONTAINER_TASK";
             };
