@@ -79,6 +79,15 @@ describe('container-service deployments from the cloud events of an AWS account'
     assertError(await send(event, { secret: null }), 401, 'Api:CloudEvent:UNVERIFIED');
     assertError(await send(event, { secret: `${secret}x` }), 401, 'Api:CloudEvent:UNVERIFIED');
     assertError(await send(event, { account: 'no-such-account' }), 401, 'Api:CloudEvent:UNVERIFIED');
+    // One account's secret, replayed to another's endpoint (another tenant's, same AWS account id).
+    const other = await createOrganization(t, 'Secret replay');
+    const theirs = await t.call('POST', '/cloud-accounts', {
+      headers: inOrg(other),
+      body: { data: { givenId: 'theirs', name: 'Theirs', accountId: ECS_ACCOUNT, roleArn: ROLE_ARN } },
+    });
+    assert.equal(theirs.status, 201, JSON.stringify(theirs.body));
+    assertError(await send(event, { account: theirs.body.data.id }), 401, 'Api:CloudEvent:UNVERIFIED');
+    assertError(await send(event, { account: accountId, secret: theirs.body.data.ingestSecret }), 401, 'Api:CloudEvent:UNVERIFIED');
     assertError(await send({ ...event, detail: undefined }), 400);
     assertError(await send('not json at all'), 400);
   });
