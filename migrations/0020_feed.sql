@@ -18,9 +18,11 @@ create table feed_entries (
   primary key (xid, seq)
 );
 create index feed_entries_org_idx on feed_entries (organization_id, xid, seq);
+create index feed_entries_instance_idx on feed_entries (organization_id, module_instance_id, xid, seq);
+create index feed_entries_environment_idx on feed_entries (organization_id, environment_id, xid, seq);
 create index feed_entries_created_idx on feed_entries (created_at);
 
-create function plinth_feed_deployment() returns trigger language plpgsql as $$
+create function plinth_feed_deployment() returns trigger language plpgsql set search_path = pg_catalog, public as $$
 begin
   insert into feed_entries (organization_id, environment_id, module_instance_id, kind, record_id)
   values (new.organization_id, new.environment_id, new.module_instance_id, 'DEPLOYMENT', new.id);
@@ -28,7 +30,7 @@ begin
 end;
 $$;
 
-create function plinth_feed_deployment_resource() returns trigger language plpgsql as $$
+create function plinth_feed_deployment_resource() returns trigger language plpgsql set search_path = pg_catalog, public as $$
 begin
   insert into feed_entries (organization_id, environment_id, module_instance_id, kind, record_id)
   select new.organization_id, d.environment_id, new.module_instance_id, 'DEPLOYMENT_RESOURCE', new.id
@@ -37,7 +39,7 @@ begin
 end;
 $$;
 
-create function plinth_feed_domain_event() returns trigger language plpgsql as $$
+create function plinth_feed_domain_event() returns trigger language plpgsql set search_path = pg_catalog, public as $$
 begin
   insert into feed_entries (organization_id, environment_id, module_instance_id, kind, record_id)
   select new.organization_id, i.environment_id, new.module_instance_id, 'DOMAIN_EVENT', new.id

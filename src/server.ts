@@ -18,7 +18,7 @@ import { domainChecks } from './domains/domain-poller.ts';
 import { taskTargetChecks } from './deployments/task-targets.ts';
 import { taskDefinitionChecks } from './deployments/task-definitions.ts';
 import { DuePoller } from './platform/due-poller.ts';
-import { feedPruning } from './feed/feed.service.ts';
+import { FeedPruner } from './feed/feed.service.ts';
 import { openExistingSecretBox, openSecretBox, type SecretKeySettings } from './platform/secrets/key-file.ts';
 import type { SecretBox } from './platform/secrets/secret-box.ts';
 import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
@@ -178,16 +178,18 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   // Off unless PLINTH_GIT_POLL_INTERVAL_S is set; worker processes poll (once per change, however many).
   const poller = roles.worker ? new GitPoller(database.db, secrets, config.git, log) : undefined;
   poller?.start();
-  // Domains' DNS records and certificates, deployments' task definitions, tasks' load balancer targets,
-  // and the live feed's old entries, when due (PLINTH_CLOUD_CHECK_INTERVAL_S).
+  // Domains' DNS records and certificates, deployments' task definitions and tasks' load balancer
+  // targets, when due (PLINTH_CLOUD_CHECK_INTERVAL_S).
   const checks = [
     ...domainChecks({ db: database.db, aws: config.aws, domains: config.domains }),
     ...taskDefinitionChecks({ db: database.db, aws: config.aws }),
     ...taskTargetChecks({ db: database.db, aws: config.aws }),
-    feedPruning(database.db),
   ];
   const duePoller = roles.worker ? new DuePoller(database.db, checks, config.domains.checkIntervalSeconds, log) : undefined;
   duePoller?.start();
+  // The live feed's entries past their retention, whatever else is configured.
+  const feedPruner = new FeedPruner(database.db, log);
+  feedPruner.start();
   // Each process serves its own metrics on its own port (docs/operations.md#metrics); off unless set.
   const metricsServer =
     config.metricsPort === undefined
@@ -220,7 +222,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     stop: async () => {
       // Both drain at once: the listener refuses new requests while in-flight ones finish, and the
       // worker takes no new jobs while its running attempts are stopped and handed back to the queue.
-      await Promise.all([app?.close(), worker?.stop(), poller?.stop(), duePoller?.stop()]);
+      await Promise.all([app?.close(), worker?.stop(), poller?.stop(), duePoller?.stop(), feedPruner.stop()]);
       stopSampler?.();
       stopAuditJobs?.();
       metricsServer?.closeAllConnections();

@@ -171,7 +171,7 @@ describe("a running task's target in its service's load balancer", () => {
     assert.equal((await checkState('worker-1')).target_check_at, null);
   });
 
-  it('asks again later when Elastic Load Balancing refuses, keeping what it had', async () => {
+  it('asks again later when Elastic Load Balancing refuses, or ECS does not find the service', async () => {
     await send(taskEvent(WEB, 'ecs-svc/100', 'web-2', 1, 'RUNNING'));
     aws.failNext('DescribeTargetHealth', 'AccessDenied', { status: 403 });
     await poller.runDueOnce();
@@ -189,9 +189,22 @@ describe("a running task's target in its service's load balancer", () => {
     const snapshot = (await taskOf('web-2')).data.targetGroupSnapshot;
     assert.equal(snapshot.taskTarget.state, 'unhealthy');
     assert.equal(snapshot.taskTarget.reasonCode, 'Target.ResponseCodeMismatch');
+
+    // ECS answers a service it does not find with a failure, not an error: asked again too.
+    const gone: EcsService = { ...WEB, service: 'gone' };
+    await t.db
+      .updateTable('stacks')
+      .set({ output: JSON.stringify({ ecs_service_arn: serviceArn(gone) }) as never })
+      .where('output', '@>', JSON.stringify({ ecs_service_arn: serviceArn(WORKER) }) as never)
+      .execute();
+    await send(taskEvent(gone, 'ecs-svc/300', 'gone-1', 1, 'RUNNING'));
+    await poller.runDueOnce();
+    const missing = await checkState('gone-1');
+    assert.equal(missing.target_check_attempts, 1);
+    assert.ok(missing.target_check_at && missing.target_check_at.getTime() > Date.now() + 30_000);
   });
 
-  it('reads a task again once a later event says it runs anew, not on each event while it runs', async () => {
+  it('reads a task once it runs, not on each event while it runs, and not once it stops', async () => {
     await send(taskEvent(WEB, 'ecs-svc/100', 'web-3', 1, 'PENDING'));
     assert.equal((await checkState('web-3')).target_check_at, null, 'a task not yet running has no target to read');
     await send(taskEvent(WEB, 'ecs-svc/100', 'web-3', 2, 'RUNNING'));
@@ -200,5 +213,17 @@ describe("a running task's target in its service's load balancer", () => {
     assert.equal((await checkState('web-3')).target_check_at, null);
     await send(taskEvent(WEB, 'ecs-svc/100', 'web-3', 3, 'RUNNING'));
     assert.equal((await checkState('web-3')).target_check_at, null, 'another event of the running task changes nothing');
+
+    await send(taskEvent(WEB, 'ecs-svc/100', 'web-4', 1, 'RUNNING'));
+    assert.ok((await checkState('web-4')).target_check_at);
+    await send(taskEvent(WEB, 'ecs-svc/100', 'web-4', 2, 'STOPPED'));
+    assert.equal((await checkState('web-4')).target_check_at, null, 'a stopped task is not read');
+  });
+
+  it('reads no target of a task without an address of its own (bridge mode on EC2)', async () => {
+    await send(taskEvent(WEB, 'ecs-svc/100', 'web-ec2', 1, 'RUNNING', { fixture: 'ecs-task-state-change-ec2-running-legacy-2016' }));
+    const task = await taskOf('web-ec2');
+    assert.equal(task.data.taskTargetId, undefined);
+    assert.equal((await checkState('web-ec2')).target_check_at, null);
   });
 });

@@ -327,7 +327,7 @@ export function upsertTask(db: Executor, t: TaskWrite) {
       stopped_at: t.stoppedAt ? new Date(t.stoppedAt) : null,
       last_event_at: new Date(t.eventAt),
       log_streams: t.logStreams ? JSON.stringify(t.logStreams) : null,
-      target_check_at: t.lastStatus === 'RUNNING' ? sql<Date>`now()` : null,
+      target_check_at: t.lastStatus === 'RUNNING' && t.data.taskTargetId ? sql<Date>`now()` : null,
     })
     .onConflict((oc) =>
       oc
@@ -342,9 +342,12 @@ export function upsertTask(db: Executor, t: TaskWrite) {
           stopped_at: sql`coalesce(excluded.stopped_at, deployment_resources.stopped_at)`,
           log_streams: sql`coalesce(deployment_resources.log_streams, excluded.log_streams)`,
           last_event_at: eb.ref('excluded.last_event_at'),
-          // Once the task runs, its load balancer's view of it is read (again, should it run anew).
-          target_check_at: sql`case when excluded.last_status = 'RUNNING' and deployment_resources.last_status is distinct from 'RUNNING' then now() else deployment_resources.target_check_at end`,
-          target_check_attempts: sql`case when excluded.last_status = 'RUNNING' and deployment_resources.last_status is distinct from 'RUNNING' then 0 else deployment_resources.target_check_attempts end`,
+          // Once the task runs (with an address a target group can name), how its load balancer sees it
+          // is read; once it stops, no more.
+          target_check_at: sql`case
+            when excluded.last_status = 'RUNNING' and deployment_resources.last_status is distinct from 'RUNNING' and excluded.data ? 'taskTargetId' then now()
+            when excluded.last_status in ('DEPROVISIONING', 'STOPPED') then null
+            else deployment_resources.target_check_at end`,
         }))
         .where('deployment_resources.sequence', '<', (eb) => eb.ref('excluded.sequence')),
     )

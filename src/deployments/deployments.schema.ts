@@ -106,7 +106,6 @@ export type DeploymentListQuery = Static<typeof DeploymentListQuery>;
 
 const Moment = Type.Optional(UtcDateTime);
 
-/** The TypeData of a container task. */
 /** How the service's load balancer saw the task, when worker processes last asked it (docs/deployments.md#load-balancer-targets). */
 export const TargetGroupSnapshot = Type.Object({
   capturedAt: UtcDateTime,
@@ -136,6 +135,7 @@ export const TargetGroupSnapshot = Type.Object({
 });
 export type TargetGroupSnapshot = Static<typeof TargetGroupSnapshot>;
 
+/** The TypeData of a container task. */
 export const ContainerTaskData = Type.Object({
   type: Type.Literal('CONTAINER_TASK'),
   clusterArn: Type.String(),

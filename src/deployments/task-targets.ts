@@ -45,7 +45,9 @@ async function targetGroupOf(aws: AwsConfig, role: RoleToAssume, region: string,
   const ecs = await ecsClientAs(aws, role, region);
   try {
     const answer = await awsCall('ECS DescribeServices', () => ecs.send(new DescribeServicesCommand({ cluster: clusterArn, services: [serviceArn] })));
-    return answer.services?.[0]?.loadBalancers?.find((lb) => lb.targetGroupArn);
+    const failure = answer.failures?.[0];
+    if (failure || !answer.services?.[0]) throw refused('ECS DescribeServices', failure?.reason ?? 'MISSING', 'the service was not found in its cluster');
+    return answer.services[0].loadBalancers?.find((lb) => lb.targetGroupArn);
   } finally {
     ecs.destroy();
   }
@@ -58,15 +60,22 @@ async function describeTarget(aws: AwsConfig, role: RoleToAssume, region: string
     const health = await awsCall('ELB DescribeTargetHealth', () =>
       elb.send(new DescribeTargetHealthCommand({ TargetGroupArn: targetGroupArn, Targets: [{ Id: id, ...(port ? { Port: port } : {}) }] })),
     );
-    return { group: groups.TargetGroups?.[0], target: health.TargetHealthDescriptions?.[0] };
+    const target = health.TargetHealthDescriptions?.[0];
+    if (!target?.TargetHealth?.State) throw refused('ELB DescribeTargetHealth', 'NoDescription', 'the load balancer described no such target');
+    return { group: groups.TargetGroups?.[0], target };
   } finally {
     elb.destroy();
   }
 }
 
+/** An answer AWS gave that holds nothing to keep: tried again later, as a refusal is. */
+function refused(operation: string, code: string, message: string): AppError {
+  return new AppError(502, 'Aws:Request:FAILED', `AWS refused ${operation}: ${code}: ${message}`, { metadata: { awsErrorCode: code, operation } });
+}
+
 /** snapshotOf puts what Elastic Load Balancing said of the group and the task in the shape deployment resources keep. */
-export function snapshotOf(targetGroupArn: string, group: TargetGroup | undefined, target: TargetHealthDescription | undefined, id: string, port?: number) {
-  const targetPort = target?.Target?.Port ?? port;
+export function snapshotOf(targetGroupArn: string, group: TargetGroup | undefined, target: TargetHealthDescription, id: string, port?: number) {
+  const targetPort = target.Target?.Port ?? port;
   const matcher = group?.Matcher?.HttpCode ?? group?.Matcher?.GrpcCode;
   const snapshot: TargetGroupSnapshot = {
     capturedAt: new Date().toISOString(),
@@ -75,11 +84,11 @@ export function snapshotOf(targetGroupArn: string, group: TargetGroup | undefine
     ...(group?.TargetGroupName ? { targetGroupName: group.TargetGroupName } : {}),
     taskTarget: {
       id: targetPort ? `${id}:${targetPort}` : id,
-      rawId: target?.Target?.Id ?? id,
-      state: target?.TargetHealth?.State ?? 'unknown',
+      rawId: target.Target?.Id ?? id,
+      state: target.TargetHealth?.State ?? 'unavailable',
       ...(targetPort ? { port: targetPort } : {}),
-      ...(target?.TargetHealth?.Reason ? { reasonCode: target.TargetHealth.Reason } : {}),
-      ...(target?.TargetHealth?.Description ? { description: target.TargetHealth.Description } : {}),
+      ...(target.TargetHealth?.Reason ? { reasonCode: target.TargetHealth.Reason } : {}),
+      ...(target.TargetHealth?.Description ? { description: target.TargetHealth.Description } : {}),
     },
   };
   if (group) {
@@ -118,10 +127,10 @@ export async function readTaskTarget(deps: TargetDeps, task: DueTarget): Promise
     const { group, target } = await describeTarget(deps.aws, role, region, lb.targetGroupArn, data.taskTargetId, lb.containerPort);
     const snapshot = snapshotOf(lb.targetGroupArn, group, target, data.taskTargetId, lb.containerPort);
     // A target still being checked is read again; one the checks have judged is not.
-    const pending = snapshot.taskTarget.state === 'initial' || snapshot.taskTarget.state === 'unknown';
-    await setTargetSnapshot(deps.db, task.id, snapshot, attempts, pending ? nextAttempt(attempts) : null);
+    await setTargetSnapshot(deps.db, task.id, snapshot, attempts, snapshot.taskTarget.state === 'initial' ? nextAttempt(attempts) : null);
   } catch (error) {
-    if (!(error instanceof AppError)) throw error;
+    // Whatever failed, the attempt counts: a read that fails alike each time ends after MAX_ATTEMPTS.
     await deferTarget(deps.db, task.id, attempts, nextAttempt(attempts));
+    if (!(error instanceof AppError)) throw error;
   }
 }

@@ -4,7 +4,7 @@ import { EventStreams, sseEvent } from '../platform/http/event-stream.ts';
 import { errorResponses } from '../platform/http/openapi.ts';
 import { StreamSlots } from '../platform/http/stream-slots.ts';
 import { Id } from '../platform/schema.ts';
-import { FEED_RETENTION_HOURS, followFeed, openFeed, parseFeedCursor } from './feed.service.ts';
+import { FEED_RETENTION_HOURS, FEED_STREAM_MAX_MS, followFeed, openFeed, parseFeedCursor } from './feed.service.ts';
 
 const FeedQuery = Type.Object(
   {
@@ -29,9 +29,10 @@ export async function feedRoutes(app: App) {
         description:
           'An SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the record as `GET` answers it ' +
           '(as it is when sent: a record changed several times at once is sent once). Without Last-Event-ID it starts from now; a ' +
-          `reconnecting client sends the id of the last event it took and gets everything after it, for ${FEED_RETENTION_HOURS} hours. ` +
-          'A comment line every 15 s keeps a quiet stream open; a client that reads nothing for 60 s is disconnected. One caller ' +
-          'holds at most 32 streams at once per API process (429 beyond).',
+          `reconnecting client sends the last id it took (of an event, or an \`id\` line alone, which moves the stream's place while nothing ` +
+          `passes its filter) and gets everything after it, for ${FEED_RETENTION_HOURS} hours. A stream ends after ${FEED_STREAM_MAX_MS / 60_000} minutes, ` +
+          'and its client reconnects with Last-Event-ID: the credential is checked again then. A quiet stream sends its place every 15 s; ' +
+          'one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 streams at once per API process (429 beyond).',
         querystring: FeedQuery,
         response: {
           ...errorResponses({ 400: 'Last-Event-ID is not an id this stream sent', 429: 'Too many streams open at once by this caller or this API process' }),
@@ -45,7 +46,7 @@ export async function feedRoutes(app: App) {
       await streams.serve(reply, request.id, release, (stream) =>
         followFeed(app.db, request.principal, start, request.query, {
           event: (name, id, record) => stream.send(sseEvent(name, id, record)),
-          keepAlive: () => stream.send(': keep-alive\n\n'),
+          position: (id) => stream.send(`id: ${id}\n\n`),
           closed: stream.closed,
         }),
       );

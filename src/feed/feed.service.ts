@@ -10,14 +10,20 @@ import { findDeployment, findResource, rowToDeployment, rowToResource } from '..
 import { findDomainEvent } from '../domains/domains.repo.ts';
 import { findEnvironmentById } from '../environments/environments.repo.ts';
 import { findInstance } from '../modules/module-instances.repo.ts';
-import type { DueCheck } from '../platform/due-poller.ts';
-import { deleteFeedEntriesBefore, feedHorizon, hasFeedEntriesBefore, readFeedEntries, type FeedCursor, type FeedEntry, type FeedFilter } from './feed.repo.ts';
+import type { Logger } from '../platform/logger.ts';
+import { deleteFeedEntriesBefore, feedBounds, readFeedPage, type FeedCursor, type FeedEntry, type FeedFilter } from './feed.repo.ts';
 
 /** How long an entry stays in the feed: a client away for longer resumes without what it missed. */
 export const FEED_RETENTION_HOURS = 24;
 /** Entries read per query; the next query runs once the client has taken them. */
 const FEED_PAGE = 200;
 const PRUNE_BATCH = 5_000;
+const PRUNE_EVERY_MS = 10 * 60_000;
+/**
+ * A stream ends after this long, and its client resumes with Last-Event-ID: the credential is checked
+ * again then, so a revoked key or a removed member stops reading within it.
+ */
+export const FEED_STREAM_MAX_MS = 5 * 60_000;
 
 /** The SSE event name of each kind of entry. */
 export const FEED_EVENT_NAMES: Record<FeedEntryKind, string> = {
@@ -36,11 +42,14 @@ export function formatFeedCursor(cursor: FeedCursor): string {
 /** The cursor to resume after, from Last-Event-ID (an event id this feed sent), or a 400. */
 export function parseFeedCursor(header: string | string[] | undefined): FeedCursor | undefined {
   if (header === undefined || header === '') return undefined;
-  const match = /^(\d{1,20})-(\d{1,19})$/.exec(Array.isArray(header) ? header.join(',') : header);
-  if (!match || BigInt(match[1]) > MAX_XID || BigInt(match[2]) > MAX_SEQ) {
-    throw new BadRequestError('Last-Event-ID must be the id of an event this stream sent', ['last-event-id: not an event id of the live feed']);
-  }
+  // No leading zeros: PostgreSQL would read 010 as octal.
+  const match = /^(0|[1-9]\d{0,19})-(0|[1-9]\d{0,18})$/.exec(Array.isArray(header) ? header.join(',') : header);
+  if (!match || BigInt(match[1]) > MAX_XID || BigInt(match[2]) > MAX_SEQ) throw notAnEventId();
   return { xid: match[1], seq: match[2] };
+}
+
+function notAnEventId() {
+  return new BadRequestError('Last-Event-ID must be the id of an event this stream sent', ['last-event-id: not an event id of the live feed']);
 }
 
 /** checkFeedFilter: the instance and environment the filter names are the organization's, or a 404. */
@@ -75,55 +84,111 @@ function lastOfEachRecord(entries: FeedEntry[]): FeedEntry[] {
   return entries.filter((e, i) => last.get(`${e.kind}/${e.recordId}`) === i);
 }
 
-export interface FeedTarget {
-  event(name: string, id: string, record: unknown): Promise<void>;
-  keepAlive(): Promise<void>;
-  closed(): boolean;
-}
-
 /**
  * openFeed checks the filter and answers where the stream starts: after `after`, or at now, taken
- * before the client hears the stream has opened (so that nothing it does after is missed).
+ * before the client hears the stream has opened (so that nothing it does after is missed). "Now" is
+ * the oldest transaction still running: a change committed just before may be sent too.
  */
 export async function openFeed(db: Db, principal: Principal, after: FeedCursor | undefined, filter: FeedFilter): Promise<FeedCursor> {
   await checkFeedFilter(db, principal, filter);
-  return after ?? feedHorizon(db);
+  const bounds = await feedBounds(db);
+  // An xid not handed out yet is from no stream of this database: one would wait for it for ever.
+  if (after && BigInt(after.xid) > BigInt(bounds.xmax)) throw notAnEventId();
+  return after ?? { xid: bounds.xmin, seq: '0' };
 }
+
+export interface FeedTarget {
+  event(name: string, id: string, record: unknown): Promise<void>;
+  /** Tells the client where the stream is (an SSE `id` with no event), so that it resumes from there. */
+  position(id: string): Promise<void>;
+  closed(): boolean;
+}
+
+const later = (a: FeedCursor, b: FeedCursor) => BigInt(a.xid) > BigInt(b.xid) || (a.xid === b.xid && BigInt(a.seq) > BigInt(b.seq));
 
 /**
  * followFeed sends the organization's changes after `start` as they are stored, polling every `pollMs`,
- * until the client goes away. Each carries its record as it is when sent: one deleted meanwhile is
- * skipped.
+ * until the client goes away or FEED_STREAM_MAX_MS have passed. Each carries its record as it is when
+ * sent: one deleted meanwhile is skipped. While nothing passes the filter, the stream's place still
+ * moves on with the horizon, and the client hears of it, so that resuming never reads it all again.
  */
-export async function followFeed(db: Db, principal: Principal, start: FeedCursor, filter: FeedFilter, target: FeedTarget, pollMs = 250) {
+export async function followFeed(
+  db: Db,
+  principal: Principal,
+  start: FeedCursor,
+  filter: FeedFilter,
+  target: FeedTarget,
+  { pollMs = 250, maxMs = FEED_STREAM_MAX_MS } = {},
+) {
+  const endsAt = Date.now() + maxMs;
   let cursor = start;
+  let told = start;
   let lastSent = Date.now();
-  while (!target.closed()) {
-    const entries = await readFeedEntries(db, principal.organizationId, cursor, filter, FEED_PAGE);
+  await target.position(formatFeedCursor(start));
+  while (!target.closed() && Date.now() < endsAt) {
+    const { entries, horizon } = await readFeedPage(db, principal.organizationId, cursor, filter, FEED_PAGE);
     for (const entry of lastOfEachRecord(entries)) {
       const record = await recordOf(db, principal.organizationId, entry);
       if (target.closed()) return;
       if (record) {
         await target.event(FEED_EVENT_NAMES[entry.kind], formatFeedCursor(entry), record);
+        told = entry;
         lastSent = Date.now();
       }
     }
-    if (entries.length > 0) cursor = entries[entries.length - 1];
-    if (entries.length === FEED_PAGE) continue;
+    if (entries.length === FEED_PAGE) {
+      cursor = entries[entries.length - 1];
+      continue;
+    }
+    // Every entry below the horizon after the cursor was in this page: the next read starts there.
+    const atHorizon = { xid: horizon, seq: '0' };
+    cursor = later(atHorizon, cursor) ? atHorizon : (entries.at(-1) ?? cursor);
     if (Date.now() - lastSent >= STREAM_KEEPALIVE_MS) {
-      await target.keepAlive();
+      await target.position(formatFeedCursor(cursor));
+      told = cursor;
       lastSent = Date.now();
     }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
+  if (!target.closed() && later(cursor, told)) await target.position(formatFeedCursor(cursor));
 }
 
-/** Worker processes delete the feed's entries older than FEED_RETENTION_HOURS, a batch at a time. */
-export function feedPruning(db: Db): DueCheck<true> {
-  const cutoff = () => new Date(Date.now() - FEED_RETENTION_HOURS * 3_600_000);
-  return {
-    name: 'feed-pruning',
-    claim: async () => ((await hasFeedEntriesBefore(db, cutoff())) ? true : undefined),
-    run: async () => void (await deleteFeedEntriesBefore(db, cutoff(), PRUNE_BATCH)),
-  };
+/**
+ * FeedPruner deletes the feed's entries older than FEED_RETENTION_HOURS, every ten minutes, a batch
+ * at a time, in every process that serves or works: however many do, each entry goes once.
+ */
+export class FeedPruner {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.timer ??= setInterval(() => {
+      this.running ??= this.pruneOnce()
+        .then(() => undefined)
+        .catch((error) => this.log.warn({ err: error }, 'pruning the live feed failed'))
+        .finally(() => (this.running = undefined));
+    }, PRUNE_EVERY_MS);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** pruneOnce deletes every entry older than the retention; answers how many. */
+  async pruneOnce(): Promise<number> {
+    const before = new Date(Date.now() - FEED_RETENTION_HOURS * 3_600_000);
+    let deleted = 0;
+    for (;;) {
+      const n = await deleteFeedEntriesBefore(this.db, before, PRUNE_BATCH);
+      deleted += n;
+      if (n < PRUNE_BATCH) return deleted;
+    }
+  }
 }

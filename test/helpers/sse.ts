@@ -11,6 +11,8 @@ export interface SseEvent {
  */
 export class SseReader {
   readonly received: SseEvent[] = [];
+  /** The last id the stream gave, with an event or alone (as a browser's EventSource keeps it). */
+  lastId: string | undefined;
   private buffer = '';
   private waiting: (() => void) | undefined;
   private readonly done: Promise<void>;
@@ -36,6 +38,7 @@ export class SseReader {
               .filter((l) => !l.startsWith(':'))
               .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]),
           );
+          if (fields.id !== undefined) this.lastId = fields.id;
           if (fields.event) this.received.push({ event: fields.event, id: fields.id, data: JSON.parse(fields.data) });
           this.waiting?.();
         }

@@ -85,7 +85,10 @@ export class EventStreams {
     raw.flushHeaders();
     const stream: EventStream = {
       send: async (text) => {
-        if (!closed && !raw.write(text)) await drained(raw);
+        if (closed || raw.write(text)) return;
+        // Shutting down, a stream does not hold the drain open for a slow reader: it resumes later.
+        if (this.shuttingDown) raw.destroy();
+        else await drained(raw);
       },
       closed: () => closed || this.shuttingDown,
     };

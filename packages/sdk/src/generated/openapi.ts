@@ -655,7 +655,7 @@ export interface paths {
         };
         /**
          * Follow the organization's deployments, deployment resources and domain events as Server-Sent Events
-         * @description An SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the record as `GET` answers it (as it is when sent: a record changed several times at once is sent once). Without Last-Event-ID it starts from now; a reconnecting client sends the id of the last event it took and gets everything after it, for 24 hours. A comment line every 15 s keeps a quiet stream open; a client that reads nothing for 60 s is disconnected. One caller holds at most 32 streams at once per API process (429 beyond).
+         * @description An SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the record as `GET` answers it (as it is when sent: a record changed several times at once is sent once). Without Last-Event-ID it starts from now; a reconnecting client sends the last id it took (of an event, or an `id` line alone, which moves the stream's place while nothing passes its filter) and gets everything after it, for 24 hours. A stream ends after 5 minutes, and its client reconnects with Last-Event-ID: the credential is checked again then. A quiet stream sends its place every 15 s; one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 streams at once per API process (429 beyond).
          */
         get: operations["streamEvents"];
         put?: never;
