@@ -198,8 +198,8 @@ async function main() {
           const ms = performance.now() - due;
           if (res.status >= 300 && res.status !== 202) failures.push(`${kind}: ${res.status} ${res.text.slice(0, 300)}`);
           const phase = i < WARMUP ? 'warm-up' : kind;
-          let values = times.get(phase);
-          if (!values) times.set(phase, (values = []));
+          const values = times.get(phase) ?? [];
+          if (values.length === 0) times.set(phase, values);
           values.push(ms);
         })(),
       );

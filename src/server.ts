@@ -15,6 +15,7 @@ import { tellRunStoriesTo } from './engine/run-story.ts';
 import { OPENTOFU_RUNNERS } from './opentofu/opentofu-step.ts';
 import { GitPoller } from './git-webhooks/poller.ts';
 import { domainChecks } from './domains/domain-poller.ts';
+import { serviceDeploymentChecks } from './deployments/service-deployments.ts';
 import { taskTargetChecks } from './deployments/task-targets.ts';
 import { taskDefinitionChecks } from './deployments/task-definitions.ts';
 import { DuePoller } from './platform/due-poller.ts';
@@ -178,12 +179,13 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   // Off unless PLINTH_GIT_POLL_INTERVAL_S is set; worker processes poll (once per change, however many).
   const poller = roles.worker ? new GitPoller(database.db, secrets, config.git, log) : undefined;
   poller?.start();
-  // Domains' DNS records and certificates, deployments' task definitions and tasks' load balancer
-  // targets, when due (PLINTH_CLOUD_CHECK_INTERVAL_S).
+  // Domains' DNS records and certificates, deployments' task definitions and service deployments, and
+  // tasks' load balancer targets, when due (PLINTH_CLOUD_CHECK_INTERVAL_S).
   const checks = [
     ...domainChecks({ db: database.db, aws: config.aws, domains: config.domains }),
     ...taskDefinitionChecks({ db: database.db, aws: config.aws }),
     ...taskTargetChecks({ db: database.db, aws: config.aws }),
+    ...serviceDeploymentChecks({ db: database.db, aws: config.aws }),
   ];
   const duePoller = roles.worker ? new DuePoller(database.db, checks, config.domains.checkIntervalSeconds, log) : undefined;
   duePoller?.start();

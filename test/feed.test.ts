@@ -4,11 +4,12 @@ import pg from 'pg';
 import { FeedPruner, followFeed, openFeed, type FeedTarget } from '../src/feed/feed.service.ts';
 import type { Principal } from '../src/platform/auth/principal.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { deploymentEvent, serviceArn, taskEvent, type EcsService } from './helpers/aws-events.ts';
+import { deploymentEvent, taskEvent, type EcsService } from './helpers/aws-events.ts';
 import { assertError, createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
 import { LOOPBACK_GIT_ENV } from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
-import { commitModules, ECS_ACCOUNT, publishModule } from './helpers/modules.ts';
+import { seedContainerServices } from './helpers/container-services.ts';
+import { ECS_ACCOUNT } from './helpers/modules.ts';
 import { openSse, type SseReader } from './helpers/sse.ts';
 
 Object.assign(process.env, LOOPBACK_GIT_ENV);
@@ -33,37 +34,11 @@ describe('the live feed of deployments, their resources and domain events', () =
     t = await startTestApp();
     baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
     git = await startGitServer();
-    commitModules(git);
-    const codeSourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'modules', url: git.repoUrl('public') } } })).body.data.id;
-    const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data.id;
-    const environment = async (givenId: string) =>
-      (await t.call('POST', '/environments', { body: { data: { projectId, givenId, name: givenId } } })).body.data.id as string;
-    prodId = await environment('prod');
-    const stagingId = await environment('staging');
-    const container = await publishModule(t, codeSourceId, 'container');
-    const instance = async (environmentId: string, service: EcsService) => {
-      const created = await t.call('POST', '/module-instances', {
-        body: {
-          data: { environmentId, moduleVersionId: container.versionId, givenId: service.service, name: service.service, values: { name: service.service } },
-        },
-      });
-      assert.equal(created.status, 201, JSON.stringify(created.body));
-      // The outputs an apply of the module would leave: no OpenTofu runs in this test.
-      const output = { ecs_cluster_arn: `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:cluster/shop`, ecs_service_arn: serviceArn(service) };
-      await t.db
-        .updateTable('stacks')
-        .set({ output: JSON.stringify(output) as never })
-        .where('module_instance_id', '=', created.body.data.id)
-        .execute();
-      return created.body.data.id as string;
-    };
-    webId = await instance(prodId, WEB);
-    apiId = await instance(stagingId, API);
-    const account = await t.call('POST', '/cloud-accounts', {
-      body: { data: { givenId: 'prod', name: 'Prod', accountId: ECS_ACCOUNT, roleArn: `arn:aws:iam::${ECS_ACCOUNT}:role/plinth` } },
-    });
-    accountId = account.body.data.id;
-    secret = account.body.data.ingestSecret;
+    const seeded = await seedContainerServices(t, git, [WEB, { ...API, environment: 'staging' }]);
+    ({ accountId, secret } = seeded);
+    webId = seeded.instances.web;
+    apiId = seeded.instances.api;
+    prodId = seeded.environments.web;
   });
   after(async () => {
     await Promise.all(readers.map((r) => r.close()));

@@ -61,8 +61,10 @@ export function applyDeploymentEvent(current: ContainerDeploymentState, facts: D
     clusterArn: current.data.clusterArn || (facts.clusterArn ?? ''),
     events,
     ...(facts.serviceDeploymentArn ? { serviceDeploymentArn: facts.serviceDeploymentArn } : {}),
+    // What ECS was read to say (revisions, strategy) stays; the event's status is the newer observation.
     serviceDeploymentState: {
-      acceptsNativeStandbyRevert: false,
+      ...withoutReason(current.data.serviceDeploymentState),
+      acceptsNativeStandbyRevert: facts.status === 'IN_PROGRESS' && current.data.serviceDeploymentState?.acceptsNativeStandbyRevert === true,
       observedAt: facts.at,
       status: SERVICE_DEPLOYMENT_STATUS[facts.status],
       ...((facts.serviceDeploymentArn ?? current.data.serviceDeploymentArn)
@@ -82,6 +84,12 @@ export function applyDeploymentEvent(current: ContainerDeploymentState, facts: D
     },
     stale: false,
   };
+}
+
+function withoutReason(state: ContainerServiceData['serviceDeploymentState']) {
+  if (!state) return {};
+  const { statusReason: _reason, ...rest } = state;
+  return rest;
 }
 
 /** applyServiceAction records a service action (steady state, a task that cannot start, …) in the history. */

@@ -237,10 +237,12 @@ export function containerStateOf(row: DeploymentRow): ContainerDeploymentState {
   };
 }
 
-export async function writeContainerState(db: Executor, id: string, state: ContainerDeploymentState): Promise<void> {
+/** writeContainerState writes what events made of the deployment; `readService` makes its service deployment due to be read from ECS. */
+export async function writeContainerState(db: Executor, id: string, state: ContainerDeploymentState, readService = false): Promise<void> {
   await db
     .updateTable('deployments')
     .set({
+      ...(readService ? { service_check_at: sql<Date>`now()`, service_check_attempts: 0 } : {}),
       status: state.status,
       last_event_at: state.lastEventAt ? new Date(state.lastEventAt) : null,
       data: JSON.stringify(state.data),
@@ -626,4 +628,56 @@ export async function setTargetSnapshot(db: Executor, id: string, snapshot: Targ
     })
     .where('id', '=', id)
     .execute();
+}
+
+/** claimDueServiceDeployment takes one deployment whose service deployment is due to be read, for this worker alone (until the lease ends). */
+export function claimDueServiceDeployment(db: Executor, leaseSeconds: number) {
+  return db
+    .updateTable('deployments')
+    .set({ service_check_at: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
+    .where(
+      'id',
+      '=',
+      db.selectFrom('deployments').select('id').where('service_check_at', '<=', sql<Date>`now()`).orderBy('service_check_at').limit(1).forUpdate().skipLocked(),
+    )
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** deferServiceDeployment reads the service deployment again at `next`, or never. */
+export async function deferServiceDeployment(db: Executor, id: string, attempts: number, next: Date | null): Promise<void> {
+  await db.updateTable('deployments').set({ service_check_attempts: attempts, service_check_at: next }).where('id', '=', id).execute();
+}
+
+/**
+ * keepServiceDeployment merges what ECS said of the service deployment into the deployment, unless an
+ * event observed it later than ECS was read (the newest observation wins), under the row's lock.
+ */
+export async function keepServiceDeployment(
+  db: Db,
+  id: string,
+  state: NonNullable<ContainerServiceData['serviceDeploymentState']> & { serviceDeploymentArn: string },
+  attempts: number,
+  next: Date | null,
+): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('deployments').select('data').where('id', '=', id).forUpdate().executeTakeFirst();
+    if (!row) return;
+    const data = row.data as ContainerServiceData;
+    const current = data.serviceDeploymentState;
+    const newer = !current || current.observedAt <= state.observedAt;
+    // The newer observation says the status, its reason and stage; what only ECS says stays either way.
+    const { statusReason: _reason, lifecycleStage: _stage, ...lasting } = current ?? {};
+    const merged = newer ? { ...lasting, ...state } : { ...state, ...current };
+    await trx
+      .updateTable('deployments')
+      .set({
+        data: sql`data || ${JSON.stringify({ serviceDeploymentArn: state.serviceDeploymentArn, serviceDeploymentState: merged })}::jsonb`,
+        service_check_attempts: attempts,
+        service_check_at: next,
+        updated_at: sql<Date>`now()`,
+      })
+      .where('id', '=', id)
+      .execute();
+  });
 }

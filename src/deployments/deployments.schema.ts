@@ -3,7 +3,6 @@ import { DEPLOYMENT_STATUSES, DEPLOYMENT_TRIGGER_SOURCES, DEPLOYMENT_TYPES } fro
 import { Id, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
 const ErrorRef = Type.Unsafe<Record<string, unknown>>({ $ref: 'ErrorBody#' });
-const FreeObject = Type.Object({}, { additionalProperties: true });
 
 export const TaskDefinitionRef = Type.Object({
   arn: Type.String(),
@@ -24,13 +23,29 @@ export const DeploymentProgress = Type.Object({
 });
 export type DeploymentProgress = Static<typeof DeploymentProgress>;
 
+const ServiceRevision = Type.Object({
+  serviceRevisionArn: Type.String(),
+  requestedTaskCount: Type.Integer(),
+  runningTaskCount: Type.Integer(),
+  pendingTaskCount: Type.Integer(),
+  requestedProductionTrafficWeight: Type.Optional(Type.Number()),
+  requestedTestTrafficWeight: Type.Optional(Type.Number()),
+});
+
 export const ServiceDeploymentState = Type.Object({
-  acceptsNativeStandbyRevert: Type.Boolean(),
+  acceptsNativeStandbyRevert: Type.Boolean({
+    description: 'A blue/green deployment in progress: ECS can still revert it to the revision standing by (StopServiceDeployment, ROLLBACK)',
+  }),
   observedAt: UtcDateTime,
-  serviceDeploymentArn: Type.Optional(Type.String({ description: "ECS's ARN of the service deployment, when its events name it" })),
-  status: Type.String({ description: 'IN_PROGRESS, SUCCESSFUL or FAILED, as the newest deployment event says' }),
+  serviceDeploymentArn: Type.Optional(Type.String({ description: "ECS's ARN of the service deployment, once read from ECS" })),
+  status: Type.String({
+    description: "PENDING, IN_PROGRESS, SUCCESSFUL, STOPPED, STOP_REQUESTED, ROLLBACK_*, FAILED: the newest observation's, an event's or ECS's",
+  }),
   statusReason: Type.Optional(Type.String()),
   lifecycleStage: Type.Optional(Type.String()),
+  strategy: Type.Optional(Type.String({ description: 'ROLLING, BLUE_GREEN, …' })),
+  sourceServiceRevisions: Type.Optional(Type.Array(ServiceRevision)),
+  targetServiceRevision: Type.Optional(ServiceRevision),
 });
 
 /** `data` of a container-service deployment. */

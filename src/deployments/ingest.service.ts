@@ -175,7 +175,8 @@ async function applyDeployment(trx: Executor, account: CloudAccountRow, facts: D
     lock: true,
   });
   const { next, stale } = applyDeploymentEvent(containerStateOf(deployment), facts);
-  await writeContainerState(trx, deployment.id, next);
+  // What ECS says of the service deployment beyond the event (its ARN, revisions) is read apart.
+  await writeContainerState(trx, deployment.id, next, !stale);
   return { outcome: stale ? 'STALE' : 'APPLIED', resourceArn: facts.serviceArn, deploymentId: deployment.id };
 }
 

@@ -22,8 +22,20 @@ export interface AwsStandin {
   taskDefinitions: Map<string, Record<string, unknown>>;
   /** ACM certificates by ARN, as DescribeCertificate answers them (a test sets Status and NotAfter). */
   certificates: Map<string, Record<string, unknown>>;
-  /** ECS services by ARN: the load balancers DescribeServices answers. */
-  services: Map<string, { loadBalancers: { targetGroupArn: string; containerName: string; containerPort: number }[] }>;
+  /**
+   * ECS services by ARN, as DescribeServices answers them: their load balancers, and their deployments
+   * (`ecs-svc/` ids and statuses) with the service deployment the current one belongs to.
+   */
+  services: Map<
+    string,
+    {
+      loadBalancers: { targetGroupArn: string; containerName: string; containerPort: number }[];
+      deployments?: { id: string; status: string }[];
+      currentServiceDeployment?: string;
+    }
+  >;
+  /** ECS service deployments by ARN, as DescribeServiceDeployments answers them. */
+  serviceDeployments: Map<string, Record<string, unknown>>;
   /** Target groups by ARN, as DescribeTargetGroups answers them (XML element names and values). */
   targetGroups: Map<string, Record<string, string | number>>;
   /** The health of each target, by `<target group ARN> <target id>`: State, and Reason and Description. */
@@ -44,6 +56,7 @@ export async function startAwsStandin(): Promise<AwsStandin> {
   const revisions = new Map<string, number>();
   const certificates = new Map<string, Record<string, unknown>>();
   const services: AwsStandin['services'] = new Map();
+  const serviceDeployments: AwsStandin['serviceDeployments'] = new Map();
   const targetGroups: AwsStandin['targetGroups'] = new Map();
   const targetHealth: AwsStandin['targetHealth'] = new Map();
   let deployments = 0;
@@ -109,7 +122,14 @@ export async function startAwsStandin(): Promise<AwsStandin> {
       const arn = input.services[0];
       const service = services.get(arn);
       if (!service) return { services: [], failures: [{ arn, reason: 'MISSING' }] };
-      return { services: [{ serviceArn: arn, clusterArn: input.cluster, status: 'ACTIVE', loadBalancers: service.loadBalancers }], failures: [] };
+      return { services: [{ serviceArn: arn, clusterArn: input.cluster, status: 'ACTIVE', ...service }], failures: [] };
+    },
+    DescribeServiceDeployments: (input) => {
+      const found = input.serviceDeploymentArns.filter((arn: string) => serviceDeployments.has(arn));
+      return {
+        serviceDeployments: found.map((arn: string) => ({ serviceDeploymentArn: arn, ...serviceDeployments.get(arn) })),
+        failures: input.serviceDeploymentArns.filter((arn: string) => !serviceDeployments.has(arn)).map((arn: string) => ({ arn, reason: 'MISSING' })),
+      };
     },
     DescribeTaskDefinition: (input) => {
       const definition = taskDefinitions.get(input.taskDefinition);
@@ -188,6 +208,7 @@ export async function startAwsStandin(): Promise<AwsStandin> {
     taskDefinitions,
     certificates,
     services,
+    serviceDeployments,
     targetGroups,
     targetHealth,
     failNext(operation, code, options = {}) {

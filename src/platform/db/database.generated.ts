@@ -218,6 +218,8 @@ export interface Deployments {
   resource_arn: string | null;
   resource_name: string | null;
   rollback_to_deployment_id: string | null;
+  service_check_at: Timestamp | null;
+  service_check_attempts: Generated<number>;
   started_at: Timestamp | null;
   status: DeploymentStatus;
   trigger_source: DeploymentTriggerSource;

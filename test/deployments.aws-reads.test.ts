@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { serviceDeploymentChecks } from '../src/deployments/service-deployments.ts';
 import { taskTargetChecks } from '../src/deployments/task-targets.ts';
 import { DuePoller } from '../src/platform/due-poller.ts';
 import { startAwsStandin, type AwsStandin } from './aws/aws-standin.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { serviceArn, taskEvent, type EcsService } from './helpers/aws-events.ts';
+import { deploymentEvent, serviceArn, taskEvent, type EcsService } from './helpers/aws-events.ts';
 import { LOOPBACK_GIT_ENV } from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
-import { commitModules, ECS_ACCOUNT, publishModule } from './helpers/modules.ts';
+import { seedContainerServices } from './helpers/container-services.ts';
+import { ECS_ACCOUNT } from './helpers/modules.ts';
 
 Object.assign(process.env, LOOPBACK_GIT_ENV);
 
@@ -19,7 +21,7 @@ const TARGET_GROUP = `arn:aws:elasticloadbalancing:${REGION}:${ECS_ACCOUNT}:targ
 const TASK_ADDRESS = '10.0.1.163';
 const silent = { info() {}, warn() {}, error() {}, debug() {} } as never;
 
-describe("a running task's target in its service's load balancer", () => {
+describe('what worker processes read from AWS beyond the events: load balancer targets and service deployments', () => {
   let t: TestApp;
   let git: GitServer;
   let aws: AwsStandin;
@@ -31,30 +33,7 @@ describe("a running task's target in its service's load balancer", () => {
     aws = await startAwsStandin();
     t = await startTestApp({ env: { PLINTH_AWS_ENDPOINT_URL: aws.url, AWS_ACCESS_KEY_ID: 'AKIAPLINTHTEST', AWS_SECRET_ACCESS_KEY: 'plinth-test-secret' } });
     git = await startGitServer();
-    commitModules(git);
-    const codeSourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'modules', url: git.repoUrl('public') } } })).body.data.id;
-    const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data.id;
-    const environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'prod' } } })).body.data.id;
-    const container = await publishModule(t, codeSourceId, 'container');
-    for (const service of [WEB, WORKER]) {
-      const created = await t.call('POST', '/module-instances', {
-        body: {
-          data: { environmentId, moduleVersionId: container.versionId, givenId: service.service, name: service.service, values: { name: service.service } },
-        },
-      });
-      // The outputs an apply of the module would leave: no OpenTofu runs in this test.
-      const output = { ecs_cluster_arn: `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:cluster/shop`, ecs_service_arn: serviceArn(service) };
-      await t.db
-        .updateTable('stacks')
-        .set({ output: JSON.stringify(output) as never })
-        .where('module_instance_id', '=', created.body.data.id)
-        .execute();
-    }
-    const account = await t.call('POST', '/cloud-accounts', {
-      body: { data: { givenId: 'prod', name: 'Prod', accountId: ECS_ACCOUNT, roleArn: `arn:aws:iam::${ECS_ACCOUNT}:role/plinth` } },
-    });
-    accountId = account.body.data.id;
-    secret = account.body.data.ingestSecret;
+    ({ accountId, secret } = await seedContainerServices(t, git, [WEB, WORKER]));
     aws.services.set(serviceArn(WEB), { loadBalancers: [{ targetGroupArn: TARGET_GROUP, containerName: 'web', containerPort: 8080 }] });
     aws.services.set(serviceArn(WORKER), { loadBalancers: [] });
     aws.targetGroups.set(TARGET_GROUP, {
@@ -225,5 +204,111 @@ describe("a running task's target in its service's load balancer", () => {
     const task = await taskOf('web-ec2');
     assert.equal(task.data.taskTargetId, undefined);
     assert.equal((await checkState('web-ec2')).target_check_at, null);
+  });
+
+  describe('service deployments', () => {
+    const reads = () => new DuePoller(t.db, serviceDeploymentChecks({ db: t.db, aws: t.app.config.aws }), 1, silent);
+    const revision = (id: string, requested: number, running: number, pending: number) => ({
+      arn: `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:service-revision/shop/web/${id}`,
+      requestedTaskCount: requested,
+      runningTaskCount: running,
+      pendingTaskCount: pending,
+    });
+    const kept = (id: string, requested: number, running: number, pending: number) => ({
+      serviceRevisionArn: `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:service-revision/shop/web/${id}`,
+      requestedTaskCount: requested,
+      runningTaskCount: running,
+      pendingTaskCount: pending,
+    });
+    const deploymentOf = async (id: string) => (await t.call('GET', `/deployments/${id}`)).body.data;
+    const serviceCheck = (ecsId: string) =>
+      t.db
+        .selectFrom('deployments')
+        .select(['service_check_at', 'service_check_attempts'])
+        .where('external_deployment_id', '=', ecsId)
+        .executeTakeFirstOrThrow();
+
+    it('reads the service deployment ECS names for the primary deployment: its ARN, status, strategy and revisions', async () => {
+      const ecsId = 'ecs-svc/4980306466373577095';
+      const arn = `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:service-deployment/shop/web/NCWGC2ZR-taawPAYrIaU5`;
+      aws.services.set(serviceArn(WEB), {
+        ...aws.services.get(serviceArn(WEB))!,
+        deployments: [
+          { id: ecsId, status: 'PRIMARY' },
+          { id: 'ecs-svc/1000000000000000001', status: 'ACTIVE' },
+        ],
+        currentServiceDeployment: arn,
+      });
+      aws.serviceDeployments.set(arn, {
+        status: 'IN_PROGRESS',
+        lifecycleStage: 'BAKE_TIME',
+        deploymentConfiguration: { strategy: 'BLUE_GREEN' },
+        sourceServiceRevisions: [revision('1111', 2, 2, 0)],
+        targetServiceRevision: revision('2222', 2, 1, 1),
+      });
+      const started = await send(deploymentEvent(WEB, ecsId, 'in-progress', '2026-02-01T00:00:00Z'));
+      assert.equal((await deploymentOf(started.deploymentId)).data.serviceDeploymentArn, undefined, 'an event does not wait for AWS');
+
+      await reads().runDueOnce();
+      const read = (await deploymentOf(started.deploymentId)).data;
+      assert.equal(read.serviceDeploymentArn, arn);
+      assert.ok(Date.parse(read.serviceDeploymentState.observedAt) > Date.now() - 60_000);
+      assert.deepEqual(
+        { ...read.serviceDeploymentState, observedAt: undefined },
+        {
+          observedAt: undefined,
+          serviceDeploymentArn: arn,
+          status: 'IN_PROGRESS',
+          acceptsNativeStandbyRevert: true,
+          lifecycleStage: 'BAKE_TIME',
+          strategy: 'BLUE_GREEN',
+          sourceServiceRevisions: [kept('1111', 2, 2, 0)],
+          targetServiceRevision: kept('2222', 2, 1, 1),
+        },
+      );
+      const pending = await serviceCheck(ecsId);
+      assert.ok(pending.service_check_at && pending.service_check_at.getTime() > Date.now(), 'one in progress is read again later');
+
+      // The completion event is the newer observation; what ECS was read to say stays beside it.
+      await send(deploymentEvent(WEB, ecsId, 'completed', '2026-02-01T00:05:00Z'));
+      const completed = (await deploymentOf(started.deploymentId)).data.serviceDeploymentState;
+      assert.equal(completed.status, 'SUCCESSFUL');
+      assert.equal(completed.acceptsNativeStandbyRevert, false);
+      assert.equal(completed.serviceDeploymentArn, arn);
+      assert.deepEqual(completed.targetServiceRevision, kept('2222', 2, 1, 1));
+
+      aws.serviceDeployments.set(arn, {
+        status: 'SUCCESSFUL',
+        deploymentConfiguration: { strategy: 'BLUE_GREEN' },
+        sourceServiceRevisions: [revision('1111', 0, 0, 0)],
+        targetServiceRevision: revision('2222', 2, 2, 0),
+      });
+      const callsBefore = aws.calls.length;
+      await reads().runDueOnce();
+      const done = (await deploymentOf(started.deploymentId)).data.serviceDeploymentState;
+      assert.equal(done.status, 'SUCCESSFUL');
+      assert.deepEqual(done.targetServiceRevision, kept('2222', 2, 2, 0));
+      assert.deepEqual(
+        aws.calls.slice(callsBefore).map((c) => c.operation),
+        ['AssumeRole', 'DescribeServiceDeployments'],
+        'its ARN known, the service is not described again',
+      );
+      assert.equal((await serviceCheck(ecsId)).service_check_at, null, 'one that has ended is not read again');
+    });
+
+    it('leaves the ARN unknown when another deployment of the service is the primary one by the time it is read', async () => {
+      const ecsId = 'ecs-svc/4980306466373570001';
+      aws.services.set(serviceArn(WEB), {
+        ...aws.services.get(serviceArn(WEB))!,
+        deployments: [{ id: 'ecs-svc/4980306466373579999', status: 'PRIMARY' }],
+        currentServiceDeployment: `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:service-deployment/shop/web/later`,
+      });
+      const started = await send(deploymentEvent(WEB, ecsId, 'in-progress', '2026-03-01T00:00:00Z'));
+      await reads().runDueOnce();
+      const data = (await deploymentOf(started.deploymentId)).data;
+      assert.equal(data.serviceDeploymentArn, undefined);
+      assert.equal(data.serviceDeploymentState.status, 'IN_PROGRESS', 'the events still say how it goes');
+      assert.equal((await serviceCheck(ecsId)).service_check_at, null);
+    });
   });
 });
