@@ -542,27 +542,6 @@ export async function nameExternalDeployment(db: Db, redeploy: DeploymentRow, ex
   });
 }
 
-/** claimDueDefinition takes one deployment whose task definition is due to be read, for this worker alone (until the lease ends). */
-export function claimDueDefinition(db: Executor, leaseSeconds: number) {
-  return db
-    .updateTable('deployments')
-    .set({ definition_check_at: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
-    .where(
-      'id',
-      '=',
-      db
-        .selectFrom('deployments')
-        .select('id')
-        .where('definition_check_at', '<=', sql<Date>`now()`)
-        .orderBy('definition_check_at')
-        .limit(1)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .returningAll()
-    .executeTakeFirst();
-}
-
 /** deferDefinition reads the task definition again later (ECS refused or could not be reached), or never. */
 export async function deferDefinition(db: Executor, id: string, attempts: number, next: Date | null): Promise<void> {
   await db.updateTable('deployments').set({ definition_check_attempts: attempts, definition_check_at: next }).where('id', '=', id).execute();
@@ -587,31 +566,6 @@ export async function setLogStreams(db: Executor, resourceId: string, streams: L
     .execute();
 }
 
-/** claimDueTarget takes one task whose load balancer target is due to be read, with its deployment's service, for this worker alone (until the lease ends). */
-export function claimDueTarget(db: Executor, leaseSeconds: number) {
-  return db
-    .updateTable('deployment_resources as r')
-    .from('deployments as d')
-    .set({ target_check_at: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
-    .whereRef('d.id', '=', 'r.deployment_id')
-    .where(
-      'r.id',
-      '=',
-      db
-        .selectFrom('deployment_resources')
-        .select('id')
-        .where('target_check_at', '<=', sql<Date>`now()`)
-        .orderBy('target_check_at')
-        .limit(1)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .returning(['r.id', 'r.data', 'r.cloud_account_id', 'r.target_check_attempts', 'd.resource_arn as service_arn'])
-    .executeTakeFirst();
-}
-
-export type DueTarget = NonNullable<Awaited<ReturnType<typeof claimDueTarget>>>;
-
 /** deferTarget reads the task's target again at `next` (its health checks are pending, or AWS refused), or never. */
 export async function deferTarget(db: Executor, id: string, attempts: number, next: Date | null): Promise<void> {
   await db.updateTable('deployment_resources').set({ target_check_attempts: attempts, target_check_at: next }).where('id', '=', id).execute();
@@ -628,20 +582,6 @@ export async function setTargetSnapshot(db: Executor, id: string, snapshot: Targ
     })
     .where('id', '=', id)
     .execute();
-}
-
-/** claimDueServiceDeployment takes one deployment whose service deployment is due to be read, for this worker alone (until the lease ends). */
-export function claimDueServiceDeployment(db: Executor, leaseSeconds: number) {
-  return db
-    .updateTable('deployments')
-    .set({ service_check_at: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
-    .where(
-      'id',
-      '=',
-      db.selectFrom('deployments').select('id').where('service_check_at', '<=', sql<Date>`now()`).orderBy('service_check_at').limit(1).forUpdate().skipLocked(),
-    )
-    .returningAll()
-    .executeTakeFirst();
 }
 
 /** deferServiceDeployment reads the service deployment again at `next`, or never. */
@@ -680,4 +620,10 @@ export async function keepServiceDeployment(
       .where('id', '=', id)
       .execute();
   });
+}
+
+/** The ECS service a deployment deploys to (its resource ARN), if any. */
+export async function findDeploymentService(db: Executor, deploymentId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('deployments').select('resource_arn').where('id', '=', deploymentId).executeTakeFirst();
+  return row?.resource_arn ?? undefined;
 }

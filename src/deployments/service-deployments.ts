@@ -11,7 +11,8 @@ import type { AwsConfig } from '../platform/aws/aws-config.ts';
 import type { Db } from '../platform/db/db.ts';
 import type { DueCheck } from '../platform/due-poller.ts';
 import { AppError } from '../platform/errors.ts';
-import { claimDueServiceDeployment, containerStateOf, deferServiceDeployment, keepServiceDeployment, type DeploymentRow } from './deployments.repo.ts';
+import { claimDue } from '../platform/db/claim-due.ts';
+import { containerStateOf, deferServiceDeployment, keepServiceDeployment, type DeploymentRow } from './deployments.repo.ts';
 import { parseEcsArn } from './ecs-events.ts';
 
 const LEASE_SECONDS = 300;
@@ -29,7 +30,11 @@ export interface ServiceDeploymentDeps {
 /** The due work of container deployments: their service deployments to read. */
 export function serviceDeploymentChecks(deps: ServiceDeploymentDeps): DueCheck[] {
   return [
-    { name: 'service-deployment', claim: (db) => claimDueServiceDeployment(db, LEASE_SECONDS), run: (d: DeploymentRow) => readServiceDeployment(deps, d) },
+    {
+      name: 'service-deployment',
+      claim: (db) => claimDue<DeploymentRow>(db, ['deployments', 'service_check_at'], LEASE_SECONDS),
+      run: (d: DeploymentRow) => readServiceDeployment(deps, d),
+    },
   ];
 }
 

@@ -10,15 +10,8 @@ import type { AwsConfig } from '../platform/aws/aws-config.ts';
 import type { Db } from '../platform/db/db.ts';
 import type { DueCheck } from '../platform/due-poller.ts';
 import { AppError } from '../platform/errors.ts';
-import {
-  claimDueDefinition,
-  containerStateOf,
-  deferDefinition,
-  findTasksWithoutLogStreams,
-  keepTaskDefinition,
-  setLogStreams,
-  type DeploymentRow,
-} from './deployments.repo.ts';
+import { claimDue } from '../platform/db/claim-due.ts';
+import { containerStateOf, deferDefinition, findTasksWithoutLogStreams, keepTaskDefinition, setLogStreams, type DeploymentRow } from './deployments.repo.ts';
 import { parseEcsArn } from './ecs-events.ts';
 import { logStreamsOf } from './log-streams.ts';
 
@@ -34,7 +27,13 @@ export interface DefinitionDeps {
 
 /** The due work of container deployments: their task definitions to read. */
 export function taskDefinitionChecks(deps: DefinitionDeps): DueCheck[] {
-  return [{ name: 'task-definition', claim: (db) => claimDueDefinition(db, LEASE_SECONDS), run: (d: DeploymentRow) => readTaskDefinition(deps, d) }];
+  return [
+    {
+      name: 'task-definition',
+      claim: (db) => claimDue<DeploymentRow>(db, ['deployments', 'definition_check_at'], LEASE_SECONDS),
+      run: (d: DeploymentRow) => readTaskDefinition(deps, d),
+    },
+  ];
 }
 
 /** readTaskDefinition reads and keeps the deployment's task definition, and gives its tasks their log streams. */

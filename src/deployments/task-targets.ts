@@ -16,7 +16,8 @@ import type { AwsConfig } from '../platform/aws/aws-config.ts';
 import type { Db } from '../platform/db/db.ts';
 import type { DueCheck } from '../platform/due-poller.ts';
 import { AppError } from '../platform/errors.ts';
-import { claimDueTarget, deferTarget, setTargetSnapshot, type DueTarget } from './deployments.repo.ts';
+import { claimDue } from '../platform/db/claim-due.ts';
+import { deferTarget, findDeploymentService, setTargetSnapshot, type DeploymentResourceRow } from './deployments.repo.ts';
 import type { TargetGroupSnapshot } from './deployments.schema.ts';
 import { parseEcsArn } from './ecs-events.ts';
 
@@ -32,7 +33,13 @@ export interface TargetDeps {
 
 /** The due work of container tasks: their load balancer targets to read. */
 export function taskTargetChecks(deps: TargetDeps): DueCheck[] {
-  return [{ name: 'task-target', claim: (db) => claimDueTarget(db, LEASE_SECONDS), run: (t: DueTarget) => readTaskTarget(deps, t) }];
+  return [
+    {
+      name: 'task-target',
+      claim: (db) => claimDue<DeploymentResourceRow>(db, ['deployment_resources', 'target_check_at'], LEASE_SECONDS),
+      run: (task: DeploymentResourceRow) => readTaskTarget(deps, task),
+    },
+  ];
 }
 
 /** Doubling from a minute, at most hourly; none after MAX_ATTEMPTS. */
@@ -112,17 +119,18 @@ export function snapshotOf(targetGroupArn: string, group: TargetGroup | undefine
  * readTaskTarget reads and keeps how the load balancer sees the task. Only tasks with an address of their
  * own (awsvpc) are read: a target group registers a task of another network mode by its EC2 instance.
  */
-export async function readTaskTarget(deps: TargetDeps, task: DueTarget): Promise<void> {
+export async function readTaskTarget(deps: TargetDeps, task: DeploymentResourceRow): Promise<void> {
   const data = task.data as { clusterArn?: string; taskTargetId?: string };
-  const region = parseEcsArn(task.service_arn ?? '')?.region;
-  if (!data.taskTargetId || !data.clusterArn || !task.service_arn || !region || !task.cloud_account_id)
+  const serviceArn = await findDeploymentService(deps.db, task.deployment_id);
+  const region = parseEcsArn(serviceArn ?? '')?.region;
+  if (!data.taskTargetId || !data.clusterArn || !serviceArn || !region || !task.cloud_account_id)
     return deferTarget(deps.db, task.id, task.target_check_attempts, null);
   const account = await findCloudAccountForIngest(deps.db, task.cloud_account_id);
   if (!account) return deferTarget(deps.db, task.id, task.target_check_attempts, null);
   const role = { roleArn: account.role_arn, externalId: account.external_id, sessionName: `plinth-${task.id}` };
   const attempts = task.target_check_attempts + 1;
   try {
-    const lb = await targetGroupOf(deps.aws, role, region, data.clusterArn, task.service_arn);
+    const lb = await targetGroupOf(deps.aws, role, region, data.clusterArn, serviceArn);
     if (!lb?.targetGroupArn) return deferTarget(deps.db, task.id, attempts, null);
     const { group, target } = await describeTarget(deps.aws, role, region, lb.targetGroupArn, data.taskTargetId, lb.containerPort);
     const snapshot = snapshotOf(lb.targetGroupArn, group, target, data.taskTargetId, lb.containerPort);

@@ -111,52 +111,6 @@ export async function updateDomain(
     .execute();
 }
 
-/**
- * claimDueDomain takes one domain whose check is due, for this worker alone: its next check is moved on
- * by `leaseSeconds` at once, so other workers pass it over (and a worker that dies gives it back then).
- */
-export function claimDueDomain(db: Executor, leaseSeconds: number) {
-  return db
-    .updateTable('domains')
-    .set({ next_check_at: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
-    .where(
-      'id',
-      '=',
-      db
-        .selectFrom('domains')
-        .select('id')
-        .where('next_check_at', '<=', sql<Date>`now()`)
-        .where('status', '=', 'PENDING_VERIFICATION')
-        .orderBy('next_check_at')
-        .limit(1)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .returningAll()
-    .executeTakeFirst();
-}
-
-/** claimDueCertificate is claimDueDomain for certificate issuances. */
-export function claimDueCertificate(db: Executor, leaseSeconds: number) {
-  return db
-    .updateTable('certificate_issuances')
-    .set({ next_check_at: sql<Date>`now() + make_interval(secs => ${leaseSeconds})` })
-    .where(
-      'id',
-      '=',
-      db
-        .selectFrom('certificate_issuances')
-        .select('id')
-        .where('next_check_at', '<=', sql<Date>`now()`)
-        .orderBy('next_check_at')
-        .limit(1)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .returningAll()
-    .executeTakeFirst();
-}
-
 export function insertCertificate(db: Executor, v: { organizationId: string; domainId: string; cloudAccountId: string | null; region: string }) {
   return db
     .insertInto('certificate_issuances')

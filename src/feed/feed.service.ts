@@ -10,6 +10,7 @@ import { findDeployment, findResource, rowToDeployment, rowToResource } from '..
 import { findDomainEvent } from '../domains/domains.repo.ts';
 import { findEnvironmentById } from '../environments/environments.repo.ts';
 import { findInstance } from '../modules/module-instances.repo.ts';
+import { Every } from '../platform/every.ts';
 import type { Logger } from '../platform/logger.ts';
 import { deleteFeedEntriesBefore, feedBounds, readFeedPage, type FeedCursor, type FeedEntry, type FeedFilter } from './feed.repo.ts';
 
@@ -158,27 +159,21 @@ export async function followFeed(
  * at a time, in every process that serves or works: however many do, each entry goes once.
  */
 export class FeedPruner {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private readonly every: Every;
 
   constructor(
     private readonly db: Db,
-    private readonly log: Logger,
-  ) {}
-
-  start(): void {
-    this.timer ??= setInterval(() => {
-      this.running ??= this.pruneOnce()
-        .then(() => undefined)
-        .catch((error) => this.log.warn({ err: error }, 'pruning the live feed failed'))
-        .finally(() => (this.running = undefined));
-    }, PRUNE_EVERY_MS);
+    log: Logger,
+  ) {
+    this.every = new Every(PRUNE_EVERY_MS, () => this.pruneOnce(), log, 'pruning the live feed failed');
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+  start(): void {
+    this.every.start();
+  }
+
+  stop(): Promise<void> {
+    return this.every.stop();
   }
 
   /** pruneOnce deletes every entry older than the retention; answers how many. */

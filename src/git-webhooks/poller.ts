@@ -1,6 +1,7 @@
 import type { Db } from '../platform/db/db.ts';
 import type { GitConfig } from '../platform/git-config.ts';
 import type { Logger } from '../platform/logger.ts';
+import { Every } from '../platform/every.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { findCodeSourceById } from '../code-sources/code-sources.repo.ts';
 import { gitCredential } from '../code-sources/credentials.ts';
@@ -16,31 +17,25 @@ import { advancePollHead, findTrackedBranches, insertDelivery, setDeliveryRuns }
  * nor who pushed: every stack tracking the branch runs, and the description says the poller found it.
  */
 export class GitPoller {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private readonly every: Every;
 
   constructor(
     private readonly db: Db,
     private readonly secrets: SecretBox,
     private readonly git: GitConfig,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.every = new Every(git.pollIntervalSeconds * 1000, () => this.pollOnce(), log, 'git poll failed');
+  }
 
   start(): void {
-    if (this.git.pollIntervalSeconds <= 0 || this.timer) return;
-    this.timer = setInterval(() => {
-      this.running ??= this.pollOnce()
-        .then(() => undefined)
-        .catch((error) => this.log.warn({ err: error }, 'git poll failed'))
-        .finally(() => (this.running = undefined));
-    }, this.git.pollIntervalSeconds * 1000);
+    if (this.git.pollIntervalSeconds <= 0) return;
+    this.every.start();
     this.log.info({ intervalSeconds: this.git.pollIntervalSeconds }, 'polling tracked Git branches');
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+  stop(): Promise<void> {
+    return this.every.stop();
   }
 
   /** pollOnce looks at every tracked branch once; returns the ids of the runs it triggered. */

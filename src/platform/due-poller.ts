@@ -1,4 +1,5 @@
 import type { Db } from './db/db.ts';
+import { Every } from './every.ts';
 import type { Logger } from './logger.ts';
 
 /**
@@ -20,30 +21,23 @@ const PER_TICK = 20;
  * item is claimed by one worker, however many poll.
  */
 export class DuePoller {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private readonly every: Every;
 
   constructor(
     private readonly db: Db,
     private readonly checks: DueCheck[],
-    private readonly intervalSeconds: number,
+    intervalSeconds: number,
     private readonly log: Logger,
-  ) {}
-
-  start(): void {
-    if (this.intervalSeconds <= 0 || this.timer) return;
-    this.timer = setInterval(() => {
-      this.running ??= this.runDueOnce()
-        .then(() => undefined)
-        .catch((error) => this.log.warn({ err: error }, 'due checks failed'))
-        .finally(() => (this.running = undefined));
-    }, this.intervalSeconds * 1000);
+  ) {
+    this.every = new Every(intervalSeconds * 1000, () => this.runDueOnce(), log, 'due checks failed');
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+  start(): void {
+    this.every.start();
+  }
+
+  stop(): Promise<void> {
+    return this.every.stop();
   }
 
   /** runDueOnce takes up to PER_TICK due items of each check; returns how many it took. */
