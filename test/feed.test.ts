@@ -152,6 +152,28 @@ describe('the live feed of deployments, their resources and domain events', () =
     );
   });
 
+  it('reads the same events a page at a time as JSON, for clients that poll', async () => {
+    const page = async (query: string) => {
+      const res = await t.call('GET', `/events/stream?moduleInstanceId=${webId}${query}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body;
+    };
+    const now = await page('');
+    assert.deepEqual(now.data, [], 'without after, it starts from now');
+    await ingest(task(WEB, 'ecs-svc/100', 'task600', 'RUNNING'));
+    let next = await page(`&after=${now.meta.lastEventId}`);
+    for (let i = 0; i < 50 && next.data.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      next = await page(`&after=${now.meta.lastEventId}`);
+    }
+    const resource = next.data.find((e: any) => e.event === 'deployment-resource');
+    assert.match(resource.data.data.taskArn, /task600$/);
+    assert.deepEqual(resource.data, (await t.call('GET', `/deployment-resources/${resource.data.id}`)).body.data.data);
+    assert.equal(next.meta.more, false);
+    assert.deepEqual((await page(`&after=${next.meta.lastEventId}`)).data, [], 'read once');
+    assertError(await t.call('GET', '/events/stream?after=not-an-id'), 400, 'Api:Request:INVALID');
+  });
+
   it('refuses a bad Last-Event-ID, and a filter naming what the organization does not hold', async () => {
     const call = (query: string, headers: Record<string, string> = {}) =>
       t.call('GET', `/events/stream${query}`, { headers: { accept: 'text/event-stream', ...headers } });

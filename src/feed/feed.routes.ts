@@ -1,18 +1,38 @@
 import { Type } from '@sinclair/typebox';
 import type { App } from '../platform/http/app.ts';
-import { EventStreams, sseEvent } from '../platform/http/event-stream.ts';
+import { EventStreams, sseEvent, wantsEventStream } from '../platform/http/event-stream.ts';
 import { errorResponses } from '../platform/http/openapi.ts';
 import { StreamSlots } from '../platform/http/stream-slots.ts';
 import { Id } from '../platform/schema.ts';
-import { FEED_RETENTION_HOURS, FEED_STREAM_MAX_MS, followFeed, openFeed, parseFeedCursor } from './feed.service.ts';
+import { FEED_RETENTION_HOURS, FEED_STREAM_MAX_MS, followFeed, formatFeedCursor, openFeed, parseFeedCursor, readFeed } from './feed.service.ts';
 
 const FeedQuery = Type.Object(
   {
     moduleInstanceId: Type.Optional({ ...Id, description: 'Only the changes of this module instance' }),
     environmentId: Type.Optional({ ...Id, description: 'Only the changes of module instances in this environment' }),
+    after: Type.Optional(
+      Type.String({
+        maxLength: 41,
+        description: 'Read the changes after this id (of an event, or `meta.lastEventId`), as Last-Event-ID does; without either: from now',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
+
+const FeedPage = Type.Object({
+  data: Type.Array(
+    Type.Object({
+      event: Type.String({ description: 'deployment, deployment-resource or domain-event' }),
+      id: Type.String({ description: 'Where the feed is once this event is taken' }),
+      data: Type.Object({}, { additionalProperties: true, description: 'The record as GET answers it' }),
+    }),
+  ),
+  meta: Type.Object({
+    lastEventId: Type.String({ description: 'Pass as `after` to read on from here' }),
+    more: Type.Boolean({ description: 'A full page was read: more may be there at once' }),
+  }),
+});
 
 /** The live feed of deployments, deployment resources and domain events (docs/deployments.md#live-feed). */
 export async function feedRoutes(app: App) {
@@ -25,27 +45,37 @@ export async function feedRoutes(app: App) {
       schema: {
         tags: ['deployments'],
         operationId: 'streamEvents',
-        summary: "Follow the organization's deployments, deployment resources and domain events as Server-Sent Events",
+        summary: "Follow the organization's deployments, deployment resources and domain events (Server-Sent Events), or read them a page at a time",
         description:
-          'An SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the record as `GET` answers it ' +
-          '(as it is when sent: a record changed several times at once is sent once). Without Last-Event-ID it starts from now; a ' +
+          'With `Accept: text/event-stream`: an SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the ' +
+          'record as `GET` answers it (as it is when sent: a record changed several times at once is sent once). Otherwise a JSON page of ' +
+          'the same events after `after`, and `meta.lastEventId` to read on from. Without Last-Event-ID or `after`, it starts from now; a ' +
           `reconnecting client sends the last id it took (of an event, or an \`id\` line alone, which moves the stream's place while nothing ` +
           `passes its filter) and gets everything after it, for ${FEED_RETENTION_HOURS} hours. A stream ends after ${FEED_STREAM_MAX_MS / 60_000} minutes, ` +
           'and its client reconnects with Last-Event-ID: the credential is checked again then. A quiet stream sends its place every 15 s; ' +
           'one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 streams at once per API process (429 beyond).',
         querystring: FeedQuery,
         response: {
-          ...errorResponses({ 400: 'Last-Event-ID is not an id this stream sent', 429: 'Too many streams open at once by this caller or this API process' }),
-          200: Type.String({ description: 'text/event-stream' }),
+          ...errorResponses({
+            400: 'Last-Event-ID or `after` is not an id this feed gave',
+            404: 'The module instance or environment of the filter is not found',
+            429: 'Too many streams open at once by this caller or this API process',
+          }),
+          200: FeedPage,
         },
       },
     },
     async (request, reply) => {
-      const start = await openFeed(app.db, request.principal, parseFeedCursor(request.headers['last-event-id']), request.query);
+      const { after, ...filter } = request.query;
+      const start = await openFeed(app.db, request.principal, parseFeedCursor(after ?? request.headers['last-event-id']), filter);
+      if (!wantsEventStream(request.headers.accept, undefined)) {
+        const page = await readFeed(app.db, request.principal, start, filter);
+        return { data: page.events, meta: { lastEventId: formatFeedCursor(page.position), more: page.more } };
+      }
       const release = slots.acquire(request.principal.userId);
       await streams.serve(reply, request.id, release, (stream) =>
-        followFeed(app.db, request.principal, start, request.query, {
-          event: (name, id, record) => stream.send(sseEvent(name, id, record)),
+        followFeed(app.db, request.principal, start, filter, {
+          event: (e) => stream.send(sseEvent(e.event, e.id, e.data)),
           position: (id) => stream.send(`id: ${id}\n\n`),
           closed: stream.closed,
         }),

@@ -98,20 +98,55 @@ export async function openFeed(db: Db, principal: Principal, after: FeedCursor |
   return after ?? { xid: bounds.xmin, seq: '0' };
 }
 
-export interface FeedTarget {
-  event(name: string, id: string, record: unknown): Promise<void>;
-  /** Tells the client where the stream is (an SSE `id` with no event), so that it resumes from there. */
-  position(id: string): Promise<void>;
-  closed(): boolean;
+export interface FeedEvent {
+  /** deployment, deployment-resource or domain-event. */
+  event: string;
+  /** Where the feed is once this event is taken: what to resume after. */
+  id: string;
+  /** The record as it is now, as GET answers it. */
+  data: unknown;
+}
+
+export interface FeedRead {
+  events: FeedEvent[];
+  /** Where the next read starts (past every change read, and past the horizon when nothing more is there). */
+  position: FeedCursor;
+  /** A full page was read: more may be there at once. */
+  more: boolean;
 }
 
 const later = (a: FeedCursor, b: FeedCursor) => BigInt(a.xid) > BigInt(b.xid) || (a.xid === b.xid && BigInt(a.seq) > BigInt(b.seq));
 
 /**
- * followFeed sends the organization's changes after `start` as they are stored, polling every `pollMs`,
- * until the client goes away or FEED_STREAM_MAX_MS have passed. Each carries its record as it is when
- * sent: one deleted meanwhile is skipped. While nothing passes the filter, the stream's place still
- * moves on with the horizon, and the client hears of it, so that resuming never reads it all again.
+ * readFeed reads one page of the organization's changes after `cursor`. Each carries its record as it
+ * is now: one deleted meanwhile is skipped. While nothing passes the filter, the position still moves
+ * on with the horizon, so that the next read never reads it all again.
+ */
+export async function readFeed(db: Db, principal: Principal, cursor: FeedCursor, filter: FeedFilter): Promise<FeedRead> {
+  const { entries, horizon } = await readFeedPage(db, principal.organizationId, cursor, filter, FEED_PAGE);
+  const events: FeedEvent[] = [];
+  for (const entry of lastOfEachRecord(entries)) {
+    const record = await recordOf(db, principal.organizationId, entry);
+    if (record) events.push({ event: FEED_EVENT_NAMES[entry.kind], id: formatFeedCursor(entry), data: record });
+  }
+  const more = entries.length === FEED_PAGE;
+  if (more) return { events, position: entries[entries.length - 1], more };
+  // Every entry below the horizon after the cursor was in this page: the next read starts there.
+  const atHorizon = { xid: horizon, seq: '0' };
+  return { events, position: later(atHorizon, cursor) ? atHorizon : cursor, more };
+}
+
+export interface FeedTarget {
+  event(event: FeedEvent): Promise<void>;
+  /** Tells the client where the stream is (an SSE `id` with no event), so that it resumes from there. */
+  position(id: string): Promise<void>;
+  closed(): boolean;
+}
+
+/**
+ * followFeed sends the organization's changes after `start` as they are stored, reading every `pollMs`,
+ * until the client goes away or `maxMs` have passed. A quiet stream tells its client where it is
+ * every STREAM_KEEPALIVE_MS, and as it ends.
  */
 export async function followFeed(
   db: Db,
@@ -123,35 +158,27 @@ export async function followFeed(
 ) {
   const endsAt = Date.now() + maxMs;
   let cursor = start;
-  let told = start;
+  let told = formatFeedCursor(start);
   let lastSent = Date.now();
-  await target.position(formatFeedCursor(start));
+  await target.position(told);
   while (!target.closed() && Date.now() < endsAt) {
-    const { entries, horizon } = await readFeedPage(db, principal.organizationId, cursor, filter, FEED_PAGE);
-    for (const entry of lastOfEachRecord(entries)) {
-      const record = await recordOf(db, principal.organizationId, entry);
+    const page = await readFeed(db, principal, cursor, filter);
+    for (const event of page.events) {
       if (target.closed()) return;
-      if (record) {
-        await target.event(FEED_EVENT_NAMES[entry.kind], formatFeedCursor(entry), record);
-        told = entry;
-        lastSent = Date.now();
-      }
+      await target.event(event);
+      told = event.id;
+      lastSent = Date.now();
     }
-    if (entries.length === FEED_PAGE) {
-      cursor = entries[entries.length - 1];
-      continue;
-    }
-    // Every entry below the horizon after the cursor was in this page: the next read starts there.
-    const atHorizon = { xid: horizon, seq: '0' };
-    cursor = later(atHorizon, cursor) ? atHorizon : (entries.at(-1) ?? cursor);
+    cursor = page.position;
+    if (page.more) continue;
     if (Date.now() - lastSent >= STREAM_KEEPALIVE_MS) {
-      await target.position(formatFeedCursor(cursor));
-      told = cursor;
+      told = formatFeedCursor(cursor);
+      await target.position(told);
       lastSent = Date.now();
     }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
-  if (!target.closed() && later(cursor, told)) await target.position(formatFeedCursor(cursor));
+  if (!target.closed() && formatFeedCursor(cursor) !== told) await target.position(formatFeedCursor(cursor));
 }
 
 /**

@@ -654,8 +654,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Follow the organization's deployments, deployment resources and domain events as Server-Sent Events
-         * @description An SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the record as `GET` answers it (as it is when sent: a record changed several times at once is sent once). Without Last-Event-ID it starts from now; a reconnecting client sends the last id it took (of an event, or an `id` line alone, which moves the stream's place while nothing passes its filter) and gets everything after it, for 24 hours. A stream ends after 5 minutes, and its client reconnects with Last-Event-ID: the credential is checked again then. A quiet stream sends its place every 15 s; one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 streams at once per API process (429 beyond).
+         * Follow the organization's deployments, deployment resources and domain events (Server-Sent Events), or read them a page at a time
+         * @description With `Accept: text/event-stream`: an SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the record as `GET` answers it (as it is when sent: a record changed several times at once is sent once). Otherwise a JSON page of the same events after `after`, and `meta.lastEventId` to read on from. Without Last-Event-ID or `after`, it starts from now; a reconnecting client sends the last id it took (of an event, or an `id` line alone, which moves the stream's place while nothing passes its filter) and gets everything after it, for 24 hours. A stream ends after 5 minutes, and its client reconnects with Last-Event-ID: the credential is checked again then. A quiet stream sends its place every 15 s; one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 streams at once per API process (429 beyond).
          */
         get: operations["streamEvents"];
         put?: never;
@@ -9324,6 +9324,8 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
+                /** @description Read the changes after this id (of an event, or `meta.lastEventId`), as Last-Event-ID does; without either: from now */
+                after?: string;
                 /** @description Only the changes of module instances in this environment */
                 environmentId?: string;
                 /** @description Only the changes of this module instance */
@@ -9338,16 +9340,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description text/event-stream */
+            /** @description Default Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    "application/json": {
+                        data: {
+                            /** @description The record as GET answers it */
+                            data: {
+                                [key: string]: unknown;
+                            };
+                            /** @description deployment, deployment-resource or domain-event */
+                            event: string;
+                            /** @description Where the feed is once this event is taken */
+                            id: string;
+                        }[];
+                        meta: {
+                            /** @description Pass as `after` to read on from here */
+                            lastEventId: string;
+                            /** @description A full page was read: more may be there at once */
+                            more: boolean;
+                        };
+                    };
                 };
             };
-            /** @description Last-Event-ID is not an id this stream sent */
+            /** @description Last-Event-ID or `after` is not an id this feed gave */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9367,6 +9386,15 @@ export interface operations {
             };
             /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The module instance or environment of the filter is not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
