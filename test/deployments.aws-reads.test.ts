@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { serviceDeploymentChecks } from '../src/deployments/service-deployments.ts';
+import type { DeploymentRow } from '../src/deployments/deployments.repo.ts';
+import { readServiceDeployment, serviceDeploymentChecks } from '../src/deployments/service-deployments.ts';
+import { claimDue } from '../src/platform/db/claim-due.ts';
 import { taskTargetChecks } from '../src/deployments/task-targets.ts';
 import { DuePoller } from '../src/platform/due-poller.ts';
 import { startAwsStandin, type AwsStandin } from './aws/aws-standin.ts';
@@ -246,7 +248,7 @@ describe('what worker processes read from AWS beyond the events: load balancer t
         sourceServiceRevisions: [revision('1111', 2, 2, 0)],
         targetServiceRevision: revision('2222', 2, 1, 1),
       });
-      const started = await send(deploymentEvent(WEB, ecsId, 'in-progress', '2026-02-01T00:00:00Z'));
+      const started = await send(deploymentEvent(WEB, ecsId, 'in-progress', new Date(Date.now() - 60_000).toISOString()));
       assert.equal((await deploymentOf(started.deploymentId)).data.serviceDeploymentArn, undefined, 'an event does not wait for AWS');
 
       await reads().runDueOnce();
@@ -270,10 +272,11 @@ describe('what worker processes read from AWS beyond the events: load balancer t
       assert.ok(pending.service_check_at && pending.service_check_at.getTime() > Date.now(), 'one in progress is read again later');
 
       // The completion event is the newer observation; what ECS was read to say stays beside it.
-      await send(deploymentEvent(WEB, ecsId, 'completed', '2026-02-01T00:05:00Z'));
+      await send(deploymentEvent(WEB, ecsId, 'completed', new Date(Date.now() + 1000).toISOString()));
       const completed = (await deploymentOf(started.deploymentId)).data.serviceDeploymentState;
       assert.equal(completed.status, 'SUCCESSFUL');
       assert.equal(completed.acceptsNativeStandbyRevert, false);
+      assert.equal(completed.lifecycleStage, undefined, 'the stage was the earlier observation’s');
       assert.equal(completed.serviceDeploymentArn, arn);
       assert.deepEqual(completed.targetServiceRevision, kept('2222', 2, 1, 1));
 
@@ -294,6 +297,51 @@ describe('what worker processes read from AWS beyond the events: load balancer t
         'its ARN known, the service is not described again',
       );
       assert.equal((await serviceCheck(ecsId)).service_check_at, null, 'one that has ended is not read again');
+    });
+
+    it('keeps the newer observation of the status, an event’s, beside what only ECS says', async () => {
+      const ecsId = 'ecs-svc/4980306466373570002';
+      const arn = `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:service-deployment/shop/web/newer-event`;
+      aws.services.set(serviceArn(WEB), {
+        ...aws.services.get(serviceArn(WEB))!,
+        deployments: [{ id: ecsId, status: 'PRIMARY' }],
+        currentServiceDeployment: arn,
+      });
+      aws.serviceDeployments.set(arn, {
+        status: 'IN_PROGRESS',
+        deploymentConfiguration: { strategy: 'ROLLING' },
+        targetServiceRevision: revision('3333', 3, 1, 2),
+      });
+      const started = await send(deploymentEvent(WEB, ecsId, 'in-progress', '2026-04-01T00:00:00Z'));
+      // ECS's clock ahead of the worker's: the completion event is observed later than the read.
+      await send(deploymentEvent(WEB, ecsId, 'completed', '2099-01-01T00:00:00Z'));
+      await reads().runDueOnce();
+      const state = (await deploymentOf(started.deploymentId)).data.serviceDeploymentState;
+      assert.equal(state.status, 'SUCCESSFUL');
+      assert.equal(state.observedAt, '2099-01-01T00:00:00.000Z');
+      assert.equal(state.serviceDeploymentArn, arn);
+      assert.equal(state.strategy, 'ROLLING');
+      assert.deepEqual(state.targetServiceRevision, kept('3333', 3, 1, 2));
+    });
+
+    it('a deployment event that comes while ECS is read keeps the read it asked for', async () => {
+      const ecsId = 'ecs-svc/4980306466373570003';
+      const arn = `arn:aws:ecs:${REGION}:${ECS_ACCOUNT}:service-deployment/shop/web/during`;
+      aws.services.set(serviceArn(WEB), {
+        ...aws.services.get(serviceArn(WEB))!,
+        deployments: [{ id: ecsId, status: 'PRIMARY' }],
+        currentServiceDeployment: arn,
+      });
+      aws.serviceDeployments.set(arn, { status: 'SUCCESSFUL', deploymentConfiguration: { strategy: 'ROLLING' } });
+      await send(deploymentEvent(WEB, ecsId, 'in-progress', '2026-05-01T00:00:00Z'));
+      const claimed = await claimDue<DeploymentRow>(t.db, ['deployments', 'service_check_at'], 300);
+      assert.equal(claimed?.external_deployment_id, ecsId);
+      await send(deploymentEvent(WEB, ecsId, 'completed', '2026-05-01T00:10:00Z'));
+      await readServiceDeployment({ db: t.db, aws: t.app.config.aws }, claimed!);
+      const due = await serviceCheck(ecsId);
+      assert.ok(due.service_check_at && due.service_check_at.getTime() <= Date.now(), 'still due now: the read it finished began before the event');
+      await reads().runDueOnce();
+      assert.equal((await serviceCheck(ecsId)).service_check_at, null);
     });
 
     it('leaves the ARN unknown when another deployment of the service is the primary one by the time it is read', async () => {

@@ -61,17 +61,7 @@ export function applyDeploymentEvent(current: ContainerDeploymentState, facts: D
     clusterArn: current.data.clusterArn || (facts.clusterArn ?? ''),
     events,
     ...(facts.serviceDeploymentArn ? { serviceDeploymentArn: facts.serviceDeploymentArn } : {}),
-    // What ECS was read to say (revisions, strategy) stays; the event's status is the newer observation.
-    serviceDeploymentState: {
-      ...withoutReason(current.data.serviceDeploymentState),
-      acceptsNativeStandbyRevert: facts.status === 'IN_PROGRESS' && current.data.serviceDeploymentState?.acceptsNativeStandbyRevert === true,
-      observedAt: facts.at,
-      status: SERVICE_DEPLOYMENT_STATUS[facts.status],
-      ...((facts.serviceDeploymentArn ?? current.data.serviceDeploymentArn)
-        ? { serviceDeploymentArn: facts.serviceDeploymentArn ?? current.data.serviceDeploymentArn }
-        : {}),
-      ...(facts.reason ? { statusReason: facts.reason } : {}),
-    },
+    serviceDeploymentState: serviceStateAfter(current.data, facts),
   };
   const done = facts.status !== 'IN_PROGRESS';
   return {
@@ -86,10 +76,26 @@ export function applyDeploymentEvent(current: ContainerDeploymentState, facts: D
   };
 }
 
-function withoutReason(state: ContainerServiceData['serviceDeploymentState']) {
-  if (!state) return {};
-  const { statusReason: _reason, ...rest } = state;
-  return rest;
+type ServiceDeploymentState = NonNullable<ContainerServiceData['serviceDeploymentState']>;
+
+/**
+ * The service deployment state after a deployment event: what only ECS says (revisions, strategy) stays,
+ * and the status, its reason and stage are the newer observation's, this event's or an earlier read
+ * of ECS's (by ECS's own time).
+ */
+function serviceStateAfter(data: ContainerServiceData, facts: DeploymentFacts): ServiceDeploymentState {
+  const current = data.serviceDeploymentState;
+  const arn = facts.serviceDeploymentArn ?? data.serviceDeploymentArn;
+  if (current && current.observedAt > facts.at) return { ...current, ...(arn ? { serviceDeploymentArn: arn } : {}) };
+  const { statusReason: _reason, lifecycleStage: _stage, ...lasting } = current ?? {};
+  return {
+    ...lasting,
+    acceptsNativeStandbyRevert: facts.status === 'IN_PROGRESS' && current?.acceptsNativeStandbyRevert === true,
+    observedAt: facts.at,
+    status: SERVICE_DEPLOYMENT_STATUS[facts.status],
+    ...(arn ? { serviceDeploymentArn: arn } : {}),
+    ...(facts.reason ? { statusReason: facts.reason } : {}),
+  };
 }
 
 /** applyServiceAction records a service action (steady state, a task that cannot start, …) in the history. */

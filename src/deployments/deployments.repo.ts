@@ -8,6 +8,8 @@ import type { ContainerDeploymentState } from './deployment-state.ts';
 import type { LogStream } from './log-streams.ts';
 import type { ContainerServiceData, Deployment, DeploymentListQuery, DeploymentResource, TargetGroupSnapshot } from './deployments.schema.ts';
 
+type ServiceDeploymentState = NonNullable<ContainerServiceData['serviceDeploymentState']>;
+
 export type DeploymentRow = Selectable<DeploymentsTable>;
 export type DeploymentResourceRow = Selectable<DeploymentResourcesTable>;
 
@@ -584,37 +586,56 @@ export async function setTargetSnapshot(db: Executor, id: string, snapshot: Targ
     .execute();
 }
 
-/** deferServiceDeployment reads the service deployment again at `next`, or never. */
-export async function deferServiceDeployment(db: Executor, id: string, attempts: number, next: Date | null): Promise<void> {
-  await db.updateTable('deployments').set({ service_check_attempts: attempts, service_check_at: next }).where('id', '=', id).execute();
+/**
+ * The schedule a worker sets once it has read a service deployment, unless an event made the deployment
+ * due again meanwhile (its due time is no longer the worker's lease): that read is still to come.
+ */
+function serviceSchedule(lease: Date | null, attempts: number, next: Date | null) {
+  const held = sql<boolean>`service_check_at is not distinct from ${lease}`;
+  return {
+    service_check_attempts: sql<number>`case when ${held} then ${attempts} else service_check_attempts end`,
+    service_check_at: sql<Date | null>`case when ${held} then ${next}::timestamptz else service_check_at end`,
+  };
+}
+
+/** deferServiceDeployment reads the service deployment again at `next`, or never (`lease`: the due time the worker's claim set). */
+export async function deferServiceDeployment(db: Executor, id: string, lease: Date | null, attempts: number, next: Date | null): Promise<void> {
+  await db
+    .updateTable('deployments')
+    .set(serviceSchedule(lease, attempts, next))
+    .where('id', '=', id)
+    .execute();
 }
 
 /**
- * keepServiceDeployment merges what ECS said of the service deployment into the deployment, unless an
- * event observed it later than ECS was read (the newest observation wins), under the row's lock.
+ * keepServiceDeployment merges what ECS said of the service deployment into the deployment, under the
+ * row's lock: what only ECS says (its ARN, strategy, revisions) is taken; the status, its reason and
+ * stage are the newer observation's, this read's or an event's.
  */
 export async function keepServiceDeployment(
   db: Db,
   id: string,
-  state: NonNullable<ContainerServiceData['serviceDeploymentState']> & { serviceDeploymentArn: string },
-  attempts: number,
-  next: Date | null,
+  state: ServiceDeploymentState & { serviceDeploymentArn: string },
+  schedule: { lease: Date | null; attempts: number; next: Date | null },
 ): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('deployments').select('data').where('id', '=', id).forUpdate().executeTakeFirst();
     if (!row) return;
-    const data = row.data as ContainerServiceData;
-    const current = data.serviceDeploymentState;
-    const newer = !current || current.observedAt <= state.observedAt;
-    // The newer observation says the status, its reason and stage; what only ECS says stays either way.
-    const { statusReason: _reason, lifecycleStage: _stage, ...lasting } = current ?? {};
-    const merged = newer ? { ...lasting, ...state } : { ...state, ...current };
+    const current = (row.data as ContainerServiceData).serviceDeploymentState;
+    const { status, statusReason, lifecycleStage, acceptsNativeStandbyRevert, observedAt, ...onlyEcs } = state;
+    const observation = {
+      status,
+      acceptsNativeStandbyRevert,
+      observedAt,
+      ...(statusReason ? { statusReason } : {}),
+      ...(lifecycleStage ? { lifecycleStage } : {}),
+    };
+    const merged = !current || current.observedAt <= observedAt ? { ...onlyEcs, ...observation } : { ...current, ...onlyEcs };
     await trx
       .updateTable('deployments')
       .set({
         data: sql`data || ${JSON.stringify({ serviceDeploymentArn: state.serviceDeploymentArn, serviceDeploymentState: merged })}::jsonb`,
-        service_check_attempts: attempts,
-        service_check_at: next,
+        ...serviceSchedule(schedule.lease, schedule.attempts, schedule.next),
         updated_at: sql<Date>`now()`,
       })
       .where('id', '=', id)

@@ -9,16 +9,13 @@ import { findCloudAccountForIngest } from '../cloud-accounts/cloud-accounts.repo
 import { awsCall, ecsClientAs } from '../platform/aws/aws-clients.ts';
 import type { AwsConfig } from '../platform/aws/aws-config.ts';
 import type { Db } from '../platform/db/db.ts';
-import type { DueCheck } from '../platform/due-poller.ts';
+import { retryAt, type DueCheck } from '../platform/due-poller.ts';
 import { AppError } from '../platform/errors.ts';
 import { claimDue } from '../platform/db/claim-due.ts';
 import { containerStateOf, deferServiceDeployment, keepServiceDeployment, type DeploymentRow } from './deployments.repo.ts';
 import { parseEcsArn } from './ecs-events.ts';
 
 const LEASE_SECONDS = 300;
-/** Reads of one deployment, refused ones and ones that found it in progress: then no more until its next event. */
-const MAX_ATTEMPTS = 8;
-const HOUR_MS = 3600 * 1000;
 /** ECS's statuses of a service deployment that has not ended. */
 const UNFINISHED = new Set(['PENDING', 'IN_PROGRESS', 'STOP_REQUESTED', 'ROLLBACK_REQUESTED', 'ROLLBACK_IN_PROGRESS']);
 
@@ -36,10 +33,6 @@ export function serviceDeploymentChecks(deps: ServiceDeploymentDeps): DueCheck[]
       run: (d: DeploymentRow) => readServiceDeployment(deps, d),
     },
   ];
-}
-
-function nextAttempt(attempts: number): Date | null {
-  return attempts >= MAX_ATTEMPTS ? null : new Date(Date.now() + Math.min(HOUR_MS, 60_000 * 2 ** attempts));
 }
 
 function revisionOf(r: ServiceRevisionSummary) {
@@ -80,7 +73,10 @@ export async function readServiceDeployment(deps: ServiceDeploymentDeps, deploym
   const data = containerStateOf(deployment).data;
   const region = parseEcsArn(data.serviceArn)?.region;
   const account = deployment.cloud_account_id ? await findCloudAccountForIngest(deps.db, deployment.cloud_account_id) : undefined;
-  if (!region || !account || !deployment.external_deployment_id) return deferServiceDeployment(deps.db, deployment.id, deployment.service_check_attempts, null);
+  // The due time the claim set: should an event make the deployment due again meanwhile, that stands.
+  const lease = deployment.service_check_at;
+  if (!region || !account || !deployment.external_deployment_id)
+    return deferServiceDeployment(deps.db, deployment.id, lease, deployment.service_check_attempts, null);
   const attempts = deployment.service_check_attempts + 1;
   const role = { roleArn: account.role_arn, externalId: account.external_id, sessionName: `plinth-${deployment.id}` };
   try {
@@ -93,21 +89,23 @@ export async function readServiceDeployment(deps: ServiceDeploymentDeps, deploym
         );
         const service = answer.services?.[0];
         const primary = service?.deployments?.find((d) => d.status === 'PRIMARY');
-        if (primary?.id === deployment.external_deployment_id) arn = service?.currentServiceDeployment;
+        // Another deployment is the primary one: this one's service deployment can no longer be named.
+        if (primary?.id !== deployment.external_deployment_id) return deferServiceDeployment(deps.db, deployment.id, lease, attempts, null);
+        arn = service?.currentServiceDeployment;
       }
-      if (!arn) return deferServiceDeployment(deps.db, deployment.id, attempts, null);
+      if (!arn) return deferServiceDeployment(deps.db, deployment.id, lease, attempts, retryAt(attempts));
       const observedAt = new Date();
       const answer = await awsCall('ECS DescribeServiceDeployments', () => ecs.send(new DescribeServiceDeploymentsCommand({ serviceDeploymentArns: [arn] })));
       const sd = answer.serviceDeployments?.[0];
-      if (!sd) return deferServiceDeployment(deps.db, deployment.id, attempts, nextAttempt(attempts));
+      if (!sd) return deferServiceDeployment(deps.db, deployment.id, lease, attempts, retryAt(attempts));
       const state = stateOf(arn, sd, observedAt);
-      await keepServiceDeployment(deps.db, deployment.id, state, attempts, UNFINISHED.has(state.status) ? nextAttempt(attempts) : null);
+      await keepServiceDeployment(deps.db, deployment.id, state, { lease, attempts, next: UNFINISHED.has(state.status) ? retryAt(attempts) : null });
     } finally {
       ecs.destroy();
     }
   } catch (error) {
-    // Whatever failed, the attempt counts: a read that fails alike each time ends after MAX_ATTEMPTS.
-    await deferServiceDeployment(deps.db, deployment.id, attempts, nextAttempt(attempts));
+    // Whatever failed, the attempt counts: a read that fails alike each time ends after MAX_DUE_ATTEMPTS.
+    await deferServiceDeployment(deps.db, deployment.id, lease, attempts, retryAt(attempts));
     if (!(error instanceof AppError)) throw error;
   }
 }

@@ -8,7 +8,7 @@ import { findCloudAccountForIngest } from '../cloud-accounts/cloud-accounts.repo
 import { awsCall, ecsClientAs } from '../platform/aws/aws-clients.ts';
 import type { AwsConfig } from '../platform/aws/aws-config.ts';
 import type { Db } from '../platform/db/db.ts';
-import type { DueCheck } from '../platform/due-poller.ts';
+import { retryAt, type DueCheck } from '../platform/due-poller.ts';
 import { AppError } from '../platform/errors.ts';
 import { claimDue } from '../platform/db/claim-due.ts';
 import { containerStateOf, deferDefinition, findTasksWithoutLogStreams, keepTaskDefinition, setLogStreams, type DeploymentRow } from './deployments.repo.ts';
@@ -16,9 +16,6 @@ import { parseEcsArn } from './ecs-events.ts';
 import { logStreamsOf } from './log-streams.ts';
 
 const LEASE_SECONDS = 300;
-/** After this many refusals the definition is not asked for again (a redeploy still reads it). */
-const MAX_ATTEMPTS = 8;
-const HOUR_MS = 3600 * 1000;
 
 export interface DefinitionDeps {
   db: Db;
@@ -59,12 +56,7 @@ export async function readTaskDefinition(deps: DefinitionDeps, deployment: Deplo
   }
   if (!definition) {
     const attempts = deployment.definition_check_attempts + 1;
-    return deferDefinition(
-      deps.db,
-      deployment.id,
-      attempts,
-      attempts >= MAX_ATTEMPTS ? null : new Date(Date.now() + Math.min(HOUR_MS, 60_000 * 2 ** attempts)),
-    );
+    return deferDefinition(deps.db, deployment.id, attempts, retryAt(attempts));
   }
   await keepTaskDefinition(deps.db, deployment.id, definition);
   for (const task of await findTasksWithoutLogStreams(deps.db, deployment.id)) {

@@ -14,7 +14,7 @@ import { findCloudAccountForIngest } from '../cloud-accounts/cloud-accounts.repo
 import { awsCall, ecsClientAs, elbClientAs, type RoleToAssume } from '../platform/aws/aws-clients.ts';
 import type { AwsConfig } from '../platform/aws/aws-config.ts';
 import type { Db } from '../platform/db/db.ts';
-import type { DueCheck } from '../platform/due-poller.ts';
+import { retryAt, type DueCheck } from '../platform/due-poller.ts';
 import { AppError } from '../platform/errors.ts';
 import { claimDue } from '../platform/db/claim-due.ts';
 import { deferTarget, findDeploymentService, setTargetSnapshot, type DeploymentResourceRow } from './deployments.repo.ts';
@@ -22,9 +22,6 @@ import type { TargetGroupSnapshot } from './deployments.schema.ts';
 import { parseEcsArn } from './ecs-events.ts';
 
 const LEASE_SECONDS = 300;
-/** Reads of one task, refused ones and ones that found its health checks pending: then no more. */
-const MAX_ATTEMPTS = 8;
-const HOUR_MS = 3600 * 1000;
 
 export interface TargetDeps {
   db: Db;
@@ -40,11 +37,6 @@ export function taskTargetChecks(deps: TargetDeps): DueCheck[] {
       run: (task: DeploymentResourceRow) => readTaskTarget(deps, task),
     },
   ];
-}
-
-/** Doubling from a minute, at most hourly; none after MAX_ATTEMPTS. */
-function nextAttempt(attempts: number): Date | null {
-  return attempts >= MAX_ATTEMPTS ? null : new Date(Date.now() + Math.min(HOUR_MS, 60_000 * 2 ** attempts));
 }
 
 /** The service's first load balancer target group and the container port it sends to, or undefined. */
@@ -135,10 +127,10 @@ export async function readTaskTarget(deps: TargetDeps, task: DeploymentResourceR
     const { group, target } = await describeTarget(deps.aws, role, region, lb.targetGroupArn, data.taskTargetId, lb.containerPort);
     const snapshot = snapshotOf(lb.targetGroupArn, group, target, data.taskTargetId, lb.containerPort);
     // A target still being checked is read again; one the checks have judged is not.
-    await setTargetSnapshot(deps.db, task.id, snapshot, attempts, snapshot.taskTarget.state === 'initial' ? nextAttempt(attempts) : null);
+    await setTargetSnapshot(deps.db, task.id, snapshot, attempts, snapshot.taskTarget.state === 'initial' ? retryAt(attempts) : null);
   } catch (error) {
-    // Whatever failed, the attempt counts: a read that fails alike each time ends after MAX_ATTEMPTS.
-    await deferTarget(deps.db, task.id, attempts, nextAttempt(attempts));
+    // Whatever failed, the attempt counts: a read that fails alike each time ends after MAX_DUE_ATTEMPTS.
+    await deferTarget(deps.db, task.id, attempts, retryAt(attempts));
     if (!(error instanceof AppError)) throw error;
   }
 }

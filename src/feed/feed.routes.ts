@@ -67,8 +67,11 @@ export async function feedRoutes(app: App) {
     },
     async (request, reply) => {
       const { after, ...filter } = request.query;
-      const start = await openFeed(app.db, request.principal, parseFeedCursor(after ?? request.headers['last-event-id']), filter);
-      if (!wantsEventStream(request.headers.accept, undefined)) {
+      const streaming = wantsEventStream(request.headers.accept, undefined);
+      // A reconnecting stream's Last-Event-ID is newer than the `after` of the URL it reconnects to.
+      const from = streaming ? request.headers['last-event-id'] || after : (after ?? request.headers['last-event-id']);
+      const start = await openFeed(app.db, request.principal, parseFeedCursor(from), filter);
+      if (!streaming) {
         const page = await readFeed(app.db, request.principal, start, filter);
         return { data: page.events, meta: { lastEventId: formatFeedCursor(page.position), more: page.more } };
       }

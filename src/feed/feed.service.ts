@@ -50,7 +50,7 @@ export function parseFeedCursor(header: string | string[] | undefined): FeedCurs
 }
 
 function notAnEventId() {
-  return new BadRequestError('Last-Event-ID must be the id of an event this stream sent', ['last-event-id: not an event id of the live feed']);
+  return new BadRequestError('Last-Event-ID and after must be an id this feed gave', ['last-event-id or after: not an id of the live feed']);
 }
 
 /** checkFeedFilter: the instance and environment the filter names are the organization's, or a 404. */

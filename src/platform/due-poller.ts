@@ -13,6 +13,18 @@ export interface DueCheck<T = any> {
   run(item: T): Promise<void>;
 }
 
+/** How many times a due item is tried before it is given up (until something makes it due again). */
+export const MAX_DUE_ATTEMPTS = 8;
+const HOUR_MS = 3600 * 1000;
+
+/**
+ * retryAt says when to try an item again after its `attempts`th try (counting from 1): a minute
+ * later, then doubling, at most hourly; null once it has been tried MAX_DUE_ATTEMPTS times.
+ */
+export function retryAt(attempts: number): Date | null {
+  return attempts >= MAX_DUE_ATTEMPTS ? null : new Date(Date.now() + Math.min(HOUR_MS, 60_000 * 2 ** Math.max(0, attempts - 1)));
+}
+
 /** Items of each kind one worker takes per tick: a backlog is worked off over several ticks. */
 const PER_TICK = 20;
 
