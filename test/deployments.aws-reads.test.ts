@@ -129,7 +129,7 @@ describe('what worker processes read from AWS beyond the events: load balancer t
     const calls = aws.calls.slice(callsBefore);
     assert.deepEqual(
       calls.map((c) => c.operation),
-      ['AssumeRole', 'DescribeServices', 'AssumeRole', 'DescribeTargetGroups', 'DescribeTargetHealth'],
+      ['AssumeRole', 'DescribeServices', 'DescribeTargetGroups', 'DescribeTargetHealth'],
     );
     const health = calls.find((c) => c.operation === 'DescribeTargetHealth')!;
     assert.equal(health.accessKeyId, 'ASIASTANDINASSUMED', "asked as the cloud account's role");

@@ -11,7 +11,7 @@ import {
   type TargetHealthDescription,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { findCloudAccountForIngest } from '../cloud-accounts/cloud-accounts.repo.ts';
-import { awsCall, ecsClientAs, elbClientAs, type RoleToAssume } from '../platform/aws/aws-clients.ts';
+import { assumeRole, awsCall, awsError, ecsClientAs, elbClientAs, type AssumedRole } from '../platform/aws/aws-clients.ts';
 import type { AwsConfig } from '../platform/aws/aws-config.ts';
 import type { Db } from '../platform/db/db.ts';
 import { retryAt, type DueCheck } from '../platform/due-poller.ts';
@@ -40,19 +40,19 @@ export function taskTargetChecks(deps: TargetDeps): DueCheck[] {
 }
 
 /** The service's first load balancer target group and the container port it sends to, or undefined. */
-async function targetGroupOf(aws: AwsConfig, role: RoleToAssume, region: string, clusterArn: string, serviceArn: string) {
+async function targetGroupOf(aws: AwsConfig, role: AssumedRole, region: string, clusterArn: string, serviceArn: string) {
   const ecs = await ecsClientAs(aws, role, region);
   try {
     const answer = await awsCall('ECS DescribeServices', () => ecs.send(new DescribeServicesCommand({ cluster: clusterArn, services: [serviceArn] })));
     const failure = answer.failures?.[0];
-    if (failure || !answer.services?.[0]) throw refused('ECS DescribeServices', failure?.reason ?? 'MISSING', 'the service was not found in its cluster');
+    if (failure || !answer.services?.[0]) throw awsError('ECS DescribeServices', failure?.reason ?? 'MISSING', 'the service was not found in its cluster');
     return answer.services[0].loadBalancers?.find((lb) => lb.targetGroupArn);
   } finally {
     ecs.destroy();
   }
 }
 
-async function describeTarget(aws: AwsConfig, role: RoleToAssume, region: string, targetGroupArn: string, id: string, port: number | undefined) {
+async function describeTarget(aws: AwsConfig, role: AssumedRole, region: string, targetGroupArn: string, id: string, port: number | undefined) {
   const elb = await elbClientAs(aws, role, region);
   try {
     const groups = await awsCall('ELB DescribeTargetGroups', () => elb.send(new DescribeTargetGroupsCommand({ TargetGroupArns: [targetGroupArn] })));
@@ -60,16 +60,11 @@ async function describeTarget(aws: AwsConfig, role: RoleToAssume, region: string
       elb.send(new DescribeTargetHealthCommand({ TargetGroupArn: targetGroupArn, Targets: [{ Id: id, ...(port ? { Port: port } : {}) }] })),
     );
     const target = health.TargetHealthDescriptions?.[0];
-    if (!target?.TargetHealth?.State) throw refused('ELB DescribeTargetHealth', 'NoDescription', 'the load balancer described no such target');
+    if (!target?.TargetHealth?.State) throw awsError('ELB DescribeTargetHealth', 'NoDescription', 'the load balancer described no such target');
     return { group: groups.TargetGroups?.[0], target };
   } finally {
     elb.destroy();
   }
-}
-
-/** An answer AWS gave that holds nothing to keep: tried again later, as a refusal is. */
-function refused(operation: string, code: string, message: string): AppError {
-  return new AppError(502, 'Aws:Request:FAILED', `AWS refused ${operation}: ${code}: ${message}`, { metadata: { awsErrorCode: code, operation } });
 }
 
 /** snapshotOf puts what Elastic Load Balancing said of the group and the task in the shape deployment resources keep. */
@@ -122,9 +117,11 @@ export async function readTaskTarget(deps: TargetDeps, task: DeploymentResourceR
   const role = { roleArn: account.role_arn, externalId: account.external_id, sessionName: `plinth-${task.id}` };
   const attempts = task.target_check_attempts + 1;
   try {
-    const lb = await targetGroupOf(deps.aws, role, region, data.clusterArn, serviceArn);
+    // One AssumeRole for both services' clients.
+    const assumed = await assumeRole(deps.aws, role, region);
+    const lb = await targetGroupOf(deps.aws, assumed, region, data.clusterArn, serviceArn);
     if (!lb?.targetGroupArn) return deferTarget(deps.db, task.id, attempts, null);
-    const { group, target } = await describeTarget(deps.aws, role, region, lb.targetGroupArn, data.taskTargetId, lb.containerPort);
+    const { group, target } = await describeTarget(deps.aws, assumed, region, lb.targetGroupArn, data.taskTargetId, lb.containerPort);
     const snapshot = snapshotOf(lb.targetGroupArn, group, target, data.taskTargetId, lb.containerPort);
     // A target still being checked is read again; one the checks have judged is not.
     await setTargetSnapshot(deps.db, task.id, snapshot, attempts, snapshot.taskTarget.state === 'initial' ? retryAt(attempts) : null);

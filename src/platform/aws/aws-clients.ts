@@ -24,8 +24,18 @@ function endpointOf(config: AwsConfig) {
   return config.endpointUrl ? { endpoint: config.endpointUrl } : {};
 }
 
-/** The credentials of the role, assumed with Plinth's own for a 15-minute session. */
-async function assumeRole(config: AwsConfig, role: RoleToAssume, region: string) {
+export interface AssumedRole {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+  expiration?: Date;
+}
+
+/** Whom a client acts as: a role it assumes, or one already assumed (several clients, one AssumeRole). */
+export type ActingAs = RoleToAssume | AssumedRole;
+
+/** assumeRole answers the credentials of the role, assumed with Plinth's own for 15 minutes. */
+export async function assumeRole(config: AwsConfig, role: RoleToAssume, region: string): Promise<AssumedRole> {
   const sts = new STSClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), ...(config.credentials ? { credentials: config.credentials } : {}) });
   try {
     const answer = await awsCall('STS AssumeRole', () =>
@@ -46,22 +56,27 @@ async function assumeRole(config: AwsConfig, role: RoleToAssume, region: string)
   }
 }
 
-/** ecsClientAs assumes the role and returns an ECS client of the region with its credentials. */
-export async function ecsClientAs(config: AwsConfig, role: RoleToAssume, region: string): Promise<ECSClient> {
-  return new ECSClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await assumeRole(config, role, region) });
+function credentialsOf(config: AwsConfig, who: ActingAs, region: string): Promise<AssumedRole> {
+  return 'roleArn' in who ? assumeRole(config, who, region) : Promise.resolve(who);
 }
 
-/** acmClientAs assumes the role and returns an ACM client of the region with its credentials. */
-export async function acmClientAs(config: AwsConfig, role: RoleToAssume, region: string): Promise<ACMClient> {
-  return new ACMClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await assumeRole(config, role, region) });
+/** ecsClientAs returns an ECS client of the region acting as the role (assumed first if need be). */
+export async function ecsClientAs(config: AwsConfig, who: ActingAs, region: string): Promise<ECSClient> {
+  return new ECSClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await credentialsOf(config, who, region) });
 }
 
-/** elbClientAs assumes the role and returns an Elastic Load Balancing (v2) client of the region with its credentials. */
-export async function elbClientAs(config: AwsConfig, role: RoleToAssume, region: string): Promise<ElasticLoadBalancingV2Client> {
-  return new ElasticLoadBalancingV2Client({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await assumeRole(config, role, region) });
+/** acmClientAs returns an ACM client of the region acting as the role (assumed first if need be). */
+export async function acmClientAs(config: AwsConfig, who: ActingAs, region: string): Promise<ACMClient> {
+  return new ACMClient({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await credentialsOf(config, who, region) });
 }
 
-function awsError(operation: string, code: string, message: string): AppError {
+/** elbClientAs returns an Elastic Load Balancing (v2) client of the region acting as the role (assumed first if need be). */
+export async function elbClientAs(config: AwsConfig, who: ActingAs, region: string): Promise<ElasticLoadBalancingV2Client> {
+  return new ElasticLoadBalancingV2Client({ region, maxAttempts: MAX_ATTEMPTS, ...endpointOf(config), credentials: await credentialsOf(config, who, region) });
+}
+
+/** awsError is the 502 of a request AWS refused, or answered with nothing to keep, naming its error code. */
+export function awsError(operation: string, code: string, message: string): AppError {
   return new AppError(502, 'Aws:Request:FAILED', `AWS refused ${operation}: ${code}: ${message}`, { metadata: { awsErrorCode: code, operation } });
 }
 
