@@ -26,6 +26,7 @@ import { deploymentRoutes } from './deployments/deployments.routes.ts';
 import { cloudEventRoutes } from './deployments/cloud-events.routes.ts';
 import { domainRoutes } from './domains/domains.routes.ts';
 import { feedRoutes } from './feed/feed.routes.ts';
+import { consoleRoutes } from './console/console.routes.tsx';
 
 /** Every domain's routes, in one list: a route that is not registered here does not exist. */
 export const ROUTES: RoutePlugin[] = [
@@ -57,4 +58,5 @@ export const ROUTES: RoutePlugin[] = [
   cloudEventRoutes,
   domainRoutes,
   feedRoutes,
+  consoleRoutes,
 ];

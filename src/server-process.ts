@@ -61,6 +61,7 @@ function banner(config: Config, url: string | undefined): string {
   const token = config.adminToken ? 'the value of PLINTH_ADMIN_TOKEN' : existsSync(tokenFile) ? tokenFile : undefined;
   const lines = [
     url ? `Plinth is running at ${url}` : 'Plinth is running (worker)',
+    ...(url ? [`  console      ${url}/ (sign in with an API key)`] : []),
     ...(token ? [`  admin token  ${token}`] : []),
     `  stop         Ctrl-C, or kill -TERM ${process.pid}`,
   ];

@@ -14,6 +14,8 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 function routeCollector(into: { method: string; url: string; public: boolean }[]): RoutePlugin {
   const plugin: RoutePlugin = async (app) => {
     app.addHook('onRoute', (route) => {
+      // The web console's pages and assets are not API operations: hidden from the document on purpose.
+      if ((route.schema as { hide?: boolean } | undefined)?.hide && route.url !== '/openapi.json') return;
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       const isPublic = Boolean((route.config as { public?: boolean } | undefined)?.public);
       // OpenAPI 3.0 has no LOCK or UNLOCK: the state backend's lock routes are documented in docs/opentofu.md.

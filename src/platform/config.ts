@@ -52,6 +52,30 @@ export interface Config {
   aws: AwsConfig;
   /** PLINTH_DNS_SERVERS and PLINTH_CLOUD_CHECK_INTERVAL_S (domains/domain-config.ts). */
   domains: DomainConfig;
+  /** PLINTH_CONSOLE_IDLE_MINUTES and PLINTH_CONSOLE_SESSION_HOURS: when a web console sign-in ends (console/sessions.service.ts). */
+  consoleSessions: ConsoleSessionSettings;
+}
+
+export interface ConsoleSessionSettings {
+  /** A session unused for this long has ended. */
+  idleMs: number;
+  /** A session ends this long after its sign-in, however busy. */
+  maxAgeMs: number;
+}
+
+/** A whole number of `unit`s within bounds, as milliseconds. */
+function durationFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, unit: 'minutes' | 'hours', max: number): number {
+  const raw = env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > max) throw new Error(`${name} must be a whole number of ${unit} from 1 to ${max}, got "${raw}"`);
+  return value * (unit === 'minutes' ? 60_000 : 3_600_000);
+}
+
+function consoleSessionsFrom(env: NodeJS.ProcessEnv): ConsoleSessionSettings {
+  return {
+    idleMs: durationFrom(env, 'PLINTH_CONSOLE_IDLE_MINUTES', 120, 'minutes', 7 * 24 * 60),
+    maxAgeMs: durationFrom(env, 'PLINTH_CONSOLE_SESSION_HOURS', 24, 'hours', 30 * 24),
+  };
 }
 
 function msFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -142,6 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustedProxies: trustedProxiesFrom(env),
     aws: loadAwsConfig(env),
     domains: loadDomainConfig(env),
+    consoleSessions: consoleSessionsFrom(env),
   };
 }
 

@@ -79,6 +79,8 @@ export const ERROR_CODES = [
   'Auth:Organization:FORBIDDEN',
   'Auth:Permission:DENIED',
   'Auth:Principal:NOT_A_USER',
+  /** A web console form or htmx request without its session's anti-forgery token. */
+  'Auth:Csrf:INVALID',
 
   // Resources of the API.
   'Api:ApiKey:NOT_FOUND',

@@ -151,6 +151,17 @@ export interface CodeSources {
   webhook_secret_sealed: string | null;
 }
 
+export interface ConsoleSessions {
+  api_key_id: string;
+  created_at: Generated<Timestamp>;
+  expires_at: Timestamp;
+  last_seen_at: Generated<Timestamp>;
+  organization_id: string;
+  principal_id: string;
+  sealed_key: string;
+  token_hash: string;
+}
+
 export interface DefaultValueDefinitions {
   created_at: Generated<Timestamp>;
   created_by_type: Generated<CreatedByType>;
@@ -655,6 +666,7 @@ export interface DB {
   cloud_accounts: CloudAccounts;
   cloud_events: CloudEvents;
   code_sources: CodeSources;
+  console_sessions: ConsoleSessions;
   default_value_definitions: DefaultValueDefinitions;
   default_values: DefaultValues;
   deployment_resources: DeploymentResources;

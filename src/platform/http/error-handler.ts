@@ -18,7 +18,7 @@ const FASTIFY_CODES: Record<string, { status: number; code: ErrorCode; message?:
   FST_ERR_MAX_PARAM_LENGTH: { status: 400, code: 'Api:Request:INVALID' },
 };
 
-function toAppError(error: FastifyError): AppError | undefined {
+export function toAppError(error: FastifyError): AppError | undefined {
   if (error instanceof AppError) return error;
   if (error.validation) {
     const problems = describeValidationErrors(error.validation as never, error.validationContext ?? 'request');

@@ -1,0 +1,60 @@
+// The console reads and writes through the HTTP API itself, in-process (Fastify's inject), with the
+// session's API key: every page shows exactly what the API lets that key see, every action passes the
+// API's permission checks, validation and audit log, and there is no second way to do either.
+
+import type { FastifyRequest } from 'fastify';
+import type { App } from '../platform/http/app.ts';
+
+/** An API answer other than 2xx, with its ErrorBody. */
+export class ApiCallError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: string[] = [],
+  ) {
+    super(message);
+  }
+}
+
+export type Query = Record<string, string | number | undefined>;
+
+export interface ApiCaller {
+  get<T = any>(path: string, query?: Query): Promise<T>;
+  post<T = any>(path: string, body?: unknown): Promise<T>;
+}
+
+/**
+ * An ApiCaller acting with `token` for the browser's request `from`: its address goes along, so failed
+ * authentications are counted against the browser, not against loopback.
+ */
+export function apiCaller(app: App, from: FastifyRequest, token: string, organizationId?: string): ApiCaller {
+  const call = async (method: 'GET' | 'POST', path: string, query?: Query, body?: unknown) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (organizationId) headers['x-organization-id'] = organizationId;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await app.inject({
+      method,
+      url: path,
+      query: definedOnly(query),
+      headers,
+      remoteAddress: from.ip,
+      ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+    });
+    const parsed = res.body ? res.json() : undefined;
+    if (res.statusCode >= 400) {
+      throw new ApiCallError(res.statusCode, parsed?.code ?? 'Api:Request:FAILED', parsed?.message ?? `HTTP ${res.statusCode}`, parsed?.details ?? []);
+    }
+    return parsed;
+  };
+  return {
+    get: (path, query) => call('GET', path, query),
+    post: (path, body) => call('POST', path, undefined, body),
+  };
+}
+
+function definedOnly(query: Query | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined && value !== '') out[key] = String(value);
+  return out;
+}

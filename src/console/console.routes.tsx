@@ -1,0 +1,272 @@
+// The web console (docs/console.md): pages rendered on the server, at paths beside the API's. Pages and
+// forms take the session cookie, never a bearer credential; what they show and do comes from the API,
+// called in-process with the session's key (console-api.ts).
+
+import { Type } from '@sinclair/typebox';
+import type { ComponentChildren } from 'preact';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { BadRequestError, ForbiddenError } from '../platform/errors.ts';
+import { hasPermission, type Role } from '../platform/auth/roles.ts';
+import type { App } from '../platform/http/app.ts';
+import { toAppError } from '../platform/http/error-handler.ts';
+import { treeProblems } from '../platform/http/input-rules.ts';
+import { registerAssets, type Assets } from './assets.ts';
+import { ApiCallError, apiCaller, type ApiCaller } from './console-api.ts';
+import {
+  csrfMatches,
+  currentSession,
+  issueSignInToken,
+  signIn,
+  SignInRefused,
+  signInTokenMatches,
+  signOut,
+  type ConsoleSession,
+  type WhoAmI,
+} from './sessions.service.ts';
+import { renderPage, type Viewer } from './views/layout.tsx';
+import { RunPage } from './views/run.tsx';
+import { RunsInbox } from './views/runs.tsx';
+import { ErrorMessage, SignIn } from './views/sign-in.tsx';
+
+/** No inline script or style, nothing from elsewhere, never framed. */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+const FORM_BODY_LIMIT = 16 * 1024;
+const CsrfField = Type.String({ maxLength: 100 });
+const OrgParams = Type.Object({ org: Type.String({ maxLength: 64 }) });
+const RecordParams = Type.Object({ org: Type.String({ maxLength: 64 }), id: Type.String({ maxLength: 64 }) });
+
+/** A page that needs a signed-in browser was asked for without one: it goes to the sign-in form. */
+class SignInRequired extends Error {}
+
+/** What a signed-in page works with. */
+interface PageContext {
+  session: ConsoleSession;
+  api: ApiCaller;
+  me: WhoAmI;
+  viewer: Viewer;
+  orgPath: string;
+}
+
+export async function consoleRoutes(app: App) {
+  const assets = await registerAssets(app);
+
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
+    const fields = Object.fromEntries(new URLSearchParams(body as string));
+    const problems = treeProblems(fields, 'body');
+    done(problems.length ? new BadRequestError('The form breaks the input rules', problems) : null, fields);
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    reply.header('X-Frame-Options', 'DENY');
+    reply.header('X-Content-Type-Options', 'nosniff');
+    reply.header('Referrer-Policy', 'same-origin');
+    if (!request.url.startsWith('/assets/')) reply.header('Cache-Control', 'no-store');
+  });
+  app.setErrorHandler((error: FastifyError, request, reply) => renderError(assets, error, request, reply));
+
+  const html = (reply: FastifyReply, title: string, viewer: Viewer | undefined, body: ComponentChildren) =>
+    reply.type('text/html; charset=utf-8').send(renderPage({ title, assets, viewer, children: body }));
+
+  /** The signed-in context of a page in organization `org`; a POST must also carry the session's CSRF token. */
+  async function pageContext(request: FastifyRequest, org: string): Promise<PageContext> {
+    const session = await currentSession(app, request);
+    if (!session) throw new SignInRequired();
+    if (request.method !== 'GET') {
+      const presented = (request.body as { _csrf?: string } | undefined)?._csrf ?? request.headers['x-csrf-token'];
+      if (!csrfMatches(session, typeof presented === 'string' ? presented : undefined)) {
+        throw new ForbiddenError('The form is out of date or came from another site: reload the page and try again', 'Auth:Csrf:INVALID');
+      }
+    }
+    const api = apiCaller(app, request, session.apiKey, org);
+    const me = (await api.get<{ data: WhoAmI }>('/auth/whoami')).data;
+    const viewer = {
+      name: me.fullName || me.email,
+      role: me.role,
+      organizationId: me.organizationId,
+      organizationName: me.organizationName,
+      csrfToken: session.csrfToken,
+    };
+    return { session, api, me, viewer, orgPath: `/orgs/${encodeURIComponent(me.organizationId)}` };
+  }
+
+  // Not in the OpenAPI document (pages are not API operations) nor in the audit log: what a page does,
+  // it does through the API, whose audit entries name the session's principal.
+  const page = { config: { public: true, audit: false }, schema: { hide: true } } as const;
+
+  app.get('/', page, async (request, reply) => {
+    const session = await currentSession(app, request);
+    return reply.redirect(session ? `/orgs/${encodeURIComponent(session.homeOrganizationId)}/runs` : '/sign-in', 303);
+  });
+
+  app.get('/sign-in', page, async (request, reply) => html(reply, 'Sign in', undefined, <SignIn signInToken={issueSignInToken(request, reply)} />));
+
+  app.post(
+    '/sign-in',
+    { ...page, schema: { hide: true, body: Type.Object({ apiKey: Type.String({ maxLength: 512 }), _signin: CsrfField }) } },
+    async (request, reply) => {
+      const again = (status: number, error: string) =>
+        html(reply.status(status), 'Sign in', undefined, <SignIn signInToken={issueSignInToken(request, reply)} error={error} />);
+      if (!signInTokenMatches(request, request.body._signin)) return again(403, 'The sign-in form expired or came from another site: try again.');
+      try {
+        const me = await signIn(app, request, reply, request.body.apiKey.trim());
+        return reply.redirect(`/orgs/${encodeURIComponent(me.organizationId)}/runs`, 303);
+      } catch (error) {
+        if (error instanceof SignInRefused) return again(401, `That key cannot sign in: ${error.message}.`);
+        throw error;
+      }
+    },
+  );
+
+  app.post(
+    '/sign-out',
+    { ...page, schema: { hide: true, body: Type.Object({ _csrf: CsrfField, everywhere: Type.Optional(Type.String({ maxLength: 8 })) }) } },
+    async (request, reply) => {
+      const session = await currentSession(app, request);
+      if (session && csrfMatches(session, request.body._csrf)) await signOut(app, request, reply, session, request.body.everywhere === 'yes');
+      return reply.redirect('/sign-in', 303);
+    },
+  );
+
+  app.get(
+    '/orgs/:org/runs',
+    {
+      ...page,
+      schema: {
+        hide: true,
+        params: OrgParams,
+        querystring: Type.Object({
+          status: Type.Optional(Type.String({ maxLength: 32 })),
+          stackId: Type.Optional(Type.String({ maxLength: 64 })),
+          cursor: Type.Optional(Type.String({ maxLength: 512 })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const ctx = await pageContext(request, request.params.org);
+      const { status, stackId, cursor } = request.query;
+      const runs = await ctx.api.get('/pipeline-runs', { status, stackId, cursor, order: 'desc', limit: 50 });
+      const stackIds = new Set<string>(runs.data.map((r: { attachedEntityId?: string }) => r.attachedEntityId).filter(Boolean));
+      if (stackId) stackIds.add(stackId);
+      return html(
+        reply,
+        'Runs',
+        ctx.viewer,
+        <RunsInbox
+          orgPath={ctx.orgPath}
+          runs={runs.data}
+          stackNames={await stackNames(ctx.api, stackIds)}
+          status={status}
+          stackId={stackId}
+          nextCursor={runs.meta.nextCursor}
+        />,
+      );
+    },
+  );
+
+  app.get('/orgs/:org/runs/:id', { ...page, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
+    const ctx = await pageContext(request, request.params.org);
+    const id = encodeURIComponent(request.params.id);
+    const run = (await ctx.api.get(`/pipeline-runs/${id}`)).data;
+    const [steps, transitions, names] = await Promise.all([
+      ctx.api.get(`/pipeline-runs/${id}/step-executions`, { limit: 200, attemptEpoch: run.attemptEpoch }),
+      ctx.api.get(`/pipeline-runs/${id}/transitions`, { limit: 200 }),
+      stackNames(ctx.api, new Set(run.attachedEntityId ? [run.attachedEntityId] : [])),
+    ]);
+    return html(
+      reply,
+      `Run ${run.id.slice(-8)}`,
+      ctx.viewer,
+      <RunPage
+        orgPath={ctx.orgPath}
+        run={run}
+        stackName={names.get(run.attachedEntityId)}
+        steps={steps.data}
+        transitions={transitions.data}
+        canOperate={hasPermission(ctx.me.role as Role, 'run:operate')}
+        csrfToken={ctx.viewer.csrfToken}
+      />,
+    );
+  });
+
+  const ActionForm = Type.Object({ _csrf: Type.Optional(CsrfField) });
+
+  app.post(
+    '/orgs/:org/runs/:id/:verb',
+    {
+      ...page,
+      schema: {
+        hide: true,
+        params: Type.Object({ ...RecordParams.properties, verb: Type.Union([Type.Literal('cancel'), Type.Literal('retry')]) }),
+        body: ActionForm,
+      },
+    },
+    async (request, reply) => {
+      const ctx = await pageContext(request, request.params.org);
+      const id = encodeURIComponent(request.params.id);
+      await ctx.api.post(`/pipeline-runs/${id}/${request.params.verb}`);
+      return reply.redirect(`${ctx.orgPath}/runs/${id}`, 303);
+    },
+  );
+
+  app.post(
+    '/orgs/:org/steps/:id/:verb',
+    {
+      ...page,
+      schema: {
+        hide: true,
+        params: Type.Object({ ...RecordParams.properties, verb: Type.Union([Type.Literal('approve'), Type.Literal('reject')]) }),
+        querystring: Type.Object({ run: Type.String({ maxLength: 64 }) }),
+        body: ActionForm,
+      },
+    },
+    async (request, reply) => {
+      const ctx = await pageContext(request, request.params.org);
+      const step = (await ctx.api.post(`/pipeline-step-executions/${encodeURIComponent(request.params.id)}/${request.params.verb}`)).data;
+      return reply.redirect(`${ctx.orgPath}/runs/${encodeURIComponent(step.pipelineRunId ?? request.query.run)}`, 303);
+    },
+  );
+}
+
+/** The names of the stacks, by id; a stack the key cannot read (or that is gone) keeps its id. */
+async function stackNames(api: ApiCaller, ids: Set<string>): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  await Promise.all(
+    [...ids].map(async (id) => {
+      try {
+        names.set(id, (await api.get(`/stacks/${encodeURIComponent(id)}`)).data.name);
+      } catch (error) {
+        if (!(error instanceof ApiCallError) || error.status !== 404) throw error;
+      }
+    }),
+  );
+  return names;
+}
+
+/** An error as a page: the sign-in form when the session is missing or its key no longer works, else what went wrong. */
+function renderError(assets: Assets, error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof SignInRequired || (error instanceof ApiCallError && error.status === 401)) return reply.redirect('/sign-in', 303);
+  let status = 500;
+  let message = 'An internal error occurred';
+  let code: string | undefined = 'Api:Internal:ERROR';
+  if (error instanceof ApiCallError) {
+    ({ status, message, code } = error);
+  } else {
+    const known = toAppError(error);
+    if (known) ({ status, message, code } = known);
+    else request.log.error({ err: error }, 'failed console request');
+  }
+  return reply
+    .status(status)
+    .type('text/html; charset=utf-8')
+    .send(renderPage({ title: 'Error', assets, children: <ErrorMessage status={status} message={message} code={code} /> }));
+}

@@ -1,0 +1,81 @@
+import { sql } from 'kysely';
+import type { Db, Executor } from '../platform/db/db.ts';
+
+export interface SessionRow {
+  token_hash: string;
+  api_key_id: string;
+  principal_id: string;
+  sealed_key: string;
+  organization_id: string;
+  created_at: Date;
+  last_seen_at: Date;
+  expires_at: Date;
+}
+
+export interface NewSession {
+  tokenHash: string;
+  apiKeyId: string;
+  principalId: string;
+  sealedKey: string;
+  organizationId: string;
+  expiresAt: Date;
+}
+
+export async function insertSession(db: Executor, session: NewSession): Promise<void> {
+  await db
+    .insertInto('console_sessions')
+    .values({
+      token_hash: session.tokenHash,
+      api_key_id: session.apiKeyId,
+      principal_id: session.principalId,
+      sealed_key: session.sealedKey,
+      organization_id: session.organizationId,
+      expires_at: session.expiresAt,
+    })
+    .execute();
+}
+
+/** The session, unless it has passed its absolute expiry or has been idle for `idleMs`. */
+export async function findLiveSession(db: Executor, tokenHash: string, idleMs: number): Promise<SessionRow | undefined> {
+  return db
+    .selectFrom('console_sessions')
+    .selectAll()
+    .where('token_hash', '=', tokenHash)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .where('last_seen_at', '>', sql<Date>`now() - make_interval(secs => ${idleMs / 1000})`)
+    .executeTakeFirst() as Promise<SessionRow | undefined>;
+}
+
+export async function touchSession(db: Executor, tokenHash: string): Promise<void> {
+  await db.updateTable('console_sessions').set({ last_seen_at: sql`now()` }).where('token_hash', '=', tokenHash).execute();
+}
+
+export async function deleteSession(db: Executor, tokenHash: string): Promise<void> {
+  await db.deleteFrom('console_sessions').where('token_hash', '=', tokenHash).execute();
+}
+
+export async function deletePrincipalSessions(db: Executor, principalId: string): Promise<number> {
+  const result = await db.deleteFrom('console_sessions').where('principal_id', '=', principalId).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/**
+ * Removes the sessions that have ended, and the principal's oldest beyond `keep`: a key's holder cannot
+ * grow the table by signing in again and again.
+ */
+export async function pruneSessions(db: Db, principalId: string, idleMs: number, keep: number): Promise<void> {
+  await db
+    .deleteFrom('console_sessions')
+    .where((eb) =>
+      eb.or([
+        eb('expires_at', '<=', sql<Date>`now()`),
+        eb('last_seen_at', '<=', sql<Date>`now() - make_interval(secs => ${idleMs / 1000})`),
+        eb(
+          'token_hash',
+          'in',
+          eb.selectFrom('console_sessions').select('token_hash').where('principal_id', '=', principalId).orderBy('created_at', 'desc').offset(keep),
+        ),
+      ]),
+    )
+    .execute();
+}

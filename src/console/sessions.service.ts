@@ -1,0 +1,137 @@
+// Console sign-in: an API key pasted once becomes a server-side session. The browser holds only a
+// random token (HttpOnly, SameSite=Strict cookie); the key stays on the server, sealed. See
+// docs/console.md#sign-in.
+
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from '../platform/http/app.ts';
+import { ApiCallError, apiCaller } from './console-api.ts';
+import { deletePrincipalSessions, deleteSession, findLiveSession, insertSession, pruneSessions, touchSession } from './sessions.repo.ts';
+
+/** How many sessions one user (or service account) keeps; signing in again ends the oldest beyond it. */
+const SESSIONS_PER_PRINCIPAL = 20;
+/** last_seen_at is written at most this often per session: the idle expiry needs no finer grain. */
+const TOUCH_EVERY_MS = 60_000;
+const SIGN_IN_COOKIE = 'plinth_sign_in';
+
+/** Who the API says the key is (GET /auth/whoami). */
+export interface WhoAmI {
+  principalType: 'MEMBERSHIP' | 'SERVICE_ACCOUNT';
+  userId: string;
+  identityId: string;
+  organizationId: string;
+  organizationName: string;
+  role: 'VIEWER' | 'MEMBER' | 'ADMIN' | 'OWNER';
+  email: string;
+  fullName?: string;
+  isSuperAdmin: boolean;
+}
+
+export interface ConsoleSession {
+  tokenHash: string;
+  /** The API key the session acts with. */
+  apiKey: string;
+  principalId: string;
+  /** Where the console opens: the organization the key acted in at sign-in. */
+  homeOrganizationId: string;
+  /** What every form and htmx request of the session must send back (csrfMatches). */
+  csrfToken: string;
+}
+
+/** A sign-in the API refused (the key is unknown, revoked or expired): the form says so. */
+export class SignInRefused extends Error {}
+
+const hash = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+const sealContext = (tokenHash: string) => `console-session:${tokenHash}`;
+
+/** Served over HTTPS (directly, or behind a trusted proxy that says so), the cookie is Secure and __Host- bound. */
+function cookieName(request: FastifyRequest): string {
+  return request.protocol === 'https' ? '__Host-plinth_session' : 'plinth_session';
+}
+
+function csrfTokenOf(app: App, tokenHash: string): string {
+  const key = app.secrets.deriveKey('console-csrf')!;
+  return createHmac('sha256', key.bytes).update(tokenHash).digest('base64url');
+}
+
+function sameSecret(a: string | undefined, b: string): boolean {
+  if (typeof a !== 'string') return false;
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+export function csrfMatches(session: ConsoleSession, presented: string | undefined): boolean {
+  return sameSecret(presented, session.csrfToken);
+}
+
+/**
+ * The sign-in form's own token, also set as a cookie: a POST to /sign-in must carry both, so another
+ * site cannot sign a browser in with the attacker's key (login CSRF).
+ */
+export function issueSignInToken(request: FastifyRequest, reply: FastifyReply): string {
+  const token = randomBytes(24).toString('base64url');
+  reply.setCookie(SIGN_IN_COOKIE, token, { path: '/sign-in', httpOnly: true, sameSite: 'strict', secure: request.protocol === 'https', maxAge: 3600 });
+  return token;
+}
+
+export function signInTokenMatches(request: FastifyRequest, presented: string | undefined): boolean {
+  const cookie = request.cookies[SIGN_IN_COOKIE];
+  return typeof cookie === 'string' && sameSecret(presented, cookie);
+}
+
+/** signIn checks the key with the API and opens a session for it; the cookie is set on `reply`. */
+export async function signIn(app: App, request: FastifyRequest, reply: FastifyReply, apiKey: string): Promise<WhoAmI> {
+  let me: WhoAmI;
+  try {
+    me = (await apiCaller(app, request, apiKey).get<{ data: WhoAmI }>('/auth/whoami')).data;
+  } catch (error) {
+    if (error instanceof ApiCallError && (error.status === 401 || error.status === 403)) throw new SignInRefused(error.message);
+    throw error;
+  }
+  const settings = app.config.consoleSessions;
+  const token = randomBytes(32).toString('base64url');
+  const tokenHash = hash(token);
+  await insertSession(app.db, {
+    tokenHash,
+    apiKeyId: me.identityId,
+    principalId: me.userId,
+    sealedKey: app.secrets.seal(apiKey, sealContext(tokenHash)),
+    organizationId: me.organizationId,
+    expiresAt: new Date(Date.now() + settings.maxAgeMs),
+  });
+  await pruneSessions(app.db, me.userId, settings.idleMs, SESSIONS_PER_PRINCIPAL);
+  reply.clearCookie(SIGN_IN_COOKIE, { path: '/sign-in' });
+  reply.setCookie(cookieName(request), token, {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'strict',
+    secure: request.protocol === 'https',
+    maxAge: Math.floor(settings.maxAgeMs / 1000),
+  });
+  return me;
+}
+
+/** The request's live session, or undefined (no cookie, an unknown one, or one that has ended). */
+export async function currentSession(app: App, request: FastifyRequest): Promise<ConsoleSession | undefined> {
+  const token = request.cookies[cookieName(request)];
+  if (!token || token.length > 100) return undefined;
+  const tokenHash = hash(token);
+  const row = await findLiveSession(app.db, tokenHash, app.config.consoleSessions.idleMs);
+  if (!row) return undefined;
+  if (Date.now() - row.last_seen_at.getTime() > TOUCH_EVERY_MS) await touchSession(app.db, tokenHash);
+  return {
+    tokenHash,
+    apiKey: app.secrets.open(row.sealed_key, sealContext(tokenHash)),
+    principalId: row.principal_id,
+    homeOrganizationId: row.organization_id,
+    csrfToken: csrfTokenOf(app, tokenHash),
+  };
+}
+
+/** signOut ends this session on the server (the cookie is worthless wherever it was copied), or all of the principal's. */
+export async function signOut(app: App, request: FastifyRequest, reply: FastifyReply, session: ConsoleSession, everywhere: boolean): Promise<void> {
+  if (everywhere) await deletePrincipalSessions(app.db, session.principalId);
+  else await deleteSession(app.db, session.tokenHash);
+  reply.clearCookie(cookieName(request), { path: '/' });
+}

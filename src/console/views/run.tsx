@@ -1,0 +1,189 @@
+import { CsrfForm } from './layout.tsx';
+import { ShortId, StatusBadge, When } from './format.tsx';
+
+export interface RunView {
+  id: string;
+  status: string;
+  description?: string;
+  action?: string | null;
+  attemptEpoch: number;
+  isCancellable?: boolean;
+  attachedEntityId?: string | null;
+  variantName?: string;
+  createdById?: string | null;
+  createdAt: string;
+  startedAt?: string | null;
+  completedAt?: string | null;
+  error?: { code?: string; message?: string } | null;
+}
+
+export interface StepView {
+  id: string;
+  stepId: string;
+  stepName: string;
+  stepType: string;
+  status: string;
+  attemptEpoch: number;
+  retryAttempt: number;
+  startedAt?: string | null;
+  completedAt?: string | null;
+  error?: { code?: string; message?: string } | null;
+}
+
+export interface TransitionView {
+  id: string;
+  stepExecutionId?: string;
+  fromStatus?: string;
+  toStatus: string;
+  reason: string;
+  actor?: string;
+  createdAt: string;
+}
+
+export interface RunPageProps {
+  orgPath: string;
+  run: RunView;
+  stackName?: string;
+  steps: StepView[];
+  transitions: TransitionView[];
+  /** The viewer may approve, reject, cancel and retry (the API's run:operate). */
+  canOperate: boolean;
+  csrfToken: string;
+}
+
+export function RunPage({ orgPath, run, stackName, steps, transitions, canOperate, csrfToken }: RunPageProps) {
+  const stepNames = new Map(steps.map((s) => [s.id, s.stepName]));
+  const action = (verb: string) => `${orgPath}/runs/${run.id}/${verb}`;
+  return (
+    <>
+      <h1>
+        Run <ShortId id={run.id} /> <StatusBadge status={run.status} />
+      </h1>
+      <dl class="facts">
+        <dt>Stack</dt>
+        <dd>
+          {run.attachedEntityId ? <a href={`${orgPath}/runs?stackId=${encodeURIComponent(run.attachedEntityId)}`}>{stackName ?? run.attachedEntityId}</a> : '—'}
+        </dd>
+        <dt>Pipeline</dt>
+        <dd>
+          {run.variantName ?? '—'} {run.action ? `(${run.action})` : ''}
+        </dd>
+        <dt>Description</dt>
+        <dd>{run.description || '—'}</dd>
+        <dt>Attempt</dt>
+        <dd>{run.attemptEpoch}</dd>
+        <dt>Created</dt>
+        <dd>
+          <When at={run.createdAt} />
+        </dd>
+        <dt>Finished</dt>
+        <dd>
+          <When at={run.completedAt} />
+        </dd>
+        <dt>Id</dt>
+        <dd>
+          <code>{run.id}</code>
+        </dd>
+      </dl>
+      {run.error?.message && (
+        <p class="error" role="alert">
+          {run.error.message} {run.error.code && <code>{run.error.code}</code>}
+        </p>
+      )}
+      {canOperate && (
+        <div class="actions">
+          {run.isCancellable && (
+            <CsrfForm action={action('cancel')} csrfToken={csrfToken}>
+              <button type="submit" class="danger">
+                Cancel run
+              </button>
+            </CsrfForm>
+          )}
+          {(run.status === 'FAILED' || run.status === 'CANCELLED') && (
+            <CsrfForm action={action('retry')} csrfToken={csrfToken}>
+              <button type="submit">Retry run</button>
+            </CsrfForm>
+          )}
+        </div>
+      )}
+      <h2>Steps</h2>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Step</th>
+            <th scope="col">Type</th>
+            <th scope="col">Status</th>
+            <th scope="col">Started</th>
+            <th scope="col">Finished</th>
+            <th scope="col">
+              <span class="skip-link">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {steps.map((step) => (
+            <tr key={step.id} id={`step-${step.stepId}`}>
+              <td>
+                {step.stepName}
+                {step.error?.message && <div class="muted">{step.error.message}</div>}
+              </td>
+              <td>
+                <code>{step.stepType}</code>
+              </td>
+              <td>
+                <StatusBadge status={step.status} />
+              </td>
+              <td>
+                <When at={step.startedAt} />
+              </td>
+              <td>
+                <When at={step.completedAt} />
+              </td>
+              <td>
+                {canOperate && step.status === 'WAITING_FOR_APPROVAL' && (
+                  <span class="actions">
+                    <CsrfForm action={`${orgPath}/steps/${step.id}/approve?run=${run.id}`} csrfToken={csrfToken}>
+                      <button type="submit">Approve {step.stepName}</button>
+                    </CsrfForm>
+                    <CsrfForm action={`${orgPath}/steps/${step.id}/reject?run=${run.id}`} csrfToken={csrfToken}>
+                      <button type="submit" class="danger">
+                        Reject
+                      </button>
+                    </CsrfForm>
+                  </span>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h2>History</h2>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">What</th>
+            <th scope="col">Change</th>
+            <th scope="col">Why</th>
+            <th scope="col">By</th>
+          </tr>
+        </thead>
+        <tbody>
+          {transitions.map((t) => (
+            <tr key={t.id}>
+              <td>
+                <When at={t.createdAt} />
+              </td>
+              <td>{t.stepExecutionId ? (stepNames.get(t.stepExecutionId) ?? 'step') : 'run'}</td>
+              <td>
+                {t.fromStatus ? <StatusBadge status={t.fromStatus} /> : null} → <StatusBadge status={t.toStatus} />
+              </td>
+              <td>{t.reason}</td>
+              <td>{t.actor ?? <span class="muted">—</span>}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}

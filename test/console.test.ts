@@ -1,0 +1,244 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { userCaller } from './helpers/callers.ts';
+import { createStack, startEngineTestApp, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+
+interface Page {
+  status: number;
+  headers: Record<string, unknown>;
+  body: string;
+  location?: string;
+  cookies: { name: string; value: string; httpOnly?: boolean; sameSite?: string; path?: string; maxAge?: number }[];
+}
+
+describe('the web console', () => {
+  let t: EngineTestApp;
+  let orgId: string;
+
+  before(async () => {
+    t = await startEngineTestApp();
+    await t.startWorker();
+    orgId = (await t.call('GET', '/auth/whoami')).body.data.organizationId;
+  });
+  after(async () => t?.close());
+
+  const request = async (
+    method: 'GET' | 'POST',
+    url: string,
+    options: { cookie?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+  ) => {
+    const res = await t.app.inject({
+      method,
+      url,
+      headers: {
+        ...(options.cookie ? { cookie: options.cookie } : {}),
+        ...(options.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        ...options.headers,
+      },
+      ...(options.form ? { payload: new URLSearchParams(options.form).toString() } : {}),
+    });
+    return {
+      status: res.statusCode,
+      headers: res.headers,
+      body: res.body,
+      location: res.headers.location as string | undefined,
+      cookies: res.cookies as Page['cookies'],
+    };
+  };
+
+  /** Signs in with `apiKey` as a browser would: the form first (its token and cookie), then the POST. */
+  const signIn = async (apiKey: string) => {
+    const form = await request('GET', '/sign-in');
+    const signInCookie = form.cookies.find((c) => c.name === 'plinth_sign_in')!;
+    const signInToken = /name="_signin" value="([^"]+)"/.exec(form.body)![1];
+    const res = await request('POST', '/sign-in', { cookie: `plinth_sign_in=${signInCookie.value}`, form: { apiKey, _signin: signInToken } });
+    const session = res.cookies.find((c) => c.name === 'plinth_session');
+    return { res, cookie: session ? `plinth_session=${session.value}` : undefined, session };
+  };
+  const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1];
+
+  it('sends a browser without a session to the sign-in form, which is served with a strict CSP', async () => {
+    const root = await request('GET', '/');
+    assert.equal(root.status, 303);
+    assert.equal(root.location, '/sign-in');
+    assert.equal((await request('GET', `/orgs/${orgId}/runs`)).location, '/sign-in');
+    const form = await request('GET', '/sign-in');
+    assert.equal(form.status, 200);
+    assert.match(String(form.headers['content-type']), /text\/html/);
+    assert.match(form.body, /^<!doctype html>/);
+    assert.match(String(form.headers['content-security-policy']), /default-src 'none'; script-src 'self'; style-src 'self'/);
+    assert.match(String(form.headers['content-security-policy']), /frame-ancestors 'none'/);
+    assert.equal(form.headers['x-frame-options'], 'DENY');
+    assert.equal(form.headers['cache-control'], 'no-store');
+    assert.doesNotMatch(form.body, /<script>|<style>| style=| on[a-z]+=/, 'no inline script or style');
+  });
+
+  it('signs in with an API key into an HttpOnly, SameSite=Strict session cookie, refusing a bad key', async () => {
+    const bad = await signIn('plk_not_a_real_key');
+    assert.equal(bad.res.status, 401);
+    assert.match(bad.res.body, /That key cannot sign in/);
+    assert.equal(bad.cookie, undefined);
+
+    const { res, session } = await signIn(t.adminToken);
+    assert.equal(res.status, 303);
+    assert.equal(res.location, `/orgs/${orgId}/runs`);
+    assert.ok(session);
+    assert.equal(session.httpOnly, true);
+    assert.equal(session.sameSite, 'Strict');
+    assert.equal(session.path, '/');
+    assert.ok(session.value.length >= 40);
+    assert.ok(!res.body.includes(t.adminToken));
+    const stored = await sql<{ sealed_key: string }>`select sealed_key from console_sessions`.execute(t.db);
+    assert.ok(stored.rows.length > 0 && stored.rows.every((r) => !r.sealed_key.includes(t.adminToken)), 'the key is stored sealed');
+  });
+
+  it('refuses a sign-in POST that did not come from its own form (login CSRF)', async () => {
+    const res = await request('POST', '/sign-in', { form: { apiKey: t.adminToken, _signin: 'forged' } });
+    assert.equal(res.status, 403);
+    assert.equal(
+      res.cookies.find((c) => c.name === 'plinth_session'),
+      undefined,
+    );
+  });
+
+  it('lists runs newest first, filters them by status and stack with shareable URLs, and escapes what tenants named', async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const hostile = await createStack(t, [{ id: 'build', command: 'true' }]);
+    await t.call('PATCH', `/stacks/${hostile.id}`, { body: { data: { name: '<script>alert(1)</script>' } } });
+    const first = await triggerRun(t, hostile.id, { description: 'first "quoted" <b>run</b>' });
+    await waitForRunStatus(t, first.id, 'SUCCEEDED');
+    const gated = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const second = await triggerRun(t, gated.id, { description: 'needs a human' });
+    await waitForRunStatus(t, second.id, 'WAITING_FOR_APPROVAL');
+
+    const all = await request('GET', `/orgs/${orgId}/runs`, { cookie });
+    assert.equal(all.status, 200);
+    assert.ok(all.body.indexOf(second.id) < all.body.indexOf(first.id), 'newest first');
+    assert.ok(all.body.includes('&lt;script>alert(1)&lt;/script>'));
+    assert.ok(!all.body.includes('<script>alert(1)'));
+    assert.ok(all.body.includes('first &quot;quoted&quot; &lt;b>run&lt;/b>'));
+
+    const waiting = await request('GET', `/orgs/${orgId}/runs?status=WAITING_FOR_APPROVAL`, { cookie });
+    assert.ok(waiting.body.includes(second.id));
+    assert.ok(!waiting.body.includes(first.id));
+    assert.match(waiting.body, /aria-current="page"[^>]*>Needs approval|href="[^"]*status=WAITING_FOR_APPROVAL[^"]*" aria-current="page"/);
+
+    const byStack = await request('GET', `/orgs/${orgId}/runs?stackId=${hostile.id}`, { cookie });
+    assert.ok(byStack.body.includes(first.id));
+    assert.ok(!byStack.body.includes(second.id));
+  });
+
+  it('approves a waiting step from the run page, with the CSRF token, and records who did', async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const stack = await createStack(t, [
+      { id: 'approve', type: 'approval' },
+      { id: 'after', command: 'true', needs: ['approve'] },
+    ]);
+    const run = await triggerRun(t, stack.id);
+    const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+
+    const pageUrl = `/orgs/${orgId}/runs/${run.id}`;
+    const page = await request('GET', pageUrl, { cookie });
+    assert.equal(page.status, 200);
+    assert.match(page.body, /Approve approve/);
+    assert.match(page.body, /Cancel run/);
+    const approveUrl = `/orgs/${orgId}/steps/${step.id}/approve?run=${run.id}`;
+    assert.ok(page.body.includes(approveUrl.replace('?', '?').replaceAll('&', '&amp;')));
+
+    const forged = await request('POST', approveUrl, { cookie, form: { _csrf: 'not-the-token' } });
+    assert.equal(forged.status, 403);
+    assert.match(forged.body, /Auth:Csrf:INVALID/);
+    const withoutCookie = await request('POST', approveUrl, { form: { _csrf: csrfOf(page.body) } });
+    assert.equal(withoutCookie.location, '/sign-in');
+    assert.equal((await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL')).status, 'WAITING_FOR_APPROVAL');
+
+    const approved = await request('POST', approveUrl, { cookie, form: { _csrf: csrfOf(page.body) } });
+    assert.equal(approved.status, 303);
+    assert.equal(approved.location, pageUrl);
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+    const after = await request('GET', pageUrl, { cookie });
+    assert.doesNotMatch(after.body, /Approve approve|Cancel run/);
+    assert.match(after.body, /approved/i);
+    const audit = await t.call('GET', '/audit-events?limit=200');
+    assert.ok(JSON.stringify(audit.body).includes(step.id), 'the approval went through the API, audit log included');
+  });
+
+  it('shows a VIEWER no button that would fail, and the API refuses the action anyway', async () => {
+    const viewer = await userCaller(t, 'viewer-console@example.com', 'VIEWER');
+    const { cookie } = await signIn(viewer.token);
+    assert.ok(cookie);
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const run = await triggerRun(t, stack.id);
+    const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const page = await request('GET', `/orgs/${orgId}/runs/${run.id}`, { cookie });
+    assert.equal(page.status, 200);
+    assert.match(page.body, /viewer/);
+    assert.doesNotMatch(page.body, /Approve|Reject|Cancel run|Retry run/);
+    const attempt = await request('POST', `/orgs/${orgId}/steps/${step.id}/approve?run=${run.id}`, { cookie, form: { _csrf: csrfOf(page.body) } });
+    assert.equal(attempt.status, 403);
+    assert.match(attempt.body, /Auth:Permission:DENIED/);
+    await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+  });
+
+  it('ends a session on sign-out, everywhere when asked, and when its key is revoked', async () => {
+    const one = await signIn(t.adminToken);
+    const two = await signIn(t.adminToken);
+    const page = await request('GET', `/orgs/${orgId}/runs`, { cookie: one.cookie });
+    const out = await request('POST', '/sign-out', { cookie: one.cookie, form: { _csrf: csrfOf(page.body) } });
+    assert.equal(out.location, '/sign-in');
+    assert.equal((await request('GET', `/orgs/${orgId}/runs`, { cookie: one.cookie })).location, '/sign-in', 'a copied cookie no longer works');
+    assert.equal((await request('GET', `/orgs/${orgId}/runs`, { cookie: two.cookie })).status, 200, 'another session goes on');
+
+    const three = await signIn(t.adminToken);
+    const threePage = await request('GET', `/orgs/${orgId}/runs`, { cookie: three.cookie });
+    const everywhere = await request('POST', '/sign-out', { cookie: three.cookie, form: { _csrf: csrfOf(threePage.body), everywhere: 'yes' } });
+    assert.equal(everywhere.location, '/sign-in');
+    assert.equal((await request('GET', `/orgs/${orgId}/runs`, { cookie: two.cookie })).location, '/sign-in');
+
+    const member = await userCaller(t, 'revoked-console@example.com', 'MEMBER');
+    const session = await signIn(member.token);
+    assert.equal((await request('GET', `/orgs/${orgId}/runs`, { cookie: session.cookie })).status, 200);
+    const keys = await t.call('GET', '/api-keys?limit=200', { token: member.token });
+    const key = keys.body.data.find((k: { userId?: string }) => k.userId === member.userId);
+    assert.equal((await t.call('DELETE', `/api-keys/${key.id}`, { token: member.token })).status, 204);
+    assert.equal((await request('GET', `/orgs/${orgId}/runs`, { cookie: session.cookie })).location, '/sign-in');
+  });
+
+  it('ends a session left idle, and one past its absolute lifetime however busy', async () => {
+    const idle = await signIn(t.adminToken);
+    await sql`update console_sessions set last_seen_at = now() - interval '3 hours'`.execute(t.db);
+    assert.equal((await request('GET', `/orgs/${orgId}/runs`, { cookie: idle.cookie })).location, '/sign-in');
+    const old = await signIn(t.adminToken);
+    assert.equal((await request('GET', `/orgs/${orgId}/runs`, { cookie: old.cookie })).status, 200);
+    await sql`update console_sessions set expires_at = now() - interval '1 second'`.execute(t.db);
+    assert.equal((await request('GET', `/orgs/${orgId}/runs`, { cookie: old.cookie })).location, '/sign-in');
+  });
+
+  it('serves its assets under a content hash with long cache headers, and nothing else from their directories', async () => {
+    const form = await request('GET', '/sign-in');
+    const css = /href="(\/assets\/[0-9a-f]{16}\/console\.css)"/.exec(form.body)![1];
+    const js = /src="(\/assets\/[0-9a-f]{16}\/htmx\.min\.js)"/.exec(form.body)![1];
+    for (const url of [css, js]) {
+      const res = await request('GET', url);
+      assert.equal(res.status, 200, url);
+      assert.match(String(res.headers['cache-control']), /max-age=31536000.*immutable|immutable.*max-age=31536000/);
+    }
+    assert.match(String((await request('GET', js)).headers['content-type']), /javascript/);
+    const version = css.split('/')[2];
+    assert.equal((await request('GET', `/assets/${version}/package.json`)).status, 404);
+    assert.equal((await request('GET', `/assets/${version}/..%2f..%2fpackage.json`)).status, 404);
+    assert.equal((await request('GET', '/assets/0000000000000000/console.css')).status, 404);
+  });
+
+  it('shows an error page for a run that does not exist, and an organization the key is not in', async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const missing = await request('GET', `/orgs/${orgId}/runs/0196a3c7e1f07a2b9c3d4e5f60718293`, { cookie });
+    assert.equal(missing.status, 404);
+    assert.match(missing.body, /Api:PipelineRun:NOT_FOUND|not found/);
+    const viewer = await userCaller(t, 'one-org@example.com', 'VIEWER');
+    const session = await signIn(viewer.token);
+    const elsewhere = await request('GET', '/orgs/some-other-org/runs', { cookie: session.cookie });
+    assert.equal(elsewhere.status, 403);
+  });
+});
