@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { userCaller } from './helpers/callers.ts';
+
 import { createStack, startEngineTestApp, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
 
 interface Page {
@@ -12,14 +14,33 @@ interface Page {
   cookies: { name: string; value: string; httpOnly?: boolean; sameSite?: string; path?: string; maxAge?: number }[];
 }
 
+interface StreamEvent {
+  event: string;
+  id?: string;
+  data: string;
+}
+
+/** One SSE event block: its fields, several data lines joined by new lines; undefined for a comment. */
+function parseEvent(block: string): StreamEvent | undefined {
+  const fields: Record<string, string> = {};
+  for (const line of block.split('\n').filter((l) => !l.startsWith(':'))) {
+    const name = line.slice(0, line.indexOf(':'));
+    const value = line.slice(line.indexOf(':') + 2);
+    fields[name] = name === 'data' && name in fields ? `${fields[name]}\n${value}` : value;
+  }
+  return fields.event ? { event: fields.event, id: fields.id, data: fields.data ?? '' } : undefined;
+}
+
 describe('the web console', () => {
   let t: EngineTestApp;
   let orgId: string;
+  let baseUrl: string;
 
   before(async () => {
     t = await startEngineTestApp();
     await t.startWorker();
     orgId = (await t.call('GET', '/auth/whoami')).body.data.organizationId;
+    baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
   });
   after(async () => t?.close());
 
@@ -46,6 +67,34 @@ describe('the web console', () => {
       cookies: res.cookies as Page['cookies'],
     };
   };
+
+  /**
+   * Reads a console event stream over a real connection (as EventSource would: cookie, Last-Event-ID)
+   * until the server ends it, calling `onEvent` with each event as it arrives.
+   */
+  const readEvents = (path: string, cookie: string, onEvent: (e: StreamEvent) => void, lastEventId?: string) =>
+    new Promise<{ status: number; events: StreamEvent[] }>((resolve, reject) => {
+      const headers = { accept: 'text/event-stream', cookie, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) };
+      const req = http.get(`${baseUrl}${path}`, { headers }, (res) => {
+        const events: StreamEvent[] = [];
+        let buffer = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+            const event = parseEvent(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+            if (event) {
+              events.push(event);
+              onEvent(event);
+            }
+          }
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, events }));
+      });
+      req.on('error', reject);
+      req.setTimeout(20_000, () => req.destroy(new Error(`no end of ${path} within 20 s`)));
+    });
 
   /** Signs in with `apiKey` as a browser would: the form first (its token and cookie), then the POST. */
   const signIn = async (apiKey: string) => {
@@ -162,6 +211,41 @@ describe('the web console', () => {
     assert.match(after.body, /approved/i);
     const audit = await t.call('GET', '/audit-events?limit=200');
     assert.ok(JSON.stringify(audit.body).includes(step.id), 'the approval went through the API, audit log included');
+  });
+
+  it('keeps a run page current through its event stream until the run finishes, and resumes without repeats', async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const run = await triggerRun(t, stack.id);
+    const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const pageUrl = `/orgs/${orgId}/runs/${run.id}`;
+    const liveUrl = `${pageUrl}/live`;
+    const page = await request('GET', pageUrl, { cookie });
+    assert.ok(page.body.includes(`sse-connect="${liveUrl}"`));
+
+    let approval: Promise<unknown> | undefined;
+    const live = await readEvents(liveUrl, cookie!, (event) => {
+      if (event.event === 'run' && !approval) approval = t.call('POST', `/pipeline-step-executions/${step.id}/approve`);
+    });
+    assert.equal(live.status, 200);
+    assert.equal(((await approval) as { status: number }).status, 200);
+    const [first, ...rest] = live.events;
+    assert.equal(first.event, 'run');
+    assert.match(first.data, /Approve approve/);
+    assert.match(first.data, /waiting for approval/);
+    const finished = rest.find((e) => e.event === 'run' && /succeeded/.test(e.data));
+    assert.ok(finished, JSON.stringify(live.events.map((e) => e.event)));
+    assert.doesNotMatch(finished.data, /Approve approve/);
+    assert.equal(live.events.at(-1)?.event, 'done');
+
+    const resumed = await readEvents(liveUrl, cookie!, () => {}, live.events.at(-1)?.id);
+    assert.deepEqual(
+      resumed.events.map((e) => e.event),
+      ['done'],
+      'a page that has the latest version gets nothing again',
+    );
+    assert.doesNotMatch((await request('GET', pageUrl, { cookie })).body, /sse-connect/, 'a finished run opens no stream');
+    assert.equal((await request('GET', liveUrl)).location, '/sign-in', 'no stream without a session');
   });
 
   it('shows a VIEWER no button that would fail, and the API refuses the action anyway', async () => {

@@ -2,6 +2,8 @@
 // forms take the session cookie, never a bearer credential; what they show and do comes from the API,
 // called in-process with the session's key (console-api.ts).
 
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Type } from '@sinclair/typebox';
 import type { ComponentChildren } from 'preact';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -9,6 +11,8 @@ import { BadRequestError, ForbiddenError } from '../platform/errors.ts';
 import { hasPermission, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
 import { toAppError } from '../platform/http/error-handler.ts';
+import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
+import { StreamSlots } from '../platform/http/stream-slots.ts';
 import { treeProblems } from '../platform/http/input-rules.ts';
 import { registerAssets, type Assets } from './assets.ts';
 import { ApiCallError, apiCaller, type ApiCaller } from './console-api.ts';
@@ -23,8 +27,8 @@ import {
   type ConsoleSession,
   type WhoAmI,
 } from './sessions.service.ts';
-import { renderPage, type Viewer } from './views/layout.tsx';
-import { RunPage } from './views/run.tsx';
+import { renderFragment, renderPage, type Viewer } from './views/layout.tsx';
+import { RunBody, RunPage, type RunPageProps } from './views/run.tsx';
 import { RunsInbox } from './views/runs.tsx';
 import { ErrorMessage, SignIn } from './views/sign-in.tsx';
 
@@ -175,27 +179,40 @@ export async function consoleRoutes(app: App) {
 
   app.get('/orgs/:org/runs/:id', { ...page, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
     const ctx = await pageContext(request, request.params.org);
-    const id = encodeURIComponent(request.params.id);
-    const run = (await ctx.api.get(`/pipeline-runs/${id}`)).data;
-    const [steps, transitions, names] = await Promise.all([
-      ctx.api.get(`/pipeline-runs/${id}/step-executions`, { limit: 200, attemptEpoch: run.attemptEpoch }),
-      ctx.api.get(`/pipeline-runs/${id}/transitions`, { limit: 200 }),
-      stackNames(ctx.api, new Set(run.attachedEntityId ? [run.attachedEntityId] : [])),
-    ]);
-    return html(
-      reply,
-      `Run ${run.id.slice(-8)}`,
-      ctx.viewer,
-      <RunPage
-        orgPath={ctx.orgPath}
-        run={run}
-        stackName={names.get(run.attachedEntityId)}
-        steps={steps.data}
-        transitions={transitions.data}
-        canOperate={hasPermission(ctx.me.role as Role, 'run:operate')}
-        csrfToken={ctx.viewer.csrfToken}
-      />,
-    );
+    const view = await loadRun(ctx, request.params.id);
+    const liveUrl = FINISHED.has(view.run.status) ? undefined : `${ctx.orgPath}/runs/${encodeURIComponent(view.run.id)}/live`;
+    return html(reply, `Run ${view.run.id.slice(-8)}`, ctx.viewer, <RunPage {...view} liveUrl={liveUrl} />);
+  });
+
+  const liveStreams = new EventStreams(app, 'console run');
+  const liveSlots = new StreamSlots({ what: 'console pages followed live', code: 'Api:EventStream:TOO_MANY_STREAMS', maxPerCaller: 16 });
+
+  // The run page's event stream: the page's body as HTML whenever it changes, then `done` once the run
+  // has finished. The id is the version of what was sent: a reconnecting page gets nothing it has.
+  app.get('/orgs/:org/runs/:id/live', { ...page, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
+    const ctx = await pageContext(request, request.params.org);
+    const release = liveSlots.acquire(ctx.me.userId);
+    const lastEventId = request.headers['last-event-id'];
+    await liveStreams.serve(reply, request.id, release, async (stream) => {
+      let sent = typeof lastEventId === 'string' ? lastEventId : undefined;
+      let lastWrite = Date.now();
+      const deadline = Date.now() + LIVE_STREAM_MS;
+      while (!stream.closed() && Date.now() < deadline) {
+        const view = await loadRun(ctx, request.params.id);
+        const version = runVersion(view);
+        if (version !== sent) {
+          await stream.send(sseHtml('run', version, renderFragment(<RunBody {...view} />)));
+          sent = version;
+          lastWrite = Date.now();
+        }
+        if (FINISHED.has(view.run.status)) return stream.send(sseHtml('done', version, ''));
+        if (Date.now() - lastWrite >= STREAM_KEEPALIVE_MS) {
+          await stream.send(': keepalive\n\n');
+          lastWrite = Date.now();
+        }
+        await sleep(LIVE_POLL_MS);
+      }
+    });
   });
 
   const ActionForm = Type.Object({ _csrf: Type.Optional(CsrfField) });
@@ -235,6 +252,47 @@ export async function consoleRoutes(app: App) {
       return reply.redirect(`${ctx.orgPath}/runs/${encodeURIComponent(step.pipelineRunId ?? request.query.run)}`, 303);
     },
   );
+}
+
+const FINISHED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
+/** How often a live page's stream reads its run again. */
+const LIVE_POLL_MS = 1000;
+/** A live stream ends after this long; the browser reconnects with Last-Event-ID and goes on. */
+const LIVE_STREAM_MS = 5 * 60_000;
+
+/** Everything the run page shows, read through the API. */
+async function loadRun(ctx: PageContext, runId: string): Promise<RunPageProps> {
+  const id = encodeURIComponent(runId);
+  const run = (await ctx.api.get(`/pipeline-runs/${id}`)).data;
+  const [steps, transitions, names] = await Promise.all([
+    ctx.api.get(`/pipeline-runs/${id}/step-executions`, { limit: 200, attemptEpoch: run.attemptEpoch }),
+    ctx.api.get(`/pipeline-runs/${id}/transitions`, { limit: 200 }),
+    stackNames(ctx.api, new Set(run.attachedEntityId ? [run.attachedEntityId] : [])),
+  ]);
+  return {
+    orgPath: ctx.orgPath,
+    run,
+    stackName: names.get(run.attachedEntityId),
+    steps: steps.data,
+    transitions: transitions.data,
+    canOperate: hasPermission(ctx.me.role as Role, 'run:operate'),
+    csrfToken: ctx.viewer.csrfToken,
+  };
+}
+
+/** What the run page shows changes exactly when one of these does. */
+function runVersion(view: RunPageProps): string {
+  const parts = [view.run.status, view.run.attemptEpoch, (view.run as { updatedAt?: string }).updatedAt, view.transitions.length, view.canOperate];
+  for (const step of view.steps) parts.push(step.id, step.status, (step as { updatedAt?: string }).updatedAt);
+  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
+}
+
+/** An SSE event whose data is HTML, one `data:` line per line of it. */
+function sseHtml(event: string, id: string, html: string): string {
+  return `event: ${event}\nid: ${id}\n${html
+    .split('\n')
+    .map((line) => `data: ${line}\n`)
+    .join('')}\n`;
 }
 
 /** The names of the stacks, by id; a stack the key cannot read (or that is gone) keeps its id. */

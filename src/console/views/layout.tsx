@@ -1,4 +1,4 @@
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, VNode } from 'preact';
 import { render } from 'preact-render-to-string';
 import type { Assets } from '../assets.ts';
 
@@ -26,6 +26,11 @@ export function renderPage(props: PageProps): string {
   return `<!doctype html>${render(<Page {...props} />)}`;
 }
 
+/** A part of a page as HTML text, for htmx to swap in. */
+export function renderFragment(node: VNode): string {
+  return render(node);
+}
+
 function Page({ title, assets, viewer, children }: PageProps) {
   return (
     <html lang="en">
@@ -34,6 +39,8 @@ function Page({ title, assets, viewer, children }: PageProps) {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="htmx-config" content={HTMX_CONFIG} />
         <title>{`${title} · Plinth`}</title>
+        {/* No icon of its own yet: an empty one, so the browser does not ask for /favicon.ico. */}
+        <link rel="icon" href="data:," />
         <link rel="stylesheet" href={assets.url('console.css')} />
         <script src={assets.url('htmx.min.js')} defer />
         <script src={assets.url('sse.min.js')} defer />

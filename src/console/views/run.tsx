@@ -51,7 +51,20 @@ export interface RunPageProps {
   csrfToken: string;
 }
 
-export function RunPage({ orgPath, run, stackName, steps, transitions, canOperate, csrfToken }: RunPageProps) {
+/**
+ * The run page. While the run is not finished, its body is kept current by the page's one event
+ * stream (htmx's SSE extension swaps each `run` event in), which ends with a `done` event.
+ */
+export function RunPage(props: RunPageProps & { liveUrl?: string }) {
+  if (!props.liveUrl) return <RunBody {...props} />;
+  return (
+    <div hx-ext="sse" sse-connect={props.liveUrl} sse-swap="run" sse-close="done" aria-live="polite">
+      <RunBody {...props} />
+    </div>
+  );
+}
+
+export function RunBody({ orgPath, run, stackName, steps, transitions, canOperate, csrfToken }: RunPageProps) {
   const stepNames = new Map(steps.map((s) => [s.id, s.stepName]));
   const action = (verb: string) => `${orgPath}/runs/${run.id}/${verb}`;
   return (

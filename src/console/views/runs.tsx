@@ -71,7 +71,7 @@ export function RunsInbox({ orgPath, runs, stackNames, status, stackId, nextCurs
             {runs.map((run) => (
               <tr key={run.id}>
                 <td>
-                  <a href={`${orgPath}/runs/${run.id}`} aria-label={`Run ${run.id}`}>
+                  <a href={`${orgPath}/runs/${run.id}`}>
                     <ShortId id={run.id} />
                   </a>
                 </td>

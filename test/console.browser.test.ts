@@ -1,0 +1,167 @@
+// The web console in a real browser: Debian's Chromium driven by playwright-core. Where no Chromium can
+// be found (PLINTH_CHROMIUM, else chromium on PATH), these tests are skipped with a message saying how
+// to install it; .ci/run installs it. With CONSOLE_SCREENSHOTS set to a directory, the main pages are
+// saved there as PNG files (docs/console/ holds the ones docs/console.md shows).
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { userCaller } from './helpers/callers.ts';
+import { createStack, startEngineTestApp, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+
+const require = createRequire(import.meta.url);
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS;
+
+function findChromium(): string | undefined {
+  if (process.env.PLINTH_CHROMIUM) return process.env.PLINTH_CHROMIUM;
+  for (const name of ['chromium', 'chromium-browser']) {
+    try {
+      return execFileSync('which', [name], { encoding: 'utf8' }).trim() || undefined;
+    } catch {}
+  }
+  return undefined;
+}
+
+const executablePath = findChromium();
+const skip = executablePath ? false : "no Chromium found: install Debian's chromium package (apt-get install chromium) or set PLINTH_CHROMIUM";
+
+describe('the web console in a real browser', { skip }, () => {
+  let t: EngineTestApp;
+  let browser: Browser;
+  let baseUrl: string;
+  let orgId: string;
+
+  before(async () => {
+    t = await startEngineTestApp();
+    await t.startWorker();
+    baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
+    orgId = (await t.call('GET', '/auth/whoami')).body.data.organizationId;
+    // Chromium's own sandbox needs privileges a root CI user or a container lacks; the pages are ours.
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  });
+  after(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  /** A fresh browser context (its own cookies), with every CSP violation and page error collected. */
+  const newPage = async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(error.message));
+    return { page, problems };
+  };
+
+  const signIn = async (page: Page, apiKey: string) => {
+    await page.goto(baseUrl);
+    assert.match(page.url(), /\/sign-in$/);
+    await page.getByLabel('API key').fill(apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(/\/orgs\/[^/]+\/runs$/);
+  };
+
+  /** axe-core's violations of impact serious or critical on the current page. */
+  const seriousViolations = async (page: Page) => {
+    // Evaluated through the DevTools protocol, which the page's CSP does not govern (an injected <script> it would refuse).
+    await page.evaluate(AXE_SOURCE);
+    const violations = await page.evaluate(async () => (await (globalThis as any).axe.run(document)).violations);
+    return (violations as { id: string; impact: string; nodes: { target: string[] }[] }[])
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  };
+
+  const screenshot = async (page: Page, name: string) => {
+    if (!SCREENSHOTS) return;
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  };
+
+  it('signs in with the admin token, filters the inbox, approves a run from its page, and signs out', async () => {
+    const passing = await createStack(t, [{ id: 'build', command: 'echo built' }]);
+    const done = await triggerRun(t, passing.id, { description: 'Build the site' });
+    await waitForRunStatus(t, done.id, 'SUCCEEDED');
+    const gated = await createStack(t, [
+      { id: 'plan', command: 'echo planned' },
+      { id: 'approve', type: 'approval', needs: ['plan'] },
+      { id: 'apply', command: 'echo applied', needs: ['approve'] },
+    ]);
+    const run = await triggerRun(t, gated.id, { description: 'Scale to two instances' });
+    await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+
+    const { page, problems } = await newPage();
+    await page.goto(`${baseUrl}/sign-in`);
+    await screenshot(page, 'sign-in');
+    assert.deepEqual(await seriousViolations(page), [], 'sign-in page');
+    await signIn(page, t.adminToken);
+    assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Runs');
+    await screenshot(page, 'runs-inbox');
+    assert.deepEqual(await seriousViolations(page), [], 'runs inbox');
+
+    await page.getByRole('link', { name: 'Needs approval' }).click();
+    await page.waitForURL(/status=WAITING_FOR_APPROVAL/);
+    const runLink = (id: string) => page.locator(`a[href$="/runs/${id}"]`);
+    assert.ok(await runLink(run.id).isVisible());
+    assert.equal(await runLink(done.id).count(), 0);
+
+    await runLink(run.id).click();
+    await page.waitForURL(new RegExp(`/runs/${run.id}$`));
+    await screenshot(page, 'run-waiting');
+    assert.deepEqual(await seriousViolations(page), [], 'run page');
+    await page.getByRole('button', { name: 'Approve approve' }).click();
+    await page.waitForURL(new RegExp(`/runs/${run.id}$`));
+    await waitForRunStatus(t, run.id, 'SUCCEEDED');
+    await page.reload();
+    assert.equal(await page.getByRole('button', { name: /Approve/ }).count(), 0);
+    assert.match((await page.locator('h1').textContent()) ?? '', /succeeded/);
+
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await page.waitForURL(/\/sign-in$/);
+    await page.goto(`${baseUrl}/orgs/${orgId}/runs`);
+    assert.match(page.url(), /\/sign-in$/, 'signed out: the inbox asks to sign in again');
+    assert.deepEqual(problems, [], 'no script error or CSP violation on any page');
+  });
+
+  it('moves a run page on live, without a reload, as the run is approved elsewhere', async () => {
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const run = await triggerRun(t, stack.id);
+    const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const { page, problems } = await newPage();
+    await signIn(page, t.adminToken);
+    await page.goto(`${baseUrl}/orgs/${orgId}/runs/${run.id}`);
+    await page.getByRole('button', { name: 'Approve approve' }).waitFor();
+    let reloaded = false;
+    page.on('load', () => {
+      reloaded = true;
+    });
+    assert.equal((await t.call('POST', `/pipeline-step-executions/${step.id}/approve`)).status, 200);
+    await page.locator('h1', { hasText: 'succeeded' }).waitFor({ timeout: 15_000 });
+    assert.equal(await page.getByRole('button', { name: /Approve/ }).count(), 0);
+    assert.equal(reloaded, false, 'the page was updated in place');
+    assert.deepEqual(problems, []);
+  });
+
+  it('shows a VIEWER the run without any button that would change it', async () => {
+    const viewer = await userCaller(t, 'browser-viewer@example.com', 'VIEWER');
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const run = await triggerRun(t, stack.id);
+    await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const { page, problems } = await newPage();
+    await signIn(page, viewer.token);
+    await page.goto(`${baseUrl}/orgs/${orgId}/runs/${run.id}`);
+    assert.match((await page.locator('h1').textContent()) ?? '', /waiting for approval/);
+    const buttons = await page.getByRole('button').allTextContents();
+    assert.deepEqual(buttons.sort(), ['Sign out', 'Sign out everywhere']);
+    assert.deepEqual(await seriousViolations(page), [], 'run page as a VIEWER');
+    assert.deepEqual(problems, []);
+    await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+  });
+});
