@@ -47,11 +47,12 @@ async function dropTemplate(baseUrl: string, template: string) {
 }
 
 /**
- * Files that assert a bound on a request's server CPU time: run after the others, one at a time. With
- * the suite's other files on the same cores, a thread's CPU time grows with what they evict from its
- * caches, and on two cores that alone has crossed the bound.
+ * Files run after the others, one at a time: those that assert a bound on a request's server CPU time
+ * (with the suite's other files on the same cores, a thread's CPU time grows with what they evict from
+ * its caches, and on two cores that alone has crossed the bound), and the browser tests, whose Chromium
+ * processes would take those cores from the files that time their event loop.
  */
-const RUN_ALONE = ['catalogue.hostile-schemas.test.ts'];
+const RUN_ALONE = ['catalogue.hostile-schemas.test.ts', 'console.browser.test.ts'];
 
 let running: ReturnType<typeof spawn> | undefined;
 process.on('SIGINT', () => running?.kill('SIGINT'));

@@ -161,6 +161,16 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
       (await user.json(['run', 'list', '--stack', stack.id])).map((r: { id: string }) => r.id),
       [run.id],
     );
+    for (const filter of [
+      ['--env', env.id],
+      ['--created-by', 'me'],
+    ]) {
+      assert.ok(
+        (await user.json(['run', 'list', ...filter])).some((r: { id: string }) => r.id === run.id),
+        filter.join(' '),
+      );
+    }
+    assert.deepEqual(await user.json(['run', 'list', '--created-by', '0196a3c2e8a17b2c8d9e0f1a2b3c4d5e']), []);
     assert.deepEqual(
       (await user.json(['run', 'steps', run.id])).map((s: { stepId: string }) => s.stepId),
       ['hello'],

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
@@ -73,14 +74,16 @@ describe('the web console', () => {
    * until the server ends it, calling `onEvent` with each event as it arrives.
    */
   const readEvents = (path: string, cookie: string, onEvent: (e: StreamEvent) => void, lastEventId?: string) =>
-    new Promise<{ status: number; events: StreamEvent[] }>((resolve, reject) => {
+    new Promise<{ status: number; events: StreamEvent[]; raw: string }>((resolve, reject) => {
       const headers = { accept: 'text/event-stream', cookie, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) };
       const req = http.get(`${baseUrl}${path}`, { headers }, (res) => {
         const events: StreamEvent[] = [];
         let buffer = '';
+        let raw = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
           buffer += chunk;
+          raw += chunk;
           for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
             const event = parseEvent(buffer.slice(0, end));
             buffer = buffer.slice(end + 2);
@@ -90,7 +93,7 @@ describe('the web console', () => {
             }
           }
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, events }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, events, raw }));
       });
       req.on('error', reject);
       req.setTimeout(20_000, () => req.destroy(new Error(`no end of ${path} within 20 s`)));
@@ -246,6 +249,61 @@ describe('the web console', () => {
     );
     assert.doesNotMatch((await request('GET', pageUrl, { cookie })).body, /sse-connect/, 'a finished run opens no stream');
     assert.equal((await request('GET', liveUrl)).location, '/sign-in', 'no stream without a session');
+  });
+
+  it('ends a live stream when its session ends, and keeps a CR in tenant text from breaking its framing', async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const run = await triggerRun(t, stack.id, { description: 'x\r\revent: done\rdata: spoofed\r' });
+    const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const liveUrl = `/orgs/${orgId}/runs/${run.id}/live`;
+    const page = await request('GET', `/orgs/${orgId}/runs/${run.id}`, { cookie });
+    let signedOut: Promise<unknown> | undefined;
+    const live = await readEvents(liveUrl, cookie!, () => {
+      signedOut ??= request('POST', '/sign-out', { cookie, form: { _csrf: csrfOf(page.body) } });
+    });
+    await signedOut;
+    assert.deepEqual(
+      live.events.map((e) => e.event),
+      ['run'],
+      'the stream ended with the session, before the run did',
+    );
+    assert.ok(!live.raw.includes('\r'), 'no bare CR reaches the stream');
+    assert.match(live.events[0].data, /event: done/, 'the text stays data');
+    await t.call('POST', `/pipeline-step-executions/${step.id}/reject`);
+  });
+
+  it('refuses forms from another site, ids that would move the API path, and a session whose key cannot be opened', async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const page = await request('GET', `/orgs/${orgId}/runs`, { cookie });
+    const csrf = csrfOf(page.body);
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const run = await triggerRun(t, stack.id);
+    const cancel = `/orgs/${orgId}/runs/${run.id}/cancel`;
+    const foreign: Record<string, string>[] = [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { origin: 'null' }];
+    for (const headers of foreign) {
+      const res = await request('POST', cancel, { cookie, form: { _csrf: csrf }, headers });
+      assert.equal(res.status, 403, JSON.stringify(headers));
+      assert.match(res.body, /Auth:Csrf:INVALID/);
+    }
+    const sameSite = await request('POST', cancel, {
+      cookie,
+      form: { _csrf: csrf },
+      headers: { 'sec-fetch-site': 'same-origin', origin: 'http://localhost:80' },
+    });
+    assert.equal(sameSite.status, 303);
+
+    for (const url of [`/orgs/${orgId}/runs/%2E%2E`, `/orgs/${orgId}/runs/..%2F..%2Fapi-keys`, `/orgs/${orgId}/runs?stackId=..`, '/orgs/../runs']) {
+      const res = await request('GET', url, { cookie });
+      assert.ok(res.status === 400 || res.status === 404, `${url}: ${res.status}`);
+    }
+
+    const tokenHash = createHash('sha256').update(cookie!.split('=')[1]).digest('hex');
+    await sql`update console_sessions set sealed_key = 'v1.nokey.AAAA' where token_hash = ${tokenHash}`.execute(t.db);
+    const broken = await request('GET', `/orgs/${orgId}/runs`, { cookie });
+    assert.equal(broken.location, '/sign-in');
+    const left = await sql<{ n: number }>`select count(*)::int as n from console_sessions where token_hash = ${tokenHash}`.execute(t.db);
+    assert.equal(left.rows[0].n, 0, 'a session whose key cannot be opened is gone');
   });
 
   it('shows a VIEWER no button that would fail, and the API refuses the action anyway', async () => {

@@ -68,7 +68,7 @@ describe('the stack queue', () => {
     assert.equal((await t.call('GET', `/pipelines/${stack.changePipelineId}`)).status, 404, 'its pipelines go with it');
   });
 
-  it('lists runs filtered by stack, pipeline and status', async () => {
+  it('lists runs filtered by stack, pipeline, environment, who started them and status', async () => {
     const stack = await createStack(t, [{ id: 'work' }]);
     const run = await triggerRun(t, stack.id);
     await waitForRunStatus(t, run.id, 'SUCCEEDED');
@@ -88,6 +88,17 @@ describe('the stack queue', () => {
     assert.ok(succeeded.body.data.some((r: any) => r.id === run.id));
     assert.ok(!succeeded.body.data.some((r: any) => r.id === otherRun.id));
     assert.equal((await t.call('GET', '/pipeline-runs?status=NOPE')).status, 400);
+
+    const stackOf = async (id: string) => (await t.call('GET', `/stacks/${id}`)).body.data;
+    const byEnvironment = await t.call('GET', `/pipeline-runs?environmentId=${(await stackOf(stack.id)).environmentId}`);
+    assert.deepEqual(
+      byEnvironment.body.data.map((r: any) => r.id),
+      [run.id],
+    );
+    const admin = (await t.call('GET', '/auth/whoami')).body.data.userId;
+    const mine = await t.call('GET', `/pipeline-runs?createdById=${admin}&limit=200`);
+    assert.ok(mine.body.data.some((r: any) => r.id === run.id) && mine.body.data.some((r: any) => r.id === otherRun.id));
+    assert.deepEqual((await t.call('GET', '/pipeline-runs?createdById=0196a3c2e8a17b2c8d9e0f1a2b3c4d5e')).body.data, []);
   });
 });
 

@@ -41,9 +41,16 @@ export function apiCaller(app: App, from: FastifyRequest, token: string, organiz
       remoteAddress: from.ip,
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
-    const parsed = res.body ? res.json() : undefined;
-    if (res.statusCode >= 400) {
-      throw new ApiCallError(res.statusCode, parsed?.code ?? 'Api:Request:FAILED', parsed?.message ?? `HTTP ${res.statusCode}`, parsed?.details ?? []);
+    const json = String(res.headers['content-type'] ?? '').startsWith('application/json');
+    const parsed = json && res.body ? res.json() : undefined;
+    // Anything but a 2xx answer with a JSON body (or a 204) is a failure: never data read from an HTML page or a redirect.
+    if (res.statusCode < 200 || res.statusCode >= 300 || (res.statusCode !== 204 && parsed === undefined)) {
+      throw new ApiCallError(
+        res.statusCode,
+        parsed?.code ?? 'Api:Request:FAILED',
+        parsed?.message ?? `The API answered ${res.statusCode}`,
+        parsed?.details ?? [],
+      );
     }
     return parsed;
   };

@@ -20,6 +20,7 @@ import {
   csrfMatches,
   currentSession,
   issueSignInToken,
+  sessionLive,
   signIn,
   SignInRefused,
   signInTokenMatches,
@@ -46,8 +47,10 @@ const CONTENT_SECURITY_POLICY = [
 
 const FORM_BODY_LIMIT = 16 * 1024;
 const CsrfField = Type.String({ maxLength: 100 });
-const OrgParams = Type.Object({ org: Type.String({ maxLength: 64 }) });
-const RecordParams = Type.Object({ org: Type.String({ maxLength: 64 }), id: Type.String({ maxLength: 64 }) });
+/** An id as Plinth issues them: never `.` or `..`, which would move the API path they are put in. */
+const IdText = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' });
+const OrgParams = Type.Object({ org: IdText });
+const RecordParams = Type.Object({ org: IdText, id: IdText });
 
 /** A page that needs a signed-in browser was asked for without one: it goes to the sign-in form. */
 class SignInRequired extends Error {}
@@ -69,7 +72,14 @@ export async function consoleRoutes(app: App) {
     const problems = treeProblems(fields, 'body');
     done(problems.length ? new BadRequestError('The form breaks the input rules', problems) : null, fields);
   });
+  // A form posted from another site is refused before anything reads it (SameSite and the tokens are the other two locks).
+  app.addHook('preHandler', async (request) => {
+    if (request.method === 'POST' && !fromThisSite(request)) {
+      throw new ForbiddenError('The form came from another site', 'Auth:Csrf:INVALID');
+    }
+  });
   app.addHook('onSend', async (request, reply) => {
+    if (request.protocol === 'https') reply.header('Strict-Transport-Security', 'max-age=31536000');
     reply.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     reply.header('X-Frame-Options', 'DENY');
     reply.header('X-Content-Type-Options', 'nosniff');
@@ -150,7 +160,7 @@ export async function consoleRoutes(app: App) {
         params: OrgParams,
         querystring: Type.Object({
           status: Type.Optional(Type.String({ maxLength: 32 })),
-          stackId: Type.Optional(Type.String({ maxLength: 64 })),
+          stackId: Type.Optional(IdText),
           cursor: Type.Optional(Type.String({ maxLength: 512 })),
         }),
       },
@@ -185,19 +195,38 @@ export async function consoleRoutes(app: App) {
   });
 
   const liveStreams = new EventStreams(app, 'console run');
-  const liveSlots = new StreamSlots({ what: 'console pages followed live', code: 'Api:EventStream:TOO_MANY_STREAMS', maxPerCaller: 16 });
+  // Each live page costs a few in-process API reads every LIVE_POLL_MS: bounded per user, per organization
+  // (however many service accounts it makes) and per process.
+  const liveSlots = new StreamSlots({ what: 'console pages followed live', code: 'Api:EventStream:TOO_MANY_STREAMS', maxPerCaller: 16, maxTotal: 256 });
+  const liveSlotsOfOrganizations = new StreamSlots({
+    what: 'console pages followed live in one organization',
+    code: 'Api:EventStream:TOO_MANY_STREAMS',
+    maxPerCaller: 64,
+  });
 
   // The run page's event stream: the page's body as HTML whenever it changes, then `done` once the run
   // has finished. The id is the version of what was sent: a reconnecting page gets nothing it has.
   app.get('/orgs/:org/runs/:id/live', { ...page, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
     const ctx = await pageContext(request, request.params.org);
-    const release = liveSlots.acquire(ctx.me.userId);
+    const releaseOrganization = liveSlotsOfOrganizations.acquire(ctx.me.organizationId);
+    let releaseCaller: () => void;
+    try {
+      releaseCaller = liveSlots.acquire(ctx.me.userId);
+    } catch (error) {
+      releaseOrganization();
+      throw error;
+    }
+    const release = () => {
+      releaseCaller();
+      releaseOrganization();
+    };
     const lastEventId = request.headers['last-event-id'];
     await liveStreams.serve(reply, request.id, release, async (stream) => {
       let sent = typeof lastEventId === 'string' ? lastEventId : undefined;
       let lastWrite = Date.now();
       const deadline = Date.now() + LIVE_STREAM_MS;
-      while (!stream.closed() && Date.now() < deadline) {
+      // Signed out (here or everywhere) meanwhile: the stream ends with the session.
+      while (!stream.closed() && Date.now() < deadline && (await sessionLive(app, ctx.session))) {
         const view = await loadRun(ctx, request.params.id);
         const version = runVersion(view);
         if (version !== sent) {
@@ -242,7 +271,7 @@ export async function consoleRoutes(app: App) {
       schema: {
         hide: true,
         params: Type.Object({ ...RecordParams.properties, verb: Type.Union([Type.Literal('approve'), Type.Literal('reject')]) }),
-        querystring: Type.Object({ run: Type.String({ maxLength: 64 }) }),
+        querystring: Type.Object({ run: IdText }),
         body: ActionForm,
       },
     },
@@ -256,7 +285,7 @@ export async function consoleRoutes(app: App) {
 
 const FINISHED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 /** How often a live page's stream reads its run again. */
-const LIVE_POLL_MS = 1000;
+const LIVE_POLL_MS = 2000;
 /** A live stream ends after this long; the browser reconnects with Last-Event-ID and goes on. */
 const LIVE_STREAM_MS = 5 * 60_000;
 
@@ -289,10 +318,24 @@ function runVersion(view: RunPageProps): string {
 
 /** An SSE event whose data is HTML, one `data:` line per line of it. */
 function sseHtml(event: string, id: string, html: string): string {
+  // SSE ends a line at CR as well as LF: a CR in a tenant's text must not end the data line early.
   return `event: ${event}\nid: ${id}\n${html
-    .split('\n')
+    .split(/\r\n|\r|\n/)
     .map((line) => `data: ${line}\n`)
     .join('')}\n`;
+}
+
+/** What the browser says of where a request comes from (Sec-Fetch-Site, else Origin) names this site, or nothing. */
+function fromThisSite(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (typeof site === 'string') return site === 'same-origin' || site === 'none';
+  const origin = request.headers.origin;
+  if (typeof origin !== 'string') return true;
+  try {
+    return new URL(origin).host === request.host;
+  } catch {
+    return false;
+  }
 }
 
 /** The names of the stacks, by id; a stack the key cannot read (or that is gone) keeps its id. */

@@ -6,6 +6,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError, apiCaller } from './console-api.ts';
+import { SecretOpenError } from '../platform/secrets/secret-box.ts';
 import { deletePrincipalSessions, deleteSession, findLiveSession, insertSession, pruneSessions, touchSession } from './sessions.repo.ts';
 
 /** How many sessions one user (or service account) keeps; signing in again ends the oldest beyond it. */
@@ -13,6 +14,7 @@ const SESSIONS_PER_PRINCIPAL = 20;
 /** last_seen_at is written at most this often per session: the idle expiry needs no finer grain. */
 const TOUCH_EVERY_MS = 60_000;
 const SIGN_IN_COOKIE = 'plinth_sign_in';
+const SESSION_COOKIE = 'plinth_session';
 
 /** Who the API says the key is (GET /auth/whoami). */
 export interface WhoAmI {
@@ -44,9 +46,21 @@ export class SignInRefused extends Error {}
 const hash = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 const sealContext = (tokenHash: string) => `console-session:${tokenHash}`;
 
-/** Served over HTTPS (directly, or behind a trusted proxy that says so), the cookie is Secure and __Host- bound. */
-function cookieName(request: FastifyRequest): string {
-  return request.protocol === 'https' ? '__Host-plinth_session' : 'plinth_session';
+/**
+ * Served over HTTPS (directly, or behind a trusted proxy that says so), the cookies are Secure and
+ * __Host- bound: no other host, not even a sibling subdomain, can set or overwrite them.
+ */
+function cookieName(request: FastifyRequest, name: string): string {
+  return request.protocol === 'https' ? `__Host-${name}` : name;
+}
+
+function cookieOptions(request: FastifyRequest, maxAgeSeconds?: number) {
+  return { path: '/', httpOnly: true, sameSite: 'strict' as const, secure: request.protocol === 'https', ...(maxAgeSeconds ? { maxAge: maxAgeSeconds } : {}) };
+}
+
+/** Whether a session exists still (not signed out, not expired): a long-lived stream asks again as it goes. */
+export async function sessionLive(app: App, session: ConsoleSession): Promise<boolean> {
+  return (await findLiveSession(app.db, session.tokenHash, app.config.consoleSessions.idleMs)) !== undefined;
 }
 
 function csrfTokenOf(app: App, tokenHash: string): string {
@@ -71,12 +85,12 @@ export function csrfMatches(session: ConsoleSession, presented: string | undefin
  */
 export function issueSignInToken(request: FastifyRequest, reply: FastifyReply): string {
   const token = randomBytes(24).toString('base64url');
-  reply.setCookie(SIGN_IN_COOKIE, token, { path: '/sign-in', httpOnly: true, sameSite: 'strict', secure: request.protocol === 'https', maxAge: 3600 });
+  reply.setCookie(cookieName(request, SIGN_IN_COOKIE), token, cookieOptions(request, 3600));
   return token;
 }
 
 export function signInTokenMatches(request: FastifyRequest, presented: string | undefined): boolean {
-  const cookie = request.cookies[SIGN_IN_COOKIE];
+  const cookie = request.cookies[cookieName(request, SIGN_IN_COOKIE)];
   return typeof cookie === 'string' && sameSecret(presented, cookie);
 }
 
@@ -101,28 +115,31 @@ export async function signIn(app: App, request: FastifyRequest, reply: FastifyRe
     expiresAt: new Date(Date.now() + settings.maxAgeMs),
   });
   await pruneSessions(app.db, me.userId, settings.idleMs, SESSIONS_PER_PRINCIPAL);
-  reply.clearCookie(SIGN_IN_COOKIE, { path: '/sign-in' });
-  reply.setCookie(cookieName(request), token, {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'strict',
-    secure: request.protocol === 'https',
-    maxAge: Math.floor(settings.maxAgeMs / 1000),
-  });
+  reply.clearCookie(cookieName(request, SIGN_IN_COOKIE), cookieOptions(request));
+  reply.setCookie(cookieName(request, SESSION_COOKIE), token, cookieOptions(request, Math.floor(settings.maxAgeMs / 1000)));
   return me;
 }
 
 /** The request's live session, or undefined (no cookie, an unknown one, or one that has ended). */
 export async function currentSession(app: App, request: FastifyRequest): Promise<ConsoleSession | undefined> {
-  const token = request.cookies[cookieName(request)];
+  const token = request.cookies[cookieName(request, SESSION_COOKIE)];
   if (!token || token.length > 100) return undefined;
   const tokenHash = hash(token);
   const row = await findLiveSession(app.db, tokenHash, app.config.consoleSessions.idleMs);
   if (!row) return undefined;
+  let apiKey: string;
+  try {
+    apiKey = app.secrets.open(row.sealed_key, sealContext(tokenHash));
+  } catch (error) {
+    // Sealed with a secret key this process no longer has (rotated out), or altered: the session is over.
+    if (!(error instanceof SecretOpenError)) throw error;
+    await deleteSession(app.db, tokenHash);
+    return undefined;
+  }
   if (Date.now() - row.last_seen_at.getTime() > TOUCH_EVERY_MS) await touchSession(app.db, tokenHash);
   return {
     tokenHash,
-    apiKey: app.secrets.open(row.sealed_key, sealContext(tokenHash)),
+    apiKey,
     principalId: row.principal_id,
     homeOrganizationId: row.organization_id,
     csrfToken: csrfTokenOf(app, tokenHash),
@@ -133,5 +150,5 @@ export async function currentSession(app: App, request: FastifyRequest): Promise
 export async function signOut(app: App, request: FastifyRequest, reply: FastifyReply, session: ConsoleSession, everywhere: boolean): Promise<void> {
   if (everywhere) await deletePrincipalSessions(app.db, session.principalId);
   else await deleteSession(app.db, session.tokenHash);
-  reply.clearCookie(cookieName(request), { path: '/' });
+  reply.clearCookie(cookieName(request, SESSION_COOKIE), cookieOptions(request));
 }

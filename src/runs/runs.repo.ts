@@ -39,12 +39,14 @@ export function findRunById(db: Executor, organizationId: string, id: string): P
 export function findRunsPage(
   db: Executor,
   organizationId: string,
-  filter: { pipelineId?: string; stackId?: string; status?: RunStatus },
+  filter: { pipelineId?: string; stackId?: string; environmentId?: string; createdById?: string; status?: RunStatus },
   page: PageRequest,
 ): Promise<RunReadRow[]> {
   let query = selectRuns(db).where('r.organization_id', '=', organizationId);
   if (filter.pipelineId !== undefined) query = query.where('r.pipeline_id', '=', filter.pipelineId);
   if (filter.stackId !== undefined) query = query.where('r.stack_id', '=', filter.stackId);
+  if (filter.environmentId !== undefined) query = query.where('s.environment_id', '=', filter.environmentId);
+  if (filter.createdById !== undefined) query = query.where('r.created_by_id', '=', filter.createdById);
   if (filter.status !== undefined) query = query.where('r.status', '=', filter.status);
   return query.$call(keyset(page, 'r.id')).execute();
 }

@@ -14,7 +14,7 @@ export async function runRoutes(app: App) {
     {
       schema: {
         tags,
-        summary: 'List pipeline runs (filter by pipeline, stack, status)',
+        summary: 'List pipeline runs (filter by pipeline, stack, environment, who started them, status)',
         querystring: RunListQuery,
         response: { 200: Example(ListEnvelope(PipelineRun), { data: [pipelineRunExample], meta: { limit: 50 } }) },
       },

@@ -114,6 +114,8 @@ export const RunListQuery = Type.Object(
     ...OrderedPaginationQuery.properties,
     pipelineId: Type.Optional(Id),
     stackId: Type.Optional(Id),
+    environmentId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the runs of stacks in this environment' })),
+    createdById: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the runs this user (or service account) started' })),
     status: Type.Optional(StringEnum(RUN_STATUSES)),
   },
   { additionalProperties: false },

@@ -72,6 +72,15 @@ async function showRun(s: Session, run: PipelineRun) {
   }
 }
 
+type RunListFlags = ListFlags & {
+  stack?: string;
+  pipeline?: string;
+  env?: string;
+  createdBy?: string;
+  status?: PipelineRun['status'];
+  watch?: boolean;
+};
+
 export interface WaitFlags {
   timeout?: string;
 }
@@ -140,15 +149,20 @@ export function runCommands(run: Command) {
     withListOptions(run.command('list').description('runs, newest first'))
       .option('--stack <stack>', 'only the runs of this stack (id, givenId or name)')
       .option('--pipeline <pipeline>', 'only the runs of this pipeline (id, givenId or name)')
+      .option('--env <environment>', 'only the runs of stacks in this environment (id, givenId or name)')
+      .option('--created-by <user>', 'only the runs this user or service account started (its id, or "me")')
       .addOption(new Option('--status <status>', `only runs with this status: ${RUN_STATUSES.join(', ')} (any case)`).argParser(parseStatus))
       .addOption(watchOption()),
     'plinth run list --stack site --status failed --limit 5',
+    'plinth run list --env production --created-by me',
     'plinth run list --watch',
   ).action(
-    action(async (s: Session, o: ListFlags & { stack?: string; pipeline?: string; status?: PipelineRun['status']; watch?: boolean }) => {
+    action(async (s: Session, o: RunListFlags) => {
       const query = {
         ...(o.stack ? { stackId: await s.resolve('stack', o.stack) } : {}),
         ...(o.pipeline ? { pipelineId: await s.resolve('pipeline', o.pipeline) } : {}),
+        ...(o.env ? { environmentId: await s.resolve('environment', o.env) } : {}),
+        ...(o.createdBy ? { createdById: o.createdBy === 'me' ? (await unwrap(s.plinth.api.GET('/auth/whoami'))).data.userId : o.createdBy } : {}),
         ...(o.status ? { status: o.status } : {}),
       };
       const print = async () => {

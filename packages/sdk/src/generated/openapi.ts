@@ -1082,7 +1082,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List pipeline runs (filter by pipeline, stack, status) */
+        /** List pipeline runs (filter by pipeline, stack, environment, who started them, status) */
         get: operations["listPipelineRuns"];
         put?: never;
         post?: never;
@@ -13624,7 +13624,11 @@ export interface operations {
     listPipelineRuns: {
         parameters: {
             query?: {
+                /** @description Only the runs this user (or service account) started */
+                createdById?: string;
                 cursor?: string | null;
+                /** @description Only the runs of stacks in this environment */
+                environmentId?: string;
                 limit?: number | null;
                 /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
                 order?: "asc" | "desc";
