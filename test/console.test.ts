@@ -179,6 +179,19 @@ describe('the web console', () => {
     const byStack = await request('GET', `/orgs/${orgId}/runs?stackId=${hostile.id}`, { cookie });
     assert.ok(byStack.body.includes(first.id));
     assert.ok(!byStack.body.includes(second.id));
+
+    const environmentId = (await t.call('GET', `/stacks/${hostile.id}`)).body.data.environmentId;
+    assert.ok(all.body.includes(`<option value="${environmentId}">`), 'the environments are offered');
+    const byEnvironment = await request('GET', `/orgs/${orgId}/runs?environmentId=${environmentId}&status=`, { cookie });
+    assert.equal(byEnvironment.status, 200);
+    assert.ok(byEnvironment.body.includes(first.id));
+    assert.ok(!byEnvironment.body.includes(second.id));
+    assert.ok(byEnvironment.body.includes(`<option value="${environmentId}" selected>`));
+    const me = (await t.call('GET', '/auth/whoami')).body.data.userId;
+    const mine = await request('GET', `/orgs/${orgId}/runs?createdById=${me}`, { cookie });
+    assert.ok(mine.body.includes(first.id) && mine.body.includes(second.id));
+    const someoneElse = await request('GET', `/orgs/${orgId}/runs?createdById=0196a3c2e8a17b2c8d9e0f1a2b3c4d5e`, { cookie });
+    assert.match(someoneElse.body, /No runs match/);
   });
 
   it('approves a waiting step from the run page, with the CSRF token, and records who did', async () => {

@@ -161,16 +161,22 @@ export async function consoleRoutes(app: App) {
         querystring: Type.Object({
           status: Type.Optional(Type.String({ maxLength: 32 })),
           stackId: Type.Optional(IdText),
+          environmentId: Type.Optional(Type.Union([IdText, Type.Literal('')])),
+          createdById: Type.Optional(IdText),
           cursor: Type.Optional(Type.String({ maxLength: 512 })),
         }),
       },
     },
     async (request, reply) => {
       const ctx = await pageContext(request, request.params.org);
-      const { status, stackId, cursor } = request.query;
-      const runs = await ctx.api.get('/pipeline-runs', { status, stackId, cursor, order: 'desc', limit: 50 });
+      const { cursor, ...query } = request.query;
+      const filter = { ...query, environmentId: query.environmentId || undefined };
+      const [runs, environments] = await Promise.all([
+        ctx.api.get('/pipeline-runs', { ...filter, cursor, order: 'desc', limit: 50 }),
+        ctx.api.get('/environments', { limit: ENVIRONMENT_CHOICES }),
+      ]);
       const stackIds = new Set<string>(runs.data.map((r: { attachedEntityId?: string }) => r.attachedEntityId).filter(Boolean));
-      if (stackId) stackIds.add(stackId);
+      if (filter.stackId) stackIds.add(filter.stackId);
       return html(
         reply,
         'Runs',
@@ -179,8 +185,9 @@ export async function consoleRoutes(app: App) {
           orgPath={ctx.orgPath}
           runs={runs.data}
           stackNames={await stackNames(ctx.api, stackIds)}
-          status={status}
-          stackId={stackId}
+          environments={environments.data}
+          filter={filter}
+          viewerId={ctx.me.userId}
           nextCursor={runs.meta.nextCursor}
         />,
       );
@@ -283,6 +290,8 @@ export async function consoleRoutes(app: App) {
   );
 }
 
+/** How many environments the inbox offers to filter by (the URL takes any environment's id). */
+const ENVIRONMENT_CHOICES = 200;
 const FINISHED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 /** How often a live page's stream reads its run again. */
 const LIVE_POLL_MS = 2000;

@@ -21,17 +21,30 @@ export const RUN_FILTERS = [
   { label: 'Cancelled', status: 'CANCELLED' },
 ] as const;
 
+/** The inbox's filters, as its URL's query string holds them. */
+export interface RunFilter {
+  status?: string;
+  stackId?: string;
+  environmentId?: string;
+  createdById?: string;
+}
+
 export interface RunsInboxProps {
   orgPath: string;
   runs: RunRow[];
   stackNames: Map<string, string>;
-  status?: string;
-  stackId?: string;
+  environments: { id: string; name: string }[];
+  filter: RunFilter;
+  /** The viewer's own id, for "Started by me". */
+  viewerId: string;
   nextCursor?: string;
 }
 
-export function RunsInbox({ orgPath, runs, stackNames, status, stackId, nextCursor }: RunsInboxProps) {
-  const link = (query: Record<string, string | undefined>) => {
+export function RunsInbox({ orgPath, runs, stackNames, environments, filter, viewerId, nextCursor }: RunsInboxProps) {
+  const { status, stackId, environmentId, createdById } = filter;
+  /** The inbox's URL with `change` applied to the current filters. */
+  const link = (change: Partial<RunFilter & { cursor: string }>) => {
+    const query = { ...filter, ...change };
     const params = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => Boolean(e[1])));
     const text = params.toString();
     return `${orgPath}/runs${text ? `?${text}` : ''}`;
@@ -40,19 +53,41 @@ export function RunsInbox({ orgPath, runs, stackNames, status, stackId, nextCurs
     <>
       <h1>Runs</h1>
       <ul class="filters" aria-label="Filter by status">
-        {RUN_FILTERS.map((filter) => (
-          <li key={filter.label}>
-            <a href={link({ status: filter.status, stackId })} aria-current={filter.status === status ? 'page' : undefined}>
-              {filter.label}
+        {RUN_FILTERS.map((choice) => (
+          <li key={choice.label}>
+            <a href={link({ status: choice.status })} aria-current={choice.status === status ? 'page' : undefined}>
+              {choice.label}
             </a>
           </li>
         ))}
+        <li>
+          <a href={link({ createdById: createdById ? undefined : viewerId })} aria-current={createdById === viewerId ? 'page' : undefined}>
+            Started by me
+          </a>
+        </li>
         {stackId && (
           <li>
-            <a href={link({ status })}>Stack: {stackNames.get(stackId) ?? stackId} ✕</a>
+            <a href={link({ stackId: undefined })}>Stack: {stackNames.get(stackId) ?? stackId} ✕</a>
           </li>
         )}
       </ul>
+      <form method="get" action={`${orgPath}/runs`} class="filters">
+        {status && <input type="hidden" name="status" value={status} />}
+        {stackId && <input type="hidden" name="stackId" value={stackId} />}
+        {createdById && <input type="hidden" name="createdById" value={createdById} />}
+        <label for="environment-filter">Environment</label>
+        <select id="environment-filter" name="environmentId">
+          <option value="">Every environment</option>
+          {environments.map((environment) => (
+            <option key={environment.id} value={environment.id} selected={environment.id === environmentId}>
+              {environment.name}
+            </option>
+          ))}
+        </select>
+        <button type="submit" class="secondary">
+          Filter
+        </button>
+      </form>
       {runs.length === 0 ? (
         <p class="muted">No runs match.</p>
       ) : (
@@ -80,7 +115,7 @@ export function RunsInbox({ orgPath, runs, stackNames, status, stackId, nextCurs
                 </td>
                 <td>
                   {run.attachedEntityId ? (
-                    <a href={link({ status, stackId: run.attachedEntityId })}>{stackNames.get(run.attachedEntityId) ?? run.attachedEntityId}</a>
+                    <a href={link({ stackId: run.attachedEntityId })}>{stackNames.get(run.attachedEntityId) ?? run.attachedEntityId}</a>
                   ) : (
                     <span class="muted">—</span>
                   )}
@@ -96,7 +131,7 @@ export function RunsInbox({ orgPath, runs, stackNames, status, stackId, nextCurs
       )}
       {nextCursor && (
         <p class="pager">
-          <a href={`${link({ status, stackId })}${status || stackId ? '&' : '?'}cursor=${encodeURIComponent(nextCursor)}`}>Older runs →</a>
+          <a href={link({ cursor: nextCursor })}>Older runs →</a>
         </p>
       )}
     </>
