@@ -2,8 +2,9 @@
 // random token (HttpOnly, SameSite=Strict cookie); the key stays on the server, sealed. See
 // docs/console.md#sign-in.
 
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { hashToken } from '../platform/auth/tokens.ts';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError, apiCaller } from './console-api.ts';
 import { SecretOpenError } from '../platform/secrets/secret-box.ts';
@@ -43,7 +44,6 @@ export interface ConsoleSession {
 /** A sign-in the API refused (the key is unknown, revoked or expired): the form says so. */
 export class SignInRefused extends Error {}
 
-const hash = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 const sealContext = (tokenHash: string) => `console-session:${tokenHash}`;
 
 /**
@@ -105,7 +105,7 @@ export async function signIn(app: App, request: FastifyRequest, reply: FastifyRe
   }
   const settings = app.config.consoleSessions;
   const token = randomBytes(32).toString('base64url');
-  const tokenHash = hash(token);
+  const tokenHash = hashToken(token);
   await insertSession(app.db, {
     tokenHash,
     apiKeyId: me.identityId,
@@ -124,7 +124,7 @@ export async function signIn(app: App, request: FastifyRequest, reply: FastifyRe
 export async function currentSession(app: App, request: FastifyRequest): Promise<ConsoleSession | undefined> {
   const token = request.cookies[cookieName(request, SESSION_COOKIE)];
   if (!token || token.length > 100) return undefined;
-  const tokenHash = hash(token);
+  const tokenHash = hashToken(token);
   const row = await findLiveSession(app.db, tokenHash, app.config.consoleSessions.idleMs);
   if (!row) return undefined;
   let apiKey: string;
