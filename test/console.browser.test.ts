@@ -79,10 +79,11 @@ describe('the web console in a real browser', { skip }, () => {
       .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
   };
 
-  const screenshot = async (page: Page, name: string) => {
+  /** Saves the page (or only what the window shows, for a page as long as a log) when CONSOLE_SCREENSHOTS asks. */
+  const screenshot = async (page: Page, name: string, fullPage = true) => {
     if (!SCREENSHOTS) return;
     mkdirSync(SCREENSHOTS, { recursive: true });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage });
   };
 
   it('signs in with the admin token, filters the inbox, approves a run from its page, and signs out', async () => {
@@ -146,6 +147,63 @@ describe('the web console in a real browser', { skip }, () => {
     await page.locator('h1', { hasText: 'succeeded' }).waitFor({ timeout: 15_000 });
     assert.equal(await page.getByRole('button', { name: /Approve/ }).count(), 0);
     assert.equal(reloaded, false, 'the page was updated in place');
+    assert.deepEqual(problems, []);
+  });
+
+  it("streams a step's log live after an approval from the run page, and opens, marks and searches a whole log", async () => {
+    const plan = `printf '\\033[32mPlan:\\033[0m 1 to add\\n'; i=2; while [ $i -le 1500 ]; do if [ $i = 900 ]; then echo marker-xyz; else echo "line $i"; fi; i=$((i+1)); done`;
+    const stack = await createStack(t, [
+      { id: 'plan', command: plan },
+      { id: 'approve', type: 'approval', needs: ['plan'] },
+      { id: 'apply', command: 'echo applying; sleep 2; echo applied-later', needs: ['approve'] },
+    ]);
+    const run = await triggerRun(t, stack.id);
+    await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const { page, problems } = await newPage();
+    await signIn(page, t.adminToken);
+    await page.goto(`${baseUrl}/orgs/${orgId}/runs/${run.id}`);
+    // The plan's log is collapsed; opening it reads its lines.
+    const planLog = page.locator('details.step-log', { hasText: 'plan ·' });
+    assert.equal(await planLog.getAttribute('open'), null);
+    await planLog.locator('summary').click();
+    await planLog.locator('.log-line', { hasText: '1 to add' }).waitFor();
+    assert.equal(await planLog.locator('.a-fg2', { hasText: 'Plan:' }).count(), 1, 'colours rendered as classes');
+    assert.deepEqual(await seriousViolations(page), [], 'run page with a log open');
+
+    await page.getByRole('button', { name: 'Approve approve' }).click();
+    await page.waitForURL(new RegExp(`/runs/${run.id}$`));
+    let reloaded = false;
+    page.on('load', () => {
+      reloaded = true;
+    });
+    const applyLog = page.locator('details.step-log[open]', { hasText: 'apply ·' });
+    await applyLog.locator('.log-line', { hasText: 'applying' }).waitFor({ timeout: 15_000 });
+    await applyLog.locator('.log-line', { hasText: 'applied-later' }).waitFor({ timeout: 15_000 });
+    await applyLog.locator('.log-end', { hasText: 'End of the log' }).waitFor({ timeout: 15_000 });
+    assert.equal(reloaded, false, 'the lines came without a reload');
+
+    // A shared range beyond the first chunk: the page opens where it is and marks it.
+    const planStep = (await t.call('GET', `/pipeline-runs/${run.id}/step-executions?limit=10`)).body.data.find((s: any) => s.stepId === 'plan');
+    const logUrl = `${baseUrl}/orgs/${orgId}/steps/${planStep.id}/logs`;
+    await page.goto(`${logUrl}#L1200-L1203`);
+    await page.waitForURL(/\?after=1179#L1200-L1203$/);
+    await page.locator('#L1200.selected').waitFor();
+    assert.deepEqual(await page.locator('.log-line.selected').evaluateAll((lines) => lines.map((l) => l.id)), ['L1200', 'L1201', 'L1202', 'L1203']);
+    await page.locator('#L1210 a.ln').click();
+    assert.match(page.url(), /#L1210$/);
+    await page.locator('#L1212 a.ln').click({ modifiers: ['Shift'] });
+    assert.match(page.url(), /#L1210-L1212$/);
+    assert.equal(await page.locator('.log-line.selected').count(), 3);
+    await screenshot(page, 'log-viewer', false);
+    assert.deepEqual(await seriousViolations(page), [], 'log page');
+
+    await page.getByLabel('Find in log').fill('MARKER-XYZ');
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.waitForURL(/q=MARKER-XYZ/);
+    assert.deepEqual(await page.locator('.log-line').allTextContents(), ['900marker-xyz']);
+    assert.deepEqual(await seriousViolations(page), [], 'search results');
+    await page.locator('.log-line a.ln').click();
+    await page.locator('#L900.selected').waitFor();
     assert.deepEqual(problems, []);
   });
 

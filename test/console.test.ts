@@ -4,16 +4,8 @@ import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { userCaller } from './helpers/callers.ts';
-
+import { consoleBrowser, csrfOf } from './helpers/console.ts';
 import { createStack, startEngineTestApp, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
-
-interface Page {
-  status: number;
-  headers: Record<string, unknown>;
-  body: string;
-  location?: string;
-  cookies: { name: string; value: string; httpOnly?: boolean; sameSite?: string; path?: string; maxAge?: number }[];
-}
 
 interface StreamEvent {
   event: string;
@@ -45,29 +37,7 @@ describe('the web console', () => {
   });
   after(async () => t?.close());
 
-  const request = async (
-    method: 'GET' | 'POST',
-    url: string,
-    options: { cookie?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
-  ) => {
-    const res = await t.app.inject({
-      method,
-      url,
-      headers: {
-        ...(options.cookie ? { cookie: options.cookie } : {}),
-        ...(options.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-        ...options.headers,
-      },
-      ...(options.form ? { payload: new URLSearchParams(options.form).toString() } : {}),
-    });
-    return {
-      status: res.statusCode,
-      headers: res.headers,
-      body: res.body,
-      location: res.headers.location as string | undefined,
-      cookies: res.cookies as Page['cookies'],
-    };
-  };
+  const { request, signIn } = consoleBrowser(() => t.app);
 
   /**
    * Reads a console event stream over a real connection (as EventSource would: cookie, Last-Event-ID)
@@ -98,17 +68,6 @@ describe('the web console', () => {
       req.on('error', reject);
       req.setTimeout(20_000, () => req.destroy(new Error(`no end of ${path} within 20 s`)));
     });
-
-  /** Signs in with `apiKey` as a browser would: the form first (its token and cookie), then the POST. */
-  const signIn = async (apiKey: string) => {
-    const form = await request('GET', '/sign-in');
-    const signInCookie = form.cookies.find((c) => c.name === 'plinth_sign_in')!;
-    const signInToken = /name="_signin" value="([^"]+)"/.exec(form.body)![1];
-    const res = await request('POST', '/sign-in', { cookie: `plinth_sign_in=${signInCookie.value}`, form: { apiKey, _signin: signInToken } });
-    const session = res.cookies.find((c) => c.name === 'plinth_session');
-    return { res, cookie: session ? `plinth_session=${session.value}` : undefined, session };
-  };
-  const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1];
 
   it('sends a browser without a session to the sign-in form, which is served with a strict CSP', async () => {
     const root = await request('GET', '/');

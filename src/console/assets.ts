@@ -1,4 +1,4 @@
-// The console's static files: its stylesheet (checked in beside this file) and htmx with its SSE
+// The console's static files: its stylesheet and script (checked in beside this file) and htmx with its SSE
 // extension (from node_modules, installed with the rest). Served with @fastify/static's sendFile under
 // a path that holds a hash of their contents, so a browser may keep them a year and never run a stale one.
 
@@ -17,6 +17,7 @@ const require = createRequire(import.meta.url);
 /** Every file served, by the name a page links it with. */
 const FILES: Record<string, string> = {
   'console.css': fileURLToPath(new URL('./assets/console.css', import.meta.url)),
+  'console.js': fileURLToPath(new URL('./assets/console.js', import.meta.url)),
   'htmx.min.js': require.resolve('htmx.org/dist/htmx.min.js'),
   'sse.min.js': require.resolve('htmx-ext-sse/dist/sse.min.js'),
 };

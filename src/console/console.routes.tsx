@@ -5,7 +5,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Type } from '@sinclair/typebox';
-import type { ComponentChildren } from 'preact';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError, ForbiddenError } from '../platform/errors.ts';
 import { hasPermission, type Role } from '../platform/auth/roles.ts';
@@ -15,20 +14,11 @@ import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream
 import { StreamSlots } from '../platform/http/stream-slots.ts';
 import { treeProblems } from '../platform/http/input-rules.ts';
 import { registerAssets, type Assets } from './assets.ts';
-import { ApiCallError, apiCaller, type ApiCaller } from './console-api.ts';
-import {
-  csrfMatches,
-  currentSession,
-  issueSignInToken,
-  sessionLive,
-  signIn,
-  SignInRefused,
-  signInTokenMatches,
-  signOut,
-  type ConsoleSession,
-  type WhoAmI,
-} from './sessions.service.ts';
-import { renderFragment, renderPage, type Viewer } from './views/layout.tsx';
+import { ApiCallError, type ApiCaller } from './console-api.ts';
+import { consoleLogRoutes } from './logs.routes.tsx';
+import { CsrfField, IdText, OrgParams, PAGE, pages as makePages, RecordParams, SignInRequired, type PageContext } from './pages.tsx';
+import { csrfMatches, currentSession, issueSignInToken, sessionLive, signIn, SignInRefused, signInTokenMatches, signOut } from './sessions.service.ts';
+import { renderFragment, renderPage } from './views/layout.tsx';
 import { RunBody, RunPage, type RunPageProps } from './views/run.tsx';
 import { RunsInbox } from './views/runs.tsx';
 import { ErrorMessage, SignIn } from './views/sign-in.tsx';
@@ -46,23 +36,6 @@ const CONTENT_SECURITY_POLICY = [
 ].join('; ');
 
 const FORM_BODY_LIMIT = 16 * 1024;
-const CsrfField = Type.String({ maxLength: 100 });
-/** An id as Plinth issues them: never `.` or `..`, which would move the API path they are put in. */
-const IdText = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' });
-const OrgParams = Type.Object({ org: IdText });
-const RecordParams = Type.Object({ org: IdText, id: IdText });
-
-/** A page that needs a signed-in browser was asked for without one: it goes to the sign-in form. */
-class SignInRequired extends Error {}
-
-/** What a signed-in page works with. */
-interface PageContext {
-  session: ConsoleSession;
-  api: ApiCaller;
-  me: WhoAmI;
-  viewer: Viewer;
-  orgPath: string;
-}
 
 export async function consoleRoutes(app: App) {
   const assets = await registerAssets(app);
@@ -88,34 +61,11 @@ export async function consoleRoutes(app: App) {
   });
   app.setErrorHandler((error: FastifyError, request, reply) => renderError(assets, error, request, reply));
 
-  const html = (reply: FastifyReply, title: string, viewer: Viewer | undefined, body: ComponentChildren) =>
-    reply.type('text/html; charset=utf-8').send(renderPage({ title, assets, viewer, children: body }));
-
-  /** The signed-in context of a page in organization `org`; a POST must also carry the session's CSRF token. */
-  async function pageContext(request: FastifyRequest, org: string): Promise<PageContext> {
-    const session = await currentSession(app, request);
-    if (!session) throw new SignInRequired();
-    if (request.method !== 'GET') {
-      const presented = (request.body as { _csrf?: string } | undefined)?._csrf ?? request.headers['x-csrf-token'];
-      if (!csrfMatches(session, typeof presented === 'string' ? presented : undefined)) {
-        throw new ForbiddenError('The form is out of date or came from another site: reload the page and try again', 'Auth:Csrf:INVALID');
-      }
-    }
-    const api = apiCaller(app, request, session.apiKey, org);
-    const me = (await api.get<{ data: WhoAmI }>('/auth/whoami')).data;
-    const viewer = {
-      name: me.fullName || me.email,
-      role: me.role,
-      organizationId: me.organizationId,
-      organizationName: me.organizationName,
-      csrfToken: session.csrfToken,
-    };
-    return { session, api, me, viewer, orgPath: `/orgs/${encodeURIComponent(me.organizationId)}` };
-  }
-
-  // Not in the OpenAPI document (pages are not API operations) nor in the audit log: what a page does,
-  // it does through the API, whose audit entries name the session's principal.
-  const page = { config: { public: true, audit: false }, schema: { hide: true } } as const;
+  const pages = makePages(app, assets);
+  const html = pages.html;
+  const pageContext = pages.context;
+  const page = PAGE;
+  consoleLogRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);

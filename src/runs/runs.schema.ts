@@ -171,6 +171,13 @@ export const LogsQuery = Type.Object(
         description: 'Only the last `tail` lines stored so far (about 1 MiB at most), oldest first; `after` and `limit` do not apply. Not with follow.',
       }),
     ),
+    contains: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'Only lines that hold this text, ignoring case (a search of the log): paged as without it. Not with follow or tail.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -29,7 +29,7 @@ export async function findLastLogLines(db: Executor, executionId: string, limit:
  * by rows, since a record can be 16 KiB and its escaped form four times that. The running sum is
  * computed on the index scan, which the limit stops, so nothing past the page is read.
  */
-export async function findLogLines(db: Executor, executionId: string, after: number, limit: number, maxBytes: number): Promise<LogRow[]> {
+export async function findLogLines(db: Executor, executionId: string, after: number, limit: number, maxBytes: number, contains?: string): Promise<LogRow[]> {
   const { rows } = await sql<LogRow>`
     select seq, stream, line, bytes, partial, created_at
       from (select seq, stream, line, bytes, partial, created_at,
@@ -37,6 +37,7 @@ export async function findLogLines(db: Executor, executionId: string, after: num
                    octet_length(line) + coalesce(octet_length(bytes), 0) as size
               from step_logs
              where step_execution_id = ${executionId} and seq > ${after}
+               ${contains === undefined ? sql`` : sql`and strpos(lower(line), lower(${contains})) > 0`}
              order by seq
              limit ${limit}) as page
      where upto - size < ${maxBytes}

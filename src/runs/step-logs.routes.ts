@@ -50,12 +50,15 @@ export async function stepLogRoutes(app: App) {
     async (request, reply) => {
       const after = request.query.after ?? parseLastEventId(request.headers['last-event-id']) ?? 0;
       if (!wantsEventStream(request.headers.accept, request.query.follow)) {
-        return readLogs(app.db, request.principal, request.params.id, after, request.query.limit, request.query.tail);
+        const { limit, tail, contains } = request.query;
+        return readLogs(app.db, request.principal, request.params.id, { after, limit, tail, contains });
       }
       if (request.query.tail !== undefined)
         throw new BadRequestError('tail reads what is stored; it does not combine with following', ['tail: not with follow']);
+      if (request.query.contains !== undefined)
+        throw new BadRequestError('contains searches what is stored; it does not combine with following', ['contains: not with follow']);
       // The execution must exist before the stream opens, so a 404 is still an ErrorBody.
-      await readLogs(app.db, request.principal, request.params.id, after, 1);
+      await readLogs(app.db, request.principal, request.params.id, { after, limit: 1 });
       const release = slots.acquire(request.principal.userId);
       await streams.serve(reply, request.id, release, (stream) =>
         followLogs(app.db, request.principal, request.params.id, after, {

@@ -40,8 +40,8 @@ function pageLimit(limit: number | null | undefined): number {
  * readPage reads up to `limit` records after `after` within `maxBytes`, and tells whether more may
  * follow: one record past the limit is asked for, and a page cut by bytes may have more.
  */
-async function readPage(db: Db, id: string, after: number, limit: number, maxBytes: number) {
-  const rows = await findLogLines(db, id, after, limit + 1, maxBytes);
+async function readPage(db: Db, id: string, after: number, limit: number, maxBytes: number, contains?: string) {
+  const rows = await findLogLines(db, id, after, limit + 1, maxBytes, contains);
   const more = rows.length > limit || rowBytes(rows) >= maxBytes;
   if (rows.length > limit) rows.length = limit;
   return { rows, more };
@@ -52,14 +52,24 @@ async function readPage(db: Db, id: string, after: number, limit: number, maxByt
  * ended and nothing is left to read: the status is read before the lines, and a worker stores every
  * line before it records the end, so a terminal status means the lines read after it are the last.
  */
-export async function readLogs(db: Db, principal: Principal, id: string, after: number, limit: number | null | undefined, tail?: number) {
+export interface LogsRead {
+  after: number;
+  limit?: number | null;
+  /** The last lines stored so far, instead of those after `after`. */
+  tail?: number;
+  /** Only lines holding this text, ignoring case. */
+  contains?: string;
+}
+
+export async function readLogs(db: Db, principal: Principal, id: string, { after, limit, tail, contains }: LogsRead) {
   await getExecutionRow(db, principal, id);
+  if (tail !== undefined && contains !== undefined) throw new BadRequestError('tail and contains do not combine', ['contains: not with tail']);
   const applied = pageLimit(tail ?? limit);
   const status = (await findExecutionStatus(db, id))!;
   // The tail is the end of what is stored: nothing after it is left to read but what is still to be written.
   const { rows, more } =
     tail === undefined
-      ? await readPage(db, id, after, applied, PAGE_MAX_BYTES)
+      ? await readPage(db, id, after, applied, PAGE_MAX_BYTES, contains)
       : { rows: await findLastLogLines(db, id, applied, PAGE_MAX_BYTES), more: false };
   const lastSeq = rows.length ? rows[rows.length - 1].seq : after;
   return {

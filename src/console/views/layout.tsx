@@ -44,6 +44,7 @@ function Page({ title, assets, viewer, children }: PageProps) {
         <link rel="stylesheet" href={assets.url('console.css')} />
         <script src={assets.url('htmx.min.js')} defer />
         <script src={assets.url('sse.min.js')} defer />
+        <script src={assets.url('console.js')} defer />
       </head>
       <body hx-headers={viewer ? JSON.stringify({ 'x-csrf-token': viewer.csrfToken }) : undefined}>
         <a class="skip-link" href="#main">

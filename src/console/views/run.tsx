@@ -1,3 +1,4 @@
+import { isTerminalStep } from '../../engine/run-state.ts';
 import { CsrfForm } from './layout.tsx';
 import { ShortId, StatusBadge, When } from './format.tsx';
 
@@ -61,6 +62,39 @@ export function RunPage(props: RunPageProps & { liveUrl?: string }) {
     <div hx-ext="sse" sse-connect={props.liveUrl} sse-swap="run" sse-close="done" aria-live="polite">
       <RunBody {...props} />
     </div>
+  );
+}
+
+/**
+ * Each step's log, collapsed but for the one a reader wants first: the step that failed, else the first
+ * that has not ended. A log is read once its step is opened, and follows new output until the step
+ * ends. Each is kept as it is (hx-preserve) when the live body is swapped, so an update of the run
+ * keeps what the reader opened and scrolled, and adds the logs of steps that started since.
+ */
+function StepLogs({ orgPath, steps }: { orgPath: string; steps: StepView[] }) {
+  const open = steps.find((s) => s.status === 'FAILED') ?? steps.find((s) => !isTerminalStep(s.status));
+  return (
+    <section aria-labelledby="logs-heading">
+      <h2 id="logs-heading">Logs</h2>
+      {steps.map((step) => {
+        const base = `${orgPath}/steps/${encodeURIComponent(step.id)}`;
+        return (
+          <details key={step.id} id={`log-${step.id}`} hx-preserve="true" class="step-log" open={step === open}>
+            <summary>
+              {step.stepName} <span class="muted">· {step.stepType}</span>
+            </summary>
+            <p class="log-links">
+              <a href={`${base}/logs`}>Open the whole log</a> · <a href={`${base}/logs/raw`}>Raw log</a>
+            </p>
+            <div class="log">
+              <p class="log-end muted" hx-get={`${base}/log-lines?after=0&view=embed&chunk=1`} hx-trigger="intersect once" hx-swap="outerHTML">
+                <a href={`${base}/logs`}>Lines of {step.stepName}</a>
+              </p>
+            </div>
+          </details>
+        );
+      })}
+    </section>
   );
 }
 
@@ -170,6 +204,7 @@ export function RunBody({ orgPath, run, stackName, steps, transitions, canOperat
           ))}
         </tbody>
       </table>
+      <StepLogs orgPath={orgPath} steps={steps} />
       <h2>History</h2>
       <table>
         <thead>

@@ -14554,6 +14554,8 @@ export interface operations {
             query?: {
                 /** @description Only lines with a greater seq */
                 after?: number | null;
+                /** @description Only lines that hold this text, ignoring case (a search of the log): paged as without it. Not with follow or tail. */
+                contains?: string;
                 /** @description Stream as Server-Sent Events until the step ends (same as Accept: text/event-stream) */
                 follow?: boolean;
                 /** @description Lines per page: default 500, at most 2000; a page also stops once it holds about 1 MiB */
