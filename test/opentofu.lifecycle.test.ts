@@ -53,6 +53,18 @@ describe('an OpenTofu stack through the API: plan, approve, apply, outputs, a ch
     assert.equal(plan.outputData.change, 0);
     assert.equal(plan.outputData.destroy, 0);
     assert.deepEqual([...plan.outputData.changedAddresses].sort(), ['standin_login.admin', 'standin_network.main']);
+    const login = plan.outputData.resourceChanges.find((c: { address: string }) => c.address === 'standin_login.admin');
+    assert.deepEqual(login, {
+      address: 'standin_login.admin',
+      action: 'create',
+      attributes: [
+        { name: 'id', after: '(known after apply)' },
+        { name: 'key', after: '(sensitive)' },
+        { name: 'password', after: '(sensitive)' },
+        { name: 'settings', after: '(sensitive)' },
+      ],
+    });
+    assert.ok(!JSON.stringify(plan.outputData).includes(SECRET), 'no sensitive value in the stored plan');
     assert.equal((await t.call('POST', `/pipeline-step-executions/${approval.id}/approve`)).status, 200);
     await waitForRunStatus(t, run.id, 'SUCCEEDED', 30_000);
     const stack = (await t.call('GET', `/stacks/${stackId}`)).body.data;

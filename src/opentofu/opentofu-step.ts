@@ -281,7 +281,7 @@ async function planStep(run: StepRun): Promise<StepOutcome> {
   if (planned.failure) return planned.failure;
   const shown = await tofu(run, 'show -json', `"$PLINTH_TOFU" show -json -no-color ${PLAN_FILE}`, {}, MAX_CAPTURE_BYTES);
   if (shown.failure) return shown.failure;
-  const summary = storable(summarizePlan(parseJson(shown.result.stdout)));
+  const summary = storable(summarizePlan(parseJson(shown.result.stdout), secretPieces(run.sensitive.values)));
   if (!summary) return fail('OpenTofu:Output:INVALID', "tofu show -json did not print a plan in OpenTofu's JSON format");
   const file = await tofu(run, 'plan file', `base64 < ${PLAN_FILE}`, {}, MAX_CAPTURE_BYTES);
   if (file.failure) return file.failure;

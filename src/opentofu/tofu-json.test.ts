@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SENSITIVE_OUTPUT, stackOutputs, summarizePlan } from './tofu-json.ts';
+import { SENSITIVE_OUTPUT, SENSITIVE_VALUE, stackOutputs, summarizePlan, UNKNOWN_VALUE } from './tofu-json.ts';
 
 describe('OpenTofu JSON', () => {
   it('summarizes a plan as tofu prints it: a replacement adds one and destroys one; no-op and read change nothing', () => {
@@ -14,7 +14,67 @@ describe('OpenTofu JSON', () => {
       ],
       output_changes: { o: { actions: ['no-op'] } },
     };
-    assert.deepEqual(summarizePlan(plan), { add: 2, change: 1, destroy: 1, changedAddresses: ['a.x', 'a.y', 'a.z'], hasChanges: true });
+    assert.deepEqual(summarizePlan(plan), {
+      add: 2,
+      change: 1,
+      destroy: 1,
+      changedAddresses: ['a.x', 'a.y', 'a.z'],
+      resourceChanges: [
+        { address: 'a.x', action: 'create', attributes: [] },
+        { address: 'a.y', action: 'replace', attributes: [] },
+        { address: 'a.z', action: 'update', attributes: [] },
+      ],
+      hasChanges: true,
+    });
+  });
+
+  it('lists the attributes a change alters, hiding sensitive values and those that hold a secret, and naming unknown ones', () => {
+    const plan = {
+      resource_changes: [
+        {
+          address: 'aws_db_instance.main',
+          change: {
+            actions: ['update'],
+            before: { id: 'db-1', size: 'small', password: 'old', tags: { env: 'prod' }, note: 'uses s3cret-token inside', same: 1 },
+            after: { id: 'db-1', size: 'large', password: 'new', tags: { env: 'prod', team: 'a' }, note: 'uses s3cret-token inside!', same: 1, arn: null },
+            before_sensitive: { password: true },
+            after_sensitive: { password: true, tags: {} },
+            after_unknown: { arn: true },
+          },
+        },
+        { address: 'aws_s3_bucket.gone', change: { actions: ['delete'], before: { id: 'b' }, after: null } },
+      ],
+    };
+    const summary = summarizePlan(plan, ['s3cret-token'])!;
+    assert.deepEqual(summary.resourceChanges, [
+      {
+        address: 'aws_db_instance.main',
+        action: 'update',
+        attributes: [
+          { name: 'arn', after: UNKNOWN_VALUE },
+          { name: 'note', before: SENSITIVE_VALUE, after: SENSITIVE_VALUE },
+          { name: 'password', before: SENSITIVE_VALUE, after: SENSITIVE_VALUE },
+          { name: 'size', before: '"small"', after: '"large"' },
+          { name: 'tags', before: '{"env":"prod"}', after: '{"env":"prod","team":"a"}' },
+        ],
+      },
+      { address: 'aws_s3_bucket.gone', action: 'delete' },
+    ]);
+    assert.equal(summary.attributesTruncated, undefined);
+  });
+
+  it('cuts long values without splitting a character, and stops listing attributes past its budget', () => {
+    // The 300th character of the JSON text is the first half of the emoji.
+    const long = `${'x'.repeat(298)}😀tail`;
+    const one = summarizePlan({ resource_changes: [{ address: 'a.b', change: { actions: ['create'], after: { v: long } } }] })!;
+    const shown = one.resourceChanges[0].attributes![0].after!;
+    assert.equal(shown, `"${'x'.repeat(298)}…`);
+    const many = Array.from({ length: 1200 }, (_, i) => ({ address: `a.r${i}`, change: { actions: ['create'], after: { v: 'y'.repeat(400) } } }));
+    const big = summarizePlan({ resource_changes: many })!;
+    assert.equal(big.attributesTruncated, true);
+    assert.equal(big.resourceChanges.length, 1200, 'every change is listed');
+    assert.ok(big.resourceChanges.filter((c) => c.attributes).length < 1200);
+    assert.ok(JSON.stringify(big).length < 400 * 1024);
   });
 
   it('a plan that changes only an output has changes; one that changes nothing has none; anything else is not a plan', () => {

@@ -258,6 +258,17 @@ function sensitiveVariables(config) {
   return names;
 }
 
+/** As OpenTofu marks them in a plan: the attributes of a resource set from a sensitive variable, as { name: true }. */
+function sensitiveAttributes(config, addr) {
+  const sensitive = sensitiveVariables(config);
+  const marks = {};
+  for (const [name, value] of Object.entries(config.resources?.[addr]?.attributes ?? {})) {
+    const used = [...JSON.stringify(value).matchAll(/\$\{var\.([A-Za-z0-9_]+)\}/g)].map((m) => m[1]);
+    if (used.some((v) => sensitive.has(v))) marks[name] = true;
+  }
+  return marks;
+}
+
 /** As OpenTofu: a root output that shows a sensitive variable must say `sensitive: true` itself. */
 function checkOutputs(config) {
   const sensitive = sensitiveVariables(config);
@@ -281,7 +292,14 @@ function makePlan(config, vars, state, destroy) {
     const { id, ...beforeAttrs } = before ?? {};
     const after = desired[addr] ?? null;
     const actions = !before ? ['create'] : !after ? ['delete'] : same(beforeAttrs, after) ? ['no-op'] : ['update'];
-    changes.push({ address: addr, actions, before, after: after && before ? { ...after, id } : after, applyMs: config.resources?.[addr]?.apply_ms ?? 0 });
+    changes.push({
+      address: addr,
+      actions,
+      before,
+      after: after && before ? { ...after, id } : after,
+      sensitive: sensitiveAttributes(config, addr),
+      applyMs: config.resources?.[addr]?.apply_ms ?? 0,
+    });
   }
   const outputs = destroy
     ? {}
@@ -344,7 +362,15 @@ function showJson(plan) {
         type,
         name,
         provider_name: 'registry.opentofu.org/plinth/standin',
-        change: { actions: c.actions, before: c.before, after: c.after },
+        change: {
+          actions: c.actions,
+          before: c.before,
+          after: c.after,
+          before_sensitive: c.before ? c.sensitive : false,
+          after_sensitive: c.after ? c.sensitive : false,
+          // The stand-in knows every value at plan time but the id of what it creates.
+          after_unknown: c.actions[0] === 'create' ? { id: true } : {},
+        },
       };
     }),
     output_changes: plan.outputChanges,
