@@ -11,7 +11,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { userCaller } from './helpers/callers.ts';
-import { createStack, startEngineTestApp, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+import { createStack, triggerRun, waitForRunStatus, waitForStep } from './helpers/engine.ts';
+import { createTofuStack, stackCode, startTofuTestApp, startTofuWorker, type TofuTestApp } from './helpers/opentofu.ts';
 
 const require = createRequire(import.meta.url);
 const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -31,15 +32,23 @@ const executablePath = findChromium();
 const skip = executablePath ? false : "no Chromium found: install Debian's chromium package (apt-get install chromium) or set PLINTH_CHROMIUM";
 
 describe('the web console in a real browser', { skip }, () => {
-  let t: EngineTestApp;
+  let t: TofuTestApp;
+  const tofuCode = stackCode({
+    variables: { name: {}, password: { sensitive: true } },
+    resources: {
+      'standin_network.main': { attributes: { name: '${var.name}', cidr: '10.0.0.0/16' } },
+      'standin_login.admin': { attributes: { user: 'admin', password: '${var.password}' } },
+    },
+  });
   let browser: Browser;
   let baseUrl: string;
   let orgId: string;
 
   before(async () => {
-    t = await startEngineTestApp();
-    await t.startWorker();
-    baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
+    // One worker runs both the script steps and the OpenTofu stand-in's (unsandboxed: see stackCode).
+    t = await startTofuTestApp();
+    await startTofuWorker(t, tofuCode);
+    baseUrl = t.baseUrl;
     orgId = (await t.call('GET', '/auth/whoami')).body.data.organizationId;
     // Chromium's own sandbox needs privileges a root CI user or a container lacks; the pages are ours.
     browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
@@ -204,6 +213,30 @@ describe('the web console in a real browser', { skip }, () => {
     assert.deepEqual(await seriousViolations(page), [], 'search results');
     await page.locator('.log-line a.ln').click();
     await page.locator('#L900.selected').waitFor();
+    assert.deepEqual(problems, []);
+  });
+
+  it('shows a plan from its run page: counts, changes filtered by address, attributes with sensitive values hidden', async () => {
+    const stack = await createTofuStack(t, { name: 'core' });
+    await t.call('PUT', `/stacks/${stack.id}/sensitive-variables/password`, { body: { data: { value: 'browser-plan-secret' } } });
+    const run = await triggerRun(t, stack.id);
+    await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL', 30_000);
+    const { page, problems } = await newPage();
+    await signIn(page, t.adminToken);
+    await page.goto(`${baseUrl}/orgs/${orgId}/runs/${run.id}`);
+    await page.getByRole('link', { name: 'View the plan' }).click();
+    await page.waitForURL(/\/plan$/);
+    assert.match((await page.locator('.plan-counts').textContent()) ?? '', /\+2 to add/);
+    await page.getByLabel('Address').fill('login');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/address=login/);
+    assert.deepEqual(await page.locator('details.plan-change summary code').allTextContents(), ['standin_login.admin']);
+    await page.locator('details.plan-change summary').click();
+    const password = page.locator('table.attributes tr', { hasText: 'password' });
+    assert.equal(await password.locator('td').nth(2).textContent(), '(sensitive)');
+    assert.ok(!(await page.content()).includes('browser-plan-secret'));
+    await screenshot(page, 'plan');
+    assert.deepEqual(await seriousViolations(page), [], 'plan page');
     assert.deepEqual(problems, []);
   });
 

@@ -16,6 +16,7 @@ import { treeProblems } from '../platform/http/input-rules.ts';
 import { registerAssets, type Assets } from './assets.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
 import { consoleLogRoutes } from './logs.routes.tsx';
+import { consolePlanRoutes } from './plans.routes.tsx';
 import { CsrfField, IdText, OrgParams, PAGE, pages as makePages, RecordParams, SignInRequired, type PageContext } from './pages.tsx';
 import { csrfMatches, currentSession, issueSignInToken, sessionLive, signIn, SignInRefused, signInTokenMatches, signOut } from './sessions.service.ts';
 import { renderFragment, renderPage } from './views/layout.tsx';
@@ -66,6 +67,7 @@ export async function consoleRoutes(app: App) {
   const pageContext = pages.context;
   const page = PAGE;
   consoleLogRoutes(app, pages);
+  consolePlanRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);

@@ -1,6 +1,7 @@
 import { isTerminalStep } from '../../engine/run-state.ts';
 import { CsrfForm } from './layout.tsx';
 import { ShortId, StatusBadge, When } from './format.tsx';
+import { PlanCounts, type PlanView } from './plan.tsx';
 
 export interface RunView {
   id: string;
@@ -29,6 +30,7 @@ export interface StepView {
   startedAt?: string | null;
   completedAt?: string | null;
   error?: { code?: string; message?: string } | null;
+  outputData?: Record<string, unknown> | null;
 }
 
 export interface TransitionView {
@@ -173,6 +175,12 @@ export function RunBody({ orgPath, run, stackName, steps, transitions, canOperat
               <td>
                 {step.stepName}
                 {step.error?.message && <div class="muted">{step.error.message}</div>}
+                {step.stepType === 'opentofu.plan' && step.status === 'SUCCEEDED' && step.outputData && (
+                  <div>
+                    <PlanCounts plan={step.outputData as unknown as PlanView} /> ·{' '}
+                    <a href={`${orgPath}/steps/${encodeURIComponent(step.id)}/plan`}>View the plan</a>
+                  </div>
+                )}
               </td>
               <td>
                 <code>{step.stepType}</code>
