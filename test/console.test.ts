@@ -188,6 +188,38 @@ describe('the web console', () => {
     assert.ok(JSON.stringify(audit.body).includes(step.id), 'the approval went through the API, audit log included');
   });
 
+  it("draws the run as its pipeline graph with each step's status, and shows its commit, trigger and inputs", async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const stack = await createStack(t, [
+      { id: 'build', command: 'true' },
+      { id: 'test', command: 'true', needs: ['build'] },
+      { id: 'lint', command: 'true', needs: ['build'] },
+      { id: 'approve', type: 'approval', needs: ['test', 'lint'] },
+    ]);
+    const run = await triggerRun(t, stack.id, { inputs: { region: 'eu-west-1', '<b>': '</pre>' } });
+    await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const page = await request('GET', `/orgs/${orgId}/runs/${run.id}`, { cookie });
+    const svg = /<svg[\s\S]*<\/svg>/.exec(page.body)![0];
+    const boxes = [...svg.matchAll(/<g class="node status-(\w+)" transform="translate\((\d+),(\d+)\)"><title>([^:]+):/g)].map((m) => ({
+      status: m[1],
+      x: Number(m[2]),
+      y: Number(m[3]),
+      name: m[4],
+    }));
+    assert.deepEqual(
+      boxes.map((b) => `${b.name} ${b.status}`),
+      ['build SUCCEEDED', 'test SUCCEEDED', 'lint SUCCEEDED', 'approve WAITING_FOR_APPROVAL'],
+    );
+    const x = Object.fromEntries(boxes.map((b) => [b.name, b.x]));
+    assert.ok(x.build < x.test && x.test === x.lint && x.lint < x.approve, 'columns follow the needs');
+    assert.equal([...svg.matchAll(/<path class="edge"/g)].length, 4);
+    assert.match(page.body, /<figcaption id="dag-caption"[^>]*>The pipeline's steps in the order they need each other: build succeeded, test succeeded/);
+    assert.match(page.body, /<dt>Trigger<\/dt><dd>started by hand<span class="muted"> · by you<\/span>/);
+    assert.ok(page.body.includes('&quot;region&quot;: &quot;eu-west-1&quot;') || page.body.includes('"region": "eu-west-1"'));
+    assert.ok(page.body.includes('&lt;/pre>'), 'inputs are text');
+    await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+  });
+
   it('keeps a run page current through its event stream until the run finishes, and resumes without repeats', async () => {
     const { cookie } = await signIn(t.adminToken);
     const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);

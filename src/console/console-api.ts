@@ -22,14 +22,19 @@ export type Query = Record<string, string | number | undefined>;
 export interface ApiCaller {
   get<T = any>(path: string, query?: Query): Promise<T>;
   post<T = any>(path: string, body?: unknown): Promise<T>;
+  put<T = any>(path: string, body?: unknown): Promise<T>;
+  patch<T = any>(path: string, body?: unknown): Promise<T>;
+  delete<T = any>(path: string): Promise<T>;
 }
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * An ApiCaller acting with `token` for the browser's request `from`: its address goes along, so failed
  * authentications are counted against the browser, not against loopback.
  */
 export function apiCaller(app: App, from: FastifyRequest, token: string, organizationId?: string): ApiCaller {
-  const call = async (method: 'GET' | 'POST', path: string, query?: Query, body?: unknown) => {
+  const call = async (method: Method, path: string, query?: Query, body?: unknown) => {
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (organizationId) headers['x-organization-id'] = organizationId;
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -57,6 +62,9 @@ export function apiCaller(app: App, from: FastifyRequest, token: string, organiz
   return {
     get: (path, query) => call('GET', path, query),
     post: (path, body) => call('POST', path, undefined, body),
+    put: (path, body) => call('PUT', path, undefined, body),
+    patch: (path, body) => call('PATCH', path, undefined, body),
+    delete: (path) => call('DELETE', path),
   };
 }
 

@@ -17,10 +17,11 @@ import { registerAssets, type Assets } from './assets.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
 import { consoleLogRoutes } from './logs.routes.tsx';
 import { consolePlanRoutes } from './plans.routes.tsx';
+import { consoleStackRoutes } from './stacks.routes.tsx';
 import { CsrfField, IdText, OrgParams, PAGE, pages as makePages, RecordParams, SignInRequired, type PageContext } from './pages.tsx';
 import { csrfMatches, currentSession, issueSignInToken, sessionLive, signIn, SignInRefused, signInTokenMatches, signOut } from './sessions.service.ts';
 import { renderFragment, renderPage } from './views/layout.tsx';
-import { RunBody, RunPage, type RunPageProps } from './views/run.tsx';
+import { RunBody, RunPage, type PipelineStepView, type RunPageProps } from './views/run.tsx';
 import { RunsInbox } from './views/runs.tsx';
 import { ErrorMessage, SignIn } from './views/sign-in.tsx';
 
@@ -68,6 +69,7 @@ export async function consoleRoutes(app: App) {
   const page = PAGE;
   consoleLogRoutes(app, pages);
   consolePlanRoutes(app, pages);
+  consoleStackRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);
@@ -182,11 +184,12 @@ export async function consoleRoutes(app: App) {
     const lastEventId = request.headers['last-event-id'];
     await liveStreams.serve(reply, request.id, release, async (stream) => {
       let sent = typeof lastEventId === 'string' ? lastEventId : undefined;
+      const pipelines: PipelineSteps = new Map();
       let lastWrite = Date.now();
       const deadline = Date.now() + LIVE_STREAM_MS;
       // Signed out (here or everywhere) meanwhile: the stream ends with the session.
       while (!stream.closed() && Date.now() < deadline && (await sessionLive(app, ctx.session))) {
-        const view = await loadRun(ctx, request.params.id);
+        const view = await loadRun(ctx, request.params.id, pipelines);
         const version = runVersion(view);
         if (version !== sent) {
           await stream.send(sseHtml('run', version, renderFragment(<RunBody {...view} />)));
@@ -250,24 +253,39 @@ const LIVE_POLL_MS = 2000;
 /** A live stream ends after this long; the browser reconnects with Last-Event-ID and goes on. */
 const LIVE_STREAM_MS = 5 * 60_000;
 
+/** A pipeline version's steps, by version id: versions never change, so a live page reads each once. */
+type PipelineSteps = Map<string, PipelineStepView[]>;
+
 /** Everything the run page shows, read through the API. */
-async function loadRun(ctx: PageContext, runId: string): Promise<RunPageProps> {
+async function loadRun(ctx: PageContext, runId: string, pipelines: PipelineSteps = new Map()): Promise<RunPageProps> {
   const id = encodeURIComponent(runId);
   const run = (await ctx.api.get(`/pipeline-runs/${id}`)).data;
-  const [steps, transitions, names] = await Promise.all([
+  const [steps, transitions, names, pipelineSteps] = await Promise.all([
     ctx.api.get(`/pipeline-runs/${id}/step-executions`, { limit: 200, attemptEpoch: run.attemptEpoch }),
     ctx.api.get(`/pipeline-runs/${id}/transitions`, { limit: 200 }),
     stackNames(ctx.api, new Set(run.attachedEntityId ? [run.attachedEntityId] : [])),
+    pipelineStepsOf(ctx.api, run.pipelineVersionId, pipelines),
   ]);
   return {
     orgPath: ctx.orgPath,
     run,
     stackName: names.get(run.attachedEntityId),
     steps: steps.data,
+    pipelineSteps,
     transitions: transitions.data,
     canOperate: hasPermission(ctx.me.role as Role, 'run:operate'),
     csrfToken: ctx.viewer.csrfToken,
+    viewerId: ctx.me.userId,
   };
+}
+
+async function pipelineStepsOf(api: ApiCaller, versionId: string, known: PipelineSteps): Promise<PipelineStepView[]> {
+  const cached = known.get(versionId);
+  if (cached) return cached;
+  const version = (await api.get(`/pipeline-versions/${encodeURIComponent(versionId)}`)).data;
+  const steps = (version.config?.steps ?? []).map((s: PipelineStepView) => ({ id: s.id, name: s.name ?? s.id, needs: s.needs }));
+  known.set(versionId, steps);
+  return steps;
 }
 
 /** What the run page shows changes exactly when one of these does. */

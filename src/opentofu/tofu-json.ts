@@ -110,7 +110,8 @@ function marksAny(marking: unknown): boolean {
   return isObject(marking) && Object.values(marking).some(marksAny);
 }
 
-function shownValue(value: unknown, sensitive: boolean, secrets: string[]): string | undefined {
+/** A value as JSON text to show (cut at MAX_VALUE_CHARS), SENSITIVE_VALUE in its place, or undefined for no value. */
+export function shownValue(value: unknown, sensitive: boolean, secrets: string[] = []): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (sensitive || holdsSecret(value, secrets)) return SENSITIVE_VALUE;
   const text = JSON.stringify(value);

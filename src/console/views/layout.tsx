@@ -71,6 +71,9 @@ function Navigation({ viewer }: { viewer: Viewer }) {
           <li>
             <a href={`${org}/runs`}>Runs</a>
           </li>
+          <li>
+            <a href={`${org}/stacks`}>Stacks</a>
+          </li>
         </ul>
       </nav>
       <div class="who">

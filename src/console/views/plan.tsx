@@ -133,6 +133,11 @@ function ChangedAttributes({ change }: { change: PlanChangeView }) {
   if (change.action === 'delete') return <p class="muted">Deleted with every attribute.</p>;
   if (!change.attributes) return <p class="muted">Not kept here: see the raw output.</p>;
   if (change.attributes.length === 0) return <p class="muted">No attribute changes.</p>;
+  return <AttributeTable attributes={change.attributes} />;
+}
+
+/** Attributes side by side, before and after; a missing value is a dash. */
+export function AttributeTable({ attributes }: { attributes: PlanAttributeView[] }) {
   return (
     <table class="attributes">
       <thead>
@@ -143,7 +148,7 @@ function ChangedAttributes({ change }: { change: PlanChangeView }) {
         </tr>
       </thead>
       <tbody>
-        {change.attributes.map((a) => (
+        {attributes.map((a) => (
           <tr key={a.name}>
             <td>
               <code>{a.name}</code>

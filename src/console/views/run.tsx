@@ -1,6 +1,7 @@
 import { isTerminalStep } from '../../engine/run-state.ts';
 import { CsrfForm } from './layout.tsx';
 import { ShortId, StatusBadge, When } from './format.tsx';
+import { type DagStep, StepGraph } from './dag.tsx';
 import { PlanCounts, type PlanView } from './plan.tsx';
 
 export interface RunView {
@@ -17,6 +18,10 @@ export interface RunView {
   startedAt?: string | null;
   completedAt?: string | null;
   error?: { code?: string; message?: string } | null;
+  commitSha?: string | null;
+  triggerMetadata?: { trigger_given_id?: string; webhook_event?: string } | null;
+  input?: Record<string, unknown> | null;
+  data?: { module_input?: Record<string, unknown>; module_version_id?: string } | null;
 }
 
 export interface StepView {
@@ -43,11 +48,21 @@ export interface TransitionView {
   createdAt: string;
 }
 
+/** A step of the run's pipeline version, as its config declares it. */
+export interface PipelineStepView {
+  id: string;
+  name: string;
+  needs?: string[];
+}
+
 export interface RunPageProps {
   orgPath: string;
   run: RunView;
   stackName?: string;
   steps: StepView[];
+  pipelineSteps: PipelineStepView[];
+  /** Who is looking: their own actions read "you". */
+  viewerId: string;
   transitions: TransitionView[];
   /** The viewer may approve, reject, cancel and retry (the API's run:operate). */
   canOperate: boolean;
@@ -65,6 +80,54 @@ export function RunPage(props: RunPageProps & { liveUrl?: string }) {
       <RunBody {...props} />
     </div>
   );
+}
+
+/** How the run started: a push or a trigger of the stack's code source, or a person (or service account). */
+function Trigger({ run, startedBy }: { run: RunView; startedBy?: string }) {
+  const parts: string[] = [];
+  if (run.triggerMetadata?.webhook_event) parts.push(`Git ${run.triggerMetadata.webhook_event} event`);
+  if (run.triggerMetadata?.trigger_given_id) parts.push(`trigger ${run.triggerMetadata.trigger_given_id}`);
+  if (!parts.length) parts.push('started by hand');
+  return (
+    <>
+      {parts.join(', ')}
+      {startedBy && <span class="muted"> · by {startedBy}</span>}
+    </>
+  );
+}
+
+/** The inputs the run was started with, and a module deploy's inputs, as JSON. */
+function RunInputs({ run }: { run: RunView }) {
+  const inputs = run.input && Object.keys(run.input).length ? run.input : undefined;
+  const moduleInput = run.data?.module_input;
+  if (!inputs && !moduleInput) return null;
+  return (
+    <details class="inputs">
+      <summary>Inputs</summary>
+      {inputs && <pre>{JSON.stringify(inputs, null, 2)}</pre>}
+      {moduleInput && (
+        <>
+          <p>
+            Module inputs
+            {run.data?.module_version_id && (
+              <>
+                {' '}
+                (version <code>{run.data.module_version_id}</code>)
+              </>
+            )}
+          </p>
+          <pre>{JSON.stringify(moduleInput, null, 2)}</pre>
+        </>
+      )}
+    </details>
+  );
+}
+
+/** The pipeline's steps with the status of each one's latest execution in this attempt. */
+function graphSteps(pipelineSteps: PipelineStepView[], executions: StepView[]): DagStep[] {
+  const latest = new Map<string, StepView>();
+  for (const e of executions) if ((latest.get(e.stepId)?.retryAttempt ?? -1) <= e.retryAttempt) latest.set(e.stepId, e);
+  return pipelineSteps.map((s) => ({ id: s.id, name: s.name, needs: s.needs, status: latest.get(s.id)?.status ?? 'PENDING' }));
 }
 
 /**
@@ -89,7 +152,13 @@ function StepLogs({ orgPath, steps }: { orgPath: string; steps: StepView[] }) {
               <a href={`${base}/logs`}>Open the whole log</a> · <a href={`${base}/logs/raw`}>Raw log</a>
             </p>
             <div class="log">
-              <p class="log-end muted" hx-get={`${base}/log-lines?after=0&view=embed&chunk=1`} hx-trigger="intersect once" hx-swap="outerHTML">
+              <p
+                class="log-end muted"
+                hx-get={`${base}/log-lines?after=0&view=embed&chunk=1`}
+                // The log open from the start is read at once, wherever it is on the page; another, once opened.
+                hx-trigger={step === open ? 'load' : 'intersect once'}
+                hx-swap="outerHTML"
+              >
                 <a href={`${base}/logs`}>Lines of {step.stepName}</a>
               </p>
             </div>
@@ -100,7 +169,8 @@ function StepLogs({ orgPath, steps }: { orgPath: string; steps: StepView[] }) {
   );
 }
 
-export function RunBody({ orgPath, run, stackName, steps, transitions, canOperate, csrfToken }: RunPageProps) {
+export function RunBody({ orgPath, run, stackName, steps, pipelineSteps, transitions, canOperate, csrfToken, viewerId }: RunPageProps) {
+  const who = (actor?: string) => (actor === viewerId ? 'you' : actor);
   const stepNames = new Map(steps.map((s) => [s.id, s.stepName]));
   const action = (verb: string) => `${orgPath}/runs/${run.id}/${verb}`;
   return (
@@ -119,6 +189,12 @@ export function RunBody({ orgPath, run, stackName, steps, transitions, canOperat
         </dd>
         <dt>Description</dt>
         <dd>{run.description || '—'}</dd>
+        <dt>Commit</dt>
+        <dd>{run.commitSha ? <code title={run.commitSha}>{run.commitSha.slice(0, 12)}</code> : <span class="muted">—</span>}</dd>
+        <dt>Trigger</dt>
+        <dd>
+          <Trigger run={run} startedBy={who(transitions.find((t) => !t.stepExecutionId)?.actor)} />
+        </dd>
         <dt>Attempt</dt>
         <dd>{run.attemptEpoch}</dd>
         <dt>Created</dt>
@@ -139,6 +215,7 @@ export function RunBody({ orgPath, run, stackName, steps, transitions, canOperat
           {run.error.message} {run.error.code && <code>{run.error.code}</code>}
         </p>
       )}
+      <RunInputs run={run} />
       {canOperate && (
         <div class="actions">
           {run.isCancellable && (
@@ -156,6 +233,7 @@ export function RunBody({ orgPath, run, stackName, steps, transitions, canOperat
         </div>
       )}
       <h2>Steps</h2>
+      <StepGraph steps={graphSteps(pipelineSteps, steps)} />
       <table>
         <thead>
           <tr>
@@ -235,7 +313,7 @@ export function RunBody({ orgPath, run, stackName, steps, transitions, canOperat
                 {t.fromStatus ? <StatusBadge status={t.fromStatus} /> : null} → <StatusBadge status={t.toStatus} />
               </td>
               <td>{t.reason}</td>
-              <td>{t.actor ?? <span class="muted">—</span>}</td>
+              <td>{who(t.actor) ?? <span class="muted">—</span>}</td>
             </tr>
           ))}
         </tbody>

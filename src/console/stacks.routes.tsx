@@ -1,0 +1,259 @@
+// The console's stack pages: the list and a new stack, a stack's page with its forms (start a run,
+// variables, sensitive variables), and the diff of two state versions. A form the API refuses comes back
+// with the API's message above it, and what the reader typed kept (but never a sensitive value).
+
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply } from 'fastify';
+import type { ComponentChildren } from 'preact';
+import { ForbiddenError } from '../platform/errors.ts';
+import { hasPermission, roleAtLeast, type Role } from '../platform/auth/roles.ts';
+import type { App } from '../platform/http/app.ts';
+import { ApiCallError, type ApiCaller } from './console-api.ts';
+import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
+import { diffStates } from './state-diff.ts';
+import { StateDiffPage } from './views/state-diff.tsx';
+import { type EnvironmentChoice, StackPage, type StackPageProps, StacksPage, type StackView } from './views/stacks.tsx';
+
+/** Statuses of a refusal the reader can mend in the form: its message goes above the form. */
+const MENDABLE = new Set([400, 404, 409, 422]);
+/** Choices offered in the forms' lists (the API takes any id). */
+const CHOICES = 200;
+
+interface FormError {
+  message: string;
+  details?: string[];
+}
+
+/** The API's refusal as a form's error, or the error itself when a form cannot mend it. */
+function formError(error: unknown): FormError {
+  if (error instanceof ApiCallError && MENDABLE.has(error.status)) return { message: error.message, details: error.details };
+  throw error;
+}
+
+/** The organization's environments with their projects' names, for lists and labels. */
+async function environmentChoices(api: ApiCaller): Promise<EnvironmentChoice[]> {
+  const [environments, projects] = await Promise.all([api.get('/environments', { limit: CHOICES }), api.get('/projects', { limit: CHOICES })]);
+  const projectNames = new Map<string, string>(projects.data.map((p: { id: string; name: string }) => [p.id, p.name]));
+  return environments.data.map((e: { id: string; name: string; projectId: string }) => ({
+    id: e.id,
+    name: e.name,
+    projectId: e.projectId,
+    projectName: projectNames.get(e.projectId) ?? e.projectId,
+  }));
+}
+
+const stackPath = (ctx: PageContext, id: string) => `${ctx.orgPath}/stacks/${encodeURIComponent(id)}`;
+const apiStack = (id: string) => `/stacks/${encodeURIComponent(id)}`;
+
+export function consoleStackRoutes(app: App, pages: Pages) {
+  const send = (reply: FastifyReply, ctx: PageContext, title: string, body: ComponentChildren, status = 200) =>
+    pages.html(reply.status(status), title, ctx.viewer, body);
+
+  async function stacksPage(ctx: PageContext, query: { environmentId?: string; cursor?: string }, error?: FormError) {
+    const [stacks, environments, codeSources] = await Promise.all([
+      ctx.api.get('/stacks', { environmentId: query.environmentId, cursor: query.cursor, limit: 50 }),
+      environmentChoices(ctx.api),
+      ctx.api.get('/code-sources', { limit: CHOICES }),
+    ]);
+    return (
+      <StacksPage
+        orgPath={ctx.orgPath}
+        stacks={stacks.data}
+        environments={environments}
+        codeSources={codeSources.data}
+        filter={{ environmentId: query.environmentId }}
+        nextCursor={stacks.meta.nextCursor}
+        canWrite={hasPermission(ctx.me.role as Role, 'stack:write')}
+        csrfToken={ctx.viewer.csrfToken}
+        formError={error}
+      />
+    );
+  }
+
+  app.get(
+    '/orgs/:org/stacks',
+    {
+      ...PAGE,
+      schema: {
+        hide: true,
+        params: OrgParams,
+        querystring: Type.Object({
+          environmentId: Type.Optional(Type.Union([IdText, Type.Literal('')])),
+          cursor: Type.Optional(Type.String({ maxLength: 512 })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      const query = { environmentId: request.query.environmentId || undefined, cursor: request.query.cursor };
+      return send(reply, ctx, 'Stacks', await stacksPage(ctx, query));
+    },
+  );
+
+  app.post(
+    '/orgs/:org/stacks',
+    {
+      ...PAGE,
+      schema: {
+        hide: true,
+        params: OrgParams,
+        body: Type.Object({
+          _csrf: CsrfField,
+          name: Type.String({ maxLength: 255 }),
+          environmentId: IdText,
+          codeSourceId: Type.Optional(Type.Union([IdText, Type.Literal('')])),
+          ref: Type.Optional(Type.String({ maxLength: 255 })),
+          path: Type.Optional(Type.String({ maxLength: 1024 })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      const { name, environmentId, codeSourceId, ref, path } = request.body;
+      try {
+        const environment = (await ctx.api.get(`/environments/${encodeURIComponent(environmentId)}`)).data;
+        const source = codeSourceId ? { codeSourceId, ...(ref?.trim() ? { ref: ref.trim() } : {}), ...(path?.trim() ? { path: path.trim() } : {}) } : undefined;
+        const stack = (
+          await ctx.api.post('/stacks', { data: { name: name.trim(), projectId: environment.projectId, environmentId, ...(source ? { source } : {}) } })
+        ).data;
+        return reply.redirect(stackPath(ctx, stack.id), 303);
+      } catch (error) {
+        const failure = formError(error);
+        return send(reply, ctx, 'Stacks', await stacksPage(ctx, {}, failure), (error as ApiCallError).status);
+      }
+    },
+  );
+
+  async function stackPage(ctx: PageContext, id: string, failure?: StackPageProps['formError'], variablesText?: string) {
+    const stack: StackView = (await ctx.api.get(apiStack(id))).data;
+    const role = ctx.me.role as Role;
+    // State holds secrets: the console lists its versions to ADMIN and above only.
+    const readsState = roleAtLeast(role, 'ADMIN');
+    const [environments, sensitive, runs, versions] = await Promise.all([
+      environmentChoices(ctx.api),
+      ctx.api.get(`${apiStack(id)}/sensitive-variables`),
+      ctx.api.get('/pipeline-runs', { stackId: id, order: 'desc', limit: 10 }),
+      readsState ? ctx.api.get(`${apiStack(id)}/state-versions`, { limit: 200, order: 'desc' }) : undefined,
+    ]);
+    return (
+      <StackPage
+        orgPath={ctx.orgPath}
+        stack={stack}
+        environment={environments.find((e) => e.id === stack.environmentId)}
+        sensitiveNames={sensitive.data.map((v: { name: string }) => v.name)}
+        runs={runs.data}
+        stateVersions={versions?.data}
+        canOperate={hasPermission(role, 'run:operate')}
+        canWrite={hasPermission(role, 'stack:write')}
+        csrfToken={ctx.viewer.csrfToken}
+        formError={failure}
+        variablesText={variablesText}
+      />
+    );
+  }
+
+  app.get('/orgs/:org/stacks/:id', { ...PAGE, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
+    const ctx = await pages.context(request, request.params.org);
+    return send(reply, ctx, 'Stack', await stackPage(ctx, request.params.id));
+  });
+
+  /** A stack form's POST: `act` calls the API; on a refusal the page comes back with the message by that form. */
+  const stackForm = <B,>(
+    suffix: string,
+    form: 'run' | 'variables' | 'sensitive',
+    body: ReturnType<typeof Type.Object>,
+    act: (ctx: PageContext, params: { id: string; name?: string }, body: B) => Promise<string | undefined>,
+    keep?: (body: B) => string | undefined,
+  ) =>
+    app.post(
+      `/orgs/:org/stacks/:id${suffix}`,
+      { ...PAGE, schema: { hide: true, params: Type.Object({ ...RecordParams.properties, name: Type.Optional(Type.String({ maxLength: 128 })) }), body } },
+      async (request, reply) => {
+        const params = request.params as { org: string; id: string; name?: string };
+        const ctx = await pages.context(request, params.org);
+        try {
+          const next = await act(ctx, params, request.body as B);
+          return reply.redirect(next ?? stackPath(ctx, params.id), 303);
+        } catch (error) {
+          const failure = { form, ...formError(error) };
+          return send(reply, ctx, 'Stack', await stackPage(ctx, params.id, failure, keep?.(request.body as B)), (error as ApiCallError).status);
+        }
+      },
+    );
+
+  stackForm<{ action: string; description?: string }>(
+    '/runs',
+    'run',
+    Type.Object({
+      _csrf: CsrfField,
+      action: Type.Union([Type.Literal('apply'), Type.Literal('plan'), Type.Literal('destroy')]),
+      description: Type.Optional(Type.String({ maxLength: 1000 })),
+    }),
+    async (ctx, { id }, { action, description }) => {
+      const data = { action, ...(description?.trim() ? { description: description.trim() } : {}) };
+      const run = (await ctx.api.post(`${apiStack(id)}/pipeline-run`, { data })).data;
+      return `${ctx.orgPath}/runs/${encodeURIComponent(run.id)}`;
+    },
+  );
+
+  stackForm<{ variables: string }>(
+    '/variables',
+    'variables',
+    Type.Object({ _csrf: CsrfField, variables: Type.String({ maxLength: 64 * 1024 }) }),
+    async (ctx, { id }, { variables }) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(variables || '{}');
+      } catch {
+        throw new ApiCallError(400, 'Api:Request:MALFORMED_JSON', 'The variables are not valid JSON');
+      }
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+        throw new ApiCallError(400, 'Api:Request:INVALID', 'The variables must be a JSON object: { "name": value, … }');
+      }
+      await ctx.api.patch(apiStack(id), { data: { variables: parsed } });
+      return undefined;
+    },
+    (body) => body.variables,
+  );
+
+  stackForm<{ name: string; value: string }>(
+    '/sensitive-variables',
+    'sensitive',
+    Type.Object({ _csrf: CsrfField, name: Type.String({ maxLength: 128 }), value: Type.String({ maxLength: 64 * 1024 }) }),
+    async (ctx, { id }, { name, value }) => {
+      await ctx.api.put(`${apiStack(id)}/sensitive-variables/${encodeURIComponent(name.trim())}`, { data: { value } });
+      return undefined;
+    },
+  );
+
+  stackForm<object>('/sensitive-variables/:name/delete', 'sensitive', Type.Object({ _csrf: CsrfField }), async (ctx, { id, name }) => {
+    await ctx.api.delete(`${apiStack(id)}/sensitive-variables/${encodeURIComponent(name ?? '')}`);
+    return undefined;
+  });
+
+  app.get(
+    '/orgs/:org/stacks/:id/state-diff',
+    { ...PAGE, schema: { hide: true, params: RecordParams, querystring: Type.Object({ from: IdText, to: IdText }) } },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      if (!roleAtLeast(ctx.me.role as Role, 'ADMIN')) {
+        throw new ForbiddenError('Comparing state versions needs the ADMIN role or higher: state holds secrets', 'Auth:Permission:DENIED');
+      }
+      const id = request.params.id;
+      const version = (versionId: string) => ctx.api.get(`${apiStack(id)}/state-versions/${encodeURIComponent(versionId)}`);
+      const [stack, from, to] = await Promise.all([ctx.api.get(apiStack(id)), version(request.query.from), version(request.query.to)]);
+      return send(
+        reply,
+        ctx,
+        `State of ${stack.data.name}`,
+        <StateDiffPage
+          stackUrl={stackPath(ctx, id)}
+          stackName={stack.data.name}
+          from={from.data}
+          to={to.data}
+          diffs={diffStates(from.data.state, to.data.state)}
+        />,
+      );
+    },
+  );
+}

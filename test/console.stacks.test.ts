@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { userCaller } from './helpers/callers.ts';
+import { consoleBrowser, csrfOf } from './helpers/console.ts';
+import { createStack, getRun, startEngineTestApp, type EngineTestApp } from './helpers/engine.ts';
+
+describe('the console stack pages', () => {
+  let t: EngineTestApp;
+  let orgId: string;
+  let cookie: string;
+  let environment: { id: string; projectId: string };
+  const { request, signIn } = consoleBrowser(() => t.app);
+
+  before(async () => {
+    t = await startEngineTestApp();
+    orgId = (await t.call('GET', '/auth/whoami')).body.data.organizationId;
+    cookie = (await signIn(t.adminToken)).cookie!;
+    const project = await t.call('POST', '/projects', { body: { data: { givenId: 'web', name: 'Web' } } });
+    environment = (await t.call('POST', '/environments', { body: { data: { projectId: project.body.data.id, givenId: 'prod', name: 'Prod' } } })).body.data;
+  });
+  after(async () => t?.close());
+
+  /** Posts a form of a page as its browser would: the page first, for its anti-forgery token. */
+  const submit = async (pageUrl: string, action: string, form: Record<string, string>, as = cookie) => {
+    const page = await request('GET', pageUrl, { cookie: as });
+    return request('POST', action, { cookie: as, form: { _csrf: csrfOf(page.body), ...form } });
+  };
+
+  it('creates a stack from the stacks page, and shows a refusal above the form', async () => {
+    const stacksUrl = `/orgs/${orgId}/stacks`;
+    const list = await request('GET', stacksUrl, { cookie });
+    assert.equal(list.status, 200);
+    assert.match(list.body, /<option value="[^"]+">Web \/ Prod<\/option>/);
+    const created = await submit(stacksUrl, stacksUrl, { name: 'site <b>', environmentId: environment.id, codeSourceId: '', ref: '', path: '' });
+    assert.equal(created.status, 303);
+    const stackId = created.location!.split('/').pop()!;
+    const stack = (await t.call('GET', `/stacks/${stackId}`)).body.data;
+    assert.equal(stack.name, 'site <b>');
+    assert.equal(stack.projectId, environment.projectId);
+
+    const listed = await request('GET', `${stacksUrl}?environmentId=${environment.id}`, { cookie });
+    assert.ok(listed.body.includes('site &lt;b>'));
+    assert.match(listed.body, /<td>Web \/ Prod<\/td>/);
+
+    const refused = await submit(stacksUrl, stacksUrl, { name: '', environmentId: environment.id });
+    assert.ok(refused.status >= 400 && refused.status < 500, String(refused.status));
+    assert.match(refused.body, /<div class="error" role="alert">/);
+    assert.match(refused.body, /New stack/);
+  });
+
+  it('starts a run, saves variables (keeping a bad text to mend), and keeps sensitive values write-only', async () => {
+    const stack = await createStack(t, [{ id: 'build', command: 'true' }]);
+    const stackUrl = `/orgs/${orgId}/stacks/${stack.id}`;
+    const started = await submit(stackUrl, `${stackUrl}/runs`, { action: 'plan', description: 'try it' });
+    assert.equal(started.status, 303);
+    const runId = started.location!.split('/').pop()!;
+    const run = await getRun(t, runId);
+    assert.equal(run.action, 'plan');
+    assert.equal(run.description, 'try it');
+    assert.match((await request('GET', stackUrl, { cookie })).body, new RegExp(`href="/orgs/${orgId}/runs/${runId}"`));
+
+    const saved = await submit(stackUrl, `${stackUrl}/variables`, { variables: '{"region": "eu-west-1", "replicas": 2}' });
+    assert.equal(saved.status, 303);
+    assert.deepEqual((await t.call('GET', `/stacks/${stack.id}`)).body.data.variables, { region: 'eu-west-1', replicas: 2 });
+    const bad = await submit(stackUrl, `${stackUrl}/variables`, { variables: '{"region": ' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body, /The variables are not valid JSON/);
+    assert.ok(bad.body.includes('{&quot;region&quot;: </textarea>') || bad.body.includes('{"region": </textarea>'), 'what was typed is kept');
+
+    const secret = 'console-sensitive-value-42';
+    assert.equal((await submit(stackUrl, `${stackUrl}/sensitive-variables`, { name: 'db_password', value: secret })).status, 303);
+    const page = await request('GET', stackUrl, { cookie });
+    assert.match(page.body, /<code>db_password<\/code>/);
+    assert.ok(!page.body.includes(secret), 'a sensitive value is never rendered');
+    const refused = await submit(stackUrl, `${stackUrl}/sensitive-variables`, { name: 'bad name!', value: secret });
+    assert.ok(refused.status >= 400 && refused.status < 500);
+    assert.ok(!refused.body.includes(secret), 'nor echoed back by a refused form');
+    assert.equal((await submit(stackUrl, `${stackUrl}/sensitive-variables/db_password/delete`, {})).status, 303);
+    assert.deepEqual((await t.call('GET', `/stacks/${stack.id}/sensitive-variables`)).body.data, []);
+  });
+
+  it('lists state versions to an ADMIN and compares two, and shows a VIEWER no form and no state', async () => {
+    const stack = (await t.call('POST', '/stacks', { body: { data: { projectId: environment.projectId, environmentId: environment.id, name: 'stateful' } } }))
+      .body.data;
+    const resource = (cidr: string, password: string) => ({
+      mode: 'managed',
+      type: 'aws_vpc',
+      name: 'main',
+      instances: [{ attributes: { id: 'vpc-1', cidr, password }, sensitive_attributes: [[{ type: 'get_attr', value: 'password' }]] }],
+    });
+    for (const [serial, cidr] of [
+      [1, '10.0.0.0/16'],
+      [2, '10.1.0.0/16'],
+    ] as const) {
+      const state = { version: 4, serial, lineage: 'console-lineage', outputs: {}, resources: [resource(cidr, `pw-${serial}-s3cr3t`)] };
+      const written = await t.app.inject({
+        method: 'POST',
+        url: `/state-backend/${stack.serviceStateBackendWorkspace}`,
+        headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' },
+        payload: JSON.stringify(state),
+      });
+      assert.equal(written.statusCode, 200, written.body);
+    }
+    const stackUrl = `/orgs/${orgId}/stacks/${stack.id}`;
+    const page = await request('GET', stackUrl, { cookie });
+    assert.match(page.body, /State versions/);
+    const [to, from] = [...page.body.matchAll(/<option value="(\w+)"[^>]*>(\d)<\/option>/g)].slice(0, 2).map((m) => m[1]);
+    const diff = await request('GET', `${stackUrl}/state-diff?from=${from}&to=${to}`, { cookie });
+    assert.equal(diff.status, 200);
+    assert.match(diff.body, /serial 1 → 2/);
+    assert.match(diff.body, /<code>cidr<\/code><\/td><td><code>&quot;10.0.0.0\/16&quot;<\/code><\/td><td><code>&quot;10.1.0.0\/16&quot;<\/code>/);
+    assert.match(diff.body, /<code>password<\/code><\/td><td><code>\(sensitive\)<\/code><\/td><td><code>\(sensitive\)<\/code>/);
+    assert.ok(!diff.body.includes('s3cr3t'), 'no sensitive value of the state on the page');
+
+    const viewer = await userCaller(t, 'stack-viewer@example.com', 'VIEWER');
+    const session = (await signIn(viewer.token)).cookie!;
+    const seen = await request('GET', stackUrl, { cookie: session });
+    assert.equal(seen.status, 200);
+    assert.doesNotMatch(seen.body, /State versions|Start run|Save variables|Set sensitive variable/);
+    assert.equal((await request('GET', `${stackUrl}/state-diff?from=${from}&to=${to}`, { cookie: session })).status, 403);
+    const list = await request('GET', `/orgs/${orgId}/stacks`, { cookie: session });
+    assert.doesNotMatch(list.body, /Create stack/);
+    const forced = await request('POST', `${stackUrl}/runs`, { cookie: session, form: { _csrf: csrfOf(seen.body), action: 'apply' } });
+    assert.equal(forced.status, 403, 'the API refuses what the page does not offer');
+  });
+});
