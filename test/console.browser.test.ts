@@ -240,6 +240,50 @@ describe('the web console in a real browser', { skip }, () => {
     assert.deepEqual(problems, []);
   });
 
+  it('takes a new user from nothing to an applied stack: project, environment, stack, variables, run, plan, approval', async () => {
+    const { page, problems } = await newPage();
+    await signIn(page, t.adminToken);
+    await page.getByRole('link', { name: 'Environments' }).click();
+    await page.locator('#project-name').fill('Shop');
+    await page.locator('#project-given-id').fill('shop');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await page.getByRole('heading', { name: /Shop/ }).waitFor();
+    await page.locator('#environment-project').selectOption({ label: 'Shop' });
+    await page.locator('#environment-name').fill('Live');
+    await page.locator('#environment-given-id').fill('live');
+    await page.getByRole('button', { name: 'Create environment' }).click();
+    await page.getByRole('link', { name: 'Live' }).waitFor();
+    assert.deepEqual(await seriousViolations(page), [], 'environments page');
+
+    await page.getByRole('link', { name: 'Stacks' }).click();
+    await page.locator('#stack-name').fill('shop-network');
+    await page.locator('#stack-env').selectOption({ label: 'Shop / Live' });
+    await page.getByRole('button', { name: 'Create stack' }).click();
+    await page.getByRole('heading', { level: 1, name: 'shop-network' }).waitFor();
+    await page.getByLabel(/input variables/).fill('{"name": "shop"}');
+    await page.getByRole('button', { name: 'Save variables' }).click();
+    await page.locator('#sensitive-name').fill('password');
+    await page.locator('#sensitive-value').fill('browser-e2e-secret');
+    await page.getByRole('button', { name: 'Set sensitive variable' }).click();
+    await page.getByRole('button', { name: 'Remove password' }).waitFor();
+    await screenshot(page, 'stack');
+    assert.deepEqual(await seriousViolations(page), [], 'stack page');
+
+    await page.getByLabel('Description').fill('First deploy');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.waitForURL(/\/runs\/\w+$/);
+    // The plan finishes while the page is open: its link arrives through the live stream.
+    await page.getByRole('link', { name: 'View the plan' }).click({ timeout: 30_000 });
+    assert.match((await page.locator('.plan-counts').textContent()) ?? '', /\+2 to add/);
+    await page.goBack();
+    await page.getByRole('button', { name: 'Approve approve' }).click();
+    await page.locator('h1', { hasText: 'succeeded' }).waitFor({ timeout: 30_000 });
+    await page.getByRole('link', { name: 'shop-network' }).click();
+    await page.locator('td .status-SUCCEEDED').first().waitFor();
+    assert.ok(!(await page.content()).includes('browser-e2e-secret'));
+    assert.deepEqual(problems, []);
+  });
+
   it('shows a VIEWER the run without any button that would change it', async () => {
     const viewer = await userCaller(t, 'browser-viewer@example.com', 'VIEWER');
     const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);

@@ -26,6 +26,27 @@ describe('the console stack pages', () => {
     return request('POST', action, { cookie: as, form: { _csrf: csrfOf(page.body), ...form } });
   };
 
+  it('creates a project and an environment from their page, and shows a refusal by its form', async () => {
+    const pageUrl = `/orgs/${orgId}/environments`;
+    assert.equal((await submit(pageUrl, `/orgs/${orgId}/projects`, { name: 'Data', givenId: 'data' })).status, 303);
+    const project = (await t.call('GET', '/projects?limit=200')).body.data.find((p: { givenId: string }) => p.givenId === 'data');
+    assert.equal(project.name, 'Data');
+    const created = await submit(pageUrl, `/orgs/${orgId}/environments`, { projectId: project.id, name: 'Staging', givenId: 'staging' });
+    assert.equal(created.status, 303);
+    const page = await request('GET', pageUrl, { cookie });
+    assert.match(page.body, /<h2 id="project-\w+">Data <code class="muted">data<\/code><\/h2><ul><li><a href="[^"]+">Staging<\/a>/);
+    const taken = await submit(pageUrl, `/orgs/${orgId}/projects`, { name: 'Again', givenId: 'data' });
+    assert.equal(taken.status, 409);
+    assert.match(
+      taken.body,
+      /<section aria-labelledby="new-project" class="panel-form"><h2 id="new-project">New project<\/h2><form[^>]*><input[^>]*\/><div class="error" role="alert">/,
+    );
+    const viewer = await userCaller(t, 'env-viewer@example.com', 'VIEWER');
+    const seen = await request('GET', pageUrl, { cookie: (await signIn(viewer.token)).cookie });
+    assert.match(seen.body, /Staging/);
+    assert.doesNotMatch(seen.body, /New project|New environment/);
+  });
+
   it('creates a stack from the stacks page, and shows a refusal above the form', async () => {
     const stacksUrl = `/orgs/${orgId}/stacks`;
     const list = await request('GET', stacksUrl, { cookie });

@@ -15,6 +15,7 @@ import { StreamSlots } from '../platform/http/stream-slots.ts';
 import { treeProblems } from '../platform/http/input-rules.ts';
 import { registerAssets, type Assets } from './assets.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
+import { consoleEnvironmentRoutes } from './environments.routes.tsx';
 import { consoleLogRoutes } from './logs.routes.tsx';
 import { consolePlanRoutes } from './plans.routes.tsx';
 import { consoleStackRoutes } from './stacks.routes.tsx';
@@ -70,6 +71,7 @@ export async function consoleRoutes(app: App) {
   consoleLogRoutes(app, pages);
   consolePlanRoutes(app, pages);
   consoleStackRoutes(app, pages);
+  consoleEnvironmentRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);

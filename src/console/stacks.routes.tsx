@@ -8,39 +8,12 @@ import type { ComponentChildren } from 'preact';
 import { ForbiddenError } from '../platform/errors.ts';
 import { hasPermission, roleAtLeast, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
-import { ApiCallError, type ApiCaller } from './console-api.ts';
+import { ApiCallError } from './console-api.ts';
+import { CHOICES, environmentChoices, type FormError, formError, formErrorStatus } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
 import { diffStates } from './state-diff.ts';
 import { StateDiffPage } from './views/state-diff.tsx';
-import { type EnvironmentChoice, StackPage, type StackPageProps, StacksPage, type StackView } from './views/stacks.tsx';
-
-/** Statuses of a refusal the reader can mend in the form: its message goes above the form. */
-const MENDABLE = new Set([400, 404, 409, 422]);
-/** Choices offered in the forms' lists (the API takes any id). */
-const CHOICES = 200;
-
-interface FormError {
-  message: string;
-  details?: string[];
-}
-
-/** The API's refusal as a form's error, or the error itself when a form cannot mend it. */
-function formError(error: unknown): FormError {
-  if (error instanceof ApiCallError && MENDABLE.has(error.status)) return { message: error.message, details: error.details };
-  throw error;
-}
-
-/** The organization's environments with their projects' names, for lists and labels. */
-async function environmentChoices(api: ApiCaller): Promise<EnvironmentChoice[]> {
-  const [environments, projects] = await Promise.all([api.get('/environments', { limit: CHOICES }), api.get('/projects', { limit: CHOICES })]);
-  const projectNames = new Map<string, string>(projects.data.map((p: { id: string; name: string }) => [p.id, p.name]));
-  return environments.data.map((e: { id: string; name: string; projectId: string }) => ({
-    id: e.id,
-    name: e.name,
-    projectId: e.projectId,
-    projectName: projectNames.get(e.projectId) ?? e.projectId,
-  }));
-}
+import { StackPage, type StackPageProps, StacksPage, type StackView } from './views/stacks.tsx';
 
 const stackPath = (ctx: PageContext, id: string) => `${ctx.orgPath}/stacks/${encodeURIComponent(id)}`;
 const apiStack = (id: string) => `/stacks/${encodeURIComponent(id)}`;
@@ -119,7 +92,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
         return reply.redirect(stackPath(ctx, stack.id), 303);
       } catch (error) {
         const failure = formError(error);
-        return send(reply, ctx, 'Stacks', await stacksPage(ctx, {}, failure), (error as ApiCallError).status);
+        return send(reply, ctx, 'Stacks', await stacksPage(ctx, {}, failure), formErrorStatus(error));
       }
     },
   );
@@ -176,7 +149,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
           return reply.redirect(next ?? stackPath(ctx, params.id), 303);
         } catch (error) {
           const failure = { form, ...formError(error) };
-          return send(reply, ctx, 'Stack', await stackPage(ctx, params.id, failure, keep?.(request.body as B)), (error as ApiCallError).status);
+          return send(reply, ctx, 'Stack', await stackPage(ctx, params.id, failure, keep?.(request.body as B)), formErrorStatus(error));
         }
       },
     );

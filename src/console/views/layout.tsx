@@ -74,6 +74,9 @@ function Navigation({ viewer }: { viewer: Viewer }) {
           <li>
             <a href={`${org}/stacks`}>Stacks</a>
           </li>
+          <li>
+            <a href={`${org}/environments`}>Environments</a>
+          </li>
         </ul>
       </nav>
       <div class="who">

@@ -1,0 +1,50 @@
+// The console's projects and environments page, and its two forms.
+
+import { Type } from '@sinclair/typebox';
+import { hasPermission, type Role } from '../platform/auth/roles.ts';
+import type { App } from '../platform/http/app.ts';
+import { CHOICES, formError, formErrorStatus, projectChoices } from './forms.ts';
+import { CsrfField, IdText, OrgParams, PAGE, type PageContext, type Pages } from './pages.tsx';
+import { EnvironmentsPage, type EnvironmentsPageProps } from './views/environments.tsx';
+
+export function consoleEnvironmentRoutes(app: App, pages: Pages) {
+  async function environmentsPage(ctx: PageContext, failure?: EnvironmentsPageProps['formError']) {
+    const [projects, environments] = await Promise.all([projectChoices(ctx.api), ctx.api.get('/environments', { limit: CHOICES })]);
+    const role = ctx.me.role as Role;
+    return (
+      <EnvironmentsPage
+        orgPath={ctx.orgPath}
+        projects={projects}
+        environments={environments.data}
+        canWrite={hasPermission(role, 'project:write') && hasPermission(role, 'environment:write')}
+        csrfToken={ctx.viewer.csrfToken}
+        formError={failure}
+      />
+    );
+  }
+
+  app.get('/orgs/:org/environments', { ...PAGE, schema: { hide: true, params: OrgParams } }, async (request, reply) => {
+    const ctx = await pages.context(request, request.params.org);
+    return pages.html(reply, 'Projects and environments', ctx.viewer, await environmentsPage(ctx));
+  });
+
+  const Named = { _csrf: CsrfField, name: Type.String({ maxLength: 255 }), givenId: Type.String({ maxLength: 60 }) };
+
+  /** A form that creates a record through the API, then shows the page again (with the API's refusal, if any). */
+  const createForm = (path: string, form: 'project' | 'environment', body: ReturnType<typeof Type.Object>) =>
+    app.post(`/orgs/:org${path}`, { ...PAGE, schema: { hide: true, params: OrgParams, body } }, async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      const { _csrf, ...fields } = request.body as Record<string, string>;
+      const data = Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v.trim()]));
+      try {
+        await ctx.api.post(path, { data });
+        return reply.redirect(`${ctx.orgPath}/environments`, 303);
+      } catch (error) {
+        const failure = { form, ...formError(error) };
+        return pages.html(reply.status(formErrorStatus(error)), 'Projects and environments', ctx.viewer, await environmentsPage(ctx, failure));
+      }
+    });
+
+  createForm('/projects', 'project', Type.Object(Named));
+  createForm('/environments', 'environment', Type.Object({ ...Named, projectId: IdText }));
+}
