@@ -220,6 +220,44 @@ describe('the web console', () => {
     await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
   });
 
+  it('keeps the first page of a filtered inbox live: a new run arrives through its event stream', async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const first = await triggerRun(t, stack.id);
+    const inboxUrl = `/orgs/${orgId}/runs?stackId=${stack.id}`;
+    const liveUrl = `/orgs/${orgId}/runs/live?stackId=${stack.id}`;
+    const page = await request('GET', inboxUrl, { cookie });
+    assert.ok(page.body.includes(`sse-connect="${liveUrl}"`), 'the first page is live');
+
+    let second: { id: string } | undefined;
+    let signedOut: Promise<unknown> | undefined;
+    const live = await readEvents(liveUrl, cookie!, (event) => {
+      if (event.event !== 'runs') return;
+      if (!second) {
+        assert.ok(event.data.includes(first.id));
+        second = { id: '' };
+        void triggerRun(t, stack.id).then((run) => {
+          second = run;
+        });
+      } else if (second.id && event.data.includes(second.id) && !signedOut) {
+        // The stream ends with the session.
+        signedOut = request('POST', '/sign-out', { cookie, form: { _csrf: csrfOf(page.body) } });
+      }
+    });
+    assert.equal(live.status, 200);
+    await signedOut;
+    const runsEvents = live.events.filter((e) => e.event === 'runs');
+    assert.ok(runsEvents.length >= 2);
+    assert.ok(runsEvents.at(-1)!.data.indexOf(second!.id) < runsEvents.at(-1)!.data.indexOf(first.id), 'newest first');
+    assert.equal(new Set(runsEvents.map((e) => e.id)).size, runsEvents.length, 'every event is a new version');
+    const cursor = (await t.call('GET', `/pipeline-runs?stackId=${stack.id}&order=desc&limit=1`)).body.meta.nextCursor;
+    const older = await request('GET', `${inboxUrl}&cursor=${encodeURIComponent(cursor)}`, { cookie: (await signIn(t.adminToken)).cookie });
+    assert.equal(older.status, 200);
+    assert.ok(older.body.includes(first.id) && !older.body.includes(second!.id));
+    assert.doesNotMatch(older.body, /sse-connect/, 'an older page is not live');
+    for (const id of [first.id, second!.id]) await t.call('POST', `/pipeline-runs/${id}/cancel`);
+  });
+
   it('keeps a run page current through its event stream until the run finishes, and resumes without repeats', async () => {
     const { cookie } = await signIn(t.adminToken);
     const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);

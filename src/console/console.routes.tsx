@@ -3,27 +3,25 @@
 // called in-process with the session's key (console-api.ts).
 
 import { createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError, ForbiddenError } from '../platform/errors.ts';
 import { hasPermission, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
 import { toAppError } from '../platform/http/error-handler.ts';
-import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
-import { StreamSlots } from '../platform/http/stream-slots.ts';
 import { treeProblems } from '../platform/http/input-rules.ts';
 import { registerAssets, type Assets } from './assets.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
 import { consoleEnvironmentRoutes } from './environments.routes.tsx';
+import { livePages } from './live.ts';
 import { consoleLogRoutes } from './logs.routes.tsx';
 import { consolePlanRoutes } from './plans.routes.tsx';
 import { consoleStackRoutes } from './stacks.routes.tsx';
 import { CsrfField, IdText, OrgParams, PAGE, pages as makePages, RecordParams, SignInRequired, type PageContext } from './pages.tsx';
-import { csrfMatches, currentSession, issueSignInToken, sessionLive, signIn, SignInRefused, signInTokenMatches, signOut } from './sessions.service.ts';
+import { csrfMatches, currentSession, issueSignInToken, signIn, SignInRefused, signInTokenMatches, signOut } from './sessions.service.ts';
 import { renderFragment, renderPage } from './views/layout.tsx';
 import { RunBody, RunPage, type PipelineStepView, type RunPageProps } from './views/run.tsx';
-import { RunsInbox } from './views/runs.tsx';
+import { inboxLink, type RunFilter, RunsInbox, type RunsInboxProps, RunsTable } from './views/runs.tsx';
 import { ErrorMessage, SignIn } from './views/sign-in.tsx';
 
 /** No inline script or style, nothing from elsewhere, never framed. */
@@ -68,6 +66,7 @@ export async function consoleRoutes(app: App) {
   const html = pages.html;
   const pageContext = pages.context;
   const page = PAGE;
+  const live = livePages(app);
   consoleLogRoutes(app, pages);
   consolePlanRoutes(app, pages);
   consoleStackRoutes(app, pages);
@@ -114,41 +113,30 @@ export async function consoleRoutes(app: App) {
       schema: {
         hide: true,
         params: OrgParams,
-        querystring: Type.Object({
-          status: Type.Optional(Type.String({ maxLength: 32 })),
-          stackId: Type.Optional(IdText),
-          environmentId: Type.Optional(Type.Union([IdText, Type.Literal('')])),
-          createdById: Type.Optional(IdText),
-          cursor: Type.Optional(Type.String({ maxLength: 512 })),
-        }),
+        querystring: Type.Object({ ...InboxQuery.properties, cursor: Type.Optional(Type.String({ maxLength: 512 })) }),
       },
     },
     async (request, reply) => {
       const ctx = await pageContext(request, request.params.org);
       const { cursor, ...query } = request.query;
       const filter = { ...query, environmentId: query.environmentId || undefined };
-      const [runs, environments] = await Promise.all([
-        ctx.api.get('/pipeline-runs', { ...filter, cursor, order: 'desc', limit: 50 }),
-        ctx.api.get('/environments', { limit: ENVIRONMENT_CHOICES }),
-      ]);
-      const stackIds = new Set<string>(runs.data.map((r: { attachedEntityId?: string }) => r.attachedEntityId).filter(Boolean));
-      if (filter.stackId) stackIds.add(filter.stackId);
-      return html(
-        reply,
-        'Runs',
-        ctx.viewer,
-        <RunsInbox
-          orgPath={ctx.orgPath}
-          runs={runs.data}
-          stackNames={await stackNames(ctx.api, stackIds)}
-          environments={environments.data}
-          filter={filter}
-          viewerId={ctx.me.userId}
-          nextCursor={runs.meta.nextCursor}
-        />,
-      );
+      const inbox = await loadInbox(ctx, filter, cursor);
+      // The first page follows new runs as they come; an older page stays as it was read.
+      const liveUrl = cursor ? undefined : inboxLink(ctx.orgPath, filter, {}, '/runs/live');
+      return html(reply, 'Runs', ctx.viewer, <RunsInbox {...inbox} liveUrl={liveUrl} />);
     },
   );
+
+  // The inbox's event stream: its first page of runs whenever a run comes or changes. It never finishes.
+  app.get('/orgs/:org/runs/live', { ...page, schema: { hide: true, params: OrgParams, querystring: InboxQuery } }, async (request, reply) => {
+    const ctx = await pageContext(request, request.params.org);
+    const filter = { ...request.query, environmentId: request.query.environmentId || undefined };
+    await live.serve(request, reply, ctx, 'runs', async () => {
+      const inbox = await loadInbox(ctx, filter);
+      const parts = inbox.runs.map((r) => [r.id, r.status, (r as { updatedAt?: string }).updatedAt]);
+      return { version: versionOf([parts, [...inbox.stackNames]]), html: renderFragment(<RunsTable {...inbox} />), finished: false };
+    });
+  });
 
   app.get('/orgs/:org/runs/:id', { ...page, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
     const ctx = await pageContext(request, request.params.org);
@@ -157,54 +145,13 @@ export async function consoleRoutes(app: App) {
     return html(reply, `Run ${view.run.id.slice(-8)}`, ctx.viewer, <RunPage {...view} liveUrl={liveUrl} />);
   });
 
-  const liveStreams = new EventStreams(app, 'console run');
-  // Each live page costs a few in-process API reads every LIVE_POLL_MS: bounded per user, per organization
-  // (however many service accounts it makes) and per process.
-  const liveSlots = new StreamSlots({ what: 'console pages followed live', code: 'Api:EventStream:TOO_MANY_STREAMS', maxPerCaller: 16, maxTotal: 256 });
-  const liveSlotsOfOrganizations = new StreamSlots({
-    what: 'console pages followed live in one organization',
-    code: 'Api:EventStream:TOO_MANY_STREAMS',
-    maxPerCaller: 64,
-  });
-
-  // The run page's event stream: the page's body as HTML whenever it changes, then `done` once the run
-  // has finished. The id is the version of what was sent: a reconnecting page gets nothing it has.
+  // The run page's event stream: the page's body whenever it changes, then `done` once the run has finished.
   app.get('/orgs/:org/runs/:id/live', { ...page, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
     const ctx = await pageContext(request, request.params.org);
-    const releaseOrganization = liveSlotsOfOrganizations.acquire(ctx.me.organizationId);
-    let releaseCaller: () => void;
-    try {
-      releaseCaller = liveSlots.acquire(ctx.me.userId);
-    } catch (error) {
-      releaseOrganization();
-      throw error;
-    }
-    const release = () => {
-      releaseCaller();
-      releaseOrganization();
-    };
-    const lastEventId = request.headers['last-event-id'];
-    await liveStreams.serve(reply, request.id, release, async (stream) => {
-      let sent = typeof lastEventId === 'string' ? lastEventId : undefined;
-      const pipelines: PipelineSteps = new Map();
-      let lastWrite = Date.now();
-      const deadline = Date.now() + LIVE_STREAM_MS;
-      // Signed out (here or everywhere) meanwhile: the stream ends with the session.
-      while (!stream.closed() && Date.now() < deadline && (await sessionLive(app, ctx.session))) {
-        const view = await loadRun(ctx, request.params.id, pipelines);
-        const version = runVersion(view);
-        if (version !== sent) {
-          await stream.send(sseHtml('run', version, renderFragment(<RunBody {...view} />)));
-          sent = version;
-          lastWrite = Date.now();
-        }
-        if (FINISHED.has(view.run.status)) return stream.send(sseHtml('done', version, ''));
-        if (Date.now() - lastWrite >= STREAM_KEEPALIVE_MS) {
-          await stream.send(': keepalive\n\n');
-          lastWrite = Date.now();
-        }
-        await sleep(LIVE_POLL_MS);
-      }
+    const pipelines: PipelineSteps = new Map();
+    await live.serve(request, reply, ctx, 'run', async () => {
+      const view = await loadRun(ctx, request.params.id, pipelines);
+      return { version: runVersion(view), html: renderFragment(<RunBody {...view} />), finished: FINISHED.has(view.run.status) };
     });
   });
 
@@ -247,13 +194,36 @@ export async function consoleRoutes(app: App) {
   );
 }
 
+/** The inbox's filters, as its URL's query string holds them. */
+const InboxQuery = Type.Object({
+  status: Type.Optional(Type.String({ maxLength: 32 })),
+  stackId: Type.Optional(IdText),
+  environmentId: Type.Optional(Type.Union([IdText, Type.Literal('')])),
+  createdById: Type.Optional(IdText),
+});
+
+/** One page of the inbox, read through the API. */
+async function loadInbox(ctx: PageContext, filter: RunFilter, cursor?: string): Promise<RunsInboxProps> {
+  const [runs, environments] = await Promise.all([
+    ctx.api.get('/pipeline-runs', { ...filter, cursor, order: 'desc', limit: 50 }),
+    ctx.api.get('/environments', { limit: ENVIRONMENT_CHOICES }),
+  ]);
+  const stackIds = new Set<string>(runs.data.map((r: { attachedEntityId?: string }) => r.attachedEntityId).filter(Boolean));
+  if (filter.stackId) stackIds.add(filter.stackId);
+  return {
+    orgPath: ctx.orgPath,
+    runs: runs.data,
+    stackNames: await stackNames(ctx.api, stackIds),
+    environments: environments.data,
+    filter,
+    viewerId: ctx.me.userId,
+    nextCursor: runs.meta.nextCursor,
+  };
+}
+
 /** How many environments the inbox offers to filter by (the URL takes any environment's id). */
 const ENVIRONMENT_CHOICES = 200;
 const FINISHED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
-/** How often a live page's stream reads its run again. */
-const LIVE_POLL_MS = 2000;
-/** A live stream ends after this long; the browser reconnects with Last-Event-ID and goes on. */
-const LIVE_STREAM_MS = 5 * 60_000;
 
 /** A pipeline version's steps, by version id: versions never change, so a live page reads each once. */
 type PipelineSteps = Map<string, PipelineStepView[]>;
@@ -294,16 +264,12 @@ async function pipelineStepsOf(api: ApiCaller, versionId: string, known: Pipelin
 function runVersion(view: RunPageProps): string {
   const parts = [view.run.status, view.run.attemptEpoch, (view.run as { updatedAt?: string }).updatedAt, view.transitions.length, view.canOperate];
   for (const step of view.steps) parts.push(step.id, step.status, (step as { updatedAt?: string }).updatedAt);
-  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
+  return versionOf(parts);
 }
 
-/** An SSE event whose data is HTML, one `data:` line per line of it. */
-function sseHtml(event: string, id: string, html: string): string {
-  // SSE ends a line at CR as well as LF: a CR in a tenant's text must not end the data line early.
-  return `event: ${event}\nid: ${id}\n${html
-    .split(/\r\n|\r|\n/)
-    .map((line) => `data: ${line}\n`)
-    .join('')}\n`;
+/** A short digest of what a live page shows, for its event ids. */
+function versionOf(parts: unknown): string {
+  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
 }
 
 /** What the browser says of where a request comes from (Sec-Fetch-Site, else Origin) names this site, or nothing. */

@@ -38,17 +38,22 @@ export interface RunsInboxProps {
   /** The viewer's own id, for "Started by me". */
   viewerId: string;
   nextCursor?: string;
+  /** The first page follows new runs and changes of status through this event stream. */
+  liveUrl?: string;
 }
 
-export function RunsInbox({ orgPath, runs, stackNames, environments, filter, viewerId, nextCursor }: RunsInboxProps) {
+/** The inbox's URL (or `path` beside it) with `change` applied to the current filters. */
+export function inboxLink(orgPath: string, filter: RunFilter, change: Partial<RunFilter & { cursor: string }> = {}, path = '/runs') {
+  const query = { ...filter, ...change };
+  const params = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => Boolean(e[1])));
+  const text = params.toString();
+  return `${orgPath}${path}${text ? `?${text}` : ''}`;
+}
+
+export function RunsInbox(props: RunsInboxProps) {
+  const { orgPath, stackNames, environments, filter, viewerId, liveUrl } = props;
   const { status, stackId, environmentId, createdById } = filter;
-  /** The inbox's URL with `change` applied to the current filters. */
-  const link = (change: Partial<RunFilter & { cursor: string }>) => {
-    const query = { ...filter, ...change };
-    const params = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => Boolean(e[1])));
-    const text = params.toString();
-    return `${orgPath}/runs${text ? `?${text}` : ''}`;
-  };
+  const link = (change: Partial<RunFilter & { cursor: string }>) => inboxLink(orgPath, filter, change);
   return (
     <>
       <h1>Runs</h1>
@@ -88,6 +93,22 @@ export function RunsInbox({ orgPath, runs, stackNames, environments, filter, vie
           Filter
         </button>
       </form>
+      {liveUrl ? (
+        <div hx-ext="sse" sse-connect={liveUrl} sse-swap="runs">
+          <RunsTable {...props} />
+        </div>
+      ) : (
+        <RunsTable {...props} />
+      )}
+    </>
+  );
+}
+
+/** The inbox's runs and the link to older ones: the part a live inbox swaps in as runs come and change. */
+export function RunsTable({ orgPath, runs, stackNames, filter, nextCursor }: RunsInboxProps) {
+  const link = (change: Partial<RunFilter & { cursor: string }>) => inboxLink(orgPath, filter, change);
+  return (
+    <>
       {runs.length === 0 ? (
         <p class="muted">No runs match.</p>
       ) : (

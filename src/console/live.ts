@@ -1,0 +1,89 @@
+// Pages that follow what they show: one Server-Sent Events stream per page, whose events carry the part
+// of the page to swap in (htmx's SSE extension), sent again whenever it changes. Each event's id is the
+// version of what it sent: a page that reconnects with Last-Event-ID receives nothing it already shows.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from '../platform/http/app.ts';
+import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
+import { StreamSlots } from '../platform/http/stream-slots.ts';
+import type { PageContext } from './pages.tsx';
+import { sessionLive } from './sessions.service.ts';
+
+/** How often a live page's stream reads what it shows again. */
+const LIVE_POLL_MS = 2000;
+/** A live stream ends after this long; the browser reconnects with Last-Event-ID and goes on. */
+const LIVE_STREAM_MS = 5 * 60_000;
+
+/** What a live page shows now. */
+export interface LiveView {
+  /** Changes exactly when `html` would. */
+  version: string;
+  html: string;
+  /** Nothing more will change: the stream says `done` and ends. */
+  finished: boolean;
+}
+
+export interface LivePages {
+  /** Streams `event` events of `read()`'s HTML as it changes, until it is finished, the session ends or the stream's time is up. */
+  serve(request: FastifyRequest, reply: FastifyReply, ctx: PageContext, event: string, read: () => Promise<LiveView>): Promise<void>;
+}
+
+export function livePages(app: App): LivePages {
+  const streams = new EventStreams(app, 'console page');
+  // Each live page costs a few in-process API reads every LIVE_POLL_MS: bounded per user, per organization
+  // (however many service accounts it makes) and per process.
+  const slots = new StreamSlots({ what: 'console pages followed live', code: 'Api:EventStream:TOO_MANY_STREAMS', maxPerCaller: 16, maxTotal: 256 });
+  const slotsOfOrganizations = new StreamSlots({
+    what: 'console pages followed live in one organization',
+    code: 'Api:EventStream:TOO_MANY_STREAMS',
+    maxPerCaller: 64,
+  });
+
+  return {
+    async serve(request, reply, ctx, event, read) {
+      const releaseOrganization = slotsOfOrganizations.acquire(ctx.me.organizationId);
+      let releaseCaller: () => void;
+      try {
+        releaseCaller = slots.acquire(ctx.me.userId);
+      } catch (error) {
+        releaseOrganization();
+        throw error;
+      }
+      const release = () => {
+        releaseCaller();
+        releaseOrganization();
+      };
+      const lastEventId = request.headers['last-event-id'];
+      await streams.serve(reply, request.id, release, async (stream) => {
+        let sent = typeof lastEventId === 'string' ? lastEventId : undefined;
+        let lastWrite = Date.now();
+        const deadline = Date.now() + LIVE_STREAM_MS;
+        // Signed out (here or everywhere) meanwhile: the stream ends with the session.
+        while (!stream.closed() && Date.now() < deadline && (await sessionLive(app, ctx.session))) {
+          const view = await read();
+          if (view.version !== sent) {
+            await stream.send(sseHtml(event, view.version, view.html));
+            sent = view.version;
+            lastWrite = Date.now();
+          }
+          if (view.finished) return stream.send(sseHtml('done', view.version, ''));
+          if (Date.now() - lastWrite >= STREAM_KEEPALIVE_MS) {
+            await stream.send(': keepalive\n\n');
+            lastWrite = Date.now();
+          }
+          await sleep(LIVE_POLL_MS);
+        }
+      });
+    },
+  };
+}
+
+/** An SSE event whose data is HTML, one `data:` line per line of it. */
+function sseHtml(event: string, id: string, html: string): string {
+  // SSE ends a line at CR as well as LF: a CR in a tenant's text must not end the data line early.
+  return `event: ${event}\nid: ${id}\n${html
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}\n`)
+    .join('')}\n`;
+}
