@@ -255,6 +255,11 @@ describe('the web console', () => {
     assert.equal(older.status, 200);
     assert.ok(older.body.includes(first.id) && !older.body.includes(second!.id));
     assert.doesNotMatch(older.body, /sse-connect/, 'an older page is not live');
+    const session = (await signIn(t.adminToken)).cookie;
+    const byRef = await request('GET', `/orgs/${orgId}/runs?stackId=${stack.id}&ref=release%2F1&commitSha=`, { cookie: session });
+    assert.match(byRef.body, /No runs match/, 'the stack tracks no branch');
+    assert.match(byRef.body, /<input id="ref-filter" type="text" name="ref" value="release\/1"/);
+    assert.equal((await request('GET', `/orgs/${orgId}/runs?commitSha=XYZ`, { cookie: session })).status, 400);
     for (const id of [first.id, second!.id]) await t.call('POST', `/pipeline-runs/${id}/cancel`);
   });
 

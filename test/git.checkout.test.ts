@@ -63,6 +63,13 @@ describe('the checkout of a stack source', () => {
     assert.equal((await t.call('POST', `/pipeline-step-executions/${gate.id}/approve`)).status, 200);
     const done = await waitForRunStatus(t, run.id, 'SUCCEEDED', 60_000);
     assert.equal(done.commitSha, first);
+    // Runs are found by their commit (or its first digits) and by the branch their stack tracks.
+    const ids = async (query: string) => (await t.call('GET', `/pipeline-runs?${query}&limit=200`)).body.data.map((r: { id: string }) => r.id);
+    assert.deepEqual(await ids(`commitSha=${first.slice(0, 7)}`), [run.id]);
+    assert.deepEqual(await ids(`commitSha=${first}`), [run.id]);
+    assert.ok((await ids('ref=main')).includes(run.id));
+    assert.deepEqual(await ids('ref=release'), []);
+    assert.equal((await t.call('GET', '/pipeline-runs?commitSha=ab%25')).status, 400, 'no LIKE wildcard gets through');
     for (const step of (await stepsOf(t, run.id)).filter((s) => s.stepType === 'script')) {
       const lines = await logLines(t, step.id);
       assert.ok(lines.includes('/workspace/src/stacks/app'), lines.join('\n'));

@@ -3,7 +3,7 @@
 // called in-process with the session's key (console-api.ts).
 
 import { createHash } from 'node:crypto';
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError, ForbiddenError } from '../platform/errors.ts';
 import { hasPermission, type Role } from '../platform/auth/roles.ts';
@@ -119,7 +119,7 @@ export async function consoleRoutes(app: App) {
     async (request, reply) => {
       const ctx = await pageContext(request, request.params.org);
       const { cursor, ...query } = request.query;
-      const filter = { ...query, environmentId: query.environmentId || undefined };
+      const filter = inboxFilter(query);
       const inbox = await loadInbox(ctx, filter, cursor);
       // The first page follows new runs as they come; an older page stays as it was read.
       const liveUrl = cursor ? undefined : inboxLink(ctx.orgPath, filter, {}, '/runs/live');
@@ -130,7 +130,7 @@ export async function consoleRoutes(app: App) {
   // The inbox's event stream: its first page of runs whenever a run comes or changes. It never finishes.
   app.get('/orgs/:org/runs/live', { ...page, schema: { hide: true, params: OrgParams, querystring: InboxQuery } }, async (request, reply) => {
     const ctx = await pageContext(request, request.params.org);
-    const filter = { ...request.query, environmentId: request.query.environmentId || undefined };
+    const filter = inboxFilter(request.query);
     await live.serve(request, reply, ctx, 'runs', async () => {
       const inbox = await loadInbox(ctx, filter);
       const parts = inbox.runs.map((r) => [r.id, r.status, (r as { updatedAt?: string }).updatedAt]);
@@ -200,7 +200,14 @@ const InboxQuery = Type.Object({
   stackId: Type.Optional(IdText),
   environmentId: Type.Optional(Type.Union([IdText, Type.Literal('')])),
   createdById: Type.Optional(IdText),
+  ref: Type.Optional(Type.String({ maxLength: 255 })),
+  commitSha: Type.Optional(Type.Union([Type.String({ pattern: '^[0-9a-f]{4,40}$' }), Type.Literal('')])),
 });
+
+/** The filters of an inbox URL, an empty field of its form being no filter. */
+function inboxFilter(query: Static<typeof InboxQuery>): RunFilter {
+  return Object.fromEntries(Object.entries(query).map(([key, value]) => [key, value?.trim() || undefined]));
+}
 
 /** One page of the inbox, read through the API. */
 async function loadInbox(ctx: PageContext, filter: RunFilter, cursor?: string): Promise<RunsInboxProps> {

@@ -1,6 +1,6 @@
 // Read side of runs and step executions; writes go through the engine (src/engine).
 
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { PipelineRunsTable, RunTransitionsTable, StacksTable, StepExecutionsTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { registerDependent, type UsageRow } from '../platform/db/dependents.ts';
@@ -36,18 +36,26 @@ export function findRunById(db: Executor, organizationId: string, id: string): P
   return selectRuns(db).where('r.organization_id', '=', organizationId).where('r.id', '=', id).executeTakeFirst();
 }
 
-export function findRunsPage(
-  db: Executor,
-  organizationId: string,
-  filter: { pipelineId?: string; stackId?: string; environmentId?: string; createdById?: string; status?: RunStatus },
-  page: PageRequest,
-): Promise<RunReadRow[]> {
+export interface RunFilter {
+  pipelineId?: string;
+  stackId?: string;
+  environmentId?: string;
+  createdById?: string;
+  status?: RunStatus;
+  ref?: string;
+  /** A commit SHA or a prefix of one, in lower-case hex (the schema allows nothing else, so it holds no LIKE wildcard). */
+  commitSha?: string;
+}
+
+export function findRunsPage(db: Executor, organizationId: string, filter: RunFilter, page: PageRequest): Promise<RunReadRow[]> {
   let query = selectRuns(db).where('r.organization_id', '=', organizationId);
   if (filter.pipelineId !== undefined) query = query.where('r.pipeline_id', '=', filter.pipelineId);
   if (filter.stackId !== undefined) query = query.where('r.stack_id', '=', filter.stackId);
   if (filter.environmentId !== undefined) query = query.where('s.environment_id', '=', filter.environmentId);
   if (filter.createdById !== undefined) query = query.where('r.created_by_id', '=', filter.createdById);
   if (filter.status !== undefined) query = query.where('r.status', '=', filter.status);
+  if (filter.ref !== undefined) query = query.where(sql<string>`s.source->>'ref'`, '=', filter.ref);
+  if (filter.commitSha !== undefined) query = query.where('r.commit_sha', 'like', `${filter.commitSha}%`);
   return query.$call(keyset(page, 'r.id')).execute();
 }
 

@@ -116,6 +116,19 @@ export const RunListQuery = Type.Object(
     stackId: Type.Optional(Id),
     environmentId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the runs of stacks in this environment' })),
     createdById: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the runs this user (or service account) started' })),
+    ref: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: "Only the runs of stacks whose code source tracks this Git branch or tag (the stack's `source.ref`)",
+      }),
+    ),
+    commitSha: Type.Optional(
+      Type.String({
+        pattern: '^[0-9a-f]{4,40}$',
+        description: 'Only the runs of this commit: its SHA, or the first 4 or more of its hex digits (lower case)',
+      }),
+    ),
     status: Type.Optional(StringEnum(RUN_STATUSES)),
   },
   { additionalProperties: false },

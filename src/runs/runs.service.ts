@@ -24,8 +24,8 @@ export async function getRun(db: Executor, principal: Principal, id: string) {
 }
 
 export async function listRuns(db: Db, principal: Principal, query: RunListQuery, page: PageRequest) {
-  const { pipelineId, stackId, environmentId, createdById, status } = query;
-  const filter = { pipelineId, stackId, environmentId, createdById, status };
+  const { pipelineId, stackId, environmentId, createdById, status, ref, commitSha } = query;
+  const filter = { pipelineId, stackId, environmentId, createdById, status, ref, commitSha };
   const { items, meta } = toPage(await findRunsPage(db, principal.organizationId, filter, page), page, (r) => r.id);
   return { items: items.map(runRowToRun), meta };
 }

@@ -77,6 +77,8 @@ type RunListFlags = ListFlags & {
   pipeline?: string;
   env?: string;
   createdBy?: string;
+  ref?: string;
+  commit?: string;
   status?: PipelineRun['status'];
   watch?: boolean;
 };
@@ -151,6 +153,8 @@ export function runCommands(run: Command) {
       .option('--pipeline <pipeline>', 'only the runs of this pipeline (id, givenId or name)')
       .option('--env <environment>', 'only the runs of stacks in this environment (id, givenId or name)')
       .option('--created-by <user>', 'only the runs this user or service account started (its id, or "me")')
+      .option('--ref <ref>', 'only the runs of stacks that track this Git branch or tag')
+      .option('--commit <sha>', 'only the runs of this commit (its SHA or the first 4 or more hex digits)')
       .addOption(new Option('--status <status>', `only runs with this status: ${RUN_STATUSES.join(', ')} (any case)`).argParser(parseStatus))
       .addOption(watchOption()),
     'plinth run list --stack site --status failed --limit 5',
@@ -164,6 +168,8 @@ export function runCommands(run: Command) {
         ...(o.env ? { environmentId: await s.resolve('environment', o.env) } : {}),
         ...(o.createdBy ? { createdById: o.createdBy === 'me' ? (await unwrap(s.plinth.api.GET('/auth/whoami'))).data.userId : o.createdBy } : {}),
         ...(o.status ? { status: o.status } : {}),
+        ...(o.ref ? { ref: o.ref } : {}),
+        ...(o.commit ? { commitSha: o.commit.toLowerCase() } : {}),
       };
       const print = async () => {
         const listed = await readList(s.plinth, '/pipeline-runs', { query }, o);

@@ -27,6 +27,10 @@ export interface RunFilter {
   stackId?: string;
   environmentId?: string;
   createdById?: string;
+  /** The Git branch or tag the runs' stacks track. */
+  ref?: string;
+  /** A commit SHA or its first hex digits. */
+  commitSha?: string;
 }
 
 export interface RunsInboxProps {
@@ -52,7 +56,7 @@ export function inboxLink(orgPath: string, filter: RunFilter, change: Partial<Ru
 
 export function RunsInbox(props: RunsInboxProps) {
   const { orgPath, stackNames, environments, filter, viewerId, liveUrl } = props;
-  const { status, stackId, environmentId, createdById } = filter;
+  const { status, stackId, environmentId, createdById, ref, commitSha } = filter;
   const link = (change: Partial<RunFilter & { cursor: string }>) => inboxLink(orgPath, filter, change);
   return (
     <>
@@ -89,6 +93,10 @@ export function RunsInbox(props: RunsInboxProps) {
             </option>
           ))}
         </select>
+        <label for="ref-filter">Branch or tag</label>
+        <input id="ref-filter" type="text" name="ref" value={ref ?? ''} maxLength={255} />
+        <label for="commit-filter">Commit</label>
+        <input id="commit-filter" type="text" name="commitSha" value={commitSha ?? ''} maxLength={40} pattern="[0-9a-f]{4,40}" />
         <button type="submit" class="secondary">
           Filter
         </button>

@@ -13624,6 +13624,8 @@ export interface operations {
     listPipelineRuns: {
         parameters: {
             query?: {
+                /** @description Only the runs of this commit: its SHA, or the first 4 or more of its hex digits (lower case) */
+                commitSha?: string;
                 /** @description Only the runs this user (or service account) started */
                 createdById?: string;
                 cursor?: string | null;
@@ -13633,6 +13635,8 @@ export interface operations {
                 /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
                 order?: "asc" | "desc";
                 pipelineId?: string;
+                /** @description Only the runs of stacks whose code source tracks this Git branch or tag (the stack's `source.ref`) */
+                ref?: string;
                 stackId?: string;
                 status?: "QUEUED" | "RUNNING" | "WAITING_FOR_APPROVAL" | "SUCCEEDED" | "FAILED" | "CANCELLED";
             };
