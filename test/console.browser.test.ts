@@ -284,6 +284,48 @@ describe('the web console in a real browser', { skip }, () => {
     assert.deepEqual(problems, []);
   });
 
+  it('goes to a stack from the keyboard, follows shortcuts, copies an id, and reads well in the dark theme', async () => {
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const name = (await t.call('GET', `/stacks/${stack.id}`)).body.data.name as string;
+    const run = await triggerRun(t, stack.id);
+    await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const { page, problems } = await newPage();
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl });
+    await signIn(page, t.adminToken);
+
+    await page.keyboard.press('/');
+    await page.getByLabel(/A stack or environment by name/).fill(name);
+    const match = page.locator('#palette-results a', { hasText: name });
+    await match.waitFor();
+    assert.deepEqual(await seriousViolations(page), [], 'the open palette');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(new RegExp(`/stacks/${stack.id}$`));
+
+    await page.keyboard.press('g');
+    await page.keyboard.press('r');
+    await page.waitForURL(/\/runs$/);
+    await page.keyboard.press('j');
+    assert.equal(await page.locator('tr.current').count(), 1);
+    await page.keyboard.press('?');
+    await page.getByRole('heading', { name: 'Keyboard shortcuts' }).waitFor();
+    await page.keyboard.press('Escape');
+
+    await page.goto(`${baseUrl}/orgs/${orgId}/runs/${run.id}`);
+    await page.getByRole('button', { name: 'Copy ID of this run' }).click();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), run.id);
+
+    await page.getByLabel('Theme').selectOption('dark');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(new RegExp(`/runs/${run.id}$`));
+    assert.equal(await page.locator('html').getAttribute('data-theme'), 'dark');
+    assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), 'rgb(13, 17, 23)');
+    await screenshot(page, 'run-dark', false);
+    assert.deepEqual(await seriousViolations(page), [], 'run page, dark theme');
+    assert.deepEqual(problems, []);
+    await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+  });
+
   it('shows a VIEWER the run without any button that would change it', async () => {
     const viewer = await userCaller(t, 'browser-viewer@example.com', 'VIEWER');
     const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
@@ -294,7 +336,8 @@ describe('the web console in a real browser', { skip }, () => {
     await page.goto(`${baseUrl}/orgs/${orgId}/runs/${run.id}`);
     assert.match((await page.locator('h1').textContent()) ?? '', /waiting for approval/);
     const buttons = await page.getByRole('button').allTextContents();
-    assert.deepEqual(buttons.sort(), ['Sign out', 'Sign out everywhere']);
+    // Only buttons that change nothing of the organization's.
+    assert.deepEqual(buttons.sort(), ['Apply', 'Copy ID', 'Copy link', 'Go to…', 'Sign out', 'Sign out everywhere']);
     assert.deepEqual(await seriousViolations(page), [], 'run page as a VIEWER');
     assert.deepEqual(problems, []);
     await t.call('POST', `/pipeline-runs/${run.id}/cancel`);

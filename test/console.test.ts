@@ -227,7 +227,7 @@ describe('the web console', () => {
     const inboxUrl = `/orgs/${orgId}/runs?stackId=${stack.id}`;
     const liveUrl = `/orgs/${orgId}/runs/live?stackId=${stack.id}`;
     const page = await request('GET', inboxUrl, { cookie });
-    assert.ok(page.body.includes(`sse-connect="${liveUrl}"`), 'the first page is live');
+    assert.ok(page.body.includes(`sse-connect="${liveUrl}&amp;v=`), 'the first page is live, from the version it shows');
 
     let second: { id: string } | undefined;
     let signedOut: Promise<unknown> | undefined;
@@ -263,7 +263,55 @@ describe('the web console', () => {
     for (const id of [first.id, second!.id]) await t.call('POST', `/pipeline-runs/${id}/cancel`);
   });
 
-  it('keeps a run page current through its event stream until the run finishes, and resumes without repeats', async () => {
+  it('answers the command palette with stacks and environments by part of their name, and a run by its id', async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const name = (await t.call('GET', `/stacks/${stack.id}`)).body.data.name as string;
+    const run = await triggerRun(t, stack.id);
+    const palette = (q: string) => request('GET', `/orgs/${orgId}/palette?q=${encodeURIComponent(q)}`, { cookie });
+    const byName = await palette(name.toUpperCase());
+    assert.ok(byName.body.includes(`href="/orgs/${orgId}/stacks/${stack.id}"`), byName.body);
+    assert.equal(
+      (await t.call('GET', `/stacks?search=${encodeURIComponent(name.slice(1).toLowerCase())}&limit=200`)).body.data.filter(
+        (s: { id: string }) => s.id === stack.id,
+      ).length,
+      1,
+    );
+    const env = (await t.call('GET', `/stacks/${stack.id}`)).body.data.environmentId;
+    const envName = (await t.call('GET', `/environments/${env}`)).body.data.name as string;
+    assert.ok((await palette(envName)).body.includes(`/stacks?environmentId=${env}`));
+    const byRun = await palette(run.id);
+    assert.ok(byRun.body.includes(`href="/orgs/${orgId}/runs/${run.id}"`));
+    assert.match((await palette('no-such-thing-anywhere')).body, /Nothing matches/);
+    assert.match((await palette('stac')).body, /<span class="muted">Page<\/span> Stacks/);
+    assert.equal((await palette('')).body, '');
+    assert.equal((await palette('x'.repeat(101))).status, 400);
+    await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+  });
+
+  it('keeps the theme a reader chose in a cookie, and comes back only to a path of this site', async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const page = await request('GET', `/orgs/${orgId}/stacks`, { cookie });
+    assert.match(page.body, /^<!doctype html><html lang="en">/, 'the system theme by default');
+    const chosen = await request('POST', '/preferences/theme', { cookie, form: { _csrf: csrfOf(page.body), theme: 'dark', back: `/orgs/${orgId}/stacks` } });
+    assert.equal(chosen.status, 303);
+    assert.equal(chosen.location, `/orgs/${orgId}/stacks`);
+    const theme = chosen.cookies.find((c) => c.name === 'plinth_theme')!;
+    assert.equal(theme.value, 'dark');
+    const dark = await request('GET', `/orgs/${orgId}/stacks`, { cookie: `${cookie}; plinth_theme=dark` });
+    assert.match(dark.body, /<html lang="en" data-theme="dark">/);
+    assert.match((await request('GET', '/sign-in', { cookie: 'plinth_theme=light' })).body, /data-theme="light"/);
+    assert.doesNotMatch((await request('GET', '/sign-in', { cookie: 'plinth_theme=%22%3E%3Cscript%3E' })).body, /data-theme/);
+    for (const back of ['//evil.example/x', '/\\evil.example', 'https://evil.example/']) {
+      const res = await request('POST', '/preferences/theme', { cookie, form: { _csrf: csrfOf(page.body), theme: 'light', back } });
+      assert.equal(res.location, '/', back);
+    }
+    assert.equal((await request('POST', '/preferences/theme', { cookie, form: { theme: 'dark' } })).status, 403, 'a signed-in form needs its token');
+    assert.equal((await request('POST', '/preferences/theme', { form: { theme: 'dark', back: '/sign-in' } })).location, '/sign-in');
+    assert.equal((await request('POST', '/preferences/theme', { form: { theme: 'neon' } })).status, 400);
+  });
+
+  it("opens a run page's stream from the version the page shows, sending only what changes until the run finishes", async () => {
     const { cookie } = await signIn(t.adminToken);
     const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
     const run = await triggerRun(t, stack.id);
@@ -271,8 +319,24 @@ describe('the web console', () => {
     const pageUrl = `/orgs/${orgId}/runs/${run.id}`;
     const liveUrl = `${pageUrl}/live`;
     const page = await request('GET', pageUrl, { cookie });
-    assert.ok(page.body.includes(`sse-connect="${liveUrl}"`));
+    const shown = new RegExp(`sse-connect="${liveUrl}\\?v=([\\w-]+)"`).exec(page.body)![1];
 
+    // Opened with the version the page shows, the stream sends nothing until the run changes.
+    const reading = readEvents(`${liveUrl}?v=${shown}`, cookie!, () => {});
+    assert.equal((await t.call('POST', `/pipeline-step-executions/${step.id}/approve`)).status, 200);
+    const fromPage = await reading;
+    assert.equal(fromPage.status, 200);
+    for (const event of fromPage.events) assert.doesNotMatch(event.data, /Approve approve/, 'nothing the page already shows');
+    assert.equal(fromPage.events.at(-1)?.event, 'done');
+  });
+
+  it("sends a run page's body at once to a stream opened without a version, then each change, and resumes without repeats", async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const run = await triggerRun(t, stack.id);
+    const step = await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const pageUrl = `/orgs/${orgId}/runs/${run.id}`;
+    const liveUrl = `${pageUrl}/live`;
     let approval: Promise<unknown> | undefined;
     const live = await readEvents(liveUrl, cookie!, (event) => {
       if (event.event === 'run' && !approval) approval = t.call('POST', `/pipeline-step-executions/${step.id}/approve`);

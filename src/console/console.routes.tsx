@@ -14,6 +14,8 @@ import { registerAssets, type Assets } from './assets.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
 import { consoleEnvironmentRoutes } from './environments.routes.tsx';
 import { livePages } from './live.ts';
+import { consolePaletteRoutes } from './palette.routes.tsx';
+import { setTheme, THEMES, themeOf } from './preferences.ts';
 import { consoleLogRoutes } from './logs.routes.tsx';
 import { consolePlanRoutes } from './plans.routes.tsx';
 import { consoleStackRoutes } from './stacks.routes.tsx';
@@ -71,6 +73,7 @@ export async function consoleRoutes(app: App) {
   consolePlanRoutes(app, pages);
   consoleStackRoutes(app, pages);
   consoleEnvironmentRoutes(app, pages);
+  consolePaletteRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);
@@ -93,6 +96,31 @@ export async function consoleRoutes(app: App) {
         if (error instanceof SignInRefused) return again(401, `That key cannot sign in: ${error.message}.`);
         throw error;
       }
+    },
+  );
+
+  // The theme form, on every page: a signed-in reader's form carries the session's token; the sign-in
+  // page's cannot, and a cross-site POST is refused before this runs either way.
+  app.post(
+    '/preferences/theme',
+    {
+      ...page,
+      schema: {
+        hide: true,
+        body: Type.Object({
+          _csrf: Type.Optional(CsrfField),
+          theme: Type.Union(THEMES.map((t) => Type.Literal(t))),
+          back: Type.Optional(Type.String({ maxLength: 2048 })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const session = await currentSession(app, request);
+      if (session && !csrfMatches(session, request.body._csrf)) {
+        throw new ForbiddenError('The form is out of date or came from another site: reload the page and try again', 'Auth:Csrf:INVALID');
+      }
+      setTheme(request, reply, request.body.theme);
+      return reply.redirect(sameSitePath(request.body.back), 303);
     },
   );
 
@@ -122,38 +150,46 @@ export async function consoleRoutes(app: App) {
       const filter = inboxFilter(query);
       const inbox = await loadInbox(ctx, filter, cursor);
       // The first page follows new runs as they come; an older page stays as it was read.
-      const liveUrl = cursor ? undefined : inboxLink(ctx.orgPath, filter, {}, '/runs/live');
+      const liveUrl = cursor ? undefined : inboxLink(ctx.orgPath, filter, { v: inboxVersion(inbox) }, '/runs/live');
       return html(reply, 'Runs', ctx.viewer, <RunsInbox {...inbox} liveUrl={liveUrl} />);
     },
   );
 
   // The inbox's event stream: its first page of runs whenever a run comes or changes. It never finishes.
-  app.get('/orgs/:org/runs/live', { ...page, schema: { hide: true, params: OrgParams, querystring: InboxQuery } }, async (request, reply) => {
-    const ctx = await pageContext(request, request.params.org);
-    const filter = inboxFilter(request.query);
-    await live.serve(request, reply, ctx, 'runs', async () => {
-      const inbox = await loadInbox(ctx, filter);
-      const parts = inbox.runs.map((r) => [r.id, r.status, (r as { updatedAt?: string }).updatedAt]);
-      return { version: versionOf([parts, [...inbox.stackNames]]), html: renderFragment(<RunsTable {...inbox} />), finished: false };
-    });
-  });
+  app.get(
+    '/orgs/:org/runs/live',
+    { ...page, schema: { hide: true, params: OrgParams, querystring: Type.Object({ ...InboxQuery.properties, v: LiveVersion }) } },
+    async (request, reply) => {
+      const ctx = await pageContext(request, request.params.org);
+      const { v, ...query } = request.query;
+      const filter = inboxFilter(query);
+      await live.serve(request, reply, ctx, 'runs', v, async () => {
+        const inbox = await loadInbox(ctx, filter);
+        return { version: inboxVersion(inbox), html: renderFragment(<RunsTable {...inbox} />), finished: false };
+      });
+    },
+  );
 
   app.get('/orgs/:org/runs/:id', { ...page, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
     const ctx = await pageContext(request, request.params.org);
     const view = await loadRun(ctx, request.params.id);
-    const liveUrl = FINISHED.has(view.run.status) ? undefined : `${ctx.orgPath}/runs/${encodeURIComponent(view.run.id)}/live`;
+    const liveUrl = FINISHED.has(view.run.status) ? undefined : `${ctx.orgPath}/runs/${encodeURIComponent(view.run.id)}/live?v=${runVersion(view)}`;
     return html(reply, `Run ${view.run.id.slice(-8)}`, ctx.viewer, <RunPage {...view} liveUrl={liveUrl} />);
   });
 
   // The run page's event stream: the page's body whenever it changes, then `done` once the run has finished.
-  app.get('/orgs/:org/runs/:id/live', { ...page, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
-    const ctx = await pageContext(request, request.params.org);
-    const pipelines: PipelineSteps = new Map();
-    await live.serve(request, reply, ctx, 'run', async () => {
-      const view = await loadRun(ctx, request.params.id, pipelines);
-      return { version: runVersion(view), html: renderFragment(<RunBody {...view} />), finished: FINISHED.has(view.run.status) };
-    });
-  });
+  app.get(
+    '/orgs/:org/runs/:id/live',
+    { ...page, schema: { hide: true, params: RecordParams, querystring: Type.Object({ v: LiveVersion }) } },
+    async (request, reply) => {
+      const ctx = await pageContext(request, request.params.org);
+      const pipelines: PipelineSteps = new Map();
+      await live.serve(request, reply, ctx, 'run', request.query.v, async () => {
+        const view = await loadRun(ctx, request.params.id, pipelines);
+        return { version: runVersion(view), html: renderFragment(<RunBody {...view} />), finished: FINISHED.has(view.run.status) };
+      });
+    },
+  );
 
   const ActionForm = Type.Object({ _csrf: Type.Optional(CsrfField) });
 
@@ -192,6 +228,16 @@ export async function consoleRoutes(app: App) {
       return reply.redirect(`${ctx.orgPath}/runs/${encodeURIComponent(step.pipelineRunId ?? request.query.run)}`, 303);
     },
   );
+}
+
+/** The version of what a live page showed when it was sent: its stream sends nothing until that changes. */
+const LiveVersion = Type.Optional(Type.String({ maxLength: 64 }));
+
+/** What the inbox's table shows changes exactly when one of these does. */
+function inboxVersion(inbox: RunsInboxProps): string {
+  const parts = inbox.runs.map((r) => [r.id, r.status, (r as { updatedAt?: string }).updatedAt]);
+  // Sorted: the names arrive in whatever order their reads end.
+  return versionOf([parts, [...inbox.stackNames].sort(), inbox.nextCursor]);
 }
 
 /** The inbox's filters, as its URL's query string holds them. */
@@ -279,6 +325,11 @@ function versionOf(parts: unknown): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
 }
 
+/** A path on this site to go back to; anything else (another host, `//host`, `/\\host`) is the home page. */
+function sameSitePath(back: string | undefined): string {
+  return back && /^\/(?![/\\])/.test(back) ? back : '/';
+}
+
 /** What the browser says of where a request comes from (Sec-Fetch-Site, else Origin) names this site, or nothing. */
 function fromThisSite(request: FastifyRequest): boolean {
   const site = request.headers['sec-fetch-site'];
@@ -323,5 +374,13 @@ function renderError(assets: Assets, error: FastifyError, request: FastifyReques
   return reply
     .status(status)
     .type('text/html; charset=utf-8')
-    .send(renderPage({ title: 'Error', assets, children: <ErrorMessage status={status} message={message} code={code} /> }));
+    .send(
+      renderPage({
+        title: 'Error',
+        assets,
+        theme: themeOf(request),
+        path: request.url,
+        children: <ErrorMessage status={status} message={message} code={code} />,
+      }),
+    );
 }

@@ -25,8 +25,11 @@ export interface LiveView {
 }
 
 export interface LivePages {
-  /** Streams `event` events of `read()`'s HTML as it changes, until it is finished, the session ends or the stream's time is up. */
-  serve(request: FastifyRequest, reply: FastifyReply, ctx: PageContext, event: string, read: () => Promise<LiveView>): Promise<void>;
+  /**
+   * Streams `event` events of `read()`'s HTML as it changes, until it is finished, the session ends or
+   * the stream's time is up. `shown` is the version the page was sent with: nothing is sent until it changes.
+   */
+  serve(request: FastifyRequest, reply: FastifyReply, ctx: PageContext, event: string, shown: string | undefined, read: () => Promise<LiveView>): Promise<void>;
 }
 
 export function livePages(app: App): LivePages {
@@ -41,7 +44,7 @@ export function livePages(app: App): LivePages {
   });
 
   return {
-    async serve(request, reply, ctx, event, read) {
+    async serve(request, reply, ctx, event, shown, read) {
       const releaseOrganization = slotsOfOrganizations.acquire(ctx.me.organizationId);
       let releaseCaller: () => void;
       try {
@@ -56,7 +59,7 @@ export function livePages(app: App): LivePages {
       };
       const lastEventId = request.headers['last-event-id'];
       await streams.serve(reply, request.id, release, async (stream) => {
-        let sent = typeof lastEventId === 'string' ? lastEventId : undefined;
+        let sent = typeof lastEventId === 'string' ? lastEventId : shown;
         let lastWrite = Date.now();
         const deadline = Date.now() + LIVE_STREAM_MS;
         // Signed out (here or everywhere) meanwhile: the stream ends with the session.

@@ -9,6 +9,7 @@ import type { App } from '../platform/http/app.ts';
 import type { Assets } from './assets.ts';
 import { apiCaller, type ApiCaller } from './console-api.ts';
 import { csrfMatches, currentSession, type ConsoleSession, type WhoAmI } from './sessions.service.ts';
+import { themeOf } from './preferences.ts';
 import { renderPage, type Viewer } from './views/layout.tsx';
 
 export const CsrfField = Type.String({ maxLength: 100 });
@@ -62,6 +63,9 @@ export function pages(app: App, assets: Assets): Pages {
       };
       return { session, api, me, viewer, orgPath: `/orgs/${encodeURIComponent(me.organizationId)}` };
     },
-    html: (reply, title, viewer, body) => reply.type('text/html; charset=utf-8').send(renderPage({ title, assets, viewer, children: body })),
+    html: (reply, title, viewer, body) =>
+      reply
+        .type('text/html; charset=utf-8')
+        .send(renderPage({ title, assets, viewer, theme: themeOf(reply.request), path: reply.request.url, children: body })),
   };
 }

@@ -50,11 +50,11 @@ const sealContext = (tokenHash: string) => `console-session:${tokenHash}`;
  * Served over HTTPS (directly, or behind a trusted proxy that says so), the cookies are Secure and
  * __Host- bound: no other host, not even a sibling subdomain, can set or overwrite them.
  */
-function cookieName(request: FastifyRequest, name: string): string {
+export function cookieName(request: FastifyRequest, name: string): string {
   return request.protocol === 'https' ? `__Host-${name}` : name;
 }
 
-function cookieOptions(request: FastifyRequest, maxAgeSeconds?: number) {
+export function cookieOptions(request: FastifyRequest, maxAgeSeconds?: number) {
   return { path: '/', httpOnly: true, sameSite: 'strict' as const, secure: request.protocol === 'https', ...(maxAgeSeconds ? { maxAge: maxAgeSeconds } : {}) };
 }
 

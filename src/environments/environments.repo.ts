@@ -6,6 +6,7 @@ import { keyset, type PageRequest } from '../platform/pagination.ts';
 import { findProjectGivenIds } from '../projects/projects.repo.ts';
 import type { Environment } from './environments.schema.ts';
 import type { NamedFilter } from '../platform/schema.ts';
+import { nameHolds } from '../platform/db/search.ts';
 
 export type EnvironmentRow = Selectable<EnvironmentsTable>;
 
@@ -50,11 +51,12 @@ export function findEnvironmentById(db: Executor, organizationId: string, id: st
   return query.executeTakeFirst();
 }
 
-export function findEnvironmentsPage(db: Executor, organizationId: string, page: PageRequest, filter: NamedFilter & { projectId?: string }) {
+export function findEnvironmentsPage(db: Executor, organizationId: string, page: PageRequest, filter: NamedFilter & { projectId?: string; search?: string }) {
   let query = db.selectFrom('environments').selectAll().where('organization_id', '=', organizationId);
   if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
   if (filter.givenId !== undefined) query = query.where('given_id', '=', filter.givenId);
   if (filter.name !== undefined) query = query.where('name', '=', filter.name);
+  if (filter.search !== undefined) query = query.where(nameHolds(filter.search));
   return query.$call(keyset(page, 'environments.id')).execute();
 }
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Body, Description, GivenId, Id, Name, NamedFilter, Nullable, OrderedPaginationQuery, UtcDateTime } from '../platform/schema.ts';
+import { Body, Description, GivenId, Id, Name, NamedFilter, Nullable, SearchFilter, OrderedPaginationQuery, UtcDateTime } from '../platform/schema.ts';
 
 export const Environment = Type.Object(
   {
@@ -43,7 +43,12 @@ export const UpdateEnvironment = Body(
 export type UpdateEnvironment = Static<typeof UpdateEnvironment>['data'];
 
 export const EnvironmentListQuery = Type.Object(
-  { ...OrderedPaginationQuery.properties, projectId: Type.Optional({ ...Id, description: 'Only the environments of this project' }), ...NamedFilter },
+  {
+    ...OrderedPaginationQuery.properties,
+    projectId: Type.Optional({ ...Id, description: 'Only the environments of this project' }),
+    ...NamedFilter,
+    ...SearchFilter,
+  },
   { additionalProperties: false },
 );
 export type EnvironmentListQuery = Static<typeof EnvironmentListQuery>;

@@ -59,6 +59,11 @@ export interface NamedFilter {
   name?: string;
 }
 
+/** A search of a list by name: what a person types to find a record (the console's command palette). */
+export const SearchFilter = {
+  search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only records whose name or givenId holds this text, ignoring case' })),
+};
+
 export const ErrorDetailSection = Type.Object({
   title: Type.String(),
   render: StringEnum(['list', 'object'] as const),

@@ -6,6 +6,7 @@ import { keyset, type PageRequest } from '../platform/pagination.ts';
 import { PIPELINE_USAGE } from '../pipelines/pipelines.repo.ts';
 import { PUSH_ACTIONS, type Stack, type StackSource } from './stacks.schema.ts';
 import type { NamedFilter } from '../platform/schema.ts';
+import { nameHolds } from '../platform/db/search.ts';
 
 export type StackRow = Selectable<StacksTable>;
 
@@ -95,7 +96,7 @@ export function lockStackInOrg(trx: Trx, organizationId: string, id: string): Pr
 export function findStacksPage(
   db: Executor,
   organizationId: string,
-  filter: NamedFilter & { projectId?: string; environmentId?: string },
+  filter: NamedFilter & { projectId?: string; environmentId?: string; search?: string },
   page: PageRequest,
 ): Promise<StackRow[]> {
   let query = selectStacks(db).where('organization_id', '=', organizationId);
@@ -103,6 +104,7 @@ export function findStacksPage(
   if (filter.name !== undefined) query = query.where('name', '=', filter.name);
   if (filter.projectId !== undefined) query = query.where('project_id', '=', filter.projectId);
   if (filter.environmentId !== undefined) query = query.where('environment_id', '=', filter.environmentId);
+  if (filter.search !== undefined) query = query.where(nameHolds(filter.search));
   return query.$call(keyset(page, 'stacks.id')).execute();
 }
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Body, Description, GivenId, Id, Name, NamedFilter, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import { Body, Description, GivenId, Id, Name, NamedFilter, OrderedPaginationQuery, SearchFilter, StringEnum, UtcDateTime } from '../platform/schema.ts';
 import { RUN_ACTIONS, STACK_TYPES } from '../platform/db/enums.ts';
 import { PipelineConfigSchema } from '../pipelines/pipelines.schema.ts';
 
@@ -77,7 +77,7 @@ export const UpdateStack = Body(
 export type UpdateStack = Static<typeof UpdateStack>['data'];
 
 export const StackListQuery = Type.Object(
-  { ...OrderedPaginationQuery.properties, projectId: Type.Optional(Id), environmentId: Type.Optional(Id), ...NamedFilter },
+  { ...OrderedPaginationQuery.properties, projectId: Type.Optional(Id), environmentId: Type.Optional(Id), ...NamedFilter, ...SearchFilter },
   { additionalProperties: false },
 );
 export type StackListQuery = Static<typeof StackListQuery>;

@@ -1,5 +1,6 @@
-// The console's own behaviour, small and without dependencies: line anchors in the log viewer and
-// following a log's end. Pages work without it; it adds what a link cannot do.
+// The console's own behaviour, small and without dependencies: line anchors in the log viewer,
+// following a log's end, copy buttons, the command palette and keyboard shortcuts. Pages work without
+// it; it adds what a link cannot do.
 (() => {
   const RANGE = /^#L(\d+)(?:-L(\d+))?$/;
   const CONTEXT_LINES = 20;
@@ -55,6 +56,89 @@
     const follow = document.getElementById('log-follow');
     if (follow?.checked) window.scrollTo(0, document.body.scrollHeight);
   });
+  // Copy buttons: a record's id, or a link to the page (without its #fragment).
+  document.addEventListener('click', async (event) => {
+    const button = event.target instanceof Element ? event.target.closest('button[data-copy], button[data-copy-link]') : null;
+    if (!button) return;
+    const text = button.hasAttribute('data-copy') ? button.dataset.copy : location.href.split('#')[0];
+    try {
+      await navigator.clipboard.writeText(text);
+      flash(button, 'Copied');
+    } catch {
+      flash(button, 'Copy failed');
+    }
+  });
+
+  function flash(button, words) {
+    const before = button.textContent;
+    button.textContent = words;
+    setTimeout(() => {
+      button.textContent = before;
+    }, 1500);
+  }
+
+  // Dialogs opened by a button (data-open="<dialog id>") or a key.
+  function open(id) {
+    const dialog = document.getElementById(id);
+    if (!dialog || dialog.open) return;
+    dialog.showModal();
+    if (id === 'palette') {
+      const input = document.getElementById('palette-q');
+      input.value = '';
+      document.getElementById('palette-results').replaceChildren();
+      input.focus();
+    }
+  }
+  document.addEventListener('click', (event) => {
+    const opener = event.target instanceof Element ? event.target.closest('[data-open]') : null;
+    if (opener) open(opener.dataset.open);
+  });
+
+  /** Moves the focus `step` places among `links`, from the one focused. */
+  function moveAmong(links, step) {
+    if (!links.length) return;
+    const at = links.indexOf(document.activeElement);
+    const next = links[Math.max(0, Math.min(links.length - 1, at === -1 ? (step > 0 ? 0 : links.length - 1) : at + step))];
+    next.focus();
+    return next;
+  }
+
+  let goPending = false;
+  document.addEventListener('keydown', (event) => {
+    const palette = document.getElementById('palette');
+    if (palette?.open && (event.key === 'ArrowDown' || event.key === 'ArrowUp')) {
+      event.preventDefault();
+      moveAmong([...palette.querySelectorAll('#palette-results a')], event.key === 'ArrowDown' ? 1 : -1);
+      return;
+    }
+    const target = event.target;
+    const typing = target instanceof HTMLElement && (target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName));
+    if (typing || event.altKey || document.querySelector('dialog[open]')) return;
+    if ((event.key === 'k' && (event.ctrlKey || event.metaKey)) || (event.key === '/' && !event.ctrlKey && !event.metaKey)) {
+      event.preventDefault();
+      open('palette');
+    } else if (event.ctrlKey || event.metaKey) {
+      return;
+    } else if (event.key === '?') {
+      open('shortcuts');
+    } else if (goPending) {
+      goPending = false;
+      const link = document.querySelector(`a[data-go="${CSS.escape(event.key)}"]`);
+      if (link) location.assign(link.href);
+    } else if (event.key === 'g') {
+      goPending = true;
+      setTimeout(() => {
+        goPending = false;
+      }, 1500);
+    } else if (event.key === 'j' || event.key === 'k') {
+      // The first link of each row of the page's lists.
+      const links = [...document.querySelectorAll('main table tbody tr')].map((row) => row.querySelector('a')).filter(Boolean);
+      const row = moveAmong(links, event.key === 'j' ? 1 : -1)?.closest('tr');
+      for (const other of document.querySelectorAll('tr.current')) other.classList.remove('current');
+      row?.classList.add('current');
+    }
+  });
+
   document.addEventListener('change', (event) => {
     if (event.target instanceof HTMLInputElement && event.target.id === 'log-follow' && event.target.checked) {
       window.scrollTo(0, document.body.scrollHeight);

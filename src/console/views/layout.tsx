@@ -1,6 +1,7 @@
 import type { ComponentChildren, VNode } from 'preact';
 import { render } from 'preact-render-to-string';
 import type { Assets } from '../assets.ts';
+import { THEMES, type Theme } from '../preferences.ts';
 
 /** htmx settings that keep it within the Content-Security-Policy: no inline styles, no eval, no inline scripts. */
 const HTMX_CONFIG = JSON.stringify({ includeIndicatorStyles: false, allowEval: false, allowScriptTags: false, selfRequestsOnly: true });
@@ -18,6 +19,10 @@ export interface PageProps {
   title: string;
   assets: Assets;
   viewer?: Viewer;
+  /** The reader's theme: `system` follows the system's. */
+  theme: Theme;
+  /** The page's own path and query, for the theme form to come back to. */
+  path: string;
   children: ComponentChildren;
 }
 
@@ -31,9 +36,9 @@ export function renderFragment(node: VNode): string {
   return render(node);
 }
 
-function Page({ title, assets, viewer, children }: PageProps) {
+function Page({ title, assets, viewer, theme, path, children }: PageProps) {
   return (
-    <html lang="en">
+    <html lang="en" data-theme={theme === 'system' ? undefined : theme}>
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
@@ -55,8 +60,10 @@ function Page({ title, assets, viewer, children }: PageProps) {
             Plinth
           </a>
           {viewer && <Navigation viewer={viewer} />}
+          <ThemeForm theme={theme} path={path} csrfToken={viewer?.csrfToken} />
         </header>
         <main id="main">{children}</main>
+        {viewer && <Dialogs orgPath={`/orgs/${encodeURIComponent(viewer.organizationId)}`} />}
       </body>
     </html>
   );
@@ -69,13 +76,24 @@ function Navigation({ viewer }: { viewer: Viewer }) {
       <nav aria-label="Main">
         <ul>
           <li>
-            <a href={`${org}/runs`}>Runs</a>
+            <a href={`${org}/runs`} data-go="r">
+              Runs
+            </a>
           </li>
           <li>
-            <a href={`${org}/stacks`}>Stacks</a>
+            <a href={`${org}/stacks`} data-go="s">
+              Stacks
+            </a>
           </li>
           <li>
-            <a href={`${org}/environments`}>Environments</a>
+            <a href={`${org}/environments`} data-go="e">
+              Environments
+            </a>
+          </li>
+          <li>
+            <button type="button" class="secondary" data-open="palette" title="Go to a stack, environment or run (/ or Ctrl-K)">
+              Go to…
+            </button>
           </li>
         </ul>
       </nav>
@@ -96,6 +114,97 @@ function Navigation({ viewer }: { viewer: Viewer }) {
         </CsrfForm>
       </div>
     </>
+  );
+}
+
+/** Light, dark, or the system's: a small form in the header, on every page, signed in or not. */
+function ThemeForm({ theme, path, csrfToken }: { theme: Theme; path: string; csrfToken?: string }) {
+  return (
+    <form method="post" action="/preferences/theme" class="theme-form">
+      {csrfToken && <input type="hidden" name="_csrf" value={csrfToken} />}
+      <input type="hidden" name="back" value={path} />
+      <label for="theme-choice">Theme</label>
+      <select id="theme-choice" name="theme">
+        {THEMES.map((t) => (
+          <option key={t} value={t} selected={t === theme}>
+            {t}
+          </option>
+        ))}
+      </select>
+      <button type="submit" class="secondary">
+        Apply
+      </button>
+    </form>
+  );
+}
+
+/** The command palette and the list of shortcuts, opened from the keyboard (console.js) or the header's button. */
+function Dialogs({ orgPath }: { orgPath: string }) {
+  return (
+    <>
+      <dialog id="palette" aria-labelledby="palette-title">
+        <h2 id="palette-title">Go to</h2>
+        <label for="palette-q">A stack or environment by name, or a run by its id</label>
+        <input
+          id="palette-q"
+          type="search"
+          name="q"
+          autocomplete="off"
+          maxLength={100}
+          hx-get={`${orgPath}/palette`}
+          hx-trigger="input changed delay:150ms, search"
+          hx-target="#palette-results"
+        />
+        <ul id="palette-results" class="palette-results" aria-live="polite" />
+        <p class="muted">↑ and ↓ to choose, Enter to go, Esc to close.</p>
+      </dialog>
+      <dialog id="shortcuts" aria-labelledby="shortcuts-title">
+        <h2 id="shortcuts-title">Keyboard shortcuts</h2>
+        <dl class="facts">
+          <dt>
+            <kbd>/</kbd> or <kbd>Ctrl</kbd> <kbd>K</kbd>
+          </dt>
+          <dd>Go to a stack, environment or run</dd>
+          <dt>
+            <kbd>g</kbd> <kbd>r</kbd>
+          </dt>
+          <dd>Runs</dd>
+          <dt>
+            <kbd>g</kbd> <kbd>s</kbd>
+          </dt>
+          <dd>Stacks</dd>
+          <dt>
+            <kbd>g</kbd> <kbd>e</kbd>
+          </dt>
+          <dd>Environments</dd>
+          <dt>
+            <kbd>j</kbd> / <kbd>k</kbd>
+          </dt>
+          <dd>Next / previous row of a list; Enter opens it</dd>
+          <dt>
+            <kbd>?</kbd>
+          </dt>
+          <dd>This list</dd>
+        </dl>
+        <form method="dialog">
+          <button type="submit">Close</button>
+        </form>
+      </dialog>
+    </>
+  );
+}
+
+/** Buttons that copy a record's id and a link to its page. */
+export function CopyButtons({ id, what }: { id: string; what: string }) {
+  return (
+    <span class="copy-buttons">
+      <button type="button" class="secondary small" data-copy={id} aria-label={`Copy ID of this ${what}`}>
+        Copy ID
+      </button>
+      <button type="button" class="secondary small" data-copy-link="" aria-label={`Copy link to this ${what}`}>
+        Copy link
+      </button>
+    </span>
   );
 }
 

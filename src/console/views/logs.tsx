@@ -4,6 +4,7 @@
 
 import { ansiSpans } from '../ansi.ts';
 import { ShortId, StatusBadge } from './format.tsx';
+import { CopyButtons } from './layout.tsx';
 
 export interface LogLineView {
   seq: number;
@@ -126,7 +127,7 @@ export function StepLogPage({ orgPath, step, logUrl, after, search, first }: Ste
   return (
     <>
       <h1>
-        Log of {step.stepName} <StatusBadge status={step.status} />
+        Log of {step.stepName} <StatusBadge status={step.status} /> <CopyButtons id={step.id} what="step" />
       </h1>
       <p class="muted">
         Run <a href={`${orgPath}/runs/${encodeURIComponent(step.pipelineRunId)}`}>{<ShortId id={step.pipelineRunId} />}</a> · step type{' '}

@@ -2,6 +2,7 @@
 // and the attributes that change, before and after (sensitive values arrive already hidden).
 
 import { ShortId, StatusBadge } from './format.tsx';
+import { CopyButtons } from './layout.tsx';
 
 export interface PlanAttributeView {
   name: string;
@@ -62,7 +63,7 @@ export function PlanPage({ orgPath, step, logUrl, plan, filter, planUrl }: PlanP
   return (
     <>
       <h1>
-        Plan of {step.stepName} <StatusBadge status={step.status} />
+        Plan of {step.stepName} <StatusBadge status={step.status} /> <CopyButtons id={step.id} what="step" />
       </h1>
       <p class="muted">
         Run{' '}

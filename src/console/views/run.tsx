@@ -1,5 +1,5 @@
 import { isTerminalStep } from '../../engine/run-state.ts';
-import { CsrfForm } from './layout.tsx';
+import { CopyButtons, CsrfForm } from './layout.tsx';
 import { ShortId, StatusBadge, When } from './format.tsx';
 import { type DagStep, StepGraph } from './dag.tsx';
 import { PlanCounts, type PlanView } from './plan.tsx';
@@ -176,7 +176,7 @@ export function RunBody({ orgPath, run, stackName, steps, pipelineSteps, transit
   return (
     <>
       <h1>
-        Run <ShortId id={run.id} /> <StatusBadge status={run.status} />
+        Run <ShortId id={run.id} /> <StatusBadge status={run.status} /> <CopyButtons id={run.id} what="run" />
       </h1>
       <dl class="facts">
         <dt>Stack</dt>

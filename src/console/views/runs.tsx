@@ -47,7 +47,7 @@ export interface RunsInboxProps {
 }
 
 /** The inbox's URL (or `path` beside it) with `change` applied to the current filters. */
-export function inboxLink(orgPath: string, filter: RunFilter, change: Partial<RunFilter & { cursor: string }> = {}, path = '/runs') {
+export function inboxLink(orgPath: string, filter: RunFilter, change: Partial<RunFilter & { cursor: string; v: string }> = {}, path = '/runs') {
   const query = { ...filter, ...change };
   const params = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => Boolean(e[1])));
   const text = params.toString();

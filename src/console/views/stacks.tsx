@@ -1,7 +1,7 @@
 // Stacks: the list with a form for a new one, and a stack's page (trigger a run, its variables with the
 // sensitive ones write-only, its outputs, recent runs and, for those who may read state, its versions).
 
-import { CsrfForm } from './layout.tsx';
+import { CopyButtons, CsrfForm } from './layout.tsx';
 import { ShortId, StatusBadge, When } from './format.tsx';
 
 export interface StackView {
@@ -206,7 +206,9 @@ export function StackPage(props: StackPageProps) {
   const managed = Boolean(stack.moduleInstanceId);
   return (
     <>
-      <h1>{stack.name}</h1>
+      <h1>
+        {stack.name} <CopyButtons id={stack.id} what="stack" />
+      </h1>
       <dl class="facts">
         <dt>Environment</dt>
         <dd>{environment ? environmentLabel(environment, stack.environmentId) : stack.environmentId}</dd>

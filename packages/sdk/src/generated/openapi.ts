@@ -8485,6 +8485,8 @@ export interface operations {
                 order?: "asc" | "desc";
                 /** @description Only the environments of this project */
                 projectId?: string;
+                /** @description Only records whose name or givenId holds this text, ignoring case */
+                search?: string;
             };
             header?: {
                 /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
@@ -16917,6 +16919,8 @@ export interface operations {
                 /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
                 order?: "asc" | "desc";
                 projectId?: string;
+                /** @description Only records whose name or givenId holds this text, ignoring case */
+                search?: string;
             };
             header?: {
                 /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
