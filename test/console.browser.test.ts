@@ -254,6 +254,10 @@ describe('the web console in a real browser', { skip }, () => {
     await page.getByRole('button', { name: 'Create environment' }).click();
     await page.getByRole('link', { name: 'Live' }).waitFor();
     assert.deepEqual(await seriousViolations(page), [], 'environments page');
+    await page.getByRole('link', { name: 'modules' }).last().click();
+    await page.getByRole('heading', { name: 'Modules of Live' }).waitFor();
+    assert.deepEqual(await seriousViolations(page), [], 'module graph page');
+    await page.goBack();
 
     await page.getByRole('link', { name: 'Stacks' }).click();
     await page.locator('#stack-name').fill('shop-network');

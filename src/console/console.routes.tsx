@@ -14,6 +14,7 @@ import { registerAssets, type Assets } from './assets.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
 import { consoleEnvironmentRoutes } from './environments.routes.tsx';
 import { livePages } from './live.ts';
+import { consoleModuleRoutes } from './modules.routes.tsx';
 import { consolePaletteRoutes } from './palette.routes.tsx';
 import { setTheme, THEMES, themeOf } from './preferences.ts';
 import { consoleLogRoutes } from './logs.routes.tsx';
@@ -74,6 +75,7 @@ export async function consoleRoutes(app: App) {
   consoleStackRoutes(app, pages);
   consoleEnvironmentRoutes(app, pages);
   consolePaletteRoutes(app, pages);
+  consoleModuleRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);
