@@ -8,7 +8,7 @@
 // Then it signs in to the console as a browser does and, with one client on loopback, times from the
 // client's clock GET of the inbox page (the whole HTML page: session, API reads, stack names, render)
 // BENCH_SAMPLES (100) times for each view: no filter, each status filter, a stack, an environment,
-// "started by me", a branch, a commit prefix, and the second page.
+// "started by me", a branch (and one no stack tracks), a commit prefix, and the second page.
 //
 // Prints p50, p95, p99 and max of each. Target: every view under 300 ms at p95. Exits 1 when one is
 // missed. Everything it starts, it stops.
@@ -169,6 +169,7 @@ async function main() {
       ['one environment', `environmentId=${environments[3].id}`],
       ['started by me', `createdById=${me.userId}`],
       ['branch release', 'ref=release'],
+      ['branch no stack tracks', 'ref=nowhere'],
       ['commit prefix (7 digits)', `commitSha=${String(aCommit).slice(0, 7)}`],
       ['second page', `cursor=${cursor}`],
     ];

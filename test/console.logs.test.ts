@@ -95,6 +95,10 @@ describe('the console log viewer', () => {
       api.body.data.map((l: { line: string }) => l.line),
       ['Needle on stderr'],
     );
+    const nothing = await t.call('GET', `/pipeline-step-executions/${stepId}/logs?contains=not-in-this-log`);
+    assert.deepEqual(nothing.body.data, []);
+    assert.equal(nothing.body.meta.lastSeq, 2504, 'lastSeq is the last line examined, so a search goes on from there');
+    assert.equal(nothing.body.meta.complete, true);
     assert.equal((await t.call('GET', `/pipeline-step-executions/${stepId}/logs?contains=x&tail=5`)).status, 400);
     assert.equal((await t.call('GET', `/pipeline-step-executions/${stepId}/logs?contains=x&follow=true`)).status, 400);
     assert.equal((await request('GET', `${logUrl()}?q=${'x'.repeat(201)}`, { cookie })).status, 400);

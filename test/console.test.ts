@@ -302,7 +302,7 @@ describe('the web console', () => {
     assert.match(dark.body, /<html lang="en" data-theme="dark">/);
     assert.match((await request('GET', '/sign-in', { cookie: 'plinth_theme=light' })).body, /data-theme="light"/);
     assert.doesNotMatch((await request('GET', '/sign-in', { cookie: 'plinth_theme=%22%3E%3Cscript%3E' })).body, /data-theme/);
-    for (const back of ['//evil.example/x', '/\\evil.example', 'https://evil.example/']) {
+    for (const back of ['//evil.example/x', '/\\evil.example', 'https://evil.example/', '/\t/evil.example', '/\u0001', '/caf\u00e9', '/a b']) {
       const res = await request('POST', '/preferences/theme', { cookie, form: { _csrf: csrfOf(page.body), theme: 'light', back } });
       assert.equal(res.location, '/', back);
     }

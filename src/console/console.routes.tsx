@@ -13,6 +13,7 @@ import { treeProblems } from '../platform/http/input-rules.ts';
 import { registerAssets, type Assets } from './assets.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
 import { consoleEnvironmentRoutes } from './environments.routes.tsx';
+import { consoleAccessRoutes } from './access.routes.tsx';
 import { livePages } from './live.ts';
 import { consoleModuleRoutes } from './modules.routes.tsx';
 import { consolePaletteRoutes } from './palette.routes.tsx';
@@ -24,7 +25,7 @@ import { CsrfField, IdText, OrgParams, PAGE, pages as makePages, RecordParams, S
 import { csrfMatches, currentSession, issueSignInToken, signIn, SignInRefused, signInTokenMatches, signOut } from './sessions.service.ts';
 import { renderFragment, renderPage } from './views/layout.tsx';
 import { RunBody, RunPage, type PipelineStepView, type RunPageProps } from './views/run.tsx';
-import { inboxLink, type RunFilter, RunsInbox, type RunsInboxProps, RunsTable } from './views/runs.tsx';
+import { inboxLink, type RunFilter, type RunRow, RunsInbox, type RunsInboxProps, RunsTable } from './views/runs.tsx';
 import { ErrorMessage, SignIn } from './views/sign-in.tsx';
 
 /** No inline script or style, nothing from elsewhere, never framed. */
@@ -76,6 +77,7 @@ export async function consoleRoutes(app: App) {
   consoleEnvironmentRoutes(app, pages);
   consolePaletteRoutes(app, pages);
   consoleModuleRoutes(app, pages);
+  consoleAccessRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);
@@ -152,7 +154,9 @@ export async function consoleRoutes(app: App) {
       const filter = inboxFilter(query);
       const inbox = await loadInbox(ctx, filter, cursor);
       // The first page follows new runs as they come; an older page stays as it was read.
-      const liveUrl = cursor ? undefined : inboxLink(ctx.orgPath, filter, { v: inboxVersion(inbox) }, '/runs/live');
+      const liveUrl = cursor
+        ? undefined
+        : inboxLink(ctx.orgPath, filter, { v: inboxVersion({ data: inbox.runs, nextCursor: inbox.nextCursor }) }, '/runs/live');
       return html(reply, 'Runs', ctx.viewer, <RunsInbox {...inbox} liveUrl={liveUrl} />);
     },
   );
@@ -165,9 +169,14 @@ export async function consoleRoutes(app: App) {
       const ctx = await pageContext(request, request.params.org);
       const { v, ...query } = request.query;
       const filter = inboxFilter(query);
+      // Only the runs are read to tell whether anything changed; names and the rest only when it did.
       await live.serve(request, reply, ctx, 'runs', v, async () => {
-        const inbox = await loadInbox(ctx, filter);
-        return { version: inboxVersion(inbox), html: renderFragment(<RunsTable {...inbox} />), finished: false };
+        const runs = await readInboxRuns(ctx, filter);
+        return {
+          version: inboxVersion({ data: runs.data, nextCursor: runs.meta.nextCursor }),
+          render: async () => renderFragment(<RunsTable {...(await inboxOf(ctx, filter, runs))} />),
+          finished: false,
+        };
       });
     },
   );
@@ -188,7 +197,7 @@ export async function consoleRoutes(app: App) {
       const pipelines: PipelineSteps = new Map();
       await live.serve(request, reply, ctx, 'run', request.query.v, async () => {
         const view = await loadRun(ctx, request.params.id, pipelines);
-        return { version: runVersion(view), html: renderFragment(<RunBody {...view} />), finished: FINISHED.has(view.run.status) };
+        return { version: runVersion(view), render: async () => renderFragment(<RunBody {...view} />), finished: FINISHED.has(view.run.status) };
       });
     },
   );
@@ -236,10 +245,8 @@ export async function consoleRoutes(app: App) {
 const LiveVersion = Type.Optional(Type.String({ maxLength: 64 }));
 
 /** What the inbox's table shows changes exactly when one of these does. */
-function inboxVersion(inbox: RunsInboxProps): string {
-  const parts = inbox.runs.map((r) => [r.id, r.status, (r as { updatedAt?: string }).updatedAt]);
-  // Sorted: the names arrive in whatever order their reads end.
-  return versionOf([parts, [...inbox.stackNames].sort(), inbox.nextCursor]);
+function inboxVersion(runs: Pick<InboxRuns, 'data'> & { nextCursor?: string }): string {
+  return versionOf([runs.data.map((r) => [r.id, r.status, (r as { updatedAt?: string }).updatedAt]), runs.nextCursor]);
 }
 
 /** The inbox's filters, as its URL's query string holds them. */
@@ -259,16 +266,28 @@ function inboxFilter(query: Static<typeof InboxQuery>): RunFilter {
 
 /** One page of the inbox, read through the API. */
 async function loadInbox(ctx: PageContext, filter: RunFilter, cursor?: string): Promise<RunsInboxProps> {
-  const [runs, environments] = await Promise.all([
-    ctx.api.get('/pipeline-runs', { ...filter, cursor, order: 'desc', limit: 50 }),
-    ctx.api.get('/environments', { limit: ENVIRONMENT_CHOICES }),
-  ]);
-  const stackIds = new Set<string>(runs.data.map((r: { attachedEntityId?: string }) => r.attachedEntityId).filter(Boolean));
+  return inboxOf(ctx, filter, await readInboxRuns(ctx, filter, cursor));
+}
+
+interface InboxRuns {
+  data: RunRow[];
+  meta: { nextCursor?: string };
+}
+
+/** One page of the inbox's runs: all a live inbox reads to know whether anything changed. */
+function readInboxRuns(ctx: PageContext, filter: RunFilter, cursor?: string): Promise<InboxRuns> {
+  return ctx.api.get('/pipeline-runs', { ...filter, cursor, order: 'desc', limit: 50 });
+}
+
+/** The rest of what the inbox shows beside its runs: the stacks' names and the environments to filter by. */
+async function inboxOf(ctx: PageContext, filter: RunFilter, runs: InboxRuns): Promise<RunsInboxProps> {
+  const stackIds = new Set<string>(runs.data.map((r) => r.attachedEntityId).filter((id): id is string => Boolean(id)));
   if (filter.stackId) stackIds.add(filter.stackId);
+  const [environments, names] = await Promise.all([ctx.api.get('/environments', { limit: ENVIRONMENT_CHOICES }), stackNames(ctx.api, stackIds)]);
   return {
     orgPath: ctx.orgPath,
     runs: runs.data,
-    stackNames: await stackNames(ctx.api, stackIds),
+    stackNames: names,
     environments: environments.data,
     filter,
     viewerId: ctx.me.userId,
@@ -327,9 +346,12 @@ function versionOf(parts: unknown): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
 }
 
-/** A path on this site to go back to; anything else (another host, `//host`, `/\\host`) is the home page. */
+/**
+ * A path on this site to go back to; anything else is the home page: another host (`//host`, `/\\host`),
+ * and any control character, space, backslash or non-ASCII character (a browser drops a tab in `/\t/host`).
+ */
 function sameSitePath(back: string | undefined): string {
-  return back && /^\/(?![/\\])/.test(back) ? back : '/';
+  return back && /^\/(?!\/)[!-[\]-~]*$/.test(back) ? back : '/';
 }
 
 /** What the browser says of where a request comes from (Sec-Fetch-Site, else Origin) names this site, or nothing. */

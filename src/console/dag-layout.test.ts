@@ -33,6 +33,14 @@ describe('layoutDag', () => {
     assert.ok(edges[0].path.endsWith(`${b.x},${b.y + NODE_HEIGHT / 2}`));
   });
 
+  it('lays out a chain of 20,000 steps without recursion, in a column each', () => {
+    const chain = Array.from({ length: 20_000 }, (_, i) => ({ id: `s${i}`, needs: i ? [`s${i - 1}`] : [] }));
+    const layout = layoutDag(chain.reverse());
+    const columns = new Set(layout.nodes.map((n) => n.x));
+    assert.equal(columns.size, 20_000);
+    assert.equal(layout.edges.length, 19_999);
+  });
+
   it('ignores needs that name no step, and survives a cycle', () => {
     assert.deepEqual(columnOf(layoutDag([{ id: 'a', needs: ['ghost', 'a'] }])), { a: 0 });
     const cyclic = layoutDag([

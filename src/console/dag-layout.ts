@@ -41,7 +41,8 @@ export function layoutDag(steps: readonly DagInput[]): DagLayout {
   const columns: string[][] = [];
   for (const step of steps) {
     const d = depth.get(step.id)!;
-    columns[d] = [...(columns[d] ?? []), step.id];
+    if (!columns[d]) columns[d] = [];
+    columns[d].push(step.id);
   }
   const row = new Map<string, number>();
   for (const column of columns) {
@@ -79,20 +80,33 @@ export function layoutDag(steps: readonly DagInput[]): DagLayout {
   };
 }
 
-/** Each step's column: 0 without needs, else one more than the deepest need (a need on a cycle counts as none). */
+/**
+ * Each step's column: 0 without needs, else one more than the deepest need (a need on a cycle counts as
+ * none). Walked with a stack of its own, not recursion: a chain of thousands of references is no
+ * deeper for it than a short one.
+ */
 function depths(steps: readonly DagInput[], needsOf: Map<string, string[]>): Map<string, number> {
   const depth = new Map<string, number>();
   const visiting = new Set<string>();
-  const visit = (id: string): number => {
-    const known = depth.get(id);
-    if (known !== undefined) return known;
-    if (visiting.has(id)) return -1;
-    visiting.add(id);
-    const d = Math.max(-1, ...needsOf.get(id)!.map(visit)) + 1;
-    visiting.delete(id);
-    depth.set(id, d);
-    return d;
-  };
-  for (const step of steps) visit(step.id);
+  for (const step of steps) {
+    const stack = [step.id];
+    while (stack.length) {
+      const id = stack[stack.length - 1];
+      if (depth.has(id)) {
+        stack.pop();
+        continue;
+      }
+      visiting.add(id);
+      const pending = needsOf.get(id)!.filter((n) => !depth.has(n) && !visiting.has(n));
+      if (pending.length) {
+        stack.push(...pending);
+        continue;
+      }
+      // A need still being visited is on a cycle: it counts as none.
+      depth.set(id, Math.max(-1, ...needsOf.get(id)!.map((n) => depth.get(n) ?? -1)) + 1);
+      visiting.delete(id);
+      stack.pop();
+    }
+  }
   return depth;
 }

@@ -31,11 +31,12 @@ export function consoleEnvironmentRoutes(app: App, pages: Pages) {
   const Named = { _csrf: CsrfField, name: Type.String({ maxLength: 255 }), givenId: Type.String({ maxLength: 60 }) };
 
   /** A form that creates a record through the API, then shows the page again (with the API's refusal, if any). */
-  const createForm = (path: string, form: 'project' | 'environment', body: ReturnType<typeof Type.Object>) =>
+  const createForm = (path: string, form: 'project' | 'environment', body: ReturnType<typeof Type.Object>, fields: string[]) =>
     app.post(`/orgs/:org${path}`, { ...PAGE, schema: { hide: true, params: OrgParams, body } }, async (request, reply) => {
       const ctx = await pages.context(request, request.params.org);
-      const { _csrf, ...fields } = request.body as Record<string, string>;
-      const data = Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v.trim()]));
+      const posted = request.body as Record<string, string | undefined>;
+      // Only the form's own fields go to the API, whatever else was posted.
+      const data = Object.fromEntries(fields.map((field) => [field, posted[field]?.trim() ?? '']));
       try {
         await ctx.api.post(path, { data });
         return reply.redirect(`${ctx.orgPath}/environments`, 303);
@@ -45,6 +46,6 @@ export function consoleEnvironmentRoutes(app: App, pages: Pages) {
       }
     });
 
-  createForm('/projects', 'project', Type.Object(Named));
-  createForm('/environments', 'environment', Type.Object({ ...Named, projectId: IdText }));
+  createForm('/projects', 'project', Type.Object(Named), ['name', 'givenId']);
+  createForm('/environments', 'environment', Type.Object({ ...Named, projectId: IdText }), ['name', 'givenId', 'projectId']);
 }

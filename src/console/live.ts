@@ -17,9 +17,10 @@ const LIVE_STREAM_MS = 5 * 60_000;
 
 /** What a live page shows now. */
 export interface LiveView {
-  /** Changes exactly when `html` would. */
+  /** Changes exactly when what `render` gives would. */
   version: string;
-  html: string;
+  /** The HTML to send: made only when the version is not the one the page has. */
+  render: () => Promise<string>;
   /** Nothing more will change: the stream says `done` and ends. */
   finished: boolean;
 }
@@ -66,7 +67,7 @@ export function livePages(app: App): LivePages {
         while (!stream.closed() && Date.now() < deadline && (await sessionLive(app, ctx.session))) {
           const view = await read();
           if (view.version !== sent) {
-            await stream.send(sseHtml(event, view.version, view.html));
+            await stream.send(sseHtml(event, view.version, await view.render()));
             sent = view.version;
             lastWrite = Date.now();
           }

@@ -4,6 +4,7 @@
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import { isTerminalStep } from '../engine/run-state.ts';
+import { StreamSlots } from '../platform/http/stream-slots.ts';
 import type { App } from '../platform/http/app.ts';
 import type { ApiCaller } from './console-api.ts';
 import { PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
@@ -35,7 +36,8 @@ const readLines = (api: ApiCaller, stepId: string, query: Record<string, string 
 export function consoleLogRoutes(app: App, pages: Pages) {
   /** Where the chunk after this one comes from. */
   const nextUrl = (ctx: PageContext, stepId: string, view: LogView, chunk: number, search?: string) => (after: number) => {
-    const query = new URLSearchParams({ after: String(after), view, chunk: String(chunk + 1) });
+    // Search results do not make a window: they go on however many chunks they take.
+    const query = new URLSearchParams({ after: String(after), view, chunk: String(view === 'search' ? 1 : chunk + 1) });
     if (search !== undefined) query.set('q', search);
     return `${ctx.orgPath}/steps/${encodeURIComponent(stepId)}/log-lines?${query}`;
   };
@@ -121,16 +123,23 @@ export function consoleLogRoutes(app: App, pages: Pages) {
     },
   );
 
+  // A download reads the next page only once the client has taken the last one, so a stalled client
+  // holds one page; their number is bounded, and one that takes too long is cut off.
+  const downloads = new StreamSlots({ what: 'raw log downloads', code: 'Api:EventStream:TOO_MANY_STREAMS', maxPerCaller: 4, maxTotal: 64 });
+
   // The step's output as it was written, every stream in order, as a file.
   app.get('/orgs/:org/steps/:id/logs/raw', { ...PAGE, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
     const ctx = await pages.context(request, request.params.org);
     const stepId = request.params.id;
     const firstPage = await readLines(ctx.api, stepId, { after: 0, limit: RAW_PAGE_LINES });
-    reply
-      .type('text/plain; charset=utf-8')
-      .header('Content-Disposition', `attachment; filename="step-${stepId}.log"`)
-      .send(Readable.from(rawLog(ctx.api, stepId, firstPage)));
-    return reply;
+    const release = downloads.acquire(ctx.me.userId);
+    const body = Readable.from(rawLog(ctx.api, stepId, firstPage), { highWaterMark: 1 });
+    const deadline = setTimeout(() => body.destroy(new Error('the raw log download took too long')), DOWNLOAD_MS);
+    reply.raw.once('close', () => {
+      clearTimeout(deadline);
+      release();
+    });
+    return reply.type('text/plain; charset=utf-8').header('Content-Disposition', `attachment; filename="step-${stepId}.log"`).send(body);
   });
 }
 
@@ -145,5 +154,7 @@ async function* rawLog(api: ApiCaller, stepId: string, first: LogsPage): AsyncGe
 
 /** The API's largest page. */
 const RAW_PAGE_LINES = 2000;
+/** A raw log download still going after this long is cut off. */
+const DOWNLOAD_MS = 15 * 60_000;
 const EMPTY = Buffer.alloc(0);
 const NEWLINE = Buffer.from('\n');

@@ -6,6 +6,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import type { ComponentChildren } from 'preact';
 import { ForbiddenError } from '../platform/errors.ts';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../platform/http/input-rules.ts';
+import { VariableName } from '../stacks/stack-variables.schema.ts';
 import { hasPermission, roleAtLeast, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
@@ -140,7 +142,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
   ) =>
     app.post(
       `/orgs/:org/stacks/:id${suffix}`,
-      { ...PAGE, schema: { hide: true, params: Type.Object({ ...RecordParams.properties, name: Type.Optional(Type.String({ maxLength: 128 })) }), body } },
+      { ...PAGE, schema: { hide: true, params: Type.Object({ ...RecordParams.properties, name: Type.Optional(VariableName) }), body } },
       async (request, reply) => {
         const params = request.params as { org: string; id: string; name?: string };
         const ctx = await pages.context(request, params.org);
@@ -174,6 +176,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
     'variables',
     Type.Object({ _csrf: CsrfField, variables: Type.String({ maxLength: 64 * 1024 }) }),
     async (ctx, { id }, { variables }) => {
+      if (exceedsJsonDepth(variables)) throw new ApiCallError(400, 'Api:Request:TOO_DEEP', `The variables nest deeper than ${MAX_JSON_DEPTH} levels`);
       let parsed: unknown;
       try {
         parsed = JSON.parse(variables || '{}');
@@ -192,9 +195,9 @@ export function consoleStackRoutes(app: App, pages: Pages) {
   stackForm<{ name: string; value: string }>(
     '/sensitive-variables',
     'sensitive',
-    Type.Object({ _csrf: CsrfField, name: Type.String({ maxLength: 128 }), value: Type.String({ maxLength: 64 * 1024 }) }),
+    Type.Object({ _csrf: CsrfField, name: VariableName, value: Type.String({ maxLength: 64 * 1024 }) }),
     async (ctx, { id }, { name, value }) => {
-      await ctx.api.put(`${apiStack(id)}/sensitive-variables/${encodeURIComponent(name.trim())}`, { data: { value } });
+      await ctx.api.put(`${apiStack(id)}/sensitive-variables/${encodeURIComponent(name)}`, { data: { value } });
       return undefined;
     },
   );

@@ -63,6 +63,20 @@ describe('OpenTofu JSON', () => {
     assert.equal(summary.attributesTruncated, undefined);
   });
 
+  it('hides both sides of an attribute when either is sensitive or holds a secret: a rotated secret leaks neither value', () => {
+    const rotated = summarizePlan(
+      { resource_changes: [{ address: 'db.main', change: { actions: ['update'], before: { password: 'old-one' }, after: { password: 'new-one' } } }] },
+      ['new-one'],
+    )!;
+    assert.deepEqual(rotated.resourceChanges[0].attributes, [{ name: 'password', before: SENSITIVE_VALUE, after: SENSITIVE_VALUE }]);
+    const marked = summarizePlan({
+      resource_changes: [
+        { address: 'db.main', change: { actions: ['update'], before: { token: 'a' }, after: { token: 'b' }, after_sensitive: { token: true } } },
+      ],
+    })!;
+    assert.deepEqual(marked.resourceChanges[0].attributes, [{ name: 'token', before: SENSITIVE_VALUE, after: SENSITIVE_VALUE }]);
+  });
+
   it('cuts long values without splitting a character, and stops listing attributes past its budget', () => {
     // The 300th character of the JSON text is the first half of the emoji.
     const long = `${'x'.repeat(298)}😀tail`;

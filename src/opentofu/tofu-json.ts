@@ -94,8 +94,14 @@ function changedAttributes(change: Record<string, unknown>, secrets: string[]): 
     const unknown = marksAny(marks(name, 'after_unknown'));
     if (!unknown && JSON.stringify(before[name]) === JSON.stringify(after[name])) continue;
     const attribute: PlannedAttribute = { name };
-    const shownBefore = shownValue(before[name], marksAny(marks(name, 'before_sensitive')), secrets);
-    const shownAfter = unknown ? UNKNOWN_VALUE : shownValue(after[name], marksAny(marks(name, 'after_sensitive')), secrets);
+    // Either side sensitive hides both: a rotated secret's old value must not show beside its masked new one.
+    const sensitive =
+      marksAny(marks(name, 'before_sensitive')) ||
+      marksAny(marks(name, 'after_sensitive')) ||
+      holdsSecret(before[name], secrets) ||
+      holdsSecret(after[name], secrets);
+    const shownBefore = shownValue(before[name], sensitive);
+    const shownAfter = unknown ? UNKNOWN_VALUE : shownValue(after[name], sensitive);
     if (shownBefore !== undefined) attribute.before = shownBefore;
     if (shownAfter !== undefined) attribute.after = shownAfter;
     attributes.push(attribute);
@@ -111,9 +117,9 @@ function marksAny(marking: unknown): boolean {
 }
 
 /** A value as JSON text to show (cut at MAX_VALUE_CHARS), SENSITIVE_VALUE in its place, or undefined for no value. */
-export function shownValue(value: unknown, sensitive: boolean, secrets: string[] = []): string | undefined {
+export function shownValue(value: unknown, sensitive: boolean): string | undefined {
   if (value === undefined || value === null) return undefined;
-  if (sensitive || holdsSecret(value, secrets)) return SENSITIVE_VALUE;
+  if (sensitive) return SENSITIVE_VALUE;
   const text = JSON.stringify(value);
   if (text.length <= MAX_VALUE_CHARS) return text;
   // Never cut between the two halves of a surrogate pair: a lone half is not text.

@@ -54,7 +54,14 @@ export function findRunsPage(db: Executor, organizationId: string, filter: RunFi
   if (filter.environmentId !== undefined) query = query.where('s.environment_id', '=', filter.environmentId);
   if (filter.createdById !== undefined) query = query.where('r.created_by_id', '=', filter.createdById);
   if (filter.status !== undefined) query = query.where('r.status', '=', filter.status);
-  if (filter.ref !== undefined) query = query.where(sql<string>`s.source->>'ref'`, '=', filter.ref);
+  // The stacks that track the ref first (a few of the organization's), then their runs: a ref no stack
+  // tracks reads no run at all.
+  if (filter.ref !== undefined) {
+    const ref = filter.ref;
+    query = query.where('r.stack_id', 'in', (eb) =>
+      eb.selectFrom('stacks').select('stacks.id').where('stacks.organization_id', '=', organizationId).where(sql<string>`stacks.source->>'ref'`, '=', ref),
+    );
+  }
   if (filter.commitSha !== undefined) query = query.where('r.commit_sha', 'like', `${filter.commitSha}%`);
   return query.$call(keyset(page, 'r.id')).execute();
 }

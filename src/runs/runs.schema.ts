@@ -188,7 +188,9 @@ export const LogsQuery = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 200,
-        description: 'Only lines that hold this text, ignoring case (a search of the log): paged as without it. Not with follow or tail.',
+        description:
+          'Only lines that hold this text, ignoring case (a search of the log). A page examines at most 100,000 lines after `after`: ' +
+          '`meta.lastSeq` is the last line examined, so a page may hold no line while more are left (`complete` false). Not with follow or tail.',
       }),
     ),
   },

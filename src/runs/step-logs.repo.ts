@@ -29,7 +29,14 @@ export async function findLastLogLines(db: Executor, executionId: string, limit:
  * by rows, since a record can be 16 KiB and its escaped form four times that. The running sum is
  * computed on the index scan, which the limit stops, so nothing past the page is read.
  */
-export async function findLogLines(db: Executor, executionId: string, after: number, limit: number, maxBytes: number, contains?: string): Promise<LogRow[]> {
+export async function findLogLines(
+  db: Executor,
+  executionId: string,
+  after: number,
+  limit: number,
+  maxBytes: number,
+  search?: { contains: string; until: number },
+): Promise<LogRow[]> {
   const { rows } = await sql<LogRow>`
     select seq, stream, line, bytes, partial, created_at
       from (select seq, stream, line, bytes, partial, created_at,
@@ -37,10 +44,16 @@ export async function findLogLines(db: Executor, executionId: string, after: num
                    octet_length(line) + coalesce(octet_length(bytes), 0) as size
               from step_logs
              where step_execution_id = ${executionId} and seq > ${after}
-               ${contains === undefined ? sql`` : sql`and strpos(lower(line), lower(${contains})) > 0`}
+               ${search === undefined ? sql`` : sql`and seq <= ${search.until} and strpos(lower(line), lower(${search.contains})) > 0`}
              order by seq
              limit ${limit}) as page
      where upto - size < ${maxBytes}
      order by seq`.execute(db);
   return rows;
+}
+
+/** The seq of the last record stored so far, or undefined for none. */
+export async function findLastSeq(db: Executor, executionId: string): Promise<number | undefined> {
+  const row = await db.selectFrom('step_logs').select('seq').where('step_execution_id', '=', executionId).orderBy('seq', 'desc').limit(1).executeTakeFirst();
+  return row?.seq;
 }

@@ -6,8 +6,17 @@ import { isTerminalStep, type StepStatus } from '../engine/run-state.ts';
 import { findExecutionStatus } from './runs.repo.ts';
 import { getExecutionRow } from './runs.service.ts';
 import type { LogLine } from './runs.schema.ts';
-import { findLastLogLines, findLogLines, type LogRow } from './step-logs.repo.ts';
+import { findLastLogLines, findLastSeq, findLogLines, type LogRow } from './step-logs.repo.ts';
 import { STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
+
+/** A search examines at most this many records per page. */
+export const SEARCH_SCAN_LINES = 100_000;
+
+/** The tail is the end of what is stored: nothing after it is left to read but what is still to be written. */
+async function tailPage(db: Db, id: string, limit: number, after: number) {
+  const rows = await findLastLogLines(db, id, limit, PAGE_MAX_BYTES);
+  return { rows, more: false, lastSeq: rows.length ? rows[rows.length - 1].seq : after };
+}
 
 /** A JSON page stops once its records hold this many bytes (at least one record is always returned). */
 export const PAGE_MAX_BYTES = 1024 * 1024;
@@ -40,18 +49,29 @@ function pageLimit(limit: number | null | undefined): number {
  * readPage reads up to `limit` records after `after` within `maxBytes`, and tells whether more may
  * follow: one record past the limit is asked for, and a page cut by bytes may have more.
  */
-async function readPage(db: Db, id: string, after: number, limit: number, maxBytes: number, contains?: string) {
-  const rows = await findLogLines(db, id, after, limit + 1, maxBytes, contains);
+async function readPage(db: Db, id: string, after: number, limit: number, maxBytes: number) {
+  const rows = await findLogLines(db, id, after, limit + 1, maxBytes);
   const more = rows.length > limit || rowBytes(rows) >= maxBytes;
   if (rows.length > limit) rows.length = limit;
-  return { rows, more };
+  return { rows, more, lastSeq: rows.length ? rows[rows.length - 1].seq : after };
 }
 
 /**
- * readLogs returns the step's lines after `after`, oldest first. `complete` is true once the step has
- * ended and nothing is left to read: the status is read before the lines, and a worker stores every
- * line before it records the end, so a terminal status means the lines read after it are the last.
+ * searchPage reads the lines holding `contains` among at most SEARCH_SCAN_LINES records after `after`:
+ * a rare text costs one bounded scan per page, never the whole log. `lastSeq` is the last record
+ * examined, so the next page goes on from there even when this one found nothing.
  */
+async function searchPage(db: Db, id: string, after: number, limit: number, contains: string) {
+  const until = after + SEARCH_SCAN_LINES;
+  const rows = await findLogLines(db, id, after, limit + 1, PAGE_MAX_BYTES, { contains, until });
+  if (rows.length > limit || rowBytes(rows) >= PAGE_MAX_BYTES) {
+    if (rows.length > limit) rows.length = limit;
+    return { rows, more: true, lastSeq: rows[rows.length - 1].seq };
+  }
+  const stored = (await findLastSeq(db, id)) ?? after;
+  return { rows, more: stored > until, lastSeq: Math.max(after, Math.min(until, stored)) };
+}
+
 export interface LogsRead {
   after: number;
   limit?: number | null;
@@ -61,17 +81,22 @@ export interface LogsRead {
   contains?: string;
 }
 
+/**
+ * readLogs returns the step's lines after `after`, oldest first. `complete` is true once the step has
+ * ended and nothing is left to read: the status is read before the lines, and a worker stores every
+ * line before it records the end, so a terminal status means the lines read after it are the last.
+ */
 export async function readLogs(db: Db, principal: Principal, id: string, { after, limit, tail, contains }: LogsRead) {
   await getExecutionRow(db, principal, id);
   if (tail !== undefined && contains !== undefined) throw new BadRequestError('tail and contains do not combine', ['contains: not with tail']);
   const applied = pageLimit(tail ?? limit);
   const status = (await findExecutionStatus(db, id))!;
-  // The tail is the end of what is stored: nothing after it is left to read but what is still to be written.
-  const { rows, more } =
-    tail === undefined
-      ? await readPage(db, id, after, applied, PAGE_MAX_BYTES, contains)
-      : { rows: await findLastLogLines(db, id, applied, PAGE_MAX_BYTES), more: false };
-  const lastSeq = rows.length ? rows[rows.length - 1].seq : after;
+  const { rows, more, lastSeq } =
+    tail !== undefined
+      ? await tailPage(db, id, applied, after)
+      : contains !== undefined
+        ? await searchPage(db, id, after, applied, contains)
+        : await readPage(db, id, after, applied, PAGE_MAX_BYTES);
   return {
     data: rows.map(logRowToLine),
     meta: { limit: applied, lastSeq, complete: isTerminalStep(status) && !more, stepStatus: status as StepStatus },

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Body, Id, UtcDateTime } from '../platform/schema.ts';
 
 /** An OpenTofu variable name. */
-const VariableName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_-]*$' });
+export const VariableName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_-]*$' });
 
 /** A sensitive variable as the API shows it: never its value (write-only). */
 export const SensitiveVariable = Type.Object(

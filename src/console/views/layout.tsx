@@ -1,6 +1,7 @@
 import type { ComponentChildren, VNode } from 'preact';
 import { render } from 'preact-render-to-string';
 import type { Assets } from '../assets.ts';
+import { roleAtLeast, type Role } from '../../platform/auth/roles.ts';
 import { THEMES, type Theme } from '../preferences.ts';
 
 /** htmx settings that keep it within the Content-Security-Policy: no inline styles, no eval, no inline scripts. */
@@ -90,6 +91,18 @@ function Navigation({ viewer }: { viewer: Viewer }) {
               Environments
             </a>
           </li>
+          <li>
+            <a href={`${org}/access`} data-go="a">
+              Access
+            </a>
+          </li>
+          {roleAtLeast(viewer.role as Role, 'ADMIN') && (
+            <li>
+              <a href={`${org}/audit`} data-go="l">
+                Audit
+              </a>
+            </li>
+          )}
           <li>
             <button type="button" class="secondary" data-open="palette" title="Go to a stack, environment or run (/ or Ctrl-K)">
               Go to…

@@ -44,9 +44,24 @@ const NAME_CHARS = 22;
 const short = (text: string) => (text.length > NAME_CHARS ? `${text.slice(0, NAME_CHARS - 1)}…` : text);
 const problemText = (m: ReferenceMessageView) => m.message ?? `${m.kind.replaceAll('_', ' ').toLowerCase()}: ${m.field} of ${m.producerInstanceId}`;
 
+/** A graph larger than this is not drawn (a picture of it would not be read); its table holds it all. */
+const MAX_DRAWN_NODES = 300;
+
+/** Each node's incoming edges, by the consuming node's id. */
+function edgesByTarget(edges: GraphEdgeView[]): Map<string, GraphEdgeView[]> {
+  const byTarget = new Map<string, GraphEdgeView[]>();
+  for (const edge of edges) {
+    const list = byTarget.get(edge.target);
+    if (list) list.push(edge);
+    else byTarget.set(edge.target, [edge]);
+  }
+  return byTarget;
+}
+
 export function ModuleGraphPage({ orgPath, environment, graph }: ModuleGraphPageProps) {
   const instanceUrl = (id: string) => `${orgPath}/module-instances/${encodeURIComponent(id)}`;
   const names = new Map(graph.nodes.map((n) => [n.id, n.name]));
+  const incoming = edgesByTarget(graph.edges);
   const broken = graph.edges.filter((e) => e.messages.length).length + graph.nodes.filter((n) => n.messages.length).length;
   return (
     <>
@@ -55,7 +70,13 @@ export function ModuleGraphPage({ orgPath, environment, graph }: ModuleGraphPage
         {graph.nodes.filter((n) => n.kind === 'INSTANCE').length} instances, {graph.edges.length} references
         {broken ? `, ${broken} with problems` : ''}. A dashed line comes from another environment; a red one is a reference with a problem.
       </p>
-      {graph.nodes.length ? <ModuleGraphPicture graph={graph} /> : <p>No module instances in this environment.</p>}
+      {graph.nodes.length === 0 ? (
+        <p>No module instances in this environment.</p>
+      ) : graph.nodes.length > MAX_DRAWN_NODES ? (
+        <p class="muted">Too many instances to draw ({graph.nodes.length}): the table below holds them all.</p>
+      ) : (
+        <ModuleGraphPicture graph={graph} incoming={incoming} />
+      )}
       <h2>Instances and their references</h2>
       <table>
         <thead>
@@ -68,7 +89,7 @@ export function ModuleGraphPage({ orgPath, environment, graph }: ModuleGraphPage
         </thead>
         <tbody>
           {graph.nodes.map((node) => {
-            const uses = graph.edges.filter((e) => e.target === node.id);
+            const uses = incoming.get(node.id) ?? [];
             const problems = [...node.messages, ...uses.flatMap((e) => e.messages)];
             return (
               <tr key={node.id}>
@@ -115,11 +136,11 @@ export function ModuleGraphPage({ orgPath, environment, graph }: ModuleGraphPage
   );
 }
 
-function ModuleGraphPicture({ graph }: { graph: ModuleGraphPageProps['graph'] }) {
-  const layout = layoutDag(graph.nodes.map((n) => ({ id: n.id, needs: graph.edges.filter((e) => e.target === n.id).map((e) => e.source) })));
+function ModuleGraphPicture({ graph, incoming }: { graph: ModuleGraphPageProps['graph']; incoming: Map<string, GraphEdgeView[]> }) {
+  const layout = layoutDag(graph.nodes.map((n) => ({ id: n.id, needs: (incoming.get(n.id) ?? []).map((e) => e.source) })));
   const nodes = new Map(graph.nodes.map((n) => [n.id, n]));
   const edgeClass = (from: string, to: string) => {
-    const edges = graph.edges.filter((e) => e.source === from && e.target === to);
+    const edges = (incoming.get(to) ?? []).filter((e) => e.source === from);
     return ['edge', edges.some((e) => e.crossEnv) ? 'cross-env' : '', edges.some((e) => e.messages.length) ? 'broken' : ''].filter(Boolean).join(' ');
   };
   return (
@@ -131,7 +152,7 @@ function ModuleGraphPicture({ graph }: { graph: ModuleGraphPageProps['graph'] })
         ))}
         {layout.nodes.map((placed) => {
           const node = nodes.get(placed.id)!;
-          const troubled = node.messages.length > 0 || graph.edges.some((e) => e.target === node.id && e.messages.length);
+          const troubled = node.messages.length > 0 || (incoming.get(node.id) ?? []).some((e) => e.messages.length);
           return (
             <g
               key={node.id}

@@ -1,0 +1,336 @@
+// Who may act in the organization: members, service accounts and API keys, with the forms that change
+// them for ADMIN and above, and a new key's token shown once. And the audit log, for ADMIN and above.
+
+import { ROLES } from '../../platform/auth/roles.ts';
+import { AUDIT_OUTCOMES } from '../../platform/db/enums.ts';
+import { ShortId, When } from './format.tsx';
+import { CopyButtons, CsrfForm } from './layout.tsx';
+import { FormError } from './stacks.tsx';
+
+export interface MemberView {
+  id: string;
+  email: string;
+  role: string;
+  fullName?: string;
+  userId?: string;
+  invitationId?: string;
+}
+
+export interface ServiceAccountView {
+  id: string;
+  name: string;
+  role: string;
+  createdAt: string;
+}
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  tokenPrefix: string;
+  userId?: string;
+  serviceAccountId?: string;
+  createdAt: string;
+  expiresAt?: string;
+  revokedAt?: string;
+}
+
+export type AccessForm = 'member' | 'service-account' | 'key';
+
+export interface AccessPageProps {
+  orgPath: string;
+  members: MemberView[];
+  serviceAccounts: ServiceAccountView[];
+  keys: ApiKeyView[];
+  viewerId: string;
+  /** ADMIN and above: invite, change roles, remove; service accounts. */
+  canManage: boolean;
+  csrfToken: string;
+  formError?: { form: AccessForm; message: string; details?: string[] };
+  /** A key just created: its token, shown on this page only. */
+  created?: { name: string; token: string };
+}
+
+function RoleSelect({ id, selected }: { id: string; selected?: string }) {
+  return (
+    <select id={id} name="role">
+      {ROLES.map((r) => (
+        <option key={r} value={r} selected={r === selected}>
+          {r.toLowerCase()}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+export function AccessPage(props: AccessPageProps) {
+  const { orgPath, members, serviceAccounts, keys, canManage, csrfToken, created } = props;
+  const errorFor = (form: AccessForm) => (props.formError?.form === form ? props.formError : undefined);
+  const accountNames = new Map(serviceAccounts.map((a) => [a.id, a.name]));
+  const memberNames = new Map(members.filter((m) => m.userId).map((m) => [m.userId!, m.email]));
+  return (
+    <>
+      <h1>Access</h1>
+      {created && (
+        <div class="token-once" role="alert">
+          <p>
+            The token of the key <strong>{created.name}</strong>. It is shown this once: copy it now.
+          </p>
+          <p>
+            <code class="token">{created.token}</code> <CopyButtons id={created.token} what="token" />
+          </p>
+        </div>
+      )}
+      <h2>Members</h2>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Member</th>
+            <th scope="col">Role</th>
+            {canManage && (
+              <th scope="col">
+                <span class="skip-link">Actions</span>
+              </th>
+            )}
+          </tr>
+        </thead>
+        <tbody>
+          {members.map((m) => (
+            <tr key={m.id}>
+              <td>
+                {m.fullName ? `${m.fullName} · ` : ''}
+                {m.email}
+                {m.invitationId && <span class="muted"> · invited</span>}
+              </td>
+              <td>{m.role.toLowerCase()}</td>
+              {canManage && (
+                <td>
+                  <span class="actions">
+                    <CsrfForm action={`${orgPath}/access/members/${encodeURIComponent(m.id)}/role`} csrfToken={csrfToken}>
+                      <label for={`role-${m.id}`} class="skip-link">
+                        Role of {m.email}
+                      </label>
+                      <RoleSelect id={`role-${m.id}`} selected={m.role} />
+                      <button type="submit" class="secondary">
+                        Change role
+                      </button>
+                    </CsrfForm>
+                    <CsrfForm action={`${orgPath}/access/members/${encodeURIComponent(m.id)}/remove`} csrfToken={csrfToken}>
+                      <button type="submit" class="danger">
+                        Remove {m.email}
+                      </button>
+                    </CsrfForm>
+                  </span>
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {canManage && (
+        <section aria-labelledby="invite" class="panel-form">
+          <h3 id="invite">Invite a member</h3>
+          <CsrfForm action={`${orgPath}/access/members`} csrfToken={csrfToken}>
+            <FormError error={errorFor('member')} />
+            <label for="invite-email">Email</label>
+            <input id="invite-email" type="text" name="email" required maxLength={254} autocomplete="off" />
+            <label for="invite-role">Role</label>
+            <RoleSelect id="invite-role" selected="MEMBER" />
+            <button type="submit">Invite</button>
+          </CsrfForm>
+        </section>
+      )}
+
+      <h2>Service accounts</h2>
+      {serviceAccounts.length === 0 ? (
+        <p class="muted">None.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Service account</th>
+              <th scope="col">Role</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {serviceAccounts.map((a) => (
+              <tr key={a.id}>
+                <td>{a.name}</td>
+                <td>{a.role.toLowerCase()}</td>
+                <td>
+                  <When at={a.createdAt} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {canManage && (
+        <section aria-labelledby="new-account" class="panel-form">
+          <h3 id="new-account">New service account</h3>
+          <CsrfForm action={`${orgPath}/access/service-accounts`} csrfToken={csrfToken}>
+            <FormError error={errorFor('service-account')} />
+            <label for="account-name">Name</label>
+            <input id="account-name" type="text" name="name" required maxLength={255} />
+            <label for="account-role">Role</label>
+            <RoleSelect id="account-role" selected="MEMBER" />
+            <button type="submit">Create service account</button>
+          </CsrfForm>
+        </section>
+      )}
+
+      <h2>API keys</h2>
+      <p class="muted">{canManage ? "Every key of the organization's people and service accounts." : 'Your own keys.'}</p>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Key</th>
+            <th scope="col">Of</th>
+            <th scope="col">Created</th>
+            <th scope="col">Expires</th>
+            <th scope="col">
+              <span class="skip-link">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map((k) => (
+            <tr key={k.id}>
+              <td>
+                {k.name} <code class="muted">{k.tokenPrefix}…</code>
+              </td>
+              <td>
+                {k.serviceAccountId
+                  ? `service account ${accountNames.get(k.serviceAccountId) ?? k.serviceAccountId}`
+                  : k.userId === props.viewerId
+                    ? 'you'
+                    : (memberNames.get(k.userId ?? '') ?? <ShortId id={k.userId ?? ''} />)}
+              </td>
+              <td>
+                <When at={k.createdAt} />
+              </td>
+              <td>{k.revokedAt ? <span class="muted">revoked</span> : <When at={k.expiresAt} />}</td>
+              <td>
+                {!k.revokedAt && (
+                  <CsrfForm action={`${orgPath}/access/keys/${encodeURIComponent(k.id)}/revoke`} csrfToken={csrfToken}>
+                    <button type="submit" class="danger">
+                      Revoke {k.name}
+                    </button>
+                  </CsrfForm>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <section aria-labelledby="new-key" class="panel-form">
+        <h3 id="new-key">New API key</h3>
+        <CsrfForm action={`${orgPath}/access/keys`} csrfToken={csrfToken}>
+          <FormError error={errorFor('key')} />
+          <label for="key-name">Name</label>
+          <input id="key-name" type="text" name="name" required maxLength={255} />
+          <label for="key-owner">For</label>
+          <select id="key-owner" name="serviceAccountId">
+            <option value="">Me</option>
+            {canManage &&
+              serviceAccounts.map((a) => (
+                <option key={a.id} value={a.id}>
+                  Service account {a.name}
+                </option>
+              ))}
+          </select>
+          <label for="key-expires">Expires (optional, a date and time in UTC, e.g. 2027-01-31T00:00:00Z)</label>
+          <input id="key-expires" type="text" name="expiresAt" maxLength={40} />
+          <button type="submit">Create key</button>
+        </CsrfForm>
+      </section>
+    </>
+  );
+}
+
+export interface AuditEventView {
+  id: string;
+  seq: number;
+  createdAt: string;
+  actorType: string;
+  actorId: string;
+  action: string;
+  resourceType: string;
+  resourceId: string | null;
+  outcome: string;
+  errorCode: string | null;
+}
+
+export interface AuditPageProps {
+  orgPath: string;
+  events: AuditEventView[];
+  filter: { action?: string; outcome?: string };
+  nextCursor?: string;
+}
+
+export function AuditPage({ orgPath, events, filter, nextCursor }: AuditPageProps) {
+  const query = (extra: Record<string, string>) =>
+    new URLSearchParams(Object.entries({ ...filter, ...extra }).filter((e): e is [string, string] => Boolean(e[1]))).toString();
+  return (
+    <>
+      <h1>Audit log</h1>
+      <form method="get" action={`${orgPath}/audit`} class="filter-form">
+        <div>
+          <label for="audit-action">Action (e.g. run.approve)</label>
+          <input id="audit-action" type="text" name="action" value={filter.action ?? ''} maxLength={200} />
+        </div>
+        <div>
+          <label for="audit-outcome">Outcome</label>
+          <select id="audit-outcome" name="outcome">
+            <option value="">Any</option>
+            {AUDIT_OUTCOMES.map((o) => (
+              <option key={o} value={o} selected={filter.outcome === o}>
+                {o.toLowerCase()}
+              </option>
+            ))}
+          </select>
+        </div>
+        <button type="submit">Filter</button>
+      </form>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Who</th>
+            <th scope="col">Action</th>
+            <th scope="col">On</th>
+            <th scope="col">Outcome</th>
+          </tr>
+        </thead>
+        <tbody>
+          {events.map((e) => (
+            <tr key={e.id}>
+              <td>
+                <When at={e.createdAt} />
+              </td>
+              <td>
+                <span class="muted">{e.actorType.toLowerCase().replaceAll('_', ' ')}</span> <ShortId id={e.actorId} />
+              </td>
+              <td>
+                <code>{e.action}</code>
+              </td>
+              <td>
+                {e.resourceType} {e.resourceId && <ShortId id={e.resourceId} />}
+              </td>
+              <td>
+                {e.outcome.toLowerCase()}
+                {e.errorCode && <span class="muted"> · {e.errorCode}</span>}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {events.length === 0 && <p class="muted">Nothing matches.</p>}
+      {nextCursor && (
+        <p class="pager">
+          <a href={`${orgPath}/audit?${query({ cursor: nextCursor })}`}>Older events →</a>
+        </p>
+      )}
+    </>
+  );
+}
