@@ -36,6 +36,16 @@ export function findRunById(db: Executor, organizationId: string, id: string): P
   return selectRuns(db).where('r.organization_id', '=', organizationId).where('r.id', '=', id).executeTakeFirst();
 }
 
+function findStackIdsTrackingRef(db: Executor, organizationId: string, ref: string): Promise<string[]> {
+  return db
+    .selectFrom('stacks')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where(sql<string>`source->>'ref'`, '=', ref)
+    .execute()
+    .then((rows) => rows.map((r) => r.id));
+}
+
 export interface RunFilter {
   pipelineId?: string;
   stackId?: string;
@@ -47,20 +57,20 @@ export interface RunFilter {
   commitSha?: string;
 }
 
-export function findRunsPage(db: Executor, organizationId: string, filter: RunFilter, page: PageRequest): Promise<RunReadRow[]> {
+export async function findRunsPage(db: Executor, organizationId: string, filter: RunFilter, page: PageRequest): Promise<RunReadRow[]> {
   let query = selectRuns(db).where('r.organization_id', '=', organizationId);
   if (filter.pipelineId !== undefined) query = query.where('r.pipeline_id', '=', filter.pipelineId);
   if (filter.stackId !== undefined) query = query.where('r.stack_id', '=', filter.stackId);
   if (filter.environmentId !== undefined) query = query.where('s.environment_id', '=', filter.environmentId);
   if (filter.createdById !== undefined) query = query.where('r.created_by_id', '=', filter.createdById);
   if (filter.status !== undefined) query = query.where('r.status', '=', filter.status);
-  // The stacks that track the ref first (a few of the organization's), then their runs: a ref no stack
-  // tracks reads no run at all.
+  // The stacks that track the ref are read first: a ref no stack tracks reads no run at all (as one
+  // query, the planner cannot know that and reads every run of the organization looking for one).
   if (filter.ref !== undefined) {
-    const ref = filter.ref;
-    query = query.where('r.stack_id', 'in', (eb) =>
-      eb.selectFrom('stacks').select('stacks.id').where('stacks.organization_id', '=', organizationId).where(sql<string>`stacks.source->>'ref'`, '=', ref),
-    );
+    const stacks = await findStackIdsTrackingRef(db, organizationId, filter.ref);
+    if (stacks.length === 0) return [];
+    // One array parameter, however many stacks track it.
+    query = query.where(sql<boolean>`r.stack_id = any(${stacks}::text[])`);
   }
   if (filter.commitSha !== undefined) query = query.where('r.commit_sha', 'like', `${filter.commitSha}%`);
   return query.$call(keyset(page, 'r.id')).execute();

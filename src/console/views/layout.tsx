@@ -191,6 +191,10 @@ function Dialogs({ orgPath }: { orgPath: string }) {
           </dt>
           <dd>Environments</dd>
           <dt>
+            <kbd>g</kbd> <kbd>a</kbd> / <kbd>g</kbd> <kbd>l</kbd>
+          </dt>
+          <dd>Access / the audit log</dd>
+          <dt>
             <kbd>j</kbd> / <kbd>k</kbd>
           </dt>
           <dd>Next / previous row of a list; Enter opens it</dd>
