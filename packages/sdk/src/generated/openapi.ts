@@ -14560,7 +14560,7 @@ export interface operations {
             query?: {
                 /** @description Only lines with a greater seq */
                 after?: number | null;
-                /** @description Only lines that hold this text, ignoring case (a search of the log): paged as without it. Not with follow or tail. */
+                /** @description Only lines that hold this text, ignoring case (a search of the log). A page examines at most 100,000 lines after `after`: `meta.lastSeq` is the last line examined, so a page may hold no line while more are left (`complete` false). Not with follow or tail. */
                 contains?: string;
                 /** @description Stream as Server-Sent Events until the step ends (same as Accept: text/event-stream) */
                 follow?: boolean;
