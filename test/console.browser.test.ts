@@ -272,6 +272,17 @@ describe('the web console in a real browser', { skip }, () => {
     await page.getByRole('button', { name: 'Remove password' }).waitFor();
     await screenshot(page, 'stack');
     assert.deepEqual(await seriousViolations(page), [], 'stack page');
+    const stackUrl = page.url();
+    await page.getByRole('link', { name: 'change' }).click();
+    await page.getByRole('button', { name: 'Preview changes' }).click();
+    await page.getByRole('heading', { name: 'Changes against version 1' }).waitFor();
+    assert.deepEqual(await seriousViolations(page), [], 'pipeline page with a preview');
+    await page.goto(`${baseUrl}/orgs/${orgId}/access`);
+    assert.deepEqual(await seriousViolations(page), [], 'access page');
+    await page.goto(`${baseUrl}/orgs/${orgId}/audit`);
+    assert.deepEqual(await seriousViolations(page), [], 'audit log');
+    await page.goto(stackUrl);
+    await page.getByRole('heading', { level: 1, name: 'shop-network' }).waitFor();
 
     await page.getByLabel('Description').fill('First deploy');
     await page.getByRole('button', { name: 'Start run' }).click();

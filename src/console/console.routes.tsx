@@ -17,6 +17,7 @@ import { consoleAccessRoutes } from './access.routes.tsx';
 import { livePages } from './live.ts';
 import { consoleModuleRoutes } from './modules.routes.tsx';
 import { consolePaletteRoutes } from './palette.routes.tsx';
+import { consolePipelineRoutes } from './pipelines.routes.tsx';
 import { setTheme, THEMES, themeOf } from './preferences.ts';
 import { consoleLogRoutes } from './logs.routes.tsx';
 import { consolePlanRoutes } from './plans.routes.tsx';
@@ -78,6 +79,7 @@ export async function consoleRoutes(app: App) {
   consolePaletteRoutes(app, pages);
   consoleModuleRoutes(app, pages);
   consoleAccessRoutes(app, pages);
+  consolePipelineRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);

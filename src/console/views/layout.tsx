@@ -92,6 +92,11 @@ function Navigation({ viewer }: { viewer: Viewer }) {
             </a>
           </li>
           <li>
+            <a href={`${org}/pipelines`} data-go="p">
+              Pipelines
+            </a>
+          </li>
+          <li>
             <a href={`${org}/access`} data-go="a">
               Access
             </a>
@@ -194,6 +199,10 @@ function Dialogs({ orgPath }: { orgPath: string }) {
             <kbd>g</kbd> <kbd>a</kbd> / <kbd>g</kbd> <kbd>l</kbd>
           </dt>
           <dd>Access / the audit log</dd>
+          <dt>
+            <kbd>g</kbd> <kbd>p</kbd>
+          </dt>
+          <dd>Pipelines</dd>
           <dt>
             <kbd>j</kbd> / <kbd>k</kbd>
           </dt>

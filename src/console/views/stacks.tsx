@@ -15,6 +15,8 @@ export interface StackView {
   firstAppliedAt?: string;
   output?: Record<string, unknown>;
   moduleInstanceId?: string;
+  changePipelineId?: string;
+  destroyPipelineId?: string;
 }
 
 export interface EnvironmentChoice {
@@ -214,6 +216,16 @@ export function StackPage(props: StackPageProps) {
         <dd>{environment ? environmentLabel(environment, stack.environmentId) : stack.environmentId}</dd>
         <dt>Code</dt>
         <dd>{stack.source?.codeSourceId ? <SourceText source={stack.source} /> : <span class="muted">no code source</span>}</dd>
+        <dt>Pipelines</dt>
+        <dd>
+          {stack.changePipelineId && <a href={`${orgPath}/pipelines/${encodeURIComponent(stack.changePipelineId)}`}>change</a>}
+          {stack.destroyPipelineId && (
+            <>
+              {' · '}
+              <a href={`${orgPath}/pipelines/${encodeURIComponent(stack.destroyPipelineId)}`}>destroy</a>
+            </>
+          )}
+        </dd>
         <dt>First applied</dt>
         <dd>
           <When at={stack.firstAppliedAt} />
