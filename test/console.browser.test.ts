@@ -258,6 +258,10 @@ describe('the web console in a real browser', { skip }, () => {
     await page.getByRole('heading', { name: 'Modules of Live' }).waitFor();
     assert.deepEqual(await seriousViolations(page), [], 'module graph page');
     await page.goBack();
+    await page.getByRole('link', { name: 'default values' }).last().click();
+    await page.getByRole('heading', { name: 'Default values of Live' }).waitFor();
+    assert.deepEqual(await seriousViolations(page), [], 'default values page');
+    await page.goBack();
 
     await page.getByRole('link', { name: 'Stacks' }).click();
     await page.locator('#stack-name').fill('shop-network');
@@ -281,6 +285,8 @@ describe('the web console in a real browser', { skip }, () => {
     assert.deepEqual(await seriousViolations(page), [], 'access page');
     await page.goto(`${baseUrl}/orgs/${orgId}/audit`);
     assert.deepEqual(await seriousViolations(page), [], 'audit log');
+    await page.goto(`${baseUrl}/orgs/${orgId}/code-sources`);
+    assert.deepEqual(await seriousViolations(page), [], 'code sources');
     await page.goto(stackUrl);
     await page.getByRole('heading', { level: 1, name: 'shop-network' }).waitFor();
 

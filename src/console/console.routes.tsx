@@ -18,6 +18,7 @@ import { livePages } from './live.ts';
 import { consoleModuleRoutes } from './modules.routes.tsx';
 import { consolePaletteRoutes } from './palette.routes.tsx';
 import { consolePipelineRoutes } from './pipelines.routes.tsx';
+import { consoleSourceRoutes } from './sources.routes.tsx';
 import { setTheme, THEMES, themeOf } from './preferences.ts';
 import { consoleLogRoutes } from './logs.routes.tsx';
 import { consolePlanRoutes } from './plans.routes.tsx';
@@ -80,6 +81,7 @@ export async function consoleRoutes(app: App) {
   consoleModuleRoutes(app, pages);
   consoleAccessRoutes(app, pages);
   consolePipelineRoutes(app, pages);
+  consoleSourceRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);

@@ -30,7 +30,8 @@ export function EnvironmentsPage({ orgPath, projects, environments, canWrite, cs
                 {envs.map((e) => (
                   <li key={e.id}>
                     <a href={`${orgPath}/stacks?environmentId=${encodeURIComponent(e.id)}`}>{e.name}</a> <code class="muted">{e.givenId}</code> ·{' '}
-                    <a href={`${orgPath}/environments/${encodeURIComponent(e.id)}/modules`}>modules</a>
+                    <a href={`${orgPath}/environments/${encodeURIComponent(e.id)}/modules`}>modules</a> ·{' '}
+                    <a href={`${orgPath}/environments/${encodeURIComponent(e.id)}/defaults`}>default values</a>
                   </li>
                 ))}
               </ul>

@@ -97,6 +97,11 @@ function Navigation({ viewer }: { viewer: Viewer }) {
             </a>
           </li>
           <li>
+            <a href={`${org}/code-sources`} data-go="c">
+              Code
+            </a>
+          </li>
+          <li>
             <a href={`${org}/access`} data-go="a">
               Access
             </a>
@@ -203,6 +208,10 @@ function Dialogs({ orgPath }: { orgPath: string }) {
             <kbd>g</kbd> <kbd>p</kbd>
           </dt>
           <dd>Pipelines</dd>
+          <dt>
+            <kbd>g</kbd> <kbd>c</kbd>
+          </dt>
+          <dd>Code sources</dd>
           <dt>
             <kbd>j</kbd> / <kbd>k</kbd>
           </dt>
