@@ -80,23 +80,29 @@ export function RunsInbox(props: RunsInboxProps) {
           </li>
         )}
       </ul>
-      <form method="get" action={`${orgPath}/runs`} class="filters">
+      <form method="get" action={`${orgPath}/runs`} class="filter-form">
         {status && <input type="hidden" name="status" value={status} />}
         {stackId && <input type="hidden" name="stackId" value={stackId} />}
         {createdById && <input type="hidden" name="createdById" value={createdById} />}
-        <label for="environment-filter">Environment</label>
-        <select id="environment-filter" name="environmentId">
-          <option value="">Every environment</option>
-          {environments.map((environment) => (
-            <option key={environment.id} value={environment.id} selected={environment.id === environmentId}>
-              {environment.name}
-            </option>
-          ))}
-        </select>
-        <label for="ref-filter">Branch or tag</label>
-        <input id="ref-filter" type="text" name="ref" value={ref ?? ''} maxLength={255} />
-        <label for="commit-filter">Commit</label>
-        <input id="commit-filter" type="text" name="commitSha" value={commitSha ?? ''} maxLength={40} pattern="[0-9a-f]{4,40}" />
+        <div>
+          <label for="environment-filter">Environment</label>
+          <select id="environment-filter" name="environmentId">
+            <option value="">Every environment</option>
+            {environments.map((environment) => (
+              <option key={environment.id} value={environment.id} selected={environment.id === environmentId}>
+                {environment.name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label for="ref-filter">Branch or tag</label>
+          <input id="ref-filter" type="text" name="ref" value={ref ?? ''} maxLength={255} />
+        </div>
+        <div>
+          <label for="commit-filter">Commit</label>
+          <input id="commit-filter" type="text" name="commitSha" value={commitSha ?? ''} maxLength={40} pattern="[0-9a-f]{4,40}" />
+        </div>
         <button type="submit" class="secondary">
           Filter
         </button>
