@@ -287,6 +287,8 @@ describe('the web console in a real browser', { skip }, () => {
     assert.deepEqual(await seriousViolations(page), [], 'audit log');
     await page.goto(`${baseUrl}/orgs/${orgId}/code-sources`);
     assert.deepEqual(await seriousViolations(page), [], 'code sources');
+    await page.goto(`${baseUrl}/orgs/${orgId}/organization`);
+    assert.deepEqual(await seriousViolations(page), [], 'organizations');
     await page.goto(stackUrl);
     await page.getByRole('heading', { level: 1, name: 'shop-network' }).waitFor();
 

@@ -16,6 +16,7 @@ import { consoleEnvironmentRoutes } from './environments.routes.tsx';
 import { consoleAccessRoutes } from './access.routes.tsx';
 import { livePages } from './live.ts';
 import { consoleModuleRoutes } from './modules.routes.tsx';
+import { consoleOrganizationRoutes } from './organizations.routes.tsx';
 import { consolePaletteRoutes } from './palette.routes.tsx';
 import { consolePipelineRoutes } from './pipelines.routes.tsx';
 import { consoleSourceRoutes } from './sources.routes.tsx';
@@ -82,6 +83,7 @@ export async function consoleRoutes(app: App) {
   consoleAccessRoutes(app, pages);
   consolePipelineRoutes(app, pages);
   consoleSourceRoutes(app, pages);
+  consoleOrganizationRoutes(app, pages);
 
   app.get('/', page, async (request, reply) => {
     const session = await currentSession(app, request);

@@ -122,7 +122,7 @@ function Navigation({ viewer }: { viewer: Viewer }) {
       </nav>
       <div class="who">
         <span>
-          {viewer.name} · {viewer.organizationName} · {viewer.role.toLowerCase()}
+          {viewer.name} · <a href={`${org}/organization`}>{viewer.organizationName}</a> · {viewer.role.toLowerCase()}
         </span>
         <CsrfForm action="/sign-out" csrfToken={viewer.csrfToken}>
           <button type="submit" class="secondary">
