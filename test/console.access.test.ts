@@ -56,6 +56,27 @@ describe('the console access pages', () => {
     assert.match(bad.body, /<div class="error" role="alert">/);
   });
 
+  it("offers an ADMIN no form the API would refuse: nothing on an OWNER, no OWNER role, no other user's key to revoke", async () => {
+    const admin = await userCaller(t, 'access-admin@example.com', 'ADMIN');
+    const session = (await signIn(admin.token)).cookie!;
+    const page = await request('GET', accessUrl(), { cookie: session });
+    assert.equal(page.status, 200);
+    assert.match(page.body, /Invite a member/);
+    assert.doesNotMatch(page.body, /<option value="OWNER"/);
+    const owner = (await t.call('GET', '/memberships?limit=200')).body.data.find((m: { role: string }) => m.role === 'OWNER');
+    assert.ok(!page.body.includes(`/access/members/${owner.id}/role`), "no form on the OWNER's membership");
+    const others = (await t.call('GET', '/api-keys?limit=200')).body.data.filter(
+      (k: { userId?: string; revokedAt?: string }) => k.userId === owner.userId && !k.revokedAt,
+    );
+    assert.ok(others.length > 0);
+    for (const key of others) assert.ok(!page.body.includes(`/access/keys/${key.id}/revoke`), "no revoke on another user's key");
+    const adminId = (await t.call('GET', '/auth/whoami', { token: admin.token })).body.data.userId;
+    const ownKeys = (await t.call('GET', '/api-keys?limit=200')).body.data.filter(
+      (k: { userId?: string; revokedAt?: string }) => k.userId === adminId && !k.revokedAt,
+    );
+    assert.ok(page.body.includes(`/access/keys/${ownKeys[0].id}/revoke`), 'a revoke on its own key');
+  });
+
   it('lets a VIEWER see members and their own keys but manage nothing, and keeps the audit log to ADMIN and above', async () => {
     const viewer = await userCaller(t, 'access-viewer@example.com', 'VIEWER');
     const session = (await signIn(viewer.token)).cookie!;

@@ -50,6 +50,12 @@ describe('the console pipeline pages', () => {
     const saved = await post({ config, intent: 'save' });
     assert.equal(saved.status, 303);
     assert.equal(await latestVersion(), 2);
+    // A config far beyond the console's usual 16 KiB form, URL-encoded (every quote and brace escaped).
+    const large = JSON.stringify(pipelineConfig(Array.from({ length: 60 }, (_, i) => ({ id: `s${i}`, command: `echo "${'{x}'.repeat(150)}"` }))));
+    assert.ok(large.length > 30_000);
+    const previewed = await post({ config: large, intent: 'preview' });
+    assert.equal(previewed.status, 200, previewed.body.slice(0, 300));
+    assert.match(previewed.body, /Changes against version 2/);
     const again = await post({ config, intent: 'preview' });
     assert.match(again.body, /None: this is the latest version as it is/);
     assert.doesNotMatch(again.body, /Save version/);

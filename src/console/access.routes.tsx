@@ -9,7 +9,7 @@ import { ForbiddenError } from '../platform/errors.ts';
 import type { App } from '../platform/http/app.ts';
 import { CHOICES, formError, formErrorStatus } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
-import { type AccessForm, AccessPage, type AccessPageProps, AuditPage } from './views/access.tsx';
+import { type AccessForm, AccessPage, type AccessPageProps, AuditPage, TokenOnce } from './views/access.tsx';
 
 const RoleField = Type.Union(ROLES.map((r) => Type.Literal(r)));
 
@@ -31,6 +31,8 @@ export function consoleAccessRoutes(app: App, pages: Pages) {
         keys={keys.data}
         viewerId={ctx.me.userId}
         canManage={manage}
+        isOwner={roleAtLeast(ctx.me.role as Role, 'OWNER')}
+        isSuperAdmin={ctx.me.isSuperAdmin}
         csrfToken={ctx.viewer.csrfToken}
         {...extra}
       />
@@ -118,7 +120,13 @@ export function consoleAccessRoutes(app: App, pages: Pages) {
           ...(expiresAt?.trim() ? { expiresAt: expiresAt.trim() } : {}),
         };
         const key = (await ctx.api.post('/api-keys', { data })).data;
-        return send(reply, ctx, 201, { created: { name: key.name, token: key.token } });
+        const created = { name: key.name, token: key.token };
+        try {
+          return await send(reply, ctx, 201, { created });
+        } catch {
+          // The key exists: its token is shown whatever else the page could not read.
+          return pages.html(reply.status(201), 'Access', ctx.viewer, <TokenOnce created={created} />);
+        }
       } catch (error) {
         return send(reply, ctx, formErrorStatus(error), { formError: { form: 'key', ...formError(error) } });
       }

@@ -22,6 +22,7 @@ export function consoleOrganizationRoutes(app: App, pages: Pages) {
         current={current.data}
         organizations={organizations.data}
         canEdit={hasPermission(ctx.me.role as Role, 'organization:manage')}
+        canCreate={ctx.me.principalType === 'MEMBERSHIP'}
         csrfToken={ctx.viewer.csrfToken}
         formError={failure}
       />

@@ -69,6 +69,8 @@ export function consolePipelineRoutes(app: App, pages: Pages) {
     '/orgs/:org/pipelines/:id/versions',
     {
       ...PAGE,
+      // A form's config is URL-encoded: up to three bytes for each of it (the console's other forms stop at 16 KiB).
+      bodyLimit: 3 * CONFIG_TEXT_LIMIT + 4096,
       schema: {
         hide: true,
         params: RecordParams,

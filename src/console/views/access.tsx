@@ -4,7 +4,7 @@
 import { ROLES } from '../../platform/auth/roles.ts';
 import { AUDIT_OUTCOMES } from '../../platform/db/enums.ts';
 import { ShortId, When } from './format.tsx';
-import { CopyButtons, CsrfForm } from './layout.tsx';
+import { CopyButton, CsrfForm } from './layout.tsx';
 import { FormError } from './stacks.tsx';
 
 export interface MemberView {
@@ -44,16 +44,20 @@ export interface AccessPageProps {
   viewerId: string;
   /** ADMIN and above: invite, change roles, remove; service accounts. */
   canManage: boolean;
+  /** OWNER: may grant OWNER and touch an OWNER's membership or service account (the API's rule). */
+  isOwner: boolean;
+  /** A super-administrator may revoke any user's key. */
+  isSuperAdmin: boolean;
   csrfToken: string;
   formError?: { form: AccessForm; message: string; details?: string[] };
   /** A key just created: its token, shown on this page only. */
   created?: { name: string; token: string };
 }
 
-function RoleSelect({ id, selected }: { id: string; selected?: string }) {
+function RoleSelect({ id, selected, roles }: { id: string; selected?: string; roles: readonly string[] }) {
   return (
     <select id={id} name="role">
-      {ROLES.map((r) => (
+      {roles.map((r) => (
         <option key={r} value={r} selected={r === selected}>
           {r.toLowerCase()}
         </option>
@@ -62,24 +66,35 @@ function RoleSelect({ id, selected }: { id: string; selected?: string }) {
   );
 }
 
+/** A new key's token, on the one page that shows it. */
+export function TokenOnce({ created }: { created: { name: string; token: string } }) {
+  return (
+    <div class="token-once" role="alert">
+      <p>
+        The token of the key <strong>{created.name}</strong>. It is shown this once: copy it now.
+      </p>
+      <p>
+        <code class="token">{created.token}</code> <CopyButton text={created.token} label="Copy token" />
+      </p>
+    </div>
+  );
+}
+
 export function AccessPage(props: AccessPageProps) {
-  const { orgPath, members, serviceAccounts, keys, canManage, csrfToken, created } = props;
+  const { orgPath, members, serviceAccounts, keys, canManage, isOwner, csrfToken, created } = props;
+  // Only an OWNER grants OWNER or touches an OWNER's membership or service account: no form the API would refuse.
+  const mayTouch = (role: string) => canManage && (role !== 'OWNER' || isOwner);
+  const grantable = ROLES.filter((r) => r !== 'OWNER' || isOwner);
+  const accountRoles = new Map(serviceAccounts.map((a) => [a.id, a.role]));
+  const mayRevoke = (k: ApiKeyView) =>
+    k.userId === props.viewerId || (k.serviceAccountId ? mayTouch(accountRoles.get(k.serviceAccountId) ?? 'OWNER') : props.isSuperAdmin);
   const errorFor = (form: AccessForm) => (props.formError?.form === form ? props.formError : undefined);
   const accountNames = new Map(serviceAccounts.map((a) => [a.id, a.name]));
   const memberNames = new Map(members.filter((m) => m.userId).map((m) => [m.userId!, m.email]));
   return (
     <>
       <h1>Access</h1>
-      {created && (
-        <div class="token-once" role="alert">
-          <p>
-            The token of the key <strong>{created.name}</strong>. It is shown this once: copy it now.
-          </p>
-          <p>
-            <code class="token">{created.token}</code> <CopyButtons id={created.token} what="token" />
-          </p>
-        </div>
-      )}
+      {created && <TokenOnce created={created} />}
       <h2>Members</h2>
       <table>
         <thead>
@@ -104,22 +119,24 @@ export function AccessPage(props: AccessPageProps) {
               <td>{m.role.toLowerCase()}</td>
               {canManage && (
                 <td>
-                  <span class="actions">
-                    <CsrfForm action={`${orgPath}/access/members/${encodeURIComponent(m.id)}/role`} csrfToken={csrfToken}>
-                      <label for={`role-${m.id}`} class="skip-link">
-                        Role of {m.email}
-                      </label>
-                      <RoleSelect id={`role-${m.id}`} selected={m.role} />
-                      <button type="submit" class="secondary">
-                        Change role
-                      </button>
-                    </CsrfForm>
-                    <CsrfForm action={`${orgPath}/access/members/${encodeURIComponent(m.id)}/remove`} csrfToken={csrfToken}>
-                      <button type="submit" class="danger">
-                        Remove {m.email}
-                      </button>
-                    </CsrfForm>
-                  </span>
+                  {mayTouch(m.role) && (
+                    <span class="actions">
+                      <CsrfForm action={`${orgPath}/access/members/${encodeURIComponent(m.id)}/role`} csrfToken={csrfToken}>
+                        <label for={`role-${m.id}`} class="skip-link">
+                          Role of {m.email}
+                        </label>
+                        <RoleSelect id={`role-${m.id}`} selected={m.role} roles={grantable} />
+                        <button type="submit" class="secondary">
+                          Change role
+                        </button>
+                      </CsrfForm>
+                      <CsrfForm action={`${orgPath}/access/members/${encodeURIComponent(m.id)}/remove`} csrfToken={csrfToken}>
+                        <button type="submit" class="danger">
+                          Remove {m.email}
+                        </button>
+                      </CsrfForm>
+                    </span>
+                  )}
                 </td>
               )}
             </tr>
@@ -134,7 +151,7 @@ export function AccessPage(props: AccessPageProps) {
             <label for="invite-email">Email</label>
             <input id="invite-email" type="text" name="email" required maxLength={254} autocomplete="off" />
             <label for="invite-role">Role</label>
-            <RoleSelect id="invite-role" selected="MEMBER" />
+            <RoleSelect id="invite-role" selected="MEMBER" roles={grantable} />
             <button type="submit">Invite</button>
           </CsrfForm>
         </section>
@@ -173,7 +190,7 @@ export function AccessPage(props: AccessPageProps) {
             <label for="account-name">Name</label>
             <input id="account-name" type="text" name="name" required maxLength={255} />
             <label for="account-role">Role</label>
-            <RoleSelect id="account-role" selected="MEMBER" />
+            <RoleSelect id="account-role" selected="MEMBER" roles={grantable} />
             <button type="submit">Create service account</button>
           </CsrfForm>
         </section>
@@ -211,7 +228,7 @@ export function AccessPage(props: AccessPageProps) {
               </td>
               <td>{k.revokedAt ? <span class="muted">revoked</span> : <When at={k.expiresAt} />}</td>
               <td>
-                {!k.revokedAt && (
+                {!k.revokedAt && mayRevoke(k) && (
                   <CsrfForm action={`${orgPath}/access/keys/${encodeURIComponent(k.id)}/revoke`} csrfToken={csrfToken}>
                     <button type="submit" class="danger">
                       Revoke {k.name}
@@ -232,8 +249,9 @@ export function AccessPage(props: AccessPageProps) {
           <label for="key-owner">For</label>
           <select id="key-owner" name="serviceAccountId">
             <option value="">Me</option>
-            {canManage &&
-              serviceAccounts.map((a) => (
+            {serviceAccounts
+              .filter((a) => mayTouch(a.role))
+              .map((a) => (
                 <option key={a.id} value={a.id}>
                   Service account {a.name}
                 </option>

@@ -229,13 +229,20 @@ function Dialogs({ orgPath }: { orgPath: string }) {
   );
 }
 
+/** A button that copies `text` (console.js does the copying). */
+export function CopyButton({ text, label, ariaLabel }: { text: string; label: string; ariaLabel?: string }) {
+  return (
+    <button type="button" class="secondary small" data-copy={text} aria-label={ariaLabel}>
+      {label}
+    </button>
+  );
+}
+
 /** Buttons that copy a record's id and a link to its page. */
 export function CopyButtons({ id, what }: { id: string; what: string }) {
   return (
     <span class="copy-buttons">
-      <button type="button" class="secondary small" data-copy={id} aria-label={`Copy ID of this ${what}`}>
-        Copy ID
-      </button>
+      <CopyButton text={id} label="Copy ID" ariaLabel={`Copy ID of this ${what}`} />
       <button type="button" class="secondary small" data-copy-link="" aria-label={`Copy link to this ${what}`}>
         Copy link
       </button>

@@ -16,11 +16,13 @@ export interface OrganizationsPageProps {
   organizations: OrganizationView[];
   /** OWNER of the current one: may rename it. */
   canEdit: boolean;
+  /** A user (not a service account) may create an organization. */
+  canCreate: boolean;
   csrfToken: string;
   formError?: { form: 'edit' | 'create'; message: string; details?: string[] };
 }
 
-export function OrganizationsPage({ orgPath, current, organizations, canEdit, csrfToken, formError }: OrganizationsPageProps) {
+export function OrganizationsPage({ orgPath, current, organizations, canEdit, canCreate, csrfToken, formError }: OrganizationsPageProps) {
   const errorFor = (form: 'edit' | 'create') => (formError?.form === form ? formError : undefined);
   return (
     <>
@@ -45,18 +47,20 @@ export function OrganizationsPage({ orgPath, current, organizations, canEdit, cs
           </CsrfForm>
         </section>
       )}
-      <section aria-labelledby="new-org" class="panel-form">
-        <h2 id="new-org">New organization</h2>
-        <p class="muted">You become its OWNER.</p>
-        <CsrfForm action={`${orgPath}/organizations`} csrfToken={csrfToken}>
-          <FormError error={errorFor('create')} />
-          <label for="new-org-name">Name</label>
-          <input id="new-org-name" type="text" name="name" required maxLength={255} />
-          <label for="new-org-billing">Billing email</label>
-          <input id="new-org-billing" type="text" name="billingEmail" required maxLength={254} />
-          <button type="submit">Create organization</button>
-        </CsrfForm>
-      </section>
+      {canCreate && (
+        <section aria-labelledby="new-org" class="panel-form">
+          <h2 id="new-org">New organization</h2>
+          <p class="muted">You become its OWNER.</p>
+          <CsrfForm action={`${orgPath}/organizations`} csrfToken={csrfToken}>
+            <FormError error={errorFor('create')} />
+            <label for="new-org-name">Name</label>
+            <input id="new-org-name" type="text" name="name" required maxLength={255} />
+            <label for="new-org-billing">Billing email</label>
+            <input id="new-org-billing" type="text" name="billingEmail" required maxLength={254} />
+            <button type="submit">Create organization</button>
+          </CsrfForm>
+        </section>
+      )}
     </>
   );
 }
