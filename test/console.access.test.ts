@@ -2,13 +2,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { userCaller } from './helpers/callers.ts';
-import { consoleBrowser, csrfOf } from './helpers/console.ts';
+import { consoleBrowser } from './helpers/console.ts';
 
 describe('the console access pages', () => {
   let t: TestApp;
   let orgId: string;
   let cookie: string;
-  const { request, signIn } = consoleBrowser(() => t.app);
+  const browser = consoleBrowser(() => t.app);
+  const { request, signIn } = browser;
 
   before(async () => {
     t = await startTestApp();
@@ -18,10 +19,7 @@ describe('the console access pages', () => {
   after(async () => t?.close());
 
   const accessUrl = () => `/orgs/${orgId}/access`;
-  const submit = async (action: string, form: Record<string, string>, as = cookie) => {
-    const page = await request('GET', accessUrl(), { cookie: as });
-    return request('POST', `${accessUrl()}${action}`, { cookie: as, form: { _csrf: csrfOf(page.body), ...form } });
-  };
+  const submit = (action: string, form: Record<string, string>, as = cookie) => browser.submit(accessUrl(), `${accessUrl()}${action}`, form, as);
 
   it('invites a member, changes the role and removes them, showing a refusal by its form', async () => {
     assert.equal((await submit('/members', { email: 'new.member@example.com', role: 'VIEWER' })).status, 303);

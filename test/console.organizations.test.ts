@@ -2,13 +2,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { userCaller } from './helpers/callers.ts';
-import { consoleBrowser, csrfOf } from './helpers/console.ts';
+import { consoleBrowser } from './helpers/console.ts';
 
 describe('the console organizations page', () => {
   let t: TestApp;
   let orgId: string;
   let cookie: string;
-  const { request, signIn } = consoleBrowser(() => t.app);
+  const browser = consoleBrowser(() => t.app);
+  const { request, signIn } = browser;
 
   before(async () => {
     t = await startTestApp();
@@ -18,10 +19,7 @@ describe('the console organizations page', () => {
   after(async () => t?.close());
 
   const pageUrl = () => `/orgs/${orgId}/organization`;
-  const post = async (path: string, form: Record<string, string>, as = cookie) => {
-    const page = await request('GET', pageUrl(), { cookie: as });
-    return request('POST', `/orgs/${orgId}${path}`, { cookie: as, form: { _csrf: csrfOf(page.body), ...form } });
-  };
+  const post = (path: string, form: Record<string, string>, as = cookie) => browser.submit(pageUrl(), `/orgs/${orgId}${path}`, form, as);
 
   it('creates an organization and switches to it, and renames this one, refusing a bad email by its form', async () => {
     const created = await post('/organizations', { name: 'Second <org>', billingEmail: 'billing@example.com' });

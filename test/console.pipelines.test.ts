@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { userCaller } from './helpers/callers.ts';
-import { consoleBrowser, csrfOf } from './helpers/console.ts';
+import { consoleBrowser } from './helpers/console.ts';
 import { createStack, pipelineConfig, startEngineTestApp, type EngineTestApp } from './helpers/engine.ts';
 
 describe('the console pipeline pages', () => {
@@ -9,7 +9,8 @@ describe('the console pipeline pages', () => {
   let orgId: string;
   let cookie: string;
   let pipelineId: string;
-  const { request, signIn } = consoleBrowser(() => t.app);
+  const browser = consoleBrowser(() => t.app);
+  const { request, signIn } = browser;
 
   before(async () => {
     t = await startEngineTestApp();
@@ -20,10 +21,7 @@ describe('the console pipeline pages', () => {
   after(async () => t?.close());
 
   const pageUrl = () => `/orgs/${orgId}/pipelines/${pipelineId}`;
-  const post = async (form: Record<string, string>, as = cookie) => {
-    const page = await request('GET', pageUrl(), { cookie: as });
-    return request('POST', `${pageUrl()}/versions`, { cookie: as, form: { _csrf: csrfOf(page.body), ...form } });
-  };
+  const post = (form: Record<string, string>, as = cookie) => browser.submit(pageUrl(), `${pageUrl()}/versions`, form, as);
   const latestVersion = async () => (await t.call('GET', `/pipelines/${pipelineId}`)).body.data.latestVersion;
 
   it('lists pipelines and shows the latest version of one as JSON to edit', async () => {

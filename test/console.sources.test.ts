@@ -2,13 +2,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { userCaller } from './helpers/callers.ts';
-import { consoleBrowser, csrfOf } from './helpers/console.ts';
+import { consoleBrowser } from './helpers/console.ts';
 
 describe('the console code sources and default values pages', () => {
   let t: TestApp;
   let orgId: string;
   let cookie: string;
-  const { request, signIn } = consoleBrowser(() => t.app);
+  const browser = consoleBrowser(() => t.app);
+  const { request, signIn } = browser;
 
   before(async () => {
     t = await startTestApp();
@@ -18,10 +19,7 @@ describe('the console code sources and default values pages', () => {
   after(async () => t?.close());
 
   const sourcesUrl = () => `/orgs/${orgId}/code-sources`;
-  const submit = async (form: Record<string, string>, as = cookie) => {
-    const page = await request('GET', sourcesUrl(), { cookie: as });
-    return request('POST', sourcesUrl(), { cookie: as, form: { _csrf: csrfOf(page.body), ...form } });
-  };
+  const submit = (form: Record<string, string>, as = cookie) => browser.submit(sourcesUrl(), sourcesUrl(), form, as);
 
   it('adds a code source with a token that is never shown, and shows a refusal without it', async () => {
     const token = 'glpat-console-secret-123456';

@@ -9,7 +9,8 @@ describe('the console stack pages', () => {
   let orgId: string;
   let cookie: string;
   let environment: { id: string; projectId: string };
-  const { request, signIn } = consoleBrowser(() => t.app);
+  const browser = consoleBrowser(() => t.app);
+  const { request, signIn } = browser;
 
   before(async () => {
     t = await startEngineTestApp();
@@ -21,10 +22,7 @@ describe('the console stack pages', () => {
   after(async () => t?.close());
 
   /** Posts a form of a page as its browser would: the page first, for its anti-forgery token. */
-  const submit = async (pageUrl: string, action: string, form: Record<string, string>, as = cookie) => {
-    const page = await request('GET', pageUrl, { cookie: as });
-    return request('POST', action, { cookie: as, form: { _csrf: csrfOf(page.body), ...form } });
-  };
+  const submit = (pageUrl: string, action: string, form: Record<string, string>, as = cookie) => browser.submit(pageUrl, action, form, as);
 
   it('creates a project and an environment from their page, and shows a refusal by its form', async () => {
     const pageUrl = `/orgs/${orgId}/environments`;

@@ -7,7 +7,7 @@ import { ROLES, roleAtLeast, type Role } from '../platform/auth/roles.ts';
 import { AUDIT_OUTCOMES } from '../platform/db/enums.ts';
 import { ForbiddenError } from '../platform/errors.ts';
 import type { App } from '../platform/http/app.ts';
-import { CHOICES, formError, formErrorStatus } from './forms.ts';
+import { answerForm, CHOICES } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
 import { type AccessForm, AccessPage, type AccessPageProps, AuditPage, TokenOnce } from './views/access.tsx';
 
@@ -58,12 +58,13 @@ export function consoleAccessRoutes(app: App, pages: Pages) {
     app.post(`/orgs/:org/access${path}`, { ...PAGE, schema: { hide: true, params, body } }, async (request, reply) => {
       const p = request.params as Record<string, string>;
       const ctx = await pages.context(request, p.org);
-      try {
-        await act(ctx, p, request.body as B);
-        return reply.redirect(`${ctx.orgPath}/access`, 303);
-      } catch (error) {
-        return send(reply, ctx, formErrorStatus(error), { formError: { form, ...formError(error) } });
-      }
+      return answerForm(
+        async () => {
+          await act(ctx, p, request.body as B);
+          return reply.redirect(`${ctx.orgPath}/access`, 303);
+        },
+        (failure, status) => send(reply, ctx, status, { formError: { form, ...failure } }),
+      );
     });
 
   accessForm<{ email: string; role: Role }>(
@@ -113,22 +114,22 @@ export function consoleAccessRoutes(app: App, pages: Pages) {
     async (request, reply) => {
       const ctx = await pages.context(request, request.params.org);
       const { name, serviceAccountId, expiresAt } = request.body;
+      const data = {
+        name: name.trim(),
+        ...(serviceAccountId ? { serviceAccountId } : {}),
+        ...(expiresAt?.trim() ? { expiresAt: expiresAt.trim() } : {}),
+      };
+      const key = await answerForm(
+        async () => (await ctx.api.post('/api-keys', { data })).data,
+        async (failure, status) => void (await send(reply, ctx, status, { formError: { form: 'key', ...failure } })),
+      );
+      if (!key) return reply;
+      const created = { name: key.name, token: key.token };
       try {
-        const data = {
-          name: name.trim(),
-          ...(serviceAccountId ? { serviceAccountId } : {}),
-          ...(expiresAt?.trim() ? { expiresAt: expiresAt.trim() } : {}),
-        };
-        const key = (await ctx.api.post('/api-keys', { data })).data;
-        const created = { name: key.name, token: key.token };
-        try {
-          return await send(reply, ctx, 201, { created });
-        } catch {
-          // The key exists: its token is shown whatever else the page could not read.
-          return pages.html(reply.status(201), 'Access', ctx.viewer, <TokenOnce created={created} />);
-        }
-      } catch (error) {
-        return send(reply, ctx, formErrorStatus(error), { formError: { form: 'key', ...formError(error) } });
+        return await send(reply, ctx, 201, { created });
+      } catch {
+        // The key exists: its token is shown whatever else the page could not read.
+        return pages.html(reply.status(201), 'Access', ctx.viewer, <TokenOnce created={created} />);
       }
     },
   );

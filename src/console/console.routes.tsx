@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError, ForbiddenError } from '../platform/errors.ts';
+import { isTerminalRun } from '../engine/run-state.ts';
 import { hasPermission, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
 import { toAppError } from '../platform/http/error-handler.ts';
@@ -70,9 +71,6 @@ export async function consoleRoutes(app: App) {
   app.setErrorHandler((error: FastifyError, request, reply) => renderError(assets, error, request, reply));
 
   const pages = makePages(app, assets);
-  const html = pages.html;
-  const pageContext = pages.context;
-  const page = PAGE;
   const live = livePages(app);
   consoleLogRoutes(app, pages);
   consolePlanRoutes(app, pages);
@@ -85,19 +83,19 @@ export async function consoleRoutes(app: App) {
   consoleSourceRoutes(app, pages);
   consoleOrganizationRoutes(app, pages);
 
-  app.get('/', page, async (request, reply) => {
+  app.get('/', PAGE, async (request, reply) => {
     const session = await currentSession(app, request);
     return reply.redirect(session ? `/orgs/${encodeURIComponent(session.homeOrganizationId)}/runs` : '/sign-in', 303);
   });
 
-  app.get('/sign-in', page, async (request, reply) => html(reply, 'Sign in', undefined, <SignIn signInToken={issueSignInToken(request, reply)} />));
+  app.get('/sign-in', PAGE, async (request, reply) => pages.html(reply, 'Sign in', undefined, <SignIn signInToken={issueSignInToken(request, reply)} />));
 
   app.post(
     '/sign-in',
-    { ...page, schema: { hide: true, body: Type.Object({ apiKey: Type.String({ maxLength: 512 }), _signin: CsrfField }) } },
+    { ...PAGE, schema: { hide: true, body: Type.Object({ apiKey: Type.String({ maxLength: 512 }), _signin: CsrfField }) } },
     async (request, reply) => {
       const again = (status: number, error: string) =>
-        html(reply.status(status), 'Sign in', undefined, <SignIn signInToken={issueSignInToken(request, reply)} error={error} />);
+        pages.html(reply.status(status), 'Sign in', undefined, <SignIn signInToken={issueSignInToken(request, reply)} error={error} />);
       if (!signInTokenMatches(request, request.body._signin)) return again(403, 'The sign-in form expired or came from another site: try again.');
       try {
         const me = await signIn(app, request, reply, request.body.apiKey.trim());
@@ -114,7 +112,7 @@ export async function consoleRoutes(app: App) {
   app.post(
     '/preferences/theme',
     {
-      ...page,
+      ...PAGE,
       schema: {
         hide: true,
         body: Type.Object({
@@ -136,7 +134,7 @@ export async function consoleRoutes(app: App) {
 
   app.post(
     '/sign-out',
-    { ...page, schema: { hide: true, body: Type.Object({ _csrf: CsrfField, everywhere: Type.Optional(Type.String({ maxLength: 8 })) }) } },
+    { ...PAGE, schema: { hide: true, body: Type.Object({ _csrf: CsrfField, everywhere: Type.Optional(Type.String({ maxLength: 8 })) }) } },
     async (request, reply) => {
       const session = await currentSession(app, request);
       if (session && csrfMatches(session, request.body._csrf)) await signOut(app, request, reply, session, request.body.everywhere === 'yes');
@@ -147,7 +145,7 @@ export async function consoleRoutes(app: App) {
   app.get(
     '/orgs/:org/runs',
     {
-      ...page,
+      ...PAGE,
       schema: {
         hide: true,
         params: OrgParams,
@@ -155,7 +153,7 @@ export async function consoleRoutes(app: App) {
       },
     },
     async (request, reply) => {
-      const ctx = await pageContext(request, request.params.org);
+      const ctx = await pages.context(request, request.params.org);
       const { cursor, ...query } = request.query;
       const filter = inboxFilter(query);
       const inbox = await loadInbox(ctx, filter, cursor);
@@ -163,16 +161,16 @@ export async function consoleRoutes(app: App) {
       const liveUrl = cursor
         ? undefined
         : inboxLink(ctx.orgPath, filter, { v: inboxVersion({ data: inbox.runs, nextCursor: inbox.nextCursor }) }, '/runs/live');
-      return html(reply, 'Runs', ctx.viewer, <RunsInbox {...inbox} liveUrl={liveUrl} />);
+      return pages.html(reply, 'Runs', ctx.viewer, <RunsInbox {...inbox} liveUrl={liveUrl} />);
     },
   );
 
   // The inbox's event stream: its first page of runs whenever a run comes or changes. It never finishes.
   app.get(
     '/orgs/:org/runs/live',
-    { ...page, schema: { hide: true, params: OrgParams, querystring: Type.Object({ ...InboxQuery.properties, v: LiveVersion }) } },
+    { ...PAGE, schema: { hide: true, params: OrgParams, querystring: Type.Object({ ...InboxQuery.properties, v: LiveVersion }) } },
     async (request, reply) => {
-      const ctx = await pageContext(request, request.params.org);
+      const ctx = await pages.context(request, request.params.org);
       const { v, ...query } = request.query;
       const filter = inboxFilter(query);
       // Only the runs are read to tell whether anything changed; names and the rest only when it did.
@@ -187,23 +185,23 @@ export async function consoleRoutes(app: App) {
     },
   );
 
-  app.get('/orgs/:org/runs/:id', { ...page, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
-    const ctx = await pageContext(request, request.params.org);
+  app.get('/orgs/:org/runs/:id', { ...PAGE, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
+    const ctx = await pages.context(request, request.params.org);
     const view = await loadRun(ctx, request.params.id);
-    const liveUrl = FINISHED.has(view.run.status) ? undefined : `${ctx.orgPath}/runs/${encodeURIComponent(view.run.id)}/live?v=${runVersion(view)}`;
-    return html(reply, `Run ${view.run.id.slice(-8)}`, ctx.viewer, <RunPage {...view} liveUrl={liveUrl} />);
+    const liveUrl = isTerminalRun(view.run.status) ? undefined : `${ctx.orgPath}/runs/${encodeURIComponent(view.run.id)}/live?v=${runVersion(view)}`;
+    return pages.html(reply, `Run ${view.run.id.slice(-8)}`, ctx.viewer, <RunPage {...view} liveUrl={liveUrl} />);
   });
 
   // The run page's event stream: the page's body whenever it changes, then `done` once the run has finished.
   app.get(
     '/orgs/:org/runs/:id/live',
-    { ...page, schema: { hide: true, params: RecordParams, querystring: Type.Object({ v: LiveVersion }) } },
+    { ...PAGE, schema: { hide: true, params: RecordParams, querystring: Type.Object({ v: LiveVersion }) } },
     async (request, reply) => {
-      const ctx = await pageContext(request, request.params.org);
+      const ctx = await pages.context(request, request.params.org);
       const pipelines: PipelineSteps = new Map();
       await live.serve(request, reply, ctx, 'run', request.query.v, async () => {
         const view = await loadRun(ctx, request.params.id, pipelines);
-        return { version: runVersion(view), render: async () => renderFragment(<RunBody {...view} />), finished: FINISHED.has(view.run.status) };
+        return { version: runVersion(view), render: async () => renderFragment(<RunBody {...view} />), finished: isTerminalRun(view.run.status) };
       });
     },
   );
@@ -213,7 +211,7 @@ export async function consoleRoutes(app: App) {
   app.post(
     '/orgs/:org/runs/:id/:verb',
     {
-      ...page,
+      ...PAGE,
       schema: {
         hide: true,
         params: Type.Object({ ...RecordParams.properties, verb: Type.Union([Type.Literal('cancel'), Type.Literal('retry')]) }),
@@ -221,7 +219,7 @@ export async function consoleRoutes(app: App) {
       },
     },
     async (request, reply) => {
-      const ctx = await pageContext(request, request.params.org);
+      const ctx = await pages.context(request, request.params.org);
       const id = encodeURIComponent(request.params.id);
       await ctx.api.post(`/pipeline-runs/${id}/${request.params.verb}`);
       return reply.redirect(`${ctx.orgPath}/runs/${id}`, 303);
@@ -231,7 +229,7 @@ export async function consoleRoutes(app: App) {
   app.post(
     '/orgs/:org/steps/:id/:verb',
     {
-      ...page,
+      ...PAGE,
       schema: {
         hide: true,
         params: Type.Object({ ...RecordParams.properties, verb: Type.Union([Type.Literal('approve'), Type.Literal('reject')]) }),
@@ -240,7 +238,7 @@ export async function consoleRoutes(app: App) {
       },
     },
     async (request, reply) => {
-      const ctx = await pageContext(request, request.params.org);
+      const ctx = await pages.context(request, request.params.org);
       const step = (await ctx.api.post(`/pipeline-step-executions/${encodeURIComponent(request.params.id)}/${request.params.verb}`)).data;
       return reply.redirect(`${ctx.orgPath}/runs/${encodeURIComponent(step.pipelineRunId ?? request.query.run)}`, 303);
     },
@@ -303,7 +301,6 @@ async function inboxOf(ctx: PageContext, filter: RunFilter, runs: InboxRuns): Pr
 
 /** How many environments the inbox offers to filter by (the URL takes any environment's id). */
 const ENVIRONMENT_CHOICES = 200;
-const FINISHED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 
 /** A pipeline version's steps, by version id: versions never change, so a live page reads each once. */
 type PipelineSteps = Map<string, PipelineStepView[]>;

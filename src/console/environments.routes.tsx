@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import { hasPermission, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
-import { CHOICES, formError, formErrorStatus, projectChoices } from './forms.ts';
+import { answerForm, CHOICES, projectChoices } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, type PageContext, type Pages } from './pages.tsx';
 import { EnvironmentsPage, type EnvironmentsPageProps } from './views/environments.tsx';
 
@@ -37,13 +37,13 @@ export function consoleEnvironmentRoutes(app: App, pages: Pages) {
       const posted = request.body as Record<string, string | undefined>;
       // Only the form's own fields go to the API, whatever else was posted.
       const data = Object.fromEntries(fields.map((field) => [field, posted[field]?.trim() ?? '']));
-      try {
-        await ctx.api.post(path, { data });
-        return reply.redirect(`${ctx.orgPath}/environments`, 303);
-      } catch (error) {
-        const failure = { form, ...formError(error) };
-        return pages.html(reply.status(formErrorStatus(error)), 'Projects and environments', ctx.viewer, await environmentsPage(ctx, failure));
-      }
+      return answerForm(
+        async () => {
+          await ctx.api.post(path, { data });
+          return reply.redirect(`${ctx.orgPath}/environments`, 303);
+        },
+        async (failure, status) => pages.html(reply.status(status), 'Projects and environments', ctx.viewer, await environmentsPage(ctx, { form, ...failure })),
+      );
     });
 
   createForm('/projects', 'project', Type.Object(Named), ['name', 'givenId']);

@@ -1,6 +1,7 @@
 // What the console's management forms share: turning the API's refusal into a message above the form,
 // and the choices their lists offer.
 
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../platform/http/input-rules.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
 import type { EnvironmentChoice } from './views/stacks.tsx';
 
@@ -14,14 +15,33 @@ export interface FormError {
   details?: string[];
 }
 
-/** The API's refusal as a form's error, or the error itself when a form cannot mend it. */
-export function formError(error: unknown): FormError {
-  if (error instanceof ApiCallError && MENDABLE.has(error.status)) return { message: error.message, details: error.details };
-  throw error;
+/**
+ * answerForm runs a form's work. A refusal the reader can mend (the API's 400, 404, 409 or 422) is
+ * answered by `refused`, with the API's message and status, to show the form again; anything else goes on.
+ */
+export async function answerForm<T>(work: () => Promise<T>, refused: (failure: FormError, status: number) => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof ApiCallError && MENDABLE.has(error.status)) return refused({ message: error.message, details: error.details }, error.status);
+    throw error;
+  }
 }
 
-/** The status a page with a form's error is sent with: the API's. */
-export const formErrorStatus = (error: unknown) => (error instanceof ApiCallError ? error.status : 400);
+/**
+ * A form field that holds JSON, parsed: a text too deep or not JSON is a refusal to mend. `what` names
+ * the field in the message ("config"), `plural` when it names several things ("variables").
+ */
+export function parseJsonField(text: string, what: string, plural = false): unknown {
+  if (exceedsJsonDepth(text)) {
+    throw new ApiCallError(400, 'Api:Request:TOO_DEEP', `The ${what} ${plural ? 'nest' : 'nests'} deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ApiCallError(400, 'Api:Request:MALFORMED_JSON', `The ${what} ${plural ? 'are' : 'is'} not valid JSON`);
+  }
+}
 
 /** The organization's projects, for lists and labels. */
 export async function projectChoices(api: ApiCaller): Promise<{ id: string; name: string; givenId: string }[]> {

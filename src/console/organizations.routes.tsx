@@ -4,7 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import { hasPermission, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
-import { CHOICES, formError, formErrorStatus } from './forms.ts';
+import { answerForm, CHOICES } from './forms.ts';
 import { CsrfField, OrgParams, PAGE, type PageContext, type Pages } from './pages.tsx';
 import { OrganizationsPage, type OrganizationsPageProps } from './views/organizations.tsx';
 
@@ -39,17 +39,17 @@ export function consoleOrganizationRoutes(app: App, pages: Pages) {
     app.post(`/orgs/:org${path}`, { ...PAGE, schema: { hide: true, params: OrgParams, body: OrganizationForm } }, async (request, reply) => {
       const ctx = await pages.context(request, request.params.org);
       const data = { name: request.body.name.trim(), billingEmail: request.body.billingEmail.trim() };
-      try {
-        if (form === 'create') {
-          const created = (await ctx.api.post('/organizations', { data })).data;
-          return reply.redirect(`/orgs/${encodeURIComponent(created.id)}/runs`, 303);
-        }
-        await ctx.api.patch(`/organizations/${encodeURIComponent(ctx.me.organizationId)}`, { data });
-        return reply.redirect(`${ctx.orgPath}/organization`, 303);
-      } catch (error) {
-        const failure = { form, ...formError(error) };
-        return pages.html(reply.status(formErrorStatus(error)), 'Organizations', ctx.viewer, await organizationsPage(ctx, failure));
-      }
+      return answerForm(
+        async () => {
+          if (form === 'create') {
+            const created = (await ctx.api.post('/organizations', { data })).data;
+            return reply.redirect(`/orgs/${encodeURIComponent(created.id)}/runs`, 303);
+          }
+          await ctx.api.patch(`/organizations/${encodeURIComponent(ctx.me.organizationId)}`, { data });
+          return reply.redirect(`${ctx.orgPath}/organization`, 303);
+        },
+        async (failure, status) => pages.html(reply.status(status), 'Organizations', ctx.viewer, await organizationsPage(ctx, { form, ...failure })),
+      );
     });
   organizationForm('/organization', 'edit');
   organizationForm('/organizations', 'create');

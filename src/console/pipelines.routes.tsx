@@ -4,24 +4,12 @@
 import { Type } from '@sinclair/typebox';
 import { hasPermission, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../platform/http/input-rules.ts';
-import { ApiCallError } from './console-api.ts';
-import { CHOICES, type FormError, formError, formErrorStatus } from './forms.ts';
+import { answerForm, CHOICES, parseJsonField } from './forms.ts';
 import { CsrfField, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
 import { PipelinePage, type PipelinePageProps, PipelinesPage } from './views/pipelines.tsx';
 
 /** The longest config the form takes (the API's own body limit is larger). */
 const CONFIG_TEXT_LIMIT = 256 * 1024;
-
-/** The config text of the form as JSON, or a form error the reader can mend. */
-function parseConfig(text: string): unknown {
-  if (exceedsJsonDepth(text)) throw new ApiCallError(400, 'Api:Request:TOO_DEEP', `The config nests deeper than ${MAX_JSON_DEPTH} levels`);
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new ApiCallError(400, 'Api:Request:MALFORMED_JSON', 'The config is not valid JSON');
-  }
-}
 
 export function consolePipelineRoutes(app: App, pages: Pages) {
   app.get(
@@ -85,21 +73,17 @@ export function consolePipelineRoutes(app: App, pages: Pages) {
       const ctx = await pages.context(request, request.params.org);
       const { config: configText, intent } = request.body;
       const pipelineId = request.params.id;
-      try {
-        const config = parseConfig(configText);
-        const data = { pipelineId, config, ...(intent === 'preview' ? { dryRun: true } : {}) };
-        const result = (await ctx.api.post('/pipeline-versions', { data })).data;
-        if (intent === 'save') return reply.redirect(`${ctx.orgPath}/pipelines/${encodeURIComponent(pipelineId)}`, 303);
-        return pages.html(reply, 'Pipeline', ctx.viewer, await pipelinePage(ctx, pipelineId, { configText, preview: result }));
-      } catch (error) {
-        const failure: FormError = formError(error);
-        return pages.html(
-          reply.status(formErrorStatus(error)),
-          'Pipeline',
-          ctx.viewer,
-          await pipelinePage(ctx, pipelineId, { configText, formError: failure }),
-        );
-      }
+      return answerForm(
+        async () => {
+          const config = parseJsonField(configText, 'config');
+          const data = { pipelineId, config, ...(intent === 'preview' ? { dryRun: true } : {}) };
+          const result = (await ctx.api.post('/pipeline-versions', { data })).data;
+          if (intent === 'save') return reply.redirect(`${ctx.orgPath}/pipelines/${encodeURIComponent(pipelineId)}`, 303);
+          return pages.html(reply, 'Pipeline', ctx.viewer, await pipelinePage(ctx, pipelineId, { configText, preview: result }));
+        },
+        async (failure, status) =>
+          pages.html(reply.status(status), 'Pipeline', ctx.viewer, await pipelinePage(ctx, pipelineId, { configText, formError: failure })),
+      );
     },
   );
 }

@@ -4,7 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import { roleAtLeast, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
-import { CHOICES, type FormError, formError, formErrorStatus } from './forms.ts';
+import { answerForm, CHOICES, type FormError } from './forms.ts';
 import { CsrfField, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
 import { CodeSourcesPage, DefaultValuesPage } from './views/sources.tsx';
 
@@ -51,14 +51,14 @@ export function consoleSourceRoutes(app: App, pages: Pages) {
     async (request, reply) => {
       const ctx = await pages.context(request, request.params.org);
       const { name, url, token } = request.body;
-      try {
-        const data = { name: name.trim(), url: url.trim(), ...(token ? { authType: 'TOKEN', token } : {}) };
-        await ctx.api.post('/code-sources', { data });
-        return reply.redirect(`${ctx.orgPath}/code-sources`, 303);
-      } catch (error) {
-        const failure = formError(error);
-        return pages.html(reply.status(formErrorStatus(error)), 'Code sources', ctx.viewer, await sourcesPage(ctx, failure));
-      }
+      const data = { name: name.trim(), url: url.trim(), ...(token ? { authType: 'TOKEN', token } : {}) };
+      return answerForm(
+        async () => {
+          await ctx.api.post('/code-sources', { data });
+          return reply.redirect(`${ctx.orgPath}/code-sources`, 303);
+        },
+        async (failure, status) => pages.html(reply.status(status), 'Code sources', ctx.viewer, await sourcesPage(ctx, failure)),
+      );
     },
   );
 

@@ -6,12 +6,11 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import type { ComponentChildren } from 'preact';
 import { ForbiddenError } from '../platform/errors.ts';
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../platform/http/input-rules.ts';
 import { VariableName } from '../stacks/stack-variables.schema.ts';
 import { hasPermission, roleAtLeast, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
-import { CHOICES, environmentChoices, type FormError, formError, formErrorStatus } from './forms.ts';
+import { answerForm, CHOICES, environmentChoices, type FormError, parseJsonField } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
 import { diffStates } from './state-diff.ts';
 import { StateDiffPage } from './views/state-diff.tsx';
@@ -85,17 +84,19 @@ export function consoleStackRoutes(app: App, pages: Pages) {
     async (request, reply) => {
       const ctx = await pages.context(request, request.params.org);
       const { name, environmentId, codeSourceId, ref, path } = request.body;
-      try {
-        const environment = (await ctx.api.get(`/environments/${encodeURIComponent(environmentId)}`)).data;
-        const source = codeSourceId ? { codeSourceId, ...(ref?.trim() ? { ref: ref.trim() } : {}), ...(path?.trim() ? { path: path.trim() } : {}) } : undefined;
-        const stack = (
-          await ctx.api.post('/stacks', { data: { name: name.trim(), projectId: environment.projectId, environmentId, ...(source ? { source } : {}) } })
-        ).data;
-        return reply.redirect(stackPath(ctx, stack.id), 303);
-      } catch (error) {
-        const failure = formError(error);
-        return send(reply, ctx, 'Stacks', await stacksPage(ctx, {}, failure), formErrorStatus(error));
-      }
+      return answerForm(
+        async () => {
+          const environment = (await ctx.api.get(`/environments/${encodeURIComponent(environmentId)}`)).data;
+          const source = codeSourceId
+            ? { codeSourceId, ...(ref?.trim() ? { ref: ref.trim() } : {}), ...(path?.trim() ? { path: path.trim() } : {}) }
+            : undefined;
+          const stack = (
+            await ctx.api.post('/stacks', { data: { name: name.trim(), projectId: environment.projectId, environmentId, ...(source ? { source } : {}) } })
+          ).data;
+          return reply.redirect(stackPath(ctx, stack.id), 303);
+        },
+        async (failure, status) => send(reply, ctx, 'Stacks', await stacksPage(ctx, {}, failure), status),
+      );
     },
   );
 
@@ -146,13 +147,10 @@ export function consoleStackRoutes(app: App, pages: Pages) {
       async (request, reply) => {
         const params = request.params as { org: string; id: string; name?: string };
         const ctx = await pages.context(request, params.org);
-        try {
-          const next = await act(ctx, params, request.body as B);
-          return reply.redirect(next ?? stackPath(ctx, params.id), 303);
-        } catch (error) {
-          const failure = { form, ...formError(error) };
-          return send(reply, ctx, 'Stack', await stackPage(ctx, params.id, failure, keep?.(request.body as B)), formErrorStatus(error));
-        }
+        return answerForm(
+          async () => reply.redirect((await act(ctx, params, request.body as B)) ?? stackPath(ctx, params.id), 303),
+          async (failure, status) => send(reply, ctx, 'Stack', await stackPage(ctx, params.id, { form, ...failure }, keep?.(request.body as B)), status),
+        );
       },
     );
 
@@ -176,13 +174,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
     'variables',
     Type.Object({ _csrf: CsrfField, variables: Type.String({ maxLength: 64 * 1024 }) }),
     async (ctx, { id }, { variables }) => {
-      if (exceedsJsonDepth(variables)) throw new ApiCallError(400, 'Api:Request:TOO_DEEP', `The variables nest deeper than ${MAX_JSON_DEPTH} levels`);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(variables || '{}');
-      } catch {
-        throw new ApiCallError(400, 'Api:Request:MALFORMED_JSON', 'The variables are not valid JSON');
-      }
+      const parsed = parseJsonField(variables || '{}', 'variables', true);
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
         throw new ApiCallError(400, 'Api:Request:INVALID', 'The variables must be a JSON object: { "name": value, … }');
       }

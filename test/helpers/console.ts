@@ -49,7 +49,13 @@ export function consoleBrowser(app: () => TestApp['app']) {
     return { res, cookie: session ? `plinth_session=${session.value}` : undefined, session };
   };
 
-  return { request, signIn };
+  /** Posts a form of the page at `pageUrl` to `action` as its browser would: the page first, for its anti-forgery token. */
+  const submit = async (pageUrl: string, action: string, form: Record<string, string>, cookie: string) => {
+    const page = await request('GET', pageUrl, { cookie });
+    return request('POST', action, { cookie, form: { _csrf: csrfOf(page.body), ...form } });
+  };
+
+  return { request, signIn, submit };
 }
 
 /** The anti-forgery token of the first form of a page. */

@@ -3,7 +3,7 @@
 
 import { ROLES } from '../../platform/auth/roles.ts';
 import { AUDIT_OUTCOMES } from '../../platform/db/enums.ts';
-import { ShortId, When } from './format.tsx';
+import { ShortId, When, withQuery } from './format.tsx';
 import { CopyButton, CsrfForm } from './layout.tsx';
 import { FormError } from './stacks.tsx';
 
@@ -287,8 +287,6 @@ export interface AuditPageProps {
 }
 
 export function AuditPage({ orgPath, events, filter, nextCursor }: AuditPageProps) {
-  const query = (extra: Record<string, string>) =>
-    new URLSearchParams(Object.entries({ ...filter, ...extra }).filter((e): e is [string, string] => Boolean(e[1]))).toString();
   return (
     <>
       <h1>Audit log</h1>
@@ -346,7 +344,7 @@ export function AuditPage({ orgPath, events, filter, nextCursor }: AuditPageProp
       {events.length === 0 && <p class="muted">Nothing matches.</p>}
       {nextCursor && (
         <p class="pager">
-          <a href={`${orgPath}/audit?${query({ cursor: nextCursor })}`}>Older events →</a>
+          <a href={withQuery(`${orgPath}/audit`, { ...filter, cursor: nextCursor })}>Older events →</a>
         </p>
       )}
     </>

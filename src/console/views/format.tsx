@@ -33,3 +33,9 @@ export function ShortId({ id }: { id: string }) {
     </code>
   );
 }
+
+/** `path` with the fields of `query` that hold something as its query string: a page's shareable URL. */
+export function withQuery(path: string, query: Record<string, string | undefined>): string {
+  const text = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => Boolean(e[1]))).toString();
+  return text ? `${path}?${text}` : path;
+}

@@ -1,4 +1,4 @@
-import { ShortId, StatusBadge, When } from './format.tsx';
+import { ShortId, StatusBadge, When, withQuery } from './format.tsx';
 
 export interface RunRow {
   id: string;
@@ -48,10 +48,7 @@ export interface RunsInboxProps {
 
 /** The inbox's URL (or `path` beside it) with `change` applied to the current filters. */
 export function inboxLink(orgPath: string, filter: RunFilter, change: Partial<RunFilter & { cursor: string; v: string }> = {}, path = '/runs') {
-  const query = { ...filter, ...change };
-  const params = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => Boolean(e[1])));
-  const text = params.toString();
-  return `${orgPath}${path}${text ? `?${text}` : ''}`;
+  return withQuery(`${orgPath}${path}`, { ...filter, ...change });
 }
 
 export function RunsInbox(props: RunsInboxProps) {

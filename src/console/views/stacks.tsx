@@ -2,7 +2,7 @@
 // sensitive ones write-only, its outputs, recent runs and, for those who may read state, its versions).
 
 import { CopyButtons, CsrfForm } from './layout.tsx';
-import { ShortId, StatusBadge, When } from './format.tsx';
+import { ShortId, StatusBadge, When, withQuery } from './format.tsx';
 
 export interface StackView {
   id: string;
@@ -106,7 +106,7 @@ export function StacksPage(props: StacksPageProps) {
       {props.stacks.length === 0 && <p class="muted">No stacks here yet.</p>}
       {props.nextCursor && (
         <p class="pager">
-          <a href={`${props.orgPath}/stacks?${new URLSearchParams({ ...definedOnly(props.filter), cursor: props.nextCursor })}`}>Next page</a>
+          <a href={withQuery(`${props.orgPath}/stacks`, { ...props.filter, cursor: props.nextCursor })}>Next page</a>
         </p>
       )}
       {props.canWrite && <NewStackForm {...props} />}
@@ -162,10 +162,6 @@ function SourceText({ source }: { source: NonNullable<StackView['source']> }) {
       {source.path ? `:${source.path}` : ''}
     </code>
   );
-}
-
-function definedOnly(record: Record<string, string | undefined>): Record<string, string> {
-  return Object.fromEntries(Object.entries(record).filter((entry): entry is [string, string] => Boolean(entry[1])));
 }
 
 export interface StateVersionView {
