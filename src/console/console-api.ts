@@ -25,6 +25,13 @@ export interface ApiCaller {
   put<T = any>(path: string, body?: unknown): Promise<T>;
   patch<T = any>(path: string, body?: unknown): Promise<T>;
   delete<T = any>(path: string): Promise<T>;
+  /** A GET the API answers with a redirect (an OAuth start): where it sends the browser, and the cookies it sets on the way. */
+  redirect(path: string, query?: Query): Promise<ApiRedirect>;
+}
+
+export interface ApiRedirect {
+  location: string;
+  cookies: { name: string; value: string; path?: string; maxAge?: number; httpOnly?: boolean; secure?: boolean; sameSite?: string }[];
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -34,11 +41,11 @@ type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  * authentications are counted against the browser, not against loopback.
  */
 export function apiCaller(app: App, from: FastifyRequest, token: string, organizationId?: string): ApiCaller {
-  const call = async (method: Method, path: string, query?: Query, body?: unknown) => {
+  const send = (method: Method, path: string, query?: Query, body?: unknown) => {
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (organizationId) headers['x-organization-id'] = organizationId;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await app.inject({
+    return app.inject({
       method,
       url: path,
       query: definedOnly(query),
@@ -46,18 +53,19 @@ export function apiCaller(app: App, from: FastifyRequest, token: string, organiz
       remoteAddress: from.ip,
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
-    const json = String(res.headers['content-type'] ?? '').startsWith('application/json');
-    const parsed = json && res.body ? res.json() : undefined;
+  };
+  const call = async (method: Method, path: string, query?: Query, body?: unknown) => {
+    const res = await send(method, path, query, body);
+    const parsed = jsonOf(res);
     // Anything but a 2xx answer with a JSON body (or a 204) is a failure: never data read from an HTML page or a redirect.
-    if (res.statusCode < 200 || res.statusCode >= 300 || (res.statusCode !== 204 && parsed === undefined)) {
-      throw new ApiCallError(
-        res.statusCode,
-        parsed?.code ?? 'Api:Request:FAILED',
-        parsed?.message ?? `The API answered ${res.statusCode}`,
-        parsed?.details ?? [],
-      );
-    }
+    if (res.statusCode < 200 || res.statusCode >= 300 || (res.statusCode !== 204 && parsed === undefined)) throw failureOf(res.statusCode, parsed);
     return parsed;
+  };
+  const redirect = async (path: string, query?: Query): Promise<ApiRedirect> => {
+    const res = await send('GET', path, query);
+    const location = res.headers.location;
+    if (res.statusCode !== 302 || typeof location !== 'string') throw failureOf(res.statusCode, jsonOf(res));
+    return { location, cookies: res.cookies as ApiRedirect['cookies'] };
   };
   return {
     get: (path, query) => call('GET', path, query),
@@ -65,7 +73,25 @@ export function apiCaller(app: App, from: FastifyRequest, token: string, organiz
     put: (path, body) => call('PUT', path, undefined, body),
     patch: (path, body) => call('PATCH', path, undefined, body),
     delete: (path) => call('DELETE', path),
+    redirect,
   };
+}
+
+function jsonOf(res: { headers: Record<string, unknown>; body: string; json(): any }) {
+  return String(res.headers['content-type'] ?? '').startsWith('application/json') && res.body ? res.json() : undefined;
+}
+
+function failureOf(status: number, parsed: any): ApiCallError {
+  return new ApiCallError(status, parsed?.code ?? 'Api:Request:FAILED', parsed?.message ?? `The API answered ${status}`, detailLines(parsed?.details));
+}
+
+/** An ErrorBody's detail sections as lines a page can list: a list's items, an object as its JSON. */
+function detailLines(sections: unknown): string[] {
+  if (!Array.isArray(sections)) return [];
+  return sections.flatMap((section) => {
+    if (Array.isArray(section?.items)) return section.items.map(String);
+    return section?.object ? [`${section.title}: ${JSON.stringify(section.object)}`] : [];
+  });
 }
 
 function definedOnly(query: Query | undefined): Record<string, string> {
