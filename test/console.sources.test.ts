@@ -55,4 +55,63 @@ describe('the console code sources and default values pages', () => {
     await t.call('POST', '/default-values', { body: { data: { defaultValueDefinitionId: region, parentId: envId, value: 'us-east-1' } } });
     assert.match((await request('GET', url, { cookie })).body, /us-east-1[\s\S]*set on this environment/);
   });
+
+  it('sets, changes and removes default values on each scope for a MEMBER, with the refusal by its form', async () => {
+    const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'api', name: 'Api' } } })).body.data.id;
+    const envId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'staging', name: 'Staging' } } })).body.data.id;
+    const region = (await t.call('GET', '/default-value-definitions?limit=200')).body.data.find((d: { givenId: string }) => d.givenId === 'aws_region').id;
+    const member = await userCaller(t, 'defaults-member@example.com', 'MEMBER');
+    const session = (await signIn(member.token)).cookie!;
+    const url = `/orgs/${orgId}/environments/${envId}/defaults`;
+    const post = (action: string, form: Record<string, string>, as = session) => browser.submit(url, `${url}${action}`, form, as);
+    const set = (scope: string, value: string) => post('', { defaultValueDefinitionId: region, scope, value });
+    const resolved = async () =>
+      /<code>aws_region<\/code><\/td><td><code>([^<]*)<\/code><\/td><td>([^<]*)<\/td>/.exec((await request('GET', url, { cookie: session })).body);
+    const envValue = async () => (await t.call('GET', `/default-values?parentId=${envId}&defaultValueDefinitionId=${region}`)).body.data[0];
+
+    assert.equal((await set('PROJECT', '"eu-north-1"')).status, 303);
+    assert.deepEqual((await resolved())?.slice(1), ['&quot;eu-north-1&quot;', "set on the environment's project"]);
+    assert.equal((await set('ENVIRONMENT', '"us-west-2"')).status, 303);
+    assert.equal((await set('ENVIRONMENT', '"us-east-2"')).status, 303, 'setting a scope again changes its value');
+    assert.deepEqual((await resolved())?.slice(1), ['&quot;us-east-2&quot;', 'set on this environment']);
+    const value = await envValue();
+    assert.equal(value.value, 'us-east-2');
+
+    assert.equal((await post(`/${value.id}`, { value: '"ca-central-1"' })).status, 303);
+    assert.equal((await envValue()).value, 'ca-central-1');
+    const page = (await request('GET', url, { cookie: session })).body;
+    assert.match(page, /Remove aws_region from this environment, Staging/);
+    assert.match(page, /Remove aws_region from its project, Api/);
+
+    const refused = await set('ENVIRONMENT', '"mars-north-1"');
+    assert.equal(refused.status, 422);
+    assert.match(
+      refused.body,
+      /<h2 id="set-default">Set a default value<\/h2>[\s\S]*<div class="error" role="alert"><p>The value does not satisfy the schema of aws_region/,
+    );
+    assert.match(refused.body, /role="alert"><p>[^<]*<\/p><ul><li>\/data\/value[^<]+<\/li>/, "the API's details are listed");
+    assert.match(refused.body, /<textarea id="default-value"[^>]*>&quot;mars-north-1&quot;<\/textarea>/, 'what was typed is kept');
+    assert.match(refused.body, /<option value="ENVIRONMENT" selected/);
+    const notJson = await set('ORGANIZATION', 'eu-west-1');
+    assert.equal(notJson.status, 400);
+    assert.match(notJson.body, /role="alert"><p>The value is not valid JSON/);
+    const badChange = await post(`/${value.id}`, { value: '"nowhere"' });
+    assert.equal(badChange.status, 422);
+    assert.match(badChange.body, new RegExp(`role="alert">[\\s\\S]*<input id="value-${value.id}"[^>]*value="&quot;nowhere&quot;"`));
+    assert.equal((await envValue()).value, 'ca-central-1');
+
+    assert.equal((await post(`/${value.id}/remove`, {})).status, 303);
+    assert.equal(await envValue(), undefined);
+    assert.deepEqual((await resolved())?.slice(1), ['&quot;eu-north-1&quot;', "set on the environment's project"], "the project's value shows again");
+
+    const viewer = await userCaller(t, 'defaults-viewer@example.com', 'VIEWER');
+    const seen = await signIn(viewer.token);
+    const viewerPage = (await request('GET', url, { cookie: seen.cookie })).body;
+    assert.match(viewerPage, /its project, Api/);
+    assert.doesNotMatch(viewerPage, /Set a default value|\/remove"|name="value"/);
+    const projectValue = (await t.call('GET', `/default-values?parentId=${projectId}`)).body.data[0];
+    assert.equal((await post(`/${projectValue.id}/remove`, {}, seen.cookie)).status, 403, 'the API refuses a VIEWER');
+    assert.equal((await post('', { defaultValueDefinitionId: region, scope: 'PROJECT', value: '"us-west-1"' }, seen.cookie)).status, 403);
+    assert.equal((await t.call('GET', `/default-values/${projectValue.id}`)).body.data.value, 'eu-north-1');
+  });
 });

@@ -1,12 +1,16 @@
 // The console's code sources page (and the self-hosted Git servers), and an environment's resolved
-// default values.
+// default values with the values set on its scopes, to set, change and remove.
 
 import { Type } from '@sinclair/typebox';
-import { roleAtLeast, type Role } from '../platform/auth/roles.ts';
+import type { FastifyReply } from 'fastify';
+import { hasPermission, roleAtLeast, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
-import { answerForm, CHOICES, type FormError } from './forms.ts';
-import { CsrfField, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
-import { CodeSourcesPage, DefaultValuesPage } from './views/sources.tsx';
+import { answerForm, CHOICES, type FormError, parseJsonField } from './forms.ts';
+import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
+import { CodeSourcesPage, DEFAULT_SCOPES, type DefaultScope, DefaultValuesPage, type DefaultValuesPageProps } from './views/sources.tsx';
+
+/** A refused default value's form: its message, and what it held. */
+type Refused = Pick<DefaultValuesPageProps, 'formError' | 'typed'>;
 
 export function consoleSourceRoutes(app: App, pages: Pages) {
   async function sourcesPage(ctx: PageContext, failure?: FormError) {
@@ -62,18 +66,126 @@ export function consoleSourceRoutes(app: App, pages: Pages) {
     },
   );
 
-  app.get('/orgs/:org/environments/:id/defaults', { ...PAGE, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
-    const ctx = await pages.context(request, request.params.org);
-    const id = encodeURIComponent(request.params.id);
+  const defaultsPath = (ctx: PageContext, environmentId: string) => `${ctx.orgPath}/environments/${encodeURIComponent(environmentId)}/defaults`;
+
+  /** The parent each scope of the environment names in the API: itself, its project, the organization. */
+  const scopeParents = (ctx: PageContext, environment: { id: string; projectId: string }): Record<DefaultScope, string> => ({
+    ENVIRONMENT: environment.id,
+    PROJECT: environment.projectId,
+    ORGANIZATION: ctx.me.organizationId,
+  });
+
+  async function defaultsPage(ctx: PageContext, environmentId: string, refused: Refused = {}) {
+    const id = encodeURIComponent(environmentId);
     const [environment, values] = await Promise.all([
       ctx.api.get(`/environments/${id}`),
       ctx.api.get(`/environments/${id}/resolved-default-values`, { limit: CHOICES }),
     ]);
-    return pages.html(
-      reply,
-      `Default values of ${environment.data.name}`,
-      ctx.viewer,
-      <DefaultValuesPage environment={environment.data} values={values.data} />,
-    );
+    const parents = scopeParents(ctx, environment.data);
+    const [project, ...scoped] = await Promise.all([
+      ctx.api.get(`/projects/${encodeURIComponent(environment.data.projectId)}`),
+      ...DEFAULT_SCOPES.map((scope) => ctx.api.get('/default-values', { parentId: parents[scope], limit: CHOICES })),
+    ]);
+    const scopeNames = {
+      ENVIRONMENT: `this environment, ${environment.data.name}`,
+      PROJECT: `its project, ${project.data.name}`,
+      ORGANIZATION: `the organization, ${ctx.me.organizationName}`,
+    };
+    return {
+      title: `Default values of ${environment.data.name}`,
+      body: (
+        <DefaultValuesPage
+          orgPath={ctx.orgPath}
+          environment={environment.data}
+          values={values.data}
+          scoped={scoped.flatMap((page) => page.data)}
+          scopeNames={scopeNames}
+          canWrite={hasPermission(ctx.me.role as Role, 'default-value:write')}
+          csrfToken={ctx.viewer.csrfToken}
+          {...refused}
+        />
+      ),
+    };
+  }
+
+  const sendDefaults = async (reply: FastifyReply, ctx: PageContext, environmentId: string, status = 200, refused: Refused = {}) => {
+    const { title, body } = await defaultsPage(ctx, environmentId, refused);
+    return pages.html(reply.status(status), title, ctx.viewer, body);
+  };
+
+  app.get('/orgs/:org/environments/:id/defaults', { ...PAGE, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
+    const ctx = await pages.context(request, request.params.org);
+    return sendDefaults(reply, ctx, request.params.id);
   });
+
+  const JsonValue = Type.String({ maxLength: 64 * 1024 });
+
+  // One value per definition and scope: setting where one is already set changes it, as the form says.
+  app.post(
+    '/orgs/:org/environments/:id/defaults',
+    {
+      ...PAGE,
+      schema: {
+        hide: true,
+        params: RecordParams,
+        body: Type.Object({
+          _csrf: CsrfField,
+          defaultValueDefinitionId: IdText,
+          scope: Type.Union(DEFAULT_SCOPES.map((s) => Type.Literal(s))),
+          value: JsonValue,
+        }),
+      },
+    },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      const { defaultValueDefinitionId, scope, value } = request.body;
+      return answerForm(
+        async () => {
+          const parsed = parseJsonField(value, 'value');
+          const environment = (await ctx.api.get(`/environments/${encodeURIComponent(request.params.id)}`)).data;
+          const parentId = scopeParents(ctx, environment)[scope];
+          const [current] = (await ctx.api.get('/default-values', { defaultValueDefinitionId, parentId, limit: 1 })).data;
+          if (current) await ctx.api.patch(`/default-values/${encodeURIComponent(current.id)}`, { data: { value: parsed } });
+          else await ctx.api.post('/default-values', { data: { defaultValueDefinitionId, parentId, value: parsed } });
+          return reply.redirect(defaultsPath(ctx, request.params.id), 303);
+        },
+        (failure, status) =>
+          sendDefaults(reply, ctx, request.params.id, status, { formError: { form: 'set', ...failure }, typed: { defaultValueDefinitionId, scope, value } }),
+      );
+    },
+  );
+
+  const ValueParams = Type.Object({ ...RecordParams.properties, valueId: IdText });
+
+  app.post(
+    '/orgs/:org/environments/:id/defaults/:valueId',
+    { ...PAGE, schema: { hide: true, params: ValueParams, body: Type.Object({ _csrf: CsrfField, value: JsonValue }) } },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      const { id, valueId } = request.params;
+      return answerForm(
+        async () => {
+          await ctx.api.patch(`/default-values/${encodeURIComponent(valueId)}`, { data: { value: parseJsonField(request.body.value, 'value') } });
+          return reply.redirect(defaultsPath(ctx, id), 303);
+        },
+        (failure, status) => sendDefaults(reply, ctx, id, status, { formError: { form: 'value', valueId, ...failure }, typed: { value: request.body.value } }),
+      );
+    },
+  );
+
+  app.post(
+    '/orgs/:org/environments/:id/defaults/:valueId/remove',
+    { ...PAGE, schema: { hide: true, params: ValueParams, body: Type.Object({ _csrf: CsrfField }) } },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      const { id, valueId } = request.params;
+      return answerForm(
+        async () => {
+          await ctx.api.delete(`/default-values/${encodeURIComponent(valueId)}`);
+          return reply.redirect(defaultsPath(ctx, id), 303);
+        },
+        (failure, status) => sendDefaults(reply, ctx, id, status, { formError: { form: 'value', valueId, ...failure } }),
+      );
+    },
+  );
 }

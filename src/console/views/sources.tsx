@@ -122,6 +122,35 @@ export interface ResolvedDefaultView {
   source: { type: string; parentId?: string };
 }
 
+export const DEFAULT_SCOPES = ['ENVIRONMENT', 'PROJECT', 'ORGANIZATION'] as const;
+export type DefaultScope = (typeof DEFAULT_SCOPES)[number];
+
+/** A value set on one of the environment's scopes. */
+export interface ScopedDefaultView {
+  id: string;
+  defaultValueDefinitionId: string;
+  parentType: DefaultScope;
+  value: unknown;
+}
+
+/** Which form a refusal belongs to: the new value's, or one set value's change or removal. */
+export type DefaultValuesForm = { form: 'set' } | { form: 'value'; valueId: string };
+
+export interface DefaultValuesPageProps {
+  orgPath: string;
+  environment: { id: string; name: string };
+  values: ResolvedDefaultView[];
+  /** The values set on the environment, its project and the organization, that order. */
+  scoped: ScopedDefaultView[];
+  /** What each scope is called on this page. */
+  scopeNames: Record<DefaultScope, string>;
+  canWrite: boolean;
+  csrfToken: string;
+  formError?: DefaultValuesForm & { message: string; details?: string[] };
+  /** What the refused form held. */
+  typed?: { defaultValueDefinitionId?: string; scope?: string; value?: string };
+}
+
 const SOURCE_WORDS: Record<string, string> = {
   ENVIRONMENT: 'set on this environment',
   PROJECT: "set on the environment's project",
@@ -129,7 +158,8 @@ const SOURCE_WORDS: Record<string, string> = {
   DEFINITION: "the definition's own default",
 };
 
-export function DefaultValuesPage({ environment, values }: { environment: { name: string }; values: ResolvedDefaultView[] }) {
+export function DefaultValuesPage(props: DefaultValuesPageProps) {
+  const { environment, values } = props;
   return (
     <>
       <h1>Default values of {environment.name}</h1>
@@ -160,6 +190,125 @@ export function DefaultValuesPage({ environment, values }: { environment: { name
         </tbody>
       </table>
       {values.length === 0 && <p class="muted">No default values are defined.</p>}
+      <ScopedValues {...props} />
+      {props.canWrite && values.length > 0 && <SetDefaultForm {...props} />}
     </>
+  );
+}
+
+/** Every value set on a scope, the ones an environment's value hides included: each can be changed or removed there. */
+function ScopedValues({ orgPath, environment, values, scoped, scopeNames, canWrite, csrfToken, formError, typed }: DefaultValuesPageProps) {
+  const givenIds = new Map(values.map((v) => [v.defaultValueDefinitionId, v.givenId]));
+  const base = `${orgPath}/environments/${encodeURIComponent(environment.id)}/defaults`;
+  const errorFor = (id: string) => (formError?.form === 'value' && formError.valueId === id ? formError : undefined);
+  return (
+    <section aria-labelledby="scoped-values">
+      <h2 id="scoped-values">Set on each scope</h2>
+      {scoped.length === 0 ? (
+        <p class="muted">No value is set on this environment, its project or the organization.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Default value</th>
+              <th scope="col">Set on</th>
+              <th scope="col">Value</th>
+              {canWrite && (
+                <th scope="col">
+                  <span class="skip-link">Actions</span>
+                </th>
+              )}
+            </tr>
+          </thead>
+          <tbody>
+            {scoped.map((v) => {
+              const name = givenIds.get(v.defaultValueDefinitionId) ?? v.defaultValueDefinitionId;
+              const where = scopeNames[v.parentType];
+              const error = errorFor(v.id);
+              return (
+                <tr key={v.id}>
+                  <td>
+                    <code>{name}</code>
+                  </td>
+                  <td>{where}</td>
+                  <td>
+                    {canWrite ? (
+                      <CsrfForm action={`${base}/${encodeURIComponent(v.id)}`} csrfToken={csrfToken}>
+                        <FormError error={error} />
+                        <label for={`value-${v.id}`} class="skip-link">
+                          Value of {name} on {where}, as JSON
+                        </label>
+                        <input
+                          id={`value-${v.id}`}
+                          type="text"
+                          name="value"
+                          class="mono"
+                          required
+                          maxLength={64 * 1024}
+                          value={error && typed?.value !== undefined ? typed.value : JSON.stringify(v.value)}
+                        />
+                        <button type="submit" class="secondary">
+                          Change
+                        </button>
+                      </CsrfForm>
+                    ) : (
+                      <code>{JSON.stringify(v.value)}</code>
+                    )}
+                  </td>
+                  {canWrite && (
+                    <td>
+                      <CsrfForm action={`${base}/${encodeURIComponent(v.id)}/remove`} csrfToken={csrfToken}>
+                        <button type="submit" class="danger">
+                          Remove {name} from {where}
+                        </button>
+                      </CsrfForm>
+                    </td>
+                  )}
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+/** Sets one definition's value on a scope: a new value, or a new one in place of what that scope held. */
+function SetDefaultForm({ orgPath, environment, values, scopeNames, csrfToken, formError, typed }: DefaultValuesPageProps) {
+  const kept = formError?.form === 'set' ? typed : undefined;
+  return (
+    <section aria-labelledby="set-default" class="panel-form">
+      <h2 id="set-default">Set a default value</h2>
+      <p class="muted">A scope that already holds a value for it gets the new one in its place.</p>
+      <CsrfForm action={`${orgPath}/environments/${encodeURIComponent(environment.id)}/defaults`} csrfToken={csrfToken}>
+        <FormError error={formError?.form === 'set' ? formError : undefined} />
+        <label for="default-definition">Default value</label>
+        <select id="default-definition" name="defaultValueDefinitionId" required>
+          {values.map((v) => (
+            <option
+              key={v.defaultValueDefinitionId}
+              value={v.defaultValueDefinitionId}
+              selected={kept?.defaultValueDefinitionId === v.defaultValueDefinitionId}
+            >
+              {v.givenId}
+            </option>
+          ))}
+        </select>
+        <label for="default-scope">Set on</label>
+        <select id="default-scope" name="scope">
+          {DEFAULT_SCOPES.map((scope) => (
+            <option key={scope} value={scope} selected={kept?.scope === scope}>
+              {scopeNames[scope]}
+            </option>
+          ))}
+        </select>
+        <label for="default-value">Value, as JSON (a text in quotes: "eu-west-1")</label>
+        <textarea id="default-value" name="value" rows={3} class="mono" required>
+          {kept?.value ?? ''}
+        </textarea>
+        <button type="submit">Set value</button>
+      </CsrfForm>
+    </section>
   );
 }
