@@ -39,6 +39,82 @@ describe('the console code sources and default values pages', () => {
     assert.doesNotMatch(seen.body, /New code source/);
   });
 
+  it('adds a self-hosted Git server for an ADMIN, never showing its client secret, and deletes one once its name is typed', async () => {
+    const secret = 'forge-client-secret-987654';
+    const bodies: string[] = [];
+    const post = async (action: string, form: Record<string, string>, as = cookie) => {
+      const res = await browser.submit(sourcesUrl(), `${sourcesUrl()}/git-servers${action}`, form, as);
+      bodies.push(res.body);
+      return res;
+    };
+    const read = async (as = cookie) => {
+      const res = await request('GET', sourcesUrl(), { cookie: as });
+      bodies.push(res.body);
+      return res.body;
+    };
+    const fields = {
+      name: 'Forge',
+      provider: 'GITEA',
+      baseUrl: 'https://forge.example.com/',
+      clientId: 'plinth-console',
+      clientSecret: secret,
+      scopes: 'read:repository',
+      authorizeUrl: '',
+      tokenUrl: '',
+    };
+    assert.equal((await post('', fields)).status, 303);
+    const servers = async () => (await t.call('GET', '/git-self-hosted-servers?limit=200')).body.data as { id: string; name: string }[];
+    const forge = (await servers()).find((s) => s.name === 'Forge')!;
+    const stored = (await t.call('GET', `/git-self-hosted-servers/${forge.id}`)).body.data;
+    assert.equal(stored.provider, 'GITEA');
+    assert.equal(stored.scopes, 'read:repository');
+    assert.equal(stored.authorizeUrl, 'https://forge.example.com/login/oauth/authorize', 'an empty URL is left to the API to derive');
+    assert.match(await read(), /Forge <span class="muted">gitea<\/span>/);
+
+    const refused = await post('', { ...fields, name: 'Broken', provider: 'GITLAB', baseUrl: 'forge.example.com' });
+    assert.equal(refused.status, 400);
+    assert.match(refused.body, /<h3 id="new-server">New self-hosted Git server<\/h3><form[^>]*><input[^>]*\/><div class="error" role="alert">/);
+    assert.match(refused.body, /id="server-name"[^>]*value="Broken"/, 'what was typed is kept');
+    assert.match(refused.body, /<option value="GITLAB" selected/);
+    assert.match(refused.body, /<input id="server-client-secret" type="password" name="clientSecret" required maxlength="4096" autocomplete="off"\/>/);
+    assert.ok(!(await servers()).some((s) => s.name === 'Broken'));
+
+    const member = await userCaller(t, 'servers-member@example.com', 'MEMBER');
+    const memberSession = (await signIn(member.token)).cookie!;
+    const seen = await read(memberSession);
+    assert.match(seen, /Forge <span class="muted">gitea<\/span>/);
+    assert.doesNotMatch(seen, /New self-hosted Git server|\/git-servers\//);
+    assert.equal((await post('', { ...fields, name: 'Sneaky' }, memberSession)).status, 403, 'the API refuses a MEMBER');
+    assert.equal((await post(`/${forge.id}/delete`, { confirm: 'Forge' }, memberSession)).status, 403);
+    const viewer = await userCaller(t, 'servers-viewer@example.com', 'VIEWER');
+    const viewerSession = (await signIn(viewer.token)).cookie!;
+    assert.doesNotMatch(await read(viewerSession), /New self-hosted Git server|\/git-servers\//);
+    assert.equal((await post('', { ...fields, name: 'Sneaky' }, viewerSession)).status, 403, 'the API refuses a VIEWER');
+
+    const used = await t.call('POST', '/code-sources', {
+      body: { data: { name: 'on-forge', url: 'https://forge.example.com/team/app.git', authType: 'OAUTH', gitSelfHostedServerId: forge.id } },
+    });
+    assert.equal(used.status, 201, JSON.stringify(used.body));
+    const wrong = await post(`/${forge.id}/delete`, { confirm: 'forge' });
+    assert.equal(wrong.status, 400);
+    assert.match(
+      wrong.body,
+      /<details class="manage" open[^>]*><summary>Delete Forge…<\/summary>[\s\S]*role="alert"><p>Type Forge exactly to delete the Git server Forge/,
+    );
+    assert.match(wrong.body, /id="delete-server-[^"]+"[^>]*value="forge"/);
+    const inUse = await post(`/${forge.id}/delete`, { confirm: 'Forge' });
+    assert.equal(inUse.status, 409);
+    assert.match(
+      inUse.body,
+      new RegExp(`role="alert"><p>Git server Forge is still used by code sources[^<]*</p><ul><li>code sources: ${used.body.data.id}</li>`),
+    );
+    await t.call('DELETE', `/code-sources/${used.body.data.id}`);
+    assert.equal((await post(`/${forge.id}/delete`, { confirm: 'Forge' })).status, 303);
+    assert.equal((await t.call('GET', `/git-self-hosted-servers/${forge.id}`)).status, 404);
+
+    for (const body of bodies) assert.ok(!body.includes(secret), 'the client secret is never in a page');
+  });
+
   it("shows an environment's default values with where each comes from", async () => {
     const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'web', name: 'Web' } } })).body.data.id;
     const envId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'Prod' } } })).body.data.id;

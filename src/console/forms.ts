@@ -43,6 +43,16 @@ export function parseJsonField(text: string, what: string, plural = false): unkn
   }
 }
 
+/**
+ * A deletion's confirmation: the reader typed what names the record (`expected`), else a refusal to
+ * mend that says what to type. Checked here, on the server, so no script is needed.
+ */
+export function confirmTyped(typed: string, expected: string, what: string): void {
+  if (typed.trim() !== expected.trim()) {
+    throw new ApiCallError(400, 'Api:Request:NOT_CONFIRMED', `Type ${expected.trim()} exactly to delete ${what}`);
+  }
+}
+
 /** The organization's projects, for lists and labels. */
 export async function projectChoices(api: ApiCaller): Promise<{ id: string; name: string; givenId: string }[]> {
   return (await api.get('/projects', { limit: CHOICES })).data;

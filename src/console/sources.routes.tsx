@@ -5,31 +5,36 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import { hasPermission, roleAtLeast, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
-import { answerForm, CHOICES, type FormError, parseJsonField } from './forms.ts';
+import { GIT_PROVIDERS } from '../platform/db/enums.ts';
+import { answerForm, CHOICES, confirmTyped, parseJsonField } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
-import { CodeSourcesPage, DEFAULT_SCOPES, type DefaultScope, DefaultValuesPage, type DefaultValuesPageProps } from './views/sources.tsx';
+import {
+  CodeSourcesPage,
+  type CodeSourcesPageProps,
+  DEFAULT_SCOPES,
+  type GitServerFields,
+  type DefaultScope,
+  DefaultValuesPage,
+  type DefaultValuesPageProps,
+} from './views/sources.tsx';
 
 /** A refused default value's form: its message, and what it held. */
 type Refused = Pick<DefaultValuesPageProps, 'formError' | 'typed'>;
 
 export function consoleSourceRoutes(app: App, pages: Pages) {
-  async function sourcesPage(ctx: PageContext, failure?: FormError) {
+  async function sourcesPage(ctx: PageContext, refused: Pick<CodeSourcesPageProps, 'formError' | 'typed'> = {}) {
     const manage = roleAtLeast(ctx.me.role as Role, 'ADMIN');
     const [sources, servers] = await Promise.all([
       ctx.api.get('/code-sources', { limit: CHOICES }),
       ctx.api.get('/git-self-hosted-servers', { limit: CHOICES }),
     ]);
     return (
-      <CodeSourcesPage
-        orgPath={ctx.orgPath}
-        sources={sources.data}
-        servers={servers.data}
-        canManage={manage}
-        csrfToken={ctx.viewer.csrfToken}
-        formError={failure}
-      />
+      <CodeSourcesPage orgPath={ctx.orgPath} sources={sources.data} servers={servers.data} canManage={manage} csrfToken={ctx.viewer.csrfToken} {...refused} />
     );
   }
+
+  const sendSources = async (reply: FastifyReply, ctx: PageContext, status: number, refused: Pick<CodeSourcesPageProps, 'formError' | 'typed'>) =>
+    pages.html(reply.status(status), 'Code sources', ctx.viewer, await sourcesPage(ctx, refused));
 
   app.get('/orgs/:org/code-sources', { ...PAGE, schema: { hide: true, params: OrgParams } }, async (request, reply) => {
     const ctx = await pages.context(request, request.params.org);
@@ -61,7 +66,74 @@ export function consoleSourceRoutes(app: App, pages: Pages) {
           await ctx.api.post('/code-sources', { data });
           return reply.redirect(`${ctx.orgPath}/code-sources`, 303);
         },
-        async (failure, status) => pages.html(reply.status(status), 'Code sources', ctx.viewer, await sourcesPage(ctx, failure)),
+        (failure, status) => sendSources(reply, ctx, status, { formError: { form: 'source', ...failure } }),
+      );
+    },
+  );
+
+  // As a code source's token: the client secret goes to the API, which seals it, and is never rendered, not even on a refused form.
+  app.post(
+    '/orgs/:org/code-sources/git-servers',
+    {
+      ...PAGE,
+      schema: {
+        hide: true,
+        params: OrgParams,
+        body: Type.Object({
+          _csrf: CsrfField,
+          name: Type.String({ maxLength: 255 }),
+          provider: Type.Union(GIT_PROVIDERS.map((p) => Type.Literal(p))),
+          baseUrl: Type.String({ maxLength: 2048 }),
+          clientId: Type.String({ maxLength: 512 }),
+          clientSecret: Type.String({ maxLength: 4096 }),
+          scopes: Type.Optional(Type.String({ maxLength: 1024 })),
+          authorizeUrl: Type.Optional(Type.String({ maxLength: 2048 })),
+          tokenUrl: Type.Optional(Type.String({ maxLength: 2048 })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      const { clientSecret, ...body } = request.body;
+      const typed: GitServerFields = {
+        name: body.name.trim(),
+        provider: body.provider,
+        baseUrl: body.baseUrl.trim(),
+        clientId: body.clientId.trim(),
+        scopes: body.scopes?.trim(),
+        authorizeUrl: body.authorizeUrl?.trim(),
+        tokenUrl: body.tokenUrl?.trim(),
+      };
+      // An optional field left empty is left out: the API then derives the endpoint from the provider, or asks for no scope.
+      const given = Object.fromEntries(Object.entries(typed).filter(([, value]) => value));
+      return answerForm(
+        async () => {
+          await ctx.api.post('/git-self-hosted-servers', { data: { ...given, clientSecret } });
+          return reply.redirect(`${ctx.orgPath}/code-sources`, 303);
+        },
+        (failure, status) => sendSources(reply, ctx, status, { formError: { form: 'server', ...failure }, typed }),
+      );
+    },
+  );
+
+  app.post(
+    '/orgs/:org/code-sources/git-servers/:id/delete',
+    { ...PAGE, schema: { hide: true, params: RecordParams, body: Type.Object({ _csrf: CsrfField, confirm: Type.String({ maxLength: 255 }) }) } },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      const path = `/git-self-hosted-servers/${encodeURIComponent(request.params.id)}`;
+      return answerForm(
+        async () => {
+          const server = (await ctx.api.get(path)).data;
+          confirmTyped(request.body.confirm, server.name, `the Git server ${server.name}`);
+          await ctx.api.delete(path);
+          return reply.redirect(`${ctx.orgPath}/code-sources`, 303);
+        },
+        (failure, status) =>
+          sendSources(reply, ctx, status, {
+            formError: { form: 'delete-server', serverId: request.params.id, ...failure },
+            typed: { confirm: request.body.confirm },
+          }),
       );
     },
   );

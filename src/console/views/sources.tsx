@@ -1,6 +1,8 @@
-// Where code comes from (code sources and self-hosted Git servers) and the default values an
-// environment resolves, each with where it comes from.
+// Where code comes from (code sources and self-hosted Git servers, with forms for new ones and deleting
+// a server) and the default values an environment resolves, each with where it comes from.
 
+import { GIT_PROVIDERS } from '../../platform/db/enums.ts';
+import { ConfirmDelete } from './confirm.tsx';
 import { When } from './format.tsx';
 import { CsrfForm } from './layout.tsx';
 import { FormError } from './stacks.tsx';
@@ -24,16 +26,42 @@ export interface GitServerView {
   connected: boolean;
 }
 
+/** What the new Git server form holds, but its client secret: that is never rendered. */
+export interface GitServerFields {
+  name: string;
+  provider: string;
+  baseUrl: string;
+  clientId: string;
+  scopes?: string;
+  authorizeUrl?: string;
+  tokenUrl?: string;
+}
+
+/** Which form a refusal belongs to. */
+export type SourcesForm = { form: 'source' } | { form: 'server' } | { form: 'delete-server'; serverId: string };
+
 export interface CodeSourcesPageProps {
   orgPath: string;
   sources: CodeSourceView[];
   servers: GitServerView[];
   canManage: boolean;
   csrfToken: string;
-  formError?: { message: string; details?: string[] };
+  formError?: SourcesForm & { message: string; details?: string[] };
+  /** What the refused Git server form held (never its secret), or the confirmation typed to delete one. */
+  typed?: Partial<GitServerFields> & { confirm?: string };
 }
 
-export function CodeSourcesPage({ orgPath, sources, servers, canManage, csrfToken, formError }: CodeSourcesPageProps) {
+const PROVIDER_WORDS: Record<string, string> = {
+  GITHUB: 'GitHub Enterprise Server',
+  GITLAB: 'GitLab',
+  BITBUCKET: 'Bitbucket',
+  GITEA: 'Gitea',
+  GENERIC: 'Another provider (give its OAuth URLs below)',
+};
+
+export function CodeSourcesPage(props: CodeSourcesPageProps) {
+  const { orgPath, sources, servers, canManage, csrfToken } = props;
+  const formError = props.formError?.form === 'source' ? props.formError : undefined;
   return (
     <>
       <h1>Code sources</h1>
@@ -94,6 +122,11 @@ export function CodeSourcesPage({ orgPath, sources, servers, canManage, csrfToke
               <th scope="col">Server</th>
               <th scope="col">Address</th>
               <th scope="col">OAuth</th>
+              {canManage && (
+                <th scope="col">
+                  <span class="skip-link">Actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
@@ -106,12 +139,74 @@ export function CodeSourcesPage({ orgPath, sources, servers, canManage, csrfToke
                   <code>{s.baseUrl}</code>
                 </td>
                 <td>{s.connected ? 'connected' : <span class="muted">not connected</span>}</td>
+                {canManage && (
+                  <td>
+                    <DeleteServer {...props} server={s} />
+                  </td>
+                )}
               </tr>
             ))}
           </tbody>
         </table>
       )}
+      {canManage && <NewServerForm {...props} />}
     </>
+  );
+}
+
+/** Deleting a Git server, folded until opened, or until the API refused it. */
+function DeleteServer({ orgPath, csrfToken, formError, typed, server }: CodeSourcesPageProps & { server: GitServerView }) {
+  const refused = formError?.form === 'delete-server' && formError.serverId === server.id ? formError : undefined;
+  return (
+    <details class="manage" open={refused !== undefined}>
+      <summary>Delete {server.name}…</summary>
+      <ConfirmDelete
+        action={`${orgPath}/code-sources/git-servers/${encodeURIComponent(server.id)}/delete`}
+        csrfToken={csrfToken}
+        id={`delete-server-${server.id}`}
+        what={`the Git server ${server.name}`}
+        expected={server.name}
+        error={refused}
+        typed={refused ? typed?.confirm : undefined}
+      />
+    </details>
+  );
+}
+
+/** A new self-hosted Git server: its OAuth client's secret goes to the API, sealed there, and never comes back. */
+function NewServerForm({ orgPath, csrfToken, formError, typed }: CodeSourcesPageProps) {
+  const refused = formError?.form === 'server' ? formError : undefined;
+  const kept = refused ? typed : undefined;
+  return (
+    <section aria-labelledby="new-server" class="panel-form">
+      <h3 id="new-server">New self-hosted Git server</h3>
+      <CsrfForm action={`${orgPath}/code-sources/git-servers`} csrfToken={csrfToken}>
+        <FormError error={refused} />
+        <label for="server-name">Name</label>
+        <input id="server-name" type="text" name="name" required maxLength={255} value={kept?.name} />
+        <label for="server-provider">Provider</label>
+        <select id="server-provider" name="provider">
+          {GIT_PROVIDERS.map((p) => (
+            <option key={p} value={p} selected={kept?.provider === p}>
+              {PROVIDER_WORDS[p] ?? p}
+            </option>
+          ))}
+        </select>
+        <label for="server-base-url">Base URL (https)</label>
+        <input id="server-base-url" type="text" name="baseUrl" required maxLength={2048} value={kept?.baseUrl} />
+        <label for="server-client-id">OAuth client id</label>
+        <input id="server-client-id" type="text" name="clientId" required maxLength={512} autocomplete="off" value={kept?.clientId} />
+        <label for="server-client-secret">OAuth client secret (never shown again)</label>
+        <input id="server-client-secret" type="password" name="clientSecret" required maxLength={4096} autocomplete="off" />
+        <label for="server-scopes">Scopes (optional, separated by spaces)</label>
+        <input id="server-scopes" type="text" name="scopes" maxLength={1024} value={kept?.scopes} />
+        <label for="server-authorize-url">Authorization URL (optional: the provider's usual one under the base URL)</label>
+        <input id="server-authorize-url" type="text" name="authorizeUrl" maxLength={2048} value={kept?.authorizeUrl} />
+        <label for="server-token-url">Token URL (optional: the provider's usual one under the base URL)</label>
+        <input id="server-token-url" type="text" name="tokenUrl" maxLength={2048} value={kept?.tokenUrl} />
+        <button type="submit">Add Git server</button>
+      </CsrfForm>
+    </section>
   );
 }
 
