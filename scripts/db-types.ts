@@ -45,6 +45,7 @@ const ENUM_COLUMNS: Record<string, readonly [string, string, readonly string[]]>
   'git_webhook_deliveries.provider': ['GitProvider', './enums.ts', enums.GIT_PROVIDERS],
   'git_flow_states.kind': ['GitFlowKind', './enums.ts', enums.GIT_FLOW_KINDS],
   'audit_events.actor_type': ['AuditActorType', './enums.ts', enums.AUDIT_ACTOR_TYPES],
+  'console_sessions.principal_type': ['PrincipalType', './enums.ts', enums.PRINCIPAL_TYPES],
   'audit_events.outcome': ['AuditOutcome', './enums.ts', enums.AUDIT_OUTCOMES],
   'deployments.deployment_type': ['DeploymentType', './enums.ts', enums.DEPLOYMENT_TYPES],
   'deployments.status': ['DeploymentStatus', './enums.ts', enums.DEPLOYMENT_STATUSES],

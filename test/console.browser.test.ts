@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { OAuth2Server } from 'oauth2-mock-server';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { userCaller } from './helpers/callers.ts';
 import { createStack, triggerRun, waitForRunStatus, waitForStep } from './helpers/engine.ts';
@@ -364,5 +365,62 @@ describe('the web console in a real browser', { skip }, () => {
     assert.deepEqual(await seriousViolations(page), [], 'run page as a VIEWER');
     assert.deepEqual(problems, []);
     await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+  });
+
+  it("links a user's account on a Git server from their account page, then signs them in through that server's login", async () => {
+    const oauth = new OAuth2Server();
+    await oauth.issuer.keys.generate('RS256');
+    await oauth.start(0, '127.0.0.1');
+    oauth.service.on('beforeUserinfo', (response: { body: unknown }) => {
+      response.body = { id: 7007, username: 'browser-grace' };
+    });
+    // The OAuth server sends the browser back to PLINTH_PUBLIC_URL: this app's real port.
+    const publicUrl = t.app.config.publicUrl;
+    t.app.config.publicUrl = baseUrl;
+    try {
+      const server = (
+        await t.call('POST', '/git-self-hosted-servers', {
+          body: {
+            data: {
+              name: 'forge',
+              provider: 'GITLAB',
+              baseUrl: oauth.issuer.url,
+              authorizeUrl: `${oauth.issuer.url}/authorize`,
+              tokenUrl: `${oauth.issuer.url}/token`,
+              userUrl: `${oauth.issuer.url}/userinfo`,
+              clientId: 'plinth-client',
+              clientSecret: 'browser-client-secret',
+            },
+          },
+        })
+      ).body.data;
+      const grace = await userCaller(t, 'browser-grace@example.com', 'MEMBER');
+      const { page, problems } = await newPage();
+      await signIn(page, grace.token);
+      await page.getByRole('link', { name: 'browser-grace@example.com' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+      assert.deepEqual(await seriousViolations(page), [], 'account page');
+      await page.getByRole('link', { name: 'Link my account' }).click();
+      // Through the OAuth server and back: the account page again, with the link.
+      await page.locator('td', { hasText: 'browser-grace' }).first().waitFor();
+      assert.match(page.url(), /\/account$/);
+      await screenshot(page, 'account');
+
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await page.waitForURL(/\/sign-in$/);
+      await page.goto(server.signInUrl);
+      await page.waitForURL(/\/orgs\/[^/]+\/runs$/);
+      assert.match((await page.locator('.who').textContent()) ?? '', /browser-grace@example\.com/);
+
+      // This browser now offers the server on its sign-in page.
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await page.waitForURL(/\/sign-in$/);
+      await page.getByRole('link', { name: /Sign in through forge/ }).click();
+      await page.waitForURL(/\/orgs\/[^/]+\/runs$/);
+      assert.deepEqual(problems, []);
+    } finally {
+      t.app.config.publicUrl = publicUrl;
+      await oauth.stop();
+    }
   });
 });

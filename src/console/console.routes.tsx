@@ -15,6 +15,7 @@ import { registerAssets, type Assets } from './assets.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
 import { consoleEnvironmentRoutes } from './environments.routes.tsx';
 import { consoleAccessRoutes } from './access.routes.tsx';
+import { consoleAccountRoutes, rememberedGitServers } from './account.routes.tsx';
 import { livePages } from './live.ts';
 import { consoleModuleRoutes } from './modules.routes.tsx';
 import { consoleOrganizationRoutes } from './organizations.routes.tsx';
@@ -25,7 +26,7 @@ import { setTheme, THEMES, themeOf } from './preferences.ts';
 import { consoleLogRoutes } from './logs.routes.tsx';
 import { consolePlanRoutes } from './plans.routes.tsx';
 import { consoleStackRoutes } from './stacks.routes.tsx';
-import { CsrfField, IdText, OrgParams, PAGE, pages as makePages, RecordParams, SignInRequired, type PageContext } from './pages.tsx';
+import { CsrfField, IdText, OrgParams, PAGE, pages as makePages, RecordParams, sameSitePath, SignInRequired, type PageContext } from './pages.tsx';
 import { csrfMatches, currentSession, issueSignInToken, signIn, SignInRefused, signInTokenMatches, signOut } from './sessions.service.ts';
 import { renderFragment, renderPage } from './views/layout.tsx';
 import { RunBody, RunPage, type PipelineStepView, type RunPageProps } from './views/run.tsx';
@@ -82,20 +83,28 @@ export async function consoleRoutes(app: App) {
   consolePipelineRoutes(app, pages);
   consoleSourceRoutes(app, pages);
   consoleOrganizationRoutes(app, pages);
+  consoleAccountRoutes(app, pages);
 
   app.get('/', PAGE, async (request, reply) => {
     const session = await currentSession(app, request);
     return reply.redirect(session ? `/orgs/${encodeURIComponent(session.homeOrganizationId)}/runs` : '/sign-in', 303);
   });
 
-  app.get('/sign-in', PAGE, async (request, reply) => pages.html(reply, 'Sign in', undefined, <SignIn signInToken={issueSignInToken(request, reply)} />));
+  app.get('/sign-in', PAGE, async (request, reply) =>
+    pages.html(reply, 'Sign in', undefined, <SignIn signInToken={issueSignInToken(request, reply)} gitServers={await rememberedGitServers(app, request)} />),
+  );
 
   app.post(
     '/sign-in',
     { ...PAGE, schema: { hide: true, body: Type.Object({ apiKey: Type.String({ maxLength: 512 }), _signin: CsrfField }) } },
     async (request, reply) => {
-      const again = (status: number, error: string) =>
-        pages.html(reply.status(status), 'Sign in', undefined, <SignIn signInToken={issueSignInToken(request, reply)} error={error} />);
+      const again = async (status: number, error: string) =>
+        pages.html(
+          reply.status(status),
+          'Sign in',
+          undefined,
+          <SignIn signInToken={issueSignInToken(request, reply)} error={error} gitServers={await rememberedGitServers(app, request)} />,
+        );
       if (!signInTokenMatches(request, request.body._signin)) return again(403, 'The sign-in form expired or came from another site: try again.');
       try {
         const me = await signIn(app, request, reply, request.body.apiKey.trim());
@@ -347,14 +356,6 @@ function runVersion(view: RunPageProps): string {
 /** A short digest of what a live page shows, for its event ids. */
 function versionOf(parts: unknown): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
-}
-
-/**
- * A path on this site to go back to; anything else is the home page: another host (`//host`, `/\\host`),
- * and any control character, space, backslash or non-ASCII character (a browser drops a tab in `/\t/host`).
- */
-function sameSitePath(back: string | undefined): string {
-  return back && /^\/(?!\/)[!-[\]-~]*$/.test(back) ? back : '/';
 }
 
 /** What the browser says of where a request comes from (Sec-Fetch-Site, else Origin) names this site, or nothing. */

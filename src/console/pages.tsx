@@ -37,8 +37,8 @@ export interface PageContext {
 export interface Pages {
   /** The signed-in context of a page in organization `org`; a POST must also carry the session's CSRF token. */
   context(request: FastifyRequest, org: string): Promise<PageContext>;
-  /** Sends a whole page. */
-  html(reply: FastifyReply, title: string, viewer: Viewer | undefined, body: ComponentChildren): FastifyReply;
+  /** Sends a whole page (one that sends the browser on to `refreshTo` at once, when given: see PageProps). */
+  html(reply: FastifyReply, title: string, viewer: Viewer | undefined, body: ComponentChildren, refreshTo?: string): FastifyReply;
 }
 
 export function pages(app: App, assets: Assets): Pages {
@@ -63,9 +63,17 @@ export function pages(app: App, assets: Assets): Pages {
       };
       return { session, api, me, viewer, orgPath: `/orgs/${encodeURIComponent(me.organizationId)}` };
     },
-    html: (reply, title, viewer, body) =>
+    html: (reply, title, viewer, body, refreshTo) =>
       reply
         .type('text/html; charset=utf-8')
-        .send(renderPage({ title, assets, viewer, theme: themeOf(reply.request), path: reply.request.url, children: body })),
+        .send(renderPage({ title, assets, viewer, theme: themeOf(reply.request), path: reply.request.url, refreshTo, children: body })),
   };
+}
+
+/**
+ * A path on this site to go on to; anything else is the home page: another host (`//host`, `/\\host`),
+ * and any control character, space, backslash or non-ASCII character (a browser drops a tab in `/\t/host`).
+ */
+export function sameSitePath(to: string | undefined): string {
+  return to && /^\/(?!\/)[!-[\]-~]*$/.test(to) ? to : '/';
 }

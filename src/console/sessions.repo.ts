@@ -5,20 +5,25 @@ export interface SessionRow {
   token_hash: string;
   api_key_id: string;
   principal_id: string;
+  principal_type: 'MEMBERSHIP' | 'SERVICE_ACCOUNT';
   sealed_key: string;
   organization_id: string;
   created_at: Date;
   last_seen_at: Date;
   expires_at: Date;
+  minted_key: boolean;
 }
 
 export interface NewSession {
   tokenHash: string;
   apiKeyId: string;
   principalId: string;
+  principalType: 'MEMBERSHIP' | 'SERVICE_ACCOUNT';
   sealedKey: string;
   organizationId: string;
   expiresAt: Date;
+  /** The key was minted for the session (a Git sign-in): signing out revokes it. */
+  mintedKey: boolean;
 }
 
 export async function insertSession(db: Executor, session: NewSession): Promise<void> {
@@ -28,9 +33,11 @@ export async function insertSession(db: Executor, session: NewSession): Promise<
       token_hash: session.tokenHash,
       api_key_id: session.apiKeyId,
       principal_id: session.principalId,
+      principal_type: session.principalType,
       sealed_key: session.sealedKey,
       organization_id: session.organizationId,
       expires_at: session.expiresAt,
+      minted_key: session.mintedKey,
     })
     .execute();
 }
@@ -50,21 +57,27 @@ export async function touchSession(db: Executor, tokenHash: string): Promise<voi
   await db.updateTable('console_sessions').set({ last_seen_at: sql`now()` }).where('token_hash', '=', tokenHash).execute();
 }
 
-export async function deleteSession(db: Executor, tokenHash: string): Promise<void> {
-  await db.deleteFrom('console_sessions').where('token_hash', '=', tokenHash).execute();
+/** Ends a session; the key it was minted, if any, is returned to be revoked. */
+export async function deleteSession(db: Executor, tokenHash: string): Promise<string[]> {
+  const rows = await db.deleteFrom('console_sessions').where('token_hash', '=', tokenHash).returning(['api_key_id', 'minted_key']).execute();
+  return mintedKeysOf(rows);
 }
 
-export async function deletePrincipalSessions(db: Executor, principalId: string): Promise<number> {
-  const result = await db.deleteFrom('console_sessions').where('principal_id', '=', principalId).executeTakeFirst();
-  return Number(result.numDeletedRows);
+/** Ends every session of a principal (in `organizationId` only, when given); the keys minted for them are returned to be revoked. */
+export async function deletePrincipalSessions(db: Executor, principalId: string, organizationId?: string): Promise<string[]> {
+  let query = db.deleteFrom('console_sessions').where('principal_id', '=', principalId);
+  if (organizationId) query = query.where('organization_id', '=', organizationId);
+  return mintedKeysOf(await query.returning(['api_key_id', 'minted_key']).execute());
 }
+
+const mintedKeysOf = (rows: { api_key_id: string; minted_key: boolean }[]) => rows.filter((r) => r.minted_key).map((r) => r.api_key_id);
 
 /**
  * Removes the sessions that have ended, and the principal's oldest beyond `keep`: a key's holder cannot
- * grow the table by signing in again and again.
+ * grow the table by signing in again and again. The keys minted for them are returned to be revoked.
  */
-export async function pruneSessions(db: Db, principalId: string, idleMs: number, keep: number): Promise<void> {
-  await db
+export async function pruneSessions(db: Db, principalId: string, idleMs: number, keep: number): Promise<string[]> {
+  const rows = await db
     .deleteFrom('console_sessions')
     .where((eb) =>
       eb.or([
@@ -77,5 +90,7 @@ export async function pruneSessions(db: Db, principalId: string, idleMs: number,
         ),
       ]),
     )
+    .returning(['api_key_id', 'minted_key'])
     .execute();
+  return mintedKeysOf(rows);
 }

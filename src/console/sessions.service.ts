@@ -8,6 +8,9 @@ import { hashToken } from '../platform/auth/tokens.ts';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError, apiCaller } from './console-api.ts';
 import { SecretOpenError } from '../platform/secrets/secret-box.ts';
+import { appendAuditEvent, type AuditEventDraft } from '../platform/audit/audit-writer.repo.ts';
+import { issueSignInKey, revokeSignInKeys } from '../credentials/sign-in-keys.ts';
+import type { GitSignIn } from '../git-servers/git-identity.service.ts';
 import { deletePrincipalSessions, deleteSession, findLiveSession, insertSession, pruneSessions, touchSession } from './sessions.repo.ts';
 
 /** How many sessions one user (or service account) keeps; signing in again ends the oldest beyond it. */
@@ -34,6 +37,10 @@ export interface ConsoleSession {
   tokenHash: string;
   /** The API key the session acts with. */
   apiKey: string;
+  apiKeyId: string;
+  /** Opened by a Git sign-in, with a key minted for it and bound to homeOrganizationId. */
+  mintedKey: boolean;
+  principalType: WhoAmI['principalType'];
   principalId: string;
   /** Where the console opens: the organization the key acted in at sign-in. */
   homeOrganizationId: string;
@@ -94,7 +101,10 @@ export function signInTokenMatches(request: FastifyRequest, presented: string | 
   return typeof cookie === 'string' && sameSecret(presented, cookie);
 }
 
-/** signIn checks the key with the API and opens a session for it; the cookie is set on `reply`. */
+/** How a session was opened, for its audit entry: a pasted key, or a Git server's login. */
+type SignInVia = { via: 'api-key' } | { via: 'git'; gitSelfHostedServerId: string; login: string };
+
+/** signIn checks a pasted key with the API and opens a session for it; the cookie is set on `reply`. */
 export async function signIn(app: App, request: FastifyRequest, reply: FastifyReply, apiKey: string): Promise<WhoAmI> {
   let me: WhoAmI;
   try {
@@ -103,21 +113,73 @@ export async function signIn(app: App, request: FastifyRequest, reply: FastifyRe
     if (error instanceof ApiCallError && (error.status === 401 || error.status === 403)) throw new SignInRefused(error.message);
     throw error;
   }
+  await openSession(app, request, reply, apiKey, me, { via: 'api-key' });
+  return me;
+}
+
+/**
+ * signInThroughGit opens a session for a user a Git server's login named (completeIdentitySignIn), in
+ * the organization of that server, acting with a key minted for the session.
+ */
+export async function signInThroughGit(app: App, request: FastifyRequest, reply: FastifyReply, who: GitSignIn): Promise<WhoAmI> {
+  const key = await issueSignInKey(app.db, {
+    userId: who.userId,
+    organizationId: who.organizationId,
+    name: `Console sign-in through ${who.serverName}`.slice(0, 255),
+    expiresAt: new Date(Date.now() + app.config.consoleSessions.maxAgeMs),
+  });
+  const me = (await apiCaller(app, request, key.token, who.organizationId).get<{ data: WhoAmI }>('/auth/whoami')).data;
+  await openSession(app, request, reply, key.token, me, { via: 'git', gitSelfHostedServerId: who.serverId, login: who.login });
+  return me;
+}
+
+async function openSession(app: App, request: FastifyRequest, reply: FastifyReply, apiKey: string, me: WhoAmI, how: SignInVia): Promise<void> {
   const settings = app.config.consoleSessions;
   const token = randomBytes(32).toString('base64url');
   const tokenHash = hashToken(token);
-  await insertSession(app.db, {
-    tokenHash,
-    apiKeyId: me.identityId,
-    principalId: me.userId,
-    sealedKey: app.secrets.seal(apiKey, sealContext(tokenHash)),
-    organizationId: me.organizationId,
-    expiresAt: new Date(Date.now() + settings.maxAgeMs),
+  await app.db.transaction().execute(async (trx) => {
+    await insertSession(trx, {
+      tokenHash,
+      apiKeyId: me.identityId,
+      principalId: me.userId,
+      principalType: me.principalType,
+      sealedKey: app.secrets.seal(apiKey, sealContext(tokenHash)),
+      organizationId: me.organizationId,
+      expiresAt: new Date(Date.now() + settings.maxAgeMs),
+      mintedKey: how.via === 'git',
+    });
+    await appendAuditEvent(trx, app.secrets, sessionAudit(request, me, me.organizationId, 'console.sign-in', how));
   });
-  await pruneSessions(app.db, me.userId, settings.idleMs, SESSIONS_PER_PRINCIPAL);
+  await revokeSignInKeys(app.db, await pruneSessions(app.db, me.userId, settings.idleMs, SESSIONS_PER_PRINCIPAL));
   reply.clearCookie(cookieName(request, SIGN_IN_COOKIE), cookieOptions(request));
   reply.setCookie(cookieName(request, SESSION_COOKIE), token, cookieOptions(request, Math.floor(settings.maxAgeMs / 1000)));
-  return me;
+}
+
+/** A sign-in or sign-out as an audit entry of the organization the session opens in: who, with which key, from where. */
+function sessionAudit(
+  request: FastifyRequest,
+  who: Pick<WhoAmI, 'principalType' | 'userId' | 'identityId'>,
+  organizationId: string,
+  action: 'console.sign-in' | 'console.sign-out',
+  diff: Record<string, unknown>,
+): AuditEventDraft {
+  const userAgent = request.headers['user-agent'];
+  return {
+    organizationId,
+    actorType: who.principalType,
+    actorId: who.userId,
+    apiKeyId: who.identityId,
+    action,
+    resourceType: 'console-session',
+    resourceId: null,
+    outcome: 'SUCCESS',
+    statusCode: 303,
+    errorCode: null,
+    requestId: request.id,
+    ip: request.ip,
+    userAgent: typeof userAgent === 'string' ? userAgent.slice(0, 512) : null,
+    diff,
+  };
 }
 
 /** The request's live session, or undefined (no cookie, an unknown one, or one that has ended). */
@@ -133,13 +195,16 @@ export async function currentSession(app: App, request: FastifyRequest): Promise
   } catch (error) {
     // Sealed with a secret key this process no longer has (rotated out), or altered: the session is over.
     if (!(error instanceof SecretOpenError)) throw error;
-    await deleteSession(app.db, tokenHash);
+    await revokeSignInKeys(app.db, await deleteSession(app.db, tokenHash));
     return undefined;
   }
   if (Date.now() - row.last_seen_at.getTime() > TOUCH_EVERY_MS) await touchSession(app.db, tokenHash);
   return {
     tokenHash,
     apiKey,
+    apiKeyId: row.api_key_id,
+    mintedKey: row.minted_key,
+    principalType: row.principal_type,
     principalId: row.principal_id,
     homeOrganizationId: row.organization_id,
     csrfToken: csrfTokenOf(app, tokenHash),
@@ -148,7 +213,13 @@ export async function currentSession(app: App, request: FastifyRequest): Promise
 
 /** signOut ends this session on the server (the cookie is worthless wherever it was copied), or all of the principal's. */
 export async function signOut(app: App, request: FastifyRequest, reply: FastifyReply, session: ConsoleSession, everywhere: boolean): Promise<void> {
-  if (everywhere) await deletePrincipalSessions(app.db, session.principalId);
-  else await deleteSession(app.db, session.tokenHash);
+  await app.db.transaction().execute(async (trx) => {
+    // A Git sign-in's session reaches its organization only: "everywhere" is that organization's sessions.
+    const within = session.mintedKey ? session.homeOrganizationId : undefined;
+    const minted = everywhere ? await deletePrincipalSessions(trx, session.principalId, within) : await deleteSession(trx, session.tokenHash);
+    await revokeSignInKeys(trx, minted);
+    const who = { principalType: session.principalType, userId: session.principalId, identityId: session.apiKeyId };
+    await appendAuditEvent(trx, app.secrets, sessionAudit(request, who, session.homeOrganizationId, 'console.sign-out', { everywhere }));
+  });
   reply.clearCookie(cookieName(request, SESSION_COOKIE), cookieOptions(request));
 }

@@ -34,6 +34,8 @@ export interface NewApiKey {
   serviceAccountId?: string;
   createdById?: string;
   expiresAt?: string;
+  /** The key acts only in organizationId, as a member (see the api_keys.organization_only column). */
+  organizationOnly?: boolean;
 }
 
 export function insertApiKey(db: Executor, key: NewApiKey) {
@@ -49,6 +51,7 @@ export function insertApiKey(db: Executor, key: NewApiKey) {
       service_account_id: key.serviceAccountId ?? null,
       created_by_id: key.createdById ?? null,
       expires_at: key.expiresAt ?? null,
+      organization_only: key.organizationOnly ?? false,
     })
     .returningAll()
     .executeTakeFirstOrThrow();

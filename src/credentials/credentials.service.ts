@@ -92,6 +92,8 @@ export async function createApiKey(db: Db, principal: Principal, input: CreateAp
     organizationId: principal.organizationId,
     createdById: principal.userId,
     expiresAt: input.expiresAt,
+    // A key made with a key bound to its organization is bound too: it must not reach further than its maker.
+    organizationOnly: Boolean(principal.organizationOnly && owner.userId),
     ...owner,
   });
   return { ...apiKeyRowToApiKey(row), token };
@@ -167,7 +169,8 @@ async function assertMayRevoke(db: Db, principal: Principal, key: ApiKeyRow) {
 /** revokeApiKey takes effect on the key's very next request, in every process. Revoking twice is harmless. */
 export async function revokeApiKey(db: Db, principal: Principal, id: string) {
   const own = await findApiKeyByIdAnywhere(db, id);
-  if (own && isOwnKey(principal, own)) return void (await revokeApiKeyById(db, id));
+  const reachable = own && (!principal.organizationOnly || own.organization_id === principal.organizationId);
+  if (own && reachable && isOwnKey(principal, own)) return void (await revokeApiKeyById(db, id));
   const key = await getVisibleApiKeyRow(db, principal, id);
   await assertMayRevoke(db, principal, key);
   await revokeApiKeyById(db, id);

@@ -17,7 +17,20 @@ export interface FlowCookie {
   maxAgeSeconds: number;
 }
 
-const CALLBACK_PATHS: Record<GitFlowKind, string> = { OAUTH: '/gitoauth/callback', APP_INSTALL: '/gitapp/callback' };
+/**
+ * Where each flow's browser comes back. A console sign-in comes back through the OAuth callback too
+ * (the one address the Git server knows), which hands it on to the console's sign-in page.
+ */
+const CALLBACK_PATHS: Record<FlowReturn, string> = {
+  OAUTH: '/gitoauth/callback',
+  APP_INSTALL: '/gitapp/callback',
+  LINK: '/gitoauth/callback',
+  SIGN_IN: '/sign-in/git/callback',
+};
+
+/** A flow's return leg: an organization's OAuth connection or app install, or a user's identity link or sign-in. */
+export type FlowReturn = GitFlowKind | IdentityPurpose;
+export type IdentityPurpose = 'LINK' | 'SIGN_IN';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -27,7 +40,7 @@ function flowCookieName(nonce: string): string {
 }
 
 /** A new binding: the cookie for the browser, and the hash that goes into the sealed state. */
-export function newFlowBinding(kind: GitFlowKind, nonce: string, ttlSeconds: number, publicUrl: string): { cookie: FlowCookie; hash: string } {
+export function newFlowBinding(kind: FlowReturn, nonce: string, ttlSeconds: number, publicUrl: string): { cookie: FlowCookie; hash: string } {
   const value = randomBytes(24).toString('base64url');
   const path = `${new URL(publicUrl).pathname.replace(/\/+$/, '')}${CALLBACK_PATHS[kind]}`;
   return { cookie: { name: flowCookieName(nonce), value, path, maxAgeSeconds: ttlSeconds }, hash: sha256(value) };

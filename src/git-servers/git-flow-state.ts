@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { GitFlowKind } from '../platform/db/enums.ts';
+import type { IdentityPurpose } from './flow-binding.ts';
 import { BadRequestError } from '../platform/errors.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 
@@ -11,7 +12,11 @@ import type { SecretBox } from '../platform/secrets/secret-box.ts';
  */
 export interface FlowState {
   nonce: string;
-  kind: GitFlowKind;
+  /** IDENTITY: a user's link or sign-in (`purpose`), which keeps no row: see git-identity.service.ts. */
+  kind: GitFlowKind | 'IDENTITY';
+  purpose?: IdentityPurpose;
+  /** An identity flow's PKCE verifier, sealed inside the state, as it has no row to keep it in. */
+  verifier?: string;
   organizationId: string;
   userId: string | null;
   serverId: string | null;
@@ -38,7 +43,7 @@ export function stateError(reason: 'INVALID' | 'EXPIRED' | 'USED', message: stri
 }
 
 /** openFlowState returns the state if it is this service's, of this kind, and not expired; else a 400. */
-export function openFlowState(secrets: SecretBox, sealed: string | undefined, kind: GitFlowKind, now = Date.now()): FlowState {
+export function openFlowState(secrets: SecretBox, sealed: string | undefined, kind: FlowState['kind'], now = Date.now()): FlowState {
   if (!sealed) throw stateError('INVALID', 'The request carries no state');
   let state: FlowState;
   try {

@@ -104,7 +104,7 @@ const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
  * postToken calls a token endpoint (RFC 6749 §4.1.3, §6) through the outbound policy; a refusal is a
  * 4xx, a broken server 502, an endpoint at an address Plinth does not connect to 422.
  */
-async function postToken(
+export async function postToken(
   git: GitConfig,
   server: GitServerRow,
   secrets: SecretBox,

@@ -19,6 +19,7 @@ export async function insertGitServer(
     baseUrl: string;
     authorizeUrl: string | null;
     tokenUrl: string | null;
+    userUrl: string | null;
     clientId: string;
     clientSecretSealed: string;
     scopes: string;
@@ -34,6 +35,7 @@ export async function insertGitServer(
       base_url: v.baseUrl,
       authorize_url: v.authorizeUrl,
       token_url: v.tokenUrl,
+      user_url: v.userUrl,
       client_id: v.clientId,
       client_secret_sealed: v.clientSecretSealed,
       scopes: v.scopes,
@@ -61,7 +63,15 @@ export function findGitServersPage(db: Executor, organizationId: string, page: P
 export function updateGitServer(
   db: Executor,
   id: string,
-  c: { name?: string; authorize_url?: string | null; token_url?: string | null; client_id?: string; client_secret_sealed?: string; scopes?: string },
+  c: {
+    name?: string;
+    authorize_url?: string | null;
+    token_url?: string | null;
+    user_url?: string | null;
+    client_id?: string;
+    client_secret_sealed?: string;
+    scopes?: string;
+  },
 ) {
   return db
     .updateTable('git_self_hosted_servers')

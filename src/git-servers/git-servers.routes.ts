@@ -4,12 +4,14 @@ import { pageRequest } from '../platform/pagination.ts';
 import { Envelope, IdParams, ListEnvelope, NoContent } from '../platform/schema.ts';
 import type { FlowCookie } from './flow-binding.ts';
 import { completeAppInstall, listAppInstallations, startAppInstall } from './git-app.service.ts';
+import { completeIdentityLink, identityPurposeOf, listOwnIdentities, signInCallbackUrl, startIdentityLink, unlinkOwnIdentity } from './git-identity.service.ts';
 import { completeOAuthCallback, startOAuthLogin } from './git-oauth.service.ts';
 import {
   AppCallbackQuery,
   CallbackQuery,
   CreateGitSelfHostedServer,
   GitAppInstallation,
+  GitIdentity,
   GitListQuery,
   GitSelfHostedServer,
   ReturnQuery,
@@ -31,7 +33,7 @@ export async function gitServerRoutes(app: App) {
   app.post(
     '/git-self-hosted-servers',
     {
-      config: { permission: 'code-source:manage', auditFields: ['name', 'provider', 'baseUrl', 'authorizeUrl', 'tokenUrl', 'clientId', 'scopes'] },
+      config: { permission: 'code-source:manage', auditFields: ['name', 'provider', 'baseUrl', 'authorizeUrl', 'tokenUrl', 'userUrl', 'clientId', 'scopes'] },
       schema: {
         tags,
         summary: 'Register a self-hosted Git server and its OAuth client',
@@ -69,7 +71,7 @@ export async function gitServerRoutes(app: App) {
   app.patch(
     '/git-self-hosted-servers/:id',
     {
-      config: { permission: 'code-source:manage', auditFields: ['name', 'authorizeUrl', 'tokenUrl', 'clientId', 'scopes'] },
+      config: { permission: 'code-source:manage', auditFields: ['name', 'authorizeUrl', 'tokenUrl', 'userUrl', 'clientId', 'scopes'] },
       schema: {
         tags,
         summary: 'Change a self-hosted Git server',
@@ -126,18 +128,81 @@ export async function gitServerRoutes(app: App) {
   );
 
   app.get(
+    '/gitoauth/self-hosted/:gitSelfHostedServerId/link',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        tags,
+        operationId: 'startGitIdentityLink',
+        summary: 'Link your account on a self-hosted Git server, so that its login signs you in to the web console (302 to its authorization page)',
+        params: ServerParams,
+        querystring: ReturnQuery,
+        response: { ...Redirect, ...errorResponses({ 422: 'Plinth does not know where the server says who a token belongs to (register its userUrl)' }) },
+      },
+    },
+    async (request, reply) => {
+      const { location, cookie } = await startIdentityLink(
+        app.secrets,
+        app.db,
+        app.config,
+        request.principal,
+        request.params.gitSelfHostedServerId,
+        request.query.returnTo,
+      );
+      return reply.setCookie(cookie.name, cookie.value, flowCookieOptions(app, cookie)).redirect(location, 302);
+    },
+  );
+
+  app.get(
+    '/git-identities',
+    {
+      config: { permission: 'authenticated' },
+      schema: {
+        tags,
+        summary: 'List your linked accounts on self-hosted Git servers (of every organization)',
+        querystring: GitListQuery,
+        response: { 200: ListEnvelope(GitIdentity) },
+      },
+    },
+    async (request) => {
+      const { items, meta } = await listOwnIdentities(app.db, request.principal, pageRequest(request.query));
+      return { data: items, meta };
+    },
+  );
+
+  app.delete(
+    '/git-identities/:id',
+    {
+      config: { permission: 'authenticated' },
+      schema: { tags, summary: 'Unlink one of your accounts: it signs no one in any more', params: IdParams, response: { 204: NoContent } },
+    },
+    async (request, reply) => {
+      await unlinkOwnIdentity(app.db, request.principal, request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
     '/gitoauth/callback',
     {
       config: { public: true },
       schema: {
         tags,
         operationId: 'completeGitOAuthLogin',
-        summary: 'OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed, 302 to the original URL',
+        summary:
+          'OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed (or links the account, or hands a console sign-in on), 302 to the original URL',
         querystring: CallbackQuery,
-        response: { ...Redirect, ...errorResponses({ 422: 'The token endpoint is at an address Plinth does not connect to', 502: true }) },
+        response: {
+          ...Redirect,
+          ...errorResponses({ 409: 'The account is linked to another user', 422: 'The token endpoint is at an address Plinth does not connect to', 502: true }),
+        },
       },
     },
     async (request, reply) => {
+      const purpose = identityPurposeOf(app.secrets, request.query.state);
+      // A console sign-in is the console's to finish (it opens the session): the same query goes on there.
+      if (purpose === 'SIGN_IN') return reply.redirect(`${signInCallbackUrl(app.config)}?${request.url.split('?')[1] ?? ''}`, 302);
+      if (purpose === 'LINK') return reply.redirect(await completeIdentityLink(app.db, app.secrets, app.config, request.query, request.cookies), 302);
       // The binding cookie is left to expire with its state: a replay is then told the state was used.
       return reply.redirect(await completeOAuthCallback(app.db, app.secrets, app.config, request.query, request.cookies), 302);
     },

@@ -16,10 +16,18 @@ export const GitSelfHostedServer = Type.Object(
     baseUrl: Type.String(),
     authorizeUrl: Type.String({ description: 'The OAuth authorization endpoint in use (given, or derived from baseUrl and provider)' }),
     tokenUrl: Type.String({ description: 'The OAuth token endpoint in use' }),
+    userUrl: Nullable(
+      Type.String({
+        description:
+          "Where Plinth asks whose an OAuth token is (given, or the provider's user API); null: unknown, so no one can link an account or sign in through this server",
+      }),
+    ),
     clientId: Type.String(),
     scopes: Type.String(),
     connected: Type.Boolean({ description: 'Whether the organization holds OAuth tokens for this server' }),
     loginUrl: Type.String({ description: 'GET it (authenticated, ADMIN) to connect the organization through OAuth' }),
+    linkUrl: Type.String({ description: 'GET it (authenticated, as a user) to link your account on this server, so that it signs you in to the web console' }),
+    signInUrl: Type.String({ description: 'The web console page that signs in a user who linked their account on this server' }),
     createdAt: UtcDateTime,
     updatedAt: UtcDateTime,
   },
@@ -35,6 +43,7 @@ export const CreateGitSelfHostedServer = Body(
       baseUrl: HttpUrl,
       authorizeUrl: Type.Optional(HttpUrl),
       tokenUrl: Type.Optional(HttpUrl),
+      userUrl: Type.Optional(HttpUrl),
       clientId: ClientId,
       clientSecret: ClientSecret,
       scopes: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -50,6 +59,7 @@ export const UpdateGitSelfHostedServer = Body(
       name: Type.Optional(Name),
       authorizeUrl: Type.Optional(Nullable(HttpUrl)),
       tokenUrl: Type.Optional(Nullable(HttpUrl)),
+      userUrl: Type.Optional(Nullable(HttpUrl)),
       clientId: Type.Optional(ClientId),
       clientSecret: Type.Optional(ClientSecret),
       scopes: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -99,3 +109,18 @@ export const GitAppInstallation = Type.Object(
 export type GitAppInstallation = Static<typeof GitAppInstallation>;
 
 export const GitListQuery = OrderedPaginationQuery;
+
+/** A user's account on a self-hosted Git server, linked so that it signs them in to the web console. */
+export const GitIdentity = Type.Object(
+  {
+    id: Type.String(),
+    gitSelfHostedServerId: Type.String(),
+    serverName: Type.String(),
+    provider: StringEnum(GIT_PROVIDERS),
+    organizationId: Type.String({ description: 'The organization whose server it is: a sign-in through it opens there' }),
+    login: Type.String({ description: "The account's name on the server, as it was at the last link or sign-in" }),
+    createdAt: UtcDateTime,
+  },
+  { $id: 'GitIdentity', title: 'GitIdentity' },
+);
+export type GitIdentity = Static<typeof GitIdentity>;

@@ -7,6 +7,7 @@ import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
+import { signInUrl, userInfoUrl } from './git-identity.service.ts';
 import { oauthEndpoints } from './git-oauth.service.ts';
 import {
   deleteGitServerById,
@@ -32,10 +33,13 @@ function serverToApi(config: Config, row: GitServerRow, connected: boolean): Git
     baseUrl: row.base_url,
     authorizeUrl: endpoints.authorize,
     tokenUrl: endpoints.token,
+    userUrl: userInfoUrl(row),
     clientId: row.client_id,
     scopes: row.scopes,
     connected,
     loginUrl: `${config.publicUrl.replace(/\/+$/, '')}/gitoauth/self-hosted/${row.id}/login`,
+    linkUrl: `${config.publicUrl.replace(/\/+$/, '')}/gitoauth/self-hosted/${row.id}/link`,
+    signInUrl: signInUrl(config, row.id),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -55,6 +59,7 @@ export async function createGitServer(db: Db, secrets: SecretBox, config: Config
     baseUrl: input.baseUrl.replace(/\/+$/, ''),
     authorizeUrl: input.authorizeUrl ?? null,
     tokenUrl: input.tokenUrl ?? null,
+    userUrl: input.userUrl ?? null,
     clientId: input.clientId,
     clientSecretSealed: secrets.seal(input.clientSecret, secretContext(id)),
     scopes: input.scopes ?? '',
@@ -86,6 +91,7 @@ export async function updateGitServer(db: Db, secrets: SecretBox, config: Config
     name: changes.name,
     authorize_url: changes.authorizeUrl,
     token_url: changes.tokenUrl,
+    user_url: changes.userUrl,
     client_id: changes.clientId,
     client_secret_sealed: changes.clientSecret === undefined ? undefined : secrets.seal(changes.clientSecret, secretContext(id)),
     scopes: changes.scopes,

@@ -1,3 +1,4 @@
+import { findLinkedServerNames } from '../git-servers/git-identities.repo.ts';
 import type { Principal } from '../platform/auth/principal.ts';
 import { assertPermission, type Role } from '../platform/auth/roles.ts';
 import type { Db, Trx } from '../platform/db/db.ts';
@@ -98,6 +99,6 @@ export async function getUserAuthSettings(db: Db, principal: Principal, userId: 
   }
   const user = await findUserById(db, userId);
   if (!user) throw new NotFoundError('User', userId);
-  // Plinth signs users in with API keys only; no external identity provider is connected yet.
-  return { hasPassword: user.password_hash !== null, identityProviders: [] };
+  // The Git servers of this organization whose login signs the user in to the web console (`gitlab:<server name>`).
+  return { hasPassword: user.password_hash !== null, identityProviders: await findLinkedServerNames(db, userId, principal.organizationId) };
 }

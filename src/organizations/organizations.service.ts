@@ -21,7 +21,7 @@ import type { CreateOrganization, UpdateOrganization } from './organizations.sch
  */
 export async function roleInOrganization(db: Executor, principal: Principal, organizationId: string): Promise<Role | undefined> {
   if (organizationId === principal.organizationId) return principal.role;
-  if (principal.principalType === 'SERVICE_ACCOUNT') return undefined;
+  if (principal.principalType === 'SERVICE_ACCOUNT' || principal.organizationOnly) return undefined;
   if (principal.isSuperAdmin) return 'OWNER';
   const membership = await findMembershipOfUser(db, organizationId, principal.userId);
   return membership?.role;
@@ -31,6 +31,9 @@ export async function roleInOrganization(db: Executor, principal: Principal, org
 export async function createOrganization(db: Db, principal: Principal, input: CreateOrganization) {
   if (principal.principalType !== 'MEMBERSHIP') {
     throw new ForbiddenError('Only a user can create an organization', 'Auth:Principal:NOT_A_USER');
+  }
+  if (principal.organizationOnly) {
+    throw new ForbiddenError('This key acts only in the organization it was issued in: sign in with a key of your own to create one');
   }
   return db.transaction().execute(async (trx) => {
     const org = await insertOrganization(trx, { id: newId(), name: input.name, billingEmail: input.billingEmail });
@@ -48,7 +51,7 @@ export async function getOrganization(db: Db, principal: Principal, id: string) 
 }
 
 export async function listOrganizations(db: Db, principal: Principal, page: PageRequest) {
-  if (principal.principalType === 'SERVICE_ACCOUNT') {
+  if (principal.principalType === 'SERVICE_ACCOUNT' || principal.organizationOnly) {
     const own = await findOrganizationById(db, principal.organizationId);
     return { items: own && !page.after ? [organizationRowToOrganization(own)] : [], meta: { limit: page.limit } };
   }

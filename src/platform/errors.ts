@@ -126,6 +126,7 @@ export const ERROR_CODES = [
   'Api:ExecutionEnvironment:IN_USE',
   'Api:GitAppInstallation:NOT_FOUND',
   'Api:GitAppInstallation:TAKEN',
+  'Api:GitIdentity:NOT_FOUND',
   'Api:GitSelfHostedServer:NOT_FOUND',
   'Api:GitSelfHostedServer:IN_USE',
   'Api:Membership:NOT_FOUND',
@@ -199,6 +200,12 @@ export const ERROR_CODES = [
   'Git:Credential:REFUSED',
   'Git:Fetch:FAILED',
   'Git:Fetch:TIMEOUT',
+  /** The Git server has no user API Plinth knows of (register its userUrl). */
+  'Git:Identity:NO_USER_API',
+  /** A Git sign-in by an account no Plinth user has linked. */
+  'Git:Identity:NOT_LINKED',
+  /** The account is linked to another Plinth user. */
+  'Git:Identity:TAKEN',
   'Git:OAuth:BAD_RESPONSE',
   'Git:OAuth:DENIED',
   'Git:OAuth:EXPIRED',

@@ -24,6 +24,12 @@ export interface PageProps {
   theme: Theme;
   /** The page's own path and query, for the theme form to come back to. */
   path: string;
+  /**
+   * Where the page sends the browser on at once. A page at the end of a Git server's redirects is
+   * answered with this instead of one more redirect: a browser sends no SameSite=Strict cookie (the
+   * session's) along a chain of redirects that began on another site, but does from this page.
+   */
+  refreshTo?: string;
   children: ComponentChildren;
 }
 
@@ -37,13 +43,14 @@ export function renderFragment(node: VNode): string {
   return render(node);
 }
 
-function Page({ title, assets, viewer, theme, path, children }: PageProps) {
+function Page({ title, assets, viewer, theme, path, refreshTo, children }: PageProps) {
   return (
     <html lang="en" data-theme={theme === 'system' ? undefined : theme}>
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="htmx-config" content={HTMX_CONFIG} />
+        {refreshTo && <meta http-equiv="refresh" content={`0;url=${refreshTo}`} />}
         <title>{`${title} · Plinth`}</title>
         {/* No icon of its own yet: an empty one, so the browser does not ask for /favicon.ico. */}
         <link rel="icon" href="data:," />
@@ -122,7 +129,10 @@ function Navigation({ viewer }: { viewer: Viewer }) {
       </nav>
       <div class="who">
         <span>
-          {viewer.name} · <a href={`${org}/organization`}>{viewer.organizationName}</a> · {viewer.role.toLowerCase()}
+          <a href={`${org}/account`} title="Your account: Git sign-ins">
+            {viewer.name}
+          </a>{' '}
+          · <a href={`${org}/organization`}>{viewer.organizationName}</a> · {viewer.role.toLowerCase()}
         </span>
         <CsrfForm action="/sign-out" csrfToken={viewer.csrfToken}>
           <button type="submit" class="secondary">

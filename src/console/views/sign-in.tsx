@@ -1,4 +1,11 @@
-export function SignIn({ signInToken, error }: { signInToken: string; error?: string }) {
+/** A Git server this browser signed in through before: offered again as a button. */
+export interface GitSignInChoice {
+  id: string;
+  name: string;
+  provider: string;
+}
+
+export function SignIn({ signInToken, error, gitServers = [] }: { signInToken: string; error?: string; gitServers?: GitSignInChoice[] }) {
   return (
     <div class="card">
       <h1>Sign in to Plinth</h1>
@@ -16,6 +23,22 @@ export function SignIn({ signInToken, error }: { signInToken: string; error?: st
         </p>
         <button type="submit">Sign in</button>
       </form>
+      <h2>Or through a Git server</h2>
+      {gitServers.length > 0 && (
+        <ul class="plain">
+          {gitServers.map((server) => (
+            <li key={server.id}>
+              <a class="button" href={`/sign-in/git/${server.id}`}>
+                Sign in through {server.name} <span class="muted">({server.provider.toLowerCase()})</span>
+              </a>
+            </li>
+          ))}
+        </ul>
+      )}
+      <p class="muted">
+        Once you have linked your account on your organization's Git server (on your account page, signed in), its sign-in link signs you in; this browser then
+        offers it here.
+      </p>
     </div>
   );
 }

@@ -5,8 +5,8 @@ import { ForbiddenError, UnauthenticatedError } from '../errors.ts';
 import type { Role } from './roles.ts';
 import { tokenMatches } from './tokens.ts';
 
-export const PRINCIPAL_TYPES = ['MEMBERSHIP', 'SERVICE_ACCOUNT'] as const;
-export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
+export { PRINCIPAL_TYPES, type PrincipalType } from '../db/enums.ts';
+import type { PrincipalType } from '../db/enums.ts';
 export const SUPER_ADMIN = 'SUPER_ADMIN';
 
 /** The authenticated caller of one request, in the organization the request acts in. */
@@ -26,6 +26,11 @@ export interface Principal {
   shortName?: string;
   isSuperAdmin: boolean;
   serviceAccountId?: string;
+  /**
+   * A user key bound to its organization (a Git sign-in's): it acts there only, as a member, and reaches
+   * none of the user's other organizations, keys or links.
+   */
+  organizationOnly?: boolean;
 }
 
 interface CredentialRow {
@@ -35,6 +40,8 @@ interface CredentialRow {
   service_account_id: string | null;
   expires_at: Date | null;
   revoked_at: Date | null;
+  key_org_id: string;
+  organization_only: boolean;
   email: string | null;
   full_name: string | null;
   short_name: string | null;
@@ -56,6 +63,7 @@ interface CredentialRow {
  */
 const CREDENTIAL_SQL = `
     select k.id as key_id, k.token_hash, k.user_id, k.service_account_id, k.expires_at, k.revoked_at,
+           k.organization_id as key_org_id, k.organization_only,
            u.email, u.full_name, u.short_name, u.global_role,
            sa.name as sa_name, sa.role as sa_role,
            o.id as org_id, o.name as org_name,
@@ -114,7 +122,11 @@ function principalOf(row: CredentialRow): Principal {
     };
   }
 
-  const isSuperAdmin = row.global_role === SUPER_ADMIN;
+  if (row.organization_only && row.org_id !== row.key_org_id) {
+    throw new ForbiddenError('This key acts only in the organization it was issued in', 'Auth:Organization:FORBIDDEN');
+  }
+  // A key bound to one organization carries its user's membership there, never a super-administrator's powers.
+  const isSuperAdmin = row.global_role === SUPER_ADMIN && !row.organization_only;
   if (!row.org_id || (!row.membership_id && !isSuperAdmin)) {
     throw new ForbiddenError('You are not a member of that organization', 'Auth:Organization:FORBIDDEN');
   }
@@ -131,5 +143,6 @@ function principalOf(row: CredentialRow): Principal {
     fullName: row.full_name ?? undefined,
     shortName: row.short_name ?? undefined,
     isSuperAdmin,
+    ...(row.organization_only ? { organizationOnly: true } : {}),
   };
 }

@@ -3,7 +3,7 @@
 
 import type { Role } from "../auth/roles.ts";
 import type { JsonColumn, JsonObjectColumn } from "./column-types.ts";
-import type { AuditActorType, AuditOutcome, CertificateStatus, CloudEventOutcome, CloudProvider, CreatedByType, DeploymentResourceType, DeploymentStatus, DeploymentTriggerSource, DeploymentType, DomainEventKind, DomainStatus, ExecutionEnvironmentType, FeedEntryKind, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
+import type { AuditActorType, AuditOutcome, CertificateStatus, CloudEventOutcome, CloudProvider, CreatedByType, DeploymentResourceType, DeploymentStatus, DeploymentTriggerSource, DeploymentType, DomainEventKind, DomainStatus, ExecutionEnvironmentType, FeedEntryKind, GitAuthType, GitFlowKind, GitProvider, GlobalRole, LogStream, ParentType, PrincipalType, RunAction, RunStatus, StackType, StepStatus } from "./enums.ts";
 import type { ColumnType } from "kysely";
 
 export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
@@ -20,6 +20,7 @@ export interface ApiKeys {
   last_used_at: Timestamp | null;
   name: string;
   organization_id: string;
+  organization_only: Generated<boolean>;
   revoked_at: Timestamp | null;
   service_account_id: string | null;
   token_hash: string;
@@ -156,8 +157,10 @@ export interface ConsoleSessions {
   created_at: Generated<Timestamp>;
   expires_at: Timestamp;
   last_seen_at: Generated<Timestamp>;
+  minted_key: Generated<boolean>;
   organization_id: string;
   principal_id: string;
+  principal_type: Generated<PrincipalType>;
   sealed_key: string;
   token_hash: string;
 }
@@ -323,6 +326,15 @@ export interface GitFlowStates {
   used_at: Timestamp | null;
 }
 
+export interface GitIdentities {
+  created_at: Generated<Timestamp>;
+  git_server_id: string;
+  id: string;
+  login: string;
+  subject: string;
+  user_id: string;
+}
+
 export interface GitOauthConnections {
   access_token_sealed: string;
   connected_by_id: string | null;
@@ -355,6 +367,7 @@ export interface GitSelfHostedServers {
   scopes: Generated<string>;
   token_url: string | null;
   updated_at: Generated<Timestamp>;
+  user_url: string | null;
 }
 
 export interface GitWebhookDeliveries {
@@ -678,6 +691,7 @@ export interface DB {
   feed_entries: FeedEntries;
   git_app_installations: GitAppInstallations;
   git_flow_states: GitFlowStates;
+  git_identities: GitIdentities;
   git_oauth_connections: GitOauthConnections;
   git_poll_heads: GitPollHeads;
   git_self_hosted_servers: GitSelfHostedServers;

@@ -53,6 +53,10 @@ export type GitAuthType = (typeof GIT_AUTH_TYPES)[number];
 export const GIT_FLOW_KINDS = ['OAUTH', 'APP_INSTALL'] as const;
 export type GitFlowKind = (typeof GIT_FLOW_KINDS)[number];
 /** Who an audit row names as its actor: the principal types of platform/auth/principal.ts, or SYSTEM (retention). */
+/** Who a request acts as: a user through a membership, or a service account. */
+export const PRINCIPAL_TYPES = ['MEMBERSHIP', 'SERVICE_ACCOUNT'] as const;
+export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
+
 export const AUDIT_ACTOR_TYPES = ['MEMBERSHIP', 'SERVICE_ACCOUNT', 'SYSTEM'] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 

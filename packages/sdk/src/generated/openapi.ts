@@ -720,6 +720,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/git-identities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List your linked accounts on self-hosted Git servers (of every organization) */
+        get: operations["listGitIdentities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/git-identities/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Unlink one of your accounts: it signs no one in any more */
+        delete: operations["deleteGitIdentity"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/git-self-hosted-servers": {
         parameters: {
             query?: never;
@@ -798,8 +832,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed, 302 to the original URL */
+        /** OAuth return leg (no credential): checks the state, exchanges the code, stores the tokens sealed (or links the account, or hands a console sign-in on), 302 to the original URL */
         get: operations["completeGitOAuthLogin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/gitoauth/self-hosted/{gitSelfHostedServerId}/link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Link your account on a self-hosted Git server, so that its login signs you in to the web console (302 to its authorization page) */
+        get: operations["startGitIdentityLink"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2239,7 +2290,7 @@ export interface components {
              * @description <Namespace>:<Entity>:<REASON>, one of the codes listed. A client should accept a code it does not know: a newer server may send one.
              * @enum {string}
              */
-            code: "Api:Request:INVALID" | "Api:Request:INVALID_HEADER" | "Api:Request:MALFORMED_JSON" | "Api:Request:METHOD_NOT_ALLOWED" | "Api:Request:TOO_DEEP" | "Api:Request:TOO_LARGE" | "Api:Request:UNSUPPORTED_MEDIA_TYPE" | "Api:Cursor:INVALID" | "Api:Route:NOT_FOUND" | "Api:Internal:ERROR" | "Auth:Credential:MISSING" | "Auth:Credential:INVALID" | "Auth:Credential:EXPIRED" | "Auth:Credential:REVOKED" | "Auth:Credential:TOO_MANY_FAILURES" | "Auth:Organization:FORBIDDEN" | "Auth:Permission:DENIED" | "Auth:Principal:NOT_A_USER" | "Auth:Csrf:INVALID" | "Api:ApiKey:NOT_FOUND" | "Api:ApiKey:AMBIGUOUS_OWNER" | "Api:ApiKey:INVALID_EXPIRY" | "Api:CloudAccount:NOT_FOUND" | "Api:CloudAccount:ALREADY_EXISTS" | "Api:CloudAccount:IN_USE" | "Api:CloudAccount:ROLE_ACCOUNT_MISMATCH" | "Api:CloudEvent:UNVERIFIED" | "Api:CodeSource:NOT_FOUND" | "Api:CodeSource:ALREADY_EXISTS" | "Api:CodeSource:IN_USE" | "Api:CodeSource:CREDENTIAL_IN_URL" | "Api:CodeSource:INVALID_AUTH" | "Api:CodeSource:INVALID_URL" | "Api:DefaultValue:NOT_FOUND" | "Api:DefaultValue:ALREADY_EXISTS" | "Api:DefaultValue:INVALID_VALUE" | "Api:DefaultValueDefinition:NOT_FOUND" | "Api:DefaultValueDefinition:ALREADY_EXISTS" | "Api:DefaultValueDefinition:IN_USE" | "Api:DefaultValueDefinition:INVALID_SCHEMA" | "Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES" | "Api:DefaultValueDefinition:SYSTEM_MANAGED" | "Api:Deployment:NOT_FOUND" | "Api:Deployment:IN_PROGRESS" | "Api:Deployment:NOT_REDEPLOYABLE" | "Api:DeploymentResource:NOT_FOUND" | "Api:Domain:NOT_FOUND" | "Api:Domain:ALREADY_EXISTS" | "Api:Domain:INVALID_HOSTNAME" | "Api:Domain:REGION_REQUIRED" | "Api:Environment:NOT_FOUND" | "Api:Environment:ALREADY_EXISTS" | "Api:Environment:IN_USE" | "Api:ExecutionEnvironment:NOT_FOUND" | "Api:ExecutionEnvironment:ALREADY_EXISTS" | "Api:ExecutionEnvironment:IN_USE" | "Api:GitAppInstallation:NOT_FOUND" | "Api:GitAppInstallation:TAKEN" | "Api:GitSelfHostedServer:NOT_FOUND" | "Api:GitSelfHostedServer:IN_USE" | "Api:Membership:NOT_FOUND" | "Api:Membership:ALREADY_EXISTS" | "Api:Membership:LAST_OWNER" | "Api:ModuleDefinition:NOT_FOUND" | "Api:ModuleDefinition:ALREADY_EXISTS" | "Api:ModuleDefinition:IN_USE" | "Api:ModuleDefinition:GLOBAL_READ_ONLY" | "Api:ModuleInstance:NOT_FOUND" | "Api:ModuleInstance:ALREADY_EXISTS" | "Api:ModuleInstance:INVALID_INPUTS" | "Api:ModuleInstance:REFERENCE_CYCLE" | "Api:ModuleInstance:BROKEN_REFERENCES" | "Api:ModuleInstance:BUSY" | "Api:ModuleInstance:DELETING" | "Api:ModuleInstance:IN_USE" | "Api:ModuleVersion:NOT_FOUND" | "Api:ModuleVersion:ALREADY_EXISTS" | "Api:ModuleVersion:INVALID_VERSION" | "Api:ModuleVersion:NOT_NEWER" | "Api:ModuleVersion:INVALID" | "Api:ModuleVersion:OTHER_DEFINITION" | "Api:Organization:NOT_FOUND" | "Api:Parent:NOT_FOUND" | "Api:Pipeline:NOT_FOUND" | "Api:Pipeline:ALREADY_EXISTS" | "Api:Pipeline:IN_USE" | "Api:Pipeline:RUN_ACTIVE" | "Api:PipelineConfig:INVALID" | "Api:PipelineRun:NOT_FOUND" | "Api:PipelineRun:NOT_CANCELLABLE" | "Api:PipelineRun:NOT_RETRYABLE" | "Api:PipelineVersion:NOT_FOUND" | "Api:Project:NOT_FOUND" | "Api:Project:ALREADY_EXISTS" | "Api:Project:IN_USE" | "Api:Reference:NOT_FOUND" | "Api:SensitiveVariable:NOT_FOUND" | "Api:ServiceAccount:NOT_FOUND" | "Api:Stack:NOT_FOUND" | "Api:Stack:ALREADY_EXISTS" | "Api:Stack:IN_USE" | "Api:Stack:BUSY" | "Api:Stack:ENVIRONMENT_NOT_IN_PROJECT" | "Api:Stack:MANAGED_BY_MODULE_INSTANCE" | "Api:StateVersion:NOT_FOUND" | "Api:StateWorkspace:NOT_FOUND" | "Api:StepExecution:NOT_FOUND" | "Api:StepExecution:NOT_WAITING_FOR_APPROVAL" | "Api:StepLogs:TOO_MANY_FOLLOWERS" | "Api:EventStream:TOO_MANY_STREAMS" | "Api:User:NOT_FOUND" | "Git:App:BAD_RESPONSE" | "Git:App:GRANT_REFUSED" | "Git:App:NOT_ACCESSIBLE" | "Git:App:NOT_ALLOWED" | "Git:App:NOT_CONFIGURED" | "Git:App:NO_INSTALLATION" | "Git:App:TOKEN_REFUSED" | "Git:App:UNREACHABLE" | "Git:App:UNVERIFIED" | "Git:Archive:TOO_LARGE" | "Git:Credential:MISSING" | "Git:Credential:REFUSED" | "Git:Fetch:FAILED" | "Git:Fetch:TIMEOUT" | "Git:OAuth:BAD_RESPONSE" | "Git:OAuth:DENIED" | "Git:OAuth:EXPIRED" | "Git:OAuth:GRANT_REFUSED" | "Git:OAuth:NOT_ALLOWED" | "Git:OAuth:NOT_CONNECTED" | "Git:OAuth:REFRESH_REFUSED" | "Git:OAuth:UNREACHABLE" | "Git:Path:INVALID" | "Git:Path:NOT_A_DIRECTORY" | "Git:Path:NOT_FOUND" | "Git:Ref:INVALID" | "Git:Ref:NOT_FOUND" | "Git:Repository:NOT_ALLOWED" | "Git:Repository:NOT_FOUND" | "Git:Repository:TIMEOUT" | "Git:Repository:UNREACHABLE" | "Git:Sandbox:UNAVAILABLE" | "Git:State:INVALID" | "Git:State:EXPIRED" | "Git:State:USED" | "Git:State:OTHER_BROWSER" | "Git:Webhook:INVALID" | "Git:Webhook:UNVERIFIED" | "Aws:Request:FAILED" | "OpenTofu:State:CHECKSUM_MISMATCH" | "OpenTofu:State:INVALID" | "OpenTofu:State:LINEAGE_MISMATCH" | "OpenTofu:State:OTHER_STACK" | "OpenTofu:State:STALE_SERIAL" | "OpenTofu:StateLock:INVALID" | "OpenTofu:StateLock:LOCKED" | "OpenTofu:StateLock:NOT_HELD" | "OpenTofu:StateLock:NOT_HOLDER" | "Engine:Run:STEP_FAILED" | "Engine:Run:CANCELLED" | "Engine:Approval:REJECTED" | "Engine:Worker:LOST" | "Engine:Worker:ERROR" | "Engine:Script:FAILED" | "Engine:Script:SPAWN_FAILED" | "Engine:Step:TIMED_OUT" | "Engine:ExecutionEnvironment:UNSUPPORTED" | "Engine:StepType:NOT_IMPLEMENTED" | "Engine:StepType:NOT_DISPATCHABLE" | "Engine:Sandbox:UNAVAILABLE" | "Engine:Log:STORE_FAILED" | "OpenTofu:Step:NO_STACK" | "OpenTofu:Command:FAILED" | "OpenTofu:Plan:NOT_FOUND" | "OpenTofu:Plan:NOT_THIS_RUN" | "OpenTofu:Plan:WRONG_KIND" | "OpenTofu:Backend:OVERRIDDEN" | "OpenTofu:Backend:NOT_PLINTH" | "OpenTofu:Mask:TOO_LARGE" | "OpenTofu:Output:INVALID" | "OpenTofu:Reference:UNRESOLVED" | "Engine:Checkout:FAILED" | "Engine:Checkout:INVALID_SOURCE" | "Engine:Checkout:FENCED";
+            code: "Api:Request:INVALID" | "Api:Request:INVALID_HEADER" | "Api:Request:MALFORMED_JSON" | "Api:Request:METHOD_NOT_ALLOWED" | "Api:Request:TOO_DEEP" | "Api:Request:TOO_LARGE" | "Api:Request:UNSUPPORTED_MEDIA_TYPE" | "Api:Cursor:INVALID" | "Api:Route:NOT_FOUND" | "Api:Internal:ERROR" | "Auth:Credential:MISSING" | "Auth:Credential:INVALID" | "Auth:Credential:EXPIRED" | "Auth:Credential:REVOKED" | "Auth:Credential:TOO_MANY_FAILURES" | "Auth:Organization:FORBIDDEN" | "Auth:Permission:DENIED" | "Auth:Principal:NOT_A_USER" | "Auth:Csrf:INVALID" | "Api:ApiKey:NOT_FOUND" | "Api:ApiKey:AMBIGUOUS_OWNER" | "Api:ApiKey:INVALID_EXPIRY" | "Api:CloudAccount:NOT_FOUND" | "Api:CloudAccount:ALREADY_EXISTS" | "Api:CloudAccount:IN_USE" | "Api:CloudAccount:ROLE_ACCOUNT_MISMATCH" | "Api:CloudEvent:UNVERIFIED" | "Api:CodeSource:NOT_FOUND" | "Api:CodeSource:ALREADY_EXISTS" | "Api:CodeSource:IN_USE" | "Api:CodeSource:CREDENTIAL_IN_URL" | "Api:CodeSource:INVALID_AUTH" | "Api:CodeSource:INVALID_URL" | "Api:DefaultValue:NOT_FOUND" | "Api:DefaultValue:ALREADY_EXISTS" | "Api:DefaultValue:INVALID_VALUE" | "Api:DefaultValueDefinition:NOT_FOUND" | "Api:DefaultValueDefinition:ALREADY_EXISTS" | "Api:DefaultValueDefinition:IN_USE" | "Api:DefaultValueDefinition:INVALID_SCHEMA" | "Api:DefaultValueDefinition:SCHEMA_REJECTS_VALUES" | "Api:DefaultValueDefinition:SYSTEM_MANAGED" | "Api:Deployment:NOT_FOUND" | "Api:Deployment:IN_PROGRESS" | "Api:Deployment:NOT_REDEPLOYABLE" | "Api:DeploymentResource:NOT_FOUND" | "Api:Domain:NOT_FOUND" | "Api:Domain:ALREADY_EXISTS" | "Api:Domain:INVALID_HOSTNAME" | "Api:Domain:REGION_REQUIRED" | "Api:Environment:NOT_FOUND" | "Api:Environment:ALREADY_EXISTS" | "Api:Environment:IN_USE" | "Api:ExecutionEnvironment:NOT_FOUND" | "Api:ExecutionEnvironment:ALREADY_EXISTS" | "Api:ExecutionEnvironment:IN_USE" | "Api:GitAppInstallation:NOT_FOUND" | "Api:GitAppInstallation:TAKEN" | "Api:GitIdentity:NOT_FOUND" | "Api:GitSelfHostedServer:NOT_FOUND" | "Api:GitSelfHostedServer:IN_USE" | "Api:Membership:NOT_FOUND" | "Api:Membership:ALREADY_EXISTS" | "Api:Membership:LAST_OWNER" | "Api:ModuleDefinition:NOT_FOUND" | "Api:ModuleDefinition:ALREADY_EXISTS" | "Api:ModuleDefinition:IN_USE" | "Api:ModuleDefinition:GLOBAL_READ_ONLY" | "Api:ModuleInstance:NOT_FOUND" | "Api:ModuleInstance:ALREADY_EXISTS" | "Api:ModuleInstance:INVALID_INPUTS" | "Api:ModuleInstance:REFERENCE_CYCLE" | "Api:ModuleInstance:BROKEN_REFERENCES" | "Api:ModuleInstance:BUSY" | "Api:ModuleInstance:DELETING" | "Api:ModuleInstance:IN_USE" | "Api:ModuleVersion:NOT_FOUND" | "Api:ModuleVersion:ALREADY_EXISTS" | "Api:ModuleVersion:INVALID_VERSION" | "Api:ModuleVersion:NOT_NEWER" | "Api:ModuleVersion:INVALID" | "Api:ModuleVersion:OTHER_DEFINITION" | "Api:Organization:NOT_FOUND" | "Api:Parent:NOT_FOUND" | "Api:Pipeline:NOT_FOUND" | "Api:Pipeline:ALREADY_EXISTS" | "Api:Pipeline:IN_USE" | "Api:Pipeline:RUN_ACTIVE" | "Api:PipelineConfig:INVALID" | "Api:PipelineRun:NOT_FOUND" | "Api:PipelineRun:NOT_CANCELLABLE" | "Api:PipelineRun:NOT_RETRYABLE" | "Api:PipelineVersion:NOT_FOUND" | "Api:Project:NOT_FOUND" | "Api:Project:ALREADY_EXISTS" | "Api:Project:IN_USE" | "Api:Reference:NOT_FOUND" | "Api:SensitiveVariable:NOT_FOUND" | "Api:ServiceAccount:NOT_FOUND" | "Api:Stack:NOT_FOUND" | "Api:Stack:ALREADY_EXISTS" | "Api:Stack:IN_USE" | "Api:Stack:BUSY" | "Api:Stack:ENVIRONMENT_NOT_IN_PROJECT" | "Api:Stack:MANAGED_BY_MODULE_INSTANCE" | "Api:StateVersion:NOT_FOUND" | "Api:StateWorkspace:NOT_FOUND" | "Api:StepExecution:NOT_FOUND" | "Api:StepExecution:NOT_WAITING_FOR_APPROVAL" | "Api:StepLogs:TOO_MANY_FOLLOWERS" | "Api:EventStream:TOO_MANY_STREAMS" | "Api:User:NOT_FOUND" | "Git:App:BAD_RESPONSE" | "Git:App:GRANT_REFUSED" | "Git:App:NOT_ACCESSIBLE" | "Git:App:NOT_ALLOWED" | "Git:App:NOT_CONFIGURED" | "Git:App:NO_INSTALLATION" | "Git:App:TOKEN_REFUSED" | "Git:App:UNREACHABLE" | "Git:App:UNVERIFIED" | "Git:Archive:TOO_LARGE" | "Git:Credential:MISSING" | "Git:Credential:REFUSED" | "Git:Fetch:FAILED" | "Git:Fetch:TIMEOUT" | "Git:Identity:NO_USER_API" | "Git:Identity:NOT_LINKED" | "Git:Identity:TAKEN" | "Git:OAuth:BAD_RESPONSE" | "Git:OAuth:DENIED" | "Git:OAuth:EXPIRED" | "Git:OAuth:GRANT_REFUSED" | "Git:OAuth:NOT_ALLOWED" | "Git:OAuth:NOT_CONNECTED" | "Git:OAuth:REFRESH_REFUSED" | "Git:OAuth:UNREACHABLE" | "Git:Path:INVALID" | "Git:Path:NOT_A_DIRECTORY" | "Git:Path:NOT_FOUND" | "Git:Ref:INVALID" | "Git:Ref:NOT_FOUND" | "Git:Repository:NOT_ALLOWED" | "Git:Repository:NOT_FOUND" | "Git:Repository:TIMEOUT" | "Git:Repository:UNREACHABLE" | "Git:Sandbox:UNAVAILABLE" | "Git:State:INVALID" | "Git:State:EXPIRED" | "Git:State:USED" | "Git:State:OTHER_BROWSER" | "Git:Webhook:INVALID" | "Git:Webhook:UNVERIFIED" | "Aws:Request:FAILED" | "OpenTofu:State:CHECKSUM_MISMATCH" | "OpenTofu:State:INVALID" | "OpenTofu:State:LINEAGE_MISMATCH" | "OpenTofu:State:OTHER_STACK" | "OpenTofu:State:STALE_SERIAL" | "OpenTofu:StateLock:INVALID" | "OpenTofu:StateLock:LOCKED" | "OpenTofu:StateLock:NOT_HELD" | "OpenTofu:StateLock:NOT_HOLDER" | "Engine:Run:STEP_FAILED" | "Engine:Run:CANCELLED" | "Engine:Approval:REJECTED" | "Engine:Worker:LOST" | "Engine:Worker:ERROR" | "Engine:Script:FAILED" | "Engine:Script:SPAWN_FAILED" | "Engine:Step:TIMED_OUT" | "Engine:ExecutionEnvironment:UNSUPPORTED" | "Engine:StepType:NOT_IMPLEMENTED" | "Engine:StepType:NOT_DISPATCHABLE" | "Engine:Sandbox:UNAVAILABLE" | "Engine:Log:STORE_FAILED" | "OpenTofu:Step:NO_STACK" | "OpenTofu:Command:FAILED" | "OpenTofu:Plan:NOT_FOUND" | "OpenTofu:Plan:NOT_THIS_RUN" | "OpenTofu:Plan:WRONG_KIND" | "OpenTofu:Backend:OVERRIDDEN" | "OpenTofu:Backend:NOT_PLINTH" | "OpenTofu:Mask:TOO_LARGE" | "OpenTofu:Output:INVALID" | "OpenTofu:Reference:UNRESOLVED" | "Engine:Checkout:FAILED" | "Engine:Checkout:INVALID_SOURCE" | "Engine:Checkout:FENCED";
             description?: string;
             details?: {
                 items?: string[];
@@ -2300,6 +2351,23 @@ export interface components {
             installationId: string;
             organizationId: string;
         };
+        /** GitIdentity */
+        GitIdentity: {
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC, with a trailing Z
+             */
+            createdAt: string;
+            gitSelfHostedServerId: string;
+            id: string;
+            /** @description The account's name on the server, as it was at the last link or sign-in */
+            login: string;
+            /** @description The organization whose server it is: a sign-in through it opens there */
+            organizationId: string;
+            /** @enum {string} */
+            provider: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
+            serverName: string;
+        };
         /** GitSelfHostedServer */
         GitSelfHostedServer: {
             /** @description The OAuth authorization endpoint in use (given, or derived from baseUrl and provider) */
@@ -2314,6 +2382,8 @@ export interface components {
              */
             createdAt: string;
             id: string;
+            /** @description GET it (authenticated, as a user) to link your account on this server, so that it signs you in to the web console */
+            linkUrl: string;
             /** @description GET it (authenticated, ADMIN) to connect the organization through OAuth */
             loginUrl: string;
             name: string;
@@ -2321,6 +2391,8 @@ export interface components {
             /** @enum {string} */
             provider: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
             scopes: string;
+            /** @description The web console page that signs in a user who linked their account on this server */
+            signInUrl: string;
             /** @description The OAuth token endpoint in use */
             tokenUrl: string;
             /**
@@ -2328,6 +2400,8 @@ export interface components {
              * @description RFC 3339 timestamp in UTC, with a trailing Z
              */
             updatedAt: string;
+            /** @description Where Plinth asks whose an OAuth token is (given, or the provider's user API); null: unknown, so no one can link an account or sign in through this server */
+            userUrl: string | null;
         };
         /** InputProperty */
         InputProperty: components["schemas"]["InputPropertyString"] | components["schemas"]["InputPropertyText"] | components["schemas"]["InputPropertyNumber"] | components["schemas"]["InputPropertyBoolean"] | components["schemas"]["InputPropertyArray"] | components["schemas"]["InputPropertyStringArray"] | components["schemas"]["InputPropertyObject"] | components["schemas"]["InputPropertyObjectMap"] | components["schemas"]["InputPropertyObjectArray"] | components["schemas"]["InputPropertySection"] | components["schemas"]["InputPropertyCompound"] | components["schemas"]["InputPropertyReference"] | components["schemas"]["InputPropertyGitRepository"] | components["schemas"]["InputPropertyKeyValue"];
@@ -10034,6 +10108,187 @@ export interface operations {
             };
         };
     };
+    listGitIdentities: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number | null;
+                /** @description asc (the default): oldest first; desc: newest first. Send the same order with the cursor of a page it gave. */
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GitIdentity"][];
+                        meta: {
+                            /** Format: int32 */
+                            limit: number;
+                            nextCursor?: string;
+                            /** Format: int32 */
+                            totalCount?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteGitIdentity: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listGitSelfHostedServers: {
         parameters: {
             query?: {
@@ -10146,6 +10401,8 @@ export interface operations {
                         scopes?: string;
                         /** @description An http(s) URL */
                         tokenUrl?: string;
+                        /** @description An http(s) URL */
+                        userUrl?: string;
                     };
                 };
             };
@@ -10453,6 +10710,8 @@ export interface operations {
                         scopes?: string;
                         /** @description An http(s) URL */
                         tokenUrl?: string | null;
+                        /** @description An http(s) URL */
+                        userUrl?: string | null;
                     };
                 };
             };
@@ -10743,6 +11002,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The account is linked to another user */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The token endpoint is at an address Plinth does not connect to */
             422: {
                 headers: {
@@ -10774,6 +11042,97 @@ export interface operations {
             };
             /** @description An upstream server cannot be reached, or answered with something that is not what it should */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    startGitIdentityLink: {
+        parameters: {
+            query?: {
+                /** @description Where the browser goes at the end: a path, or a URL on PLINTH_PUBLIC_URL (default: PLINTH_PUBLIC_URL) */
+                returnTo?: string;
+            };
+            header?: {
+                /** @description The organization the request acts in, for a user key: the user must be a member of it (else 403), or a super-administrator. Absent: the organization the key was created in. A service-account key always acts in its own organization and ignores it; present but not an organization id, it is a 400 for every key. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                gitSelfHostedServerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A redirect: the Location header says where */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or fails its schema or an input rule; `details` names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No credential, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The role lacks the permission, or X-Organization-Id names an organization the caller is not a member of */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found, or in another organization (which is never revealed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Plinth does not know where the server says who a token belongs to (register its userUrl) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (answered to every request that carries a credential): wait the seconds `Retry-After` says */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error; its cause is shown only to a super-administrator */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,37 @@
+import { generateToken, hashToken, tokenDisplayPrefix } from '../platform/auth/tokens.ts';
+import type { Executor } from '../platform/db/db.ts';
+import { ForbiddenError } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { findMembershipOfUser } from '../memberships/memberships.repo.ts';
+import { insertApiKey, revokeApiKeyById } from './api-keys.repo.ts';
+
+/**
+ * issueSignInKey mints the key a console session opened by a Git sign-in acts with, so that such a
+ * session is a key's session like any other (its roles, its revocation, its audit entries). It is the
+ * user's key bound to the organization of the server they signed in through, with their membership's
+ * role there and nothing more: the server is that organization's, so what it vouches for must not
+ * reach the user's other organizations, nor a super-administrator's powers. It is listed among the
+ * user's keys under `name` and expires with the session; signing out revokes it.
+ */
+export async function issueSignInKey(db: Executor, v: { userId: string; organizationId: string; name: string; expiresAt: Date }) {
+  if (!(await findMembershipOfUser(db, v.organizationId, v.userId))) {
+    throw new ForbiddenError('You are not a member of the organization this Git server belongs to', 'Auth:Organization:FORBIDDEN');
+  }
+  const token = generateToken();
+  const row = await insertApiKey(db, {
+    id: newId(),
+    name: v.name,
+    tokenHash: hashToken(token),
+    tokenPrefix: tokenDisplayPrefix(token),
+    organizationId: v.organizationId,
+    userId: v.userId,
+    createdById: v.userId,
+    expiresAt: v.expiresAt.toISOString(),
+    organizationOnly: true,
+  });
+  return { id: row.id, token };
+}
+
+export async function revokeSignInKeys(db: Executor, keyIds: string[]): Promise<void> {
+  for (const id of keyIds) await revokeApiKeyById(db, id);
+}

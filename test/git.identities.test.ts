@@ -1,0 +1,297 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { OAuth2Server } from 'oauth2-mock-server';
+import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
+import { assertError, serviceAccountCaller, userCaller, type UserCaller } from './helpers/callers.ts';
+
+/**
+ * Signing in to the console through a self-hosted Git server: a user links their account on it (an
+ * OAuth login read through the server's user API), then that server's login signs them in. The OAuth
+ * server is a real one on loopback, its userinfo endpoint standing in for the server's user API.
+ */
+describe('Git sign-in: linking an account on a Git server, and signing in to the console with it', () => {
+  let t: TestApp;
+  let oauth: OAuth2Server;
+  let orgId: string;
+  /** Whom the user API says the next token belongs to. */
+  let account: Record<string, unknown> = { id: 1001, username: 'ada' };
+
+  /** A browser: its cookies come and go with its requests, by path as a browser keeps them. */
+  const newBrowser = () => {
+    const jar = new Map<string, { value: string; path: string }>();
+    const cookiesFor = (url: string) => {
+      const path = new URL(url, 'http://x').pathname;
+      return [...jar]
+        .filter(([, c]) => path.startsWith(c.path))
+        .map(([name, c]) => `${name}=${c.value}`)
+        .join('; ');
+    };
+    const get = async (url: string, token: string | null = null) => {
+      const cookie = cookiesFor(url);
+      const raw = await t.app.inject({
+        method: 'GET',
+        url,
+        headers: { ...(cookie ? { cookie } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      });
+      const json = String(raw.headers['content-type'] ?? '').startsWith('application/json');
+      const res = { status: raw.statusCode, headers: raw.headers as Record<string, unknown>, body: json ? raw.json() : raw.body };
+      const set = res.headers['set-cookie'];
+      for (const line of Array.isArray(set) ? set : set ? [String(set)] : []) {
+        const [pair, ...attributes] = line.split(';');
+        const [name, value] = pair!.split('=') as [string, string];
+        const path = attributes.map((a: string) => /^\s*path=(.*)$/i.exec(a)?.[1]).find(Boolean) ?? '/';
+        if (/max-age=0|expires=thu, 01 jan 1970/i.test(line)) jar.delete(name);
+        else jar.set(name, { value, path });
+      }
+      return res;
+    };
+    return { get, jar, cookieHeader: () => [...jar].map(([name, c]) => `${name}=${c.value}`).join('; ') };
+  };
+  type Browser = ReturnType<typeof newBrowser>;
+
+  /** Follows a redirect to the OAuth server, which logs the account in and sends the browser back: the path it sends it to. */
+  const throughOAuthServer = async (location: string) => {
+    const back = await fetch(location, { redirect: 'manual' });
+    assert.equal(back.status, 302);
+    const url = new URL(back.headers.get('location')!);
+    return `${url.pathname}${url.search}`;
+  };
+
+  const register = async (name: string, extra: Record<string, unknown> = {}) => {
+    const res = await t.call('POST', '/git-self-hosted-servers', {
+      body: {
+        data: {
+          name,
+          provider: 'GITLAB',
+          baseUrl: oauth.issuer.url!,
+          authorizeUrl: `${oauth.issuer.url}/authorize`,
+          tokenUrl: `${oauth.issuer.url}/token`,
+          userUrl: `${oauth.issuer.url}/userinfo`,
+          clientId: 'plinth-client',
+          clientSecret: 'client-secret-value',
+          scopes: 'read_user',
+          ...extra,
+        },
+      },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.data;
+  };
+
+  /** `who` links the account the user API names now, from the browser `browser`. */
+  const link = async (browser: Browser, who: { token: string }, serverId: string) => {
+    const start = await browser.get(`/gitoauth/self-hosted/${serverId}/link?returnTo=/continue`, who.token);
+    assert.equal(start.status, 302, JSON.stringify(start.body));
+    return browser.get(await throughOAuthServer(String(start.headers.location)));
+  };
+
+  /** Signs in through the server as a browser does: the sign-in link, the OAuth server, the callback, its hand-over to the console. */
+  const signIn = async (browser: Browser, serverId: string) => {
+    const start = await browser.get(`/sign-in/git/${serverId}`);
+    assert.equal(start.status, 302, start.body);
+    const callback = await browser.get(await throughOAuthServer(String(start.headers.location)));
+    assert.equal(callback.status, 302, JSON.stringify(callback.body));
+    const handedOn = new URL(String(callback.headers.location));
+    assert.equal(handedOn.pathname, '/sign-in/git/callback');
+    return browser.get(`${handedOn.pathname}${handedOn.search}`);
+  };
+
+  let ada: UserCaller;
+  let server: { id: string; name: string; userUrl: string; signInUrl: string; linkUrl: string };
+
+  before(async () => {
+    t = await startTestApp();
+    oauth = new OAuth2Server();
+    await oauth.issuer.keys.generate('RS256');
+    await oauth.start(0, '127.0.0.1');
+    oauth.service.on('beforeUserinfo', (response: { body: unknown }) => {
+      response.body = account;
+    });
+    orgId = (await t.call('GET', '/auth/whoami')).body.data.organizationId;
+    ada = await userCaller(t, 'ada@example.com', 'VIEWER');
+    server = await register('gitlab');
+  });
+  after(async () => {
+    await oauth?.stop();
+    await t?.close();
+  });
+
+  it('says where it reads accounts and where its users sign in, and refuses a link where it knows no user API', async () => {
+    assert.equal(server.userUrl, `${oauth.issuer.url}/userinfo`);
+    assert.equal(server.signInUrl, `${t.app.config.publicUrl}/sign-in/git/${server.id}`);
+    assert.equal(server.linkUrl, `${t.app.config.publicUrl}/gitoauth/self-hosted/${server.id}/link`);
+    const generic = await register('generic', { provider: 'GENERIC', userUrl: undefined });
+    assert.equal(generic.userUrl, null);
+    assertError(await t.call('GET', `/gitoauth/self-hosted/${generic.id}/link`, { token: ada.token }), 422, 'Git:Identity:NO_USER_API');
+    const gitea = await register('gitea', { provider: 'GITEA', baseUrl: 'https://gitea.example.com/', userUrl: undefined });
+    assert.equal(gitea.userUrl, 'https://gitea.example.com/api/v1/user');
+  });
+
+  it("links a user's account (a VIEWER's too), lists it as theirs and as their identity provider, and lets them unlink it", async () => {
+    account = { id: 1001, username: 'ada' };
+    const browser = newBrowser();
+    const done = await link(browser, ada, server.id);
+    assert.equal(done.status, 302, JSON.stringify(done.body));
+    assert.equal(done.headers.location, `${t.app.config.publicUrl}/continue`);
+    const mine = await t.call('GET', '/git-identities', { token: ada.token });
+    assert.equal(mine.status, 200);
+    assert.deepEqual(
+      mine.body.data.map((i: Record<string, unknown>) => [i.gitSelfHostedServerId, i.serverName, i.provider, i.login, i.organizationId]),
+      [[server.id, 'gitlab', 'GITLAB', 'ada', orgId]],
+    );
+    assert.deepEqual((await t.call('GET', `/users/${ada.userId}/identities`, { token: ada.token })).body.data.identityProviders, ['gitlab:gitlab']);
+    // Nobody else sees it as theirs.
+    assert.deepEqual((await t.call('GET', '/git-identities')).body.data, []);
+    assertError(await t.call('DELETE', `/git-identities/${mine.body.data[0].id}`), 404, 'Api:GitIdentity:NOT_FOUND');
+
+    // The same callback again: the OAuth server takes a code once.
+    const other = newBrowser();
+    const again = await link(other, ada, server.id);
+    assert.equal(again.status, 302, 'a second login links again, replacing the first');
+    assert.equal((await t.call('GET', '/git-identities', { token: ada.token })).body.data.length, 1);
+
+    assert.equal((await t.call('DELETE', `/git-identities/${mine.body.data[0].id}`, { token: ada.token })).status, 204);
+    assert.deepEqual((await t.call('GET', '/git-identities', { token: ada.token })).body.data, []);
+  });
+
+  it('refuses to link an account another user has linked, a service account, and a return leg in another browser', async () => {
+    account = { id: 2002, username: 'grace' };
+    const grace = await userCaller(t, 'grace@example.com', 'MEMBER');
+    assert.equal((await link(newBrowser(), grace, server.id)).status, 302);
+    const mallory = await userCaller(t, 'mallory@example.com', 'MEMBER');
+    assertError(await link(newBrowser(), mallory, server.id), 409, 'Git:Identity:TAKEN');
+    assert.deepEqual((await t.call('GET', '/git-identities', { token: mallory.token })).body.data, []);
+
+    const robot = await serviceAccountCaller(t, 'ADMIN');
+    assertError(await t.call('GET', `/gitoauth/self-hosted/${server.id}/link`, { token: robot.token }), 403, 'Auth:Principal:NOT_A_USER');
+
+    // The victim's browser is sent the attacker's return leg: it holds no binding cookie for it.
+    const attacker = newBrowser();
+    const start = await attacker.get(`/gitoauth/self-hosted/${server.id}/link`, mallory.token);
+    const callback = await throughOAuthServer(String(start.headers.location));
+    assertError(await newBrowser().get(callback), 400, 'Git:State:OTHER_BROWSER');
+  });
+
+  it('signs a linked user in to the console with a key minted for the session, audited, which signing out revokes', async () => {
+    account = { id: 3003, username: 'linus' };
+    const linus = await userCaller(t, 'linus@example.com', 'MEMBER');
+    assert.equal((await link(newBrowser(), linus, server.id)).status, 302);
+
+    const browser = newBrowser();
+    const start = await browser.get(`/sign-in/git/${server.id}`);
+    const authorize = new URL(String(start.headers.location));
+    assert.equal(authorize.searchParams.get('redirect_uri'), `${t.app.config.publicUrl}/gitoauth/callback`);
+    assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
+    const binding = [...browser.jar].find(([name]) => name.startsWith('plinth_flow_'))!;
+    assert.equal(binding[1].path, '/sign-in/git/callback', 'the binding cookie goes to the console only');
+
+    const signedIn = await signIn(browser, server.id);
+    assert.equal(signedIn.status, 200, String(signedIn.body));
+    assert.match(String(signedIn.body), /<meta http-equiv="refresh" content="0;url=\/orgs\/[^"]+\/runs"/);
+    assert.ok(browser.jar.has('plinth_session'));
+    const inbox = await browser.get(`/orgs/${orgId}/runs`);
+    assert.equal(inbox.status, 200);
+    assert.match(String(inbox.body), /linus@example\.com/);
+
+    const keys = (await t.call('GET', '/api-keys', { token: linus.token })).body.data;
+    const minted = keys.find((k: { name: string }) => k.name === 'Console sign-in through gitlab');
+    assert.ok(minted, JSON.stringify(keys));
+    assert.ok(minted.expiresAt, 'the key expires with the session');
+    const audit = (await t.call('GET', '/audit-events?action=console.sign-in')).body.data;
+    const entry = audit.find((e: { actorId: string }) => e.actorId === linus.userId);
+    assert.ok(entry, JSON.stringify(audit));
+    assert.equal(entry.apiKeyId, minted.id);
+
+    // The session reaches none of the user's other organizations: the server vouches for one only.
+    const elsewhere = await t.call('POST', '/organizations', {
+      token: linus.token,
+      body: { data: { name: 'linus-own-org', billingEmail: 'linus@example.com' } },
+    });
+    assert.equal(elsewhere.status, 201, JSON.stringify(elsewhere.body));
+    assert.equal((await browser.get(`/orgs/${elsewhere.body.data.id}/runs`)).status, 403);
+    const orgPage = String((await browser.get(`/orgs/${orgId}/organization`)).body);
+    assert.ok(!orgPage.includes('linus-own-org'), 'the organization list holds only the one it signed in to');
+    // So does the key it acts with, through the API, and any key made with it.
+    const session = await t.db.selectFrom('console_sessions').selectAll().where('principal_id', '=', linus.userId).executeTakeFirstOrThrow();
+    const mintedToken = TEST_SECRETS.open(session.sealed_key, `console-session:${session.token_hash}`);
+    const other = { 'x-organization-id': elsewhere.body.data.id };
+    assertError(await t.call('GET', '/auth/whoami', { token: mintedToken, headers: other }), 403, 'Auth:Organization:FORBIDDEN');
+    const made = await t.call('POST', '/api-keys', { token: mintedToken, body: { data: { name: 'made in a git session' } } });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    assertError(await t.call('GET', '/auth/whoami', { token: made.body.data.token, headers: other }), 403, 'Auth:Organization:FORBIDDEN');
+    assert.equal((await t.call('GET', '/auth/whoami', { token: linus.token, headers: other })).status, 200, "the user's own key still reaches both");
+
+    // The sign-in page of this browser offers the server again.
+    assert.match(String((await browser.get('/sign-in')).body), new RegExp(`href="/sign-in/git/${server.id}"`));
+
+    const page = await browser.get(`/orgs/${orgId}/account`);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(String(page.body))![1]!;
+    const out = await t.app.inject({
+      method: 'POST',
+      url: '/sign-out',
+      headers: { cookie: browser.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `_csrf=${encodeURIComponent(csrf)}`,
+    });
+    assert.equal(out.statusCode, 303);
+    const after = (await t.call('GET', '/api-keys', { token: linus.token })).body.data.find((k: { id: string }) => k.id === minted.id);
+    assert.ok(after.revokedAt, 'signing out revoked the minted key');
+    assert.ok((await t.call('GET', '/audit-events?action=console.sign-out')).body.data.some((e: { actorId: string }) => e.actorId === linus.userId));
+  });
+
+  it('signs in no one for an unlinked account, a return leg in another browser, or a user who left the organization', async () => {
+    account = { id: 4004, username: 'stranger' };
+    const refused = await signIn(newBrowser(), server.id);
+    assert.equal(refused.status, 403);
+    assert.match(String(refused.body), /No Plinth user has linked the account stranger on gitlab/);
+    assert.ok(!String(refused.headers['set-cookie'] ?? '').includes('plinth_session='));
+
+    account = { id: 5005, username: 'hopper' };
+    const hopper = await userCaller(t, 'hopper@example.com', 'MEMBER');
+    assert.equal((await link(newBrowser(), hopper, server.id)).status, 302);
+    const starter = newBrowser();
+    const start = await starter.get(`/sign-in/git/${server.id}`);
+    const callback = await starter.get(await throughOAuthServer(String(start.headers.location)));
+    const handedOn = new URL(String(callback.headers.location));
+    const elsewhere = await newBrowser().get(`${handedOn.pathname}${handedOn.search}`);
+    assert.equal(elsewhere.status, 400);
+    assert.match(String(elsewhere.body), /started in another browser/);
+
+    assert.equal((await t.call('DELETE', `/memberships/${hopper.membershipId}`)).status, 204);
+    const gone = await signIn(newBrowser(), server.id);
+    assert.equal(gone.status, 403);
+    assert.match(String(gone.body), /not a member of the organization/);
+  });
+
+  it("shows the reader's linked accounts and the servers to link on their account page, and unlinks from there", async () => {
+    account = { id: 6006, username: 'margaret' };
+    const margaret = await userCaller(t, 'margaret@example.com', 'VIEWER');
+    assert.equal((await link(newBrowser(), margaret, server.id)).status, 302);
+    const browser = newBrowser();
+    assert.equal((await signIn(browser, server.id)).status, 200);
+    const page = await browser.get(`/orgs/${orgId}/account`);
+    assert.equal(page.status, 200);
+    const html = String(page.body);
+    assert.match(html, /<td>margaret<\/td>/);
+    assert.match(html, new RegExp(`href="/orgs/${orgId}/account/link/${server.id}"`));
+    assert.ok(html.includes(server.signInUrl));
+
+    // The page's link button starts the API's link flow and passes its binding cookie on.
+    const started = await browser.get(`/orgs/${orgId}/account/link/${server.id}`);
+    assert.equal(started.status, 302);
+    assert.ok(String(started.headers.location).startsWith(`${oauth.issuer.url}/authorize`));
+    assert.ok([...browser.jar.keys()].some((name) => name.startsWith('plinth_flow_')));
+    assert.equal((await browser.get(await throughOAuthServer(String(started.headers.location)))).status, 302);
+
+    const id = (await t.call('GET', '/git-identities', { token: margaret.token })).body.data[0].id;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+    const unlinked = await t.app.inject({
+      method: 'POST',
+      url: `/orgs/${orgId}/account/identities/${id}/unlink`,
+      headers: { cookie: browser.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `_csrf=${encodeURIComponent(csrf)}`,
+    });
+    assert.equal(unlinked.statusCode, 303, unlinked.body);
+    assert.deepEqual((await t.call('GET', '/git-identities', { token: margaret.token })).body.data, []);
+    assert.equal((await signIn(newBrowser(), server.id)).status, 403, 'an unlinked account signs in no one');
+  });
+});
