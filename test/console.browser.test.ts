@@ -400,7 +400,7 @@ describe('the web console in a real browser', { skip }, () => {
       await page.getByRole('link', { name: 'browser-grace@example.com' }).click();
       await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
       assert.deepEqual(await seriousViolations(page), [], 'account page');
-      await page.getByRole('link', { name: 'Link my account' }).click();
+      await page.getByRole('button', { name: 'Link my account' }).click();
       // Through the OAuth server and back: the account page again, with the link.
       await page.locator('td', { hasText: 'browser-grace' }).first().waitFor();
       assert.match(page.url(), /\/account$/);
@@ -409,13 +409,15 @@ describe('the web console in a real browser', { skip }, () => {
       await page.getByRole('button', { name: 'Sign out', exact: true }).click();
       await page.waitForURL(/\/sign-in$/);
       await page.goto(server.signInUrl);
+      assert.deepEqual(await seriousViolations(page), [], 'a Git sign-in link');
+      await page.getByRole('button', { name: /^Continue to / }).click();
       await page.waitForURL(/\/orgs\/[^/]+\/runs$/);
       assert.match((await page.locator('.who').textContent()) ?? '', /browser-grace@example\.com/);
 
       // This browser now offers the server on its sign-in page.
       await page.getByRole('button', { name: 'Sign out', exact: true }).click();
       await page.waitForURL(/\/sign-in$/);
-      await page.getByRole('link', { name: /Sign in through forge/ }).click();
+      await page.getByRole('button', { name: /Sign in through forge/ }).click();
       await page.waitForURL(/\/orgs\/[^/]+\/runs$/);
       assert.deepEqual(problems, []);
     } finally {
@@ -423,4 +425,63 @@ describe('the web console in a real browser', { skip }, () => {
       await oauth.stop();
     }
   });
+
+  it('moves the keyboard focus through every page in reading order, always visibly, from a skip link that jumps to the content', async () => {
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const run = await triggerRun(t, stack.id);
+    await waitForStep(t, run.id, 'approve', 'WAITING_FOR_APPROVAL');
+    const { page, problems } = await newPage();
+    await page.goto(`${baseUrl}/sign-in`);
+    assert.deepEqual(await focusWalk(page), [], 'sign-in page');
+    await signIn(page, t.adminToken);
+    for (const path of ['runs', `runs/${run.id}`, `stacks/${stack.id}`, 'environments', 'access', 'account']) {
+      await page.goto(`${baseUrl}/orgs/${orgId}/${path}`);
+      assert.deepEqual(await focusWalk(page), [], path);
+    }
+    assert.deepEqual(problems, []);
+    await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+  });
+
+  /**
+   * Tabs through the whole page and returns what breaks keyboard use: the skip link is not the first
+   * stop or does not lead into the content, focus jumps backwards in the document (a positive tabindex,
+   * a reordering), or a focused element shows no focus ring or is out of view.
+   */
+  const focusWalk = async (page: Page): Promise<string[]> => {
+    const found: string[] = [];
+    const focused = () =>
+      page.evaluate(() => {
+        const el = document.activeElement as HTMLElement | null;
+        if (!el || el === document.body) return undefined;
+        const all = [...document.querySelectorAll('*')];
+        const style = getComputedStyle(el);
+        const box = el.getBoundingClientRect();
+        return {
+          index: all.indexOf(el),
+          name: `${el.tagName.toLowerCase()} "${(el.getAttribute('aria-label') ?? el.textContent ?? el.getAttribute('name') ?? '').trim().slice(0, 40)}"`,
+          ring: style.outlineStyle !== 'none' && Number.parseFloat(style.outlineWidth) >= 2,
+          inView: box.bottom > 0 && box.top < window.innerHeight && box.right > 0 && box.left < window.innerWidth,
+          inMain: Boolean(el.closest('main')),
+        };
+      });
+    await page.locator('body').focus();
+    await page.keyboard.press('Tab');
+    const first = await focused();
+    if (!first?.name.includes('Skip to')) found.push(`the first stop is ${first?.name}, not the skip link`);
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Tab');
+    if (!(await focused())?.inMain) found.push('the skip link does not lead into the main content');
+    await page.locator('body').focus();
+    let last = -1;
+    for (let stop = 0; stop < 400; stop++) {
+      await page.keyboard.press('Tab');
+      const now = await focused();
+      if (!now || (stop > 0 && now.index <= last && now.index === first?.index)) break;
+      if (now.index <= last) found.push(`focus goes back to ${now.name}`);
+      if (!now.ring) found.push(`${now.name} shows no focus ring`);
+      if (!now.inView) found.push(`${now.name} is out of view when focused`);
+      last = now.index;
+    }
+    return found;
+  };
 });

@@ -61,6 +61,7 @@ describe('the console code sources and default values pages', () => {
       scopes: 'read:repository',
       authorizeUrl: '',
       tokenUrl: '',
+      userUrl: 'https://forge.example.com/login/oauth/userinfo',
     };
     assert.equal((await post('', fields)).status, 303);
     const servers = async () => (await t.call('GET', '/git-self-hosted-servers?limit=200')).body.data as { id: string; name: string }[];
@@ -69,6 +70,7 @@ describe('the console code sources and default values pages', () => {
     assert.equal(stored.provider, 'GITEA');
     assert.equal(stored.scopes, 'read:repository');
     assert.equal(stored.authorizeUrl, 'https://forge.example.com/login/oauth/authorize', 'an empty URL is left to the API to derive');
+    assert.equal(stored.userUrl, 'https://forge.example.com/login/oauth/userinfo');
     assert.match(await read(), /Forge <span class="muted">gitea<\/span>/);
 
     const refused = await post('', { ...fields, name: 'Broken', provider: 'GITLAB', baseUrl: 'forge.example.com' });

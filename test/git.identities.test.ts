@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
 import { assertError, serviceAccountCaller, userCaller, type UserCaller } from './helpers/callers.ts';
+import { consoleBrowser } from './helpers/console.ts';
 
 /**
  * Signing in to the console through a self-hosted Git server: a user links their account on it (an
@@ -26,12 +27,17 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
         .map(([name, c]) => `${name}=${c.value}`)
         .join('; ');
     };
-    const get = async (url: string, token: string | null = null) => {
+    const send = async (method: 'GET' | 'POST', url: string, token: string | null = null, form?: Record<string, string>) => {
       const cookie = cookiesFor(url);
       const raw = await t.app.inject({
-        method: 'GET',
+        method,
         url,
-        headers: { ...(cookie ? { cookie } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        headers: {
+          ...(cookie ? { cookie } : {}),
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        },
+        ...(form ? { payload: new URLSearchParams(form).toString() } : {}),
       });
       const json = String(raw.headers['content-type'] ?? '').startsWith('application/json');
       const res = { status: raw.statusCode, headers: raw.headers as Record<string, unknown>, body: json ? raw.json() : raw.body };
@@ -45,7 +51,9 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
       }
       return res;
     };
-    return { get, jar, cookieHeader: () => [...jar].map(([name, c]) => `${name}=${c.value}`).join('; ') };
+    const get = (url: string, token: string | null = null) => send('GET', url, token);
+    const post = (url: string, form: Record<string, string>) => send('POST', url, null, form);
+    return { get, post, jar, cookieHeader: () => [...jar].map(([name, c]) => `${name}=${c.value}`).join('; ') };
   };
   type Browser = ReturnType<typeof newBrowser>;
 
@@ -80,15 +88,29 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
 
   /** `who` links the account the user API names now, from the browser `browser`. */
   const link = async (browser: Browser, who: { token: string }, serverId: string) => {
-    const start = await browser.get(`/gitoauth/self-hosted/${serverId}/link?returnTo=/continue`, who.token);
+    const start = await browser.get(`/gitoauth/self-hosted/${serverId}/link?returnTo=${encodeURIComponent(`/account/linked?org=${orgId}`)}`, who.token);
     assert.equal(start.status, 302, JSON.stringify(start.body));
     return browser.get(await throughOAuthServer(String(start.headers.location)));
   };
 
+  /** A page that sends the browser on to the Git server (a meta refresh), as a redirect would: where it goes, in `location`. */
+  const leftFor = (res: { status: number; headers: Record<string, unknown>; body: unknown }) => {
+    const to = /<meta http-equiv="refresh" content="0;url=([^"]+)"/.exec(String(res.body))?.[1]?.replaceAll('&amp;', '&');
+    return { ...res, headers: { ...res.headers, location: to } };
+  };
+
+  /** The sign-in link's page, then its button: the POST that starts a sign-in. */
+  const startSignIn = async (browser: Browser, serverId: string) => {
+    const page = await browser.get(`/sign-in/git/${serverId}`);
+    assert.equal(page.status, 200, String(page.body));
+    const token = /name="_signin" value="([^"]+)"/.exec(String(page.body))![1]!;
+    return leftFor(await browser.post(`/sign-in/git/${serverId}`, { _signin: token }));
+  };
+
   /** Signs in through the server as a browser does: the sign-in link, the OAuth server, the callback, its hand-over to the console. */
   const signIn = async (browser: Browser, serverId: string) => {
-    const start = await browser.get(`/sign-in/git/${serverId}`);
-    assert.equal(start.status, 302, start.body);
+    const start = await startSignIn(browser, serverId);
+    assert.equal(start.status, 200, String(start.body));
     const callback = await browser.get(await throughOAuthServer(String(start.headers.location)));
     assert.equal(callback.status, 302, JSON.stringify(callback.body));
     const handedOn = new URL(String(callback.headers.location));
@@ -132,7 +154,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     const browser = newBrowser();
     const done = await link(browser, ada, server.id);
     assert.equal(done.status, 302, JSON.stringify(done.body));
-    assert.equal(done.headers.location, `${t.app.config.publicUrl}/continue`);
+    assert.equal(done.headers.location, `${t.app.config.publicUrl}/account/linked?org=${orgId}`);
     const mine = await t.call('GET', '/git-identities', { token: ada.token });
     assert.equal(mine.status, 200);
     assert.deepEqual(
@@ -178,7 +200,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     assert.equal((await link(newBrowser(), linus, server.id)).status, 302);
 
     const browser = newBrowser();
-    const start = await browser.get(`/sign-in/git/${server.id}`);
+    const start = await startSignIn(browser, server.id);
     const authorize = new URL(String(start.headers.location));
     assert.equal(authorize.searchParams.get('redirect_uri'), `${t.app.config.publicUrl}/gitoauth/callback`);
     assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
@@ -220,22 +242,62 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     assert.equal(made.status, 201, JSON.stringify(made.body));
     assertError(await t.call('GET', '/auth/whoami', { token: made.body.data.token, headers: other }), 403, 'Auth:Organization:FORBIDDEN');
     assert.equal((await t.call('GET', '/auth/whoami', { token: linus.token, headers: other })).status, 200, "the user's own key still reaches both");
+    // It revokes only keys bound like it: the user's own key reaches further than it does.
+    const firstKey = (await t.call('GET', '/auth/whoami', { token: linus.token })).body.data.identityId;
+    assertError(await t.call('DELETE', `/api-keys/${firstKey}`, { token: mintedToken }), 403);
+    assert.equal((await t.call('DELETE', `/api-keys/${made.body.data.id}`, { token: mintedToken })).status, 204);
 
     // The sign-in page of this browser offers the server again.
-    assert.match(String((await browser.get('/sign-in')).body), new RegExp(`href="/sign-in/git/${server.id}"`));
+    assert.match(String((await browser.get('/sign-in')).body), new RegExp(`action="/sign-in/git/${server.id}"`));
 
+    // Signing out everywhere from it ends the Git sign-ins' sessions only, and deletes their keys.
+    const pasted = await consoleBrowser(() => t.app).signIn(linus.token);
+    assert.ok(pasted.cookie);
     const page = await browser.get(`/orgs/${orgId}/account`);
     const csrf = /name="_csrf" value="([^"]+)"/.exec(String(page.body))![1]!;
-    const out = await t.app.inject({
-      method: 'POST',
-      url: '/sign-out',
-      headers: { cookie: browser.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
-      payload: `_csrf=${encodeURIComponent(csrf)}`,
-    });
-    assert.equal(out.statusCode, 303);
-    const after = (await t.call('GET', '/api-keys', { token: linus.token })).body.data.find((k: { id: string }) => k.id === minted.id);
-    assert.ok(after.revokedAt, 'signing out revoked the minted key');
+    const out = await browser.post('/sign-out', { _csrf: csrf, everywhere: 'yes' });
+    assert.equal(out.status, 303);
+    assert.equal((await t.app.inject({ url: `/orgs/${orgId}/runs`, headers: { cookie: pasted.cookie! } })).statusCode, 200, "the pasted key's session goes on");
+    const keysAfter = (await t.call('GET', '/api-keys', { token: linus.token })).body.data as { id: string }[];
+    assert.ok(!keysAfter.some((k) => k.id === minted.id), 'signing out deleted the minted key');
     assert.ok((await t.call('GET', '/audit-events?action=console.sign-out')).body.data.some((e: { actorId: string }) => e.actorId === linus.userId));
+  });
+
+  it("starts a sign-in only from its own page: never on a GET, nor a POST without the sign-in form's token or from another site", async () => {
+    const browser = newBrowser();
+    const page = await browser.get(`/sign-in/git/${server.id}`);
+    assert.equal(page.status, 200);
+    assert.match(String(page.body), new RegExp(`You will log in on <code>${new URL(oauth.issuer.url!).host}</code>`));
+    assert.ok(![...browser.jar.keys()].some((name) => name.startsWith('plinth_flow_')), 'the page starts nothing');
+    assert.equal((await browser.post(`/sign-in/git/${server.id}`, { _signin: 'forged' })).status, 403);
+    const token = /name="_signin" value="([^"]+)"/.exec(String(page.body))![1]!;
+    const crossSite = await t.app.inject({
+      method: 'POST',
+      url: `/sign-in/git/${server.id}`,
+      headers: { cookie: browser.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'cross-site' },
+      payload: `_signin=${token}`,
+    });
+    assert.equal(crossSite.statusCode, 403);
+    assert.equal((await browser.get('/sign-in/git/0123456789abcdef0123456789abcdef')).status, 404);
+  });
+
+  it('tells a sign-in that came back after its state expired to start again', async () => {
+    const ttl = t.app.config.git.stateTtlSeconds;
+    t.app.config.git.stateTtlSeconds = 1;
+    try {
+      const browser = newBrowser();
+      const start = await startSignIn(browser, server.id);
+      const callback = await throughOAuthServer(String(start.headers.location));
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const handedOn = await browser.get(callback);
+      assert.equal(handedOn.status, 302, JSON.stringify(handedOn.body));
+      const url = new URL(String(handedOn.headers.location));
+      const expired = await browser.get(`${url.pathname}${url.search}`);
+      assert.equal(expired.status, 400);
+      assert.match(String(expired.body), /expired/);
+    } finally {
+      t.app.config.git.stateTtlSeconds = ttl;
+    }
   });
 
   it('signs in no one for an unlinked account, a return leg in another browser, or a user who left the organization', async () => {
@@ -249,7 +311,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     const hopper = await userCaller(t, 'hopper@example.com', 'MEMBER');
     assert.equal((await link(newBrowser(), hopper, server.id)).status, 302);
     const starter = newBrowser();
-    const start = await starter.get(`/sign-in/git/${server.id}`);
+    const start = await startSignIn(starter, server.id);
     const callback = await starter.get(await throughOAuthServer(String(start.headers.location)));
     const handedOn = new URL(String(callback.headers.location));
     const elsewhere = await newBrowser().get(`${handedOn.pathname}${handedOn.search}`);
@@ -272,18 +334,18 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     assert.equal(page.status, 200);
     const html = String(page.body);
     assert.match(html, /<td>margaret<\/td>/);
-    assert.match(html, new RegExp(`href="/orgs/${orgId}/account/link/${server.id}"`));
+    assert.match(html, new RegExp(`action="/orgs/${orgId}/account/link/${server.id}"`));
     assert.ok(html.includes(server.signInUrl));
 
     // The page's link button starts the API's link flow and passes its binding cookie on.
-    const started = await browser.get(`/orgs/${orgId}/account/link/${server.id}`);
-    assert.equal(started.status, 302);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+    const started = leftFor(await browser.post(`/orgs/${orgId}/account/link/${server.id}`, { _csrf: csrf }));
+    assert.equal(started.status, 200);
     assert.ok(String(started.headers.location).startsWith(`${oauth.issuer.url}/authorize`));
     assert.ok([...browser.jar.keys()].some((name) => name.startsWith('plinth_flow_')));
     assert.equal((await browser.get(await throughOAuthServer(String(started.headers.location)))).status, 302);
 
     const id = (await t.call('GET', '/git-identities', { token: margaret.token })).body.data[0].id;
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
     const unlinked = await t.app.inject({
       method: 'POST',
       url: `/orgs/${orgId}/account/identities/${id}/unlink`,

@@ -33,6 +33,7 @@ export function consoleAccessRoutes(app: App, pages: Pages) {
         canManage={manage}
         isOwner={roleAtLeast(ctx.me.role as Role, 'OWNER')}
         isSuperAdmin={ctx.me.isSuperAdmin}
+        boundToOrganization={ctx.session.mintedKey}
         csrfToken={ctx.viewer.csrfToken}
         {...extra}
       />

@@ -5,17 +5,17 @@
 
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { completeIdentitySignIn, signInChoices, startIdentitySignIn } from '../git-servers/git-identity.service.ts';
+import { completeIdentitySignIn, signInChoices, signInServer, startIdentitySignIn } from '../git-servers/git-identity.service.ts';
 import { CallbackQuery } from '../git-servers/git-servers.schema.ts';
-import type { FlowCookie } from '../git-servers/flow-binding.ts';
+import { FLOW_COOKIE_PREFIX, type FlowCookie } from '../git-servers/flow-binding.ts';
 import { AppError } from '../platform/errors.ts';
 import type { App } from '../platform/http/app.ts';
 import type { ApiRedirect } from './console-api.ts';
 import { CHOICES } from './forms.ts';
-import { CsrfField, IdText, OrgParams, PAGE, RecordParams, sameSitePath, type Pages } from './pages.tsx';
-import { cookieName, cookieOptions, issueSignInToken, signInThroughGit } from './sessions.service.ts';
+import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type Pages } from './pages.tsx';
+import { cookieName, cookieOptions, issueSignInToken, signInThroughGit, signInTokenMatches } from './sessions.service.ts';
 import { AccountPage, ContinuePage } from './views/account.tsx';
-import { SignIn } from './views/sign-in.tsx';
+import { GitSignInPage, SignIn } from './views/sign-in.tsx';
 
 /** The Git servers a browser signed in through, newest first: a plain list of ids, offered again on the sign-in page. */
 const REMEMBERED_COOKIE = 'plinth_git_sign_in';
@@ -60,14 +60,37 @@ export function consoleAccountRoutes(app: App, pages: Pages) {
       <SignIn signInToken={issueSignInToken(request, reply)} error={error} gitServers={await rememberedGitServers(app, request)} />,
     );
 
-  app.get('/sign-in/git/:id', { ...PAGE, schema: { hide: true, params: Type.Object({ id: IdText }) } }, async (request, reply) => {
+  const ServerParams = Type.Object({ id: IdText });
+
+  // A server's sign-in link: a page that says where the login is, whose button starts it. Only a POST
+  // from this site with the sign-in form's token starts one, so another site cannot sign a browser in
+  // (as the attacker, through a server the attacker runs).
+  /**
+   * A form that starts a Git login answers with a page that goes on to the Git server, not a redirect:
+   * the Content-Security-Policy's form-action 'self' holds for a form's redirects too.
+   */
+  const leaveFor = (reply: FastifyReply, location: string) =>
+    pages.html(reply, 'Continue', undefined, <ContinuePage to={location} message={`Going on to ${new URL(location).host}`} />, location);
+
+  app.get('/sign-in/git/:id', { ...PAGE, schema: { hide: true, params: ServerParams } }, async (request, reply) => {
+    const server = await signInServer(app.db, request.params.id);
+    return pages.html(reply, `Sign in through ${server.name}`, undefined, <GitSignInPage server={server} signInToken={issueSignInToken(request, reply)} />);
+  });
+
+  app.post('/sign-in/git/:id', { ...PAGE, schema: { hide: true, params: ServerParams, body: Type.Object({ _signin: CsrfField }) } }, async (request, reply) => {
+    if (!signInTokenMatches(request, request.body._signin))
+      return signInAgain(request, reply, 403, 'The sign-in form expired or came from another site: try again.');
     const { location, cookie } = await startIdentitySignIn(app.secrets, app.db, app.config, request.params.id, app.config.publicUrl);
     setFlowCookie(app, reply, cookie, cookie.maxAgeSeconds);
-    return reply.redirect(location, 302);
+    return leaveFor(reply, location);
   });
 
   // The end of a Git sign-in: the OAuth callback hands it on here with its query, and the browser its binding cookie.
   app.get('/sign-in/git/callback', { ...PAGE, schema: { hide: true, querystring: CallbackQuery } }, async (request, reply) => {
+    // The flow's binding cookie has done its work: a replayed callback finds none (whatever the Git server does with a code twice).
+    for (const name of Object.keys(request.cookies)) {
+      if (name.startsWith(FLOW_COOKIE_PREFIX)) reply.clearCookie(name, { path: request.url.split('?')[0] });
+    }
     try {
       const who = await completeIdentitySignIn(app.db, app.secrets, app.config, request.query, request.cookies);
       const me = await signInThroughGit(app, request, reply, who);
@@ -80,15 +103,13 @@ export function consoleAccountRoutes(app: App, pages: Pages) {
     }
   });
 
-  // Where a link's OAuth login comes back to (its returnTo): a page, so the session cookie goes with the next request.
-  app.get(
-    '/continue',
-    { ...PAGE, schema: { hide: true, querystring: Type.Object({ to: Type.Optional(Type.String({ maxLength: 2048 })) }) } },
-    async (request, reply) => {
-      const to = sameSitePath(request.query.to);
-      return pages.html(reply, 'Continue', undefined, <ContinuePage to={to} message="Done" />, to);
-    },
-  );
+  // Where a link's OAuth login comes back to (its returnTo): a page, so the session cookie goes with the
+  // next request. It leads to one place only, the account page: a page that led anywhere would let another
+  // site send a signed-in browser to any of the console's GETs with its session cookie.
+  app.get('/account/linked', { ...PAGE, schema: { hide: true, querystring: Type.Object({ org: IdText }) } }, async (request, reply) => {
+    const to = `/orgs/${encodeURIComponent(request.query.org)}/account`;
+    return pages.html(reply, 'Account linked', undefined, <ContinuePage to={to} message="Account linked" />, to);
+  });
 
   app.get('/orgs/:org/account', { ...PAGE, schema: { hide: true, params: OrgParams } }, async (request, reply) => {
     const ctx = await pages.context(request, request.params.org);
@@ -112,14 +133,19 @@ export function consoleAccountRoutes(app: App, pages: Pages) {
     );
   });
 
-  // Starts the API's link flow and passes its redirect and binding cookie on to the browser.
-  app.get('/orgs/:org/account/link/:id', { ...PAGE, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
-    const ctx = await pages.context(request, request.params.org);
-    const back = `/continue?to=${encodeURIComponent(`${ctx.orgPath}/account`)}`;
-    const started = await ctx.api.redirect(`/gitoauth/self-hosted/${encodeURIComponent(request.params.id)}/link`, { returnTo: back });
-    for (const cookie of started.cookies) setFlowCookie(app, reply, cookie, cookie.maxAge);
-    return reply.redirect(started.location, 302);
-  });
+  // Starts the API's link flow and passes its redirect and binding cookie on to the browser: a form of
+  // the session's, so no other site can link an account of its choosing to the reader.
+  app.post(
+    '/orgs/:org/account/link/:id',
+    { ...PAGE, schema: { hide: true, params: RecordParams, body: Type.Object({ _csrf: CsrfField }) } },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      const back = `/account/linked?org=${encodeURIComponent(ctx.me.organizationId)}`;
+      const started = await ctx.api.redirect(`/gitoauth/self-hosted/${encodeURIComponent(request.params.id)}/link`, { returnTo: back });
+      for (const cookie of started.cookies) setFlowCookie(app, reply, cookie, cookie.maxAge);
+      return leaveFor(reply, started.location);
+    },
+  );
 
   app.post(
     '/orgs/:org/account/identities/:id/unlink',

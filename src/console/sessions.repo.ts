@@ -57,16 +57,19 @@ export async function touchSession(db: Executor, tokenHash: string): Promise<voi
   await db.updateTable('console_sessions').set({ last_seen_at: sql`now()` }).where('token_hash', '=', tokenHash).execute();
 }
 
-/** Ends a session; the key it was minted, if any, is returned to be revoked. */
+/** Ends a session; the key minted for it, if any, is returned to be deleted. */
 export async function deleteSession(db: Executor, tokenHash: string): Promise<string[]> {
   const rows = await db.deleteFrom('console_sessions').where('token_hash', '=', tokenHash).returning(['api_key_id', 'minted_key']).execute();
   return mintedKeysOf(rows);
 }
 
-/** Ends every session of a principal (in `organizationId` only, when given); the keys minted for them are returned to be revoked. */
-export async function deletePrincipalSessions(db: Executor, principalId: string, organizationId?: string): Promise<string[]> {
+/**
+ * Ends every session of a principal; with `mintedIn`, only the Git sign-ins' sessions of that
+ * organization (the only ones such a session may end). The keys minted for them are returned to be deleted.
+ */
+export async function deletePrincipalSessions(db: Executor, principalId: string, mintedIn?: string): Promise<string[]> {
   let query = db.deleteFrom('console_sessions').where('principal_id', '=', principalId);
-  if (organizationId) query = query.where('organization_id', '=', organizationId);
+  if (mintedIn) query = query.where('organization_id', '=', mintedIn).where('minted_key', '=', true);
   return mintedKeysOf(await query.returning(['api_key_id', 'minted_key']).execute());
 }
 
@@ -74,7 +77,7 @@ const mintedKeysOf = (rows: { api_key_id: string; minted_key: boolean }[]) => ro
 
 /**
  * Removes the sessions that have ended, and the principal's oldest beyond `keep`: a key's holder cannot
- * grow the table by signing in again and again. The keys minted for them are returned to be revoked.
+ * grow the table by signing in again and again. The keys minted for them are returned to be deleted.
  */
 export async function pruneSessions(db: Db, principalId: string, idleMs: number, keep: number): Promise<string[]> {
   const rows = await db

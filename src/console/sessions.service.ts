@@ -5,11 +5,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hashToken } from '../platform/auth/tokens.ts';
+import type { Executor } from '../platform/db/db.ts';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError, apiCaller } from './console-api.ts';
 import { SecretOpenError } from '../platform/secrets/secret-box.ts';
 import { appendAuditEvent, type AuditEventDraft } from '../platform/audit/audit-writer.repo.ts';
-import { issueSignInKey, revokeSignInKeys } from '../credentials/sign-in-keys.ts';
+import { deleteSignInKeys, issueSignInKey } from '../credentials/sign-in-keys.ts';
 import type { GitSignIn } from '../git-servers/git-identity.service.ts';
 import { deletePrincipalSessions, deleteSession, findLiveSession, insertSession, pruneSessions, touchSession } from './sessions.repo.ts';
 
@@ -104,6 +105,9 @@ export function signInTokenMatches(request: FastifyRequest, presented: string | 
 /** How a session was opened, for its audit entry: a pasted key, or a Git server's login. */
 type SignInVia = { via: 'api-key' } | { via: 'git'; gitSelfHostedServerId: string; login: string };
 
+/** Who a session acts as, and with which key. */
+type SessionPrincipal = Pick<WhoAmI, 'principalType' | 'userId' | 'identityId' | 'organizationId'>;
+
 /** signIn checks a pasted key with the API and opens a session for it; the cookie is set on `reply`. */
 export async function signIn(app: App, request: FastifyRequest, reply: FastifyReply, apiKey: string): Promise<WhoAmI> {
   let me: WhoAmI;
@@ -113,46 +117,70 @@ export async function signIn(app: App, request: FastifyRequest, reply: FastifyRe
     if (error instanceof ApiCallError && (error.status === 401 || error.status === 403)) throw new SignInRefused(error.message);
     throw error;
   }
-  await openSession(app, request, reply, apiKey, me, { via: 'api-key' });
+  setSessionCookie(app, request, reply, await app.db.transaction().execute((trx) => openSession(app, trx, request, apiKey, me, { via: 'api-key' }, 303)));
+  await finishSignIn(app, request, reply, me.userId);
   return me;
 }
 
 /**
  * signInThroughGit opens a session for a user a Git server's login named (completeIdentitySignIn), in
- * the organization of that server, acting with a key minted for the session.
+ * the organization of that server, acting with a key minted for the session: the key, the session and
+ * the audit entry are one transaction, so a failure leaves no key behind.
  */
-export async function signInThroughGit(app: App, request: FastifyRequest, reply: FastifyReply, who: GitSignIn): Promise<WhoAmI> {
-  const key = await issueSignInKey(app.db, {
-    userId: who.userId,
-    organizationId: who.organizationId,
-    name: `Console sign-in through ${who.serverName}`.slice(0, 255),
-    expiresAt: new Date(Date.now() + app.config.consoleSessions.maxAgeMs),
-  });
-  const me = (await apiCaller(app, request, key.token, who.organizationId).get<{ data: WhoAmI }>('/auth/whoami')).data;
-  await openSession(app, request, reply, key.token, me, { via: 'git', gitSelfHostedServerId: who.serverId, login: who.login });
-  return me;
+export async function signInThroughGit(app: App, request: FastifyRequest, reply: FastifyReply, who: GitSignIn): Promise<{ organizationId: string }> {
+  await app.db
+    .transaction()
+    .execute(async (trx) => {
+      const key = await issueSignInKey(trx, {
+        userId: who.userId,
+        organizationId: who.organizationId,
+        name: `Console sign-in through ${who.serverName}`.slice(0, 255),
+        expiresAt: new Date(Date.now() + app.config.consoleSessions.maxAgeMs),
+      });
+      const principal = { principalType: 'MEMBERSHIP' as const, userId: who.userId, identityId: key.id, organizationId: who.organizationId };
+      const how = { via: 'git' as const, gitSelfHostedServerId: who.serverId, login: who.login };
+      return openSession(app, trx, request, key.token, principal, how, 200);
+    })
+    .then((token) => setSessionCookie(app, request, reply, token));
+  await finishSignIn(app, request, reply, who.userId);
+  return { organizationId: who.organizationId };
 }
 
-async function openSession(app: App, request: FastifyRequest, reply: FastifyReply, apiKey: string, me: WhoAmI, how: SignInVia): Promise<void> {
-  const settings = app.config.consoleSessions;
+/** Stores a new session (and its audit entry) in `trx`; the token for the browser's cookie is returned. */
+async function openSession(
+  app: App,
+  trx: Executor,
+  request: FastifyRequest,
+  apiKey: string,
+  me: SessionPrincipal,
+  how: SignInVia,
+  statusCode: number,
+): Promise<string> {
   const token = randomBytes(32).toString('base64url');
   const tokenHash = hashToken(token);
-  await app.db.transaction().execute(async (trx) => {
-    await insertSession(trx, {
-      tokenHash,
-      apiKeyId: me.identityId,
-      principalId: me.userId,
-      principalType: me.principalType,
-      sealedKey: app.secrets.seal(apiKey, sealContext(tokenHash)),
-      organizationId: me.organizationId,
-      expiresAt: new Date(Date.now() + settings.maxAgeMs),
-      mintedKey: how.via === 'git',
-    });
-    await appendAuditEvent(trx, app.secrets, sessionAudit(request, me, me.organizationId, 'console.sign-in', how));
+  await insertSession(trx, {
+    tokenHash,
+    apiKeyId: me.identityId,
+    principalId: me.userId,
+    principalType: me.principalType,
+    sealedKey: app.secrets.seal(apiKey, sealContext(tokenHash)),
+    organizationId: me.organizationId,
+    expiresAt: new Date(Date.now() + app.config.consoleSessions.maxAgeMs),
+    mintedKey: how.via === 'git',
   });
-  await revokeSignInKeys(app.db, await pruneSessions(app.db, me.userId, settings.idleMs, SESSIONS_PER_PRINCIPAL));
+  await appendAuditEvent(trx, app.secrets, sessionAudit(request, me, me.organizationId, 'console.sign-in', how, statusCode));
+  return token;
+}
+
+function setSessionCookie(app: App, request: FastifyRequest, reply: FastifyReply, token: string): void {
+  reply.setCookie(cookieName(request, SESSION_COOKIE), token, cookieOptions(request, Math.floor(app.config.consoleSessions.maxAgeMs / 1000)));
+}
+
+/** After a sign-in: the principal's ended and surplus sessions go (with the keys minted for them), and the sign-in form's token. */
+async function finishSignIn(app: App, request: FastifyRequest, reply: FastifyReply, principalId: string): Promise<void> {
+  const settings = app.config.consoleSessions;
+  await deleteSignInKeys(app.db, await pruneSessions(app.db, principalId, settings.idleMs, SESSIONS_PER_PRINCIPAL));
   reply.clearCookie(cookieName(request, SIGN_IN_COOKIE), cookieOptions(request));
-  reply.setCookie(cookieName(request, SESSION_COOKIE), token, cookieOptions(request, Math.floor(settings.maxAgeMs / 1000)));
 }
 
 /** A sign-in or sign-out as an audit entry of the organization the session opens in: who, with which key, from where. */
@@ -162,6 +190,7 @@ function sessionAudit(
   organizationId: string,
   action: 'console.sign-in' | 'console.sign-out',
   diff: Record<string, unknown>,
+  statusCode: number,
 ): AuditEventDraft {
   const userAgent = request.headers['user-agent'];
   return {
@@ -173,7 +202,7 @@ function sessionAudit(
     resourceType: 'console-session',
     resourceId: null,
     outcome: 'SUCCESS',
-    statusCode: 303,
+    statusCode,
     errorCode: null,
     requestId: request.id,
     ip: request.ip,
@@ -195,7 +224,7 @@ export async function currentSession(app: App, request: FastifyRequest): Promise
   } catch (error) {
     // Sealed with a secret key this process no longer has (rotated out), or altered: the session is over.
     if (!(error instanceof SecretOpenError)) throw error;
-    await revokeSignInKeys(app.db, await deleteSession(app.db, tokenHash));
+    await deleteSignInKeys(app.db, await deleteSession(app.db, tokenHash));
     return undefined;
   }
   if (Date.now() - row.last_seen_at.getTime() > TOUCH_EVERY_MS) await touchSession(app.db, tokenHash);
@@ -214,12 +243,12 @@ export async function currentSession(app: App, request: FastifyRequest): Promise
 /** signOut ends this session on the server (the cookie is worthless wherever it was copied), or all of the principal's. */
 export async function signOut(app: App, request: FastifyRequest, reply: FastifyReply, session: ConsoleSession, everywhere: boolean): Promise<void> {
   await app.db.transaction().execute(async (trx) => {
-    // A Git sign-in's session reaches its organization only: "everywhere" is that organization's sessions.
+    // A Git sign-in's session reaches its organization only: "everywhere" is that organization's Git sign-ins.
     const within = session.mintedKey ? session.homeOrganizationId : undefined;
     const minted = everywhere ? await deletePrincipalSessions(trx, session.principalId, within) : await deleteSession(trx, session.tokenHash);
-    await revokeSignInKeys(trx, minted);
+    await deleteSignInKeys(trx, minted);
     const who = { principalType: session.principalType, userId: session.principalId, identityId: session.apiKeyId };
-    await appendAuditEvent(trx, app.secrets, sessionAudit(request, who, session.homeOrganizationId, 'console.sign-out', { everywhere }));
+    await appendAuditEvent(trx, app.secrets, sessionAudit(request, who, session.homeOrganizationId, 'console.sign-out', { everywhere }, 303));
   });
   reply.clearCookie(cookieName(request, SESSION_COOKIE), cookieOptions(request));
 }

@@ -89,6 +89,7 @@ export function consoleSourceRoutes(app: App, pages: Pages) {
           scopes: Type.Optional(Type.String({ maxLength: 1024 })),
           authorizeUrl: Type.Optional(Type.String({ maxLength: 2048 })),
           tokenUrl: Type.Optional(Type.String({ maxLength: 2048 })),
+          userUrl: Type.Optional(Type.String({ maxLength: 2048 })),
         }),
       },
     },
@@ -103,6 +104,7 @@ export function consoleSourceRoutes(app: App, pages: Pages) {
         scopes: body.scopes?.trim(),
         authorizeUrl: body.authorizeUrl?.trim(),
         tokenUrl: body.tokenUrl?.trim(),
+        userUrl: body.userUrl?.trim(),
       };
       // An optional field left empty is left out: the API then derives the endpoint from the provider, or asks for no scope.
       const given = Object.fromEntries(Object.entries(typed).filter(([, value]) => value));

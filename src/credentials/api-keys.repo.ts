@@ -16,6 +16,7 @@ export function apiKeyRowToApiKey(row: ApiKeyRow): ApiKey {
     tokenPrefix: row.token_prefix,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    organizationOnly: row.organization_only,
     ...(row.user_id ? { userId: row.user_id } : {}),
     ...(row.service_account_id ? { serviceAccountId: row.service_account_id } : {}),
     ...(row.created_by_id ? { createdById: row.created_by_id } : {}),

@@ -50,6 +50,10 @@ const apiKeyFields = {
   createdById: Type.Optional(Type.String()),
   expiresAt: Type.Optional(UtcDateTime),
   revokedAt: Type.Optional(UtcDateTime),
+  organizationOnly: Type.Boolean({
+    description:
+      "The key acts only in its organization, with its user's membership there (a console Git sign-in's key, or one made with such a key), whatever X-Organization-Id asks",
+  }),
 };
 export const ApiKey = Type.Object(apiKeyFields, { $id: 'ApiKey', title: 'ApiKey' });
 export type ApiKey = Static<typeof ApiKey>;

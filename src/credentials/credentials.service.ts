@@ -169,7 +169,8 @@ async function assertMayRevoke(db: Db, principal: Principal, key: ApiKeyRow) {
 /** revokeApiKey takes effect on the key's very next request, in every process. Revoking twice is harmless. */
 export async function revokeApiKey(db: Db, principal: Principal, id: string) {
   const own = await findApiKeyByIdAnywhere(db, id);
-  const reachable = own && (!principal.organizationOnly || own.organization_id === principal.organizationId);
+  // A key bound to its organization revokes only keys bound like it: the user's others reach further than it does.
+  const reachable = own && (!principal.organizationOnly || (own.organization_only && own.organization_id === principal.organizationId));
   if (own && reachable && isOwnKey(principal, own)) return void (await revokeApiKeyById(db, id));
   const key = await getVisibleApiKeyRow(db, principal, id);
   await assertMayRevoke(db, principal, key);

@@ -3,7 +3,7 @@ import type { Executor } from '../platform/db/db.ts';
 import { ForbiddenError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { findMembershipOfUser } from '../memberships/memberships.repo.ts';
-import { insertApiKey, revokeApiKeyById } from './api-keys.repo.ts';
+import { insertApiKey } from './api-keys.repo.ts';
 
 /**
  * issueSignInKey mints the key a console session opened by a Git sign-in acts with, so that such a
@@ -11,7 +11,7 @@ import { insertApiKey, revokeApiKeyById } from './api-keys.repo.ts';
  * user's key bound to the organization of the server they signed in through, with their membership's
  * role there and nothing more: the server is that organization's, so what it vouches for must not
  * reach the user's other organizations, nor a super-administrator's powers. It is listed among the
- * user's keys under `name` and expires with the session; signing out revokes it.
+ * user's keys under `name` and expires with the session; it is deleted when the session ends.
  */
 export async function issueSignInKey(db: Executor, v: { userId: string; organizationId: string; name: string; expiresAt: Date }) {
   if (!(await findMembershipOfUser(db, v.organizationId, v.userId))) {
@@ -32,6 +32,11 @@ export async function issueSignInKey(db: Executor, v: { userId: string; organiza
   return { id: row.id, token };
 }
 
-export async function revokeSignInKeys(db: Executor, keyIds: string[]): Promise<void> {
-  for (const id of keyIds) await revokeApiKeyById(db, id);
+/**
+ * The keys of ended sessions go with them: each sign-in mints one, so keeping them would grow the
+ * table (and the user's key list) with every sign-in. Only minted keys are ever deleted here.
+ */
+export async function deleteSignInKeys(db: Executor, keyIds: string[]): Promise<void> {
+  if (keyIds.length === 0) return;
+  await db.deleteFrom('api_keys').where('id', 'in', keyIds).where('organization_only', '=', true).execute();
 }

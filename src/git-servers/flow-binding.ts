@@ -34,9 +34,11 @@ export type IdentityPurpose = 'LINK' | 'SIGN_IN';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
+export const FLOW_COOKIE_PREFIX = 'plinth_flow_';
+
 /** One cookie per flow, named after its nonce: flows started side by side in one browser each keep theirs. */
 function flowCookieName(nonce: string): string {
-  return `plinth_flow_${sha256(nonce).slice(0, 16)}`;
+  return `${FLOW_COOKIE_PREFIX}${sha256(nonce).slice(0, 16)}`;
 }
 
 /** A new binding: the cookie for the browser, and the hash that goes into the sealed state. */

@@ -10,6 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db/db.ts';
+import { isUniqueViolation } from '../platform/db/db-errors.ts';
 import { AppError, BadRequestError, ForbiddenError, NotFoundError } from '../platform/errors.ts';
 import type { GitConfig } from '../platform/git-config.ts';
 import { newId } from '../platform/ids.ts';
@@ -122,6 +123,13 @@ export async function startIdentitySignIn(secrets: SecretBox, db: Db, config: Co
   return startIdentityFlow(secrets, config, server, 'SIGN_IN', null, returnTo);
 }
 
+/** What the sign-in page says of a server before anyone signs in: its name, kind and where its login is. */
+export async function signInServer(db: Db, serverId: string): Promise<{ id: string; name: string; provider: string; loginHost: string }> {
+  const server = await findGitServerById(db, serverId);
+  if (!server) throw new NotFoundError('GitSelfHostedServer', serverId);
+  return { id: server.id, name: server.name, provider: server.provider, loginHost: new URL(oauthEndpoints(server).authorize).host };
+}
+
 /** The names of the servers a browser signed in through before (ids it kept), to offer them again; unknown ids are left out. */
 export async function signInChoices(db: Db, serverIds: string[]): Promise<{ id: string; name: string; provider: string }[]> {
   const rows = await findGitServerNames(db, serverIds);
@@ -131,7 +139,8 @@ export async function signInChoices(db: Db, serverIds: string[]): Promise<{ id: 
 /** identityPurposeOf: which identity flow a callback's state belongs to, or undefined for any other state (or one that does not open). */
 export function identityPurposeOf(secrets: SecretBox, sealed: string | undefined): IdentityPurpose | undefined {
   try {
-    return openFlowState(secrets, sealed, 'IDENTITY').purpose;
+    // Read whatever its expiry: an expired identity state must reach its own return leg, which says so.
+    return openFlowState(secrets, sealed, 'IDENTITY', 0).purpose;
   } catch {
     return undefined;
   }
@@ -148,9 +157,13 @@ export interface GitAccount {
 
 const text = (value: unknown) => (typeof value === 'string' && value.length > 0 ? value : typeof value === 'number' ? String(value) : undefined);
 
-/** accountOf reads who an answer of a user API names: GitHub, GitLab and Gitea (`id`), Bitbucket (`uuid`) and OpenID Connect's userinfo (`sub`). */
-export function accountOf(answer: Record<string, unknown>): GitAccount | undefined {
-  const subject = text(answer.id) ?? text(answer.uuid) ?? text(answer.sub);
+/**
+ * accountOf reads who an answer of a user API names: GitHub, GitLab and Gitea by `id`, Bitbucket by
+ * `uuid`, and any other server by OpenID Connect's `sub` (each only by its own: a field of another
+ * provider's name may be one its users can set).
+ */
+export function accountOf(provider: GitServerRow['provider'], answer: Record<string, unknown>): GitAccount | undefined {
+  const subject = provider === 'BITBUCKET' ? text(answer.uuid) : provider === 'GENERIC' ? text(answer.sub) : text(answer.id);
   if (!subject || subject.length > 255) return undefined;
   const login = text(answer.login) ?? text(answer.username) ?? text(answer.preferred_username) ?? text(answer.nickname) ?? text(answer.email) ?? subject;
   return { subject, login: login.slice(0, 255) };
@@ -173,7 +186,7 @@ async function fetchAccount(git: GitConfig, server: GitServerRow, accessToken: s
     throw new AppError(502, 'Git:OAuth:UNREACHABLE', "The Git server's user API cannot be reached");
   }
   const json = res.status === 200 ? jsonObject(res.body) : undefined;
-  const account = json && accountOf(json);
+  const account = json && accountOf(server.provider, json);
   if (!account) throw new AppError(502, 'Git:OAuth:BAD_RESPONSE', `The Git server's user API did not say whose the token is (it answered ${res.status})`);
   return account;
 }
@@ -216,7 +229,11 @@ export async function completeIdentityLink(
   cookies: Record<string, string | undefined>,
 ): Promise<string> {
   const { state, server, account } = await accountOfCallback(db, secrets, config, 'LINK', query, cookies);
-  const linked = await linkIdentity(db, { id: newId(), userId: state.userId ?? '', serverId: server.id, ...account });
+  // Two users linking one account at once: the second meets the unique index, and is told it is taken.
+  const linked = await linkIdentity(db, { id: newId(), userId: state.userId ?? '', serverId: server.id, ...account }).catch((error) => {
+    if (isUniqueViolation(error)) return undefined;
+    throw error;
+  });
   if (!linked) {
     throw new AppError(409, 'Git:Identity:TAKEN', `The account ${account.login} on ${server.name} is linked to another Plinth user: they must unlink it first`);
   }

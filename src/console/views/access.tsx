@@ -32,6 +32,7 @@ export interface ApiKeyView {
   createdAt: string;
   expiresAt?: string;
   revokedAt?: string;
+  organizationOnly?: boolean;
 }
 
 export type AccessForm = 'member' | 'service-account' | 'key';
@@ -48,6 +49,8 @@ export interface AccessPageProps {
   isOwner: boolean;
   /** A super-administrator may revoke any user's key. */
   isSuperAdmin: boolean;
+  /** The session acts with a key bound to this organization (a Git sign-in's). */
+  boundToOrganization?: boolean;
   csrfToken: string;
   formError?: { form: AccessForm; message: string; details?: string[] };
   /** A key just created: its token, shown on this page only. */
@@ -86,8 +89,13 @@ export function AccessPage(props: AccessPageProps) {
   const mayTouch = (role: string) => canManage && (role !== 'OWNER' || isOwner);
   const grantable = ROLES.filter((r) => r !== 'OWNER' || isOwner);
   const accountRoles = new Map(serviceAccounts.map((a) => [a.id, a.role]));
+  // A session that acts with a key bound to its organization revokes only keys bound like it (the API's rule).
   const mayRevoke = (k: ApiKeyView) =>
-    k.userId === props.viewerId || (k.serviceAccountId ? mayTouch(accountRoles.get(k.serviceAccountId) ?? 'OWNER') : props.isSuperAdmin);
+    k.userId === props.viewerId
+      ? !props.boundToOrganization || k.organizationOnly
+      : k.serviceAccountId
+        ? mayTouch(accountRoles.get(k.serviceAccountId) ?? 'OWNER')
+        : props.isSuperAdmin;
   const errorFor = (form: AccessForm) => (props.formError?.form === form ? props.formError : undefined);
   const accountNames = new Map(serviceAccounts.map((a) => [a.id, a.name]));
   const memberNames = new Map(members.filter((m) => m.userId).map((m) => [m.userId!, m.email]));

@@ -6,6 +6,7 @@ import { CopyButton, CsrfForm } from './layout.tsx';
 
 export interface GitIdentityView {
   id: string;
+  gitSelfHostedServerId: string;
   serverName: string;
   provider: string;
   organizationId: string;
@@ -39,7 +40,7 @@ export function AccountPage({ orgPath, organizationId, isUser, identities, serve
       </>
     );
   }
-  const linked = new Set(identities.map((i) => `${i.serverName}\u0000${i.organizationId}`));
+  const linked = new Set(identities.map((i) => i.gitSelfHostedServerId));
   return (
     <>
       <h1>Your account</h1>
@@ -105,9 +106,9 @@ export function AccountPage({ orgPath, organizationId, isUser, identities, serve
                   {server.userUrl === null ? (
                     <span class="muted">Plinth does not know this server's user API: an ADMIN must register its user URL</span>
                   ) : (
-                    <a class="button" href={`${orgPath}/account/link/${server.id}`}>
-                      {linked.has(`${server.name}\u0000${organizationId}`) ? 'Link again' : 'Link my account'}
-                    </a>
+                    <CsrfForm action={`${orgPath}/account/link/${server.id}`} csrfToken={csrfToken}>
+                      <button type="submit">{linked.has(server.id) ? 'Link again' : 'Link my account'}</button>
+                    </CsrfForm>
                   )}
                 </td>
               </tr>

@@ -1,3 +1,5 @@
+import type { ComponentChildren } from 'preact';
+
 /** A Git server this browser signed in through before: offered again as a button. */
 export interface GitSignInChoice {
   id: string;
@@ -28,9 +30,9 @@ export function SignIn({ signInToken, error, gitServers = [] }: { signInToken: s
         <ul class="plain">
           {gitServers.map((server) => (
             <li key={server.id}>
-              <a class="button" href={`/sign-in/git/${server.id}`}>
+              <GitSignInForm serverId={server.id} signInToken={signInToken}>
                 Sign in through {server.name} <span class="muted">({server.provider.toLowerCase()})</span>
-              </a>
+              </GitSignInForm>
             </li>
           ))}
         </ul>
@@ -38,6 +40,35 @@ export function SignIn({ signInToken, error, gitServers = [] }: { signInToken: s
       <p class="muted">
         Once you have linked your account on your organization's Git server (on your account page, signed in), its sign-in link signs you in; this browser then
         offers it here.
+      </p>
+    </div>
+  );
+}
+
+/** The button that starts a sign-in through a Git server: a POST with the sign-in form's token, so only this site starts one. */
+function GitSignInForm({ serverId, signInToken, children }: { serverId: string; signInToken: string; children: ComponentChildren }) {
+  return (
+    <form method="post" action={`/sign-in/git/${serverId}`} class="inline">
+      <input type="hidden" name="_signin" value={signInToken} />
+      <button type="submit">{children}</button>
+    </form>
+  );
+}
+
+/** A server's sign-in link: where its login is, before the browser goes there. */
+export function GitSignInPage({ server, signInToken }: { server: { id: string; name: string; provider: string; loginHost: string }; signInToken: string }) {
+  return (
+    <div class="card">
+      <h1>Sign in through {server.name}</h1>
+      <p>
+        You will log in on <code>{server.loginHost}</code> ({server.provider.toLowerCase()}), then come back signed in to Plinth as the user who linked that
+        account, in the organization the server belongs to.
+      </p>
+      <GitSignInForm serverId={server.id} signInToken={signInToken}>
+        Continue to {server.loginHost}
+      </GitSignInForm>
+      <p class="muted">
+        <a href="/sign-in">Sign in with an API key instead</a>
       </p>
     </div>
   );

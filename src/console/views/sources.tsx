@@ -35,6 +35,7 @@ export interface GitServerFields {
   scopes?: string;
   authorizeUrl?: string;
   tokenUrl?: string;
+  userUrl?: string;
 }
 
 /** Which form a refusal belongs to. */
@@ -204,6 +205,8 @@ function NewServerForm({ orgPath, csrfToken, formError, typed }: CodeSourcesPage
         <input id="server-authorize-url" type="text" name="authorizeUrl" maxLength={2048} value={kept?.authorizeUrl} />
         <label for="server-token-url">Token URL (optional: the provider's usual one under the base URL)</label>
         <input id="server-token-url" type="text" name="tokenUrl" maxLength={2048} value={kept?.tokenUrl} />
+        <label for="server-user-url">User API URL (optional: the provider's own; needed for a generic server to sign people in)</label>
+        <input id="server-user-url" type="text" name="userUrl" maxLength={2048} value={kept?.userUrl} />
         <button type="submit">Add Git server</button>
       </CsrfForm>
     </section>

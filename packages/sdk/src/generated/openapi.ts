@@ -1729,6 +1729,8 @@ export interface components {
             id: string;
             name: string;
             organizationId: string;
+            /** @description The key acts only in its organization, with its user's membership there (a console Git sign-in's key, or one made with such a key), whatever X-Organization-Id asks */
+            organizationOnly: boolean;
             /**
              * Format: date-time
              * @description RFC 3339 timestamp in UTC, with a trailing Z
@@ -1922,6 +1924,8 @@ export interface components {
             id: string;
             name: string;
             organizationId: string;
+            /** @description The key acts only in its organization, with its user's membership there (a console Git sign-in's key, or one made with such a key), whatever X-Organization-Id asks */
+            organizationOnly: boolean;
             /**
              * Format: date-time
              * @description RFC 3339 timestamp in UTC, with a trailing Z
