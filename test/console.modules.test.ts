@@ -53,7 +53,8 @@ describe('the console module pages', () => {
   it("draws an environment's module graph: references across environments dashed, those with a problem red, with the messages in the table", async () => {
     const page = await request('GET', `/orgs/${orgId}/environments/${envId}/modules`, { cookie });
     assert.equal(page.status, 200);
-    assert.match(page.body, /<h1>Modules of Production<\/h1>/);
+    assert.match(page.body, /<h1>Modules of Production <span class="copy-buttons">/);
+    assert.ok(page.body.includes(`data-copy="${envId}"`), "the environment's id to copy");
     const svg = /<svg[\s\S]*<\/svg>/.exec(page.body)![0];
     const nodes = [...svg.matchAll(/<g class="node module ([\w ]*)"[^>]*><title>([\w-]+) \(/g)].map((m) => `${m[2]}:${m[1].trim()}`);
     assert.deepEqual(nodes.sort(), ['api:broken', 'db:broken', 'net:', 'shared-db:external']);

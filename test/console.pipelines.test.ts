@@ -29,6 +29,7 @@ describe('the console pipeline pages', () => {
     assert.equal(list.status, 200);
     assert.ok(list.body.includes(`href="${pageUrl()}"`));
     const page = await request('GET', pageUrl(), { cookie });
+    assert.match(page.body, new RegExp(`<h1>[^<]+ <span class="copy-buttons"><button[^>]*data-copy="${pipelineId}"`));
     assert.match(
       page.body,
       /<textarea id="pipeline-config" name="config"[^>]*>\{\n {2}&quot;steps&quot;|<textarea id="pipeline-config" name="config"[^>]*>\{\n {2}"steps"/,

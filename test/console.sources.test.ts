@@ -126,6 +126,7 @@ describe('the console code sources and default values pages', () => {
     const url = `/orgs/${orgId}/environments/${envId}/defaults`;
     const page = await request('GET', url, { cookie });
     assert.equal(page.status, 200);
+    assert.match(page.body, new RegExp(`<h1>Default values of Prod <span class="copy-buttons"><button[^>]*data-copy="${envId}"`));
     assert.match(
       page.body,
       /<code>aws_region<\/code><\/td><td><code>&quot;eu-west-1&quot;<\/code><\/td><td>set on the organization<\/td>|<code>aws_region<\/code><\/td><td><code>"eu-west-1"<\/code><\/td><td>set on the organization<\/td>/,

@@ -126,7 +126,7 @@ describe('the console stack pages', () => {
     const [to, from] = [...page.body.matchAll(/<option value="(\w+)"[^>]*>(\d)<\/option>/g)].slice(0, 2).map((m) => m[1]);
     const diff = await request('GET', `${stackUrl}/state-diff?from=${from}&to=${to}`, { cookie });
     assert.equal(diff.status, 200);
-    assert.match(diff.body, /serial 1 → 2/);
+    assert.match(diff.body, new RegExp(`<h1>State of stateful: serial 1 → 2 <span class="copy-buttons"><button[^>]*data-copy="${stack.id}"`));
     assert.match(diff.body, /<code>cidr<\/code><\/td><td><code>&quot;10.0.0.0\/16&quot;<\/code><\/td><td><code>&quot;10.1.0.0\/16&quot;<\/code>/);
     assert.match(diff.body, /<code>password<\/code><\/td><td><code>\(sensitive\)<\/code><\/td><td><code>\(sensitive\)<\/code>/);
     assert.ok(!diff.body.includes('s3cr3t'), 'no sensitive value of the state on the page');

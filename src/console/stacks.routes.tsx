@@ -215,6 +215,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
         ctx,
         `State of ${stack.data.name}`,
         <StateDiffPage
+          stackId={id}
           stackUrl={stackPath(ctx, id)}
           stackName={stack.data.name}
           from={from.data}

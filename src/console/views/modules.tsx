@@ -65,7 +65,9 @@ export function ModuleGraphPage({ orgPath, environment, graph }: ModuleGraphPage
   const broken = graph.edges.filter((e) => e.messages.length).length + graph.nodes.filter((n) => n.messages.length).length;
   return (
     <>
-      <h1>Modules of {environment.name}</h1>
+      <h1>
+        Modules of {environment.name} <CopyButtons id={environment.id} what="environment" />
+      </h1>
       <p class="muted">
         {graph.nodes.filter((n) => n.kind === 'INSTANCE').length} instances, {graph.edges.length} references
         {broken ? `, ${broken} with problems` : ''}. A dashed line comes from another environment; a red one is a reference with a problem.

@@ -2,7 +2,7 @@
 // against the latest version previewed (the API's dry run), then saved.
 
 import { When } from './format.tsx';
-import { CsrfForm } from './layout.tsx';
+import { CopyButtons, CsrfForm } from './layout.tsx';
 import { FormError } from './stacks.tsx';
 
 export interface PipelineView {
@@ -77,7 +77,9 @@ export function PipelinePage({ orgPath, pipeline, versions, configText, canWrite
   const action = `${orgPath}/pipelines/${encodeURIComponent(pipeline.id)}/versions`;
   return (
     <>
-      <h1>{pipeline.name}</h1>
+      <h1>
+        {pipeline.name} <CopyButtons id={pipeline.id} what="pipeline" />
+      </h1>
       <p class="muted">
         Version {pipeline.latestVersion} · changed <When at={pipeline.updatedAt} />
       </p>

@@ -4,7 +4,7 @@
 import { GIT_PROVIDERS } from '../../platform/db/enums.ts';
 import { ConfirmDelete } from './confirm.tsx';
 import { When } from './format.tsx';
-import { CsrfForm } from './layout.tsx';
+import { CopyButtons, CsrfForm } from './layout.tsx';
 import { FormError } from './stacks.tsx';
 
 export interface CodeSourceView {
@@ -260,7 +260,9 @@ export function DefaultValuesPage(props: DefaultValuesPageProps) {
   const { environment, values } = props;
   return (
     <>
-      <h1>Default values of {environment.name}</h1>
+      <h1>
+        Default values of {environment.name} <CopyButtons id={environment.id} what="environment" />
+      </h1>
       <p class="muted">
         What a module instance of this environment gets when it gives no value: the environment's, else its project's, else the organization's, else the
         definition's own.

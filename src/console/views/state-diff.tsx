@@ -1,7 +1,9 @@
 import type { StateResourceDiff } from '../state-diff.ts';
+import { CopyButtons } from './layout.tsx';
 import { AttributeTable } from './plan.tsx';
 
 export interface StateDiffPageProps {
+  stackId: string;
   stackUrl: string;
   stackName: string;
   from: { serial: number };
@@ -10,11 +12,11 @@ export interface StateDiffPageProps {
 }
 
 /** What changed in a stack's state between two of its versions. */
-export function StateDiffPage({ stackUrl, stackName, from, to, diffs }: StateDiffPageProps) {
+export function StateDiffPage({ stackId, stackUrl, stackName, from, to, diffs }: StateDiffPageProps) {
   return (
     <>
       <h1>
-        State of {stackName}: serial {from.serial} → {to.serial}
+        State of {stackName}: serial {from.serial} → {to.serial} <CopyButtons id={stackId} what="stack" />
       </h1>
       <p>
         <a href={stackUrl}>Back to the stack</a>
