@@ -98,6 +98,85 @@ describe('the console stack pages', () => {
     assert.deepEqual((await t.call('GET', `/stacks/${stack.id}/sensitive-variables`)).body.data, []);
   });
 
+  /** The stack page's settings: whether folded, and the forms inside. */
+  const settingsOf = (body: string) =>
+    /<h2 id="stack-settings">Settings<\/h2><details class="manage"([^>]*)><summary>[^<]*<\/summary>([\s\S]*?)<\/details>/.exec(body);
+
+  it('renames a stack, changes its code and deletes it for a MEMBER, once its name is typed', async () => {
+    const member = (await signIn((await userCaller(t, 'stack-settings-member@example.com', 'MEMBER')).token)).cookie!;
+    const sourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'infra', url: 'https://git.example.com/team/infra.git' } } })).body.data.id;
+    const created = await t.call('POST', '/stacks', { body: { data: { projectId: environment.projectId, environmentId: environment.id, name: 'network' } } });
+    const stackId = created.body.data.id as string;
+    const stackUrl = `/orgs/${orgId}/stacks/${stackId}`;
+    const post = (form: string, fields: Record<string, string>) => submit(stackUrl, `${stackUrl}/${form}`, fields, member);
+    const stored = async () => (await t.call('GET', `/stacks/${stackId}`)).body.data;
+
+    const page = (await request('GET', stackUrl, { cookie: member })).body;
+    assert.equal(settingsOf(page)?.[1], '', 'the settings are folded');
+    assert.match(settingsOf(page)![2], /<option value="[^"]+">infra<\/option>/);
+
+    assert.equal((await post('rename', { name: '  edge network ' })).status, 303);
+    assert.equal((await stored()).name, 'edge network');
+    const blank = await post('rename', { name: '   ' });
+    assert.equal(blank.status, 400);
+    const refusedRename = settingsOf(blank.body)!;
+    assert.match(refusedRename[1], /open/, 'a refusal opens the settings');
+    assert.match(refusedRename[2], /<form[^>]*\/rename"[^>]*><input[^>]*\/><div class="error" role="alert">/);
+    assert.equal((await stored()).name, 'edge network');
+
+    const code = { codeSourceId: sourceId, ref: ' main ', path: 'infra/live', onPush: 'plan' };
+    assert.equal((await post('code', code)).status, 303);
+    assert.deepEqual((await stored()).source, { codeSourceId: sourceId, ref: 'main', path: 'infra/live', onPush: 'plan' });
+    const shown = settingsOf((await request('GET', stackUrl, { cookie: member })).body)![2];
+    assert.match(shown, new RegExp(`<option value="${sourceId}" selected`));
+    assert.match(shown, /id="settings-ref"[^>]*value="main"/);
+    assert.match(shown, /<option value="plan" selected/);
+
+    const unknown = await post('code', { ...code, codeSourceId: '0196a3c7e1f07a2b9c3d4e5f60718293', ref: 'release' });
+    assert.equal(unknown.status, 404);
+    const refusedCode = settingsOf(unknown.body)![2];
+    assert.match(refusedCode, /<form[^>]*\/code"[^>]*><input[^>]*\/><div class="error" role="alert"><p>CodeSource 0196a3c7e1f07a2b9c3d4e5f60718293 not found/);
+    assert.match(refusedCode, /id="settings-ref"[^>]*value="release"/, 'what was typed is kept');
+    assert.equal((await stored()).source.ref, 'main');
+    assert.equal((await post('code', { codeSourceId: '', ref: '', path: '', onPush: 'apply' })).status, 303);
+    assert.equal((await stored()).source?.codeSourceId, undefined, 'no code source');
+
+    const wrong = await post('delete', { confirm: 'network' });
+    assert.equal(wrong.status, 400);
+    const refusedDelete = settingsOf(wrong.body)!;
+    assert.match(refusedDelete[2], /role="alert"><p>Type edge network exactly to delete the stack edge network<\/p>/);
+    assert.match(refusedDelete[2], /<input id="delete-stack"[^>]*value="network"/, 'what was typed is kept');
+
+    const run = (await t.call('POST', `/stacks/${stackId}/pipeline-run`, { body: { data: { action: 'plan' } } })).body.data;
+    const busy = await post('delete', { confirm: 'edge network' });
+    assert.equal(busy.status, 409);
+    assert.match(settingsOf(busy.body)![2], /role="alert"><p>Stack \w+ has a run that is not finished; cancel it first<\/p>/);
+    assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
+
+    const deleted = await post('delete', { confirm: ' edge network ' });
+    assert.equal(deleted.status, 303);
+    assert.equal(deleted.location, `/orgs/${orgId}/stacks`);
+    assert.equal((await t.call('GET', `/stacks/${stackId}`)).status, 404);
+  });
+
+  it("shows a VIEWER no settings, and the API refuses a VIEWER's rename, code change and delete", async () => {
+    const stack = (await t.call('POST', '/stacks', { body: { data: { projectId: environment.projectId, environmentId: environment.id, name: 'kept' } } })).body
+      .data;
+    const stackUrl = `/orgs/${orgId}/stacks/${stack.id}`;
+    const viewer = (await signIn((await userCaller(t, 'stack-settings-viewer@example.com', 'VIEWER')).token)).cookie!;
+    const page = (await request('GET', stackUrl, { cookie: viewer })).body;
+    assert.doesNotMatch(page, /Settings|\/rename"|\/code"|\/delete"/);
+    const csrf = csrfOf(page);
+    const forced = (form: string, fields: Record<string, string>) =>
+      request('POST', `${stackUrl}/${form}`, { cookie: viewer, form: { _csrf: csrf, ...fields } });
+    assert.equal((await forced('rename', { name: 'mine' })).status, 403);
+    assert.equal((await forced('code', { codeSourceId: '', onPush: 'none' })).status, 403);
+    assert.equal((await forced('delete', { confirm: 'kept' })).status, 403);
+    const stored = (await t.call('GET', `/stacks/${stack.id}`)).body.data;
+    assert.equal(stored.name, 'kept');
+    assert.equal(stored.source, undefined);
+  });
+
   it('lists state versions to an ADMIN and compares two, and shows a VIEWER no form and no state', async () => {
     const stack = (await t.call('POST', '/stacks', { body: { data: { projectId: environment.projectId, environmentId: environment.id, name: 'stateful' } } }))
       .body.data;

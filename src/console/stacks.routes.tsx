@@ -1,20 +1,22 @@
 // The console's stack pages: the list and a new stack, a stack's page with its forms (start a run,
-// variables, sensitive variables), and the diff of two state versions. A form the API refuses comes back
-// with the API's message above it, and what the reader typed kept (but never a sensitive value).
+// variables, sensitive variables; rename, change the code, delete), and the diff of two state versions.
+// A form the API refuses comes back with the API's message above it, and what the reader typed kept
+// (but never a sensitive value).
 
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import type { ComponentChildren } from 'preact';
 import { ForbiddenError } from '../platform/errors.ts';
 import { VariableName } from '../stacks/stack-variables.schema.ts';
+import { PUSH_ACTIONS } from '../stacks/stacks.schema.ts';
 import { hasPermission, roleAtLeast, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
-import { answerForm, CHOICES, environmentChoices, type FormError, parseJsonField } from './forms.ts';
+import { answerForm, CHOICES, confirmTyped, environmentChoices, type FormError, parseJsonField } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
 import { diffStates } from './state-diff.ts';
 import { StateDiffPage } from './views/state-diff.tsx';
-import { StackPage, type StackPageProps, StacksPage, type StackView } from './views/stacks.tsx';
+import { type StackForm, StackPage, type StackPageProps, StacksPage, type StackTyped, type StackView } from './views/stacks.tsx';
 
 const stackPath = (ctx: PageContext, id: string) => `${ctx.orgPath}/stacks/${encodeURIComponent(id)}`;
 const apiStack = (id: string) => `/stacks/${encodeURIComponent(id)}`;
@@ -100,16 +102,19 @@ export function consoleStackRoutes(app: App, pages: Pages) {
     },
   );
 
-  async function stackPage(ctx: PageContext, id: string, failure?: StackPageProps['formError'], variablesText?: string) {
+  async function stackPage(ctx: PageContext, id: string, failure?: StackPageProps['formError'], typed?: StackTyped) {
     const stack: StackView = (await ctx.api.get(apiStack(id))).data;
     const role = ctx.me.role as Role;
     // State holds secrets: the console lists its versions to ADMIN and above only.
     const readsState = roleAtLeast(role, 'ADMIN');
-    const [environments, sensitive, runs, versions] = await Promise.all([
+    // The settings' code form is offered where the API would take it: a writer's stack no module instance owns.
+    const changesCode = hasPermission(role, 'stack:write') && !stack.moduleInstanceId;
+    const [environments, sensitive, runs, versions, codeSources] = await Promise.all([
       environmentChoices(ctx.api),
       ctx.api.get(`${apiStack(id)}/sensitive-variables`),
       ctx.api.get('/pipeline-runs', { stackId: id, order: 'desc', limit: 10 }),
       readsState ? ctx.api.get(`${apiStack(id)}/state-versions`, { limit: 200, order: 'desc' }) : undefined,
+      changesCode ? ctx.api.get('/code-sources', { limit: CHOICES }) : undefined,
     ]);
     return (
       <StackPage
@@ -119,11 +124,12 @@ export function consoleStackRoutes(app: App, pages: Pages) {
         sensitiveNames={sensitive.data.map((v: { name: string }) => v.name)}
         runs={runs.data}
         stateVersions={versions?.data}
+        codeSources={codeSources?.data}
         canOperate={hasPermission(role, 'run:operate')}
         canWrite={hasPermission(role, 'stack:write')}
         csrfToken={ctx.viewer.csrfToken}
         formError={failure}
-        variablesText={variablesText}
+        typed={typed}
       />
     );
   }
@@ -136,10 +142,10 @@ export function consoleStackRoutes(app: App, pages: Pages) {
   /** A stack form's POST: `act` calls the API; on a refusal the page comes back with the message by that form. */
   const stackForm = <B,>(
     suffix: string,
-    form: 'run' | 'variables' | 'sensitive',
+    form: StackForm,
     body: ReturnType<typeof Type.Object>,
     act: (ctx: PageContext, params: { id: string; name?: string }, body: B) => Promise<string | undefined>,
-    keep?: (body: B) => string | undefined,
+    keep?: (body: B) => StackTyped,
   ) =>
     app.post(
       `/orgs/:org/stacks/:id${suffix}`,
@@ -181,7 +187,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
       await ctx.api.patch(apiStack(id), { data: { variables: parsed } });
       return undefined;
     },
-    (body) => body.variables,
+    (body) => ({ variables: body.variables }),
   );
 
   stackForm<{ name: string; value: string }>(
@@ -198,6 +204,52 @@ export function consoleStackRoutes(app: App, pages: Pages) {
     await ctx.api.delete(`${apiStack(id)}/sensitive-variables/${encodeURIComponent(name ?? '')}`);
     return undefined;
   });
+
+  stackForm<{ name: string }>(
+    '/rename',
+    'rename',
+    Type.Object({ _csrf: CsrfField, name: Type.String({ maxLength: 255 }) }),
+    async (ctx, { id }, { name }) => {
+      await ctx.api.patch(apiStack(id), { data: { name: name.trim() } });
+      return undefined;
+    },
+    (body) => ({ name: body.name }),
+  );
+
+  type CodeBody = { codeSourceId: string; ref?: string; path?: string; onPush: (typeof PUSH_ACTIONS)[number] };
+  stackForm<CodeBody>(
+    '/code',
+    'code',
+    Type.Object({
+      _csrf: CsrfField,
+      codeSourceId: Type.Union([IdText, Type.Literal('')]),
+      ref: Type.Optional(Type.String({ maxLength: 255 })),
+      path: Type.Optional(Type.String({ maxLength: 1024 })),
+      onPush: Type.Union(PUSH_ACTIONS.map((a) => Type.Literal(a))),
+    }),
+    async (ctx, { id }, { codeSourceId, ref, path, onPush }) => {
+      // The API replaces the whole source: an empty branch or directory means the source's default
+      // branch or its root, and no code source means none (an empty source).
+      const source = codeSourceId ? { codeSourceId, ...(ref?.trim() ? { ref: ref.trim() } : {}), ...(path?.trim() ? { path: path.trim() } : {}), onPush } : {};
+      await ctx.api.patch(apiStack(id), { data: { source } });
+      return undefined;
+    },
+    ({ codeSourceId, ref, path, onPush }) => ({ codeSourceId, ref, path, onPush }),
+  );
+
+  // The API deletes what it is asked to: the typed name is the console's own check that the reader meant this one.
+  stackForm<{ confirm: string }>(
+    '/delete',
+    'delete',
+    Type.Object({ _csrf: CsrfField, confirm: Type.String({ maxLength: 255 }) }),
+    async (ctx, { id }, { confirm }) => {
+      const stack = (await ctx.api.get(apiStack(id))).data;
+      confirmTyped(confirm, stack.name, `the stack ${stack.name}`);
+      await ctx.api.delete(apiStack(id));
+      return `${ctx.orgPath}/stacks`;
+    },
+    (body) => ({ confirm: body.confirm }),
+  );
 
   app.get(
     '/orgs/:org/stacks/:id/state-diff',

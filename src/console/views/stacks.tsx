@@ -1,6 +1,8 @@
 // Stacks: the list with a form for a new one, and a stack's page (trigger a run, its variables with the
-// sensitive ones write-only, its outputs, recent runs and, for those who may read state, its versions).
+// sensitive ones write-only, its outputs, recent runs and, for those who may read state, its versions;
+// its settings: rename, change its code, delete).
 
+import { ConfirmDelete } from './confirm.tsx';
 import { CopyButtons, CsrfForm } from './layout.tsx';
 import { ShortId, StatusBadge, When, withQuery } from './format.tsx';
 
@@ -181,10 +183,33 @@ export interface RecentRun {
   createdAt: string;
 }
 
+/** Which of the stack page's forms a refusal belongs to. */
+export type StackForm = 'run' | 'variables' | 'sensitive' | 'rename' | 'code' | 'delete';
+
+/** What a refused form of the stack page held: the reader's text is not thrown away (a sensitive value is never kept). */
+export interface StackTyped {
+  variables?: string;
+  name?: string;
+  codeSourceId?: string;
+  ref?: string;
+  path?: string;
+  onPush?: string;
+  confirm?: string;
+}
+
+/** What a push to the tracked branch starts, in words (the API's `onPush`). */
+const PUSH_WORDS: Record<string, string> = {
+  apply: 'A run that plans and applies',
+  plan: 'A run that only plans',
+  none: 'Nothing',
+};
+
 export interface StackPageProps {
   orgPath: string;
   stack: StackView;
   environment?: EnvironmentChoice;
+  /** The code sources the code form offers; given only with that form. */
+  codeSources?: NamedRecord[];
   sensitiveNames: string[];
   runs: RecentRun[];
   /** Newest first; undefined when the viewer may not see the state's versions. */
@@ -192,15 +217,14 @@ export interface StackPageProps {
   canOperate: boolean;
   canWrite: boolean;
   csrfToken: string;
-  formError?: { form: 'run' | 'variables' | 'sensitive'; message: string; details?: string[] };
-  /** What the variables form last held, when it failed: the reader's text is not thrown away. */
-  variablesText?: string;
+  formError?: { form: StackForm; message: string; details?: string[] };
+  typed?: StackTyped;
 }
 
 export function StackPage(props: StackPageProps) {
   const { orgPath, stack, environment, csrfToken } = props;
   const base = `${orgPath}/stacks/${encodeURIComponent(stack.id)}`;
-  const errorFor = (form: 'run' | 'variables' | 'sensitive') => (props.formError?.form === form ? props.formError : undefined);
+  const errorFor = (form: StackForm) => (props.formError?.form === form ? props.formError : undefined);
   const managed = Boolean(stack.moduleInstanceId);
   return (
     <>
@@ -311,7 +335,7 @@ export function StackPage(props: StackPageProps) {
           <FormError error={errorFor('variables')} />
           <label for="variables">OpenTofu input variables, as a JSON object</label>
           <textarea id="variables" name="variables" rows={8} class="mono">
-            {props.variablesText ?? JSON.stringify(stack.variables ?? {}, null, 2)}
+            {(errorFor('variables') && props.typed?.variables) ?? JSON.stringify(stack.variables ?? {}, null, 2)}
           </textarea>
           <button type="submit">Save variables</button>
         </CsrfForm>
@@ -348,7 +372,79 @@ export function StackPage(props: StackPageProps) {
       )}
 
       {props.stateVersions && <StateVersions base={base} orgPath={orgPath} versions={props.stateVersions} />}
+
+      {props.canWrite && !managed && <StackSettings {...props} />}
     </>
+  );
+}
+
+/** Renaming the stack, changing its code and deleting it: folded until opened, or until the API refused one of them. */
+function StackSettings({ orgPath, stack, codeSources = [], csrfToken, formError, typed }: StackPageProps) {
+  const base = `${orgPath}/stacks/${encodeURIComponent(stack.id)}`;
+  const refused = formError && ['rename', 'code', 'delete'].includes(formError.form) ? formError : undefined;
+  const errorFor = (form: StackForm) => (refused?.form === form ? refused : undefined);
+  // A refused code form shows what was typed; otherwise the stack's code as it is.
+  const code = errorFor('code') ? typed : stack.source;
+  const sourceId = code?.codeSourceId ?? '';
+  const onPush = code?.onPush ?? 'apply';
+  const what = `the stack ${stack.name}`;
+  return (
+    <section aria-labelledby="stack-settings" class="panel-form">
+      <h2 id="stack-settings">Settings</h2>
+      <details class="manage" open={refused !== undefined}>
+        <summary>Rename {stack.name}, change its code or delete it</summary>
+        <CsrfForm action={`${base}/rename`} csrfToken={csrfToken}>
+          <FormError error={errorFor('rename')} />
+          <label for="settings-name">New name of {what}</label>
+          <input id="settings-name" type="text" name="name" required maxLength={255} value={errorFor('rename') ? (typed?.name ?? '') : stack.name} />
+          <button type="submit" class="secondary">
+            Rename
+          </button>
+        </CsrfForm>
+        <CsrfForm action={`${base}/code`} csrfToken={csrfToken}>
+          <FormError error={errorFor('code')} />
+          <label for="settings-source">Code source</label>
+          <select id="settings-source" name="codeSourceId">
+            <option value="">None (the pipeline's own steps only)</option>
+            {codeSources.map((c) => (
+              <option key={c.id} value={c.id} selected={c.id === sourceId}>
+                {c.name}
+              </option>
+            ))}
+            {/* A source beyond the list's first page is still the stack's: it stays chosen. */}
+            {sourceId && !codeSources.some((c) => c.id === sourceId) && (
+              <option value={sourceId} selected>
+                {sourceId}
+              </option>
+            )}
+          </select>
+          <label for="settings-ref">Branch or tag</label>
+          <input id="settings-ref" type="text" name="ref" maxLength={255} placeholder="the code source's default branch" value={code?.ref ?? ''} />
+          <label for="settings-path">Directory in the repository</label>
+          <input id="settings-path" type="text" name="path" maxLength={1024} placeholder="the root" value={code?.path ?? ''} />
+          <label for="settings-on-push">When a push to that branch touches the directory, start</label>
+          <select id="settings-on-push" name="onPush">
+            {Object.entries(PUSH_WORDS).map(([value, words]) => (
+              <option key={value} value={value} selected={value === onPush}>
+                {words}
+              </option>
+            ))}
+          </select>
+          <button type="submit" class="secondary">
+            Save code
+          </button>
+        </CsrfForm>
+        <ConfirmDelete
+          action={`${base}/delete`}
+          csrfToken={csrfToken}
+          id="delete-stack"
+          what={what}
+          expected={stack.name}
+          error={errorFor('delete')}
+          typed={errorFor('delete') ? typed?.confirm : undefined}
+        />
+      </details>
+    </section>
   );
 }
 
