@@ -117,6 +117,46 @@ describe('the console code sources and default values pages', () => {
     for (const body of bodies) assert.ok(!body.includes(secret), 'the client secret is never in a page');
   });
 
+  it('deletes a code source for an ADMIN once its name is typed, and shows why the API refuses while stacks use it', async () => {
+    const sourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'app-repo', url: 'https://git.example.com/team/app.git' } } })).body.data
+      .id;
+    const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'tools', name: 'Tools' } } })).body.data.id;
+    const environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'ci', name: 'CI' } } })).body.data.id;
+    const stack = await t.call('POST', '/stacks', { body: { data: { projectId, environmentId, name: 'builder', source: { codeSourceId: sourceId } } } });
+    assert.equal(stack.status, 201, JSON.stringify(stack.body));
+    const post = (form: Record<string, string>, as = cookie) => browser.submit(sourcesUrl(), `${sourcesUrl()}/${sourceId}/delete`, form, as);
+    /** The folded delete form of the code source, as the page shows it. */
+    const deleteForm = (body: string) => /<details class="manage"([^>]*)><summary>Delete app-repo…<\/summary>([\s\S]*?)<\/details>/.exec(body);
+
+    const page = (await request('GET', sourcesUrl(), { cookie })).body;
+    assert.equal(deleteForm(page)?.[1], '', 'folded');
+    const wrong = await post({ confirm: 'app' });
+    assert.equal(wrong.status, 400);
+    const refused = deleteForm(wrong.body)!;
+    assert.match(refused[1], /open/);
+    assert.match(refused[2], /role="alert"><p>Type app-repo exactly to delete the code source app-repo<\/p>/);
+    assert.match(refused[2], new RegExp(`<input id="delete-source-${sourceId}"[^>]*value="app"`), 'what was typed is kept');
+
+    const inUse = await post({ confirm: 'app-repo' });
+    assert.equal(inUse.status, 409);
+    assert.match(
+      deleteForm(inUse.body)![2],
+      new RegExp(`role="alert"><p>Code source app-repo is still used by stacks[^<]*</p><ul><li>stacks: ${stack.body.data.id}</li>`),
+    );
+    assert.equal((await t.call('GET', `/code-sources/${sourceId}`)).status, 200);
+
+    const member = (await signIn((await userCaller(t, 'sources-member@example.com', 'MEMBER')).token)).cookie!;
+    assert.doesNotMatch((await request('GET', sourcesUrl(), { cookie: member })).body, /Delete app-repo|\/delete"/);
+    assert.equal((await post({ confirm: 'app-repo' }, member)).status, 403, 'the API refuses a MEMBER');
+    const viewer = (await signIn((await userCaller(t, 'sources-deleting-viewer@example.com', 'VIEWER')).token)).cookie!;
+    assert.equal((await post({ confirm: 'app-repo' }, viewer)).status, 403, 'the API refuses a VIEWER');
+
+    assert.equal((await t.call('DELETE', `/stacks/${stack.body.data.id}`)).status, 204);
+    assert.equal((await post({ confirm: ' app-repo ' })).status, 303);
+    assert.equal((await t.call('GET', `/code-sources/${sourceId}`)).status, 404);
+    assert.doesNotMatch((await request('GET', sourcesUrl(), { cookie })).body, /app-repo/);
+  });
+
   it("shows an environment's default values with where each comes from", async () => {
     const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'web', name: 'Web' } } })).body.data.id;
     const envId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'Prod' } } })).body.data.id;

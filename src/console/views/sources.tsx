@@ -1,5 +1,5 @@
-// Where code comes from (code sources and self-hosted Git servers, with forms for new ones and deleting
-// a server) and the default values an environment resolves, each with where it comes from.
+// Where code comes from (code sources and self-hosted Git servers, with forms for new ones and to delete
+// each) and the default values an environment resolves, each with where it comes from.
 
 import { GIT_PROVIDERS } from '../../platform/db/enums.ts';
 import { ConfirmDelete } from './confirm.tsx';
@@ -39,7 +39,7 @@ export interface GitServerFields {
 }
 
 /** Which form a refusal belongs to. */
-export type SourcesForm = { form: 'source' } | { form: 'server' } | { form: 'delete-server'; serverId: string };
+export type SourcesForm = { form: 'source' } | { form: 'server' } | { form: 'delete-source'; sourceId: string } | { form: 'delete-server'; serverId: string };
 
 export interface CodeSourcesPageProps {
   orgPath: string;
@@ -48,7 +48,7 @@ export interface CodeSourcesPageProps {
   canManage: boolean;
   csrfToken: string;
   formError?: SourcesForm & { message: string; details?: string[] };
-  /** What the refused Git server form held (never its secret), or the confirmation typed to delete one. */
+  /** What the refused Git server form held (never its secret), or the confirmation typed to delete a source or server. */
   typed?: Partial<GitServerFields> & { confirm?: string };
 }
 
@@ -74,6 +74,11 @@ export function CodeSourcesPage(props: CodeSourcesPageProps) {
             <th scope="col">Access</th>
             <th scope="col">Push events to</th>
             <th scope="col">Added</th>
+            {canManage && (
+              <th scope="col">
+                <span class="skip-link">Actions</span>
+              </th>
+            )}
           </tr>
         </thead>
         <tbody>
@@ -93,6 +98,11 @@ export function CodeSourcesPage(props: CodeSourcesPageProps) {
               <td>
                 <When at={s.createdAt} />
               </td>
+              {canManage && (
+                <td>
+                  <DeleteSource {...props} source={s} />
+                </td>
+              )}
             </tr>
           ))}
         </tbody>
@@ -152,6 +162,25 @@ export function CodeSourcesPage(props: CodeSourcesPageProps) {
       )}
       {canManage && <NewServerForm {...props} />}
     </>
+  );
+}
+
+/** Deleting a code source, folded until opened, or until the API refused it (such as while stacks use it). */
+function DeleteSource({ orgPath, csrfToken, formError, typed, source }: CodeSourcesPageProps & { source: CodeSourceView }) {
+  const refused = formError?.form === 'delete-source' && formError.sourceId === source.id ? formError : undefined;
+  return (
+    <details class="manage" open={refused !== undefined}>
+      <summary>Delete {source.name}…</summary>
+      <ConfirmDelete
+        action={`${orgPath}/code-sources/${encodeURIComponent(source.id)}/delete`}
+        csrfToken={csrfToken}
+        id={`delete-source-${source.id}`}
+        what={`the code source ${source.name}`}
+        expected={source.name}
+        error={refused}
+        typed={refused ? typed?.confirm : undefined}
+      />
+    </details>
   );
 }
 
