@@ -151,12 +151,23 @@ describe('the web console', () => {
     assert.ok(mine.body.includes(first.id) && mine.body.includes(second.id));
     const someoneElse = await request('GET', `/orgs/${orgId}/runs?createdById=0196a3c2e8a17b2c8d9e0f1a2b3c4d5e`, { cookie });
     assert.match(someoneElse.body, /No runs match/);
+
+    // Any member can be picked as who started the runs; each run says who did, linking that filter.
+    const member = await userCaller(t, 'inbox-starter@example.com', 'MEMBER');
+    const theirs = await triggerRun(t, hostile.id, { description: 'started by a member' }, member.token);
+    await waitForRunStatus(t, theirs.id, 'SUCCEEDED');
+    const picker = (await request('GET', `/orgs/${orgId}/runs`, { cookie })).body;
+    assert.ok(picker.includes(`<option value="${member.userId}">inbox-starter@example.com</option>`), 'members are offered');
+    assert.ok(picker.includes(`href="/orgs/${orgId}/runs?createdById=${member.userId}">inbox-starter@example.com</a>`));
+    const byMember = await request('GET', `/orgs/${orgId}/runs?createdById=${member.userId}`, { cookie });
+    assert.ok(byMember.body.includes(theirs.id) && !byMember.body.includes(first.id));
+    assert.ok(byMember.body.includes(`<option value="${member.userId}" selected>`));
   });
 
   it('approves a waiting step from the run page, with the CSRF token, and records who did', async () => {
     const { cookie } = await signIn(t.adminToken);
     const stack = await createStack(t, [
-      { id: 'approve', type: 'approval' },
+      { id: 'approve', type: 'approval', message: 'Check the staging smoke tests first' },
       { id: 'after', command: 'true', needs: ['approve'] },
     ]);
     const run = await triggerRun(t, stack.id);
@@ -166,6 +177,7 @@ describe('the web console', () => {
     const page = await request('GET', pageUrl, { cookie });
     assert.equal(page.status, 200);
     assert.match(page.body, /Approve approve/);
+    assert.match(page.body, /Check the staging smoke tests first/, "the approval step's message is shown while it waits");
     assert.match(page.body, /Cancel run/);
     const approveUrl = `/orgs/${orgId}/steps/${step.id}/approve?run=${run.id}`;
     assert.ok(page.body.includes(approveUrl.replace('?', '?').replaceAll('&', '&amp;')));
@@ -183,7 +195,12 @@ describe('the web console', () => {
     await waitForRunStatus(t, run.id, 'SUCCEEDED');
     const after = await request('GET', pageUrl, { cookie });
     assert.doesNotMatch(after.body, /Approve approve|Cancel run/);
-    assert.match(after.body, /approved/i);
+    assert.match(after.body, /Approved by you <time datetime="[^"]+" title="[^"]+">/, 'who approved, and when');
+    // Another member reads the approver's email, not an id.
+    const viewer = await userCaller(t, 'approval-reader@example.com', 'VIEWER');
+    const seen = await request('GET', pageUrl, { cookie: (await signIn(viewer.token)).cookie });
+    const admin = (await t.call('GET', '/auth/whoami')).body.data;
+    assert.match(seen.body, new RegExp(`Approved by ${(admin.fullName || admin.email).replace('.', '\\.')}`));
     const audit = await t.call('GET', '/audit-events?limit=200');
     assert.ok(JSON.stringify(audit.body).includes(step.id), 'the approval went through the API, audit log included');
   });

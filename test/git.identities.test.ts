@@ -263,6 +263,33 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     assert.ok((await t.call('GET', '/audit-events?action=console.sign-out')).body.data.some((e: { actorId: string }) => e.actorId === linus.userId));
   });
 
+  it("signs an OWNER in as an ADMIN at most, and drops a server's links when what vouches for its accounts changes", async () => {
+    account = { id: 8008, username: 'owner-olga' };
+    const olga = await userCaller(t, 'olga@example.com', 'OWNER');
+    assert.equal((await link(newBrowser(), olga, server.id)).status, 302);
+    const browser = newBrowser();
+    assert.equal((await signIn(browser, server.id)).status, 200);
+    assert.match(String((await browser.get(`/orgs/${orgId}/runs`)).body), /olga@example\.com[\s\S]*· admin/);
+    const session = await t.db.selectFrom('console_sessions').selectAll().where('principal_id', '=', olga.userId).executeTakeFirstOrThrow();
+    const mintedToken = TEST_SECRETS.open(session.sealed_key, `console-session:${session.token_hash}`);
+    assert.equal((await t.call('GET', '/auth/whoami', { token: mintedToken })).body.data.role, 'ADMIN');
+    assert.equal((await t.call('GET', '/auth/whoami', { token: olga.token })).body.data.role, 'OWNER');
+
+    // Renaming changes nothing of who is who; another user API does.
+    assert.equal((await t.call('PATCH', `/git-self-hosted-servers/${server.id}`, { body: { data: { name: 'gitlab' } } })).status, 200);
+    assert.equal((await t.call('GET', '/git-identities', { token: olga.token })).body.data.length, 1);
+    const moved = await t.call('PATCH', `/git-self-hosted-servers/${server.id}`, { body: { data: { userUrl: `${oauth.issuer.url}/userinfo?v=2` } } });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    assert.deepEqual((await t.call('GET', '/git-identities', { token: olga.token })).body.data, []);
+    assert.equal((await signIn(newBrowser(), server.id)).status, 403, 'the account signs in no one until it is linked again');
+    await t.call('PATCH', `/git-self-hosted-servers/${server.id}`, { body: { data: { userUrl: `${oauth.issuer.url}/userinfo` } } });
+
+    const broken = await t.call('POST', '/git-self-hosted-servers', {
+      body: { data: { name: 'broken', provider: 'GITLAB', baseUrl: 'https://a b', clientId: 'c', clientSecret: 's' } },
+    });
+    assertError(broken, 400);
+  });
+
   it("starts a sign-in only from its own page: never on a GET, nor a POST without the sign-in form's token or from another site", async () => {
     const browser = newBrowser();
     const page = await browser.get(`/sign-in/git/${server.id}`);

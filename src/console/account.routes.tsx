@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { completeIdentitySignIn, signInChoices, signInServer, startIdentitySignIn } from '../git-servers/git-identity.service.ts';
 import { CallbackQuery } from '../git-servers/git-servers.schema.ts';
-import { FLOW_COOKIE_PREFIX, type FlowCookie } from '../git-servers/flow-binding.ts';
+import { FLOW_COOKIE_PREFIX, flowCookiePath, type FlowCookie } from '../git-servers/flow-binding.ts';
 import { AppError } from '../platform/errors.ts';
 import type { App } from '../platform/http/app.ts';
 import type { ApiRedirect } from './console-api.ts';
@@ -89,7 +89,7 @@ export function consoleAccountRoutes(app: App, pages: Pages) {
   app.get('/sign-in/git/callback', { ...PAGE, schema: { hide: true, querystring: CallbackQuery } }, async (request, reply) => {
     // The flow's binding cookie has done its work: a replayed callback finds none (whatever the Git server does with a code twice).
     for (const name of Object.keys(request.cookies)) {
-      if (name.startsWith(FLOW_COOKIE_PREFIX)) reply.clearCookie(name, { path: request.url.split('?')[0] });
+      if (name.startsWith(FLOW_COOKIE_PREFIX)) reply.clearCookie(name, { path: flowCookiePath('SIGN_IN', app.config.publicUrl) });
     }
     try {
       const who = await completeIdentitySignIn(app.db, app.secrets, app.config, request.query, request.cookies);

@@ -296,7 +296,11 @@ function readInboxRuns(ctx: PageContext, filter: RunFilter, cursor?: string): Pr
 async function inboxOf(ctx: PageContext, filter: RunFilter, runs: InboxRuns): Promise<RunsInboxProps> {
   const stackIds = new Set<string>(runs.data.map((r) => r.attachedEntityId).filter((id): id is string => Boolean(id)));
   if (filter.stackId) stackIds.add(filter.stackId);
-  const [environments, names] = await Promise.all([ctx.api.get('/environments', { limit: ENVIRONMENT_CHOICES }), stackNames(ctx.api, stackIds)]);
+  const [environments, names, people] = await Promise.all([
+    ctx.api.get('/environments', { limit: ENVIRONMENT_CHOICES }),
+    stackNames(ctx.api, stackIds),
+    peopleOf(ctx.api),
+  ]);
   return {
     orgPath: ctx.orgPath,
     runs: runs.data,
@@ -304,6 +308,7 @@ async function inboxOf(ctx: PageContext, filter: RunFilter, runs: InboxRuns): Pr
     environments: environments.data,
     filter,
     viewerId: ctx.me.userId,
+    people,
     nextCursor: runs.meta.nextCursor,
   };
 }
@@ -318,11 +323,12 @@ type PipelineSteps = Map<string, PipelineStepView[]>;
 async function loadRun(ctx: PageContext, runId: string, pipelines: PipelineSteps = new Map()): Promise<RunPageProps> {
   const id = encodeURIComponent(runId);
   const run = (await ctx.api.get(`/pipeline-runs/${id}`)).data;
-  const [steps, transitions, names, pipelineSteps] = await Promise.all([
+  const [steps, transitions, names, pipelineSteps, people] = await Promise.all([
     ctx.api.get(`/pipeline-runs/${id}/step-executions`, { limit: 200, attemptEpoch: run.attemptEpoch }),
     ctx.api.get(`/pipeline-runs/${id}/transitions`, { limit: 200 }),
     stackNames(ctx.api, new Set(run.attachedEntityId ? [run.attachedEntityId] : [])),
     pipelineStepsOf(ctx.api, run.pipelineVersionId, pipelines),
+    peopleOf(ctx.api),
   ]);
   return {
     orgPath: ctx.orgPath,
@@ -334,14 +340,29 @@ async function loadRun(ctx: PageContext, runId: string, pipelines: PipelineSteps
     canOperate: hasPermission(ctx.me.role as Role, 'run:operate'),
     csrfToken: ctx.viewer.csrfToken,
     viewerId: ctx.me.userId,
+    people,
   };
+}
+
+/** How many members are named on a page (beyond them, ids show): one page of the API's. */
+const PEOPLE = 200;
+
+/** The organization's members, by user id: their name, else their email. */
+async function peopleOf(api: ApiCaller): Promise<Record<string, string>> {
+  const members = (await api.get('/memberships', { limit: PEOPLE })).data as { userId?: string; email?: string; fullName?: string }[];
+  return Object.fromEntries(members.filter((m) => m.userId).map((m) => [m.userId!, m.fullName || m.email || m.userId!]));
 }
 
 async function pipelineStepsOf(api: ApiCaller, versionId: string, known: PipelineSteps): Promise<PipelineStepView[]> {
   const cached = known.get(versionId);
   if (cached) return cached;
   const version = (await api.get(`/pipeline-versions/${encodeURIComponent(versionId)}`)).data;
-  const steps = (version.config?.steps ?? []).map((s: PipelineStepView) => ({ id: s.id, name: s.name ?? s.id, needs: s.needs }));
+  const steps = (version.config?.steps ?? []).map((s: PipelineStepView & { with?: { message?: unknown } }) => ({
+    id: s.id,
+    name: s.name ?? s.id,
+    needs: s.needs,
+    ...(typeof s.with?.message === 'string' ? { message: s.with.message } : {}),
+  }));
   known.set(versionId, steps);
   return steps;
 }

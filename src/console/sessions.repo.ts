@@ -79,7 +79,7 @@ const mintedKeysOf = (rows: { api_key_id: string; minted_key: boolean }[]) => ro
  * Removes the sessions that have ended, and the principal's oldest beyond `keep`: a key's holder cannot
  * grow the table by signing in again and again. The keys minted for them are returned to be deleted.
  */
-export async function pruneSessions(db: Db, principalId: string, idleMs: number, keep: number): Promise<string[]> {
+export async function pruneSessions(db: Db, principalId: string, idleMs: number, keep: number, mintedIn?: string): Promise<string[]> {
   const rows = await db
     .deleteFrom('console_sessions')
     .where((eb) =>
@@ -89,7 +89,14 @@ export async function pruneSessions(db: Db, principalId: string, idleMs: number,
         eb(
           'token_hash',
           'in',
-          eb.selectFrom('console_sessions').select('token_hash').where('principal_id', '=', principalId).orderBy('created_at', 'desc').offset(keep),
+          eb
+            .selectFrom('console_sessions')
+            .select('token_hash')
+            .where('principal_id', '=', principalId)
+            // A Git sign-in ends only Git sign-ins of its organization (see deletePrincipalSessions).
+            .$if(mintedIn !== undefined, (q) => q.where('organization_id', '=', mintedIn!).where('minted_key', '=', true))
+            .orderBy('created_at', 'desc')
+            .offset(keep),
         ),
       ]),
     )

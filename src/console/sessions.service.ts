@@ -142,7 +142,7 @@ export async function signInThroughGit(app: App, request: FastifyRequest, reply:
       return openSession(app, trx, request, key.token, principal, how, 200);
     })
     .then((token) => setSessionCookie(app, request, reply, token));
-  await finishSignIn(app, request, reply, who.userId);
+  await finishSignIn(app, request, reply, who.userId, who.organizationId);
   return { organizationId: who.organizationId };
 }
 
@@ -176,10 +176,13 @@ function setSessionCookie(app: App, request: FastifyRequest, reply: FastifyReply
   reply.setCookie(cookieName(request, SESSION_COOKIE), token, cookieOptions(request, Math.floor(app.config.consoleSessions.maxAgeMs / 1000)));
 }
 
-/** After a sign-in: the principal's ended and surplus sessions go (with the keys minted for them), and the sign-in form's token. */
-async function finishSignIn(app: App, request: FastifyRequest, reply: FastifyReply, principalId: string): Promise<void> {
+/**
+ * After a sign-in: the principal's ended and surplus sessions go (with the keys minted for them; after a
+ * Git sign-in, only Git sign-ins of its organization count), and the sign-in form's token.
+ */
+async function finishSignIn(app: App, request: FastifyRequest, reply: FastifyReply, principalId: string, mintedIn?: string): Promise<void> {
   const settings = app.config.consoleSessions;
-  await deleteSignInKeys(app.db, await pruneSessions(app.db, principalId, settings.idleMs, SESSIONS_PER_PRINCIPAL));
+  await deleteSignInKeys(app.db, await pruneSessions(app.db, principalId, settings.idleMs, SESSIONS_PER_PRINCIPAL, mintedIn));
   reply.clearCookie(cookieName(request, SIGN_IN_COOKIE), cookieOptions(request));
 }
 

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { App } from '../platform/http/app.ts';
 import { EventStreams, sseEvent, wantsEventStream } from '../platform/http/event-stream.ts';
 import { errorResponses } from '../platform/http/openapi.ts';
-import { StreamSlots } from '../platform/http/stream-slots.ts';
+import { StreamSlots, streamCallerOf } from '../platform/http/stream-slots.ts';
 import { Id } from '../platform/schema.ts';
 import { FEED_RETENTION_HOURS, FEED_STREAM_MAX_MS, followFeed, formatFeedCursor, openFeed, parseFeedCursor, readFeed } from './feed.service.ts';
 
@@ -75,7 +75,7 @@ export async function feedRoutes(app: App) {
         const page = await readFeed(app.db, request.principal, start, filter);
         return { data: page.events, meta: { lastEventId: formatFeedCursor(page.position), more: page.more } };
       }
-      const release = slots.acquire(request.principal.userId);
+      const release = slots.acquire(streamCallerOf(request.principal));
       await streams.serve(reply, request.id, release, (stream) =>
         followFeed(app.db, request.principal, start, filter, {
           event: (e) => stream.send(sseEvent(e.event, e.id, e.data)),

@@ -41,10 +41,15 @@ function flowCookieName(nonce: string): string {
   return `${FLOW_COOKIE_PREFIX}${sha256(nonce).slice(0, 16)}`;
 }
 
+/** The path a flow's binding cookie is sent to: its return leg's, under PLINTH_PUBLIC_URL's path. */
+export function flowCookiePath(kind: FlowReturn, publicUrl: string): string {
+  return `${new URL(publicUrl).pathname.replace(/\/+$/, '')}${CALLBACK_PATHS[kind]}`;
+}
+
 /** A new binding: the cookie for the browser, and the hash that goes into the sealed state. */
 export function newFlowBinding(kind: FlowReturn, nonce: string, ttlSeconds: number, publicUrl: string): { cookie: FlowCookie; hash: string } {
   const value = randomBytes(24).toString('base64url');
-  const path = `${new URL(publicUrl).pathname.replace(/\/+$/, '')}${CALLBACK_PATHS[kind]}`;
+  const path = flowCookiePath(kind, publicUrl);
   return { cookie: { name: flowCookieName(nonce), value, path, maxAgeSeconds: ttlSeconds }, hash: sha256(value) };
 }
 

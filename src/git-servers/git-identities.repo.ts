@@ -67,6 +67,10 @@ export async function findLinkedServerNames(db: Executor, userId: string, organi
   return rows.map((r) => `${r.provider.toLowerCase()}:${r.server_name}`);
 }
 
+export async function deleteServerIdentities(db: Executor, serverId: string): Promise<void> {
+  await db.deleteFrom('git_identities').where('git_server_id', '=', serverId).execute();
+}
+
 export async function deleteUserIdentity(db: Executor, userId: string, id: string, organizationId?: string): Promise<boolean> {
   let query = db.deleteFrom('git_identities').where('id', '=', id).where('user_id', '=', userId);
   if (organizationId) {

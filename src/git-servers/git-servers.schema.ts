@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { GIT_PROVIDERS } from '../platform/db/enums.ts';
 import { Body, Name, Nullable, OrderedPaginationQuery, StringEnum, UtcDateTime } from '../platform/schema.ts';
 
-const HttpUrl = Type.String({ minLength: 8, maxLength: 2048, pattern: '^https?://', description: 'An http(s) URL' });
+const HttpUrl = Type.String({ minLength: 8, maxLength: 2048, pattern: '^https?://', format: 'uri', description: 'An http(s) URL' });
 const ClientId = Type.String({ minLength: 1, maxLength: 512, pattern: '^[!-~]+$', description: 'The OAuth client id the server issued' });
 const ClientSecret = Type.String({ minLength: 1, maxLength: 4096, writeOnly: true, description: 'Write-only: stored sealed, never returned' });
 

@@ -7,6 +7,7 @@ import { NotFoundError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
+import { deleteServerIdentities } from './git-identities.repo.ts';
 import { signInUrl, userInfoUrl } from './git-identity.service.ts';
 import { oauthEndpoints } from './git-oauth.service.ts';
 import {
@@ -87,16 +88,32 @@ export async function updateGitServer(db: Db, secrets: SecretBox, config: Config
   const current = await findGitServer(db, principal.organizationId, id);
   if (!current) throw new NotFoundError('GitSelfHostedServer', id);
   if (isEmptyPatch(changes)) return withConnection(db, config, current);
-  const row = await updateGitServerRow(db, id, {
-    name: changes.name,
-    authorize_url: changes.authorizeUrl,
-    token_url: changes.tokenUrl,
-    user_url: changes.userUrl,
-    client_id: changes.clientId,
-    client_secret_sealed: changes.clientSecret === undefined ? undefined : secrets.seal(changes.clientSecret, secretContext(id)),
-    scopes: changes.scopes,
+  const row = await db.transaction().execute(async (trx) => {
+    // Who an account is was vouched for by the server as it was: another login or user API, or another
+    // client, may name anyone, so the links made through the old ones go (their users link again).
+    if (changesWhoVouches(current, changes)) await deleteServerIdentities(trx, id);
+    return updateGitServerRow(trx, id, {
+      name: changes.name,
+      authorize_url: changes.authorizeUrl,
+      token_url: changes.tokenUrl,
+      user_url: changes.userUrl,
+      client_id: changes.clientId,
+      client_secret_sealed: changes.clientSecret === undefined ? undefined : secrets.seal(changes.clientSecret, secretContext(id)),
+      scopes: changes.scopes,
+    });
   });
   return withConnection(db, config, row);
+}
+
+function changesWhoVouches(current: GitServerRow, changes: UpdateGitSelfHostedServer): boolean {
+  const differs = <T>(given: T | undefined, now: T) => given !== undefined && given !== now;
+  return (
+    differs(changes.authorizeUrl, current.authorize_url) ||
+    differs(changes.tokenUrl, current.token_url) ||
+    differs(changes.userUrl, current.user_url) ||
+    differs(changes.clientId, current.client_id) ||
+    changes.clientSecret !== undefined
+  );
 }
 
 /** deleteGitServer refuses while code sources authenticate through it; its connection goes with it. */

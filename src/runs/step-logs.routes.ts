@@ -3,7 +3,7 @@ import type { App } from '../platform/http/app.ts';
 import { BadRequestError } from '../platform/errors.ts';
 import { Example, IdParams } from '../platform/schema.ts';
 import { EventStreams, sseEvent, wantsEventStream } from '../platform/http/event-stream.ts';
-import { StreamSlots } from '../platform/http/stream-slots.ts';
+import { StreamSlots, streamCallerOf } from '../platform/http/stream-slots.ts';
 import { LogsPage, LogsQuery, MAX_LOG_SEQ } from './runs.schema.ts';
 import { followLogs, readLogs } from './step-logs.service.ts';
 import { logsPageExample } from './runs.examples.ts';
@@ -59,7 +59,7 @@ export async function stepLogRoutes(app: App) {
         throw new BadRequestError('contains searches what is stored; it does not combine with following', ['contains: not with follow']);
       // The execution must exist before the stream opens, so a 404 is still an ErrorBody.
       await readLogs(app.db, request.principal, request.params.id, { after, limit: 1 });
-      const release = slots.acquire(request.principal.userId);
+      const release = slots.acquire(streamCallerOf(request.principal));
       await streams.serve(reply, request.id, release, (stream) =>
         followLogs(app.db, request.principal, request.params.id, after, {
           line: (line) => stream.send(sseEvent('line', line.seq, line)),

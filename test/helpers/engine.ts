@@ -102,6 +102,8 @@ export interface StepSpec {
   needs?: string[];
   retry?: { maxAttempts: number };
   timeoutSeconds?: number;
+  /** An approval step's message to its approver. */
+  message?: string;
 }
 
 /** A pipeline config from short step specs: script steps unless a type is given. */
@@ -113,6 +115,7 @@ export function pipelineConfig(steps: StepSpec[]) {
       type: s.type ?? 'script',
       ...(s.needs ? { needs: s.needs } : {}),
       ...((s.type ?? 'script') === 'script' ? { with: { command: s.command ?? 'true' } } : {}),
+      ...(s.message ? { with: { message: s.message } } : {}),
       ...(s.retry ? { retry: s.retry } : {}),
       ...(s.timeoutSeconds ? { timeoutSeconds: s.timeoutSeconds } : {}),
     })),

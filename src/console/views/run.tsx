@@ -36,6 +36,8 @@ export interface StepView {
   completedAt?: string | null;
   error?: { code?: string; message?: string } | null;
   outputData?: Record<string, unknown> | null;
+  /** An approval step's decision: `approvedBy` or `rejectedBy`, and `decidedAt`. */
+  statusDetail?: { approvedBy?: string; rejectedBy?: string; decidedAt?: string } | null;
 }
 
 export interface TransitionView {
@@ -53,6 +55,8 @@ export interface PipelineStepView {
   id: string;
   name: string;
   needs?: string[];
+  /** What an approval step asks of its approver (its `with.message`). */
+  message?: string;
 }
 
 export interface RunPageProps {
@@ -63,6 +67,8 @@ export interface RunPageProps {
   pipelineSteps: PipelineStepView[];
   /** Who is looking: their own actions read "you". */
   viewerId: string;
+  /** The organization's members by user id (their name or email), for who did what. */
+  people: Record<string, string>;
   transitions: TransitionView[];
   /** The viewer may approve, reject, cancel and retry (the API's run:operate). */
   canOperate: boolean;
@@ -83,6 +89,18 @@ export function RunPage(props: RunPageProps & { liveUrl?: string }) {
 }
 
 /** How the run started: a push or a trigger of the stack's code source, or a person (or service account). */
+/** An approval step's decision: who made it, and when. */
+function Decision({ step, who }: { step: StepView; who: (actor?: string) => string | undefined }) {
+  const detail = step.statusDetail;
+  const by = detail?.approvedBy ?? detail?.rejectedBy;
+  if (!by || by === 'autoapprove') return by ? <div class="muted">Approved automatically</div> : null;
+  return (
+    <div class="muted">
+      {detail?.approvedBy ? 'Approved' : 'Rejected'} by {who(by)} <When at={detail?.decidedAt} />
+    </div>
+  );
+}
+
 function Trigger({ run, startedBy }: { run: RunView; startedBy?: string }) {
   const parts: string[] = [];
   if (run.triggerMetadata?.webhook_event) parts.push(`Git ${run.triggerMetadata.webhook_event} event`);
@@ -169,8 +187,9 @@ function StepLogs({ orgPath, steps }: { orgPath: string; steps: StepView[] }) {
   );
 }
 
-export function RunBody({ orgPath, run, stackName, steps, pipelineSteps, transitions, canOperate, csrfToken, viewerId }: RunPageProps) {
-  const who = (actor?: string) => (actor === viewerId ? 'you' : actor);
+export function RunBody({ orgPath, run, stackName, steps, pipelineSteps, transitions, canOperate, csrfToken, viewerId, people }: RunPageProps) {
+  const who = (actor?: string) => (actor === viewerId ? 'you' : actor && (people[actor] ?? actor));
+  const messages = new Map(pipelineSteps.map((s) => [s.id, s.message]));
   const stepNames = new Map(steps.map((s) => [s.id, s.stepName]));
   const action = (verb: string) => `${orgPath}/runs/${run.id}/${verb}`;
   return (
@@ -252,6 +271,8 @@ export function RunBody({ orgPath, run, stackName, steps, pipelineSteps, transit
             <tr key={step.id} id={`step-${step.stepId}`}>
               <td>
                 {step.stepName}
+                {step.status === 'WAITING_FOR_APPROVAL' && messages.get(step.stepId) && <div>{messages.get(step.stepId)}</div>}
+                <Decision step={step} who={who} />
                 {step.error?.message && <div class="muted">{step.error.message}</div>}
                 {step.stepType === 'opentofu.plan' && step.status === 'SUCCEEDED' && step.outputData && (
                   <div>

@@ -41,6 +41,8 @@ export interface RunsInboxProps {
   filter: RunFilter;
   /** The viewer's own id, for "Started by me". */
   viewerId: string;
+  /** The organization's members by user id (name or email): who started each run, and whom to filter by. */
+  people: Record<string, string>;
   nextCursor?: string;
   /** The first page follows new runs and changes of status through this event stream. */
   liveUrl?: string;
@@ -52,7 +54,7 @@ export function inboxLink(orgPath: string, filter: RunFilter, change: Partial<Ru
 }
 
 export function RunsInbox(props: RunsInboxProps) {
-  const { orgPath, stackNames, environments, filter, viewerId, liveUrl } = props;
+  const { orgPath, stackNames, environments, filter, viewerId, liveUrl, people } = props;
   const { status, stackId, environmentId, createdById, ref, commitSha } = filter;
   const link = (change: Partial<RunFilter & { cursor: string }>) => inboxLink(orgPath, filter, change);
   return (
@@ -80,7 +82,6 @@ export function RunsInbox(props: RunsInboxProps) {
       <form method="get" action={`${orgPath}/runs`} class="filter-form">
         {status && <input type="hidden" name="status" value={status} />}
         {stackId && <input type="hidden" name="stackId" value={stackId} />}
-        {createdById && <input type="hidden" name="createdById" value={createdById} />}
         <div>
           <label for="environment-filter">Environment</label>
           <select id="environment-filter" name="environmentId">
@@ -88,6 +89,22 @@ export function RunsInbox(props: RunsInboxProps) {
             {environments.map((environment) => (
               <option key={environment.id} value={environment.id} selected={environment.id === environmentId}>
                 {environment.name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label for="actor-filter">Started by</label>
+          <select id="actor-filter" name="createdById">
+            <option value="">Anyone</option>
+            {createdById && !people[createdById] && (
+              <option value={createdById} selected>
+                {createdById}
+              </option>
+            )}
+            {Object.entries(people).map(([id, name]) => (
+              <option key={id} value={id} selected={id === createdById}>
+                {id === viewerId ? `${name} (you)` : name}
               </option>
             ))}
           </select>
@@ -116,7 +133,7 @@ export function RunsInbox(props: RunsInboxProps) {
 }
 
 /** The inbox's runs and the link to older ones: the part a live inbox swaps in as runs come and change. */
-export function RunsTable({ orgPath, runs, stackNames, filter, nextCursor }: RunsInboxProps) {
+export function RunsTable({ orgPath, runs, stackNames, filter, nextCursor, people, viewerId }: RunsInboxProps) {
   const link = (change: Partial<RunFilter & { cursor: string }>) => inboxLink(orgPath, filter, change);
   return (
     <>
@@ -131,6 +148,7 @@ export function RunsTable({ orgPath, runs, stackNames, filter, nextCursor }: Run
               <th scope="col">Status</th>
               <th scope="col">Stack</th>
               <th scope="col">Description</th>
+              <th scope="col">Started by</th>
               <th scope="col">Created</th>
             </tr>
           </thead>
@@ -153,6 +171,13 @@ export function RunsTable({ orgPath, runs, stackNames, filter, nextCursor }: Run
                   )}
                 </td>
                 <td>{run.description || <span class="muted">{run.action ?? ''}</span>}</td>
+                <td>
+                  {run.createdById ? (
+                    <a href={link({ createdById: run.createdById })}>{run.createdById === viewerId ? 'you' : (people[run.createdById] ?? run.createdById)}</a>
+                  ) : (
+                    <span class="muted">—</span>
+                  )}
+                </td>
                 <td>
                   <When at={run.createdAt} />
                 </td>

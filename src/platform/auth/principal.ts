@@ -137,7 +137,8 @@ function principalOf(row: CredentialRow): Principal {
     membershipId: row.membership_id ?? '',
     organizationId: row.org_id,
     organizationName: row.org_name!,
-    role: isSuperAdmin ? 'OWNER' : row.membership_role!,
+    // A Git sign-in's key stops at ADMIN: the server's ADMINs control what it says, so what it vouches for must not be an OWNER's powers.
+    role: isSuperAdmin ? 'OWNER' : row.organization_only && row.membership_role === 'OWNER' ? 'ADMIN' : row.membership_role!,
     globalRole: row.global_role ?? 'USER',
     email: row.email!,
     fullName: row.full_name ?? undefined,

@@ -1,4 +1,14 @@
+import type { Principal } from '../auth/principal.ts';
 import { AppError, type ErrorCode } from '../errors.ts';
+
+/**
+ * Whom a principal's streams count against: the user (or service account), whatever key it uses; a
+ * key bound to one organization (a Git sign-in's) on its own, so that what one organization's Git
+ * server signs in cannot use up the user's streams everywhere else.
+ */
+export function streamCallerOf(principal: Pick<Principal, 'userId' | 'organizationId' | 'organizationOnly'>): string {
+  return principal.organizationOnly ? `${principal.userId}@${principal.organizationId}` : principal.userId;
+}
 
 /** 429: the caller already holds as many streams of this kind as one caller may at once. */
 export class TooManyStreamsError extends AppError {

@@ -10391,9 +10391,15 @@ export interface operations {
             content: {
                 "application/json": {
                     data: {
-                        /** @description An http(s) URL */
+                        /**
+                         * Format: uri
+                         * @description An http(s) URL
+                         */
                         authorizeUrl?: string;
-                        /** @description An http(s) URL */
+                        /**
+                         * Format: uri
+                         * @description An http(s) URL
+                         */
                         baseUrl: string;
                         /** @description The OAuth client id the server issued */
                         clientId: string;
@@ -10403,9 +10409,15 @@ export interface operations {
                         /** @enum {string} */
                         provider: "GITHUB" | "GITLAB" | "BITBUCKET" | "GITEA" | "GENERIC";
                         scopes?: string;
-                        /** @description An http(s) URL */
+                        /**
+                         * Format: uri
+                         * @description An http(s) URL
+                         */
                         tokenUrl?: string;
-                        /** @description An http(s) URL */
+                        /**
+                         * Format: uri
+                         * @description An http(s) URL
+                         */
                         userUrl?: string;
                     };
                 };
@@ -10704,7 +10716,10 @@ export interface operations {
             content: {
                 "application/json": {
                     data: {
-                        /** @description An http(s) URL */
+                        /**
+                         * Format: uri
+                         * @description An http(s) URL
+                         */
                         authorizeUrl?: string | null;
                         /** @description The OAuth client id the server issued */
                         clientId?: string;
@@ -10712,9 +10727,15 @@ export interface operations {
                         clientSecret?: string;
                         name?: string;
                         scopes?: string;
-                        /** @description An http(s) URL */
+                        /**
+                         * Format: uri
+                         * @description An http(s) URL
+                         */
                         tokenUrl?: string | null;
-                        /** @description An http(s) URL */
+                        /**
+                         * Format: uri
+                         * @description An http(s) URL
+                         */
                         userUrl?: string | null;
                     };
                 };
