@@ -12,7 +12,9 @@ import { after, before, describe, it } from 'node:test';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { userCaller } from './helpers/callers.ts';
-import { createStack, triggerRun, waitForRunStatus, waitForStep } from './helpers/engine.ts';
+import { startGitServer } from './helpers/git-server.ts';
+import { commitModules, publishModule } from './helpers/modules.ts';
+import { createStack, LOOPBACK_GIT_ENV, triggerRun, waitForRunStatus, waitForStep } from './helpers/engine.ts';
 import { createTofuStack, stackCode, startTofuTestApp, startTofuWorker, type TofuTestApp } from './helpers/opentofu.ts';
 
 const require = createRequire(import.meta.url);
@@ -28,6 +30,9 @@ function findChromium(): string | undefined {
   }
   return undefined;
 }
+
+// The module pages' test publishes modules from a Git server on loopback.
+Object.assign(process.env, LOOPBACK_GIT_ENV);
 
 const executablePath = findChromium();
 const skip = executablePath ? false : "no Chromium found: install Debian's chromium package (apt-get install chromium) or set PLINTH_CHROMIUM";
@@ -440,6 +445,52 @@ describe('the web console in a real browser', { skip }, () => {
     }
     assert.deepEqual(problems, []);
     await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+  });
+
+  it('passes the axe scan on the pages the other tests do not open: lists, module pages, state diff, a new token, an error', async () => {
+    const git = await startGitServer();
+    try {
+      commitModules(git);
+      const codeSourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'axe-modules', url: git.repoUrl('public') } } })).body.data.id;
+      const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'axe', name: 'Axe' } } })).body.data.id;
+      const envId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'axe-prod', name: 'Axe prod' } } })).body.data.id;
+      const [network, database] = [await publishModule(t, codeSourceId, 'network'), await publishModule(t, codeSourceId, 'database')];
+      const instance = async (givenId: string, moduleVersionId: string, values: Record<string, unknown>) =>
+        (await t.call('POST', '/module-instances', { body: { data: { environmentId: envId, moduleVersionId, givenId, name: givenId, values } } })).body.data.id;
+      const net = await instance('axe-net', network.versionId, { name: 'main' });
+      // Nothing is applied, so this reference is a problem: the graph draws it red, with its message.
+      const db = await instance('axe-db', database.versionId, { vpc_id: { $ref: { instance: net, output: 'vpc_id' } } });
+
+      const { page, problems } = await newPage();
+      await signIn(page, t.adminToken);
+      const scan = async (path: string, what: string) => {
+        await page.goto(`${baseUrl}/orgs/${orgId}/${path}`);
+        assert.deepEqual(await seriousViolations(page), [], what);
+      };
+      await scan('stacks', 'stacks list');
+      await scan('pipelines', 'pipelines list');
+      await scan(`environments/${envId}/modules`, 'module graph with a broken reference');
+      await screenshot(page, 'module-graph');
+      await scan(`module-instances/${db}`, 'module instance');
+      assert.deepEqual(problems, []);
+      await scan('runs/0196a3c7e1f07a2b9c3d4e5f60718293', 'an error page');
+      assert.deepEqual(problems.splice(0), ['Failed to load resource: the server responded with a status of 404 (Not Found)']);
+      const stack = (await t.call('GET', '/stacks?search=shop-network')).body.data[0];
+      const version = (await t.call('GET', `/stacks/${stack.id}/state-versions?order=desc`)).body.data[0];
+      await scan(`stacks/${stack.id}/state-diff?from=${version.id}&to=${version.id}`, 'state diff');
+      await scan('access', 'access page');
+      await page.locator('#key-name').fill('axe key');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.locator('.token-once').waitFor();
+      assert.deepEqual(await seriousViolations(page), [], 'a new key with its token shown once');
+      await page.getByLabel('Theme').selectOption('dark');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await scan('runs', 'runs inbox, dark theme');
+      await scan(`environments/${envId}/modules`, 'module graph, dark theme');
+      assert.deepEqual(problems, []);
+    } finally {
+      await git.close();
+    }
   });
 
   /**

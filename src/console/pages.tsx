@@ -66,8 +66,23 @@ export function pages(app: App, assets: Assets): Pages {
     html: (reply, title, viewer, body, refreshTo) =>
       reply
         .type('text/html; charset=utf-8')
-        .send(renderPage({ title, assets, viewer, theme: themeOf(reply.request), path: reply.request.url, refreshTo, children: body })),
+        .send(renderPage({ title, assets, viewer, theme: themeOf(reply.request), path: pagePath(reply.request), refreshTo, children: body })),
   };
+}
+
+/**
+ * Where the page the reader sees can be asked for again (the theme form goes back there): its own URL,
+ * or for a page that answers a form, the page the form was on (a form's own URL may take no GET).
+ */
+function pagePath(request: FastifyRequest): string {
+  if (request.method === 'GET') return request.url;
+  const referer = request.headers.referer;
+  try {
+    const from = referer ? new URL(referer) : undefined;
+    return from && from.host === request.host ? sameSitePath(`${from.pathname}${from.search}`) : '/';
+  } catch {
+    return '/';
+  }
 }
 
 /**
