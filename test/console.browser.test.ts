@@ -211,6 +211,13 @@ describe('the web console in a real browser', { skip }, () => {
     assert.equal(await page.locator('.log-line.selected').count(), 3);
     await screenshot(page, 'log-viewer', false);
     assert.deepEqual(await seriousViolations(page), [], 'log page');
+    // The same from the keyboard: a range typed into "Mark lines".
+    await page.getByLabel('Mark lines').focus();
+    await page.keyboard.type('1305-1301');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\?after=1280#L1301-L1305$/);
+    await page.locator('#L1301.selected').waitFor();
+    assert.equal(await page.locator('.log-line.selected').count(), 5);
 
     await page.getByLabel('Find in log').fill('MARKER-XYZ');
     await page.getByRole('button', { name: 'Find' }).click();

@@ -77,6 +77,15 @@ describe('the console log viewer', () => {
     assert.match(twentieth.body, new RegExp(`href="/orgs/${orgId}/steps/${stepId}/logs\\?after=1000">Go on from line 1001`));
   });
 
+  it('opens at a line or a range typed into "Mark lines", and refuses what is not one', async () => {
+    const marked = await request('GET', `${logUrl()}?lines=${encodeURIComponent(' 140 - 120 ')}`, { cookie });
+    assert.equal(marked.status, 303);
+    assert.equal(marked.location, `${logUrl()}?after=99#L120-L140`);
+    assert.equal((await request('GET', `${logUrl()}?lines=7`, { cookie })).location, `${logUrl()}?after=0#L7`);
+    assert.equal((await request('GET', `${logUrl()}?lines=1-2-3`, { cookie })).status, 400);
+    assert.match((await request('GET', logUrl(), { cookie })).body, /<label for="log-lines">Mark lines<\/label>/);
+  });
+
   it('finds lines in the whole log, ignoring case, each linked to where it stands', async () => {
     const found = await request('GET', `${logUrl()}?q=NEEDLE`, { cookie });
     assert.equal(found.status, 200);

@@ -9,7 +9,7 @@ import type { App } from '../platform/http/app.ts';
 import type { ApiCaller } from './console-api.ts';
 import { PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
 import { renderFragment } from './views/layout.tsx';
-import { LOG_CHUNK_LINES, LogChunk, MAX_WINDOW_CHUNKS, StepLogPage, type LogChunkProps, type LogLineView, type LogView } from './views/logs.tsx';
+import { LOG_CHUNK_LINES, LogChunk, lineUrl, MAX_WINDOW_CHUNKS, StepLogPage, type LogChunkProps, type LogLineView, type LogView } from './views/logs.tsx';
 
 const Seq = Type.Integer({ minimum: 0, maximum: 2_147_483_647 });
 const SearchText = Type.String({ minLength: 1, maxLength: 200 });
@@ -53,12 +53,18 @@ export function consoleLogRoutes(app: App, pages: Pages) {
           after: Type.Optional(Seq),
           tail: Type.Optional(Type.Integer({ minimum: 1, maximum: LOG_CHUNK_LINES })),
           q: Type.Optional(Type.String({ maxLength: 200 })),
+          /** A line or a range to mark, as the keyboard's "Mark lines" form sends it: the page opens there with its anchor. */
+          lines: Type.Optional(Type.String({ pattern: '^\\s*[0-9]{1,10}\\s*(-\\s*[0-9]{1,10}\\s*)?$' })),
         }),
       },
     },
     async (request, reply) => {
       const ctx = await pages.context(request, request.params.org);
       const stepId = request.params.id;
+      if (request.query.lines !== undefined) {
+        const [from, until = from] = request.query.lines.split('-').map((n) => Math.min(Number(n), 2_147_483_647));
+        return reply.redirect(lineUrl(stepLogUrl(ctx.orgPath, stepId), Math.min(from!, until), Math.max(from!, until)), 303);
+      }
       const search = request.query.q?.trim() || undefined;
       const [step, page] = await Promise.all([
         ctx.api.get(`/pipeline-step-executions/${encodeURIComponent(stepId)}`),

@@ -141,6 +141,12 @@ export function StepLogPage({ orgPath, step, logUrl, after, search, first }: Ste
             <button type="submit">Find</button>
           </form>
         </search>
+        {/* The line numbers are links for the mouse (one tab stop each would bury the page): from the keyboard, a line or a range is marked here. */}
+        <form method="get" action={logUrl} class="inline-form">
+          <label for="log-lines">Mark lines</label>
+          <input id="log-lines" type="text" name="lines" inputmode="numeric" pattern="[0-9]+(-[0-9]+)?" maxLength={23} placeholder="120-140" />
+          <button type="submit">Mark</button>
+        </form>
         <a href={`${logUrl}/raw`} download>
           Raw log
         </a>
