@@ -124,6 +124,15 @@ describe('the web console in a real browser', { skip }, () => {
 
     await page.getByRole('link', { name: 'Needs approval' }).click();
     await page.waitForURL(/status=WAITING_FOR_APPROVAL/);
+    // The form's filters keep the status link's, and land in the URL to share.
+    const gatedEnvironment = (await t.call('GET', `/stacks/${gated.id}`)).body.data.environmentId;
+    await page.getByLabel('Environment', { exact: true }).selectOption(gatedEnvironment);
+    await page.getByLabel('Started by', { exact: true }).selectOption({ label: 'admin@localhost (you)' });
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(
+      new RegExp(`status=WAITING_FOR_APPROVAL.*environmentId=${gatedEnvironment}.*createdById=|createdById=.*environmentId=${gatedEnvironment}`),
+    );
+    await page.locator(`a[href$="/runs/${run.id}"]`).waitFor();
     const runLink = (id: string) => page.locator(`a[href$="/runs/${id}"]`);
     assert.ok(await runLink(run.id).isVisible());
     assert.equal(await runLink(done.id).count(), 0);

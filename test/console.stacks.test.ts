@@ -202,6 +202,8 @@ describe('the console stack pages', () => {
     const stackUrl = `/orgs/${orgId}/stacks/${stack.id}`;
     const page = await request('GET', stackUrl, { cookie });
     assert.match(page.body, /State versions/);
+    const admin = (await t.call('GET', '/auth/whoami')).body.data;
+    assert.match(page.body, new RegExp(`<td>1</td><td>${(admin.fullName || admin.email).replace('.', '\\.')}</td>`), 'who wrote it, by name');
     const [to, from] = [...page.body.matchAll(/<option value="(\w+)"[^>]*>(\d)<\/option>/g)].slice(0, 2).map((m) => m[1]);
     const diff = await request('GET', `${stackUrl}/state-diff?from=${from}&to=${to}`, { cookie });
     assert.equal(diff.status, 200);

@@ -12,6 +12,7 @@ import type { App } from '../platform/http/app.ts';
 import { toAppError } from '../platform/http/error-handler.ts';
 import { treeProblems } from '../platform/http/input-rules.ts';
 import { registerAssets, type Assets } from './assets.ts';
+import { peopleOf } from './forms.ts';
 import { ApiCallError, type ApiCaller } from './console-api.ts';
 import { consoleEnvironmentRoutes } from './environments.routes.tsx';
 import { consoleAccessRoutes } from './access.routes.tsx';
@@ -342,15 +343,6 @@ async function loadRun(ctx: PageContext, runId: string, pipelines: PipelineSteps
     viewerId: ctx.me.userId,
     people,
   };
-}
-
-/** How many members are named on a page (beyond them, ids show): one page of the API's. */
-const PEOPLE = 200;
-
-/** The organization's members, by user id: their name, else their email. */
-async function peopleOf(api: ApiCaller): Promise<Record<string, string>> {
-  const members = (await api.get('/memberships', { limit: PEOPLE })).data as { userId?: string; email?: string; fullName?: string }[];
-  return Object.fromEntries(members.filter((m) => m.userId).map((m) => [m.userId!, m.fullName || m.email || m.userId!]));
 }
 
 async function pipelineStepsOf(api: ApiCaller, versionId: string, known: PipelineSteps): Promise<PipelineStepView[]> {

@@ -54,6 +54,12 @@ export function confirmTyped(typed: string, expected: string, what: string): voi
 }
 
 /** The organization's projects, for lists and labels. */
+/** The organization's members (the first CHOICES of them; beyond, ids show), by user id: their name, else their email. */
+export async function peopleOf(api: ApiCaller): Promise<Record<string, string>> {
+  const members = (await api.get('/memberships', { limit: CHOICES })).data as { userId?: string; email?: string; fullName?: string }[];
+  return Object.fromEntries(members.filter((m) => m.userId).map((m) => [m.userId!, m.fullName || m.email || m.userId!]));
+}
+
 export async function projectChoices(api: ApiCaller): Promise<{ id: string; name: string; givenId: string }[]> {
   return (await api.get('/projects', { limit: CHOICES })).data;
 }

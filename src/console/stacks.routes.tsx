@@ -12,7 +12,7 @@ import { PUSH_ACTIONS } from '../stacks/stacks.schema.ts';
 import { hasPermission, roleAtLeast, type Role } from '../platform/auth/roles.ts';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
-import { answerForm, CHOICES, confirmTyped, environmentChoices, type FormError, parseJsonField } from './forms.ts';
+import { answerForm, CHOICES, confirmTyped, environmentChoices, type FormError, parseJsonField, peopleOf } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
 import { diffStates } from './state-diff.ts';
 import { StateDiffPage } from './views/state-diff.tsx';
@@ -109,12 +109,13 @@ export function consoleStackRoutes(app: App, pages: Pages) {
     const readsState = roleAtLeast(role, 'ADMIN');
     // The settings' code form is offered where the API would take it: a writer's stack no module instance owns.
     const changesCode = hasPermission(role, 'stack:write') && !stack.moduleInstanceId;
-    const [environments, sensitive, runs, versions, codeSources] = await Promise.all([
+    const [environments, sensitive, runs, versions, codeSources, people] = await Promise.all([
       environmentChoices(ctx.api),
       ctx.api.get(`${apiStack(id)}/sensitive-variables`),
       ctx.api.get('/pipeline-runs', { stackId: id, order: 'desc', limit: 10 }),
       readsState ? ctx.api.get(`${apiStack(id)}/state-versions`, { limit: 200, order: 'desc' }) : undefined,
       changesCode ? ctx.api.get('/code-sources', { limit: CHOICES }) : undefined,
+      readsState ? peopleOf(ctx.api) : undefined,
     ]);
     return (
       <StackPage
@@ -124,6 +125,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
         sensitiveNames={sensitive.data.map((v: { name: string }) => v.name)}
         runs={runs.data}
         stateVersions={versions?.data}
+        people={people ?? {}}
         codeSources={codeSources?.data}
         canOperate={hasPermission(role, 'run:operate')}
         canWrite={hasPermission(role, 'stack:write')}

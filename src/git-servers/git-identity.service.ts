@@ -6,7 +6,7 @@
 // verifier, the browser that started it must send its binding cookie back, and the authorization code
 // is single-use at the server.
 
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db/db.ts';
@@ -30,7 +30,7 @@ import {
   updateIdentityLogin,
   type GitIdentityListRow,
 } from './git-identities.repo.ts';
-import { callbackUrl, oauthEndpoints, postToken } from './git-oauth.service.ts';
+import { authorizationUrl, callbackUrl, oauthEndpoints, postToken } from './git-oauth.service.ts';
 import { findGitServer, type GitServerRow } from './git-servers.repo.ts';
 import type { CallbackQuery, GitIdentity } from './git-servers.schema.ts';
 
@@ -90,15 +90,7 @@ async function startIdentityFlow(
     expiresAt: Date.now() + config.git.stateTtlSeconds * 1000,
     binding: hash,
   });
-  const url = new URL(oauthEndpoints(server).authorize);
-  url.searchParams.set('response_type', 'code');
-  url.searchParams.set('client_id', server.client_id);
-  url.searchParams.set('redirect_uri', callbackUrl(config));
-  if (server.scopes) url.searchParams.set('scope', server.scopes);
-  url.searchParams.set('state', state);
-  url.searchParams.set('code_challenge', createHash('sha256').update(verifier).digest('base64url'));
-  url.searchParams.set('code_challenge_method', 'S256');
-  return { location: url.toString(), cookie };
+  return { location: authorizationUrl(config, server, state, verifier), cookie };
 }
 
 /** Where the OAuth callback hands a console sign-in on to. */

@@ -74,6 +74,11 @@ export async function startOAuthLogin(
     expiresAt,
     binding: hash,
   });
+  return { location: authorizationUrl(config, server, state, verifier), cookie };
+}
+
+/** The server's authorization page for a code grant (RFC 6749 §4.1.1) with `state` and a PKCE S256 challenge of `verifier`. */
+export function authorizationUrl(config: Config, server: GitServerRow, state: string, verifier: string): string {
   const url = new URL(oauthEndpoints(server).authorize);
   url.searchParams.set('response_type', 'code');
   url.searchParams.set('client_id', server.client_id);
@@ -82,7 +87,7 @@ export async function startOAuthLogin(
   url.searchParams.set('state', state);
   url.searchParams.set('code_challenge', createHash('sha256').update(verifier).digest('base64url'));
   url.searchParams.set('code_challenge_method', 'S256');
-  return { location: url.toString(), cookie };
+  return url.toString();
 }
 
 interface TokenAnswer {

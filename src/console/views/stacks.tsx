@@ -214,6 +214,8 @@ export interface StackPageProps {
   runs: RecentRun[];
   /** Newest first; undefined when the viewer may not see the state's versions. */
   stateVersions?: StateVersionView[];
+  /** The organization's members by user id, for who wrote each state version. */
+  people: Record<string, string>;
   canOperate: boolean;
   canWrite: boolean;
   csrfToken: string;
@@ -371,7 +373,7 @@ export function StackPage(props: StackPageProps) {
         </CsrfForm>
       )}
 
-      {props.stateVersions && <StateVersions base={base} orgPath={orgPath} versions={props.stateVersions} />}
+      {props.stateVersions && <StateVersions base={base} orgPath={orgPath} versions={props.stateVersions} people={props.people} />}
 
       {props.canWrite && !managed && <StackSettings {...props} />}
     </>
@@ -448,7 +450,17 @@ function StackSettings({ orgPath, stack, codeSources = [], csrfToken, formError,
   );
 }
 
-function StateVersions({ base, orgPath, versions: newestFirst }: { base: string; orgPath: string; versions: StateVersionView[] }) {
+function StateVersions({
+  base,
+  orgPath,
+  versions: newestFirst,
+  people,
+}: {
+  base: string;
+  orgPath: string;
+  versions: StateVersionView[];
+  people: Record<string, string>;
+}) {
   return (
     <section aria-labelledby="state-versions">
       <h2 id="state-versions">State versions</h2>
@@ -470,9 +482,7 @@ function StateVersions({ base, orgPath, versions: newestFirst }: { base: string;
               {newestFirst.map((v) => (
                 <tr key={v.id}>
                   <td>{v.serial}</td>
-                  <td>
-                    <code>{v.principalId}</code>
-                  </td>
+                  <td>{people[v.principalId] ?? <code>{v.principalId}</code>}</td>
                   <td>{v.runId ? <a href={`${orgPath}/runs/${encodeURIComponent(v.runId)}`}>{<ShortId id={v.runId} />}</a> : '—'}</td>
                   <td>
                     <When at={v.createdAt} />
