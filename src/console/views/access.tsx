@@ -4,7 +4,7 @@
 import { ROLES } from '../../platform/auth/roles.ts';
 import { AUDIT_OUTCOMES } from '../../platform/db/enums.ts';
 import { ShortId, When, withQuery } from './format.tsx';
-import { CopyButton, CsrfForm } from './layout.tsx';
+import { CopyButton, CsrfForm, ActionsHeader } from './layout.tsx';
 import { FormError } from './stacks.tsx';
 
 export interface MemberView {
@@ -109,11 +109,7 @@ export function AccessPage(props: AccessPageProps) {
           <tr>
             <th scope="col">Member</th>
             <th scope="col">Role</th>
-            {canManage && (
-              <th scope="col">
-                <span class="skip-link">Actions</span>
-              </th>
-            )}
+            {canManage && <ActionsHeader />}
           </tr>
         </thead>
         <tbody>
@@ -213,9 +209,7 @@ export function AccessPage(props: AccessPageProps) {
             <th scope="col">Of</th>
             <th scope="col">Created</th>
             <th scope="col">Expires</th>
-            <th scope="col">
-              <span class="skip-link">Actions</span>
-            </th>
+            <ActionsHeader />
           </tr>
         </thead>
         <tbody>

@@ -269,3 +269,12 @@ export function CsrfForm({ action, csrfToken, children }: { action: string; csrf
     </form>
   );
 }
+
+/** The header of a table's column of buttons: named for screen readers, not shown (the buttons say what they do). */
+export function ActionsHeader() {
+  return (
+    <th scope="col">
+      <span class="skip-link">Actions</span>
+    </th>
+  );
+}

@@ -1,5 +1,5 @@
 import { isTerminalStep } from '../../engine/run-state.ts';
-import { CopyButtons, CsrfForm } from './layout.tsx';
+import { CopyButtons, CsrfForm, ActionsHeader } from './layout.tsx';
 import { ShortId, StatusBadge, When } from './format.tsx';
 import { type DagStep, StepGraph } from './dag.tsx';
 import { PlanCounts, type PlanView } from './plan.tsx';
@@ -261,9 +261,7 @@ export function RunBody({ orgPath, run, stackName, steps, pipelineSteps, transit
             <th scope="col">Status</th>
             <th scope="col">Started</th>
             <th scope="col">Finished</th>
-            <th scope="col">
-              <span class="skip-link">Actions</span>
-            </th>
+            <ActionsHeader />
           </tr>
         </thead>
         <tbody>

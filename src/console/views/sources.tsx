@@ -4,7 +4,7 @@
 import { GIT_PROVIDERS } from '../../platform/db/enums.ts';
 import { ConfirmDelete } from './confirm.tsx';
 import { When } from './format.tsx';
-import { CopyButtons, CsrfForm } from './layout.tsx';
+import { CopyButtons, CsrfForm, ActionsHeader } from './layout.tsx';
 import { FormError } from './stacks.tsx';
 
 export interface CodeSourceView {
@@ -74,11 +74,7 @@ export function CodeSourcesPage(props: CodeSourcesPageProps) {
             <th scope="col">Access</th>
             <th scope="col">Push events to</th>
             <th scope="col">Added</th>
-            {canManage && (
-              <th scope="col">
-                <span class="skip-link">Actions</span>
-              </th>
-            )}
+            {canManage && <ActionsHeader />}
           </tr>
         </thead>
         <tbody>
@@ -133,11 +129,7 @@ export function CodeSourcesPage(props: CodeSourcesPageProps) {
               <th scope="col">Server</th>
               <th scope="col">Address</th>
               <th scope="col">OAuth</th>
-              {canManage && (
-                <th scope="col">
-                  <span class="skip-link">Actions</span>
-                </th>
-              )}
+              {canManage && <ActionsHeader />}
             </tr>
           </thead>
           <tbody>
@@ -342,11 +334,7 @@ function ScopedValues({ orgPath, environment, values, scoped, scopeNames, canWri
               <th scope="col">Default value</th>
               <th scope="col">Set on</th>
               <th scope="col">Value</th>
-              {canWrite && (
-                <th scope="col">
-                  <span class="skip-link">Actions</span>
-                </th>
-              )}
+              {canWrite && <ActionsHeader />}
             </tr>
           </thead>
           <tbody>
