@@ -177,9 +177,9 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
   });
 
   it('refuses to link an account another user has linked, a service account, and a return leg in another browser', async () => {
-    account = { id: 2002, username: 'grace' };
-    const grace = await userCaller(t, 'grace@example.com', 'MEMBER');
-    assert.equal((await link(newBrowser(), grace, server.id)).status, 302);
+    account = { id: 2002, username: 'hedy' };
+    const hedy = await userCaller(t, 'hedy@example.com', 'MEMBER');
+    assert.equal((await link(newBrowser(), hedy, server.id)).status, 302);
     const mallory = await userCaller(t, 'mallory@example.com', 'MEMBER');
     assertError(await link(newBrowser(), mallory, server.id), 409, 'Git:Identity:TAKEN');
     assert.deepEqual((await t.call('GET', '/git-identities', { token: mallory.token })).body.data, []);
@@ -288,6 +288,35 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
       body: { data: { name: 'broken', provider: 'GITLAB', baseUrl: 'https://a b', clientId: 'c', clientSecret: 's' } },
     });
     assertError(broken, 400);
+  });
+
+  it("ends a Git sign-in's session and deletes its key when the link goes: unlinked, or its server deleted", async () => {
+    account = { id: 5005, username: 'katherine' };
+    const katherine = await userCaller(t, 'katherine@example.com', 'MEMBER');
+    const mintedKeys = async () =>
+      ((await t.call('GET', '/api-keys', { token: katherine.token })).body.data as { name: string }[]).filter((k) =>
+        k.name.startsWith('Console sign-in through'),
+      );
+
+    assert.equal((await link(newBrowser(), katherine, server.id)).status, 302);
+    const browser = newBrowser();
+    assert.equal((await signIn(browser, server.id)).status, 200);
+    assert.equal((await browser.get(`/orgs/${orgId}/runs`)).status, 200);
+    assert.equal((await mintedKeys()).length, 1);
+    const [linked] = (await t.call('GET', '/git-identities', { token: katherine.token })).body.data;
+    assert.equal((await t.call('DELETE', `/git-identities/${linked.id}`, { token: katherine.token })).status, 204);
+    assert.equal((await browser.get(`/orgs/${orgId}/runs`)).status, 303, 'the session ended with the link, and the page sends to sign-in');
+    assert.deepEqual(await mintedKeys(), []);
+
+    const other = await register('gitlab-two');
+    assert.equal((await link(newBrowser(), katherine, other.id)).status, 302);
+    const second = newBrowser();
+    assert.equal((await signIn(second, other.id)).status, 200);
+    assert.equal((await second.get(`/orgs/${orgId}/runs`)).status, 200);
+    assert.equal((await t.call('DELETE', `/git-self-hosted-servers/${other.id}`)).status, 204);
+    assert.equal((await second.get(`/orgs/${orgId}/runs`)).status, 303, 'the session ended with its server');
+    assert.deepEqual(await mintedKeys(), []);
+    assert.equal((await t.call('GET', '/auth/whoami', { token: katherine.token })).status, 200, "the user's own key is untouched");
   });
 
   it("starts a sign-in only from its own page: never on a GET, nor a POST without the sign-in form's token or from another site", async () => {

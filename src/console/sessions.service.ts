@@ -134,6 +134,7 @@ export async function signInThroughGit(app: App, request: FastifyRequest, reply:
       const key = await issueSignInKey(trx, {
         userId: who.userId,
         organizationId: who.organizationId,
+        gitIdentityId: who.identityId,
         name: `Console sign-in through ${who.serverName}`.slice(0, 255),
         expiresAt: new Date(Date.now() + app.config.consoleSessions.maxAgeMs),
       });

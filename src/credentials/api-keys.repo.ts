@@ -37,6 +37,8 @@ export interface NewApiKey {
   expiresAt?: string;
   /** The key acts only in organizationId, as a member (see the api_keys.organization_only column). */
   organizationOnly?: boolean;
+  /** The Git sign-in link a session's key was minted through: the key goes when the link does. */
+  gitIdentityId?: string;
 }
 
 export function insertApiKey(db: Executor, key: NewApiKey) {
@@ -53,6 +55,7 @@ export function insertApiKey(db: Executor, key: NewApiKey) {
       created_by_id: key.createdById ?? null,
       expires_at: key.expiresAt ?? null,
       organization_only: key.organizationOnly ?? false,
+      git_identity_id: key.gitIdentityId ?? null,
     })
     .returningAll()
     .executeTakeFirstOrThrow();

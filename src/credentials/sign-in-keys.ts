@@ -1,5 +1,6 @@
 import { generateToken, hashToken, tokenDisplayPrefix } from '../platform/auth/tokens.ts';
 import type { Executor } from '../platform/db/db.ts';
+import { isForeignKeyViolation } from '../platform/db/db-errors.ts';
 import { ForbiddenError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { findMembershipOfUser } from '../memberships/memberships.repo.ts';
@@ -11,9 +12,10 @@ import { insertApiKey } from './api-keys.repo.ts';
  * user's key bound to the organization of the server they signed in through, with their membership's
  * role there and nothing more: the server is that organization's, so what it vouches for must not
  * reach the user's other organizations, nor a super-administrator's powers. It is listed among the
- * user's keys under `name` and expires with the session; it is deleted when the session ends.
+ * user's keys under `name` and expires with the session; it is deleted when the session ends, and
+ * (with its session) when the link it was minted through is.
  */
-export async function issueSignInKey(db: Executor, v: { userId: string; organizationId: string; name: string; expiresAt: Date }) {
+export async function issueSignInKey(db: Executor, v: { userId: string; organizationId: string; gitIdentityId: string; name: string; expiresAt: Date }) {
   if (!(await findMembershipOfUser(db, v.organizationId, v.userId))) {
     throw new ForbiddenError('You are not a member of the organization this Git server belongs to', 'Auth:Organization:FORBIDDEN');
   }
@@ -28,6 +30,11 @@ export async function issueSignInKey(db: Executor, v: { userId: string; organiza
     createdById: v.userId,
     expiresAt: v.expiresAt.toISOString(),
     organizationOnly: true,
+    gitIdentityId: v.gitIdentityId,
+  }).catch((error) => {
+    // Unlinked between the login's answer and now.
+    if (isForeignKeyViolation(error)) throw new ForbiddenError('That Git account was unlinked while signing in', 'Git:Identity:NOT_LINKED');
+    throw error;
   });
   return { id: row.id, token };
 }

@@ -235,6 +235,8 @@ export async function completeIdentityLink(
 /** Who a Git sign-in signs in: the linked user, in the organization of the server they signed in through. */
 export interface GitSignIn {
   userId: string;
+  /** The link that named the user. */
+  identityId: string;
   organizationId: string;
   serverId: string;
   serverName: string;
@@ -264,6 +266,7 @@ export async function completeIdentitySignIn(
   await updateIdentityLogin(db, identity.id, account.login);
   return {
     userId: identity.user_id,
+    identityId: identity.id,
     organizationId: server.organization_id,
     serverId: server.id,
     serverName: server.name,

@@ -16,6 +16,7 @@ export interface ApiKeys {
   created_at: Generated<Timestamp>;
   created_by_id: string | null;
   expires_at: Timestamp | null;
+  git_identity_id: string | null;
   id: string;
   last_used_at: Timestamp | null;
   name: string;
