@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { consoleBrowser } from './helpers/console.ts';
+import { consoleBrowser, readConsoleEvents } from './helpers/console.ts';
 import { LOOPBACK_GIT_ENV } from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 import { commitModules, publishModule } from './helpers/modules.ts';
@@ -14,6 +14,7 @@ describe('the console module pages', () => {
   let orgId: string;
   let cookie: string;
   let envId: string;
+  let baseUrl: string;
   const ids: Record<string, string> = {};
   const { request, signIn } = consoleBrowser(() => t.app);
 
@@ -23,6 +24,7 @@ describe('the console module pages', () => {
     commitModules(git);
     orgId = (await t.call('GET', '/auth/whoami')).body.data.organizationId;
     cookie = (await signIn(t.adminToken)).cookie!;
+    baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
     const codeSourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'modules', url: git.repoUrl('public') } } })).body.data.id;
     const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data.id;
     envId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'Production' } } })).body.data.id;
@@ -76,5 +78,29 @@ describe('the console module pages', () => {
     assert.match(page.body, /<h2>Deployments<\/h2>/);
     assert.match(page.body, /<h2>Domain and certificate events<\/h2>/);
     assert.equal((await request('GET', `/orgs/${orgId}/module-instances/0196a3c7e1f07a2b9c3d4e5f60718293`, { cookie })).status, 404);
+  });
+
+  it("follows a module instance's domain events live: a domain attached elsewhere arrives through the page's stream", async () => {
+    const pageUrl = `/orgs/${orgId}/module-instances/${ids.net}`;
+    const page = await request('GET', pageUrl, { cookie });
+    const shown = new RegExp(`sse-connect="${pageUrl}/live\\?v=([\\w-]+)"`).exec(page.body)?.[1];
+    assert.ok(shown, 'the page is live, from the version it shows');
+    const live = await readConsoleEvents(`${baseUrl}${pageUrl}/live?v=${shown}`, cookie, (e) => e.data.includes('DOMAIN_ATTACHED'), {
+      onOpen: async () => {
+        const account = await t.call('POST', '/cloud-accounts', {
+          body: { data: { givenId: 'prod', name: 'Prod', accountId: '123456789012', roleArn: 'arn:aws:iam::123456789012:role/plinth' } },
+        });
+        const cloudAccountId = account.body.data.id;
+        const attached = await t.call('POST', '/domains', {
+          body: { data: { moduleInstanceId: ids.net, hostname: 'shop.example.com', cloudAccountId, region: 'us-west-2' } },
+        });
+        assert.equal(attached.status, 201, JSON.stringify(attached.body));
+      },
+    });
+    assert.equal(live.status, 200);
+    const activity = live.events.filter((e) => e.event === 'activity');
+    assert.equal(activity.length, 1, 'nothing is sent until what the page shows changes');
+    assert.match(activity[0]!.data, /<code>DOMAIN_ATTACHED<\/code>/);
+    assert.match(activity[0]!.data, /<h2>Deployments<\/h2>/);
   });
 });

@@ -1,28 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { userCaller } from './helpers/callers.ts';
-import { consoleBrowser, csrfOf } from './helpers/console.ts';
+import { consoleBrowser, csrfOf, readConsoleEvents, type StreamEvent } from './helpers/console.ts';
 import { createStack, startEngineTestApp, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
-
-interface StreamEvent {
-  event: string;
-  id?: string;
-  data: string;
-}
-
-/** One SSE event block: its fields, several data lines joined by new lines; undefined for a comment. */
-function parseEvent(block: string): StreamEvent | undefined {
-  const fields: Record<string, string> = {};
-  for (const line of block.split('\n').filter((l) => !l.startsWith(':'))) {
-    const name = line.slice(0, line.indexOf(':'));
-    const value = line.slice(line.indexOf(':') + 2);
-    fields[name] = name === 'data' && name in fields ? `${fields[name]}\n${value}` : value;
-  }
-  return fields.event ? { event: fields.event, id: fields.id, data: fields.data ?? '' } : undefined;
-}
 
 describe('the web console', () => {
   let t: EngineTestApp;
@@ -39,35 +21,8 @@ describe('the web console', () => {
 
   const { request, signIn } = consoleBrowser(() => t.app);
 
-  /**
-   * Reads a console event stream over a real connection (as EventSource would: cookie, Last-Event-ID)
-   * until the server ends it, calling `onEvent` with each event as it arrives.
-   */
   const readEvents = (path: string, cookie: string, onEvent: (e: StreamEvent) => void, lastEventId?: string) =>
-    new Promise<{ status: number; events: StreamEvent[]; raw: string }>((resolve, reject) => {
-      const headers = { accept: 'text/event-stream', cookie, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) };
-      const req = http.get(`${baseUrl}${path}`, { headers }, (res) => {
-        const events: StreamEvent[] = [];
-        let buffer = '';
-        let raw = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          raw += chunk;
-          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-            const event = parseEvent(buffer.slice(0, end));
-            buffer = buffer.slice(end + 2);
-            if (event) {
-              events.push(event);
-              onEvent(event);
-            }
-          }
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, events, raw }));
-      });
-      req.on('error', reject);
-      req.setTimeout(20_000, () => req.destroy(new Error(`no end of ${path} within 20 s`)));
-    });
+    readConsoleEvents(`${baseUrl}${path}`, cookie, onEvent, { lastEventId });
 
   it('sends a browser without a session to the sign-in form, which is served with a strict CSP', async () => {
     const root = await request('GET', '/');
@@ -235,6 +190,28 @@ describe('the web console', () => {
     assert.ok(page.body.includes('&quot;region&quot;: &quot;eu-west-1&quot;') || page.body.includes('"region": "eu-west-1"'));
     assert.ok(page.body.includes('&lt;/pre>'), 'inputs are text');
     await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
+  });
+
+  it("keeps a stack page's recent runs live: a run started elsewhere arrives through its stream, and nothing before", async () => {
+    const { cookie } = await signIn(t.adminToken);
+    const stack = await createStack(t, [{ id: 'approve', type: 'approval' }]);
+    const first = await triggerRun(t, stack.id);
+    const pageUrl = `/orgs/${orgId}/stacks/${stack.id}`;
+    const page = await request('GET', pageUrl, { cookie });
+    assert.ok(page.body.includes(first.id));
+    const shown = new RegExp(`sse-connect="${pageUrl}/live\\?v=([\\w-]+)"`).exec(page.body)?.[1];
+    assert.ok(shown, 'the recent runs are live, from the version the page shows');
+    let second: { id: string } | undefined;
+    const runLinks = (html: string) => html.match(/href="\/orgs\/[^/]+\/runs\/\w+"/g)?.length ?? 0;
+    const live = await readConsoleEvents(`${baseUrl}${pageUrl}/live?v=${shown}`, cookie!, (e) => runLinks(e.data) === 2, {
+      onOpen: async () => {
+        second = await triggerRun(t, stack.id);
+      },
+    });
+    const runs = live.events.filter((e) => e.event === 'runs');
+    assert.ok(runs.length >= 1 && !runs.some((e) => e.id === shown), 'only versions the page does not show are sent');
+    assert.ok(runs.at(-1)!.data.indexOf(second!.id) < runs.at(-1)!.data.indexOf(first.id), 'newest first');
+    for (const id of [first.id, second!.id]) await t.call('POST', `/pipeline-runs/${id}/cancel`);
   });
 
   it('keeps the first page of a filtered inbox live: a new run arrives through its event stream', async () => {

@@ -2,7 +2,6 @@
 // forms take the session cookie, never a bearer credential; what they show and do comes from the API,
 // called in-process with the session's key (console-api.ts).
 
-import { createHash } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError, ForbiddenError } from '../platform/errors.ts';
@@ -17,7 +16,7 @@ import { ApiCallError, type ApiCaller } from './console-api.ts';
 import { consoleEnvironmentRoutes } from './environments.routes.tsx';
 import { consoleAccessRoutes } from './access.routes.tsx';
 import { consoleAccountRoutes, rememberedGitServers } from './account.routes.tsx';
-import { livePages } from './live.ts';
+import { LiveVersion, livePages, versionOf } from './live.ts';
 import { consoleModuleRoutes } from './modules.routes.tsx';
 import { consoleOrganizationRoutes } from './organizations.routes.tsx';
 import { consolePaletteRoutes } from './palette.routes.tsx';
@@ -76,10 +75,10 @@ export async function consoleRoutes(app: App) {
   const live = livePages(app);
   consoleLogRoutes(app, pages);
   consolePlanRoutes(app, pages);
-  consoleStackRoutes(app, pages);
+  consoleStackRoutes(app, pages, live);
   consoleEnvironmentRoutes(app, pages);
   consolePaletteRoutes(app, pages);
-  consoleModuleRoutes(app, pages);
+  consoleModuleRoutes(app, pages, live);
   consoleAccessRoutes(app, pages);
   consolePipelineRoutes(app, pages);
   consoleSourceRoutes(app, pages);
@@ -255,9 +254,6 @@ export async function consoleRoutes(app: App) {
   );
 }
 
-/** The version of what a live page showed when it was sent: its stream sends nothing until that changes. */
-const LiveVersion = Type.Optional(Type.String({ maxLength: 64 }));
-
 /** What the inbox's table shows changes exactly when one of these does. */
 function inboxVersion(runs: Pick<InboxRuns, 'data'> & { nextCursor?: string }): string {
   return versionOf([runs.data.map((r) => [r.id, r.status, (r as { updatedAt?: string }).updatedAt]), runs.nextCursor]);
@@ -364,11 +360,6 @@ function runVersion(view: RunPageProps): string {
   const parts = [view.run.status, view.run.attemptEpoch, (view.run as { updatedAt?: string }).updatedAt, view.transitions.length, view.canOperate];
   for (const step of view.steps) parts.push(step.id, step.status, (step as { updatedAt?: string }).updatedAt);
   return versionOf(parts);
-}
-
-/** A short digest of what a live page shows, for its event ids. */
-function versionOf(parts: unknown): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
 }
 
 /** What the browser says of where a request comes from (Sec-Fetch-Site, else Origin) names this site, or nothing. */

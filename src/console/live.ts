@@ -2,7 +2,9 @@
 // of the page to swap in (htmx's SSE extension), sent again whenever it changes. Each event's id is the
 // version of what it sent: a page that reconnects with Last-Event-ID receives nothing it already shows.
 
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/app.ts';
 import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
@@ -90,4 +92,12 @@ function sseHtml(event: string, id: string, html: string): string {
     .split(/\r\n|\r|\n/)
     .map((line) => `data: ${line}\n`)
     .join('')}\n`;
+}
+
+/** The version of what a live page showed when it was sent (its `v` query): its stream sends nothing until that changes. */
+export const LiveVersion = Type.Optional(Type.String({ maxLength: 64 }));
+
+/** A short digest of what a live page shows, for its event ids. */
+export function versionOf(parts: unknown): string {
+  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
 }

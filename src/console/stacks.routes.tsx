@@ -14,14 +14,25 @@ import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
 import { answerForm, CHOICES, confirmTyped, environmentChoices, type FormError, parseJsonField, peopleOf } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
+import { type LivePages, LiveVersion, versionOf } from './live.ts';
 import { diffStates } from './state-diff.ts';
 import { StateDiffPage } from './views/state-diff.tsx';
-import { type StackForm, StackPage, type StackPageProps, StacksPage, type StackTyped, type StackView } from './views/stacks.tsx';
+import { renderFragment } from './views/layout.tsx';
+import { type RecentRun, type StackForm, StackPage, type StackPageProps, StackRuns, StacksPage, type StackTyped, type StackView } from './views/stacks.tsx';
 
 const stackPath = (ctx: PageContext, id: string) => `${ctx.orgPath}/stacks/${encodeURIComponent(id)}`;
 const apiStack = (id: string) => `/stacks/${encodeURIComponent(id)}`;
 
-export function consoleStackRoutes(app: App, pages: Pages) {
+/** The runs a stack's page lists, newest first. */
+const RECENT_RUNS = 10;
+
+const recentRunsOf = (ctx: PageContext, id: string): Promise<{ data: RecentRun[] }> =>
+  ctx.api.get('/pipeline-runs', { stackId: id, order: 'desc', limit: RECENT_RUNS });
+
+/** What the recent runs show changes exactly when one of these does. */
+const recentRunsVersion = (runs: RecentRun[]) => versionOf(runs.map((r) => [r.id, r.status, r.updatedAt]));
+
+export function consoleStackRoutes(app: App, pages: Pages, live: LivePages) {
   const send = (reply: FastifyReply, ctx: PageContext, title: string, body: ComponentChildren, status = 200) =>
     pages.html(reply.status(status), title, ctx.viewer, body);
 
@@ -112,7 +123,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
     const [environments, sensitive, runs, versions, codeSources, people] = await Promise.all([
       environmentChoices(ctx.api),
       ctx.api.get(`${apiStack(id)}/sensitive-variables`),
-      ctx.api.get('/pipeline-runs', { stackId: id, order: 'desc', limit: 10 }),
+      recentRunsOf(ctx, id),
       readsState ? ctx.api.get(`${apiStack(id)}/state-versions`, { limit: 200, order: 'desc' }) : undefined,
       changesCode ? ctx.api.get('/code-sources', { limit: CHOICES }) : undefined,
       readsState ? peopleOf(ctx.api) : undefined,
@@ -124,6 +135,7 @@ export function consoleStackRoutes(app: App, pages: Pages) {
         environment={environments.find((e) => e.id === stack.environmentId)}
         sensitiveNames={sensitive.data.map((v: { name: string }) => v.name)}
         runs={runs.data}
+        liveUrl={`${stackPath(ctx, stack.id)}/live?v=${recentRunsVersion(runs.data)}`}
         stateVersions={versions?.data}
         people={people ?? {}}
         codeSources={codeSources?.data}
@@ -140,6 +152,19 @@ export function consoleStackRoutes(app: App, pages: Pages) {
     const ctx = await pages.context(request, request.params.org);
     return send(reply, ctx, 'Stack', await stackPage(ctx, request.params.id));
   });
+
+  // The stack page's event stream: its recent runs whenever a run comes or changes. It never finishes.
+  app.get(
+    '/orgs/:org/stacks/:id/live',
+    { ...PAGE, schema: { hide: true, params: RecordParams, querystring: Type.Object({ v: LiveVersion }) } },
+    async (request, reply) => {
+      const ctx = await pages.context(request, request.params.org);
+      await live.serve(request, reply, ctx, 'runs', request.query.v, async () => {
+        const runs = (await recentRunsOf(ctx, request.params.id)).data;
+        return { version: recentRunsVersion(runs), render: async () => renderFragment(<StackRuns orgPath={ctx.orgPath} runs={runs} />), finished: false };
+      });
+    },
+  );
 
   /** A stack form's POST: `act` calls the API; on a refusal the page comes back with the message by that form. */
   const stackForm = <B,>(

@@ -198,6 +198,7 @@ export interface DeploymentView {
   description: string;
   triggerSource: string;
   createdAt: string;
+  updatedAt?: string;
   completedAt?: string;
   pipelineRunId?: string;
   redeployOfDeploymentId?: string;
@@ -227,9 +228,11 @@ export interface ModuleInstancePageProps {
   /** The task resources of the newest deployment. */
   resources: TaskResourceView[];
   domainEvents: DomainEventView[];
+  /** The stream that sends the deployments, tasks and events again whenever they change. */
+  liveUrl?: string;
 }
 
-export function ModuleInstancePage({ orgPath, instance, environmentName, deployments, resources, domainEvents }: ModuleInstancePageProps) {
+export function ModuleInstancePage({ orgPath, instance, environmentName, liveUrl, ...activity }: ModuleInstancePageProps) {
   return (
     <>
       <h1>
@@ -255,6 +258,23 @@ export function ModuleInstancePage({ orgPath, instance, environmentName, deploym
           <When at={instance.appliedAt} />
         </dd>
       </dl>
+      {liveUrl ? (
+        <div hx-ext="sse" sse-connect={liveUrl} sse-swap="activity" aria-live="polite">
+          <InstanceActivity orgPath={orgPath} {...activity} />
+        </div>
+      ) : (
+        <InstanceActivity orgPath={orgPath} {...activity} />
+      )}
+    </>
+  );
+}
+
+export type InstanceActivityProps = Pick<ModuleInstancePageProps, 'orgPath' | 'deployments' | 'resources' | 'domainEvents'>;
+
+/** An instance's deployments, the newest one's tasks, and its domain events: the part of its page that follows them live. */
+export function InstanceActivity({ orgPath, deployments, resources, domainEvents }: InstanceActivityProps) {
+  return (
+    <>
       <h2>Deployments</h2>
       {deployments.length === 0 ? (
         <p class="muted">None yet.</p>

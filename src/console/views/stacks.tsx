@@ -178,9 +178,45 @@ export interface StateVersionView {
 export interface RecentRun {
   id: string;
   status: string;
+  updatedAt?: string;
   description?: string;
   action?: string;
   createdAt: string;
+}
+
+/** The stack's newest runs: the part of its page that follows them live. */
+export function StackRuns({ orgPath, runs }: { orgPath: string; runs: RecentRun[] }) {
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">Run</th>
+          <th scope="col">Status</th>
+          <th scope="col">Description</th>
+          <th scope="col">Created</th>
+        </tr>
+      </thead>
+      <tbody>
+        {runs.map((r) => (
+          <tr key={r.id}>
+            <td>
+              <a href={`${orgPath}/runs/${encodeURIComponent(r.id)}`}>
+                <ShortId id={r.id} />
+              </a>{' '}
+              <span class="muted">{r.action}</span>
+            </td>
+            <td>
+              <StatusBadge status={r.status} />
+            </td>
+            <td>{r.description || <span class="muted">—</span>}</td>
+            <td>
+              <When at={r.createdAt} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
 }
 
 /** Which of the stack page's forms a refusal belongs to. */
@@ -212,6 +248,8 @@ export interface StackPageProps {
   codeSources?: NamedRecord[];
   sensitiveNames: string[];
   runs: RecentRun[];
+  /** The stream that sends the recent runs again whenever one comes or changes. */
+  liveUrl?: string;
   /** Newest first; undefined when the viewer may not see the state's versions. */
   stateVersions?: StateVersionView[];
   /** The organization's members by user id, for who wrote each state version. */
@@ -278,35 +316,13 @@ export function StackPage(props: StackPageProps) {
       )}
 
       <h2>Recent runs</h2>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">Status</th>
-            <th scope="col">Description</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.runs.map((r) => (
-            <tr key={r.id}>
-              <td>
-                <a href={`${orgPath}/runs/${encodeURIComponent(r.id)}`}>
-                  <ShortId id={r.id} />
-                </a>{' '}
-                <span class="muted">{r.action}</span>
-              </td>
-              <td>
-                <StatusBadge status={r.status} />
-              </td>
-              <td>{r.description || <span class="muted">—</span>}</td>
-              <td>
-                <When at={r.createdAt} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      {props.liveUrl ? (
+        <div hx-ext="sse" sse-connect={props.liveUrl} sse-swap="runs" aria-live="polite">
+          <StackRuns orgPath={orgPath} runs={props.runs} />
+        </div>
+      ) : (
+        <StackRuns orgPath={orgPath} runs={props.runs} />
+      )}
       <p>
         <a href={`${orgPath}/runs?stackId=${encodeURIComponent(stack.id)}`}>Every run of this stack</a>
       </p>
