@@ -212,6 +212,18 @@ describe('the web console', () => {
     assert.ok(runs.length >= 1 && !runs.some((e) => e.id === shown), 'only versions the page does not show are sent');
     assert.ok(runs.at(-1)!.data.indexOf(second!.id) < runs.at(-1)!.data.indexOf(first.id), 'newest first');
     for (const id of [first.id, second!.id]) await t.call('POST', `/pipeline-runs/${id}/cancel`);
+    await waitForRunStatus(t, second!.id, 'CANCELLED');
+
+    // A stack deleted while its page is open ends the stream with `done`, which closes it in the browser;
+    // one that is not there is the API's 404, which a browser does not reconnect to.
+    const gone = await readConsoleEvents(`${baseUrl}${pageUrl}/live`, cookie!, () => false, {
+      onOpen: async () => {
+        const deleted = await t.call('DELETE', `/stacks/${stack.id}`);
+        assert.equal(deleted.status, 204, JSON.stringify(deleted.body));
+      },
+    });
+    assert.equal(gone.events.at(-1)?.event, 'done', gone.raw);
+    assert.equal((await request('GET', `${pageUrl}/live`, { cookie })).status, 404);
   });
 
   it('keeps the first page of a filtered inbox live: a new run arrives through its event stream', async () => {

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/app.ts';
+import { ApiCallError } from './console-api.ts';
 import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
 import { StreamSlots } from '../platform/http/stream-slots.ts';
 import type { PageContext } from './pages.tsx';
@@ -60,6 +61,15 @@ export function livePages(app: App): LivePages {
         releaseCaller();
         releaseOrganization();
       };
+      // Read before the stream opens: a record that is not there (or not the reader's) is the API's
+      // answer, which ends the browser's reconnecting, not a stream that fails at every reconnect.
+      let view: LiveView | undefined;
+      try {
+        view = await read();
+      } catch (error) {
+        release();
+        throw error;
+      }
       const lastEventId = request.headers['last-event-id'];
       await streams.serve(reply, request.id, release, async (stream) => {
         let sent = typeof lastEventId === 'string' ? lastEventId : shown;
@@ -67,7 +77,9 @@ export function livePages(app: App): LivePages {
         const deadline = Date.now() + LIVE_STREAM_MS;
         // Signed out (here or everywhere) meanwhile: the stream ends with the session.
         while (!stream.closed() && Date.now() < deadline && (await sessionLive(app, ctx.session))) {
-          const view = await read();
+          view ??= await readUnlessGone(read);
+          // Deleted while followed: nothing more will change.
+          if (!view) return stream.send(sseHtml('done', sent ?? '', ''));
           if (view.version !== sent) {
             await stream.send(sseHtml(event, view.version, await view.render()));
             sent = view.version;
@@ -78,11 +90,22 @@ export function livePages(app: App): LivePages {
             await stream.send(': keepalive\n\n');
             lastWrite = Date.now();
           }
+          view = undefined;
           await sleep(LIVE_POLL_MS);
         }
       });
     },
   };
+}
+
+/** What a live page shows now, or undefined once what it follows is gone (404). */
+async function readUnlessGone(read: () => Promise<LiveView>): Promise<LiveView | undefined> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof ApiCallError && error.status === 404) return undefined;
+    throw error;
+  }
 }
 
 /** An SSE event whose data is HTML, one `data:` line per line of it. */

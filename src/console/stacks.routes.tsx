@@ -160,7 +160,8 @@ export function consoleStackRoutes(app: App, pages: Pages, live: LivePages) {
     async (request, reply) => {
       const ctx = await pages.context(request, request.params.org);
       await live.serve(request, reply, ctx, 'runs', request.query.v, async () => {
-        const runs = (await recentRunsOf(ctx, request.params.id)).data;
+        // The stack is read too: once it is deleted, the stream ends rather than showing no runs.
+        const [, { data: runs }] = await Promise.all([ctx.api.get(apiStack(request.params.id)), recentRunsOf(ctx, request.params.id)]);
         return { version: recentRunsVersion(runs), render: async () => renderFragment(<StackRuns orgPath={ctx.orgPath} runs={runs} />), finished: false };
       });
     },

@@ -259,7 +259,7 @@ export function ModuleInstancePage({ orgPath, instance, environmentName, liveUrl
         </dd>
       </dl>
       {liveUrl ? (
-        <div hx-ext="sse" sse-connect={liveUrl} sse-swap="activity" aria-live="polite">
+        <div hx-ext="sse" sse-connect={liveUrl} sse-swap="activity" sse-close="done" aria-live="polite">
           <InstanceActivity orgPath={orgPath} {...activity} />
         </div>
       ) : (

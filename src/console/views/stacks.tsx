@@ -317,7 +317,7 @@ export function StackPage(props: StackPageProps) {
 
       <h2>Recent runs</h2>
       {props.liveUrl ? (
-        <div hx-ext="sse" sse-connect={props.liveUrl} sse-swap="runs" aria-live="polite">
+        <div hx-ext="sse" sse-connect={props.liveUrl} sse-swap="runs" sse-close="done" aria-live="polite">
           <StackRuns orgPath={orgPath} runs={props.runs} />
         </div>
       ) : (
