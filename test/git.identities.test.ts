@@ -281,6 +281,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     const moved = await t.call('PATCH', `/git-self-hosted-servers/${server.id}`, { body: { data: { userUrl: `${oauth.issuer.url}/userinfo?v=2` } } });
     assert.equal(moved.status, 200, JSON.stringify(moved.body));
     assert.deepEqual((await t.call('GET', '/git-identities', { token: olga.token })).body.data, []);
+    assert.equal((await browser.get(`/orgs/${orgId}/runs`)).status, 303, 'the sessions its links signed in have ended');
     assert.equal((await signIn(newBrowser(), server.id)).status, 403, 'the account signs in no one until it is linked again');
     await t.call('PATCH', `/git-self-hosted-servers/${server.id}`, { body: { data: { userUrl: `${oauth.issuer.url}/userinfo` } } });
 
@@ -290,7 +291,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     assertError(broken, 400);
   });
 
-  it("ends a Git sign-in's session and deletes its key when the link goes: unlinked, or its server deleted", async () => {
+  it("ends a Git sign-in's session, and every key made with it, when the link goes: unlinked, replaced, or its server deleted", async () => {
     account = { id: 5005, username: 'katherine' };
     const katherine = await userCaller(t, 'katherine@example.com', 'MEMBER');
     const mintedKeys = async () =>
@@ -303,10 +304,31 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     assert.equal((await signIn(browser, server.id)).status, 200);
     assert.equal((await browser.get(`/orgs/${orgId}/runs`)).status, 200);
     assert.equal((await mintedKeys()).length, 1);
+    // A key made with the session's key, and one made with that, follow the link too.
+    const session = await t.db.selectFrom('console_sessions').selectAll().where('principal_id', '=', katherine.userId).executeTakeFirstOrThrow();
+    const mintedToken = TEST_SECRETS.open(session.sealed_key, `console-session:${session.token_hash}`);
+    const made = await t.call('POST', '/api-keys', { token: mintedToken, body: { data: { name: 'made in a git session' } } });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const madeByMade = await t.call('POST', '/api-keys', { token: made.body.data.token, body: { data: { name: 'made with that' } } });
+    assert.equal(madeByMade.status, 201, JSON.stringify(madeByMade.body));
     const [linked] = (await t.call('GET', '/git-identities', { token: katherine.token })).body.data;
     assert.equal((await t.call('DELETE', `/git-identities/${linked.id}`, { token: katherine.token })).status, 204);
     assert.equal((await browser.get(`/orgs/${orgId}/runs`)).status, 303, 'the session ended with the link, and the page sends to sign-in');
     assert.deepEqual(await mintedKeys(), []);
+    for (const key of [made, madeByMade]) assertError(await t.call('GET', '/auth/whoami', { token: key.body.data.token }), 401);
+
+    // Linking another account in the place of the one a session came through ends that session.
+    assert.equal((await link(newBrowser(), katherine, server.id)).status, 302);
+    const third = newBrowser();
+    assert.equal((await signIn(third, server.id)).status, 200);
+    account = { id: 5006, username: 'katherine-two' };
+    assert.equal((await link(newBrowser(), katherine, server.id)).status, 302);
+    assert.equal((await third.get(`/orgs/${orgId}/runs`)).status, 303, 'the session ended with the account it came through');
+    const relinked = (await t.call('GET', '/git-identities', { token: katherine.token })).body.data;
+    assert.deepEqual(
+      relinked.map((l: { login: string }) => l.login),
+      ['katherine-two'],
+    );
 
     const other = await register('gitlab-two');
     assert.equal((await link(newBrowser(), katherine, other.id)).status, 302);

@@ -2,7 +2,8 @@ import type { Principal } from '../platform/auth/principal.ts';
 import { assertPermission, hasPermission, type Role } from '../platform/auth/roles.ts';
 import { generateToken, hashToken, tokenDisplayPrefix } from '../platform/auth/tokens.ts';
 import type { Db } from '../platform/db/db.ts';
-import { ForbiddenError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
+import { ForbiddenError, NotFoundError, RuleViolationError, UnauthenticatedError } from '../platform/errors.ts';
+import { isForeignKeyViolation } from '../platform/db/db-errors.ts';
 import { findMembershipOfUser } from '../memberships/memberships.repo.ts';
 import { newId } from '../platform/ids.ts';
 import { toPage, type PageRequest } from '../platform/pagination.ts';
@@ -94,7 +95,14 @@ export async function createApiKey(db: Db, principal: Principal, input: CreateAp
     expiresAt: input.expiresAt,
     // A key made with a key bound to its organization is bound too: it must not reach further than its maker.
     organizationOnly: Boolean(principal.organizationOnly && owner.userId),
+    // And it goes when the Git sign-in link its maker came from does: a login its user stopped trusting
+    // leaves nothing made with it behind.
+    gitIdentityId: principal.gitIdentityId,
     ...owner,
+  }).catch((error) => {
+    // The link went while this request was on its way: so did the key it came with.
+    if (principal.gitIdentityId && isForeignKeyViolation(error)) throw new UnauthenticatedError('REVOKED', 'The credential has been revoked');
+    throw error;
   });
   return { ...apiKeyRowToApiKey(row), token };
 }

@@ -25,15 +25,18 @@ export function findIdentityBySubject(db: Executor, serverId: string, subject: s
 
 /**
  * linkIdentity links the account to the user, replacing the user's earlier link to the same server.
- * Undefined when the account is linked to someone else already (nothing is changed then).
+ * Undefined when the account is linked to someone else already (nothing is changed then). The earlier
+ * link is deleted, not rewritten, when it names another account: its sign-ins' keys and sessions go
+ * with it (api_keys.git_identity_id), so re-linking away from an account ends what it signed in.
  */
 export async function linkIdentity(db: Executor, v: { id: string; userId: string; serverId: string; subject: string; login: string }) {
   const taken = await findIdentityBySubject(db, v.serverId, v.subject);
   if (taken && taken.user_id !== v.userId) return undefined;
+  await db.deleteFrom('git_identities').where('user_id', '=', v.userId).where('git_server_id', '=', v.serverId).where('subject', '<>', v.subject).execute();
   return db
     .insertInto('git_identities')
     .values({ id: v.id, user_id: v.userId, git_server_id: v.serverId, subject: v.subject, login: v.login })
-    .onConflict((oc) => oc.columns(['user_id', 'git_server_id']).doUpdateSet({ subject: v.subject, login: v.login, created_at: sql<Date>`now()` }))
+    .onConflict((oc) => oc.columns(['user_id', 'git_server_id']).doUpdateSet({ login: v.login, created_at: sql<Date>`now()` }))
     .returningAll()
     .executeTakeFirst();
 }

@@ -222,10 +222,14 @@ export async function completeIdentityLink(
 ): Promise<string> {
   const { state, server, account } = await accountOfCallback(db, secrets, config, 'LINK', query, cookies);
   // Two users linking one account at once: the second meets the unique index, and is told it is taken.
-  const linked = await linkIdentity(db, { id: newId(), userId: state.userId ?? '', serverId: server.id, ...account }).catch((error) => {
-    if (isUniqueViolation(error)) return undefined;
-    throw error;
-  });
+  const link = { id: newId(), userId: state.userId ?? '', serverId: server.id, ...account };
+  const linked = await db
+    .transaction()
+    .execute((trx) => linkIdentity(trx, link))
+    .catch((error) => {
+      if (isUniqueViolation(error)) return undefined;
+      throw error;
+    });
   if (!linked) {
     throw new AppError(409, 'Git:Identity:TAKEN', `The account ${account.login} on ${server.name} is linked to another Plinth user: they must unlink it first`);
   }

@@ -89,9 +89,12 @@ export async function updateGitServer(db: Db, secrets: SecretBox, config: Config
   if (!current) throw new NotFoundError('GitSelfHostedServer', id);
   if (isEmptyPatch(changes)) return withConnection(db, config, current);
   const row = await db.transaction().execute(async (trx) => {
+    // Compared under the row's lock: two changes at once must not each judge the other's unchanged.
+    const locked = await findGitServer(trx, principal.organizationId, id, 'update');
+    if (!locked) throw new NotFoundError('GitSelfHostedServer', id);
     // Who an account is was vouched for by the server as it was: another login or user API, or another
     // client, may name anyone, so the links made through the old ones go (their users link again).
-    if (changesWhoVouches(current, changes)) await deleteServerIdentities(trx, id);
+    if (changesWhoVouches(locked, changes)) await deleteServerIdentities(trx, id);
     return updateGitServerRow(trx, id, {
       name: changes.name,
       authorize_url: changes.authorizeUrl,

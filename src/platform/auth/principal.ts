@@ -31,6 +31,11 @@ export interface Principal {
    * none of the user's other organizations, keys or links.
    */
   organizationOnly?: boolean;
+  /**
+   * The Git sign-in link this key came from (minted for a Git sign-in's session, or made with such a
+   * key): the key is deleted with the link, and so is any key made with it.
+   */
+  gitIdentityId?: string;
 }
 
 interface CredentialRow {
@@ -42,6 +47,7 @@ interface CredentialRow {
   revoked_at: Date | null;
   key_org_id: string;
   organization_only: boolean;
+  git_identity_id: string | null;
   email: string | null;
   full_name: string | null;
   short_name: string | null;
@@ -63,7 +69,7 @@ interface CredentialRow {
  */
 const CREDENTIAL_SQL = `
     select k.id as key_id, k.token_hash, k.user_id, k.service_account_id, k.expires_at, k.revoked_at,
-           k.organization_id as key_org_id, k.organization_only,
+           k.organization_id as key_org_id, k.organization_only, k.git_identity_id,
            u.email, u.full_name, u.short_name, u.global_role,
            sa.name as sa_name, sa.role as sa_role,
            o.id as org_id, o.name as org_name,
@@ -119,6 +125,7 @@ function principalOf(row: CredentialRow): Principal {
       email: `${row.service_account_id}@service-accounts.plinth`,
       fullName: row.sa_name ?? undefined,
       isSuperAdmin: false,
+      ...(row.git_identity_id ? { gitIdentityId: row.git_identity_id } : {}),
     };
   }
 
@@ -145,5 +152,6 @@ function principalOf(row: CredentialRow): Principal {
     shortName: row.short_name ?? undefined,
     isSuperAdmin,
     ...(row.organization_only ? { organizationOnly: true } : {}),
+    ...(row.git_identity_id ? { gitIdentityId: row.git_identity_id } : {}),
   };
 }
