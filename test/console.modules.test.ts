@@ -102,7 +102,11 @@ describe('the console module pages', () => {
     assert.equal(activity.length, 1, 'nothing is sent until what the page shows changes');
     assert.match(activity[0]!.data, /<code>DOMAIN_ATTACHED<\/code>/);
     assert.match(activity[0]!.data, /<h2>Deployments<\/h2>/);
-    const missing = `/orgs/${orgId}/module-instances/0196a3c7e1f07a2b9c3d4e5f60718293/live`;
-    assert.equal((await request('GET', missing, { cookie })).status, 404, 'no stream of an instance that is not there');
+    const missing = await readConsoleEvents(`${baseUrl}/orgs/${orgId}/module-instances/0196a3c7e1f07a2b9c3d4e5f60718293/live`, cookie, () => false);
+    assert.deepEqual(
+      missing.events.map((e) => e.event),
+      ['done'],
+      'the stream of an instance that is not there closes at once',
+    );
   });
 });

@@ -214,8 +214,9 @@ describe('the web console', () => {
     for (const id of [first.id, second!.id]) await t.call('POST', `/pipeline-runs/${id}/cancel`);
     await waitForRunStatus(t, second!.id, 'CANCELLED');
 
-    // A stack deleted while its page is open ends the stream with `done`, which closes it in the browser;
-    // one that is not there is the API's 404, which a browser does not reconnect to.
+    // A stack deleted while its page is open ends the stream with `done`, which closes it in the browser
+    // (an error answer would have it reconnect for as long as the page stays open); so does a page
+    // opened again after that.
     const gone = await readConsoleEvents(`${baseUrl}${pageUrl}/live`, cookie!, () => false, {
       onOpen: async () => {
         const deleted = await t.call('DELETE', `/stacks/${stack.id}`);
@@ -223,7 +224,12 @@ describe('the web console', () => {
       },
     });
     assert.equal(gone.events.at(-1)?.event, 'done', gone.raw);
-    assert.equal((await request('GET', `${pageUrl}/live`, { cookie })).status, 404);
+    const reopened = await readConsoleEvents(`${baseUrl}${pageUrl}/live`, cookie!, () => false);
+    assert.deepEqual(
+      reopened.events.map((e) => e.event),
+      ['done'],
+    );
+    assert.equal((await request('GET', `${pageUrl}/live?v=a%0Adata:x`, { cookie })).status, 400, 'a version is a digest, not text to echo');
   });
 
   it('keeps the first page of a filtered inbox live: a new run arrives through its event stream', async () => {

@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
 import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
-import { StreamSlots } from '../platform/http/stream-slots.ts';
+import { StreamSlots, streamCallerOf } from '../platform/http/stream-slots.ts';
 import type { PageContext } from './pages.tsx';
 import { sessionLive } from './sessions.service.ts';
 
@@ -52,7 +52,10 @@ export function livePages(app: App): LivePages {
       const releaseOrganization = slotsOfOrganizations.acquire(ctx.me.organizationId);
       let releaseCaller: () => void;
       try {
-        releaseCaller = slots.acquire(ctx.me.userId);
+        // A Git sign-in's streams count apart from the user's own, as the API's do (streamCallerOf).
+        releaseCaller = slots.acquire(
+          streamCallerOf({ userId: ctx.me.userId, organizationId: ctx.me.organizationId, organizationOnly: ctx.session.mintedKey }),
+        );
       } catch (error) {
         releaseOrganization();
         throw error;
@@ -61,11 +64,10 @@ export function livePages(app: App): LivePages {
         releaseCaller();
         releaseOrganization();
       };
-      // Read before the stream opens: a record that is not there (or not the reader's) is the API's
-      // answer, which ends the browser's reconnecting, not a stream that fails at every reconnect.
+      // Read before the stream opens, so that a failure is an error page rather than a failing stream.
       let view: LiveView | undefined;
       try {
-        view = await read();
+        view = await readUnlessGone(read);
       } catch (error) {
         release();
         throw error;
@@ -76,10 +78,11 @@ export function livePages(app: App): LivePages {
         let lastWrite = Date.now();
         const deadline = Date.now() + LIVE_STREAM_MS;
         // Signed out (here or everywhere) meanwhile: the stream ends with the session.
-        while (!stream.closed() && Date.now() < deadline && (await sessionLive(app, ctx.session))) {
-          view ??= await readUnlessGone(read);
-          // Deleted while followed: nothing more will change.
-          if (!view) return stream.send(sseHtml('done', sent ?? '', ''));
+        for (let first = true; !stream.closed() && Date.now() < deadline && (await sessionLive(app, ctx.session)); first = false) {
+          if (!first) view = await readUnlessGone(read);
+          // Gone, or no longer the reader's: `done` closes the page's stream, where an error answer
+          // would have the browser reconnect for as long as the page stays open.
+          if (!view) return stream.send(sseHtml('done', '', ''));
           if (view.version !== sent) {
             await stream.send(sseHtml(event, view.version, await view.render()));
             sent = view.version;
@@ -90,7 +93,6 @@ export function livePages(app: App): LivePages {
             await stream.send(': keepalive\n\n');
             lastWrite = Date.now();
           }
-          view = undefined;
           await sleep(LIVE_POLL_MS);
         }
       });
@@ -98,12 +100,12 @@ export function livePages(app: App): LivePages {
   };
 }
 
-/** What a live page shows now, or undefined once what it follows is gone (404). */
+/** What a live page shows now, or undefined once what it follows is gone or the reader may no longer see it. */
 async function readUnlessGone(read: () => Promise<LiveView>): Promise<LiveView | undefined> {
   try {
     return await read();
   } catch (error) {
-    if (error instanceof ApiCallError && error.status === 404) return undefined;
+    if (error instanceof ApiCallError && [401, 403, 404].includes(error.status)) return undefined;
     throw error;
   }
 }
@@ -118,7 +120,7 @@ function sseHtml(event: string, id: string, html: string): string {
 }
 
 /** The version of what a live page showed when it was sent (its `v` query): its stream sends nothing until that changes. */
-export const LiveVersion = Type.Optional(Type.String({ maxLength: 64 }));
+export const LiveVersion = Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{0,64}$' }));
 
 /** A short digest of what a live page shows, for its event ids. */
 export function versionOf(parts: unknown): string {

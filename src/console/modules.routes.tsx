@@ -47,8 +47,8 @@ export function consoleModuleRoutes(app: App, pages: Pages, live: LivePages) {
     async (request, reply) => {
       const ctx = await pages.context(request, request.params.org);
       await live.serve(request, reply, ctx, 'activity', request.query.v, async () => {
-        // The instance is read too: once it is deleted, the stream ends rather than showing nothing.
-        const [, activity] = await Promise.all([ctx.api.get(`/module-instances/${encodeURIComponent(request.params.id)}`), activityOf(ctx, request.params.id)]);
+        // Once the instance is deleted its domain events are a 404, which ends the stream.
+        const activity = await activityOf(ctx, request.params.id);
         return { version: activityVersion(activity), render: async () => renderFragment(<InstanceActivity {...activity} />), finished: false };
       });
     },
