@@ -72,7 +72,7 @@ export async function consoleRoutes(app: App) {
   app.setErrorHandler((error: FastifyError, request, reply) => renderError(assets, error, request, reply));
 
   const pages = makePages(app, assets);
-  const live = livePages(app);
+  const live = livePages(app, pages);
   consoleLogRoutes(app, pages);
   consolePlanRoutes(app, pages);
   consoleStackRoutes(app, pages, live);
@@ -202,18 +202,13 @@ export async function consoleRoutes(app: App) {
   });
 
   // The run page's event stream: the page's body whenever it changes, then `done` once the run has finished.
-  app.get(
-    '/orgs/:org/runs/:id/live',
-    { ...PAGE, schema: { hide: true, params: RecordParams, querystring: Type.Object({ v: LiveVersion }) } },
-    async (request, reply) => {
-      const ctx = await pages.context(request, request.params.org);
-      const pipelines: PipelineSteps = new Map();
-      await live.serve(request, reply, ctx, 'run', request.query.v, async () => {
-        const view = await loadRun(ctx, request.params.id, pipelines);
-        return { version: runVersion(view), render: async () => renderFragment(<RunBody {...view} />), finished: isTerminalRun(view.run.status) };
-      });
-    },
-  );
+  live.recordStream('runs', 'run', (ctx, id) => {
+    const pipelines: PipelineSteps = new Map();
+    return async () => {
+      const view = await loadRun(ctx, id, pipelines);
+      return { version: runVersion(view), render: async () => renderFragment(<RunBody {...view} />), finished: isTerminalRun(view.run.status) };
+    };
+  });
 
   const ActionForm = Type.Object({ _csrf: Type.Optional(CsrfField) });
 

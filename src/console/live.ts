@@ -10,7 +10,7 @@ import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
 import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
 import { StreamSlots, streamCallerOf } from '../platform/http/stream-slots.ts';
-import type { PageContext } from './pages.tsx';
+import { PAGE, type PageContext, type Pages, RecordParams } from './pages.tsx';
 import { sessionLive } from './sessions.service.ts';
 
 /** How often a live page's stream reads what it shows again. */
@@ -28,7 +28,15 @@ export interface LiveView {
   finished: boolean;
 }
 
+/** What a record page's stream reads at each look, made once per stream (so it may keep what never changes). */
+export type RecordReader = (ctx: PageContext, id: string) => () => Promise<LiveView>;
+
 export interface LivePages {
+  /**
+   * Registers `GET /orgs/:org/<records>/:id/live`: the stream of one record's page, sending `event`
+   * events of what `reader` reads, from the version `v` the page was sent with.
+   */
+  recordStream(records: string, event: string, reader: RecordReader): void;
   /**
    * Streams `event` events of `read()`'s HTML as it changes, until it is finished, the session ends or
    * the stream's time is up. `shown` is the version the page was sent with: nothing is sent until it changes.
@@ -36,7 +44,7 @@ export interface LivePages {
   serve(request: FastifyRequest, reply: FastifyReply, ctx: PageContext, event: string, shown: string | undefined, read: () => Promise<LiveView>): Promise<void>;
 }
 
-export function livePages(app: App): LivePages {
+export function livePages(app: App, pages: Pages): LivePages {
   const streams = new EventStreams(app, 'console page');
   // Each live page costs a few in-process API reads every LIVE_POLL_MS: bounded per user, per organization
   // (however many service accounts it makes) and per process.
@@ -47,7 +55,18 @@ export function livePages(app: App): LivePages {
     maxPerCaller: 64,
   });
 
-  return {
+  const live: LivePages = {
+    recordStream(records, event, reader) {
+      app.get(
+        `/orgs/:org/${records}/:id/live`,
+        { ...PAGE, schema: { hide: true, params: RecordParams, querystring: Type.Object({ v: LiveVersion }) } },
+        async (request, reply) => {
+          const ctx = await pages.context(request, request.params.org);
+          await live.serve(request, reply, ctx, event, request.query.v, reader(ctx, request.params.id));
+        },
+      );
+    },
+
     async serve(request, reply, ctx, event, shown, read) {
       const releaseOrganization = slotsOfOrganizations.acquire(ctx.me.organizationId);
       let releaseCaller: () => void;
@@ -98,6 +117,7 @@ export function livePages(app: App): LivePages {
       });
     },
   };
+  return live;
 }
 
 /** What a live page shows now, or undefined once what it follows is gone or the reader may no longer see it. */

@@ -1,9 +1,8 @@
 // The console's module pages: an environment's module graph, and a module instance with its
 // deployments, the tasks of the newest one, and its domain and certificate events.
 
-import { Type } from '@sinclair/typebox';
 import type { App } from '../platform/http/app.ts';
-import { type LivePages, LiveVersion, versionOf } from './live.ts';
+import { type LivePages, versionOf } from './live.ts';
 import { PAGE, type PageContext, RecordParams, type Pages } from './pages.tsx';
 import { renderFragment } from './views/layout.tsx';
 import { InstanceActivity, type InstanceActivityProps, ModuleGraphPage, ModuleInstancePage } from './views/modules.tsx';
@@ -41,18 +40,11 @@ export function consoleModuleRoutes(app: App, pages: Pages, live: LivePages) {
   });
 
   // The instance page's event stream: its deployments, tasks and domain events whenever they change. It never finishes.
-  app.get(
-    '/orgs/:org/module-instances/:id/live',
-    { ...PAGE, schema: { hide: true, params: RecordParams, querystring: Type.Object({ v: LiveVersion }) } },
-    async (request, reply) => {
-      const ctx = await pages.context(request, request.params.org);
-      await live.serve(request, reply, ctx, 'activity', request.query.v, async () => {
-        // Once the instance is deleted its domain events are a 404, which ends the stream.
-        const activity = await activityOf(ctx, request.params.id);
-        return { version: activityVersion(activity), render: async () => renderFragment(<InstanceActivity {...activity} />), finished: false };
-      });
-    },
-  );
+  live.recordStream('module-instances', 'activity', (ctx, id) => async () => {
+    // Once the instance is deleted its domain events are a 404, which ends the stream.
+    const activity = await activityOf(ctx, id);
+    return { version: activityVersion(activity), render: async () => renderFragment(<InstanceActivity {...activity} />), finished: false };
+  });
 }
 
 /** What an instance's page shows of its deployments: the newest, the newest one's tasks, and its domain events (oldest first). */

@@ -14,7 +14,7 @@ import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
 import { answerForm, CHOICES, confirmTyped, environmentChoices, type FormError, parseJsonField, peopleOf } from './forms.ts';
 import { CsrfField, IdText, OrgParams, PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
-import { type LivePages, LiveVersion, versionOf } from './live.ts';
+import { type LivePages, versionOf } from './live.ts';
 import { diffStates } from './state-diff.ts';
 import { StateDiffPage } from './views/state-diff.tsx';
 import { renderFragment } from './views/layout.tsx';
@@ -154,18 +154,11 @@ export function consoleStackRoutes(app: App, pages: Pages, live: LivePages) {
   });
 
   // The stack page's event stream: its recent runs whenever a run comes or changes. It never finishes.
-  app.get(
-    '/orgs/:org/stacks/:id/live',
-    { ...PAGE, schema: { hide: true, params: RecordParams, querystring: Type.Object({ v: LiveVersion }) } },
-    async (request, reply) => {
-      const ctx = await pages.context(request, request.params.org);
-      await live.serve(request, reply, ctx, 'runs', request.query.v, async () => {
-        // The stack is read too: once it is deleted, the stream ends rather than showing no runs.
-        const [, { data: runs }] = await Promise.all([ctx.api.get(apiStack(request.params.id)), recentRunsOf(ctx, request.params.id)]);
-        return { version: recentRunsVersion(runs), render: async () => renderFragment(<StackRuns orgPath={ctx.orgPath} runs={runs} />), finished: false };
-      });
-    },
-  );
+  live.recordStream('stacks', 'runs', (ctx, id) => async () => {
+    // The stack is read too: once it is deleted, the stream ends rather than showing no runs.
+    const [, { data: runs }] = await Promise.all([ctx.api.get(apiStack(id)), recentRunsOf(ctx, id)]);
+    return { version: recentRunsVersion(runs), render: async () => renderFragment(<StackRuns orgPath={ctx.orgPath} runs={runs} />), finished: false };
+  });
 
   /** A stack form's POST: `act` calls the API; on a refusal the page comes back with the message by that form. */
   const stackForm = <B,>(
