@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { OAuth2Server } from 'oauth2-mock-server';
+import type { Role } from '../src/platform/auth/roles.ts';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
 import { assertError, serviceAccountCaller, userCaller, type UserCaller } from './helpers/callers.ts';
 import { consoleBrowser } from './helpers/console.ts';
@@ -118,6 +119,14 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     return browser.get(`${handedOn.pathname}${handedOn.search}`);
   };
 
+  /** A member of the organization who has linked `who`, the account the user API names, to the server. */
+  const linkedMember = async (email: string, role: Role, who: Record<string, unknown>) => {
+    account = who;
+    const member = await userCaller(t, email, role);
+    assert.equal((await link(newBrowser(), member, server.id)).status, 302);
+    return member;
+  };
+
   let ada: UserCaller;
   let server: { id: string; name: string; userUrl: string; signInUrl: string; linkUrl: string };
 
@@ -177,9 +186,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
   });
 
   it('refuses to link an account another user has linked, a service account, and a return leg in another browser', async () => {
-    account = { id: 2002, username: 'hedy' };
-    const hedy = await userCaller(t, 'hedy@example.com', 'MEMBER');
-    assert.equal((await link(newBrowser(), hedy, server.id)).status, 302);
+    await linkedMember('hedy@example.com', 'MEMBER', { id: 2002, username: 'hedy' });
     const mallory = await userCaller(t, 'mallory@example.com', 'MEMBER');
     assertError(await link(newBrowser(), mallory, server.id), 409, 'Git:Identity:TAKEN');
     assert.deepEqual((await t.call('GET', '/git-identities', { token: mallory.token })).body.data, []);
@@ -195,9 +202,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
   });
 
   it('signs a linked user in to the console with a key minted for the session, audited, which signing out revokes', async () => {
-    account = { id: 3003, username: 'linus' };
-    const linus = await userCaller(t, 'linus@example.com', 'MEMBER');
-    assert.equal((await link(newBrowser(), linus, server.id)).status, 302);
+    const linus = await linkedMember('linus@example.com', 'MEMBER', { id: 3003, username: 'linus' });
 
     const browser = newBrowser();
     const start = await startSignIn(browser, server.id);
@@ -264,9 +269,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
   });
 
   it("signs an OWNER in as an ADMIN at most, and drops a server's links when what vouches for its accounts changes", async () => {
-    account = { id: 8008, username: 'owner-olga' };
-    const olga = await userCaller(t, 'olga@example.com', 'OWNER');
-    assert.equal((await link(newBrowser(), olga, server.id)).status, 302);
+    const olga = await linkedMember('olga@example.com', 'OWNER', { id: 8008, username: 'owner-olga' });
     const browser = newBrowser();
     assert.equal((await signIn(browser, server.id)).status, 200);
     assert.match(String((await browser.get(`/orgs/${orgId}/runs`)).body), /olga@example\.com[\s\S]*· admin/);
@@ -292,7 +295,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
   });
 
   it("ends a Git sign-in's session, and every key made with it, when the link goes: unlinked, replaced, or its server deleted", async () => {
-    account = { id: 5005, username: 'katherine' };
+    account = { id: 7007, username: 'katherine' };
     const katherine = await userCaller(t, 'katherine@example.com', 'MEMBER');
     const mintedKeys = async () =>
       ((await t.call('GET', '/api-keys', { token: katherine.token })).body.data as { name: string }[]).filter((k) =>
@@ -321,7 +324,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     assert.equal((await link(newBrowser(), katherine, server.id)).status, 302);
     const third = newBrowser();
     assert.equal((await signIn(third, server.id)).status, 200);
-    account = { id: 5006, username: 'katherine-two' };
+    account = { id: 7008, username: 'katherine-two' };
     assert.equal((await link(newBrowser(), katherine, server.id)).status, 302);
     assert.equal((await third.get(`/orgs/${orgId}/runs`)).status, 303, 'the session ended with the account it came through');
     const relinked = (await t.call('GET', '/git-identities', { token: katherine.token })).body.data;
@@ -385,9 +388,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
     assert.match(String(refused.body), /No Plinth user has linked the account stranger on gitlab/);
     assert.ok(!String(refused.headers['set-cookie'] ?? '').includes('plinth_session='));
 
-    account = { id: 5005, username: 'hopper' };
-    const hopper = await userCaller(t, 'hopper@example.com', 'MEMBER');
-    assert.equal((await link(newBrowser(), hopper, server.id)).status, 302);
+    const hopper = await linkedMember('hopper@example.com', 'MEMBER', { id: 5005, username: 'hopper' });
     const starter = newBrowser();
     const start = await startSignIn(starter, server.id);
     const callback = await starter.get(await throughOAuthServer(String(start.headers.location)));
@@ -403,9 +404,7 @@ describe('Git sign-in: linking an account on a Git server, and signing in to the
   });
 
   it("shows the reader's linked accounts and the servers to link on their account page, and unlinks from there", async () => {
-    account = { id: 6006, username: 'margaret' };
-    const margaret = await userCaller(t, 'margaret@example.com', 'VIEWER');
-    assert.equal((await link(newBrowser(), margaret, server.id)).status, 302);
+    const margaret = await linkedMember('margaret@example.com', 'VIEWER', { id: 6006, username: 'margaret' });
     const browser = newBrowser();
     assert.equal((await signIn(browser, server.id)).status, 200);
     const page = await browser.get(`/orgs/${orgId}/account`);

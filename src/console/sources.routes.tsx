@@ -119,49 +119,30 @@ export function consoleSourceRoutes(app: App, pages: Pages) {
   );
 
   // The API deletes what it is asked to: the typed name is the console's own check that the reader meant this one.
-  app.post(
-    '/orgs/:org/code-sources/:id/delete',
-    { ...PAGE, schema: { hide: true, params: RecordParams, body: Type.Object({ _csrf: CsrfField, confirm: Type.String({ maxLength: 255 }) }) } },
-    async (request, reply) => {
-      const ctx = await pages.context(request, request.params.org);
-      const path = `/code-sources/${encodeURIComponent(request.params.id)}`;
-      return answerForm(
-        async () => {
-          const source = (await ctx.api.get(path)).data;
-          confirmTyped(request.body.confirm, source.name, `the code source ${source.name}`);
-          await ctx.api.delete(path);
-          return reply.redirect(`${ctx.orgPath}/code-sources`, 303);
-        },
-        (failure, status) =>
-          sendSources(reply, ctx, status, {
-            formError: { form: 'delete-source', sourceId: request.params.id, ...failure },
-            typed: { confirm: request.body.confirm },
-          }),
-      );
-    },
-  );
-
-  app.post(
-    '/orgs/:org/code-sources/git-servers/:id/delete',
-    { ...PAGE, schema: { hide: true, params: RecordParams, body: Type.Object({ _csrf: CsrfField, confirm: Type.String({ maxLength: 255 }) }) } },
-    async (request, reply) => {
-      const ctx = await pages.context(request, request.params.org);
-      const path = `/git-self-hosted-servers/${encodeURIComponent(request.params.id)}`;
-      return answerForm(
-        async () => {
-          const server = (await ctx.api.get(path)).data;
-          confirmTyped(request.body.confirm, server.name, `the Git server ${server.name}`);
-          await ctx.api.delete(path);
-          return reply.redirect(`${ctx.orgPath}/code-sources`, 303);
-        },
-        (failure, status) =>
-          sendSources(reply, ctx, status, {
-            formError: { form: 'delete-server', serverId: request.params.id, ...failure },
-            typed: { confirm: request.body.confirm },
-          }),
-      );
-    },
-  );
+  const deleteForm = (route: string, apiPath: string, what: string) =>
+    app.post(
+      `/orgs/:org/code-sources${route}/:id/delete`,
+      { ...PAGE, schema: { hide: true, params: RecordParams, body: Type.Object({ _csrf: CsrfField, confirm: Type.String({ maxLength: 255 }) }) } },
+      async (request, reply) => {
+        const ctx = await pages.context(request, request.params.org);
+        const path = `${apiPath}/${encodeURIComponent(request.params.id)}`;
+        return answerForm(
+          async () => {
+            const record = (await ctx.api.get(path)).data;
+            confirmTyped(request.body.confirm, record.name, `${what} ${record.name}`);
+            await ctx.api.delete(path);
+            return reply.redirect(`${ctx.orgPath}/code-sources`, 303);
+          },
+          (failure, status) =>
+            sendSources(reply, ctx, status, {
+              formError: { form: 'delete', recordId: request.params.id, ...failure },
+              typed: { confirm: request.body.confirm },
+            }),
+        );
+      },
+    );
+  deleteForm('', '/code-sources', 'the code source');
+  deleteForm('/git-servers', '/git-self-hosted-servers', 'the Git server');
 
   const defaultsPath = (ctx: PageContext, environmentId: string) => `${ctx.orgPath}/environments/${encodeURIComponent(environmentId)}/defaults`;
 

@@ -39,7 +39,8 @@ export interface GitServerFields {
 }
 
 /** Which form a refusal belongs to. */
-export type SourcesForm = { form: 'source' } | { form: 'server' } | { form: 'delete-source'; sourceId: string } | { form: 'delete-server'; serverId: string };
+/** Which of the page's forms a refusal belongs to: a delete's by the id of the source or server it would delete. */
+export type SourcesForm = { form: 'source' } | { form: 'server' } | { form: 'delete'; recordId: string };
 
 export interface CodeSourcesPageProps {
   orgPath: string;
@@ -96,7 +97,13 @@ export function CodeSourcesPage(props: CodeSourcesPageProps) {
               </td>
               {canManage && (
                 <td>
-                  <DeleteSource {...props} source={s} />
+                  <DeleteRecord
+                    {...props}
+                    record={s}
+                    action={`${props.orgPath}/code-sources/${encodeURIComponent(s.id)}/delete`}
+                    kind="source"
+                    what={`the code source ${s.name}`}
+                  />
                 </td>
               )}
             </tr>
@@ -144,7 +151,13 @@ export function CodeSourcesPage(props: CodeSourcesPageProps) {
                 <td>{s.connected ? 'connected' : <span class="muted">not connected</span>}</td>
                 {canManage && (
                   <td>
-                    <DeleteServer {...props} server={s} />
+                    <DeleteRecord
+                      {...props}
+                      record={s}
+                      action={`${props.orgPath}/code-sources/git-servers/${encodeURIComponent(s.id)}/delete`}
+                      kind="server"
+                      what={`the Git server ${s.name}`}
+                    />
                   </td>
                 )}
               </tr>
@@ -157,37 +170,26 @@ export function CodeSourcesPage(props: CodeSourcesPageProps) {
   );
 }
 
-/** Deleting a code source, folded until opened, or until the API refused it (such as while stacks use it). */
-function DeleteSource({ orgPath, csrfToken, formError, typed, source }: CodeSourcesPageProps & { source: CodeSourceView }) {
-  const refused = formError?.form === 'delete-source' && formError.sourceId === source.id ? formError : undefined;
+/** Deleting a code source or a Git server, folded until opened, or until the API refused it (such as while stacks use it). */
+function DeleteRecord({
+  csrfToken,
+  formError,
+  typed,
+  record,
+  action,
+  kind,
+  what,
+}: CodeSourcesPageProps & { record: { id: string; name: string }; action: string; kind: 'source' | 'server'; what: string }) {
+  const refused = formError?.form === 'delete' && formError.recordId === record.id ? formError : undefined;
   return (
     <details class="manage" open={refused !== undefined}>
-      <summary>Delete {source.name}…</summary>
+      <summary>Delete {record.name}…</summary>
       <ConfirmDelete
-        action={`${orgPath}/code-sources/${encodeURIComponent(source.id)}/delete`}
+        action={action}
         csrfToken={csrfToken}
-        id={`delete-source-${source.id}`}
-        what={`the code source ${source.name}`}
-        expected={source.name}
-        error={refused}
-        typed={refused ? typed?.confirm : undefined}
-      />
-    </details>
-  );
-}
-
-/** Deleting a Git server, folded until opened, or until the API refused it. */
-function DeleteServer({ orgPath, csrfToken, formError, typed, server }: CodeSourcesPageProps & { server: GitServerView }) {
-  const refused = formError?.form === 'delete-server' && formError.serverId === server.id ? formError : undefined;
-  return (
-    <details class="manage" open={refused !== undefined}>
-      <summary>Delete {server.name}…</summary>
-      <ConfirmDelete
-        action={`${orgPath}/code-sources/git-servers/${encodeURIComponent(server.id)}/delete`}
-        csrfToken={csrfToken}
-        id={`delete-server-${server.id}`}
-        what={`the Git server ${server.name}`}
-        expected={server.name}
+        id={`delete-${kind}-${record.id}`}
+        what={what}
+        expected={record.name}
         error={refused}
         typed={refused ? typed?.confirm : undefined}
       />
