@@ -198,6 +198,30 @@ describe('container-service deployments from the cloud events of an AWS account'
     assert.equal((await deploymentsOfInstance()).length, before + 1);
   });
 
+  it('undoes what a redelivery applied: the first delivery stands, alone or racing copies of itself', async () => {
+    const deploymentId = 'ecs-svc/1000000000000000011';
+    const first = deploymentEvent(WEB, deploymentId, 'in-progress', '2026-02-01T00:00:00Z');
+    const stored = await send(first);
+    assert.equal(stored.body.data.outcome, 'APPLIED');
+    assert.equal((await send(deploymentEvent(WEB, deploymentId, 'completed', '2026-02-01T00:05:00Z'))).body.data.outcome, 'APPLIED');
+    // Sent again after a later event: applied now, it would be STALE and join the history a second time.
+    const again = await send(first);
+    assert.equal(again.status, 200);
+    assert.deepEqual(again.body.data, { ...stored.body.data, duplicate: true });
+    const id = stored.body.data.deploymentId;
+    const history = () => t.call('GET', `/deployments/${id}`).then((res) => res.body.data.data.events.map((e: any) => e.startedAt));
+    assert.deepEqual(await history(), ['2026-02-01T00:00:00.000Z', '2026-02-01T00:05:00.000Z']);
+
+    const task = taskEvent(WEB, deploymentId, 'task-race', 1, 'PENDING');
+    const answers = await Promise.all(Array.from({ length: 6 }, () => send(task)));
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 200, 200, 200, 200]);
+    assert.equal(answers.filter((a) => !a.body.data.duplicate).length, 1, JSON.stringify(answers.map((a) => a.body.data)));
+    assert.equal(new Set(answers.map((a) => a.body.data.id)).size, 1, 'every copy names the stored event');
+    assert.ok(answers.every((a) => a.body.data.outcome === 'APPLIED' && a.body.data.deploymentId === id));
+    const tasks = (await t.call('GET', `/deployments/${id}/resources`)).body.data;
+    assert.equal(tasks.filter((r: any) => r.externalId.endsWith('/task-race')).length, 1);
+  });
+
   it('answers hostile events with a 4xx or an acknowledgement, never a 5xx, and never waits long on one', async () => {
     const leap = deploymentEvent(WEB, 'ecs-svc/1000000000000000007', 'in-progress', '2026-01-03T00:00:00Z');
     leap.time = '2016-12-31T23:59:60Z';

@@ -3,10 +3,21 @@ import type { CloudEventOutcome } from '../platform/db/enums.ts';
 import type { CloudEvent } from './ecs-events.ts';
 
 /**
- * insertCloudEvent stores an event once per EventBridge id and account: it returns the new row's id,
- * or undefined when the event was received before (a redelivery).
+ * insertCloudEvent stores an event, with what applying it did, once per EventBridge id and account: it
+ * returns the new row's id, or undefined when the event was stored before (a redelivery).
  */
-export async function insertCloudEvent(db: Executor, v: { id: string; organizationId: string; cloudAccountId: string; event: CloudEvent }) {
+export async function insertCloudEvent(
+  db: Executor,
+  v: {
+    id: string;
+    organizationId: string;
+    cloudAccountId: string;
+    event: CloudEvent;
+    outcome: CloudEventOutcome;
+    resourceArn?: string;
+    deploymentId?: string;
+  },
+) {
   const row = await db
     .insertInto('cloud_events')
     .values({
@@ -17,7 +28,9 @@ export async function insertCloudEvent(db: Executor, v: { id: string; organizati
       source: v.event.source,
       detail_type: v.event['detail-type'],
       event_time: new Date(v.event.time),
-      outcome: 'UNKNOWN',
+      outcome: v.outcome,
+      resource_arn: v.resourceArn ?? null,
+      deployment_id: v.deploymentId ?? null,
       body: JSON.stringify(v.event),
     })
     .onConflict((oc) => oc.columns(['cloud_account_id', 'event_id']).doNothing())
@@ -33,16 +46,4 @@ export function findCloudEvent(db: Executor, cloudAccountId: string, eventId: st
     .where('cloud_account_id', '=', cloudAccountId)
     .where('event_id', '=', eventId)
     .executeTakeFirst();
-}
-
-export async function recordCloudEventOutcome(
-  db: Executor,
-  id: string,
-  v: { outcome: CloudEventOutcome; resourceArn?: string; deploymentId?: string },
-): Promise<void> {
-  await db
-    .updateTable('cloud_events')
-    .set({ outcome: v.outcome, resource_arn: v.resourceArn ?? null, deployment_id: v.deploymentId ?? null })
-    .where('id', '=', id)
-    .execute();
 }

@@ -159,13 +159,23 @@ export interface InstanceOfService {
   environment_id: string;
 }
 
+/** The deployment ECS names `externalId` in the account; locked with `lock` (an event that changes it). */
+export function findContainerDeployment(db: Executor, cloudAccountId: string, externalId: string, lock: boolean) {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('cloud_account_id', '=', cloudAccountId)
+    .where('external_deployment_id', '=', externalId)
+    .$if(lock, (q) => q.forUpdate())
+    .executeTakeFirst();
+}
+
 /**
- * ensureContainerDeployment returns the deployment ECS names `externalId` in the account, creating it
- * first (as `initial`) when no event has named it yet; locked with `lock` (a deployment event changes
- * it; a task event only needs its id). Two events of one deployment arriving at once both end on the
- * same row: the insert that loses waits, then does nothing.
+ * createContainerDeployment records the deployment ECS names `externalId` in the account (as `initial`)
+ * and returns it, locked with `lock`. Two first events of one deployment arriving at once both end on
+ * the same row: the insert that loses waits, then does nothing.
  */
-export async function ensureContainerDeployment(
+export async function createContainerDeployment(
   db: Executor,
   v: {
     id: string;
@@ -200,13 +210,11 @@ export async function ensureContainerDeployment(
     })
     .onConflict((oc) => oc.columns(['cloud_account_id', 'external_deployment_id']).where('external_deployment_id', 'is not', null).doNothing())
     .execute();
-  return db
-    .selectFrom('deployments')
-    .selectAll()
-    .where('cloud_account_id', '=', v.cloudAccountId)
-    .where('external_deployment_id', '=', v.externalId)
-    .$if(v.lock, (q) => q.forUpdate())
-    .executeTakeFirstOrThrow();
+  const created = await findContainerDeployment(db, v.cloudAccountId, v.externalId, v.lock);
+  // Only a deletion of the row between the two statements gets here: the insert names its instance, so
+  // the caller's retry on a foreign-key violation is what applies the event again.
+  if (!created) throw new Error(`deployment ${v.externalId} was deleted as it was created`);
+  return created;
 }
 
 /**
@@ -235,7 +243,7 @@ export function containerStateOf(row: DeploymentRow): ContainerDeploymentState {
     lastEventAt: row.last_event_at ? row.last_event_at.toISOString() : null,
     data: row.data as unknown as ContainerServiceData,
     completedAt: row.completed_at ? row.completed_at.toISOString() : null,
-    error: (row.error as { code: string; message: string } | null) ?? null,
+    error: (row.error as ContainerDeploymentState['error']) ?? null,
   };
 }
 

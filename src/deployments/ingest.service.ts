@@ -1,5 +1,5 @@
-// Cloud events in (docs/deployments.md#events): each event of a cloud account is stored once, then
-// applied to the deployment or task it is about, in one transaction that locks only that record.
+// Cloud events in (docs/deployments.md#events): each event of a cloud account is applied to the
+// deployment or task it is about and stored once, in one transaction that locks only that record.
 
 import type { CloudAccountRow } from '../cloud-accounts/cloud-accounts.repo.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
@@ -9,13 +9,14 @@ import { applyAcmEvent, isAcmEvent } from '../domains/acm-events.ts';
 import { logStreamsOf } from './log-streams.ts';
 import type { CloudEventOutcome } from '../platform/db/enums.ts';
 import { newId } from '../platform/ids.ts';
-import { applyDeploymentEvent, applyServiceAction, newContainerDeployment } from './deployment-state.ts';
-import { findCloudEvent, insertCloudEvent, recordCloudEventOutcome } from './cloud-events.repo.ts';
+import { applyDeploymentEvent, applyServiceAction, newContainerDeployment, type ContainerDeploymentState } from './deployment-state.ts';
+import { findCloudEvent, insertCloudEvent } from './cloud-events.repo.ts';
 import {
   containerStateOf,
   findInstanceOfService,
   findPreviousTaskDefinition,
-  ensureContainerDeployment,
+  createContainerDeployment,
+  findContainerDeployment,
   lockNewestDeploymentOfService,
   recordDeployedTaskDefinition,
   upsertTask,
@@ -42,9 +43,9 @@ interface Applied {
 }
 
 /**
- * ingestCloudEvent stores an event of the account and applies what it says. Should the instance it is
- * about be deleted meanwhile (its row gone under the insert), it is applied once more, and then finds
- * no instance.
+ * ingestCloudEvent applies an event of the account and stores it with what applying it did. Should the
+ * instance it is about be deleted meanwhile (its row gone under the insert), it is applied once more,
+ * and then finds no instance.
  */
 export async function ingestCloudEvent(db: Db, domains: DomainConfig, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
   try {
@@ -55,24 +56,34 @@ export async function ingestCloudEvent(db: Db, domains: DomainConfig, account: C
   }
 }
 
-function ingestOnce(db: Db, domains: DomainConfig, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
-  return db.transaction().execute(async (trx) => {
-    const id = newId();
-    const stored = await insertCloudEvent(trx, { id, organizationId: account.organization_id, cloudAccountId: account.id, event });
-    if (!stored) {
-      const before = await findCloudEvent(trx, account.id, event.id);
-      return {
-        id: before!.id,
-        eventId: event.id,
-        outcome: before!.outcome,
-        duplicate: true,
-        ...(before?.deployment_id ? { deploymentId: before.deployment_id } : {}),
-      };
-    }
-    const applied = await apply(trx, domains, account, event);
-    await recordCloudEventOutcome(trx, id, applied);
-    return { id, eventId: event.id, outcome: applied.outcome, duplicate: false, ...(applied.deploymentId ? { deploymentId: applied.deploymentId } : {}) };
-  });
+/** Thrown to undo what a redelivered event applied: it was applied when first received. */
+const REDELIVERED = new Error('the event was received before');
+
+/**
+ * ingestOnce applies the event first and stores it last, so that a new event (nearly every one) costs a
+ * single write of its row. A redelivery finds its id taken when it stores it, and what it applied is
+ * rolled back: the first delivery's outcome stands. Two deliveries at once take the same row locks in
+ * the same order, so the later one waits for the first to commit, then finds its id taken.
+ */
+async function ingestOnce(db: Db, domains: DomainConfig, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const applied = await apply(trx, domains, account, event);
+      const id = await insertCloudEvent(trx, { id: newId(), organizationId: account.organization_id, cloudAccountId: account.id, event, ...applied });
+      if (!id) throw REDELIVERED;
+      return { id, eventId: event.id, outcome: applied.outcome, duplicate: false, ...(applied.deploymentId ? { deploymentId: applied.deploymentId } : {}) };
+    });
+  } catch (error) {
+    if (error !== REDELIVERED) throw error;
+    const before = await findCloudEvent(db, account.id, event.id);
+    return {
+      id: before!.id,
+      eventId: event.id,
+      outcome: before!.outcome,
+      duplicate: true,
+      ...(before?.deployment_id ? { deploymentId: before.deployment_id } : {}),
+    };
+  }
 }
 
 async function apply(trx: Executor, domains: DomainConfig, account: CloudAccountRow, event: CloudEvent): Promise<Applied> {
@@ -100,30 +111,62 @@ async function instanceOf(trx: Executor, account: CloudAccountRow, serviceArn: s
   return findInstanceOfService(trx, account.organization_id, [...new Set([serviceArn, oldFormat])], clusterArn);
 }
 
-async function applyTask(trx: Executor, account: CloudAccountRow, facts: TaskFacts, eventTime: string): Promise<Applied> {
-  const unmatched = { outcome: 'UNMATCHED' as const, resourceArn: facts.taskArn };
-  // A task no service deployment started (a one-off RunTask) belongs to no deployment.
-  if (!facts.serviceArn || !facts.deploymentId) return unmatched;
-  const instance = await instanceOf(trx, account, facts.serviceArn, facts.clusterArn);
-  if (!instance) return unmatched;
-  const deployment = await ensureContainerDeployment(trx, {
+interface DeploymentNamed {
+  /** ECS's id of the service deployment. */
+  externalId: string;
+  serviceArn: string;
+  /** The cluster the event names, if it names one. */
+  clusterArn: string | undefined;
+  /** The deployment as the event's first, should it be. */
+  initial: ContainerDeploymentState;
+  startedAt: string;
+  /** The event changes the deployment (a task event only needs its id). */
+  lock: boolean;
+}
+
+/**
+ * deploymentOf returns the deployment an event names, creating it when it is the first event to name
+ * it, or undefined when no module instance declares its service. A deployment stays with the instance
+ * it was first matched to: later events are applied to it without matching the service again.
+ */
+async function deploymentOf(trx: Executor, account: CloudAccountRow, named: DeploymentNamed): Promise<DeploymentRow | undefined> {
+  const existing = await findContainerDeployment(trx, account.id, named.externalId, named.lock);
+  if (existing) return existing;
+  const instance = await instanceOf(trx, account, named.serviceArn, named.clusterArn);
+  if (!instance) return undefined;
+  return createContainerDeployment(trx, {
     id: newId(),
     organizationId: account.organization_id,
     cloudAccountId: account.id,
     instance,
+    externalId: named.externalId,
+    serviceArn: named.serviceArn,
+    initial: named.initial,
+    startedAt: named.startedAt,
+    lock: named.lock,
+  });
+}
+
+async function applyTask(trx: Executor, account: CloudAccountRow, facts: TaskFacts, eventTime: string): Promise<Applied> {
+  const unmatched = { outcome: 'UNMATCHED' as const, resourceArn: facts.taskArn };
+  // A task no service deployment started (a one-off RunTask) belongs to no deployment.
+  if (!facts.serviceArn || !facts.deploymentId) return unmatched;
+  const deployment = await deploymentOf(trx, account, {
     externalId: facts.deploymentId,
     serviceArn: facts.serviceArn,
+    clusterArn: facts.clusterArn,
     initial: newContainerDeployment(facts.serviceArn, facts.clusterArn),
     startedAt: facts.startedAt ?? eventTime,
     // Tasks of one deployment are resources of their own: their events do not wait for each other.
     lock: false,
   });
+  if (!deployment) return unmatched;
   await recordTaskDefinition(trx, deployment, facts);
   const written = await upsertTask(trx, {
     id: newId(),
     organizationId: account.organization_id,
     deploymentId: deployment.id,
-    moduleInstanceId: instance.id,
+    moduleInstanceId: deployment.module_instance_id,
     cloudAccountId: account.id,
     externalId: facts.taskArn,
     sequence: facts.version,
@@ -161,19 +204,15 @@ async function recordTaskDefinition(trx: Executor, deployment: DeploymentRow, fa
 }
 
 async function applyDeployment(trx: Executor, account: CloudAccountRow, facts: DeploymentFacts): Promise<Applied> {
-  const instance = await instanceOf(trx, account, facts.serviceArn, facts.clusterArn);
-  if (!instance) return { outcome: 'UNMATCHED', resourceArn: facts.serviceArn };
-  const deployment = await ensureContainerDeployment(trx, {
-    id: newId(),
-    organizationId: account.organization_id,
-    cloudAccountId: account.id,
-    instance,
+  const deployment = await deploymentOf(trx, account, {
     externalId: facts.deploymentId,
     serviceArn: facts.serviceArn,
+    clusterArn: facts.clusterArn,
     initial: newContainerDeployment(facts.serviceArn, facts.clusterArn ?? clusterOfService(facts.serviceArn)),
     startedAt: facts.at,
     lock: true,
   });
+  if (!deployment) return { outcome: 'UNMATCHED', resourceArn: facts.serviceArn };
   const { next, stale } = applyDeploymentEvent(containerStateOf(deployment), facts);
   // What ECS says of the service deployment beyond the event (its ARN, revisions) is read apart.
   await writeContainerState(trx, deployment.id, next, !stale);
