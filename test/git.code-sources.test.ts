@@ -118,6 +118,12 @@ describe('code sources', () => {
       ['main'],
     );
     assert.equal(second.body.meta.nextCursor, undefined);
+    for (let i = 0; i < 60; i++) git.branch('public', `release/${String(i).padStart(2, '0')}`);
+    const many = await t.call('GET', `/code-source/${source.id}/branches`);
+    assert.equal(many.body.data.length, 63, 'all of them, past the size of a page');
+    assert.equal(many.body.meta.totalCount, 63);
+    assert.equal(many.body.meta.nextCursor, undefined);
+    assert.equal((await t.call('GET', `/code-source/${source.id}/branches?limit=200`)).body.data.length, 63);
   });
 
   it('a private repository lists with its token; a refused or missing token, a missing repository and an unreachable server each say which', async () => {

@@ -165,6 +165,7 @@ describe('step output stored byte for byte', () => {
     }
     assert.equal(result.run.status, 'FAILED');
     assert.equal(result.step.error.code, 'Engine:Log:STORE_FAILED');
+    assert.doesNotMatch(result.step.error.message, /injected failure/, "the database's error is the worker log's, not the step readers'");
     assert.equal(result.step.statusDetail.logLinesLost, 2);
   });
 

@@ -78,6 +78,23 @@ describe('stacks', () => {
     assert.equal((await t.call('GET', `/stacks/${created.id}`)).status, 404);
   });
 
+  it('a PATCH of the source changes the fields it gives and keeps the rest, and null clears one', async () => {
+    const codeSourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'site-repo', url: 'https://git.example.com/team/site.git' } } })).body
+      .data.id;
+    const source = { codeSourceId, ref: 'main', path: 'infra/site', onPush: 'plan' };
+    const created = (await t.call('POST', '/stacks', { body: { data: { projectId, environmentId, name: 'site', source } } })).body.data;
+    const patch = (data: unknown) => t.call('PATCH', `/stacks/${created.id}`, { body: { data } });
+    const branch = await patch({ source: { ref: 'dev' } });
+    assert.equal(branch.status, 200, JSON.stringify(branch.body));
+    assert.deepEqual(branch.body.data.source, { ...source, ref: 'dev' }, 'a change of branch keeps the repository, its directory and onPush');
+    // onPush cleared reads as what it then is: apply.
+    assert.deepEqual((await patch({ source: { path: null, onPush: null } })).body.data.source, { codeSourceId, ref: 'dev', onPush: 'apply' });
+    assert.deepEqual((await patch({ name: 'site2' })).body.data.source, { codeSourceId, ref: 'dev', onPush: 'apply' }, 'a PATCH without source keeps it');
+    assert.deepEqual((await patch({ source: { codeSourceId: null, ref: null } })).body.data.source, { onPush: 'apply' }, 'no code source left');
+    assert.equal((await patch({ source: { ref: '' } })).status, 400);
+    assert.equal((await patch({ source: { branch: 'dev' } })).status, 400);
+  });
+
   it('a run trigger with an unknown field or action is 400; another organization sees 404', async () => {
     const stack = (await t.call('POST', '/stacks', { body: { data: { projectId, environmentId, name: 'edge' } } })).body.data;
     assert.equal((await t.call('POST', `/stacks/${stack.id}/pipeline-run`, { body: { data: { action: 'explode' } } })).status, 400);

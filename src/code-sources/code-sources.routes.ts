@@ -94,7 +94,7 @@ export async function codeSourceRoutes(app: App) {
       schema: {
         tags,
         summary:
-          'Every branch of the repository with its head commit, over the Git protocol (422 refused credential or no such repository, 502 unreachable, 504 timeout)',
+          'Every branch of the repository with its head commit, over the Git protocol, in name order: all of them, or a page when cursor or limit is given (422 refused credential or no such repository, 502 unreachable, 504 timeout)',
         params: IdParams,
         querystring: PaginationQuery,
         response: {
@@ -108,7 +108,10 @@ export async function codeSourceRoutes(app: App) {
       },
     },
     async (request) => {
-      const { items, meta } = await listBranches(app.db, app.secrets, app.config, request.principal, request.params.id, pageRequest(request.query));
+      const { cursor, limit } = request.query;
+      const paged = (cursor !== undefined && cursor !== null) || (limit !== undefined && limit !== null);
+      const page = paged ? pageRequest(request.query) : undefined;
+      const { items, meta } = await listBranches(app.db, app.secrets, app.config, request.principal, request.params.id, page);
       return { data: items, meta };
     },
   );

@@ -155,15 +155,17 @@ export async function deleteCodeSource(db: Db, principal: Principal, id: string)
 }
 
 /**
- * listBranches (`GET /code-source/{id}/branches`) asks the repository for its branches over the smart-HTTP protocol (bounded by
- * PLINTH_GIT_TIMEOUT_MS) and pages through them in name order; the cursor is a position in that list.
+ * listBranches (`GET /code-source/{id}/branches`) asks the repository for its branches over the smart-HTTP
+ * protocol (bounded by PLINTH_GIT_TIMEOUT_MS) and answers them all in name order, or, when asked for a
+ * page, that page of them; the cursor is a position in that list.
  */
-export async function listBranches(db: Db, secrets: SecretBox, config: Config, principal: Principal, id: string, page: PageRequest) {
+export async function listBranches(db: Db, secrets: SecretBox, config: Config, principal: Principal, id: string, page: PageRequest | undefined) {
   const row = await getCodeSourceRow(db, principal, id);
   const credential = await gitCredential(db, secrets, config.git, row);
   const branches = await listRemoteBranches(row.url, credential, config.git.remoteTimeoutMs, config.git.outbound);
+  if (!page) return { items: branches, meta: { limit: branches.length, totalCount: branches.length } };
   const start = Number(serialCursorKey(page.after) ?? 0);
   const items = branches.slice(start, start + page.limit);
   const next = start + page.limit < branches.length ? encodeCursor(String(start + page.limit)) : undefined;
-  return { items, meta: { limit: page.limit, ...(next ? { nextCursor: next } : {}) } };
+  return { items, meta: { limit: page.limit, totalCount: branches.length, ...(next ? { nextCursor: next } : {}) } };
 }

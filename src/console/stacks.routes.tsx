@@ -249,9 +249,11 @@ export function consoleStackRoutes(app: App, pages: Pages, live: LivePages) {
       onPush: Type.Union(PUSH_ACTIONS.map((a) => Type.Literal(a))),
     }),
     async (ctx, { id }, { codeSourceId, ref, path, onPush }) => {
-      // The API replaces the whole source: an empty branch or directory means the source's default
-      // branch or its root, and no code source means none (an empty source).
-      const source = codeSourceId ? { codeSourceId, ...(ref?.trim() ? { ref: ref.trim() } : {}), ...(path?.trim() ? { path: path.trim() } : {}), onPush } : {};
+      // The form shows every field of the source, so each is sent, and null clears one: an empty branch
+      // or directory means the source's default branch or its root, and no code source means none.
+      const source = codeSourceId
+        ? { codeSourceId, ref: ref?.trim() || null, path: path?.trim() || null, onPush }
+        : { codeSourceId: null, ref: null, path: null, onPush: null };
       await ctx.api.patch(apiStack(id), { data: { source } });
       return undefined;
     },

@@ -3,6 +3,7 @@
 // event takes its place in the progress history by that time. Pure: no database, no clock.
 
 import type { DeploymentStatus } from '../platform/db/enums.ts';
+import type { CloudOutcomeCode } from '../platform/errors.ts';
 import type { ContainerServiceData, DeploymentProgress } from './deployments.schema.ts';
 import type { DeploymentFacts, ServiceActionFacts } from './ecs-events.ts';
 
@@ -20,7 +21,7 @@ export interface ContainerDeploymentState {
   lastEventAt: string | null;
   data: ContainerServiceData;
   completedAt: string | null;
-  error: { code: string; message: string } | null;
+  error: { code: CloudOutcomeCode; message: string } | null;
 }
 
 /** The state a deployment first seen in an event starts from. */

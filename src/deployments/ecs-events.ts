@@ -2,6 +2,8 @@
 // what a task, service deployment or service action event says, in the terms deployments are kept in.
 // Pure: no database, no clock.
 
+import type { CloudOutcomeCode } from '../platform/errors.ts';
+
 /** The EventBridge envelope: what every event has, whatever its source. */
 export interface CloudEvent {
   id: string;
@@ -32,7 +34,7 @@ export interface TaskFacts {
   /** The TypeData of a CONTAINER_TASK resource. */
   data: Record<string, unknown>;
   /** Why it failed: a stop that was not asked for, or a container that exited non-zero. */
-  error?: { code: string; message: string };
+  error?: { code: CloudOutcomeCode; message: string };
 }
 
 export interface DeploymentFacts {
@@ -172,7 +174,7 @@ function readTask(event: CloudEvent): TaskFacts | undefined {
     if (moment) data[moment] = lastStatus === 'RUNNING' ? (time(d.startedAt) ?? at) : at;
   }
   const failedContainer = exitCodes.find((c) => c.exitCode !== 0);
-  const error =
+  const error: TaskFacts['error'] =
     lastStatus === 'STOPPED' && failedContainer
       ? { code: 'Ecs:Task:CONTAINER_EXITED', message: `Container ${failedContainer.name ?? '?'} exited with code ${failedContainer.exitCode}` }
       : lastStatus === 'STOPPED' && str(d.stopCode) && !EXPECTED_STOPS.has(str(d.stopCode)!)

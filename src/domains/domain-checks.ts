@@ -3,6 +3,7 @@
 // and watched until it expires. Each step that changes something is a domain event. Worker processes take
 // the steps when they are due (domain-poller.ts); `POST /domains/{id}/verify` takes the first one now.
 
+import type { CloudOutcomeCode } from '../platform/errors.ts';
 import { DescribeCertificateCommand, RequestCertificateCommand, type CertificateDetail } from '@aws-sdk/client-acm';
 import { findCloudAccountForIngest } from '../cloud-accounts/cloud-accounts.repo.ts';
 import { acmClientAs, awsCall } from '../platform/aws/aws-clients.ts';
@@ -199,7 +200,7 @@ export async function applyCertificateState(
     await updateCertificate(deps.db, certificate.id, {
       status: 'FAILED',
       next_check_at: null,
-      error: JSON.stringify({ code: 'Aws:Certificate:FAILED', message: `ACM says ${status}${reason ? `: ${reason}` : ''}` }),
+      error: JSON.stringify({ code: 'Aws:Certificate:FAILED' satisfies CloudOutcomeCode, message: `ACM says ${status}${reason ? `: ${reason}` : ''}` }),
     });
     await event(deps.db, domain, certificate, 'CERTIFICATE_FAILED', { status, ...(reason ? { reason } : {}) });
     return;

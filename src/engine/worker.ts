@@ -247,7 +247,13 @@ export class EngineWorker {
         defer: (cleanup) => this.track(cleanup, id),
       });
     } catch (error) {
-      outcome = { status: 'FAILED', error: engineError('Engine:Worker:ERROR', error instanceof Error ? error.message : String(error)) };
+      // Runners answer every failure a step's own code or input can cause; what is thrown is the
+      // platform's (a database error, a path of the host), which the step's readers must not see.
+      this.log.error({ err: error, executionId: id, runId }, 'a step failed on an internal error of its worker');
+      outcome = {
+        status: 'FAILED',
+        error: engineError('Engine:Worker:ERROR', `The worker failed on an internal error while running this step; its log has the cause (executionId ${id})`),
+      };
     }
     // Why the process ended, if this worker ended it. A stop that comes after the process exited on
     // its own changes nothing: its outcome is known and is committed (a drained worker must not hand

@@ -186,7 +186,7 @@ async function finishOutcome(run: StepRun, outcome: StepOutcome): Promise<StepOu
   await run.ctx.sink.flush();
   const statusDetail = { ...(outcome.statusDetail ?? {}), workerId: run.ctx.workerId, ...logDetail(run.ctx.sink.stats) };
   if (outcome.status === 'SUCCEEDED' && run.ctx.sink.stats.linesLost)
-    return { ...outcome, status: 'FAILED', statusDetail, error: logStoreError(run.ctx.sink.stats, run.ctx.sink.lastError) };
+    return { ...outcome, status: 'FAILED', statusDetail, error: logStoreError(run.ctx.sink.stats) };
   return { ...outcome, statusDetail };
 }
 

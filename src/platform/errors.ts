@@ -52,8 +52,25 @@ export const ENGINE_OUTCOME_CODES = [
 ] as const;
 
 /**
+ * The errors Plinth records from what AWS says of a deployment, a task or a certificate (in their `error`;
+ * docs/deployments.md, docs/domains.md).
+ */
+export const CLOUD_OUTCOME_CODES = [
+  /** ECS failed the service deployment (its circuit breaker, say): the message is ECS's reason. */
+  'Ecs:Deployment:FAILED',
+  /** A container of the task exited with a code other than 0. */
+  'Ecs:Task:CONTAINER_EXITED',
+  /** The task stopped without being asked to: the message holds ECS's stop code and reason. */
+  'Ecs:Task:STOPPED',
+  /** ACM failed, timed out, revoked or gave up the certificate. */
+  'Aws:Certificate:FAILED',
+] as const;
+export type CloudOutcomeCode = (typeof CLOUD_OUTCOME_CODES)[number];
+
+/**
  * Every code an ErrorBody can carry: the answers of the API (`Api:`, `Auth:`, `Git:`, `OpenTofu:State…`)
- * and the outcomes the engine writes on a run or step execution (`Engine:`, `OpenTofu:`). AppError and
+ * and the outcomes the engine writes on a run or step execution (`Engine:`, `OpenTofu:`) or cloud events
+ * on a deployment, task or certificate (`Ecs:`, `Aws:`). AppError and
  * its subclasses take only these, so a new code is added here or does not compile; the ErrorBody
  * schema's `code` is an enum of this list, so /openapi.json (and the SDK's types) name every one.
  */
@@ -246,6 +263,7 @@ export const ERROR_CODES = [
   'OpenTofu:StateLock:NOT_HOLDER',
 
   ...ENGINE_OUTCOME_CODES,
+  ...CLOUD_OUTCOME_CODES,
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

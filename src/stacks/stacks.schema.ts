@@ -1,5 +1,17 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Body, Description, GivenId, Id, Name, NamedFilter, OrderedPaginationQuery, SearchFilter, StringEnum, UtcDateTime } from '../platform/schema.ts';
+import {
+  Body,
+  Description,
+  GivenId,
+  Id,
+  Name,
+  NamedFilter,
+  Nullable,
+  OrderedPaginationQuery,
+  SearchFilter,
+  StringEnum,
+  UtcDateTime,
+} from '../platform/schema.ts';
 import { RUN_ACTIONS, STACK_TYPES } from '../platform/db/enums.ts';
 import { PipelineConfigSchema } from '../pipelines/pipelines.schema.ts';
 
@@ -22,6 +34,29 @@ export const StackSource = Type.Object(
   { additionalProperties: false },
 );
 export type StackSource = Static<typeof StackSource>;
+
+/**
+ * A change to a stack's source, field by field: a field given is set, null clears it, and a field left
+ * out is kept. A PATCH that sends only `ref` moves the stack to another branch of the same repository.
+ */
+const StackSourceChange = Type.Object(
+  {
+    codeSourceId: Type.Optional(Nullable(Id)),
+    ref: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
+    path: Type.Optional(Nullable(Type.String({ maxLength: 1024 }))),
+    // An enum that takes null lists it too (OpenAPI 3.0.3), or the validator refuses null.
+    onPush: Type.Optional(
+      Type.Unsafe<(typeof PUSH_ACTIONS)[number] | null>({
+        type: 'string',
+        enum: [...PUSH_ACTIONS, null],
+        nullable: true,
+        description: 'null sets it back to apply',
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'The fields of the source to change; those left out are kept, and null clears one' },
+);
+export type StackSourceChange = Static<typeof StackSourceChange>;
 
 const Variables = Type.Object({}, { additionalProperties: true, description: 'OpenTofu input variables of the stack' });
 
@@ -72,7 +107,14 @@ export const CreateStack = Body(
 export type CreateStack = Static<typeof CreateStack>['data'];
 
 export const UpdateStack = Body(
-  Type.Object({ name: Type.Optional(Name), source: Type.Optional(StackSource), variables: Type.Optional(Variables) }, { additionalProperties: false }),
+  Type.Object(
+    {
+      name: Type.Optional(Name),
+      source: Type.Optional(StackSourceChange),
+      variables: Type.Optional({ ...Variables, description: 'OpenTofu input variables of the stack: the whole set, replacing the one before' }),
+    },
+    { additionalProperties: false },
+  ),
 );
 export type UpdateStack = Static<typeof UpdateStack>['data'];
 

@@ -14,6 +14,7 @@ import { triggerRun, type TriggeredRun } from '../engine/run-commands.ts';
 import { hasActiveRunOfStack } from '../runs/runs.repo.ts';
 import { runRowToRun } from '../runs/runs.map.ts';
 import { DEFAULT_CHANGE_PIPELINE, DEFAULT_DESTROY_PIPELINE } from './default-pipelines.ts';
+import { changedSource } from './source-change.ts';
 import {
   deleteStackById,
   findStackById,
@@ -121,7 +122,8 @@ export async function updateStack(db: Db, principal: Principal, id: string, inpu
     if (!stack) throw new NotFoundError('Stack', id);
     assertNotManaged(stack);
     if (input.source?.codeSourceId) await assertCodeSourceUsable(trx, principal, input.source.codeSourceId);
-    await updateStackRow(trx, id, input);
+    const source = input.source === undefined ? undefined : changedSource(stackRowToStack(stack).source, input.source);
+    await updateStackRow(trx, id, { ...input, source });
     return stackRowToStack((await findStackById(trx, principal.organizationId, id))!);
   });
 }

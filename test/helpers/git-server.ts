@@ -19,6 +19,8 @@ export interface GitServer {
   /** Commits what `change` does to a clone's work tree (symlinks, many files), on a branch made from main when missing; returns the commit's sha. */
   commitWith(name: 'public' | 'private', branch: string, change: (workTree: string) => void): string;
   head(name: 'public' | 'private', branch: string): string;
+  /** Makes a branch at the head of another (main by default), without a commit of its own. */
+  branch(name: 'public' | 'private', branch: string, from?: string): void;
   /** Requests served, as `METHOD path` with the Basic user name (never the password). */
   requests: string[];
   acceptToken: (token: string) => boolean;
@@ -144,6 +146,9 @@ export async function startGitServer(options: { tokens?: string[] } = {}): Promi
     commit,
     commitWith,
     head: (name: 'public' | 'private', branch: string) => git(path.join(root, `${name}.git`), ['rev-parse', `refs/heads/${branch}`]),
+    branch: (name: 'public' | 'private', branch: string, from = 'main') => {
+      git(path.join(root, `${name}.git`), ['branch', branch, from]);
+    },
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -110,8 +110,7 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared:
       error: engineError('Engine:Step:TIMED_OUT', `The step ran longer than its timeoutSeconds (${claimed.step.timeoutSeconds})`),
     };
   }
-  if (result.exitCode === 0 && ctx.sink.stats.linesLost)
-    return { status: 'FAILED', statusDetail, outputData, error: logStoreError(ctx.sink.stats, ctx.sink.lastError) };
+  if (result.exitCode === 0 && ctx.sink.stats.linesLost) return { status: 'FAILED', statusDetail, outputData, error: logStoreError(ctx.sink.stats) };
   if (result.exitCode === 0) return { status: 'SUCCEEDED', statusDetail, outputData };
   const how = result.exitCode === null ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
   return { status: 'FAILED', statusDetail, outputData, error: engineError('Engine:Script:FAILED', `The command ${how}`, { exitCode: result.exitCode }) };

@@ -55,9 +55,12 @@ export function logDetail(stats: LogStats): Record<string, unknown> {
   };
 }
 
-/** The error of a step whose log lines could not all be stored: it must not pass for a clean success. */
-export function logStoreError(stats: LogStats, cause: Error | undefined): ErrorBody {
-  return engineError('Engine:Log:STORE_FAILED', `${stats.linesLost} log line(s) of this step could not be stored: ${cause?.message ?? 'unknown error'}`, {
+/**
+ * The error of a step whose log lines could not all be stored: it must not pass for a clean success. Why
+ * they could not (a database error) is the worker's log's to tell, not the step's readers'.
+ */
+export function logStoreError(stats: LogStats): ErrorBody {
+  return engineError('Engine:Log:STORE_FAILED', `${stats.linesLost} log line(s) of this step could not be stored; the worker's log has the cause`, {
     linesLost: stats.linesLost,
   });
 }
@@ -72,5 +75,5 @@ export function withLostLines<O extends { status: 'SUCCEEDED' | 'FAILED'; error?
 ): O {
   const statusDetail = { ...(outcome.statusDetail ?? {}), ...logDetail(sink.stats) };
   if (outcome.status === 'FAILED') return { ...outcome, statusDetail };
-  return { ...outcome, status: 'FAILED', statusDetail, error: logStoreError(sink.stats, sink.lastError) };
+  return { ...outcome, status: 'FAILED', statusDetail, error: logStoreError(sink.stats) };
 }
