@@ -222,6 +222,62 @@ describe('container-service deployments from the cloud events of an AWS account'
     assert.equal(tasks.filter((r: any) => r.externalId.endsWith('/task-race')).length, 1);
   });
 
+  it('applies racing copies of a deployment event once: one history entry, one stored event', async () => {
+    const event = deploymentEvent(WEB, 'ecs-svc/1000000000000000012', 'in-progress', '2026-02-02T00:00:00Z');
+    const answers = await Promise.all(Array.from({ length: 6 }, () => send(event)));
+    assert.equal(answers.filter((a) => a.status === 200 && !a.body.data.duplicate).length, 1, JSON.stringify(answers.map((a) => a.body)));
+    assert.ok(answers.every((a) => a.status === 200 && a.body.data.outcome === 'APPLIED'));
+    const id = answers[0].body.data.deploymentId;
+    assert.ok(answers.every((a) => a.body.data.deploymentId === id));
+    const deployment = (await t.call('GET', `/deployments/${id}`)).body.data;
+    assert.deepEqual(
+      deployment.data.events.map((e: any) => e.startedAt),
+      ['2026-02-02T00:00:00.000Z'],
+    );
+  });
+
+  it("keeps a deployment with the instance first matched, and never reaches another account's deployment of the same id", async () => {
+    const deploymentId = 'ecs-svc/1000000000000000013';
+    const first = await send(taskEvent(WEB, deploymentId, 'task-kept', 1, 'PENDING'));
+    assert.equal(first.body.data.outcome, 'APPLIED');
+    const { output } = await t.db.selectFrom('stacks').select('output').where('module_instance_id', '=', instanceId).executeTakeFirstOrThrow();
+    await t.db
+      .updateTable('stacks')
+      .set({ output: JSON.stringify({}) })
+      .where('module_instance_id', '=', instanceId)
+      .execute();
+    try {
+      // The instance no longer declares the service: its started deployment keeps its events, a new one is nobody's.
+      const later = await send(taskEvent(WEB, deploymentId, 'task-kept', 2, 'RUNNING'));
+      assert.equal(later.body.data.outcome, 'APPLIED');
+      assert.equal(later.body.data.deploymentId, first.body.data.deploymentId);
+      assert.equal((await send(taskEvent(WEB, 'ecs-svc/1000000000000000014', 'task-new', 1, 'PENDING'))).body.data.outcome, 'UNMATCHED');
+    } finally {
+      await t.db
+        .updateTable('stacks')
+        .set({ output: JSON.stringify(output) })
+        .where('module_instance_id', '=', instanceId)
+        .execute();
+    }
+    // Another organization's cloud account of the same AWS account, sending the same ECS deployment id.
+    const other = await createOrganization(t);
+    const account = await t.call('POST', '/cloud-accounts', {
+      headers: inOrg(other),
+      body: { data: { givenId: 'prod', name: 'Prod', accountId: ECS_ACCOUNT, roleArn: ROLE_ARN } },
+    });
+    assert.equal(account.status, 201, JSON.stringify(account.body));
+    const theirs = await send(taskEvent(WEB, deploymentId, 'task-kept', 3, 'STOPPED'), {
+      account: account.body.data.id,
+      secret: account.body.data.ingestSecret,
+    });
+    assert.equal(theirs.status, 202);
+    assert.equal(theirs.body.data.outcome, 'UNMATCHED');
+    const task = (await t.call('GET', `/deployments/${first.body.data.deploymentId}/resources`)).body.data.find((r: any) =>
+      r.externalId.endsWith('/task-kept'),
+    );
+    assert.equal(task.lastStatus, 'RUNNING', "the other account's event changed nothing here");
+  });
+
   it('answers hostile events with a 4xx or an acknowledgement, never a 5xx, and never waits long on one', async () => {
     const leap = deploymentEvent(WEB, 'ecs-svc/1000000000000000007', 'in-progress', '2026-01-03T00:00:00Z');
     leap.time = '2016-12-31T23:59:60Z';

@@ -173,7 +173,8 @@ export function findContainerDeployment(db: Executor, cloudAccountId: string, ex
 /**
  * createContainerDeployment records the deployment ECS names `externalId` in the account (as `initial`)
  * and returns it, locked with `lock`. Two first events of one deployment arriving at once both end on
- * the same row: the insert that loses waits, then does nothing.
+ * the same row: the insert that loses waits, then does nothing. Undefined when the row is gone already:
+ * its instance was deleted between the two statements.
  */
 export async function createContainerDeployment(
   db: Executor,
@@ -188,7 +189,7 @@ export async function createContainerDeployment(
     startedAt: string;
     lock: boolean;
   },
-): Promise<DeploymentRow> {
+): Promise<DeploymentRow | undefined> {
   await db
     .insertInto('deployments')
     .values({
@@ -210,11 +211,7 @@ export async function createContainerDeployment(
     })
     .onConflict((oc) => oc.columns(['cloud_account_id', 'external_deployment_id']).where('external_deployment_id', 'is not', null).doNothing())
     .execute();
-  const created = await findContainerDeployment(db, v.cloudAccountId, v.externalId, v.lock);
-  // Only a deletion of the row between the two statements gets here: the insert names its instance, so
-  // the caller's retry on a foreign-key violation is what applies the event again.
-  if (!created) throw new Error(`deployment ${v.externalId} was deleted as it was created`);
-  return created;
+  return findContainerDeployment(db, v.cloudAccountId, v.externalId, v.lock);
 }
 
 /**

@@ -3,7 +3,7 @@
 
 import type { CloudAccountRow } from '../cloud-accounts/cloud-accounts.repo.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
-import { isForeignKeyViolation } from '../platform/db/db-errors.ts';
+import { isDeadlock, isForeignKeyViolation } from '../platform/db/db-errors.ts';
 import type { DomainConfig } from '../platform/domain-config.ts';
 import { applyAcmEvent, isAcmEvent } from '../domains/acm-events.ts';
 import { logStreamsOf } from './log-streams.ts';
@@ -42,17 +42,22 @@ interface Applied {
   deploymentId?: string;
 }
 
+/** How many times an event is applied at most, when what it met changed under it. */
+const ATTEMPTS = 3;
+
 /**
- * ingestCloudEvent applies an event of the account and stores it with what applying it did. Should the
- * instance it is about be deleted meanwhile (its row gone under the insert), it is applied once more,
- * and then finds no instance.
+ * ingestCloudEvent applies an event of the account and stores it with what applying it did. It is
+ * applied again when what it met changed under it: the instance it is about deleted meanwhile (its row
+ * gone under the insert: the next attempt finds no instance), or a deletion of the cloud account or of
+ * an instance that took the same rows in the other order (PostgreSQL aborts one of the two).
  */
 export async function ingestCloudEvent(db: Db, domains: DomainConfig, account: CloudAccountRow, event: CloudEvent): Promise<IngestResult> {
-  try {
-    return await ingestOnce(db, domains, account, event);
-  } catch (error) {
-    if (!isForeignKeyViolation(error)) throw error;
-    return ingestOnce(db, domains, account, event);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ingestOnce(db, domains, account, event);
+    } catch (error) {
+      if (attempt === ATTEMPTS || !(isForeignKeyViolation(error) || isDeadlock(error))) throw error;
+    }
   }
 }
 

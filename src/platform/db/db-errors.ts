@@ -2,6 +2,7 @@
 
 const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
+const DEADLOCK_DETECTED = '40P01';
 
 function codeOf(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
@@ -16,6 +17,11 @@ export function isUniqueViolation(error: unknown): boolean {
 /** A foreign key refused the write: what it references was deleted meanwhile, or something still uses the row. */
 export function isForeignKeyViolation(error: unknown): boolean {
   return codeOf(error) === FOREIGN_KEY_VIOLATION;
+}
+
+/** PostgreSQL broke a cycle of transactions waiting on each other's locks by aborting this one: it may run again. */
+export function isDeadlock(error: unknown): boolean {
+  return codeOf(error) === DEADLOCK_DETECTED;
 }
 
 /** rethrowAs runs a write and replaces the matching database error with a typed one. */
