@@ -122,6 +122,7 @@ describe('code sources', () => {
     const many = await t.call('GET', `/code-source/${source.id}/branches`);
     assert.equal(many.body.data.length, 63, 'all of them, past the size of a page');
     assert.equal(many.body.meta.totalCount, 63);
+    assert.equal(many.body.meta.limit, 10_000, 'the most one answer holds');
     assert.equal(many.body.meta.nextCursor, undefined);
     assert.equal((await t.call('GET', `/code-source/${source.id}/branches?limit=200`)).body.data.length, 63);
   });

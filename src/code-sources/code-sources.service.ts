@@ -154,18 +154,21 @@ export async function deleteCodeSource(db: Db, principal: Principal, id: string)
   });
 }
 
+/** The branches one answer holds when no page is asked for: all of any repository people work in. */
+const ALL_BRANCHES = 10_000;
+
 /**
  * listBranches (`GET /code-source/{id}/branches`) asks the repository for its branches over the smart-HTTP
- * protocol (bounded by PLINTH_GIT_TIMEOUT_MS) and answers them all in name order, or, when asked for a
- * page, that page of them; the cursor is a position in that list.
+ * protocol (bounded by PLINTH_GIT_TIMEOUT_MS) and answers them all in name order (up to ALL_BRANCHES),
+ * or, when asked for a page, that page of them; the cursor is a position in that list.
  */
 export async function listBranches(db: Db, secrets: SecretBox, config: Config, principal: Principal, id: string, page: PageRequest | undefined) {
   const row = await getCodeSourceRow(db, principal, id);
   const credential = await gitCredential(db, secrets, config.git, row);
   const branches = await listRemoteBranches(row.url, credential, config.git.remoteTimeoutMs, config.git.outbound);
-  if (!page) return { items: branches, meta: { limit: branches.length, totalCount: branches.length } };
-  const start = Number(serialCursorKey(page.after) ?? 0);
-  const items = branches.slice(start, start + page.limit);
-  const next = start + page.limit < branches.length ? encodeCursor(String(start + page.limit)) : undefined;
-  return { items, meta: { limit: page.limit, totalCount: branches.length, ...(next ? { nextCursor: next } : {}) } };
+  const { limit, after } = page ?? { limit: ALL_BRANCHES };
+  const start = Number(serialCursorKey(after) ?? 0);
+  const items = branches.slice(start, start + limit);
+  const next = start + limit < branches.length ? encodeCursor(String(start + limit)) : undefined;
+  return { items, meta: { limit, totalCount: branches.length, ...(next ? { nextCursor: next } : {}) } };
 }

@@ -50,7 +50,7 @@ const StackSourceChange = Type.Object(
         type: 'string',
         enum: [...PUSH_ACTIONS, null],
         nullable: true,
-        description: 'null sets it back to apply',
+        description: 'What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing; null sets it back to apply',
       }),
     ),
   },

@@ -17789,7 +17789,7 @@ export interface operations {
                         source?: {
                             codeSourceId?: string | null;
                             /**
-                             * @description null sets it back to apply
+                             * @description What a push to the tracked branch (ref) that touches path triggers: an apply run, a plan run, or nothing; null sets it back to apply
                              * @enum {string|null}
                              */
                             onPush?: "apply" | "plan" | "none" | null;
