@@ -165,7 +165,13 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   let stopAuditJobs: (() => void) | undefined;
   if (roles.worker) {
     // The Git settings as read before the secrets were scrubbed from the environment (the app's private key).
-    worker = new EngineWorker(database.db, database.url, { ...loadEngineConfig(), git: config.git, runners: OPENTOFU_RUNNERS }, log, secrets);
+    worker = new EngineWorker(
+      database.db,
+      database.url,
+      { ...loadEngineConfig(process.env, config.publicUrl), git: config.git, runners: OPENTOFU_RUNNERS },
+      log,
+      secrets,
+    );
     await worker.start();
     stopAuditJobs = startAuditJobs(database.db, secrets, log, {
       outbound: config.auditWebhookAllowPrivate ? { allow: ALLOW_EVERYTHING } : config.git.outbound,

@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { sampleQueueGauges } from '../src/engine/queue-gauges.ts';
 import { startProcessMetrics } from '../src/platform/metrics/process-metrics.ts';
 import { metricsPort, startMetricsServer } from '../src/platform/metrics/server.ts';
-import { createStack, startEngineTestApp, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
-import { PLINTH_BIN, ROOT } from './helpers/plinth-process.ts';
+import { createTestDatabase } from './helpers/database.ts';
+import { createStack, FAST_ENGINE_ENV, startEngineTestApp, triggerRun, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
+import { freePort, PLINTH_BIN, ROOT, startPlinthProcess } from './helpers/plinth-process.ts';
 
 /** The value of one sample of the scrape, 0 when absent: `name{labels} value`. */
 function sample(text: string, name: string, labels = ''): number {
@@ -60,6 +64,32 @@ describe('Prometheus metrics', () => {
       assert.equal((await fetch(at, { headers: { authorization: `Bearer ${token}` } })).status, 200);
     } finally {
       await new Promise((resolve) => exposed.close(resolve));
+    }
+  });
+
+  it('off loopback with its token, a process that runs a worker starts and serves the scrape', async () => {
+    const database = await createTestDatabase();
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'plinth-metrics-'));
+    const port = await freePort();
+    // The token is scrubbed from the environment once read: the worker's settings must not read it again.
+    const plinth = await startPlinthProcess(
+      {
+        ...FAST_ENGINE_ENV,
+        DATABASE_URL: database.url,
+        PLINTH_DATA_DIR: dir,
+        PLINTH_METRICS_PORT: String(port),
+        PLINTH_METRICS_HOST: '0.0.0.0',
+        PLINTH_METRICS_TOKEN: token,
+      },
+      { readyTimeoutMs: 120_000 },
+    );
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, 200);
+    } finally {
+      await plinth.stop();
+      await database.drop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -52,13 +52,18 @@ export interface TofuSettings {
   backendUrl: string;
 }
 
-export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
+/**
+ * loadEngineConfig reads the worker's settings. `publicUrl` is the API's, from the process's Config:
+ * read again from `env` only when not given, since a process has scrubbed its secrets from its
+ * environment by the time its worker starts, and reading the whole Config again would miss them.
+ */
+export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env, publicUrl?: string): EngineConfig {
   const leaseMs = positiveIntFrom(env, 'PLINTH_WORKER_LEASE_MS', 30_000);
   const heartbeatMs = positiveIntFrom(env, 'PLINTH_WORKER_HEARTBEAT_MS', Math.max(1, Math.floor(leaseMs / 3)));
   if (heartbeatMs >= leaseMs) throw new Error('PLINTH_WORKER_HEARTBEAT_MS must be shorter than PLINTH_WORKER_LEASE_MS');
   const workRoot = env.PLINTH_WORKER_WORK_ROOT || undefined;
   const concurrency = positiveIntFrom(env, 'PLINTH_WORKER_CONCURRENCY', 16);
-  const backendUrl = (env.PLINTH_STATE_BACKEND_URL || loadConfig(env).publicUrl).replace(/\/+$/, '');
+  const backendUrl = (env.PLINTH_STATE_BACKEND_URL || publicUrl || loadConfig(env).publicUrl).replace(/\/+$/, '');
   return {
     concurrency,
     leaseMs,
