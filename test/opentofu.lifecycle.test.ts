@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { createPlinth } from '@plinth/sdk';
+import { assertError, serviceAccountCaller } from './helpers/callers.ts';
 import { logLines, stepsOf, triggerRun, waitForRunStatus, waitForStep } from './helpers/engine.ts';
 import { createTofuStack, stackCode, startTofuTestApp, startTofuWorker, type StackCode, type TofuTestApp } from './helpers/opentofu.ts';
 
@@ -65,6 +67,29 @@ describe('an OpenTofu stack through the API: plan, approve, apply, outputs, a ch
       ],
     });
     assert.ok(!JSON.stringify(plan.outputData).includes(SECRET), 'no sensitive value in the stored plan');
+    // A plan shows the stack's values: a VIEWER (no state:read) reads what changes, not to what, nor the plan's log.
+    const viewer = await serviceAccountCaller(t, 'VIEWER');
+    const seen = (await t.call('GET', `/pipeline-step-executions/${plan.id}`, { token: viewer.token })).body.data;
+    assert.equal(seen.outputData.attributesWithheld, true);
+    assert.deepEqual(
+      seen.outputData.resourceChanges.find((c: { address: string }) => c.address === 'standin_login.admin'),
+      { address: 'standin_login.admin', action: 'create' },
+    );
+    assert.equal(seen.outputData.add, 2);
+    const listed = (await t.call('GET', `/pipeline-runs/${run.id}/step-executions`, { token: viewer.token })).body.data;
+    assert.ok(!JSON.stringify(listed).includes('"attributes"'), 'the list withholds them too');
+    assertError(await t.call('GET', `/pipeline-step-executions/${plan.id}/logs`, { token: viewer.token }), 403, 'Auth:Permission:DENIED');
+    assertError(await t.call('GET', `/pipeline-step-executions/${plan.id}/logs?follow=true`, { token: viewer.token }), 403, 'Auth:Permission:DENIED');
+    // The SDK's follow of the whole run skips the log a VIEWER may not read, and still ends.
+    const follow = createPlinth({ baseUrl: t.baseUrl, token: viewer.token }).runs.followLogs(run.id, { intervalMs: 100 });
+    let next = await follow.next();
+    const followed: string[] = [];
+    for (; !next.done; next = await follow.next()) followed.push(next.value.line);
+    assert.deepEqual(followed, []);
+    assert.equal(next.value.status, 'WAITING_FOR_APPROVAL');
+    const member = await serviceAccountCaller(t, 'MEMBER');
+    assert.equal((await t.call('GET', `/pipeline-step-executions/${plan.id}/logs`, { token: member.token })).status, 200);
+    assert.ok((await t.call('GET', `/pipeline-step-executions/${plan.id}`, { token: member.token })).body.data.outputData.resourceChanges[0].attributes);
     assert.equal((await t.call('POST', `/pipeline-step-executions/${approval.id}/approve`)).status, 200);
     await waitForRunStatus(t, run.id, 'SUCCEEDED', 30_000);
     const stack = (await t.call('GET', `/stacks/${stackId}`)).body.data;

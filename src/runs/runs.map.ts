@@ -96,7 +96,34 @@ export function runRowToRun(row: RunReadRow): PipelineRun {
   };
 }
 
-export function executionRowToExecution(row: ExecutionReadRow): StepExecution {
+/**
+ * The step types whose output is a plan: what `tofu plan` and `tofu destroy` print, and a plan step's
+ * outputData, show the values of the stack's resources. Reading them takes `state:read`.
+ */
+const PLAN_STEP_TYPES: ReadonlySet<string> = new Set(['opentofu.plan', 'opentofu.destroy']);
+
+export function showsPlan(stepType: string): boolean {
+  return PLAN_STEP_TYPES.has(stepType);
+}
+
+/**
+ * withoutPlanValues is a plan step's outputData for a reader who may not read plans: what changes
+ * (counts, addresses, actions) without the attributes' values, and `attributesWithheld` to say so.
+ */
+export function withoutPlanValues(outputData: Record<string, unknown>): Record<string, unknown> {
+  if (!Array.isArray(outputData.resourceChanges)) return outputData;
+  const resourceChanges = outputData.resourceChanges.map((change) => {
+    if (typeof change !== 'object' || change === null) return change;
+    const { attributes: _values, ...rest } = change as Record<string, unknown>;
+    return rest;
+  });
+  return { ...outputData, resourceChanges, attributesWithheld: true };
+}
+
+/** executionRowToExecution maps a step execution; `readsPlans` false withholds a plan's values (state:read). */
+export function executionRowToExecution(row: ExecutionReadRow, readsPlans = true): StepExecution {
+  const outputData =
+    row.output_data && !readsPlans && showsPlan(row.step_type) ? withoutPlanValues(row.output_data as Record<string, unknown>) : row.output_data;
   return {
     id: row.id,
     organizationId: row.organization_id,
@@ -121,7 +148,7 @@ export function executionRowToExecution(row: ExecutionReadRow): StepExecution {
     ...(row.started_at ? { startedAt: row.started_at } : {}),
     ...(row.error ? { error: row.error } : {}),
     ...(row.input_data ? { inputData: row.input_data } : {}),
-    ...(row.output_data ? { outputData: row.output_data } : {}),
+    ...(outputData ? { outputData } : {}),
     ...(row.status_detail ? { statusDetail: row.status_detail } : {}),
     // LOCAL steps log into Plinth itself: the "group" is the engine, the stream prefix is the URL to read
     // them, and there is no cloud account or region (empty and `local`, so the four strings every step's `logs` has are all there).

@@ -4,6 +4,7 @@ import { NotFoundError } from '../platform/errors.ts';
 import { serialCursorKey, toPage, type PageRequest } from '../platform/pagination.ts';
 import { approveStep, cancelRun as cancelRunCommand, rejectStep, retryRun as retryRunCommand } from '../engine/run-commands.ts';
 import { findExecutionById, findExecutionsPage, findRunById, findRunsPage, findTransitionsPage } from './runs.repo.ts';
+import { hasPermission } from '../platform/auth/roles.ts';
 import { executionRowToExecution, runRowToRun, transitionRowToTransition } from './runs.map.ts';
 import type { RunListQuery, StepExecutionListQuery } from './runs.schema.ts';
 
@@ -17,6 +18,11 @@ export async function getExecutionRow(db: Executor, principal: Principal, id: st
   const row = await findExecutionById(db, principal.organizationId, id);
   if (!row) throw new NotFoundError('StepExecution', id);
   return row;
+}
+
+/** Plans show the values of a stack's resources: reading them is reading state (state:read). */
+export function readsPlans(principal: Principal): boolean {
+  return hasPermission(principal.role, 'state:read');
 }
 
 export async function getRun(db: Executor, principal: Principal, id: string) {
@@ -52,7 +58,7 @@ export async function listExecutions(db: Db, principal: Principal, runId: string
   await getRunRow(db, principal, runId);
   const rows = await findExecutionsPage(db, runId, { attemptEpoch: query.attemptEpoch }, page);
   const { items, meta } = toPage(rows, page, (r) => r.id);
-  return { items: items.map(executionRowToExecution), meta };
+  return { items: items.map((row) => executionRowToExecution(row, readsPlans(principal))), meta };
 }
 
 /** listTransitions reads the run's append-only history of status changes, oldest first. */
@@ -64,7 +70,7 @@ export async function listTransitions(db: Db, principal: Principal, runId: strin
 }
 
 export async function getExecution(db: Db, principal: Principal, id: string) {
-  return executionRowToExecution(await getExecutionRow(db, principal, id));
+  return executionRowToExecution(await getExecutionRow(db, principal, id), readsPlans(principal));
 }
 
 /** decideApproval approves or rejects a step WAITING_FOR_APPROVAL; of two concurrent decisions one wins, the other is 409. */
@@ -73,6 +79,6 @@ export async function decideApproval(db: Db, principal: Principal, id: string, d
     const row = await getExecutionRow(trx, principal, id);
     if (decision === 'approve') await approveStep(trx, row.pipeline_run_id, id, principal.userId);
     else await rejectStep(trx, row.pipeline_run_id, id, principal.userId);
-    return executionRowToExecution((await findExecutionById(trx, principal.organizationId, id))!);
+    return executionRowToExecution((await findExecutionById(trx, principal.organizationId, id))!, readsPlans(principal));
   });
 }

@@ -4,6 +4,8 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../platform/pagination.ts';
 import { BadRequestError } from '../platform/errors.ts';
 import { isTerminalStep, type StepStatus } from '../engine/run-state.ts';
 import { findExecutionStatus } from './runs.repo.ts';
+import { assertPermission } from '../platform/auth/roles.ts';
+import { showsPlan } from './runs.map.ts';
 import { getExecutionRow } from './runs.service.ts';
 import type { LogLine } from './runs.schema.ts';
 import { findLastLogLines, findLastSeq, findLogLines, type LogRow } from './step-logs.repo.ts';
@@ -81,13 +83,20 @@ export interface LogsRead {
   contains?: string;
 }
 
+/** The execution whose log is read: 403 for a plan's log to a caller who may not read plans (state:read). */
+async function getLoggedExecution(db: Db, principal: Principal, id: string) {
+  const row = await getExecutionRow(db, principal, id);
+  if (showsPlan(row.step_type)) assertPermission(principal.role, 'state:read');
+  return row;
+}
+
 /**
  * readLogs returns the step's lines after `after`, oldest first. `complete` is true once the step has
  * ended and nothing is left to read: the status is read before the lines, and a worker stores every
  * line before it records the end, so a terminal status means the lines read after it are the last.
  */
 export async function readLogs(db: Db, principal: Principal, id: string, { after, limit, tail, contains }: LogsRead) {
-  await getExecutionRow(db, principal, id);
+  await getLoggedExecution(db, principal, id);
   if (tail !== undefined && contains !== undefined) throw new BadRequestError('tail and contains do not combine', ['contains: not with tail']);
   const applied = pageLimit(tail ?? limit);
   const status = (await findExecutionStatus(db, id))!;
@@ -118,7 +127,7 @@ export interface LogStreamTarget {
  * after the target took every line of the last one, so a stalled client stalls its own stream only.
  */
 export async function followLogs(db: Db, principal: Principal, id: string, after: number, target: LogStreamTarget, pollMs = 200) {
-  await getExecutionRow(db, principal, id);
+  await getLoggedExecution(db, principal, id);
   let seq = after;
   let lastSent = Date.now();
   while (!target.closed()) {

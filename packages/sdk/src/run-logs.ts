@@ -1,6 +1,7 @@
 // Following a whole run: the log of each step as it starts, one step after another, until the run ends
 // or waits for a person, riding out restarts of the API.
 
+import { PlinthApiError } from './errors.js';
 import { followLogs } from './logs.js';
 import { Outage, type ReconnectOptions } from './reconnect.js';
 import { sleep } from './retry.js';
@@ -40,6 +41,7 @@ function hasLog(step: StepExecution): boolean {
  * step after another in the order the run created them (steps that ran in parallel follow one another),
  * and returns the run once it has ended or waits for approval with every started step's lines yielded.
  * The run is read before its steps, so a final status seen means the step list read after it is final.
+ * The log of a plan, which a caller without `state:read` (a VIEWER) may not read, is skipped.
  */
 export async function* followRunLogs(read: RunReader, runId: string, options: FollowRunOptions = {}): AsyncGenerator<RunLogLine, PipelineRun> {
   const outage = new Outage(options);
@@ -49,7 +51,12 @@ export async function* followRunLogs(read: RunReader, runId: string, options: Fo
     const steps = await outage.call(() => read.steps(runId));
     const pending = steps.filter((s) => hasLog(s) && !followed.has(s.id) && (options.stepId === undefined || s.stepId === options.stepId));
     for (const step of pending) {
-      for await (const line of followLogs(read.send, step.id, options)) yield { ...line, step };
+      try {
+        for await (const line of followLogs(read.send, step.id, options)) yield { ...line, step };
+      } catch (error) {
+        // A plan's log shows the stack's values: a caller who may not read state (a VIEWER) skips it.
+        if (!(error instanceof PlinthApiError && error.code === 'Auth:Permission:DENIED')) throw error;
+      }
       followed.add(step.id);
     }
     if (pending.length === 0 && OUTCOME_RUN_STATUSES.includes(run.status)) return run;

@@ -23,7 +23,11 @@ export const PERMISSIONS = {
   'code-source:manage': { minRole: 'ADMIN', covers: 'code sources and Git connections' },
   'cloud-account:manage': { minRole: 'ADMIN', covers: 'cloud accounts' },
   'execution-environment:manage': { minRole: 'ADMIN', covers: 'execution environments' },
-  'state:read': { minRole: 'MEMBER', covers: "read a stack's OpenTofu state (it holds secrets): the backend's GET, a state version's `state`" },
+  'state:read': {
+    minRole: 'MEMBER',
+    covers:
+      "read a stack's OpenTofu state (it holds secrets): the backend's GET, a state version's `state`, and its plans (a plan step's attribute values, the log of a plan or destroy step)",
+  },
   'state:force-unlock': { minRole: 'ADMIN', covers: "force-unlock a stack's OpenTofu state" },
   'audit:read': { minRole: 'ADMIN', covers: 'read and export the audit log, its settings and webhook deliveries' },
   'organization:manage': { minRole: 'OWNER', covers: 'PATCH the organization, grant or remove OWNER, audit retention and webhook' },
