@@ -108,10 +108,7 @@ export async function codeSourceRoutes(app: App) {
       },
     },
     async (request) => {
-      const { cursor, limit } = request.query;
-      const paged = (cursor !== undefined && cursor !== null) || (limit !== undefined && limit !== null);
-      const page = paged ? pageRequest(request.query) : undefined;
-      const { items, meta } = await listBranches(app.db, app.secrets, app.config, request.principal, request.params.id, page);
+      const { items, meta } = await listBranches(app.db, app.secrets, app.config, request.principal, request.params.id, request.query);
       return { data: items, meta };
     },
   );

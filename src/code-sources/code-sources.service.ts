@@ -5,7 +5,7 @@ import type { Db, Executor } from '../platform/db/db.ts';
 import { findUsages, inUseError } from '../platform/db/dependents.ts';
 import { ConflictError, NotFoundError, RuleViolationError } from '../platform/errors.ts';
 import { newId } from '../platform/ids.ts';
-import { encodeCursor, serialCursorKey, toPage, type PageRequest } from '../platform/pagination.ts';
+import { encodeCursor, pageRequest, serialCursorKey, toPage, type PageRequest } from '../platform/pagination.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import { findAppInstallation, findGitServer } from '../git-servers/git-servers.repo.ts';
 import {
@@ -20,7 +20,7 @@ import {
 import type { CodeSource, CreateCodeSource, UpdateCodeSource } from './code-sources.schema.ts';
 import { gitCredential, tokenContext, webhookSecretContext } from './credentials.ts';
 import { listRemoteBranches } from './remote-branches.ts';
-import type { NamedFilter } from '../platform/schema.ts';
+import type { NamedFilter, PaginationQuery } from '../platform/schema.ts';
 
 export function codeSourceToApi(config: Config, row: CodeSourceRow): CodeSource {
   return {
@@ -162,11 +162,12 @@ const ALL_BRANCHES = 10_000;
  * protocol (bounded by PLINTH_GIT_TIMEOUT_MS) and answers them all in name order (up to ALL_BRANCHES),
  * or, when asked for a page, that page of them; the cursor is a position in that list.
  */
-export async function listBranches(db: Db, secrets: SecretBox, config: Config, principal: Principal, id: string, page: PageRequest | undefined) {
+export async function listBranches(db: Db, secrets: SecretBox, config: Config, principal: Principal, id: string, query: PaginationQuery) {
   const row = await getCodeSourceRow(db, principal, id);
   const credential = await gitCredential(db, secrets, config.git, row);
   const branches = await listRemoteBranches(row.url, credential, config.git.remoteTimeoutMs, config.git.outbound);
-  const { limit, after } = page ?? { limit: ALL_BRANCHES };
+  const paged = (query.cursor !== undefined && query.cursor !== null) || (query.limit !== undefined && query.limit !== null);
+  const { limit, after } = paged ? pageRequest(query) : { limit: ALL_BRANCHES, after: undefined };
   const start = Number(serialCursorKey(after) ?? 0);
   const items = branches.slice(start, start + limit);
   const next = start + limit < branches.length ? encodeCursor(String(start + limit)) : undefined;

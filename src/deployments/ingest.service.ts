@@ -131,7 +131,8 @@ interface DeploymentNamed {
 
 /**
  * deploymentOf returns the deployment an event names, creating it when it is the first event to name
- * it, or undefined when no module instance declares its service. A deployment stays with the instance
+ * it, or undefined when no module instance declares its service (or the instance was deleted as the
+ * deployment was created). A deployment stays with the instance
  * it was first matched to: later events are applied to it without matching the service again.
  */
 async function deploymentOf(trx: Executor, account: CloudAccountRow, named: DeploymentNamed): Promise<DeploymentRow | undefined> {
@@ -139,17 +140,7 @@ async function deploymentOf(trx: Executor, account: CloudAccountRow, named: Depl
   if (existing) return existing;
   const instance = await instanceOf(trx, account, named.serviceArn, named.clusterArn);
   if (!instance) return undefined;
-  return createContainerDeployment(trx, {
-    id: newId(),
-    organizationId: account.organization_id,
-    cloudAccountId: account.id,
-    instance,
-    externalId: named.externalId,
-    serviceArn: named.serviceArn,
-    initial: named.initial,
-    startedAt: named.startedAt,
-    lock: named.lock,
-  });
+  return createContainerDeployment(trx, { ...named, id: newId(), organizationId: account.organization_id, cloudAccountId: account.id, instance });
 }
 
 async function applyTask(trx: Executor, account: CloudAccountRow, facts: TaskFacts, eventTime: string): Promise<Applied> {

@@ -121,7 +121,7 @@ export function withoutPlanValues(outputData: Record<string, unknown>): Record<s
 }
 
 /** executionRowToExecution maps a step execution; `readsPlans` false withholds a plan's values (state:read). */
-export function executionRowToExecution(row: ExecutionReadRow, readsPlans = true): StepExecution {
+export function executionRowToExecution(row: ExecutionReadRow, readsPlans: boolean): StepExecution {
   const outputData =
     row.output_data && !readsPlans && showsPlan(row.step_type) ? withoutPlanValues(row.output_data as Record<string, unknown>) : row.output_data;
   return {
