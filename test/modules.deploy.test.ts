@@ -220,12 +220,15 @@ describe('deploying module instances from a real repository with the OpenTofu st
     const deploy = await t.call('POST', `/module-instances/${b.id}/deploy`, { headers: inOrg(orgB), body: { data: { autoapprove: true } } });
     assert.equal(deploy.status, 201, JSON.stringify(deploy.body));
     const runOfB = async () => (await t.call('GET', `/pipeline-runs/${deploy.body.data.id}`, { headers: inOrg(orgB) })).body.data;
-    await waitFor(
-      'the deploy in org B',
-      async () => ((await runOfB()).status === 'RUNNING' || (await runOfB()).status === 'QUEUED' ? undefined : true),
+    // One read per probe: two reads could see QUEUED, then RUNNING, and stop waiting too soon.
+    const finished = await waitFor(
+      'the deploy in org B to finish',
+      async () => {
+        const run = await runOfB();
+        return run.status === 'RUNNING' || run.status === 'QUEUED' ? undefined : run;
+      },
       120_000,
     );
-    const finished = await runOfB();
     assert.equal(finished.status, 'SUCCEEDED', JSON.stringify(finished.error));
     assert.deepEqual((await t.call('GET', `/stacks/${b.stackId}`, { headers: inOrg(orgB) })).body.data.output.vpc_id, 'vpc-net-b');
   });
