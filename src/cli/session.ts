@@ -1,7 +1,8 @@
 // What one invocation talks to and as whom: each setting from its flag, else its PLINTH_* variable,
 // else the current context (docs/cli.md#precedence).
 
-import { createPlinth, type Plinth } from '@plinth/sdk';
+import { createPlinth, type Plinth, type PlinthOptions } from '@plinth/sdk';
+import { httpFetch } from './http-fetch.ts';
 import { ConfigStore, DEFAULT_CONTEXT, type Context, type SavedKey } from './config.ts';
 import { CliExit, EXIT, UsageError } from './exit-codes.ts';
 import { DEFAULT_HOST, hostOrigin, normaliseHost, warnIfCleartext } from './host.ts';
@@ -28,6 +29,11 @@ export interface Settings {
   savedKey?: SavedKey;
   organization?: string;
   project?: string;
+}
+
+/** cliClient is the SDK client of every command: the CLI's user agent, and its transport (http-fetch.ts). */
+export function cliClient(options: Pick<PlinthOptions, 'baseUrl' | 'token' | 'organizationId'>): Plinth {
+  return createPlinth({ ...options, userAgent: `plinth-cli/${CLI_VERSION}`, fetch: httpFetch });
 }
 
 /** resolveSettings applies the precedence flag > PLINTH_* environment > context. */
@@ -81,12 +87,7 @@ export class Session {
    */
   get plinth(): Plinth {
     const token = this.token();
-    this.client ??= createPlinth({
-      baseUrl: this.settings.host,
-      token,
-      organizationId: this.settings.organization,
-      userAgent: `plinth-cli/${CLI_VERSION}`,
-    });
+    this.client ??= cliClient({ baseUrl: this.settings.host, token, organizationId: this.settings.organization });
     return this.client;
   }
 

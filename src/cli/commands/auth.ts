@@ -2,18 +2,18 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import { createPlinth, unwrap, type Principal } from '@plinth/sdk';
+import { unwrap, type Principal } from '@plinth/sdk';
 import { action, localAction } from '../command-kit.ts';
 import { CliExit, EXIT, UsageError } from '../exit-codes.ts';
 import { hostOrigin, normaliseHost, warnIfCleartext } from '../host.ts';
 import { readSecret } from '../prompt.ts';
 import { resolveOrganization } from '../resolve.ts';
-import { CLI_VERSION, type Session } from '../session.ts';
+import { cliClient, type Session } from '../session.ts';
 
 const principalColumns = (p: Principal) => p;
 
 async function whoamiWith(host: string, token: string, organization?: string): Promise<Principal> {
-  const client = (organizationId?: string) => createPlinth({ baseUrl: host, token, organizationId, userAgent: `plinth-cli/${CLI_VERSION}` });
+  const client = (organizationId?: string) => cliClient({ baseUrl: host, token, organizationId });
   const organizationId = organization === undefined ? undefined : await resolveOrganization(client(), organization);
   return (await unwrap(client(organizationId).api.GET('/auth/whoami'))).data;
 }
