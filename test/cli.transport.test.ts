@@ -44,6 +44,8 @@ describe("the CLI's HTTP transport", () => {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           res.write('data: first\n\n');
           releaseStream = () => res.end('data: last\n\n');
+        } else if (req.url === '/odd') {
+          res.writeHead(999, { 'content-type': 'text/plain' }).end('no such status');
         } else if (req.url === '/silent') {
           // Never answers: only an abort ends the request.
         } else res.writeHead(404).end();
@@ -98,6 +100,16 @@ describe("the CLI's HTTP transport", () => {
     assert.ok(error instanceof TypeError);
     assert.equal(error.message, 'fetch failed');
     assert.equal((error.cause as NodeJS.ErrnoException).code, 'ECONNREFUSED');
+  });
+
+  it('fails an answer fetch could not give (a status outside 200-599) as a failed fetch, not a crash', async () => {
+    const error = await httpFetch(`${url}/odd`).then(
+      () => assert.fail('status 999 made an answer'),
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof TypeError);
+    assert.equal(error.message, 'fetch failed');
+    assert.ok(error.cause instanceof RangeError, String(error.cause));
   });
 
   it("rejects with the signal's reason when aborted waiting for an answer or reading a body", async () => {

@@ -35,7 +35,7 @@ function clientOf(protocol: 'http:' | 'https:'): Client {
 }
 
 /** Statuses whose answer has no body (the Response constructor refuses one for them). */
-const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
 /**
  * httpFetch sends `input` and resolves to the answer once its headers arrive; the body streams. It
@@ -57,16 +57,13 @@ export async function httpFetch(input: RequestInfo | URL, init?: RequestInit): P
     let answer: http.IncomingMessage | undefined;
     const outgoing = send(url, { method: request.method, headers, agent }, (incoming) => {
       answer = incoming;
-      const status = incoming.statusCode ?? 0;
-      const hasBody = request.method !== 'HEAD' && !NULL_BODY_STATUSES.has(status);
-      if (!hasBody) incoming.resume();
-      resolve(
-        new Response(hasBody ? (Readable.toWeb(incoming) as ReadableStream<Uint8Array>) : null, {
-          status,
-          statusText: incoming.statusMessage,
-          headers: headersOf(incoming.rawHeaders),
-        }),
-      );
+      try {
+        resolve(responseOf(incoming, request.method));
+      } catch (error) {
+        // A status outside 200-599, or a header the Headers class refuses: no answer fetch would give.
+        incoming.destroy();
+        reject(new TypeError('fetch failed', { cause: error }));
+      }
     });
     // Abort ends the request, and a body still streaming: its reader then fails with the signal's reason.
     const onAbort = () => {
@@ -78,6 +75,18 @@ export async function httpFetch(input: RequestInfo | URL, init?: RequestInit): P
     outgoing.on('error', (error) => reject(signal.aborted ? signal.reason : new TypeError('fetch failed', { cause: error })));
     outgoing.end(body);
   });
+}
+
+function responseOf(incoming: http.IncomingMessage, method: string): Response {
+  const status = incoming.statusCode ?? 0;
+  const hasBody = method !== 'HEAD' && !NULL_BODY_STATUSES.has(status);
+  const response = new Response(hasBody ? (Readable.toWeb(incoming) as ReadableStream<Uint8Array>) : null, {
+    status,
+    statusText: incoming.statusMessage,
+    headers: headersOf(incoming.rawHeaders),
+  });
+  if (!hasBody) incoming.resume();
+  return response;
 }
 
 function headersOf(raw: string[]): Headers {
