@@ -35,7 +35,7 @@ describe('redeploying and rolling back deployments', () => {
     const engineEnv = { ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV, PLINTH_STATE_BACKEND_URL: t.baseUrl };
     let config = loadEngineConfig({ ...engineEnv, PLINTH_SANDBOX: 'auto' });
     if ((await config.sandbox.start()).mode !== 'namespaces') config = loadEngineConfig({ ...engineEnv, PLINTH_SANDBOX: 'off' });
-    await t.startWorker({ sandbox: config.sandbox, tofu: { bin: STANDIN, backendUrl: t.baseUrl }, concurrency: 2 });
+    await t.startWorker({ sandbox: config.sandbox, tofu: { ...config.tofu, bin: STANDIN, backendUrl: t.baseUrl }, concurrency: 2 });
     const codeSourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'modules', url: git.repoUrl('public') } } })).body.data.id;
     const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data.id;
     const environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'prod' } } })).body.data.id;

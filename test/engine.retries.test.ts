@@ -55,6 +55,7 @@ describe('retries and timeouts', () => {
     assert.ok(Date.now() - started < 8_000, 'the step did not run its 20 s');
     const [step] = await stepsOf(t, run.id);
     assert.equal(step.error.code, 'Engine:Step:TIMED_OUT');
+    assert.equal(step.error.message, 'The step ran longer than its timeoutSeconds (1)');
   });
 
   it('retrying a failed run starts every step afresh as the next attempt epoch; a running one cannot be retried', async () => {
@@ -83,5 +84,29 @@ describe('retries and timeouts', () => {
     const conflict = await t.call('POST', `/pipeline-runs/${run.id}/retry`);
     assert.equal(conflict.status, 409);
     assert.equal(conflict.body.code, 'Api:PipelineRun:NOT_RETRYABLE');
+  });
+});
+
+describe("the worker's default time limit", () => {
+  let t: EngineTestApp;
+  before(async () => {
+    t = await startEngineTestApp();
+    await t.startWorker({ defaultStepTimeoutSeconds: 2 });
+  });
+  after(() => t.close());
+
+  it('stops a step that sets no timeoutSeconds at the default, and says which limit it met', async () => {
+    const stack = await createStack(t, [{ id: 'forever', command: 'echo going; sleep 600' }]);
+    const run = await triggerRun(t, stack.id);
+    await waitForRunStatus(t, run.id, 'FAILED', 20_000);
+    const [step] = await stepsOf(t, run.id);
+    assert.equal(step.error.code, 'Engine:Step:TIMED_OUT');
+    assert.match(step.error.message, /the default time limit of a step without timeoutSeconds \(2 seconds, PLINTH_STEP_DEFAULT_TIMEOUT_SECONDS\)/);
+  });
+
+  it("lets a step's own timeoutSeconds run past the default", async () => {
+    const stack = await createStack(t, [{ id: 'patient', command: 'sleep 4', timeoutSeconds: 60 }]);
+    const run = await triggerRun(t, stack.id);
+    await waitForRunStatus(t, run.id, 'SUCCEEDED', 20_000);
   });
 });

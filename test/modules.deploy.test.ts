@@ -25,7 +25,7 @@ describe('deploying module instances from a real repository with the OpenTofu st
     const engineEnv = { ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV, PLINTH_STATE_BACKEND_URL: t.baseUrl };
     let config = loadEngineConfig({ ...engineEnv, PLINTH_SANDBOX: 'auto' });
     if ((await config.sandbox.start()).mode !== 'namespaces') config = loadEngineConfig({ ...engineEnv, PLINTH_SANDBOX: 'off' });
-    await t.startWorker({ sandbox: config.sandbox, tofu: { bin: STANDIN, backendUrl: t.baseUrl }, concurrency: 4 });
+    await t.startWorker({ sandbox: config.sandbox, tofu: { ...config.tofu, bin: STANDIN, backendUrl: t.baseUrl }, concurrency: 4 });
     codeSourceId = (await t.call('POST', '/code-sources', { body: { data: { name: 'modules', url: git.repoUrl('public') } } })).body.data.id;
     projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data.id;
     network = await publishModule(t, codeSourceId, 'network');

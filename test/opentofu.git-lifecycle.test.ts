@@ -42,7 +42,7 @@ describe('a stack from a real Git repository, through the API alone: first plan 
     const engineEnv = { ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV, PLINTH_STATE_BACKEND_URL: t.baseUrl };
     let config = loadEngineConfig({ ...engineEnv, PLINTH_SANDBOX: 'auto' });
     if ((await config.sandbox.start()).mode !== 'namespaces') config = loadEngineConfig({ ...engineEnv, PLINTH_SANDBOX: 'off' });
-    await t.startWorker({ sandbox: config.sandbox, tofu: { bin: STANDIN, backendUrl: t.baseUrl } });
+    await t.startWorker({ sandbox: config.sandbox, tofu: { ...config.tofu, bin: STANDIN, backendUrl: t.baseUrl } });
     git.commit('public', 'main', 'stacks/app/standin.json', code(1));
     const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'infra', url: git.repoUrl('public') } } })).body.data;
     const project = (await t.call('POST', '/projects', { body: { data: { givenId: 'shop', name: 'Shop' } } })).body.data;

@@ -39,7 +39,7 @@ describe("a hostile repository cannot move a stack's state, nor show its secrets
     git = await startGitServer();
     thief = await startThief();
     const config = loadEngineConfig({ ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV, PLINTH_SANDBOX: 'off' });
-    await t.startWorker({ sandbox: config.sandbox, tofu: { bin: STANDIN, backendUrl: t.baseUrl } });
+    await t.startWorker({ sandbox: config.sandbox, tofu: { ...config.tofu, bin: STANDIN, backendUrl: t.baseUrl } });
     projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'hostile', name: 'Hostile' } } })).body.data.id;
     environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'Prod' } } })).body.data.id;
   });

@@ -22,11 +22,12 @@ async function latestState(t: TofuTestApp, stackId: string) {
 
 describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () => {
   let t: TofuTestApp;
+  const code = stackCode(slowConfig);
 
   before(async () => {
     t = await startTofuTestApp();
     // A long grace: a cancelled apply must have time to finish its resource, write state and unlock.
-    await startTofuWorker(t, stackCode(slowConfig), { stopGrace: { graceMs: 15_000, termGraceMs: 2_000 } });
+    await startTofuWorker(t, code, { stopGrace: { graceMs: 15_000, termGraceMs: 2_000 } });
   });
   after(() => t.close());
 
@@ -123,5 +124,35 @@ describe('OpenTofu runs: the lock, saved plans, cancellation, autoapprove', () =
     const next = await triggerRun(t, stack.id, { autoapprove: true });
     await waitForRunStatus(t, next.id, 'SUCCEEDED', 30_000);
     assert.equal((await latestState(t, stack.id)).state.resources.length, 3);
+  });
+
+  it("the stack's next run waits for the lock a cancelled apply still holds, and plans from the state it wrote", async () => {
+    // The resource in hand at the cancel takes 2.5 s more: the next run reaches its plan well before.
+    code.write({ ...slowConfig, resources: { ...slowConfig.resources, 'standin_server.a': { attributes: { name: 'a' }, apply_ms: 2500 } } });
+    try {
+      const stack = await createTofuStack(t);
+      const run = await triggerRun(t, stack.id, { autoapprove: true });
+      const apply = await waitForStep(t, run.id, 'apply', 'RUNNING', 30_000);
+      await waitForLine(t, apply.id, /standin_server\.a: Creating/, 30_000);
+      assert.equal((await t.call('POST', `/pipeline-runs/${run.id}/cancel`)).status, 200);
+      const next = await triggerRun(t, stack.id, { autoapprove: true });
+      const plan = await waitForStep(t, next.id, 'plan', 'RUNNING', 30_000);
+      assert.equal((await t.call('GET', `/stacks/${stack.id}/state-lock`)).body.data.lock?.runId, run.id, 'the cancelled apply still holds the lock');
+      const done = await waitFor(
+        'the next run to finish',
+        async () => {
+          const { status } = (await t.call('GET', `/pipeline-runs/${next.id}`)).body.data;
+          return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(status) ? status : undefined;
+        },
+        30_000,
+      );
+      assert.equal(done, 'SUCCEEDED', (await logLines(t, plan.id)).join('\n'));
+      const planned = (await stepsOf(t, next.id)).find((s) => s.stepId === 'plan');
+      // The cancelled apply created `a` before it let go: the next plan adds only the other two.
+      assert.equal(planned.outputData.add, 2);
+      assert.equal((await latestState(t, stack.id)).state.resources.length, 3);
+    } finally {
+      code.write(slowConfig);
+    }
   });
 });

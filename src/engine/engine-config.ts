@@ -8,6 +8,16 @@ import { positiveIntFrom } from '../platform/env-settings.ts';
 import type { StepRunners } from './runners/index.ts';
 
 /**
+ * A cancelled step is interrupted, not killed: OpenTofu then writes its state and releases its lock, after
+ * the run has ended. Its run credential holds for this long after the end of its run (never past its
+ * expiry), and the stack's next run waits this long for the lock by default.
+ */
+export const STOPPING_STEP_WINDOW_MS = 120_000;
+
+/** Six hours, as CI services allow a job by default: no step runs for ever unless it says how long. */
+const DEFAULT_STEP_TIMEOUT_SECONDS = 6 * 3600;
+
+/**
  * The worker's knobs, read from the environment (documented in docs/engine.md). With the defaults a
  * lost step is recovered well within a minute: a dead worker's lease expires after at most 30 s, a job
  * it took without claiming is redispatched after 20 s, and the reaper looks every 5 s, so every lost
@@ -35,6 +45,8 @@ export interface EngineConfig {
   workRoot: string | undefined;
   /** Per-step log limits: PLINTH_STEP_LOG_MAX_BYTES, PLINTH_STEP_LOG_MAX_LINES. */
   logLimits: LogLimits;
+  /** PLINTH_STEP_DEFAULT_TIMEOUT_SECONDS: the time limit of an attempt whose step sets no timeoutSeconds. */
+  defaultStepTimeoutSeconds: number;
   /** Where and as whom step processes run (PLINTH_SANDBOX*, PLINTH_STEP_*), probed at worker start. */
   sandbox: StepSandbox;
   /** The OpenTofu CLI and the state backend's address its steps use (docs/opentofu.md). */
@@ -50,6 +62,12 @@ export interface TofuSettings {
   bin: string;
   /** PLINTH_STATE_BACKEND_URL: the API's base URL as a step reaches it; default PLINTH_PUBLIC_URL. */
   backendUrl: string;
+  /**
+   * PLINTH_TOFU_LOCK_TIMEOUT_MS: how long plan, apply and destroy wait for the state lock. By default as
+   * long as a stopped step's OpenTofu may still release it (STOPPING_STEP_WINDOW_MS): a cancelled run's
+   * apply is still writing state when the stack's next run starts.
+   */
+  lockTimeoutMs: number;
 }
 
 /**
@@ -76,9 +94,10 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env, publicUrl
       termGraceMs: positiveIntFrom(env, 'PLINTH_WORKER_TERM_GRACE_MS', 10_000),
     },
     logLimits: loadLogLimits((name, fallback) => positiveIntFrom(env, name, fallback)),
+    defaultStepTimeoutSeconds: positiveIntFrom(env, 'PLINTH_STEP_DEFAULT_TIMEOUT_SECONDS', DEFAULT_STEP_TIMEOUT_SECONDS),
     workRoot,
     sandbox: createSandbox(loadSandboxSettings(env, workRoot, concurrency, [backendUrl])),
-    tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl },
+    tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl, lockTimeoutMs: positiveIntFrom(env, 'PLINTH_TOFU_LOCK_TIMEOUT_MS', STOPPING_STEP_WINDOW_MS) },
     git: loadGitConfig(env),
   };
 }

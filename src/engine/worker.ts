@@ -238,6 +238,7 @@ export class EngineWorker {
         sandbox: this.config.sandbox,
         workerId: this.workerId,
         tofu: this.config.tofu,
+        defaultStepTimeoutSeconds: this.config.defaultStepTimeoutSeconds,
         runners: this.config.runners ?? {},
         db: this.db,
         secrets: this.secrets,

@@ -7,7 +7,7 @@ import { engineError, type EngineErrorCode } from '../engine/engine-errors.ts';
 import type { ClaimedStep, StepOutcome } from '../engine/step-lifecycle.ts';
 import { logDetail, logStoreError } from '../engine/runners/output-capture.ts';
 import type { PreparedStep } from '../engine/runners/prepared-step.ts';
-import type { RunnerContext, StepRunners } from '../engine/runners/index.ts';
+import { stepTimeLimit, timedOut, type RunnerContext, type StepRunners, type StepTimeLimit } from '../engine/runners/index.ts';
 import { findPlan, findSealedVariables, findStackForStep, recordApply, recordLatestRun, upsertPlan, type StackForStep } from './opentofu.repo.ts';
 import {
   FIND_BACKEND_OVERRIDES,
@@ -127,7 +127,8 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
   if (!stack) return fail('OpenTofu:Step:NO_STACK', 'OpenTofu steps run only in the runs of a stack');
   const binary = tofuBinary(ctx.tofu.bin, prepared);
   if (!binary) return fail('OpenTofu:Command:FAILED', `PLINTH_TOFU_BIN (${ctx.tofu.bin}) does not exist on worker ${ctx.workerId}`);
-  const timeoutMs = claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined;
+  const limit = stepTimeLimit(claimed, ctx);
+  const timeoutMs = limit.seconds * 1000;
   const credential = await mintRunCredential(ctx.db, {
     organizationId: stack.organization_id,
     stackId: stack.id,
@@ -155,7 +156,7 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
         sink: ctx.sink,
         mask,
         signal: ctx.signal,
-        deadline: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
+        deadline: Date.now() + timeoutMs,
         stopGrace: ctx.stopGrace,
         onSpawn: ctx.onSpawn,
       },
@@ -191,9 +192,8 @@ async function finishOutcome(run: StepRun, outcome: StepOutcome): Promise<StepOu
 }
 
 /** A failed command's outcome, or undefined when it succeeded. */
-function commandFailure(what: string, result: TofuProcessResult, timeoutSeconds: number | undefined): StepOutcome | undefined {
-  if (result.timedOut)
-    return { status: 'FAILED', error: engineError('Engine:Step:TIMED_OUT', `The step ran longer than its timeoutSeconds (${timeoutSeconds})`) };
+function commandFailure(what: string, result: TofuProcessResult, limit: StepTimeLimit): StepOutcome | undefined {
+  if (result.timedOut) return { status: 'FAILED', error: timedOut(limit) };
   if (result.exitCode === 0 && !result.overflow) return undefined;
   if (result.overflow) return fail('OpenTofu:Output:INVALID', `tofu ${what} printed more than ${MAX_CAPTURE_BYTES} bytes`);
   const how = result.exitCode === null ? `was stopped (${result.signal ?? 'no signal'})` : `exited with code ${result.exitCode}`;
@@ -213,7 +213,7 @@ function tofu(run: StepRun, what: string, command: string, extraEnv: Record<stri
     captureMaxBytes,
   }).then((result) => ({
     result,
-    failure: commandFailure(what, result, run.claimed.step.timeoutSeconds),
+    failure: commandFailure(what, result, stepTimeLimit(run.claimed, run.ctx)),
   }));
 }
 
@@ -262,6 +262,12 @@ async function initWorkspace(run: StepRun): Promise<StepOutcome | undefined> {
   return undefined;
 }
 
+/**
+ * The stack's run queue lets one run at a time use its state, but a cancelled run's OpenTofu may still be
+ * finishing its resource and writing state when the next run starts: the next one waits for the lock.
+ */
+const lockWait = (run: StepRun) => `-lock-timeout=${run.ctx.tofu.lockTimeoutMs}ms`;
+
 const planContext = (runId: string, attemptEpoch: number) => `stack_plans:${runId}:${attemptEpoch}`;
 
 /**
@@ -275,7 +281,7 @@ async function planStep(run: StepRun): Promise<StepOutcome> {
   if (initFailure) return initFailure;
   const plan = [
     `umask 077 && printf '%s' "$PLINTH_TFVARS_JSON" > ${VAR_FILE} && unset PLINTH_TFVARS_JSON`,
-    `{ "$PLINTH_TOFU" plan -input=false -no-color${isDestroy ? ' -destroy' : ''} -var-file=${VAR_FILE} -out=${PLAN_FILE}; code=$?; rm -f ${VAR_FILE}; exit $code; }`,
+    `{ "$PLINTH_TOFU" plan -input=false -no-color ${lockWait(run)}${isDestroy ? ' -destroy' : ''} -var-file=${VAR_FILE} -out=${PLAN_FILE}; code=$?; rm -f ${VAR_FILE}; exit $code; }`,
   ].join(' && ');
   const planned = await tofu(run, 'plan', plan, { PLINTH_TFVARS_JSON: JSON.stringify(run.variables) });
   if (planned.failure) return planned.failure;
@@ -350,13 +356,13 @@ async function applyStep(run: StepRun, isDestroy: boolean): Promise<StepOutcome>
     if (written) return written;
     const initFailure = await initWorkspace(run);
     if (initFailure) return initFailure;
-    applied = await tofu(run, 'apply', `"$PLINTH_TOFU" apply -input=false -no-color ${PLAN_FILE}`);
+    applied = await tofu(run, 'apply', `"$PLINTH_TOFU" apply -input=false -no-color ${lockWait(run)} ${PLAN_FILE}`);
   } else {
     const initFailure = await initWorkspace(run);
     if (initFailure) return initFailure;
     const destroy = [
       `umask 077 && printf '%s' "$PLINTH_TFVARS_JSON" > ${VAR_FILE} && unset PLINTH_TFVARS_JSON`,
-      `{ "$PLINTH_TOFU" destroy -input=false -no-color -auto-approve -var-file=${VAR_FILE}; code=$?; rm -f ${VAR_FILE}; exit $code; }`,
+      `{ "$PLINTH_TOFU" destroy -input=false -no-color ${lockWait(run)} -auto-approve -var-file=${VAR_FILE}; code=$?; rm -f ${VAR_FILE}; exit $code; }`,
     ].join(' && ');
     applied = await tofu(run, 'destroy', destroy, { PLINTH_TFVARS_JSON: JSON.stringify(run.variables) });
   }

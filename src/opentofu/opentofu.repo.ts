@@ -7,6 +7,7 @@ import { sql, type Selectable } from 'kysely';
 import type { StackPlansTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { ACTIVE_RUN_STATUSES } from '../platform/db/enums.ts';
+import { STOPPING_STEP_WINDOW_MS } from '../engine/engine-config.ts';
 
 export interface StackForStep {
   id: string;
@@ -50,12 +51,6 @@ export interface LiveRunCredential {
   stack_id: string;
   run_id: string;
 }
-
-/**
- * A cancelled step is interrupted, not killed: OpenTofu then writes its state and releases its lock, after
- * the run has ended. Its credential holds for this long after the end of its run, and never past its expiry.
- */
-export const STOPPING_STEP_WINDOW_MS = 120_000;
 
 /**
  * findLiveRunCredential resolves a run credential by its token's hash: only while it has not expired and

@@ -6,8 +6,6 @@ import { deleteRunCredential, insertRunCredential } from './opentofu.repo.ts';
 
 /** A run credential outlives its step by at most this much beyond the step's own time limit. */
 const CREDENTIAL_MARGIN_MS = 5 * 60_000;
-/** Without a step timeout a credential still expires: a stuck run cannot keep one for ever. */
-const DEFAULT_STEP_MS = 6 * 60 * 60_000;
 
 export interface RunCredential {
   token: string;
@@ -21,7 +19,7 @@ export interface RunCredential {
  */
 export async function mintRunCredential(
   db: Executor,
-  v: { organizationId: string; stackId: string; runId: string; stepExecutionId: string; timeoutMs: number | undefined },
+  v: { organizationId: string; stackId: string; runId: string; stepExecutionId: string; timeoutMs: number },
 ): Promise<RunCredential> {
   const token = RUN_TOKEN_PREFIX + randomBytes(32).toString('base64url');
   const id = newId();
@@ -32,7 +30,7 @@ export async function mintRunCredential(
     stackId: v.stackId,
     runId: v.runId,
     stepExecutionId: v.stepExecutionId,
-    ttlMs: (v.timeoutMs ?? DEFAULT_STEP_MS) + CREDENTIAL_MARGIN_MS,
+    ttlMs: v.timeoutMs + CREDENTIAL_MARGIN_MS,
   });
   return { token, revoke: () => deleteRunCredential(db, id) };
 }

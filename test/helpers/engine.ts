@@ -20,6 +20,8 @@ export const FAST_ENGINE_ENV: Record<string, string> = {
   PLINTH_WORKER_POLL_MS: '500',
   PLINTH_WORKER_KILL_GRACE_MS: '1000',
   PLINTH_WORKER_TERM_GRACE_MS: '1000',
+  // A run meeting a lock held by someone else fails after this wait; the default waits two minutes.
+  PLINTH_TOFU_LOCK_TIMEOUT_MS: '5000',
   PLINTH_WORKER_CONCURRENCY: '8',
   // Two warm sandboxes still exercise the pool; one per slot would cost CPU at every worker start of every test file.
   PLINTH_SANDBOX_POOL: '2',

@@ -51,7 +51,7 @@ export function stackCode(config: unknown): StackCode {
 /** startTofuWorker starts a worker whose OpenTofu is the stand-in for `code`, talking to the test app's port. */
 export function startTofuWorker(t: TofuTestApp, code: StackCode, overrides: Partial<EngineConfig> = {}) {
   const unsandboxed = loadEngineConfig({ ...FAST_ENGINE_ENV, PLINTH_SANDBOX: 'off' });
-  return t.startWorker({ sandbox: unsandboxed.sandbox, tofu: { bin: code.bin, backendUrl: t.baseUrl }, ...overrides });
+  return t.startWorker({ sandbox: unsandboxed.sandbox, tofu: { ...unsandboxed.tofu, bin: code.bin, backendUrl: t.baseUrl }, ...overrides });
 }
 
 /** createTofuStack makes a project, an environment and a stack with the default change and destroy pipelines. */

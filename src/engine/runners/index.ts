@@ -12,6 +12,7 @@ import type { TofuSettings } from '../engine-config.ts';
 import type { GitConfig } from '../../platform/git-config.ts';
 import { prepareCheckout } from './checkout.ts';
 import type { PreparedStep } from './prepared-step.ts';
+import type { ErrorBody } from '../../platform/schema.ts';
 
 /**
  * The runner of a step type that lives outside the engine (the OpenTofu steps, src/opentofu/): given
@@ -37,6 +38,8 @@ export interface RunnerContext {
   workerId: string;
   /** The OpenTofu CLI and the state backend's address (PLINTH_TOFU_BIN, PLINTH_STATE_BACKEND_URL). */
   tofu: TofuSettings;
+  /** The time limit of a step that sets no timeoutSeconds (PLINTH_STEP_DEFAULT_TIMEOUT_SECONDS). */
+  defaultStepTimeoutSeconds: number;
   runners: StepRunners;
   onSpawn?: (pid: number) => void;
   /** Takes work that may finish after the outcome is committed (removing a workspace whose processes are gone). */
@@ -74,6 +77,26 @@ function scriptEnv(claimed: ClaimedStep, prepared: PreparedStep, extra: Record<s
   return env;
 }
 
+export interface StepTimeLimit {
+  seconds: number;
+  /** The step's own timeoutSeconds, or the worker's default. */
+  fromStep: boolean;
+}
+
+/** stepTimeLimit is how long an attempt of the step may run: its timeoutSeconds, else the worker's default. */
+export function stepTimeLimit(claimed: ClaimedStep, ctx: RunnerContext): StepTimeLimit {
+  const own = claimed.step.timeoutSeconds;
+  return own ? { seconds: own, fromStep: true } : { seconds: ctx.defaultStepTimeoutSeconds, fromStep: false };
+}
+
+/** The error of an attempt stopped at its time limit, saying which limit it was. */
+export function timedOut(limit: StepTimeLimit): ErrorBody {
+  const which = limit.fromStep
+    ? `its timeoutSeconds (${limit.seconds})`
+    : `the default time limit of a step without timeoutSeconds (${limit.seconds} seconds, PLINTH_STEP_DEFAULT_TIMEOUT_SECONDS)`;
+  return engineError('Engine:Step:TIMED_OUT', `The step ran longer than ${which}`);
+}
+
 async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared: PreparedStep): Promise<StepOutcome> {
   const w = claimed.step.with ?? {};
   // A step of a stack with a source starts in the stack's path of the checkout, unless it says otherwise.
@@ -82,7 +105,7 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared:
     command: String(w.command),
     env: scriptEnv(claimed, prepared, w.env as Record<string, unknown> | undefined),
     workingDirectory,
-    timeoutMs: claimed.step.timeoutSeconds ? claimed.step.timeoutSeconds * 1000 : undefined,
+    timeoutMs: stepTimeLimit(claimed, ctx).seconds * 1000,
     stopGrace: ctx.stopGrace,
     workspace: prepared.workspace,
     sink: ctx.sink,
@@ -107,7 +130,7 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared:
       status: 'FAILED',
       statusDetail,
       outputData,
-      error: engineError('Engine:Step:TIMED_OUT', `The step ran longer than its timeoutSeconds (${claimed.step.timeoutSeconds})`),
+      error: timedOut(stepTimeLimit(claimed, ctx)),
     };
   }
   if (result.exitCode === 0 && ctx.sink.stats.linesLost) return { status: 'FAILED', statusDetail, outputData, error: logStoreError(ctx.sink.stats) };
