@@ -140,7 +140,7 @@ async function main() {
     say(`starting plinth api-server on an embedded PostgreSQL in ${dataDir} ...`);
     plinth = await startPlinthProcess(
       { PLINTH_DATA_DIR: dataDir, PLINTH_PG_PORT: String(pgPort), PLINTH_ADMIN_TOKEN: token, LOG_LEVEL: 'warn', PLINTH_STEP_EGRESS_ALLOW: '127.0.0.1' },
-      { command: 'api-server', readyTimeoutMs: 180_000 },
+      { command: 'api-server', readyTimeoutMs: 180_000, nodeArgs: (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean) },
     );
     const api = async (method: string, url: string, body?: unknown) => {
       const res = await call(plinth!.baseUrl, method, url, { authorization: `Bearer ${token}` }, body);
