@@ -243,6 +243,20 @@ describe("the API process's sandbox", () => {
     assert.equal(made, 1);
   });
 
+  it('a sandbox that fails to start is a 503 that names nothing of the host; the cause goes to the log', async () => {
+    let logged = '';
+    const log = pino({ level: 'error' }, new Writable({ write: (chunk, _enc, done) => ((logged += chunk), done()) }));
+    const settings = { ...loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces' }, undefined, 0), poolSize: 0 };
+    const sandbox = new OnDemandSandbox(settings, log, (s) => new NamespaceSandbox(s, async () => 'unshare failed under /srv/host-secret/bin'));
+    const deps: SnapshotDeps = { db: undefined as never, secrets: TEST_SECRETS, git: loadGitConfig({}), log, sandbox };
+    const source = { id: 'src_y', url: 'http://127.0.0.1:9/y.git', auth_type: 'NONE' } as CodeSourceRow;
+    const error = await refused(snapshotSource(deps, source, 'main', ''), 503, 'Git:Sandbox:UNAVAILABLE');
+    assert.doesNotMatch(error.message, /host-secret/);
+    const line = JSON.parse(logged);
+    assert.equal(line.msg, 'cannot start the sandbox of git processes');
+    assert.match(line.err.message, /unshare failed under \/srv\/host-secret\/bin/);
+  });
+
   it('with PLINTH_SANDBOX=off (the single-tenant opt-out) snapshots run unisolated', async () => {
     const git = await startGitServer();
     const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'plinth-snapshot-off-'));

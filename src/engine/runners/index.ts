@@ -124,7 +124,12 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared:
     ...logDetail(ctx.sink.stats),
   };
   const outputData = { exitCode: result.exitCode };
-  if (result.spawnError) return { status: 'FAILED', statusDetail, error: engineError('Engine:Script:SPAWN_FAILED', result.spawnError) };
+  if (result.spawnError)
+    return {
+      status: 'FAILED',
+      statusDetail,
+      error: engineError('Engine:Script:SPAWN_FAILED', `The step's process could not be started (${result.spawnError})`),
+    };
   if (result.timedOut) {
     return {
       status: 'FAILED',

@@ -68,8 +68,9 @@ async function runInWorkspace(o: ScriptOptions, workspace: StepWorkspace): Promi
       proc.kill();
       resolve(result);
     };
-    child.on('error', (error: Error) =>
-      finish({ exitCode: null, signal: null, timedOut, stopped, processMs: performance.now() - started, spawnError: error.message }),
+    // Node's message names the host's programs and paths: the step's error keeps only the errno (EAGAIN, ENOMEM...).
+    child.on('error', (error: NodeJS.ErrnoException) =>
+      finish({ exitCode: null, signal: null, timedOut, stopped, processMs: performance.now() - started, spawnError: error.code ?? 'unknown error' }),
     );
     if (child.pid) o.onSpawn?.(child.pid);
     if (o.signal.aborted) onAbort();

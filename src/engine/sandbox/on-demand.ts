@@ -53,7 +53,9 @@ export class OnDemandSandbox {
   private async start(): Promise<StepSandbox> {
     const sandbox = this.create(this.settings);
     const report = await sandbox.start(this.log).catch((error: Error) => {
-      throw new SandboxUnavailableError(error.message);
+      // What failed names the host's paths and programs: its operator reads it in the log, a tenant does not.
+      this.log.error({ err: error }, 'cannot start the sandbox of git processes');
+      throw new SandboxUnavailableError('The sandbox of Git processes could not start on this host; its operator finds why in the log');
     });
     const fields = { isolation: report.mode, privileges: report.privileges, network: report.network, detail: report.detail };
     if (report.mode === 'unavailable') {
