@@ -40,7 +40,7 @@ export function isTransient(error: unknown, signal?: AbortSignal): boolean {
   if (error instanceof PlinthApiError) return [408, 429, 502, 503, 504].includes(error.status);
   // A bug or an answer that does not parse will fail the same way next time.
   if (error instanceof SyntaxError || error instanceof ReferenceError || error instanceof RangeError) return false;
-  // undici's own failures of the connection are TypeErrors: "fetch failed", "terminated" (a cut body).
+  // fetch's own failures of the connection are TypeErrors: "fetch failed", "terminated" (a cut body).
   if (error instanceof TypeError) return /fetch failed|terminated|network|socket/i.test(error.message);
   return true;
 }
