@@ -1,4 +1,5 @@
-import type { StopGrace } from './sandbox/stop.ts';
+import { STOPPING_STEP_WINDOW_MS, type StopGrace } from './sandbox/stop.ts';
+import { MAX_TIMEOUT_SECONDS } from '../pipelines/pipelines.schema.ts';
 import { loadConfig } from '../platform/config.ts';
 import { loadLogLimits, type LogLimits } from './log-sink.ts';
 import { createSandbox, type StepSandbox } from './sandbox/index.ts';
@@ -7,15 +8,10 @@ import { loadGitConfig, type GitConfig } from '../platform/git-config.ts';
 import { positiveIntFrom } from '../platform/env-settings.ts';
 import type { StepRunners } from './runners/index.ts';
 
-/**
- * A cancelled step is interrupted, not killed: OpenTofu then writes its state and releases its lock, after
- * the run has ended. Its run credential holds for this long after the end of its run (never past its
- * expiry), and the stack's next run waits this long for the lock by default.
- */
-export const STOPPING_STEP_WINDOW_MS = 120_000;
-
 /** Six hours, as CI services allow a job by default: no step runs for ever unless it says how long. */
 const DEFAULT_STEP_TIMEOUT_SECONDS = 6 * 3600;
+/** A day: the longest wait for a state lock an operator may set. */
+const MAX_LOCK_TIMEOUT_MS = 24 * 3600_000;
 
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). With the defaults a
@@ -94,10 +90,10 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env, publicUrl
       termGraceMs: positiveIntFrom(env, 'PLINTH_WORKER_TERM_GRACE_MS', 10_000),
     },
     logLimits: loadLogLimits((name, fallback) => positiveIntFrom(env, name, fallback)),
-    defaultStepTimeoutSeconds: positiveIntFrom(env, 'PLINTH_STEP_DEFAULT_TIMEOUT_SECONDS', DEFAULT_STEP_TIMEOUT_SECONDS),
+    defaultStepTimeoutSeconds: positiveIntFrom(env, 'PLINTH_STEP_DEFAULT_TIMEOUT_SECONDS', DEFAULT_STEP_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS),
     workRoot,
     sandbox: createSandbox(loadSandboxSettings(env, workRoot, concurrency, [backendUrl])),
-    tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl, lockTimeoutMs: positiveIntFrom(env, 'PLINTH_TOFU_LOCK_TIMEOUT_MS', STOPPING_STEP_WINDOW_MS) },
+    tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl, lockTimeoutMs: positiveIntFrom(env, 'PLINTH_TOFU_LOCK_TIMEOUT_MS', STOPPING_STEP_WINDOW_MS, MAX_LOCK_TIMEOUT_MS) },
     git: loadGitConfig(env),
   };
 }

@@ -7,7 +7,7 @@ import { sql, type Selectable } from 'kysely';
 import type { StackPlansTable } from '../platform/db/database.ts';
 import type { Executor } from '../platform/db/db.ts';
 import { ACTIVE_RUN_STATUSES } from '../platform/db/enums.ts';
-import { STOPPING_STEP_WINDOW_MS } from '../engine/engine-config.ts';
+import { STOPPING_STEP_WINDOW_MS } from '../engine/sandbox/stop.ts';
 
 export interface StackForStep {
   id: string;
