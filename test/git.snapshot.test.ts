@@ -245,7 +245,13 @@ describe("the API process's sandbox", () => {
 
   it('a sandbox that fails to start is a 503 that names nothing of the host; the cause goes to the log', async () => {
     let logged = '';
-    const log = pino({ level: 'error' }, new Writable({ write: (chunk, _enc, done) => ((logged += chunk), done()) }));
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        logged += chunk;
+        done();
+      },
+    });
+    const log = pino({ level: 'error' }, sink);
     const settings = { ...loadSandboxSettings({ PLINTH_SANDBOX: 'namespaces' }, undefined, 0), poolSize: 0 };
     const sandbox = new OnDemandSandbox(settings, log, (s) => new NamespaceSandbox(s, async () => 'unshare failed under /srv/host-secret/bin'));
     const deps: SnapshotDeps = { db: undefined as never, secrets: TEST_SECRETS, git: loadGitConfig({}), log, sandbox };

@@ -93,7 +93,11 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env, publicUrl
     defaultStepTimeoutSeconds: positiveIntFrom(env, 'PLINTH_STEP_DEFAULT_TIMEOUT_SECONDS', DEFAULT_STEP_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS),
     workRoot,
     sandbox: createSandbox(loadSandboxSettings(env, workRoot, concurrency, [backendUrl])),
-    tofu: { bin: env.PLINTH_TOFU_BIN || 'tofu', backendUrl, lockTimeoutMs: positiveIntFrom(env, 'PLINTH_TOFU_LOCK_TIMEOUT_MS', STOPPING_STEP_WINDOW_MS, MAX_LOCK_TIMEOUT_MS) },
+    tofu: {
+      bin: env.PLINTH_TOFU_BIN || 'tofu',
+      backendUrl,
+      lockTimeoutMs: positiveIntFrom(env, 'PLINTH_TOFU_LOCK_TIMEOUT_MS', STOPPING_STEP_WINDOW_MS, MAX_LOCK_TIMEOUT_MS),
+    },
     git: loadGitConfig(env),
   };
 }
