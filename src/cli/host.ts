@@ -14,6 +14,8 @@ function parseHost(host: string): URL {
     throw new UsageError(`--host must be a URL such as ${DEFAULT_HOST}, not "${host}"`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--host must be an http or https URL, not "${host}"`);
+  // Not echoed: the URL holds a password. Sent, it would go in clear beside the API key on every request.
+  if (url.username || url.password) throw new UsageError('--host must not hold a user name or password: the API key is the credential (plinth login)');
   return url;
 }
 
