@@ -24,13 +24,42 @@ describe(`fuzz: every operation of /openapi.json with hostile values (seed ${SEE
   let doc: OpenApiDoc;
   let ids: IdPool;
   let callers: Callers;
+  let pipeline: { id: string; versionId: string };
   before(async () => {
     t = await startEngineTestApp();
     doc = (await t.call('GET', '/openapi.json', { token: null })).body;
     const seeded = await seedTwoOrganizations(t);
     ids = { own: Object.values(seeded.own.ids), foreign: Object.values(seeded.foreign.ids) };
     callers = seeded.callers;
+    pipeline = { id: seeded.own.ids.pipeline, versionId: seeded.own.ids.pipelineVersion };
   });
+
+  /**
+   * fast-json-stringify serializes a union (a pipeline config's steps) by validating each branch with
+   * ajv, which compiles that branch the first time an answer meets it: some 50 to 120 ms on these
+   * machines, once per route and process. The sampled requests of the warm-up are mostly refused, so
+   * these routes are warmed with answers that carry a config.
+   */
+  const warmConfigSerializers = async () => {
+    const headers = { authorization: `Bearer ${callers.superAdmin}`, 'content-type': 'application/json' };
+    const answers = [
+      await t.app.inject({ method: 'GET', url: `/pipeline-versions?pipelineId=${pipeline.id}`, headers }),
+      await t.app.inject({ method: 'GET', url: `/pipeline-versions/${pipeline.versionId}`, headers }),
+      await t.app.inject({
+        method: 'POST',
+        url: '/pipeline-versions',
+        headers,
+        payload: JSON.stringify({
+          data: { pipelineId: pipeline.id, config: { steps: [{ id: 'warm', name: 'Warm', type: 'script', with: { command: 'true' } }] } },
+        }),
+      }),
+    ];
+    assert.deepEqual(
+      answers.map((a) => a.statusCode),
+      [200, 200, 201],
+      answers.map((a) => a.body.slice(0, 300)).join('\n'),
+    );
+  };
   after(() => t.close());
 
   const send = (request: FuzzRequest, token: string | null) => {
@@ -49,6 +78,8 @@ describe(`fuzz: every operation of /openapi.json with hostile values (seed ${SEE
       const [request] = fc.sample(fuzzRequest(doc, op, ids), { seed: SEED, numRuns: 1 });
       await send(request, callers.superAdmin);
     }
+
+    await warmConfigSerializers();
 
     // Open every pooled connection now: on a busy machine a new one takes seconds to authenticate.
     await Promise.all(Array.from({ length: 10 }, () => t.app.inject({ method: 'GET', url: '/health' })));
