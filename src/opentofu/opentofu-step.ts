@@ -57,6 +57,8 @@ interface StepRun {
   claimed: ClaimedStep;
   binds: StepBind[];
   ctx: RunnerContext;
+  /** The step's time limit, which every command of it shares (proc.deadline). */
+  timeLimit: StepTimeLimit;
   proc: TofuProcessContext;
   env: Record<string, string>;
   workingDirectory: string;
@@ -127,8 +129,8 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
   if (!stack) return fail('OpenTofu:Step:NO_STACK', 'OpenTofu steps run only in the runs of a stack');
   const binary = tofuBinary(ctx.tofu.bin, prepared);
   if (!binary) return fail('OpenTofu:Command:FAILED', `PLINTH_TOFU_BIN (${ctx.tofu.bin}) does not exist on worker ${ctx.workerId}`);
-  const limit = stepTimeLimit(claimed, ctx);
-  const timeoutMs = limit.seconds * 1000;
+  const timeLimit = stepTimeLimit(claimed, ctx);
+  const timeoutMs = timeLimit.seconds * 1000;
   const credential = await mintRunCredential(ctx.db, {
     organizationId: stack.organization_id,
     stackId: stack.id,
@@ -147,6 +149,7 @@ export async function runOpenTofuStep(claimed: ClaimedStep, ctx: RunnerContext, 
       claimed,
       binds: binary.binds,
       ctx,
+      timeLimit,
       stack,
       variables: values,
       sensitive,
@@ -213,7 +216,7 @@ function tofu(run: StepRun, what: string, command: string, extraEnv: Record<stri
     captureMaxBytes,
   }).then((result) => ({
     result,
-    failure: commandFailure(what, result, stepTimeLimit(run.claimed, run.ctx)),
+    failure: commandFailure(what, result, run.timeLimit),
   }));
 }
 

@@ -21,8 +21,8 @@ export interface TofuProcessContext {
   mask: OutputMask;
   /** Aborted when the engine wants the step gone (cancel, lost lease, drain). */
   signal: AbortSignal;
-  /** When the step's time limit runs out (ms since the epoch), if it has one. */
-  deadline?: number;
+  /** When the step's time limit runs out (ms since the epoch). */
+  deadline: number;
   stopGrace: StopGrace;
   onSpawn?: (pid: number) => void;
 }
@@ -56,14 +56,13 @@ export async function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessS
       stopped = true;
       stop();
     };
-    const remaining = ctx.deadline === undefined ? undefined : Math.max(0, ctx.deadline - Date.now());
-    const timeout =
-      remaining === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            stop();
-          }, remaining);
+    const timeout = setTimeout(
+      () => {
+        timedOut = true;
+        stop();
+      },
+      Math.max(0, ctx.deadline - Date.now()),
+    );
     const chunks: Buffer[] = [];
     let captured = 0;
     let overflow = false;
@@ -79,7 +78,7 @@ export async function runTofuProcess(ctx: TofuProcessContext, spec: TofuProcessS
     let exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
     child.on('exit', (code: number | null, signal: NodeJS.Signals | null) => (exit = { code, signal }));
     const finish = (code: number | null, signal: NodeJS.Signals | null) => {
-      if (timeout) clearTimeout(timeout);
+      clearTimeout(timeout);
       cancelStop?.();
       ctx.signal.removeEventListener('abort', onAbort);
       proc.kill();

@@ -101,11 +101,12 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared:
   const w = claimed.step.with ?? {};
   // A step of a stack with a source starts in the stack's path of the checkout, unless it says otherwise.
   const workingDirectory = typeof w.workingDirectory === 'string' ? w.workingDirectory : prepared.checkout?.workingDirectory;
+  const limit = stepTimeLimit(claimed, ctx);
   const result: ScriptResult = await runScript({
     command: String(w.command),
     env: scriptEnv(claimed, prepared, w.env as Record<string, unknown> | undefined),
     workingDirectory,
-    timeoutMs: stepTimeLimit(claimed, ctx).seconds * 1000,
+    timeoutMs: limit.seconds * 1000,
     stopGrace: ctx.stopGrace,
     workspace: prepared.workspace,
     sink: ctx.sink,
@@ -135,7 +136,7 @@ async function runScriptStep(claimed: ClaimedStep, ctx: RunnerContext, prepared:
       status: 'FAILED',
       statusDetail,
       outputData,
-      error: timedOut(stepTimeLimit(claimed, ctx)),
+      error: timedOut(limit),
     };
   }
   if (result.exitCode === 0 && ctx.sink.stats.linesLost) return { status: 'FAILED', statusDetail, outputData, error: logStoreError(ctx.sink.stats) };
