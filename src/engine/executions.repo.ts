@@ -105,24 +105,37 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
 }
 
 /**
+ * The graphile-worker flag of every step job of an organization: a worker does not take the jobs of an
+ * organization that runs as many steps as it may (organization-slots.ts).
+ */
+export const ORGANIZATION_FLAG_PREFIX = 'org:';
+
+/**
  * The graphile-worker job of a QUEUED execution, as a row (execution_id, id), in the caller's
  * transaction, so a job exists exactly when its QUEUED step does. The job key (`step:<id>`, kept run_at) makes a redispatch replace a waiting job instead of adding one,
- * and (graphile-worker's rule) add a fresh job when the old one is locked by a worker that died before
- * it claimed the step.
+ * and (graphile-worker's rule) add a fresh job when the old one is locked: by a worker that died before
+ * it claimed the step, or by the worker deferring its claim. The job carries its organization's flag
+ * and may be taken `afterMs` from now.
  */
-function stepJobs(jobs: readonly { executionId: string; runId: string }[]) {
+function stepJobs(jobs: readonly { executionId: string; runId: string }[], afterMs = 0) {
   return sql<{ execution_id: string; id: string }>`
     select substr(j.key, 6) as execution_id, j.id::text as id
       from graphile_worker.add_jobs(
-             array(select row('step.execute', json_build_object('stepExecutionId', x.id, 'runId', x.run), null, null, 5::smallint, 'step:' || x.id, null, null)::graphile_worker.job_spec
-                     from unnest(${jobs.map((j) => j.executionId)}::text[], ${jobs.map((j) => j.runId)}::text[]) as x(id, run)),
+             array(select row('step.execute', json_build_object('stepExecutionId', x.id, 'runId', x.run), null,
+                              now() + make_interval(secs => ${afterMs / 1000}), 5::smallint, 'step:' || x.id, null,
+                              array[${ORGANIZATION_FLAG_PREFIX} || e.organization_id])::graphile_worker.job_spec
+                     from unnest(${jobs.map((j) => j.executionId)}::text[], ${jobs.map((j) => j.runId)}::text[]) as x(id, run)
+                     join step_executions e on e.id = x.id),
              job_key_preserve_run_at => true) as j`;
 }
 
-/** enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back) and records the job. */
-export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<void> {
+/**
+ * enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back, a deferred
+ * claim after `afterMs`) and records the job.
+ */
+export async function enqueueStepJob(trx: Executor, executionId: string, runId: string, afterMs?: number): Promise<void> {
   await sql`
-    with job as (${stepJobs([{ executionId, runId }])})
+    with job as (${stepJobs([{ executionId, runId }], afterMs)})
     update step_executions set engine_job_id = job.id, dispatched_at = now() from job
      where step_executions.id = ${executionId} and step_executions.status = 'QUEUED'`.execute(trx);
 }

@@ -109,7 +109,7 @@ async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, o: LockedRunOpt
     case 'stopProcess':
       return notifyStop(trx, w.id);
     case 'dispatch':
-      return enqueueStepJob(trx, w.id, s.id);
+      return enqueueStepJob(trx, w.id, s.id, w.afterMs);
     case 'releaseStack':
       await releaseStack(trx, s.stackId!, s.id, s.status === 'SUCCEEDED');
       return stackRunFinished(trx, { stackId: s.stackId!, runId: s.id, status: s.status, succeeded: s.status === 'SUCCEEDED' });

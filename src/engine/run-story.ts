@@ -81,6 +81,13 @@ export function storyLineOf(row: LockedRunRow, s: RunSnapshot, w: RunWrite, acto
       const step = { ...run, ...stepFields(s, e.stepId, e.id, e.retryAttempt) };
       return stepLine(step, w, e.leaseOwner, actor);
     }
+    case 'dispatch': {
+      // A hand-back's dispatch is told by its transition; a deferred claim changes no status.
+      const e = w.afterMs === undefined ? undefined : s.executions.find((x) => x.id === w.id);
+      if (!e) return undefined;
+      const step = { ...run, ...stepFields(s, e.stepId, e.id, e.retryAttempt), workerId: actor };
+      return { event: 'step.deferred', msg: 'step waits for a slot: its organization runs as many steps as it may', fields: step };
+    }
     default:
       return undefined;
   }

@@ -8,6 +8,7 @@ import { decideClaim, decideComplete, decideHandBack, decideReap, stepOf, type H
 import type { LockedRunRow } from './runs.repo.ts';
 import type { LogTail } from './log-sink.ts';
 import { tellRedispatched } from './run-story.ts';
+import { organizationIsFull } from './organization-slots.ts';
 
 export type { HeldAttempt, StepOutcome } from './run-decisions.ts';
 
@@ -40,6 +41,8 @@ const retryable = (e: unknown) => e instanceof StaleWriteError || isRetryableDbE
 export interface ClaimWorker {
   id: string;
   leaseMs: number;
+  /** How many steps of one organization may run at once (organization-slots.ts). */
+  organizationLimit: number;
 }
 
 /**
@@ -47,16 +50,19 @@ export interface ClaimWorker {
  * the run's lock as every command does. Undefined when it is no longer QUEUED (cancelled, claimed
  * through a duplicate job): the job is then a no-op, which makes a redispatch safe. A try whose commit
  * went unacknowledged is decided again and recognizes its own lease (mayAdopt), so a claim is neither
- * doubled nor lost to a fault.
+ * doubled nor lost to a fault. Also undefined when the run's organization runs as many steps as it
+ * may: the execution then waits, QUEUED, under a new job.
  */
 export async function claimStep(db: Db, executionId: string, runId: string, worker: ClaimWorker, retry: RetryOptions = {}): Promise<ClaimedStep | undefined> {
   const claimOnce = (mayAdopt: boolean) =>
-    db.transaction().execute((trx) =>
-      withLockedRun<ClaimedStep | undefined>(
+    db.transaction().execute(async (trx) => {
+      const organizationFull = await organizationIsFull(trx, executionId, worker.organizationLimit);
+      return withLockedRun<ClaimedStep | undefined>(
         trx,
         runId,
         (s, ctx, row) => {
-          const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt }, ctx);
+          const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt, organizationFull }, ctx);
+          if (d.result.kind === 'deferred') return { writes: d.writes, result: undefined };
           if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
           const { config, execution_environment_type, execution_environment_egress_allow, executions, ...run } = row;
           const claimed: ClaimedStep = {
@@ -72,8 +78,8 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
           return { writes: d.writes, result: claimed };
         },
         { actor: worker.id },
-      ),
-    );
+      );
+    });
   return withRetries((attempt) => claimOnce(attempt > 1), { ...retry, isRetryable: retryable });
 }
 

@@ -9,6 +9,7 @@ import { STEP_STOP_CHANNEL } from './executions.repo.ts';
 import { engineError } from './engine-errors.ts';
 import { LogSink } from './log-sink.ts';
 import { startQueue, type Queue, type StepExecutePayload } from './queue.ts';
+import { FullOrganizationFlags } from './organization-slots.ts';
 import { runStep } from './runners/index.ts';
 import { withLostLines } from './runners/output-capture.ts';
 import { startSandbox } from './sandbox/index.ts';
@@ -105,6 +106,7 @@ export class EngineWorker {
       pollMs: this.config.pollMs,
       log: this.log,
       executeStep: (p) => this.executeStep(p),
+      forbiddenFlags: new FullOrganizationFlags(this.db, this.config.organizationMaxRunningSteps, this.log).current,
     });
     this.every(this.config.heartbeatMs, () => this.heartbeat());
     this.every(this.config.reapMs, () => this.reap());
@@ -223,7 +225,13 @@ export class EngineWorker {
   }
 
   private async runAttempt(id: string, runId: string, attempt: RunningAttempt): Promise<void> {
-    const claimed = await claimStep(this.db, id, runId, { id: this.workerId, leaseMs: this.config.leaseMs }, this.retry('claim', this.config.leaseMs));
+    const claimed = await claimStep(
+      this.db,
+      id,
+      runId,
+      { id: this.workerId, leaseMs: this.config.leaseMs, organizationLimit: this.config.organizationMaxRunningSteps },
+      this.retry('claim', this.config.leaseMs),
+    );
     if (!claimed) return;
     attempt.leaseEpoch = claimed.leaseEpoch;
     const held: HeldAttempt = { executionId: id, workerId: this.workerId, leaseEpoch: claimed.leaseEpoch };
