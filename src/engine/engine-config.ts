@@ -13,7 +13,7 @@ import type { StepRunners } from './runners/index.ts';
 const DEFAULT_STEP_TIMEOUT_SECONDS = 6 * 3600;
 /** A day: the longest wait for a state lock an operator may set. */
 const MAX_LOCK_TIMEOUT_MS = 24 * 3600_000;
-/** A limit no installation reaches: in effect, none. */
+/** More slots than any fleet has: in effect no limit, though every claim still takes its organization's lock. */
 const MAX_ORG_RUNNING_STEPS = 1_000_000;
 
 /**
@@ -25,7 +25,7 @@ const MAX_ORG_RUNNING_STEPS = 1_000_000;
 export interface EngineConfig {
   /** Step executions one worker process runs at once (graphile-worker concurrency). */
   concurrency: number;
-  /** PLINTH_ORG_MAX_RUNNING_STEPS: step executions of one organization running at once, on all workers together. */
+  /** PLINTH_ORG_MAX_RUNNING_STEPS: worker slots the steps of one organization hold at once, on all workers together. */
   organizationMaxRunningSteps: number;
   /** How long a claimed attempt stays ours without a heartbeat. */
   leaseMs: number;

@@ -86,6 +86,8 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
             lease_epoch: sql<number>`lease_epoch + 1`,
             lease_expires_at: sql<Date>`now() + make_interval(secs => ${c.lease.ms / 1000})`,
             heartbeat_at: sql<Date>`now()`,
+            // The claim takes a worker slot of the organization's (organization-slots.ts).
+            slot_held_until: sql<Date>`now() + make_interval(secs => ${c.lease.ms / 1000})`,
           };
   return db
     .updateTable('step_executions')
@@ -106,7 +108,7 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
 
 /**
  * The graphile-worker flag of every step job of an organization: a worker does not take the jobs of an
- * organization that runs as many steps as it may (organization-slots.ts).
+ * organization whose steps hold all its worker slots (organization-slots.ts).
  */
 export const ORGANIZATION_FLAG_PREFIX = 'org:';
 
@@ -114,52 +116,54 @@ export const ORGANIZATION_FLAG_PREFIX = 'org:';
  * The graphile-worker job of a QUEUED execution, as a row (execution_id, id), in the caller's
  * transaction, so a job exists exactly when its QUEUED step does. The job key (`step:<id>`, kept run_at) makes a redispatch replace a waiting job instead of adding one,
  * and (graphile-worker's rule) add a fresh job when the old one is locked: by a worker that died before
- * it claimed the step, or by the worker deferring its claim. The job carries its organization's flag
- * and may be taken `afterMs` from now.
+ * it claimed the step, or by the worker deferring its claim. The fresh job keeps the old one's run_at,
+ * its place in the queue, and carries its organization's flag. The execution's row is locked first, as
+ * a command holding it locks it before the job, and an execution no longer QUEUED gets no job.
  */
-function stepJobs(jobs: readonly { executionId: string; runId: string }[], afterMs = 0) {
+function stepJobs(jobs: readonly { executionId: string; runId: string }[]) {
   return sql<{ execution_id: string; id: string }>`
     select substr(j.key, 6) as execution_id, j.id::text as id
       from graphile_worker.add_jobs(
              array(select row('step.execute', json_build_object('stepExecutionId', x.id, 'runId', x.run), null,
-                              now() + make_interval(secs => ${afterMs / 1000}), 5::smallint, 'step:' || x.id, null,
+                              (select old.run_at from graphile_worker.jobs old where old.key = 'step:' || x.id), 5::smallint, 'step:' || x.id, null,
                               array[${ORGANIZATION_FLAG_PREFIX} || e.organization_id])::graphile_worker.job_spec
                      from unnest(${jobs.map((j) => j.executionId)}::text[], ${jobs.map((j) => j.runId)}::text[]) as x(id, run)
-                     join step_executions e on e.id = x.id),
+                     join step_executions e on e.id = x.id and e.status = 'QUEUED'
+                      for no key update of e),
              job_key_preserve_run_at => true) as j`;
 }
 
-/**
- * enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back, a deferred
- * claim after `afterMs`) and records the job.
- */
-export async function enqueueStepJob(trx: Executor, executionId: string, runId: string, afterMs?: number): Promise<void> {
+/** enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back, a deferred claim) and records the job. */
+export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<void> {
   await sql`
-    with job as (${stepJobs([{ executionId, runId }], afterMs)})
+    with job as (${stepJobs([{ executionId, runId }])})
     update step_executions set engine_job_id = job.id, dispatched_at = now() from job
      where step_executions.id = ${executionId} and step_executions.status = 'QUEUED'`.execute(trx);
 }
 
 /**
- * renewLeases extends the leases a worker holds at the epochs it claimed; returns the ids it still
- * holds. The rows are locked in id order, the order commands lock a run's executions in, so a
- * heartbeat and a command never deadlock.
+ * renewLeases extends the leases a worker holds at the epochs it claimed, and the worker slots of those
+ * attempts, whatever their status (a cancelled attempt's process may still be stopping); returns the
+ * ids whose lease it still holds. The rows are locked in id order, the order commands lock a run's
+ * executions in, so a heartbeat and a command never deadlock.
  */
 export async function renewLeases(db: Db, workerId: string, held: { id: string; leaseEpoch: number }[], leaseMs: number): Promise<Set<string>> {
   if (held.length === 0) return new Set();
-  const { rows } = await sql<{ id: string }>`
+  const { rows } = await sql<{ id: string; leased: boolean }>`
     with locked as (
-      select e.id from step_executions e
+      select e.id, e.status = 'RUNNING' and e.lease_owner is not distinct from ${workerId} as leased from step_executions e
         join unnest(${held.map((h) => h.id)}::text[], ${held.map((h) => h.leaseEpoch)}::int[]) as h(id, epoch) on e.id = h.id and e.lease_epoch = h.epoch
-       where e.status = 'RUNNING' and e.lease_owner = ${workerId}
+       where (e.status = 'RUNNING' and e.lease_owner = ${workerId}) or e.slot_held_until is not null
        order by e.id
          for no key update of e)
     update step_executions e
-       set lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), heartbeat_at = now()
+       set lease_expires_at = case when locked.leased then now() + make_interval(secs => ${leaseMs / 1000}) else e.lease_expires_at end,
+           heartbeat_at = case when locked.leased then now() else e.heartbeat_at end,
+           slot_held_until = case when e.slot_held_until is not null then now() + make_interval(secs => ${leaseMs / 1000}) end
       from locked
      where e.id = locked.id
-     returning e.id`.execute(db);
-  return new Set(rows.map((r) => r.id));
+     returning e.id, locked.leased`.execute(db);
+  return new Set(rows.filter((r) => r.leased).map((r) => r.id));
 }
 
 export interface ExecutionRef {

@@ -60,8 +60,8 @@ function snapshotOf(row: LockedRunRow): RunSnapshot {
 
 export interface LockedRunOptions {
   actor?: string;
-  /** A write made in the same transaction whatever the decision (a step's last log lines). */
-  alongside?: RawBuilder<unknown>;
+  /** Writes made in the same transaction whatever the decision (a step's last log lines, the release of its worker slot). */
+  alongside?: readonly RawBuilder<unknown>[];
   /** Given the run's row as each write that changes it leaves it: what a caller showing the run shows. */
   onRunRow?: (row: Selectable<PipelineRunsTable>) => void;
 }
@@ -69,7 +69,7 @@ export interface LockedRunOptions {
 /** withLockedRun runs one command on a run; undefined when the run does not exist. */
 export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R>, options: LockedRunOptions = {}): Promise<R | undefined> {
   const row = await readRun(trx, runId);
-  if (options.alongside) await options.alongside.execute(trx);
+  for (const write of options.alongside ?? []) await write.execute(trx);
   return row ? decideOn(trx, row, decide, options) : undefined;
 }
 
@@ -109,7 +109,7 @@ async function applyWrite(trx: Trx, s: RunSnapshot, w: RunWrite, o: LockedRunOpt
     case 'stopProcess':
       return notifyStop(trx, w.id);
     case 'dispatch':
-      return enqueueStepJob(trx, w.id, s.id, w.afterMs);
+      return enqueueStepJob(trx, w.id, s.id);
     case 'releaseStack':
       await releaseStack(trx, s.stackId!, s.id, s.status === 'SUCCEEDED');
       return stackRunFinished(trx, { stackId: s.stackId!, runId: s.id, status: s.status, succeeded: s.status === 'SUCCEEDED' });

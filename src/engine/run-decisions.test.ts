@@ -8,7 +8,6 @@ import {
   decideApprove,
   decideCancel,
   decideClaim,
-  DEFERRED_CLAIM_WAIT_MS,
   decideComplete,
   decideHandBack,
   decideReap,
@@ -101,11 +100,11 @@ describe('decideClaim', () => {
     assert.deepEqual(adopted.writes, []);
   });
 
-  it("a claim while the run's organization runs as many steps as it may is deferred: the step stays QUEUED under a job that waits", () => {
+  it("a claim while the steps of the run's organization hold all its slots is deferred: the step stays QUEUED, dispatched again", () => {
     const s = run([exec('e1', 'a', 'QUEUED')], { status: 'QUEUED', started: false });
     const d = decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: false, organizationFull: true }, ctx());
     assert.deepEqual(d.result, { kind: 'deferred' });
-    assert.deepEqual(d.writes, [{ kind: 'dispatch', id: 'e1', afterMs: DEFERRED_CLAIM_WAIT_MS }]);
+    assert.deepEqual(d.writes, [{ kind: 'dispatch', id: 'e1', deferred: true }]);
   });
 
   it('a full organization defers nothing but a QUEUED step: a cancelled one is skipped, and an own unacknowledged claim is adopted', () => {

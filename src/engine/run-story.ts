@@ -83,10 +83,10 @@ export function storyLineOf(row: LockedRunRow, s: RunSnapshot, w: RunWrite, acto
     }
     case 'dispatch': {
       // A hand-back's dispatch is told by its transition; a deferred claim changes no status.
-      const e = w.afterMs === undefined ? undefined : s.executions.find((x) => x.id === w.id);
+      const e = w.deferred ? s.executions.find((x) => x.id === w.id) : undefined;
       if (!e) return undefined;
       const step = { ...run, ...stepFields(s, e.stepId, e.id, e.retryAttempt), workerId: actor };
-      return { event: 'step.deferred', msg: 'step waits for a slot: its organization runs as many steps as it may', fields: step };
+      return { event: 'step.deferred', msg: 'step waits: the steps of its organization hold all its worker slots', fields: step };
     }
     default:
       return undefined;

@@ -8,7 +8,8 @@ import { decideClaim, decideComplete, decideHandBack, decideReap, stepOf, type H
 import type { LockedRunRow } from './runs.repo.ts';
 import type { LogTail } from './log-sink.ts';
 import { tellRedispatched } from './run-story.ts';
-import { organizationIsFull } from './organization-slots.ts';
+import { slotRelease } from './organization-slots.repo.ts';
+import { slotsOfClaim } from './organization-slots.ts';
 
 export type { HeldAttempt, StepOutcome } from './run-decisions.ts';
 
@@ -41,8 +42,10 @@ const retryable = (e: unknown) => e instanceof StaleWriteError || isRetryableDbE
 export interface ClaimWorker {
   id: string;
   leaseMs: number;
-  /** How many steps of one organization may run at once (organization-slots.ts). */
+  /** How many slots the steps of one organization may hold at once (organization-slots.ts). */
   organizationLimit: number;
+  /** Told, once the claim's transaction has ended, that the run's organization holds all its slots. */
+  onOrganizationFull?: (organizationId: string) => void;
 }
 
 /**
@@ -54,14 +57,20 @@ export interface ClaimWorker {
  * may: the execution then waits, QUEUED, under a new job.
  */
 export async function claimStep(db: Db, executionId: string, runId: string, worker: ClaimWorker, retry: RetryOptions = {}): Promise<ClaimedStep | undefined> {
+  let full: string | undefined;
   const claimOnce = (mayAdopt: boolean) =>
     db.transaction().execute(async (trx) => {
-      const organizationFull = await organizationIsFull(trx, executionId, worker.organizationLimit);
+      full = undefined;
+      const slots = await slotsOfClaim(trx, runId);
+      const organizationFull = slots !== undefined && slots.held >= worker.organizationLimit;
       return withLockedRun<ClaimedStep | undefined>(
         trx,
         runId,
         (s, ctx, row) => {
           const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt, organizationFull }, ctx);
+          if (slots && (d.result.kind === 'deferred' || (d.result.kind === 'claimed' && slots.held + 1 >= worker.organizationLimit))) {
+            full = slots.organizationId;
+          }
           if (d.result.kind === 'deferred') return { writes: d.writes, result: undefined };
           if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
           const { config, execution_environment_type, execution_environment_egress_allow, executions, ...run } = row;
@@ -80,7 +89,11 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
         { actor: worker.id },
       );
     });
-  return withRetries((attempt) => claimOnce(attempt > 1), { ...retry, isRetryable: retryable });
+  try {
+    return await withRetries((attempt) => claimOnce(attempt > 1), { ...retry, isRetryable: retryable });
+  } finally {
+    if (full !== undefined) worker.onOrganizationFull?.(full);
+  }
 }
 
 /**
@@ -94,9 +107,12 @@ export async function completeStep(db: Db, held: HeldAttempt, runId: string, out
     () =>
       // The step's last log lines are written by the outcome's own statement, whatever the decision
       // (idempotent: a retry writes them again as nothing).
-      db
-        .transaction()
-        .execute((trx) => withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId, alongside: tail?.insert })),
+      db.transaction().execute((trx) =>
+        withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), {
+          actor: held.workerId,
+          alongside: [slotRelease(held.executionId, held.leaseEpoch), ...(tail ? [tail.insert] : [])],
+        }),
+      ),
     { maxElapsedMs: Number.POSITIVE_INFINITY, ...retry, isRetryable: retryable },
   );
   return done ?? false;
@@ -107,11 +123,20 @@ export async function completeStep(db: Db, held: HeldAttempt, runId: string, out
  * was stopped, the attempt did not fail, so it goes back to QUEUED (a new job) for any worker.
  */
 export async function handBackStep(db: Db, held: HeldAttempt, runId: string, retry: RetryOptions = {}): Promise<boolean> {
-  const done = await withRetries(() => db.transaction().execute((trx) => withLockedRun(trx, runId, (s) => decideHandBack(s, held), { actor: held.workerId })), {
-    ...retry,
-    isRetryable: retryable,
-  });
+  const release = [slotRelease(held.executionId, held.leaseEpoch)];
+  const done = await withRetries(
+    () => db.transaction().execute((trx) => withLockedRun(trx, runId, (s) => decideHandBack(s, held), { actor: held.workerId, alongside: release })),
+    {
+      ...retry,
+      isRetryable: retryable,
+    },
+  );
   return done ?? false;
+}
+
+/** releaseStepSlot gives back the worker slot of an attempt whose process has ended, when nothing else did. */
+export async function releaseStepSlot(db: Db, held: HeldAttempt, retry: RetryOptions = {}): Promise<void> {
+  await withRetries(() => slotRelease(held.executionId, held.leaseEpoch).execute(db), retry);
 }
 
 /**

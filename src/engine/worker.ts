@@ -19,6 +19,7 @@ import {
   handBackStep,
   reapLostSteps,
   redispatchStaleSteps,
+  releaseStepSlot,
   renewHeldLeases,
   type HeldAttempt,
   type StepOutcome,
@@ -71,6 +72,8 @@ export class EngineWorker {
   readonly spawnedPids: number[] = [];
   private readonly running = new Map<string, RunningAttempt>();
   private queue: Queue | undefined;
+  /** The organizations whose jobs this worker does not take now: their steps hold all their slots. */
+  private readonly fullOrganizations: FullOrganizationFlags;
   private readonly listener: ChannelListener;
   private timers: NodeJS.Timeout[] = [];
   private draining = false;
@@ -87,6 +90,7 @@ export class EngineWorker {
     workerId?: string,
   ) {
     this.workerId = workerId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    this.fullOrganizations = new FullOrganizationFlags(db, config.organizationMaxRunningSteps, log);
     // A cancelled step's worker kills its process at once; a stop sent while this is down is noticed by the heartbeat.
     this.listener = new ChannelListener({
       connectionString,
@@ -106,7 +110,7 @@ export class EngineWorker {
       pollMs: this.config.pollMs,
       log: this.log,
       executeStep: (p) => this.executeStep(p),
-      forbiddenFlags: new FullOrganizationFlags(this.db, this.config.organizationMaxRunningSteps, this.log).current,
+      forbiddenFlags: this.fullOrganizations.current,
     });
     this.every(this.config.heartbeatMs, () => this.heartbeat());
     this.every(this.config.reapMs, () => this.reap());
@@ -229,7 +233,12 @@ export class EngineWorker {
       this.db,
       id,
       runId,
-      { id: this.workerId, leaseMs: this.config.leaseMs, organizationLimit: this.config.organizationMaxRunningSteps },
+      {
+        id: this.workerId,
+        leaseMs: this.config.leaseMs,
+        organizationLimit: this.config.organizationMaxRunningSteps,
+        onOrganizationFull: (organizationId) => this.fullOrganizations.markFull(organizationId),
+      },
       this.retry('claim', this.config.leaseMs),
     );
     if (!claimed) return;
@@ -274,7 +283,10 @@ export class EngineWorker {
       await sink.close();
       this.reportLostLines(sink, id);
       if (stoppedBy === 'drain') await handBackStep(this.db, held, runId, this.retry('hand-back', this.config.leaseMs));
-      // Else killed because the attempt was cancelled or taken from this worker: whoever did so settled it.
+      // Else killed because the attempt was cancelled or taken from this worker: whoever did so settled
+      // it, and its process, now ended, gives back the slot it held (should that fail, it lapses with
+      // the heartbeat).
+      else await releaseStepSlot(this.db, held, this.retry('slot release', this.config.leaseMs)).catch(() => {});
       return;
     }
     await sink.settled();
