@@ -46,10 +46,10 @@ const running: ExecutionSnapshot = {
 };
 
 /** The lines of a decision's writes, each decided on the state the writes before it left, as locked-run.ts does. */
-function story(s: RunSnapshot, decision: Decision<unknown>): Record<string, unknown>[] {
+function story(s: RunSnapshot, decision: Decision<unknown>, actor = ctx.actor): Record<string, unknown>[] {
   let state = s;
   return decision.writes.flatMap((w) => {
-    const line = storyLineOf(row, state, w, ctx.actor);
+    const line = storyLineOf(row, state, w, actor);
     state = applyWrites(state, [w]);
     return line ? [{ event: line.event, ...line.fields }] : [];
   });
@@ -83,10 +83,10 @@ describe('the story lines of engine decisions', () => {
   it('a claim deferred while its organization is full: one line that the step waits, naming the worker', () => {
     const queued: ExecutionSnapshot = { ...running, status: 'QUEUED', leaseOwner: null, leaseExpired: false };
     const s = snapshot([queued]);
-    const lines = story(s, decideClaim(s, 'e1', { id: 'w2', leaseMs: 1000, mayAdopt: false, organizationFull: true }, { ...ctx, actor: 'w2' }));
+    const lines = story(s, decideClaim(s, 'e1', { id: 'w2', leaseMs: 1000, mayAdopt: false, organizationFull: true }, { ...ctx, actor: 'w2' }), 'w2');
     assert.deepEqual(
       lines.map((l) => [l.event, l.stepExecutionId, l.workerId, l.organizationId]),
-      [['step.deferred', 'e1', 'u1', 'o1']],
+      [['step.deferred', 'e1', 'w2', 'o1']],
     );
   });
 
