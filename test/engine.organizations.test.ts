@@ -25,6 +25,13 @@ describe('organizations share the workers', () => {
     // Several of the worker's polls (500 ms here): six of its eight slots stay free, the other two steps
     // wait, and the worker leaves their jobs alone (a claim it deferred would give a step a new job).
     const queued = async () => (await Promise.all(runs.map((r) => stepsOf(t, r.id)))).flat().filter((s) => s.status === 'QUEUED');
+    // The first claims may have deferred the other two before the worker knew the organization full.
+    await waitFor('the waiting steps to rest under jobs no worker holds', async () => {
+      const free = await sql<{ n: number }>`
+        select count(*)::int as n from graphile_worker.jobs j join step_executions e on j.key = 'step:' || e.id
+         where e.status = 'QUEUED' and e.organization_id = ${busy} and j.locked_at is null`.execute(t.db);
+      return free.rows[0].n === 2 ? true : undefined;
+    });
     const waiting = await queued();
     let most = 0;
     for (const until = Date.now() + 1_500; Date.now() < until; await sleep(50)) most = Math.max(most, await runningIn(busy));
