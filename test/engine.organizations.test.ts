@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { claimStep, releaseStepSlot } from '../src/engine/step-lifecycle.ts';
+import { enqueueStepJob } from '../src/engine/executions.repo.ts';
+import { claimStep, clearLapsedStepSlots, releaseStepSlot } from '../src/engine/step-lifecycle.ts';
 import { createOrganization, serviceAccountCaller } from './helpers/callers.ts';
 import { createStack, startEngineTestApp, stepsOf, triggerRun, waitFor, waitForLine, type EngineTestApp } from './helpers/engine.ts';
 
@@ -101,6 +102,35 @@ describe('organizations share the workers', () => {
       held: number;
     }>`select count(*)::int as held from step_executions where slot_held_until is not null and id = ${winner.executionId}`.execute(t.db);
     assert.equal(left.rows[0].held, 0);
+  });
+
+  it('a slot that lapsed longer ago than the stop graces is forgotten; a live one is kept', async () => {
+    const runs: any[] = [];
+    for (let i = 0; i < 2; i++) runs.push(await triggerRun(t, (await createStack(t, [{ id: 'only' }])).id));
+    const [lapsed, live] = await Promise.all(runs.map(async (r) => (await stepsOf(t, r.id))[0].id as string));
+    await sql`update step_executions set slot_held_until = now() - interval '1 hour' where id = ${lapsed}`.execute(t.db);
+    await sql`update step_executions set slot_held_until = now() + interval '1 minute' where id = ${live}`.execute(t.db);
+    await clearLapsedStepSlots(t.db, 60_000);
+    const slots = await sql<{ id: string; held: boolean }>`
+      select id, slot_held_until is not null as held from step_executions where id in (${lapsed}, ${live}) order by id`.execute(t.db);
+    assert.deepEqual(Object.fromEntries(slots.rows.map((r) => [r.id, r.held])), { [lapsed]: false, [live]: true });
+    await sql`update step_executions set slot_held_until = null where id = ${live}`.execute(t.db);
+    for (const r of runs) await t.call('POST', `/pipeline-runs/${r.id}/cancel`);
+  });
+
+  it('a job dispatched again never waits for a time graphile-worker put it off to', async () => {
+    for (const w of t.workers) await w.stop();
+    t.workers.length = 0;
+    const run = await triggerRun(t, (await createStack(t, [{ id: 'only' }])).id);
+    const [step] = await stepsOf(t, run.id);
+    // A job that failed for good: graphile-worker's backoff put it off, and a worker holds it no more.
+    await sql`update graphile_worker._private_jobs set run_at = now() + interval '1 hour', attempts = max_attempts, locked_at = now() - interval '1 hour', locked_by = 'gone' where key = ${`step:${step.id}`}`.execute(
+      t.db,
+    );
+    await enqueueStepJob(t.db, step.id, run.id);
+    const job = await sql<{ due: boolean }>`select run_at <= now() as due from graphile_worker.jobs where key = ${`step:${step.id}`}`.execute(t.db);
+    assert.deepEqual(job.rows, [{ due: true }]);
+    await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
   });
 
   it('a cancelled step holds its slot until its process has stopped', async () => {

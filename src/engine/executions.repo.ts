@@ -117,7 +117,8 @@ export const ORGANIZATION_FLAG_PREFIX = 'org:';
  * transaction, so a job exists exactly when its QUEUED step does. The job key (`step:<id>`, kept run_at) makes a redispatch replace a waiting job instead of adding one,
  * and (graphile-worker's rule) add a fresh job when the old one is locked: by a worker that died before
  * it claimed the step, or by the worker deferring its claim. The fresh job keeps the old one's run_at,
- * its place in the queue, and carries its organization's flag. The execution's row is locked first, as
+ * its place in the queue (unless that lies ahead: a job that failed for good was put off by
+ * graphile-worker's backoff), and carries its organization's flag. The execution's row is locked first, as
  * a command holding it locks it before the job, and an execution no longer QUEUED gets no job.
  */
 function stepJobs(jobs: readonly { executionId: string; runId: string }[]) {
@@ -125,7 +126,7 @@ function stepJobs(jobs: readonly { executionId: string; runId: string }[]) {
     select substr(j.key, 6) as execution_id, j.id::text as id
       from graphile_worker.add_jobs(
              array(select row('step.execute', json_build_object('stepExecutionId', x.id, 'runId', x.run), null,
-                              (select old.run_at from graphile_worker.jobs old where old.key = 'step:' || x.id), 5::smallint, 'step:' || x.id, null,
+                              least((select old.run_at from graphile_worker.jobs old where old.key = 'step:' || x.id), now()), 5::smallint, 'step:' || x.id, null,
                               array[${ORGANIZATION_FLAG_PREFIX} || e.organization_id])::graphile_worker.job_spec
                      from unnest(${jobs.map((j) => j.executionId)}::text[], ${jobs.map((j) => j.runId)}::text[]) as x(id, run)
                      join step_executions e on e.id = x.id and e.status = 'QUEUED'
@@ -142,28 +143,52 @@ export async function enqueueStepJob(trx: Executor, executionId: string, runId: 
 }
 
 /**
- * renewLeases extends the leases a worker holds at the epochs it claimed, and the worker slots of those
- * attempts, whatever their status (a cancelled attempt's process may still be stopping); returns the
- * ids whose lease it still holds. The rows are locked in id order, the order commands lock a run's
- * executions in, so a heartbeat and a command never deadlock.
+ * renewLeases extends the leases a worker holds at the epochs it claimed, with their worker slots;
+ * returns the ids it still holds. The rows are locked in id order, the order commands lock a run's
+ * executions in, so a heartbeat and a command never deadlock. The slots of the attempts it no longer
+ * holds but whose processes it is still stopping (cancelled ones) are renewed apart, skipping a row a
+ * command has locked: a command may hold one while it waits for a row of this worker's (a retried run
+ * admitted behind a finishing one reads every execution of its earlier attempts), and the next
+ * heartbeat renews what this one skipped.
  */
 export async function renewLeases(db: Db, workerId: string, held: { id: string; leaseEpoch: number }[], leaseMs: number): Promise<Set<string>> {
   if (held.length === 0) return new Set();
-  const { rows } = await sql<{ id: string; leased: boolean }>`
+  const { rows } = await sql<{ id: string }>`
     with locked as (
-      select e.id, e.status = 'RUNNING' and e.lease_owner is not distinct from ${workerId} as leased from step_executions e
+      select e.id from step_executions e
         join unnest(${held.map((h) => h.id)}::text[], ${held.map((h) => h.leaseEpoch)}::int[]) as h(id, epoch) on e.id = h.id and e.lease_epoch = h.epoch
-       where (e.status = 'RUNNING' and e.lease_owner = ${workerId}) or e.slot_held_until is not null
+       where e.status = 'RUNNING' and e.lease_owner = ${workerId}
        order by e.id
          for no key update of e)
     update step_executions e
-       set lease_expires_at = case when locked.leased then now() + make_interval(secs => ${leaseMs / 1000}) else e.lease_expires_at end,
-           heartbeat_at = case when locked.leased then now() else e.heartbeat_at end,
+       set lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), heartbeat_at = now(),
            slot_held_until = case when e.slot_held_until is not null then now() + make_interval(secs => ${leaseMs / 1000}) end
       from locked
      where e.id = locked.id
-     returning e.id, locked.leased`.execute(db);
-  return new Set(rows.filter((r) => r.leased).map((r) => r.id));
+     returning e.id`.execute(db);
+  const leased = new Set(rows.map((r) => r.id));
+  const stopping = held.filter((h) => !leased.has(h.id));
+  if (stopping.length > 0) {
+    await sql`
+      update step_executions e set slot_held_until = now() + make_interval(secs => ${leaseMs / 1000})
+       where e.id in (
+         select s.id from step_executions s
+           join unnest(${stopping.map((h) => h.id)}::text[], ${stopping.map((h) => h.leaseEpoch)}::int[]) as h(id, epoch) on s.id = h.id and s.lease_epoch = h.epoch
+          where s.slot_held_until is not null
+          order by s.id
+            for no key update of s skip locked)`.execute(db);
+  }
+  return leased;
+}
+
+/**
+ * clearLapsedSlots forgets the worker slots that lapsed more than `graceMs` ago: their workers died or
+ * lost the database, and have stopped their processes since (docs/engine.md#organizations-share-the-workers).
+ */
+export async function clearLapsedSlots(db: Db, graceMs: number): Promise<void> {
+  await sql`
+    update step_executions set slot_held_until = null
+     where slot_held_until is not null and slot_held_until < now() - make_interval(secs => ${graceMs / 1000})`.execute(db);
 }
 
 export interface ExecutionRef {

@@ -2,7 +2,7 @@ import type { Db } from '../platform/db/db.ts';
 import { isRetryableDbError, withRetries, type RetryOptions } from '../platform/db/retry.ts';
 import { metrics } from '../platform/metrics/metrics.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import { enqueueStepJob, findExpiredLeases, findStaleDispatches, renewLeases } from './executions.repo.ts';
+import { clearLapsedSlots, enqueueStepJob, findExpiredLeases, findStaleDispatches, renewLeases } from './executions.repo.ts';
 import { StaleWriteError, withLockedRun } from './locked-run.ts';
 import { decideClaim, decideComplete, decideHandBack, decideReap, stepOf, type HeldAttempt, type StepOutcome } from './run-decisions.ts';
 import type { LockedRunRow } from './runs.repo.ts';
@@ -132,6 +132,11 @@ export async function handBackStep(db: Db, held: HeldAttempt, runId: string, ret
     },
   );
   return done ?? false;
+}
+
+/** clearLapsedStepSlots forgets the slots that lapsed over `graceMs` ago (dead workers', and those cut off from the database). */
+export async function clearLapsedStepSlots(db: Db, graceMs: number, retry: RetryOptions = {}): Promise<void> {
+  await withRetries(() => clearLapsedSlots(db, graceMs), retry);
 }
 
 /** releaseStepSlot gives back the worker slot of an attempt whose process has ended, when nothing else did. */

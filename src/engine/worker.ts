@@ -17,6 +17,7 @@ import {
   claimStep,
   completeStep,
   handBackStep,
+  clearLapsedStepSlots,
   reapLostSteps,
   redispatchStaleSteps,
   releaseStepSlot,
@@ -208,6 +209,8 @@ export class EngineWorker {
     const lost = await reapLostSteps(this.db, this.workerId, retry);
     if (lost.length) this.log.warn({ workerId: this.workerId, executions: lost }, 'failed over attempts of a lost worker');
     await redispatchStaleSteps(this.db, this.config.redispatchMs, retry);
+    // A slot lapsed this long ago: its worker has stopped the step's process by now, whatever cut it off.
+    await clearLapsedStepSlots(this.db, this.config.stopGrace.graceMs + this.config.stopGrace.termGraceMs, retry);
   }
 
   private async executeStep({ stepExecutionId: id, runId }: StepExecutePayload): Promise<void> {
