@@ -14,8 +14,7 @@
  * mid-step and replaced). Steps run twice are counted from the real process starts the steps record,
  * not from history rows (a Plinth step prints its marks into its own log, since a sandboxed step sees
  * no host file). The workers run with PLINTH_SANDBOX=BENCH_SANDBOX (default auto, the product's default;
- * `BENCH_SANDBOX=off` measures the engine without the sandbox), and let the one organization use all
- * their slots. Exits 1 when a target is missed.
+ * `BENCH_SANDBOX=off` measures the engine without the sandbox). Exits 1 when a target is missed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -58,11 +57,6 @@ const logMark = (then = '') => `echo "s $PLINTH_STEP_EXECUTION_ID $(date +%s%N)"
 const step = (id: string, command: string, extra: Record<string, unknown> = {}) => ({ id, name: id, type: 'script', with: { command }, ...extra });
 const CONFIG = { steps: [step('a', logMark()), step('b', logMark()), { ...step('c', logMark()), needs: ['a', 'b'] }] };
 const SLOW = { steps: [step('a', logMark(' sleep 2;'), { retry: { maxAttempts: 2 } })] };
-/**
- * Every run is of one organization: it may use every slot of the two workers (16 each by default), so
- * the bench measures the engine, not the limit that keeps one organization from holding them all.
- */
-const ORG_MAX_RUNNING_STEPS = 32;
 /** The workers' PLINTH_SANDBOX: the product's default unless BENCH_SANDBOX says otherwise (e.g. off). */
 const SANDBOX = process.env.BENCH_SANDBOX || 'auto';
 /** BENCH_PG_STATEMENTS=1 loads pg_stat_statements and prints the burst's costliest statements (diagnosis; it costs CPU of its own). */
@@ -245,14 +239,7 @@ async function main() {
     say('restarting it with track_commit_timestamp = on ...');
     await plinth.stop(60_000);
     plinth = await startApi();
-    const workerEnv = {
-      DATABASE_URL: databaseUrl,
-      PLINTH_ADMIN_TOKEN: adminToken,
-      PLINTH_DATA_DIR: dataDir,
-      LOG_LEVEL: 'info',
-      PLINTH_SANDBOX: SANDBOX,
-      PLINTH_ORG_MAX_RUNNING_STEPS: String(ORG_MAX_RUNNING_STEPS),
-    };
+    const workerEnv = { DATABASE_URL: databaseUrl, PLINTH_ADMIN_TOKEN: adminToken, PLINTH_DATA_DIR: dataDir, LOG_LEVEL: 'info', PLINTH_SANDBOX: SANDBOX };
     // BENCH_WORKER_NODE_ARGS: extra node flags for the workers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
     const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
     // As the product starts one: `plinth worker`, with `npm start`'s node flags.
@@ -338,7 +325,7 @@ async function main() {
     const startP99 = pacedF.edges['trigger → process started'].p99;
     const lines = [
       '',
-      `Plinth engine benchmark: ${STACKS} stacks, a and b in parallel then c, 2 worker processes (PLINTH_SANDBOX=${SANDBOX}, PLINTH_ORG_MAX_RUNNING_STEPS=${ORG_MAX_RUNNING_STEPS}), ${os.availableParallelism()} cores`,
+      `Plinth engine benchmark: ${STACKS} stacks, a and b in parallel then c, 2 worker processes (PLINTH_SANDBOX=${SANDBOX}), ${os.availableParallelism()} cores`,
       `load average before: ${loadBefore}, after: ${os
         .loadavg()
         .map((l) => l.toFixed(2))

@@ -95,7 +95,7 @@ describe('dispatch', () => {
       run,
       steps: [a, b],
     } = await queuedRunWithoutWorkers(t, [{ id: 'a' }, { id: 'b' }]);
-    const worker = { id: 'claim-test', leaseMs: 60_000, organizationLimit: 8 };
+    const worker = { id: 'claim-test', leaseMs: 60_000 };
     assert.ok(await claimStep(t.db, a.id, run.id, worker), 'the first claim moves the run to RUNNING');
     const holder = await holdOpen(t, async (trx) => {
       await sql`select id from pipeline_runs where id = ${run.id} for no key update`.execute(trx);
@@ -117,7 +117,7 @@ describe('dispatch', () => {
     const first = await holdOpen(t, async (trx) => {
       await sql`update pipeline_runs set status = 'RUNNING' where id = ${run.id} and status = 'QUEUED'`.execute(trx);
     });
-    const second = claimStep(t.db, b.id, run.id, { id: 'second-claim', leaseMs: 60_000, organizationLimit: 8 });
+    const second = claimStep(t.db, b.id, run.id, { id: 'second-claim', leaseMs: 60_000 });
     await lockWaiters(t.db);
     await first.commit();
     const claimed = await second;
@@ -149,7 +149,7 @@ describe('dispatch', () => {
       await sql`update pipeline_runs set status = 'CANCELLED' where id = ${run.id}`.execute(trx);
       await sql`update step_executions set status = 'CANCELLED' where pipeline_run_id = ${run.id}`.execute(trx);
     });
-    const claim = claimStep(t.db, b.id, run.id, { id: 'late-claim', leaseMs: 60_000, organizationLimit: 8 });
+    const claim = claimStep(t.db, b.id, run.id, { id: 'late-claim', leaseMs: 60_000 });
     await lockWaiters(t.db);
     await cancel.commit();
     assert.equal(await claim, undefined, 'the claim found its step cancelled');

@@ -77,7 +77,7 @@ describe('a single database fault at any engine write', () => {
     it(`a ${kind} on a heartbeat is retried: the lease is kept and the step runs once`, async () => {
       const { dir, steps } = await runWithFault({
         steps: (d) => [{ id: `beat-${kind}`, command: markedCommand(d, 'sleep 1.5') }],
-        when: `old.status = 'RUNNING' and new.status = 'RUNNING' and new.heartbeat_at is distinct from old.heartbeat_at and new.step_id = 'beat-${kind}'`,
+        when: `old.status = 'RUNNING' and new.status = 'RUNNING' and new.step_id = 'beat-${kind}'`,
         kind,
       });
       assert.equal(processStarts(dir, `beat-${kind}`), 1);

@@ -34,18 +34,3 @@ describe("the worker's default time limit of a step", () => {
     );
   });
 });
-
-describe("an organization's share of the workers", () => {
-  it('is 8 running steps unless PLINTH_ORG_MAX_RUNNING_STEPS says otherwise, from 1 to a million', () => {
-    assert.equal(loadEngineConfig({ PLINTH_SANDBOX: 'off' }).organizationMaxRunningSteps, 8);
-    assert.equal(loadEngineConfig({ PLINTH_SANDBOX: 'off', PLINTH_ORG_MAX_RUNNING_STEPS: '64' }).organizationMaxRunningSteps, 64);
-    assert.throws(
-      () => loadEngineConfig({ PLINTH_SANDBOX: 'off', PLINTH_ORG_MAX_RUNNING_STEPS: '0' }),
-      /PLINTH_ORG_MAX_RUNNING_STEPS must be a positive integer/,
-    );
-    assert.throws(
-      () => loadEngineConfig({ PLINTH_SANDBOX: 'off', PLINTH_ORG_MAX_RUNNING_STEPS: '1000001' }),
-      /PLINTH_ORG_MAX_RUNNING_STEPS must be at most 1000000/,
-    );
-  });
-});

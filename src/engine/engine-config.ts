@@ -5,7 +5,6 @@ import { loadLogLimits, type LogLimits } from './log-sink.ts';
 import { createSandbox, type StepSandbox } from './sandbox/index.ts';
 import { loadSandboxSettings } from './sandbox/settings.ts';
 import { loadGitConfig, type GitConfig } from '../platform/git-config.ts';
-import { DEFAULT_ORG_MAX_RUNNING_STEPS } from './organization-slots.ts';
 import { positiveIntFrom } from '../platform/env-settings.ts';
 import type { StepRunners } from './runners/index.ts';
 
@@ -13,8 +12,6 @@ import type { StepRunners } from './runners/index.ts';
 const DEFAULT_STEP_TIMEOUT_SECONDS = 6 * 3600;
 /** A day: the longest wait for a state lock an operator may set. */
 const MAX_LOCK_TIMEOUT_MS = 24 * 3600_000;
-/** More slots than any fleet has: in effect no limit, though every claim still takes its organization's lock. */
-const MAX_ORG_RUNNING_STEPS = 1_000_000;
 
 /**
  * The worker's knobs, read from the environment (documented in docs/engine.md). With the defaults a
@@ -25,8 +22,6 @@ const MAX_ORG_RUNNING_STEPS = 1_000_000;
 export interface EngineConfig {
   /** Step executions one worker process runs at once (graphile-worker concurrency). */
   concurrency: number;
-  /** PLINTH_ORG_MAX_RUNNING_STEPS: worker slots the steps of one organization hold at once, on all workers together. */
-  organizationMaxRunningSteps: number;
   /** How long a claimed attempt stays ours without a heartbeat. */
   leaseMs: number;
   /** How often a worker renews the leases of its running attempts. */
@@ -85,7 +80,6 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env, publicUrl
   const backendUrl = (env.PLINTH_STATE_BACKEND_URL || publicUrl || loadConfig(env).publicUrl).replace(/\/+$/, '');
   return {
     concurrency,
-    organizationMaxRunningSteps: positiveIntFrom(env, 'PLINTH_ORG_MAX_RUNNING_STEPS', DEFAULT_ORG_MAX_RUNNING_STEPS, MAX_ORG_RUNNING_STEPS),
     leaseMs,
     heartbeatMs,
     reapMs: positiveIntFrom(env, 'PLINTH_WORKER_REAP_MS', 5_000),

@@ -86,8 +86,6 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
             lease_epoch: sql<number>`lease_epoch + 1`,
             lease_expires_at: sql<Date>`now() + make_interval(secs => ${c.lease.ms / 1000})`,
             heartbeat_at: sql<Date>`now()`,
-            // The claim takes a worker slot of the organization's (organization-slots.ts).
-            slot_held_until: sql<Date>`now() + make_interval(secs => ${c.lease.ms / 1000})`,
           };
   return db
     .updateTable('step_executions')
@@ -107,34 +105,21 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
 }
 
 /**
- * The graphile-worker flag of every step job of an organization: a worker does not take the jobs of an
- * organization whose steps hold all its worker slots (organization-slots.ts).
- */
-export const ORGANIZATION_FLAG_PREFIX = 'org:';
-
-/**
  * The graphile-worker job of a QUEUED execution, as a row (execution_id, id), in the caller's
  * transaction, so a job exists exactly when its QUEUED step does. The job key (`step:<id>`, kept run_at) makes a redispatch replace a waiting job instead of adding one,
- * and (graphile-worker's rule) add a fresh job when the old one is locked: by a worker that died before
- * it claimed the step, or by the worker deferring its claim. The fresh job keeps the old one's run_at,
- * its place in the queue (unless that lies ahead: a job that failed for good was put off by
- * graphile-worker's backoff), and carries its organization's flag. The execution's row is locked first, as
- * a command holding it locks it before the job, and an execution no longer QUEUED gets no job.
+ * and (graphile-worker's rule) add a fresh job when the old one is locked by a worker that died before
+ * it claimed the step.
  */
 function stepJobs(jobs: readonly { executionId: string; runId: string }[]) {
   return sql<{ execution_id: string; id: string }>`
     select substr(j.key, 6) as execution_id, j.id::text as id
       from graphile_worker.add_jobs(
-             array(select row('step.execute', json_build_object('stepExecutionId', x.id, 'runId', x.run), null,
-                              least((select old.run_at from graphile_worker.jobs old where old.key = 'step:' || x.id), now()), 5::smallint, 'step:' || x.id, null,
-                              array[${ORGANIZATION_FLAG_PREFIX} || e.organization_id])::graphile_worker.job_spec
-                     from unnest(${jobs.map((j) => j.executionId)}::text[], ${jobs.map((j) => j.runId)}::text[]) as x(id, run)
-                     join step_executions e on e.id = x.id and e.status = 'QUEUED'
-                      for no key update of e),
+             array(select row('step.execute', json_build_object('stepExecutionId', x.id, 'runId', x.run), null, null, 5::smallint, 'step:' || x.id, null, null)::graphile_worker.job_spec
+                     from unnest(${jobs.map((j) => j.executionId)}::text[], ${jobs.map((j) => j.runId)}::text[]) as x(id, run)),
              job_key_preserve_run_at => true) as j`;
 }
 
-/** enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back, a deferred claim) and records the job. */
+/** enqueueStepJob dispatches an existing QUEUED execution again (redispatch, hand-back) and records the job. */
 export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<void> {
   await sql`
     with job as (${stepJobs([{ executionId, runId }])})
@@ -143,13 +128,9 @@ export async function enqueueStepJob(trx: Executor, executionId: string, runId: 
 }
 
 /**
- * renewLeases extends the leases a worker holds at the epochs it claimed, with their worker slots;
- * returns the ids it still holds. The rows are locked in id order, the order commands lock a run's
- * executions in, so a heartbeat and a command never deadlock. The slots of the attempts it no longer
- * holds but whose processes it is still stopping (cancelled ones) are renewed apart, skipping a row a
- * command has locked: a command may hold one while it waits for a row of this worker's (a retried run
- * admitted behind a finishing one reads every execution of its earlier attempts), and the next
- * heartbeat renews what this one skipped.
+ * renewLeases extends the leases a worker holds at the epochs it claimed; returns the ids it still
+ * holds. The rows are locked in id order, the order commands lock a run's executions in, so a
+ * heartbeat and a command never deadlock.
  */
 export async function renewLeases(db: Db, workerId: string, held: { id: string; leaseEpoch: number }[], leaseMs: number): Promise<Set<string>> {
   if (held.length === 0) return new Set();
@@ -161,34 +142,11 @@ export async function renewLeases(db: Db, workerId: string, held: { id: string; 
        order by e.id
          for no key update of e)
     update step_executions e
-       set lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), heartbeat_at = now(),
-           slot_held_until = case when e.slot_held_until is not null then now() + make_interval(secs => ${leaseMs / 1000}) end
+       set lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), heartbeat_at = now()
       from locked
      where e.id = locked.id
      returning e.id`.execute(db);
-  const leased = new Set(rows.map((r) => r.id));
-  const stopping = held.filter((h) => !leased.has(h.id));
-  if (stopping.length > 0) {
-    await sql`
-      update step_executions e set slot_held_until = now() + make_interval(secs => ${leaseMs / 1000})
-       where e.id in (
-         select s.id from step_executions s
-           join unnest(${stopping.map((h) => h.id)}::text[], ${stopping.map((h) => h.leaseEpoch)}::int[]) as h(id, epoch) on s.id = h.id and s.lease_epoch = h.epoch
-          where s.slot_held_until is not null
-          order by s.id
-            for no key update of s skip locked)`.execute(db);
-  }
-  return leased;
-}
-
-/**
- * clearLapsedSlots forgets the worker slots that lapsed more than `graceMs` ago: their workers died or
- * lost the database, and have stopped their processes since (docs/engine.md#organizations-share-the-workers).
- */
-export async function clearLapsedSlots(db: Db, graceMs: number): Promise<void> {
-  await sql`
-    update step_executions set slot_held_until = null
-     where slot_held_until is not null and slot_held_until < now() - make_interval(secs => ${graceMs / 1000})`.execute(db);
+  return new Set(rows.map((r) => r.id));
 }
 
 export interface ExecutionRef {

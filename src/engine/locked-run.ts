@@ -60,8 +60,8 @@ function snapshotOf(row: LockedRunRow): RunSnapshot {
 
 export interface LockedRunOptions {
   actor?: string;
-  /** Writes made in the same transaction whatever the decision (a step's last log lines, the release of its worker slot). */
-  alongside?: readonly RawBuilder<unknown>[];
+  /** A write made in the same transaction whatever the decision (a step's last log lines). */
+  alongside?: RawBuilder<unknown>;
   /** Given the run's row as each write that changes it leaves it: what a caller showing the run shows. */
   onRunRow?: (row: Selectable<PipelineRunsTable>) => void;
 }
@@ -69,7 +69,7 @@ export interface LockedRunOptions {
 /** withLockedRun runs one command on a run; undefined when the run does not exist. */
 export async function withLockedRun<R>(trx: Trx, runId: string, decide: Decide<R>, options: LockedRunOptions = {}): Promise<R | undefined> {
   const row = await readRun(trx, runId);
-  for (const write of options.alongside ?? []) await write.execute(trx);
+  if (options.alongside) await options.alongside.execute(trx);
   return row ? decideOn(trx, row, decide, options) : undefined;
 }
 

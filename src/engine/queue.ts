@@ -43,8 +43,6 @@ export interface QueueOptions {
   pollMs: number;
   log: Logger;
   executeStep: (payload: StepExecutePayload) => Promise<void>;
-  /** The flags of the jobs not to take now, asked before each job is fetched. */
-  forbiddenFlags: () => string[] | Promise<string[]>;
 }
 
 export interface Queue {
@@ -86,7 +84,6 @@ export async function startQueue(o: QueueOptions): Promise<Queue> {
       logger: queueLogger(o.log),
       preset: OUTAGE_SAFE_PRESET,
       taskList: { [STEP_EXECUTE]: task },
-      forbiddenFlags: o.forbiddenFlags,
     });
     const current = runner;
     current.promise.then(

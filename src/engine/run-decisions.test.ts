@@ -70,48 +70,23 @@ const kinds = (writes: RunWrite[]) =>
 describe('decideClaim', () => {
   it('the first claim of an attempt also starts the run', () => {
     const s = run([exec('e1', 'a', 'QUEUED'), exec('e2', 'b', 'QUEUED')], { status: 'QUEUED', started: false });
-    const d = decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: false, organizationFull: false }, ctx());
+    const d = decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: false }, ctx());
     assert.deepEqual(kinds(d.writes), ['e1:RUNNING', 'run:RUNNING']);
     assert.deepEqual(d.result, { kind: 'claimed', leaseEpoch: 1, retryAttempt: 0, stepId: 'a' });
   });
 
   it('a later claim writes only its execution', () => {
-    const d = decideClaim(
-      run([exec('e1', 'a', 'RUNNING'), exec('e2', 'b', 'QUEUED')]),
-      'e2',
-      { id: 'w2', leaseMs: 1000, mayAdopt: false, organizationFull: false },
-      ctx(),
-    );
+    const d = decideClaim(run([exec('e1', 'a', 'RUNNING'), exec('e2', 'b', 'QUEUED')]), 'e2', { id: 'w2', leaseMs: 1000, mayAdopt: false }, ctx());
     assert.deepEqual(kinds(d.writes), ['e2:RUNNING']);
   });
 
   it('an execution that is not QUEUED is skipped, even one this worker holds, unless its own unacknowledged claim is being retried', () => {
     const s = run([exec('e1', 'a', 'RUNNING', { leaseOwner: 'w1', leaseEpoch: 3 })]);
-    assert.deepEqual(decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: false, organizationFull: false }, ctx()).result, {
-      kind: 'skip',
-      status: 'RUNNING',
-    });
-    assert.deepEqual(decideClaim(s, 'e1', { id: 'w2', leaseMs: 1000, mayAdopt: true, organizationFull: false }, ctx()).result, {
-      kind: 'skip',
-      status: 'RUNNING',
-    });
-    const adopted = decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: true, organizationFull: false }, ctx());
+    assert.deepEqual(decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: false }, ctx()).result, { kind: 'skip', status: 'RUNNING' });
+    assert.deepEqual(decideClaim(s, 'e1', { id: 'w2', leaseMs: 1000, mayAdopt: true }, ctx()).result, { kind: 'skip', status: 'RUNNING' });
+    const adopted = decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: true }, ctx());
     assert.deepEqual(adopted.result, { kind: 'claimed', leaseEpoch: 3, retryAttempt: 0, stepId: 'a' });
     assert.deepEqual(adopted.writes, []);
-  });
-
-  it("a claim while the steps of the run's organization hold all its slots is deferred: the step stays QUEUED, dispatched again", () => {
-    const s = run([exec('e1', 'a', 'QUEUED')], { status: 'QUEUED', started: false });
-    const d = decideClaim(s, 'e1', { id: 'w1', leaseMs: 1000, mayAdopt: false, organizationFull: true }, ctx());
-    assert.deepEqual(d.result, { kind: 'deferred' });
-    assert.deepEqual(d.writes, [{ kind: 'dispatch', id: 'e1', deferred: true }]);
-  });
-
-  it('a full organization defers nothing but a QUEUED step: a cancelled one is skipped, and an own unacknowledged claim is adopted', () => {
-    const full = { id: 'w1', leaseMs: 1000, organizationFull: true };
-    assert.deepEqual(decideClaim(run([exec('e1', 'a', 'CANCELLED')]), 'e1', { ...full, mayAdopt: false }, ctx()).result, { kind: 'skip', status: 'CANCELLED' });
-    const adopted = decideClaim(run([exec('e1', 'a', 'RUNNING', { leaseOwner: 'w1', leaseEpoch: 2 })]), 'e1', { ...full, mayAdopt: true }, ctx());
-    assert.equal(adopted.result.kind, 'claimed');
   });
 });
 

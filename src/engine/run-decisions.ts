@@ -81,8 +81,8 @@ export type RunWrite =
   | { kind: 'newExecution'; id: string; stepId: string; status: NewExecutionStatus; retryAttempt: number; reason: string }
   /** A change of the run; with a status change, guarded: it applies only while the run still has `from`. */
   | { kind: 'run'; status?: StatusChange<RunStatus>; set: RunSet }
-  /** Dispatch a job for an existing QUEUED execution: a hand-back, or a claim `deferred` while its organization's slots are all held. */
-  | { kind: 'dispatch'; id: string; deferred?: true }
+  /** Dispatch a job for an existing QUEUED execution (a hand-back). */
+  | { kind: 'dispatch'; id: string }
   /** Tell the worker running this execution to kill its process now. */
   | { kind: 'stopProcess'; id: string }
   /** The run ended: its stack goes to the next waiting run. */
@@ -267,21 +267,18 @@ export function decideRetry(s: RunSnapshot): Decision {
 export type ClaimResult =
   | { kind: 'claimed'; leaseEpoch: number; retryAttempt: number; stepId: string }
   /** Not QUEUED any more (cancelled, claimed through a duplicate job, of an older epoch): nothing to do. */
-  | { kind: 'skip'; status: string }
-  /** The steps of its organization hold all its slots: the execution stays QUEUED, under a new job in the old one's place. */
-  | { kind: 'deferred' };
+  | { kind: 'skip'; status: string };
 
 /**
  * claim moves a QUEUED execution to RUNNING under the worker's lease, with a new epoch; the first
  * claim of an attempt also moves the run to RUNNING. `mayAdopt` is set when an earlier try of the
  * same claim failed without knowing whether it committed: an execution this worker already holds is
- * then its own claim. While the steps of the run's organization hold all its worker slots
- * (`organizationFull`), the claim is deferred: the execution waits, QUEUED, under a new job.
+ * then its own claim.
  */
 export function decideClaim(
   s: RunSnapshot,
   executionId: string,
-  worker: { id: string; leaseMs: number; mayAdopt: boolean; organizationFull: boolean },
+  worker: { id: string; leaseMs: number; mayAdopt: boolean },
   ctx: DecideContext,
 ): Decision<ClaimResult> {
   const e = s.executions.find((x) => x.id === executionId);
@@ -289,7 +286,6 @@ export function decideClaim(
     return { writes: [], result: { kind: 'claimed', leaseEpoch: e.leaseEpoch, retryAttempt: e.retryAttempt, stepId: e.stepId } };
   }
   if (e?.status !== 'QUEUED') return { writes: [], result: { kind: 'skip', status: e?.status ?? 'SUPERSEDED' } };
-  if (worker.organizationFull) return { writes: [{ kind: 'dispatch', id: e.id, deferred: true }], result: { kind: 'deferred' } };
   const claim = executionWrite(e, 'RUNNING', 'claimed by a worker', { lease: { owner: worker.id, ms: worker.leaseMs }, started: true });
   // A claim finishes nothing, so all it can change besides its execution is the run: its start.
   const start = advance(applyWrites(s, [claim]), 'a step started', ctx);

@@ -1,16 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import {
-  applyWrites,
-  decideClaim,
-  decideHandBack,
-  decideReap,
-  decideReject,
-  type Decision,
-  type ExecutionSnapshot,
-  type RunSnapshot,
-} from './run-decisions.ts';
+import { applyWrites, decideHandBack, decideReap, decideReject, type Decision, type ExecutionSnapshot, type RunSnapshot } from './run-decisions.ts';
 import { storyLineOf } from './run-story.ts';
 import type { LockedRunRow } from './runs.repo.ts';
 
@@ -46,10 +37,10 @@ const running: ExecutionSnapshot = {
 };
 
 /** The lines of a decision's writes, each decided on the state the writes before it left, as locked-run.ts does. */
-function story(s: RunSnapshot, decision: Decision<unknown>, actor = ctx.actor): Record<string, unknown>[] {
+function story(s: RunSnapshot, decision: Decision<unknown>): Record<string, unknown>[] {
   let state = s;
   return decision.writes.flatMap((w) => {
-    const line = storyLineOf(row, state, w, actor);
+    const line = storyLineOf(row, state, w, ctx.actor);
     state = applyWrites(state, [w]);
     return line ? [{ event: line.event, ...line.fields }] : [];
   });
@@ -77,16 +68,6 @@ describe('the story lines of engine decisions', () => {
     assert.deepEqual(
       lines.map((l) => [l.event, l.workerId]),
       [['step.handed_back', 'w1']],
-    );
-  });
-
-  it('a claim deferred while its organization is full: one line that the step waits, naming the worker', () => {
-    const queued: ExecutionSnapshot = { ...running, status: 'QUEUED', leaseOwner: null, leaseExpired: false };
-    const s = snapshot([queued]);
-    const lines = story(s, decideClaim(s, 'e1', { id: 'w2', leaseMs: 1000, mayAdopt: false, organizationFull: true }, { ...ctx, actor: 'w2' }), 'w2');
-    assert.deepEqual(
-      lines.map((l) => [l.event, l.stepExecutionId, l.workerId, l.organizationId]),
-      [['step.deferred', 'e1', 'w2', 'o1']],
     );
   });
 

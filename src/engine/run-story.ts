@@ -81,13 +81,6 @@ export function storyLineOf(row: LockedRunRow, s: RunSnapshot, w: RunWrite, acto
       const step = { ...run, ...stepFields(s, e.stepId, e.id, e.retryAttempt) };
       return stepLine(step, w, e.leaseOwner, actor);
     }
-    case 'dispatch': {
-      // A hand-back's dispatch is told by its transition; a deferred claim changes no status.
-      const e = w.deferred ? s.executions.find((x) => x.id === w.id) : undefined;
-      if (!e) return undefined;
-      const step = { ...run, ...stepFields(s, e.stepId, e.id, e.retryAttempt), workerId: actor };
-      return { event: 'step.deferred', msg: 'step waits: the steps of its organization hold all its worker slots', fields: step };
-    }
     default:
       return undefined;
   }

@@ -2,14 +2,12 @@ import type { Db } from '../platform/db/db.ts';
 import { isRetryableDbError, withRetries, type RetryOptions } from '../platform/db/retry.ts';
 import { metrics } from '../platform/metrics/metrics.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import { clearLapsedSlots, enqueueStepJob, findExpiredLeases, findStaleDispatches, renewLeases } from './executions.repo.ts';
+import { enqueueStepJob, findExpiredLeases, findStaleDispatches, renewLeases } from './executions.repo.ts';
 import { StaleWriteError, withLockedRun } from './locked-run.ts';
 import { decideClaim, decideComplete, decideHandBack, decideReap, stepOf, type HeldAttempt, type StepOutcome } from './run-decisions.ts';
 import type { LockedRunRow } from './runs.repo.ts';
 import type { LogTail } from './log-sink.ts';
 import { tellRedispatched } from './run-story.ts';
-import { slotRelease } from './organization-slots.repo.ts';
-import { slotsOfClaim } from './organization-slots.ts';
 
 export type { HeldAttempt, StepOutcome } from './run-decisions.ts';
 
@@ -42,10 +40,6 @@ const retryable = (e: unknown) => e instanceof StaleWriteError || isRetryableDbE
 export interface ClaimWorker {
   id: string;
   leaseMs: number;
-  /** How many slots the steps of one organization may hold at once (organization-slots.ts). */
-  organizationLimit: number;
-  /** Told, once the claim's transaction has ended, that the run's organization holds all its slots. */
-  onOrganizationFull?: (organizationId: string) => void;
 }
 
 /**
@@ -53,25 +47,16 @@ export interface ClaimWorker {
  * the run's lock as every command does. Undefined when it is no longer QUEUED (cancelled, claimed
  * through a duplicate job): the job is then a no-op, which makes a redispatch safe. A try whose commit
  * went unacknowledged is decided again and recognizes its own lease (mayAdopt), so a claim is neither
- * doubled nor lost to a fault. Also undefined when the run's organization runs as many steps as it
- * may: the execution then waits, QUEUED, under a new job.
+ * doubled nor lost to a fault.
  */
 export async function claimStep(db: Db, executionId: string, runId: string, worker: ClaimWorker, retry: RetryOptions = {}): Promise<ClaimedStep | undefined> {
-  let full: string | undefined;
   const claimOnce = (mayAdopt: boolean) =>
-    db.transaction().execute(async (trx) => {
-      full = undefined;
-      const slots = await slotsOfClaim(trx, runId);
-      const organizationFull = slots !== undefined && slots.held >= worker.organizationLimit;
-      return withLockedRun<ClaimedStep | undefined>(
+    db.transaction().execute((trx) =>
+      withLockedRun<ClaimedStep | undefined>(
         trx,
         runId,
         (s, ctx, row) => {
-          const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt, organizationFull }, ctx);
-          if (slots && (d.result.kind === 'deferred' || (d.result.kind === 'claimed' && slots.held + 1 >= worker.organizationLimit))) {
-            full = slots.organizationId;
-          }
-          if (d.result.kind === 'deferred') return { writes: d.writes, result: undefined };
+          const d = decideClaim(s, executionId, { id: worker.id, leaseMs: worker.leaseMs, mayAdopt }, ctx);
           if (d.result.kind !== 'claimed') return { writes: [], result: undefined };
           const { config, execution_environment_type, execution_environment_egress_allow, executions, ...run } = row;
           const claimed: ClaimedStep = {
@@ -87,13 +72,9 @@ export async function claimStep(db: Db, executionId: string, runId: string, work
           return { writes: d.writes, result: claimed };
         },
         { actor: worker.id },
-      );
-    });
-  try {
-    return await withRetries((attempt) => claimOnce(attempt > 1), { ...retry, isRetryable: retryable });
-  } finally {
-    if (full !== undefined) worker.onOrganizationFull?.(full);
-  }
+      ),
+    );
+  return withRetries((attempt) => claimOnce(attempt > 1), { ...retry, isRetryable: retryable });
 }
 
 /**
@@ -107,12 +88,9 @@ export async function completeStep(db: Db, held: HeldAttempt, runId: string, out
     () =>
       // The step's last log lines are written by the outcome's own statement, whatever the decision
       // (idempotent: a retry writes them again as nothing).
-      db.transaction().execute((trx) =>
-        withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), {
-          actor: held.workerId,
-          alongside: [slotRelease(held.executionId, held.leaseEpoch), ...(tail ? [tail.insert] : [])],
-        }),
-      ),
+      db
+        .transaction()
+        .execute((trx) => withLockedRun(trx, runId, (s, ctx) => decideComplete(s, held, outcome, ctx), { actor: held.workerId, alongside: tail?.insert })),
     { maxElapsedMs: Number.POSITIVE_INFINITY, ...retry, isRetryable: retryable },
   );
   return done ?? false;
@@ -123,25 +101,11 @@ export async function completeStep(db: Db, held: HeldAttempt, runId: string, out
  * was stopped, the attempt did not fail, so it goes back to QUEUED (a new job) for any worker.
  */
 export async function handBackStep(db: Db, held: HeldAttempt, runId: string, retry: RetryOptions = {}): Promise<boolean> {
-  const release = [slotRelease(held.executionId, held.leaseEpoch)];
-  const done = await withRetries(
-    () => db.transaction().execute((trx) => withLockedRun(trx, runId, (s) => decideHandBack(s, held), { actor: held.workerId, alongside: release })),
-    {
-      ...retry,
-      isRetryable: retryable,
-    },
-  );
+  const done = await withRetries(() => db.transaction().execute((trx) => withLockedRun(trx, runId, (s) => decideHandBack(s, held), { actor: held.workerId })), {
+    ...retry,
+    isRetryable: retryable,
+  });
   return done ?? false;
-}
-
-/** clearLapsedStepSlots forgets the slots that lapsed over `graceMs` ago (dead workers', and those cut off from the database). */
-export async function clearLapsedStepSlots(db: Db, graceMs: number, retry: RetryOptions = {}): Promise<void> {
-  await withRetries(() => clearLapsedSlots(db, graceMs), retry);
-}
-
-/** releaseStepSlot gives back the worker slot of an attempt whose process has ended, when nothing else did. */
-export async function releaseStepSlot(db: Db, held: HeldAttempt, retry: RetryOptions = {}): Promise<void> {
-  await withRetries(() => slotRelease(held.executionId, held.leaseEpoch).execute(db), retry);
 }
 
 /**

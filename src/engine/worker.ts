@@ -9,7 +9,6 @@ import { STEP_STOP_CHANNEL } from './executions.repo.ts';
 import { engineError } from './engine-errors.ts';
 import { LogSink } from './log-sink.ts';
 import { startQueue, type Queue, type StepExecutePayload } from './queue.ts';
-import { FullOrganizationFlags } from './organization-slots.ts';
 import { runStep } from './runners/index.ts';
 import { withLostLines } from './runners/output-capture.ts';
 import { startSandbox } from './sandbox/index.ts';
@@ -17,10 +16,8 @@ import {
   claimStep,
   completeStep,
   handBackStep,
-  clearLapsedStepSlots,
   reapLostSteps,
   redispatchStaleSteps,
-  releaseStepSlot,
   renewHeldLeases,
   type HeldAttempt,
   type StepOutcome,
@@ -73,8 +70,6 @@ export class EngineWorker {
   readonly spawnedPids: number[] = [];
   private readonly running = new Map<string, RunningAttempt>();
   private queue: Queue | undefined;
-  /** The organizations whose jobs this worker does not take now: their steps hold all their slots. */
-  private readonly fullOrganizations: FullOrganizationFlags;
   private readonly listener: ChannelListener;
   private timers: NodeJS.Timeout[] = [];
   private draining = false;
@@ -91,7 +86,6 @@ export class EngineWorker {
     workerId?: string,
   ) {
     this.workerId = workerId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-    this.fullOrganizations = new FullOrganizationFlags(db, config.organizationMaxRunningSteps, log);
     // A cancelled step's worker kills its process at once; a stop sent while this is down is noticed by the heartbeat.
     this.listener = new ChannelListener({
       connectionString,
@@ -111,7 +105,6 @@ export class EngineWorker {
       pollMs: this.config.pollMs,
       log: this.log,
       executeStep: (p) => this.executeStep(p),
-      forbiddenFlags: this.fullOrganizations.current,
     });
     this.every(this.config.heartbeatMs, () => this.heartbeat());
     this.every(this.config.reapMs, () => this.reap());
@@ -209,8 +202,6 @@ export class EngineWorker {
     const lost = await reapLostSteps(this.db, this.workerId, retry);
     if (lost.length) this.log.warn({ workerId: this.workerId, executions: lost }, 'failed over attempts of a lost worker');
     await redispatchStaleSteps(this.db, this.config.redispatchMs, retry);
-    // A slot lapsed this long ago: its worker has stopped the step's process by now, whatever cut it off.
-    await clearLapsedStepSlots(this.db, this.config.stopGrace.graceMs + this.config.stopGrace.termGraceMs, retry);
   }
 
   private async executeStep({ stepExecutionId: id, runId }: StepExecutePayload): Promise<void> {
@@ -232,18 +223,7 @@ export class EngineWorker {
   }
 
   private async runAttempt(id: string, runId: string, attempt: RunningAttempt): Promise<void> {
-    const claimed = await claimStep(
-      this.db,
-      id,
-      runId,
-      {
-        id: this.workerId,
-        leaseMs: this.config.leaseMs,
-        organizationLimit: this.config.organizationMaxRunningSteps,
-        onOrganizationFull: (organizationId) => this.fullOrganizations.markFull(organizationId),
-      },
-      this.retry('claim', this.config.leaseMs),
-    );
+    const claimed = await claimStep(this.db, id, runId, { id: this.workerId, leaseMs: this.config.leaseMs }, this.retry('claim', this.config.leaseMs));
     if (!claimed) return;
     attempt.leaseEpoch = claimed.leaseEpoch;
     const held: HeldAttempt = { executionId: id, workerId: this.workerId, leaseEpoch: claimed.leaseEpoch };
@@ -286,10 +266,7 @@ export class EngineWorker {
       await sink.close();
       this.reportLostLines(sink, id);
       if (stoppedBy === 'drain') await handBackStep(this.db, held, runId, this.retry('hand-back', this.config.leaseMs));
-      // Else killed because the attempt was cancelled or taken from this worker: whoever did so settled
-      // it, and its process, now ended, gives back the slot it held (should that fail, it lapses with
-      // the heartbeat).
-      else await releaseStepSlot(this.db, held, this.retry('slot release', this.config.leaseMs)).catch(() => {});
+      // Else killed because the attempt was cancelled or taken from this worker: whoever did so settled it.
       return;
     }
     await sink.settled();

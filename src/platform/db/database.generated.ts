@@ -639,7 +639,6 @@ export interface StepExecutions {
   pipeline_run_id: string;
   queue_reason: Generated<string>;
   retry_attempt: Generated<number>;
-  slot_held_until: Timestamp | null;
   started_at: Timestamp | null;
   status: StepStatus;
   status_detail: JsonObjectColumn | null;
