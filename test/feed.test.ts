@@ -188,16 +188,18 @@ describe('the live feed of deployments, their resources and domain events', () =
     assertError(await call('?color=red'), 400);
   });
 
-  it('tells a quiet filtered stream where it is, so that resuming does not read again what its filter left out', async () => {
+  it('tells a quiet filtered stream where it is, so that resuming does not read again what its filter left out, and to reconnect once its time is up', async () => {
     const quiet = await open(`?moduleInstanceId=${apiId}`);
     for (let i = 0; i < 50 && quiet.lastId === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     const opened = quiet.lastId;
     assert.match(opened ?? '', /^\d+-\d+$/, 'the stream gives its place as it opens');
     const principal = (await t.app.inject({ method: 'GET', url: '/auth/whoami', headers: { authorization: `Bearer ${t.adminToken}` } })).json().data;
     const places: string[] = [];
+    let reconnected = 0;
     const target: FeedTarget = {
       event: async () => assert.fail('no event passes the filter'),
       position: async (id) => void places.push(id),
+      reconnect: async () => void reconnected++,
       closed: () => false,
     };
     const start = await openFeed(t.db, { organizationId: principal.organizationId } as Principal, undefined, { moduleInstanceId: apiId });
@@ -209,6 +211,7 @@ describe('the live feed of deployments, their resources and domain events', () =
     await following;
     const [first, last] = [places[0], places.at(-1)!].map((p) => BigInt(p.split('-')[0]));
     assert.ok(last > first, `the place moved past the other instance's change: ${places.join(', ')}`);
+    assert.equal(reconnected, 1, 'a stream whose time is up tells its client to reconnect, after its place');
   });
 
   it('deletes entries older than a day, and only those', async () => {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { Principal } from '../src/platform/auth/principal.ts';
+import { followLogs } from '../src/runs/step-logs.service.ts';
 import { createStack, startEngineTestApp, triggerRun, waitFor, waitForRunStatus, waitForStep, type EngineTestApp } from './helpers/engine.ts';
 
 describe('step logs', () => {
@@ -64,7 +66,7 @@ describe('step logs', () => {
     assert.match(events.at(-1)!, /^event: end\ndata: \{"status":"SUCCEEDED"\}$/);
   });
 
-  it('?follow=true resumes after Last-Event-ID, and an unknown step is a 404 ErrorBody', async () => {
+  it('?follow=true resumes after Last-Event-ID, which wins over after, and an unknown step is a 404 ErrorBody', async () => {
     const stack = await createStack(t, [{ id: 'talk', command: 'echo a; echo b; echo c' }]);
     const run = await triggerRun(t, stack.id);
     await waitForRunStatus(t, run.id, 'SUCCEEDED');
@@ -77,8 +79,49 @@ describe('step logs', () => {
       [...text.matchAll(/"line":"(\w)"/g)].map((m) => m[1]),
       ['b', 'c'],
     );
+    // A client reconnecting to the URL it opened with `after` resumes from its Last-Event-ID; a page read keeps to `after`.
+    const reconnected = await fetch(`${baseUrl}/pipeline-step-executions/${step.id}/logs?follow=true&after=0`, {
+      headers: { authorization: `Bearer ${t.adminToken}`, 'last-event-id': '2' },
+    });
+    assert.deepEqual(
+      [...(await reconnected.text()).matchAll(/"line":"(\w)"/g)].map((m) => m[1]),
+      ['c'],
+    );
+    const page = await t.call('GET', `/pipeline-step-executions/${step.id}/logs?after=1`, { headers: { 'last-event-id': '2' } });
+    assert.deepEqual(
+      page.body.data.map((l: { line: string }) => l.line),
+      ['b', 'c'],
+    );
     const missing = await t.call('GET', '/pipeline-step-executions/nope/logs?follow=true');
     assert.equal(missing.status, 404);
     assert.equal(missing.body.code, 'Api:StepExecution:NOT_FOUND');
+  });
+
+  it('a follow stream ends when its time is up, with a reconnect event after the lines it sent, while the step waits on', async () => {
+    const stack = await createStack(t, [{ id: 'wait', command: 'echo first; sleep 30' }]);
+    const run = await triggerRun(t, stack.id);
+    const step = await waitForStep(t, run.id, 'wait', 'RUNNING');
+    const whoami = await t.call('GET', '/auth/whoami');
+    const principal = { ...whoami.body.data, role: 'VIEWER' } as Principal;
+    await waitFor('the first line', async () => ((await t.call('GET', `/pipeline-step-executions/${step.id}/logs`)).body.data.length ? true : undefined));
+    const sent: string[] = [];
+    const startedAt = Date.now();
+    await followLogs(
+      t.db,
+      principal,
+      step.id,
+      0,
+      {
+        line: async (l) => void sent.push(`line ${l.line}`),
+        keepAlive: async () => {},
+        end: (status) => void sent.push(`end ${status}`),
+        reconnect: () => void sent.push('reconnect'),
+        closed: () => false,
+      },
+      { pollMs: 50, maxMs: 600 },
+    );
+    assert.ok(Date.now() - startedAt < 5_000, 'it ended at its time limit, not with the step');
+    assert.deepEqual(sent, ['line first', 'reconnect']);
+    await t.call('POST', `/pipeline-runs/${run.id}/cancel`);
   });
 });

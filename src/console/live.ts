@@ -49,11 +49,6 @@ export function livePages(app: App, pages: Pages): LivePages {
   // Each live page costs a few in-process API reads every LIVE_POLL_MS: bounded per user, per organization
   // (however many service accounts it makes) and per process.
   const slots = new StreamSlots({ what: 'console pages followed live', code: 'Api:EventStream:TOO_MANY_STREAMS', maxPerCaller: 16, maxTotal: 256 });
-  const slotsOfOrganizations = new StreamSlots({
-    what: 'console pages followed live in one organization',
-    code: 'Api:EventStream:TOO_MANY_STREAMS',
-    maxPerCaller: 64,
-  });
 
   const live: LivePages = {
     recordStream(records, event, reader) {
@@ -68,21 +63,11 @@ export function livePages(app: App, pages: Pages): LivePages {
     },
 
     async serve(request, reply, ctx, event, shown, read) {
-      const releaseOrganization = slotsOfOrganizations.acquire(ctx.me.organizationId);
-      let releaseCaller: () => void;
-      try {
-        // A Git sign-in's streams count apart from the user's own, as the API's do (streamCallerOf).
-        releaseCaller = slots.acquire(
-          streamCallerOf({ userId: ctx.me.userId, organizationId: ctx.me.organizationId, organizationOnly: ctx.session.mintedKey }),
-        );
-      } catch (error) {
-        releaseOrganization();
-        throw error;
-      }
-      const release = () => {
-        releaseCaller();
-        releaseOrganization();
-      };
+      // A Git sign-in's streams count apart from the user's own, as the API's do (streamCallerOf).
+      const release = slots.acquire({
+        caller: streamCallerOf({ userId: ctx.me.userId, organizationId: ctx.me.organizationId, organizationOnly: ctx.session.mintedKey }),
+        organizationId: ctx.me.organizationId,
+      });
       // Read before the stream opens, so that a failure is an error page rather than a failing stream.
       let view: LiveView | undefined;
       try {

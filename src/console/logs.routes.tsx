@@ -131,14 +131,20 @@ export function consoleLogRoutes(app: App, pages: Pages) {
 
   // A download reads the next page only once the client has taken the last one, so a stalled client
   // holds one page; their number is bounded, and one that takes too long is cut off.
-  const downloads = new StreamSlots({ what: 'raw log downloads', code: 'Api:EventStream:TOO_MANY_STREAMS', maxPerCaller: 4, maxTotal: 64 });
+  const downloads = new StreamSlots({
+    what: 'raw log downloads',
+    code: 'Api:EventStream:TOO_MANY_STREAMS',
+    maxPerCaller: 4,
+    maxPerOrganization: 16,
+    maxTotal: 64,
+  });
 
   // The step's output as it was written, every stream in order, as a file.
   app.get('/orgs/:org/steps/:id/logs/raw', { ...PAGE, schema: { hide: true, params: RecordParams } }, async (request, reply) => {
     const ctx = await pages.context(request, request.params.org);
     const stepId = request.params.id;
     const firstPage = await readLines(ctx.api, stepId, { after: 0, limit: RAW_PAGE_LINES });
-    const release = downloads.acquire(ctx.me.userId);
+    const release = downloads.acquire({ caller: ctx.me.userId, organizationId: ctx.me.organizationId });
     const body = Readable.from(rawLog(ctx.api, stepId, firstPage), { highWaterMark: 1 });
     const deadline = setTimeout(() => body.destroy(new Error('the raw log download took too long')), DOWNLOAD_MS);
     reply.raw.once('close', () => {

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { App } from '../platform/http/app.ts';
-import { EventStreams, sseEvent, wantsEventStream } from '../platform/http/event-stream.ts';
+import { EventStreams, STREAM_MAX_MS, sseEvent, sseReconnect, wantsEventStream } from '../platform/http/event-stream.ts';
 import { errorResponses } from '../platform/http/openapi.ts';
-import { StreamSlots, streamCallerOf } from '../platform/http/stream-slots.ts';
+import { StreamSlots, streamHolderOf } from '../platform/http/stream-slots.ts';
 import { Id } from '../platform/schema.ts';
-import { FEED_RETENTION_HOURS, FEED_STREAM_MAX_MS, followFeed, formatFeedCursor, openFeed, parseFeedCursor, readFeed } from './feed.service.ts';
+import { FEED_RETENTION_HOURS, followFeed, formatFeedCursor, openFeed, parseFeedCursor, readFeed } from './feed.service.ts';
 
 const FeedQuery = Type.Object(
   {
@@ -51,15 +51,16 @@ export async function feedRoutes(app: App) {
           'record as `GET` answers it (as it is when sent: a record changed several times at once is sent once). Otherwise a JSON page of ' +
           'the same events after `after`, and `meta.lastEventId` to read on from. Without Last-Event-ID or `after`, it starts from now; a ' +
           `reconnecting client sends the last id it took (of an event, or an \`id\` line alone, which moves the stream's place while nothing ` +
-          `passes its filter) and gets everything after it, for ${FEED_RETENTION_HOURS} hours. A stream ends after ${FEED_STREAM_MAX_MS / 60_000} minutes, ` +
-          'and its client reconnects with Last-Event-ID: the credential is checked again then. A quiet stream sends its place every 15 s; ' +
-          'one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 streams at once per API process (429 beyond).',
+          `passes its filter) and gets everything after it, for ${FEED_RETENTION_HOURS} hours. A stream ends after ${STREAM_MAX_MS / 60_000} minutes ` +
+          'with a `reconnect` event, and its client reconnects at once with Last-Event-ID: the credential is checked again then. A quiet ' +
+          'stream sends its place every 15 s; one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 ' +
+          'streams at once per API process, one organization 64 (429 beyond).',
         querystring: FeedQuery,
         response: {
           ...errorResponses({
             400: 'Last-Event-ID or `after` is not an id this feed gave',
             404: 'The module instance or environment of the filter is not found',
-            429: 'Too many streams open at once by this caller or this API process',
+            429: 'Too many streams open at once by this caller, its organization or this API process',
           }),
           200: FeedPage,
         },
@@ -75,11 +76,12 @@ export async function feedRoutes(app: App) {
         const page = await readFeed(app.db, request.principal, start, filter);
         return { data: page.events, meta: { lastEventId: formatFeedCursor(page.position), more: page.more } };
       }
-      const release = slots.acquire(streamCallerOf(request.principal));
+      const release = slots.acquire(streamHolderOf(request.principal));
       await streams.serve(reply, request.id, release, (stream) =>
         followFeed(app.db, request.principal, start, filter, {
           event: (e) => stream.send(sseEvent(e.event, e.id, e.data)),
           position: (id) => stream.send(`id: ${id}\n\n`),
+          reconnect: () => stream.send(sseReconnect()),
           closed: stream.closed,
         }),
       );

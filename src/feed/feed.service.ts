@@ -5,7 +5,7 @@ import type { Principal } from '../platform/auth/principal.ts';
 import type { Db } from '../platform/db/db.ts';
 import type { FeedEntryKind } from '../platform/db/enums.ts';
 import { BadRequestError, NotFoundError } from '../platform/errors.ts';
-import { STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
+import { STREAM_KEEPALIVE_MS, STREAM_MAX_MS } from '../platform/http/event-stream.ts';
 import { findDeployment, findResource, rowToDeployment, rowToResource } from '../deployments/deployments.repo.ts';
 import { findDomainEvent } from '../domains/domains.repo.ts';
 import { findEnvironmentById } from '../environments/environments.repo.ts';
@@ -20,11 +20,6 @@ export const FEED_RETENTION_HOURS = 24;
 const FEED_PAGE = 200;
 const PRUNE_BATCH = 5_000;
 const PRUNE_EVERY_MS = 10 * 60_000;
-/**
- * A stream ends after this long, and its client resumes with Last-Event-ID: the credential is checked
- * again then, so a revoked key or a removed member stops reading within it.
- */
-export const FEED_STREAM_MAX_MS = 5 * 60_000;
 
 /** The SSE event name of each kind of entry. */
 export const FEED_EVENT_NAMES: Record<FeedEntryKind, string> = {
@@ -140,13 +135,15 @@ export interface FeedTarget {
   event(event: FeedEvent): Promise<void>;
   /** Tells the client where the stream is (an SSE `id` with no event), so that it resumes from there. */
   position(id: string): Promise<void>;
+  /** Tells the client the stream's time is up: it reconnects at once. */
+  reconnect(): Promise<void>;
   closed(): boolean;
 }
 
 /**
  * followFeed sends the organization's changes after `start` as they are stored, reading every `pollMs`,
  * until the client goes away or `maxMs` have passed. A quiet stream tells its client where it is
- * every STREAM_KEEPALIVE_MS, and as it ends.
+ * every STREAM_KEEPALIVE_MS, and as it ends, with a `reconnect` event.
  */
 export async function followFeed(
   db: Db,
@@ -154,7 +151,7 @@ export async function followFeed(
   start: FeedCursor,
   filter: FeedFilter,
   target: FeedTarget,
-  { pollMs = 250, maxMs = FEED_STREAM_MAX_MS } = {},
+  { pollMs = 250, maxMs = STREAM_MAX_MS } = {},
 ) {
   const endsAt = Date.now() + maxMs;
   let cursor = start;
@@ -178,7 +175,9 @@ export async function followFeed(
     }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
-  if (!target.closed() && formatFeedCursor(cursor) !== told) await target.position(formatFeedCursor(cursor));
+  if (target.closed()) return;
+  if (formatFeedCursor(cursor) !== told) await target.position(formatFeedCursor(cursor));
+  await target.reconnect();
 }
 
 /**

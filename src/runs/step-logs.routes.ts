@@ -2,8 +2,8 @@ import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { BadRequestError } from '../platform/errors.ts';
 import { Example, IdParams } from '../platform/schema.ts';
-import { EventStreams, sseEvent, wantsEventStream } from '../platform/http/event-stream.ts';
-import { StreamSlots, streamCallerOf } from '../platform/http/stream-slots.ts';
+import { EventStreams, STREAM_MAX_MS, sseEvent, sseReconnect, wantsEventStream } from '../platform/http/event-stream.ts';
+import { StreamSlots, streamHolderOf } from '../platform/http/stream-slots.ts';
 import { LogsPage, LogsQuery, MAX_LOG_SEQ } from './runs.schema.ts';
 import { followLogs, readLogs } from './step-logs.service.ts';
 import { logsPageExample } from './runs.examples.ts';
@@ -34,22 +34,27 @@ export async function stepLogRoutes(app: App) {
           'JSON: lines after `after` (seq), oldest first, at most `limit` and about 1 MiB per page. With `follow=true` or ' +
           '`Accept: text/event-stream`: an SSE stream of `line` events (id = seq, data = the line as JSON) that ends with an `end` ' +
           'event once the step has ended; the server sends the next lines only as fast as the client reads them, and disconnects a ' +
-          'client that reads nothing for 60 s. One caller follows at most 32 streams at once per API process (429 beyond). A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume. ' +
+          `client that reads nothing for 60 s. A stream ends after ${STREAM_MAX_MS / 60_000} minutes with a \`reconnect\` event: the client reconnects at ` +
+          'once and its credential is checked again. One caller follows at most 32 streams at once per API process, one organization 64 (429 ' +
+          'beyond). A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume; it wins over `after`. ' +
           'Output is stored byte for byte: see `line`, `bytes` and `partial`; a step whose output exceeded the log limit ends with a ' +
           '`system` line saying so, and its statusDetail has `logTruncated: true`.',
         params: IdParams,
         querystring: LogsQuery,
         response: {
           ...errorResponses({
-            429: 'Too many log streams followed at once by this caller or this API process, or too many failed authentications from this address',
+            429: 'Too many log streams followed at once by this caller, its organization or this API process, or too many failed authentications from this address',
           }),
           200: Example(LogsPage, logsPageExample),
         },
       },
     },
     async (request, reply) => {
-      const after = request.query.after ?? parseLastEventId(request.headers['last-event-id']) ?? 0;
-      if (!wantsEventStream(request.headers.accept, request.query.follow)) {
+      const streaming = wantsEventStream(request.headers.accept, request.query.follow);
+      // A reconnecting stream's Last-Event-ID is newer than the `after` of the URL it reconnects to.
+      const lastEventId = parseLastEventId(request.headers['last-event-id']);
+      const after = (streaming ? (lastEventId ?? request.query.after) : (request.query.after ?? lastEventId)) ?? 0;
+      if (!streaming) {
         const { limit, tail, contains } = request.query;
         return readLogs(app.db, request.principal, request.params.id, { after, limit, tail, contains });
       }
@@ -59,12 +64,13 @@ export async function stepLogRoutes(app: App) {
         throw new BadRequestError('contains searches what is stored; it does not combine with following', ['contains: not with follow']);
       // The execution must exist before the stream opens, so a 404 is still an ErrorBody.
       await readLogs(app.db, request.principal, request.params.id, { after, limit: 1 });
-      const release = slots.acquire(streamCallerOf(request.principal));
+      const release = slots.acquire(streamHolderOf(request.principal));
       await streams.serve(reply, request.id, release, (stream) =>
         followLogs(app.db, request.principal, request.params.id, after, {
           line: (line) => stream.send(sseEvent('line', line.seq, line)),
           keepAlive: () => stream.send(': keep-alive\n\n'),
           end: (status) => void stream.send(sseEvent('end', undefined, { status })),
+          reconnect: () => void stream.send(sseReconnect()),
           closed: stream.closed,
         }),
       );

@@ -9,7 +9,7 @@ import { showsPlan } from './runs.map.ts';
 import { getExecutionRow } from './runs.service.ts';
 import type { LogLine } from './runs.schema.ts';
 import { findLastLogLines, findLastSeq, findLogLines, type LogRow } from './step-logs.repo.ts';
-import { STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
+import { STREAM_KEEPALIVE_MS, STREAM_MAX_MS } from '../platform/http/event-stream.ts';
 
 /** A search examines at most this many records per page. */
 export const SEARCH_SCAN_LINES = 100_000;
@@ -118,19 +118,32 @@ export interface LogStreamTarget {
   /** Sends nothing but proof of life. */
   keepAlive(): Promise<void>;
   end(status: string): void;
+  /** Tells the client the stream's time is up: it reconnects at once, after the last line it took. */
+  reconnect(): void;
   closed(): boolean;
 }
 
 /**
  * followLogs streams the step's lines as they are stored, polling every `pollMs`, and ends once the
- * step has ended and its last line was sent (or when the client goes away). It reads the next page only
- * after the target took every line of the last one, so a stalled client stalls its own stream only.
+ * step has ended and its last line was sent, when the client goes away, or after `maxMs` (a step may
+ * wait for its approval for days: its reader's credential is checked again as it reconnects). It reads
+ * the next page only after the target took every line of the last one, so a stalled client stalls its
+ * own stream only.
  */
-export async function followLogs(db: Db, principal: Principal, id: string, after: number, target: LogStreamTarget, pollMs = 200) {
+export async function followLogs(
+  db: Db,
+  principal: Principal,
+  id: string,
+  after: number,
+  target: LogStreamTarget,
+  { pollMs = 200, maxMs = STREAM_MAX_MS } = {},
+) {
   await getLoggedExecution(db, principal, id);
+  const endsAt = Date.now() + maxMs;
   let seq = after;
   let lastSent = Date.now();
   while (!target.closed()) {
+    if (Date.now() >= endsAt) return target.reconnect();
     const status = (await findExecutionStatus(db, id)) ?? 'CANCELLED';
     const { rows, more } = await readPage(db, id, seq, FOLLOW_PAGE_ROWS, FOLLOW_PAGE_MAX_BYTES);
     for (const row of rows) {

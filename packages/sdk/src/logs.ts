@@ -12,7 +12,8 @@ type Send = (path: string, init?: RequestInit) => Promise<Response>;
 
 /**
  * followLogs yields a step execution's lines as Server-Sent Events deliver them and returns the
- * step's final status from the stream's `end` event. A connection that breaks before `end` (a
+ * step's final status from the stream's `end` event. A stream whose time is up (its `reconnect` event)
+ * is opened again at once, after the last seq received. A connection that breaks before `end` (a
  * restart of the API, a proxy's idle cut) is opened again with Last-Event-ID set to the last seq
  * seen, so no line is lost or repeated; while the API does not answer it is tried again for up to
  * `reconnectForMs` (5 minutes), calling `onReconnect` before each attempt.
@@ -25,6 +26,7 @@ export async function* followLogs(send: Send, executionId: string, options: Foll
   const outage = new Outage(options);
   for (;;) {
     let openedAt: number | undefined;
+    let timeUp = false;
     try {
       const response = await send(`/pipeline-step-executions/${encodeURIComponent(executionId)}/logs?follow=true`, {
         headers: { accept: 'text/event-stream', 'last-event-id': String(lastSeq) },
@@ -44,10 +46,16 @@ export async function* followLogs(send: Send, executionId: string, options: Foll
         } else if (event.event === 'end') {
           outage.progressed();
           return (JSON.parse(event.data) as { status?: string }).status;
+        } else if (event.event === 'reconnect') {
+          // The stream's time is up (the server checks the credential again at each): open it again at once.
+          outage.progressed();
+          timeUp = true;
+          break;
         } else if (event.event === 'error') {
           throw new Error(`the log stream failed: ${event.data}`);
         }
       }
+      if (timeUp) continue;
       throw new Error('the log stream ended before the step did');
     } catch (error) {
       // A stream that stayed open a while was a working connection, lines or not (a quiet step): its

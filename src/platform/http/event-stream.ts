@@ -8,6 +8,13 @@ import type { App } from './app.ts';
 
 /** A stream client that takes nothing for this long is disconnected; it resumes with Last-Event-ID. */
 export const STREAM_STALL_MS = 60_000;
+/**
+ * A stream ends after this long with a `reconnect` event, and its client resumes with Last-Event-ID: the
+ * credential is checked again then, so a revoked key or a removed member stops reading within it.
+ */
+export const STREAM_MAX_MS = 5 * 60_000;
+/** The event that ends a stream whose time is up: reconnect at once with Last-Event-ID. */
+export const sseReconnect = (): string => sseEvent('reconnect', undefined, { reason: 'The stream reached its time limit: reconnect with Last-Event-ID' });
 /** A stream with nothing to send says so this often (an SSE comment), so proxies and dead clients show. */
 export const STREAM_KEEPALIVE_MS = 15_000;
 

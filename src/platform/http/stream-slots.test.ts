@@ -3,30 +3,45 @@ import { describe, it } from 'node:test';
 import { StreamSlots } from './stream-slots.ts';
 
 const LOGS = { what: 'log streams followed', code: 'Api:StepLogs:TOO_MANY_FOLLOWERS' } as const;
+const holder = (caller: string, organizationId = 'org-a') => ({ caller, organizationId });
 
 describe('StreamSlots', () => {
   it('refuses a caller past its own limit with a 429, while another caller still gets a slot', () => {
     const slots = new StreamSlots({ ...LOGS, maxPerCaller: 2, maxTotal: 10 });
-    const first = slots.acquire('a');
-    slots.acquire('a');
+    const first = slots.acquire(holder('a'));
+    slots.acquire(holder('a'));
     assert.throws(
-      () => slots.acquire('a'),
+      () => slots.acquire(holder('a')),
       (e: any) => e.status === 429 && e.code === 'Api:StepLogs:TOO_MANY_FOLLOWERS',
     );
-    slots.acquire('b');
+    slots.acquire(holder('b'));
     first();
     first(); // giving a slot back twice frees it once
-    slots.acquire('a');
-    assert.throws(() => slots.acquire('a'), /At most 2/);
+    slots.acquire(holder('a'));
+    assert.throws(() => slots.acquire(holder('a')), /At most 2/);
+  });
+
+  it("refuses an organization's many callers past its limit, while another organization still gets a slot", () => {
+    const slots = new StreamSlots({ ...LOGS, maxPerCaller: 2, maxPerOrganization: 3, maxTotal: 10 });
+    slots.acquire(holder('a'));
+    const release = slots.acquire(holder('b'));
+    slots.acquire(holder('c'));
+    assert.throws(
+      () => slots.acquire(holder('d')),
+      (e: any) => e.status === 429 && /At most 3 log streams followed at once in one organization/.test(e.message) && e.metadata.limit === 3,
+    );
+    slots.acquire(holder('d', 'org-b'));
+    release();
+    slots.acquire(holder('d'));
   });
 
   it('refuses everyone once the process holds its total', () => {
     const slots = new StreamSlots({ ...LOGS, maxPerCaller: 5, maxTotal: 3 });
-    slots.acquire('a');
-    slots.acquire('b');
-    const release = slots.acquire('c');
-    assert.throws(() => slots.acquire('d'), /try again later/);
+    slots.acquire(holder('a'));
+    slots.acquire(holder('b', 'org-b'));
+    const release = slots.acquire(holder('c', 'org-c'));
+    assert.throws(() => slots.acquire(holder('d', 'org-d')), /try again later/);
     release();
-    slots.acquire('d');
+    slots.acquire(holder('d', 'org-d'));
   });
 });

@@ -10,7 +10,19 @@ export function streamCallerOf(principal: Pick<Principal, 'userId' | 'organizati
   return principal.organizationOnly ? `${principal.userId}@${principal.organizationId}` : principal.userId;
 }
 
-/** 429: the caller already holds as many streams of this kind as one caller may at once. */
+/** Whom a stream counts against: its caller, and the organization it reads. */
+export interface StreamHolder {
+  /** streamCallerOf the principal. */
+  caller: string;
+  organizationId: string;
+}
+
+/** streamHolderOf: the caller and the organization a principal's stream counts against. */
+export function streamHolderOf(principal: Pick<Principal, 'userId' | 'organizationId' | 'organizationOnly'>): StreamHolder {
+  return { caller: streamCallerOf(principal), organizationId: principal.organizationId };
+}
+
+/** 429: the caller, its organization or this process already holds as many streams of this kind as it may at once. */
 export class TooManyStreamsError extends AppError {
   constructor(code: ErrorCode, message: string, limit: number) {
     super(429, code, message, { metadata: { limit } });
@@ -23,45 +35,60 @@ export interface StreamSlotsOptions {
   /** The 429's error code. */
   code: ErrorCode;
   maxPerCaller?: number;
+  maxPerOrganization?: number;
   maxTotal?: number;
 }
 
 /**
  * StreamSlots counts the streams of one kind open in this API process. Each costs a socket, up to one
  * page of records and a poll of the database several times a second, so their number is bounded: per
- * caller (a user or a service account, whatever key it uses), so that one caller cannot take them all,
- * and per process.
+ * caller (a user or a service account, whatever key it uses), so that one caller cannot take them all;
+ * per organization, so that one tenant's many members or service accounts cannot either; and per
+ * process.
  */
 export class StreamSlots {
   private total = 0;
   private readonly byCaller = new Map<string, number>();
+  private readonly byOrganization = new Map<string, number>();
   readonly maxPerCaller: number;
+  readonly maxPerOrganization: number;
   readonly maxTotal: number;
 
   constructor(private readonly options: StreamSlotsOptions) {
     this.maxPerCaller = options.maxPerCaller ?? 32;
+    this.maxPerOrganization = options.maxPerOrganization ?? 64;
     this.maxTotal = options.maxTotal ?? 512;
   }
 
-  /** Takes a slot for `caller`, or throws a 429; the returned function gives it back (once). */
-  acquire(caller: string): () => void {
-    const held = this.byCaller.get(caller) ?? 0;
-    if (held >= this.maxPerCaller) {
-      throw new TooManyStreamsError(this.options.code, `At most ${this.maxPerCaller} ${this.options.what} at once by one caller`, this.maxPerCaller);
+  /** Takes a slot for `holder`, or throws a 429; the returned function gives it back (once). */
+  acquire(holder: StreamHolder): () => void {
+    const { what, code } = this.options;
+    if ((this.byCaller.get(holder.caller) ?? 0) >= this.maxPerCaller) {
+      throw new TooManyStreamsError(code, `At most ${this.maxPerCaller} ${what} at once by one caller`, this.maxPerCaller);
+    }
+    if ((this.byOrganization.get(holder.organizationId) ?? 0) >= this.maxPerOrganization) {
+      throw new TooManyStreamsError(code, `At most ${this.maxPerOrganization} ${what} at once in one organization`, this.maxPerOrganization);
     }
     if (this.total >= this.maxTotal) {
-      throw new TooManyStreamsError(this.options.code, `This server holds ${this.maxTotal} ${this.options.what} already; try again later`, this.maxTotal);
+      throw new TooManyStreamsError(code, `This server holds ${this.maxTotal} ${what} already; try again later`, this.maxTotal);
     }
-    this.byCaller.set(caller, held + 1);
+    increment(this.byCaller, holder.caller, 1);
+    increment(this.byOrganization, holder.organizationId, 1);
     this.total++;
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.total--;
-      const left = (this.byCaller.get(caller) ?? 1) - 1;
-      if (left > 0) this.byCaller.set(caller, left);
-      else this.byCaller.delete(caller);
+      increment(this.byCaller, holder.caller, -1);
+      increment(this.byOrganization, holder.organizationId, -1);
     };
   }
+}
+
+/** Adds `by` to the count of `key`, forgetting a count that falls to zero. */
+function increment(counts: Map<string, number>, key: string, by: number): void {
+  const next = (counts.get(key) ?? 0) + by;
+  if (next > 0) counts.set(key, next);
+  else counts.delete(key);
 }

@@ -655,7 +655,7 @@ export interface paths {
         };
         /**
          * Follow the organization's deployments, deployment resources and domain events (Server-Sent Events), or read them a page at a time
-         * @description With `Accept: text/event-stream`: an SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the record as `GET` answers it (as it is when sent: a record changed several times at once is sent once). Otherwise a JSON page of the same events after `after`, and `meta.lastEventId` to read on from. Without Last-Event-ID or `after`, it starts from now; a reconnecting client sends the last id it took (of an event, or an `id` line alone, which moves the stream's place while nothing passes its filter) and gets everything after it, for 24 hours. A stream ends after 5 minutes, and its client reconnects with Last-Event-ID: the credential is checked again then. A quiet stream sends its place every 15 s; one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 streams at once per API process (429 beyond).
+         * @description With `Accept: text/event-stream`: an SSE stream of `deployment`, `deployment-resource` and `domain-event` events, each with the record as `GET` answers it (as it is when sent: a record changed several times at once is sent once). Otherwise a JSON page of the same events after `after`, and `meta.lastEventId` to read on from. Without Last-Event-ID or `after`, it starts from now; a reconnecting client sends the last id it took (of an event, or an `id` line alone, which moves the stream's place while nothing passes its filter) and gets everything after it, for 24 hours. A stream ends after 5 minutes with a `reconnect` event, and its client reconnects at once with Last-Event-ID: the credential is checked again then. A quiet stream sends its place every 15 s; one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 streams at once per API process, one organization 64 (429 beyond).
          */
         get: operations["streamEvents"];
         put?: never;
@@ -1271,7 +1271,7 @@ export interface paths {
         };
         /**
          * Read the lines a step execution wrote, or follow them as Server-Sent Events while it runs
-         * @description JSON: lines after `after` (seq), oldest first, at most `limit` and about 1 MiB per page. With `follow=true` or `Accept: text/event-stream`: an SSE stream of `line` events (id = seq, data = the line as JSON) that ends with an `end` event once the step has ended; the server sends the next lines only as fast as the client reads them, and disconnects a client that reads nothing for 60 s. One caller follows at most 32 streams at once per API process (429 beyond). A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume. Output is stored byte for byte: see `line`, `bytes` and `partial`; a step whose output exceeded the log limit ends with a `system` line saying so, and its statusDetail has `logTruncated: true`.
+         * @description JSON: lines after `after` (seq), oldest first, at most `limit` and about 1 MiB per page. With `follow=true` or `Accept: text/event-stream`: an SSE stream of `line` events (id = seq, data = the line as JSON) that ends with an `end` event once the step has ended; the server sends the next lines only as fast as the client reads them, and disconnects a client that reads nothing for 60 s. A stream ends after 5 minutes with a `reconnect` event: the client reconnects at once and its credential is checked again. One caller follows at most 32 streams at once per API process, one organization 64 (429 beyond). A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume; it wins over `after`. Output is stored byte for byte: see `line`, `bytes` and `partial`; a step whose output exceeded the log limit ends with a `system` line saying so, and its statusDetail has `logTruncated: true`.
          */
         get: operations["getStepExecutionLogs"];
         put?: never;
@@ -9482,7 +9482,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many streams open at once by this caller or this API process */
+            /** @description Too many streams open at once by this caller, its organization or this API process */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -15070,7 +15070,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many log streams followed at once by this caller or this API process, or too many failed authentications from this address */
+            /** @description Too many log streams followed at once by this caller, its organization or this API process, or too many failed authentications from this address */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
