@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { FeedPruner, followFeed, openFeed, type FeedTarget } from '../src/feed/feed.service.ts';
+import { FeedPruner, followFeed, openFeed, readFeed, type FeedTarget } from '../src/feed/feed.service.ts';
 import type { Principal } from '../src/platform/auth/principal.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { deploymentEvent, taskEvent, type EcsService } from './helpers/aws-events.ts';
@@ -212,6 +212,35 @@ describe('the live feed of deployments, their resources and domain events', () =
     const [first, last] = [places[0], places.at(-1)!].map((p) => BigInt(p.split('-')[0]));
     assert.ok(last > first, `the place moved past the other instance's change: ${places.join(', ')}`);
     assert.equal(reconnected, 1, 'a stream whose time is up tells its client to reconnect, after its place');
+  });
+
+  it('cuts a page once its records reach its size, and the pages after it bring the rest in order', async () => {
+    const principal = (await t.app.inject({ method: 'GET', url: '/auth/whoami', headers: { authorization: `Bearer ${t.adminToken}` } })).json()
+      .data as Principal;
+    const filter = { moduleInstanceId: webId };
+    const start = await openFeed(t.db, principal, undefined, filter);
+    for (const id of ['task700', 'task701', 'task702']) await ingest(task(WEB, 'ecs-svc/100', id, 'RUNNING'));
+    let whole = await readFeed(t.db, principal, start, filter);
+    for (let i = 0; i < 50 && whole.events.filter((e) => e.event === 'deployment-resource').length < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      whole = await readFeed(t.db, principal, start, filter);
+    }
+    assert.equal(whole.more, false);
+    assert.ok(whole.events.length >= 3, JSON.stringify(whole.events.map((e) => e.event)));
+
+    const paged: string[] = [];
+    for (let cursor = start, pages = 0; ; pages++) {
+      assert.ok(pages <= whole.events.length + 1, 'the pages end');
+      const page = await readFeed(t.db, principal, cursor, filter, { maxBytes: 1 });
+      paged.push(...page.events.map((e) => e.id));
+      if (!page.more) break;
+      assert.equal(page.events.length, 1, 'a page holds its first record, however large, and stops there');
+      cursor = page.position;
+    }
+    assert.deepEqual(
+      paged.filter((id) => whole.events.some((e) => e.id === id)),
+      whole.events.map((e) => e.id),
+    );
   });
 
   it('deletes entries older than a day, and only those', async () => {

@@ -18,6 +18,11 @@ import { deleteFeedEntriesBefore, feedBounds, readFeedPage, type FeedCursor, typ
 export const FEED_RETENTION_HOURS = 24;
 /** Entries read per query; the next query runs once the client has taken them. */
 const FEED_PAGE = 200;
+/**
+ * A page stops once its records (as JSON) reach this size: a deployment carries whole ECS task
+ * definitions, whose size is the tenant's, and a stream holds one page for a client that reads nothing.
+ */
+const FEED_PAGE_MAX_BYTES = 256 * 1024;
 const PRUNE_BATCH = 5_000;
 const PRUNE_EVERY_MS = 10 * 60_000;
 
@@ -113,16 +118,32 @@ export interface FeedRead {
 const later = (a: FeedCursor, b: FeedCursor) => BigInt(a.xid) > BigInt(b.xid) || (a.xid === b.xid && BigInt(a.seq) > BigInt(b.seq));
 
 /**
- * readFeed reads one page of the organization's changes after `cursor`. Each carries its record as it
- * is now: one deleted meanwhile is skipped. While nothing passes the filter, the position still moves
+ * readFeed reads one page of the organization's changes after `cursor`: at most FEED_PAGE entries, and
+ * no more once its records reach `maxBytes`. Each carries its record as it is now: one deleted
+ * meanwhile is skipped. While nothing passes the filter, the position still moves
  * on with the horizon, so that the next read never reads it all again.
  */
-export async function readFeed(db: Db, principal: Principal, cursor: FeedCursor, filter: FeedFilter): Promise<FeedRead> {
+export async function readFeed(
+  db: Db,
+  principal: Principal,
+  cursor: FeedCursor,
+  filter: FeedFilter,
+  { maxBytes = FEED_PAGE_MAX_BYTES } = {},
+): Promise<FeedRead> {
   const { entries, horizon } = await readFeedPage(db, principal.organizationId, cursor, filter, FEED_PAGE);
   const events: FeedEvent[] = [];
+  let bytes = 0;
+  let last: FeedEntry | undefined;
   for (const entry of lastOfEachRecord(entries)) {
+    // Full: the next page starts after the last entry taken. An earlier change of a record left out
+    // here was superseded by a later one, which that page reads.
+    if (last && bytes >= maxBytes) return { events, position: last, more: true };
     const record = await recordOf(db, principal.organizationId, entry);
-    if (record) events.push({ event: FEED_EVENT_NAMES[entry.kind], id: formatFeedCursor(entry), data: record });
+    if (record) {
+      events.push({ event: FEED_EVENT_NAMES[entry.kind], id: formatFeedCursor(entry), data: record });
+      bytes += JSON.stringify(record).length;
+    }
+    last = entry;
   }
   const more = entries.length === FEED_PAGE;
   if (more) return { events, position: entries[entries.length - 1], more };
