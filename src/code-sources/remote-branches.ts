@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { AppError } from '../platform/errors.ts';
 import { EgressDeniedError } from '../platform/outbound/address-policy.ts';
 import { notAllowedError, OutboundLimitError, outboundRequest, type OutboundPolicy } from '../platform/outbound/http.ts';
@@ -35,7 +36,7 @@ export async function listRemoteBranches(url: string, credential: GitCredential 
   }
   if (res.status === 401 || res.status === 403) throw remoteError('CREDENTIAL_REFUSED', timeoutMs);
   if (res.status === 404) throw remoteError('NOT_FOUND', timeoutMs);
-  const advertisement = res.status === 200 ? parseAdvertisement(res.body) : undefined;
+  const advertisement = res.status === 200 ? await parseAdvertisement(res.body) : undefined;
   if (!advertisement) throw remoteError(res.status === 200 ? 'NOT_FOUND' : 'UNREACHABLE', timeoutMs);
   return advertisement;
 }
@@ -57,33 +58,72 @@ function remoteError(failure: RemoteFailure, timeoutMs: number): AppError {
   }
 }
 
+/** What follows a branch's commit id on its line. */
+const BRANCH_REF = Buffer.from(' refs/heads/');
+/** The shortest packet that can name a branch: its length, a SHA-1, the ref's prefix, one character. */
+const SHORTEST_BRANCH_PACKET = 4 + 40 + BRANCH_REF.length + 1;
+/** Packets read between two turns of the event loop. */
+const PACKETS_PER_TURN = 2048;
+
 /**
  * The branches of a smart-HTTP ref advertisement (protocol v0/v1): pkt-lines, `# service=...` then a
  * flush, an optional `version 1`, then `<sha> <ref>[\0capabilities]` lines up to a flush. Undefined when
  * the body is not one (a dumb-HTTP server, a login page).
+ *
+ * The answer is the remote's, and the remote may be hostile. It is read on the API's event loop, so a
+ * packet is decoded only once its bytes say it names a branch, nothing is read past the refs' flush,
+ * and the loop lets other work run every PACKETS_PER_TURN packets: 16 MiB of tiny packets, or of
+ * branches, never holds the process for more than a few milliseconds at a time.
  */
-export function parseAdvertisement(body: Buffer): RemoteBranch[] | undefined {
-  const lines: Array<string | null> = [];
-  let at = 0;
-  while (at + 4 <= body.length) {
-    const length = Number.parseInt(body.subarray(at, at + 4).toString('latin1'), 16);
-    if (!Number.isInteger(length) || (length !== 0 && length < 4) || at + Math.max(length, 4) > body.length) return undefined;
-    lines.push(
-      length === 0
-        ? null
-        : body
-            .subarray(at + 4, at + length)
-            .toString('utf8')
-            .replace(/\n$/, ''),
-    );
-    at += Math.max(length, 4);
-  }
-  if (!lines[0]?.startsWith('# service=git-upload-pack') || lines[1] !== null) return undefined;
+export async function parseAdvertisement(body: Buffer): Promise<RemoteBranch[] | undefined> {
+  const service = packetLength(body, 0);
+  if (!service || !body.toString('latin1', 4, service).startsWith('# service=git-upload-pack') || packetLength(body, service) !== 0) return undefined;
   const branches: RemoteBranch[] = [];
-  for (const line of lines.slice(2)) {
-    if (line === null) break;
-    const match = /^([0-9a-f]{40}|[0-9a-f]{64}) refs\/heads\/([^\0]+)/.exec(line);
-    if (match) branches.push({ name: match[2]!, commitSha: match[1]! });
+  let sorted = true;
+  for (let at = service + 4, packets = 1; at < body.length; packets++) {
+    if (packets % PACKETS_PER_TURN === 0) await setImmediate();
+    const length = packetLength(body, at);
+    if (length === undefined) return undefined;
+    if (length === 0) break;
+    const branch = length >= SHORTEST_BRANCH_PACKET ? branchOf(body, at, length) : undefined;
+    if (branch) {
+      sorted &&= branches.length === 0 || branches[branches.length - 1]!.name < branch.name;
+      branches.push(branch);
+    }
+    at += length;
   }
-  return branches.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  // Git advertises its refs in name order; a server that does not is sorted here.
+  return sorted ? branches : branches.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** The branch the packet at `at` names, if it names one (after a SHA-1 or a SHA-256 id). */
+function branchOf(body: Buffer, at: number, length: number): RemoteBranch | undefined {
+  for (const sha of [40, 64]) {
+    const ref = at + 4 + sha;
+    if (length > 4 + sha + BRANCH_REF.length && body.compare(BRANCH_REF, 0, BRANCH_REF.length, ref, ref + BRANCH_REF.length) === 0) {
+      const match = /^([0-9a-f]{40}|[0-9a-f]{64}) refs\/heads\/([^\0\n]+)/.exec(body.toString('utf8', at + 4, at + length));
+      return match ? { name: match[2]!, commitSha: match[1]! } : undefined;
+    }
+  }
+  return undefined;
+}
+
+/** The length of the pkt-line at `at` (0: a flush), or undefined when there is none there or it lies about its length. */
+function packetLength(body: Buffer, at: number): number | undefined {
+  if (at + 4 > body.length) return undefined;
+  let length = 0;
+  for (let i = at; i < at + 4; i++) {
+    const digit = hexDigit(body[i]!);
+    if (digit === undefined) return undefined;
+    length = length * 16 + digit;
+  }
+  if ((length !== 0 && length < 4) || at + Math.max(length, 4) > body.length) return undefined;
+  return length;
+}
+
+function hexDigit(byte: number): number | undefined {
+  if (byte >= 0x30 && byte <= 0x39) return byte - 0x30;
+  if (byte >= 0x61 && byte <= 0x66) return byte - 0x57;
+  if (byte >= 0x41 && byte <= 0x46) return byte - 0x37;
+  return undefined;
 }
