@@ -84,7 +84,7 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     await t.close();
   });
 
-  const register = async (name: string) => {
+  const register = async (name: string, tokenUrl = `${oauth.issuer.url}/token`) => {
     const res = await t.call('POST', '/git-self-hosted-servers', {
       body: {
         data: {
@@ -92,7 +92,7 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
           provider: 'GITLAB',
           baseUrl: oauth.issuer.url!,
           authorizeUrl: `${oauth.issuer.url}/authorize`,
-          tokenUrl: `${oauth.issuer.url}/token`,
+          tokenUrl,
           clientId: 'plinth-client',
           clientSecret: 'client-secret-value',
           scopes: 'read_repository',
@@ -136,6 +136,53 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
 
     // The same callback again: the state was used.
     assertError(await browser(callback, { token: null }), 400, 'Git:State:USED');
+  });
+
+  it('a token endpoint that stalls a refresh holds no database connection: the API answers meanwhile, and the token is refreshed once', async () => {
+    // The tenant's token endpoint, in front of the OAuth server: it answers a refresh only after a while.
+    let refreshes = 0;
+    const stalling = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', async () => {
+        if (new URLSearchParams(body).get('grant_type') === 'refresh_token') {
+          refreshes++;
+          await new Promise((resolve) => setTimeout(resolve, 3_000));
+        }
+        const headers: Record<string, string> = { 'content-type': String(req.headers['content-type']) };
+        if (req.headers.authorization) headers.authorization = req.headers.authorization;
+        const answer = await fetch(`${oauth.issuer.url}/token`, { method: 'POST', headers, body });
+        res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(await answer.text());
+      });
+    });
+    stalling.listen(0, '127.0.0.1');
+    await once(stalling, 'listening');
+    try {
+      const server = await register('gitlab-stalling', `http://127.0.0.1:${(stalling.address() as AddressInfo).port}/token`);
+      const { callback } = await authorize(server.id);
+      assert.equal((await browser(callback, { token: null })).status, 302);
+      const source = (
+        await t.call('POST', '/code-sources', {
+          body: { data: { name: 'stalling-src', url: git.repoUrl('private'), provider: 'GITLAB', authType: 'OAUTH', gitSelfHostedServerId: server.id } },
+        })
+      ).body.data;
+      await t.db
+        .updateTable('git_oauth_connections')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('server_id', '=', server.id)
+        .execute();
+      // More uses at once than the API has database connections (10).
+      const listings = Array.from({ length: 12 }, () => t.call('GET', `/code-source/${source.id}/branches`));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const startedAt = Date.now();
+      assert.equal((await t.call('GET', '/projects')).status, 200);
+      const waited = Date.now() - startedAt;
+      assert.ok(waited < 1_500, `another request waited ${waited} ms for the stalled refresh`);
+      assert.deepEqual([...new Set((await Promise.all(listings)).map((r) => r.status))], [200]);
+      assert.equal(refreshes, 1, 'the token was refreshed once');
+    } finally {
+      stalling.close();
+    }
   });
 
   it('a code source authenticated through the connection lists a private repository, refreshing an expired token first', async () => {

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../platform/auth/principal.ts';
 import type { Config } from '../platform/config.ts';
 import type { Db } from '../platform/db/db.ts';
@@ -13,8 +14,10 @@ import { newNonce, openFlowState, safeReturnTo, sealFlowState, stateError } from
 import {
   consumeFlowState,
   findConnection,
+  claimTokenRefresh,
   findGitServer,
   insertFlowState,
+  releaseTokenRefresh,
   updateConnectionTokens,
   upsertConnection,
   type GitServerRow,
@@ -194,9 +197,18 @@ export async function completeOAuthCallback(
 /** Refresh a little before the expiry, so a token does not run out in the middle of a fetch. */
 const REFRESH_MARGIN_MS = 60_000;
 
+/** How often a use of a connection whose token another is refreshing looks for the new token. */
+const REFRESH_WAIT_MS = 200;
+/** A refresh claim outlasts the token call's own time limit by this much, then lapses for another to take. */
+const REFRESH_CLAIM_SLACK_MS = 5_000;
+
 /**
  * oauthAccessToken returns the organization's access token for a server, refreshed first when it
- * expired (or is about to). The connection row is locked meanwhile, so two fetches refresh once.
+ * expired (or is about to). The refresh is an HTTP call to the server's token endpoint, which the
+ * tenant runs and may stall: it is made outside any transaction, by the one use that claims it
+ * (`refreshing_until`, for as long as the call may take), so that it holds no database connection and
+ * no lock. The other uses wait for the new token without a connection, or claim the refresh once
+ * the claim lapses: a token is refreshed once, and a stalling endpoint stalls only its own uses.
  */
 export async function oauthAccessToken(
   db: Db,
@@ -205,25 +217,37 @@ export async function oauthAccessToken(
   organizationId: string,
   serverId: string,
 ): Promise<{ token: string; server: GitServerRow }> {
-  return db.transaction().execute(async (trx) => {
-    const server = await findGitServer(trx, organizationId, serverId);
-    const connection = await findConnection(trx, organizationId, serverId, true);
+  for (;;) {
+    const server = await findGitServer(db, organizationId, serverId);
+    const connection = await findConnection(db, organizationId, serverId);
     if (!server || !connection) {
       throw new AppError(422, 'Git:OAuth:NOT_CONNECTED', 'The organization has no OAuth connection to this Git server: GET its loginUrl first');
     }
-    const access = secrets.open(connection.access_token_sealed, `git_oauth_connections.access_token:${connection.id}`);
     const expired = connection.expires_at !== null && connection.expires_at.getTime() - REFRESH_MARGIN_MS < Date.now();
-    if (!expired) return { token: access, server };
+    if (!expired) return { token: secrets.open(connection.access_token_sealed, `git_oauth_connections.access_token:${connection.id}`), server };
     if (!connection.refresh_token_sealed)
       throw new AppError(422, 'Git:OAuth:EXPIRED', 'The OAuth token expired and the server gave no refresh token: log in again');
-    const refresh = secrets.open(connection.refresh_token_sealed, `git_oauth_connections.refresh_token:${connection.id}`);
+    if (await claimTokenRefresh(db, connection.id, git.httpTimeoutMs + REFRESH_CLAIM_SLACK_MS)) {
+      return { token: await refreshToken(db, secrets, git, server, connection.id, connection.refresh_token_sealed), server };
+    }
+    await sleep(REFRESH_WAIT_MS);
+  }
+}
+
+/** refreshToken trades the refresh token for new tokens and stores them, as the connection's claimed refresher. */
+async function refreshToken(db: Db, secrets: SecretBox, git: GitConfig, server: GitServerRow, connectionId: string, refreshSealed: string): Promise<string> {
+  try {
+    const refresh = secrets.open(refreshSealed, `git_oauth_connections.refresh_token:${connectionId}`);
     const tokens = await postToken(git, server, secrets, { grant_type: 'refresh_token', refresh_token: refresh });
-    await updateConnectionTokens(trx, connection.id, {
-      access_token_sealed: secrets.seal(tokens.accessToken, `git_oauth_connections.access_token:${connection.id}`),
+    await updateConnectionTokens(db, connectionId, {
+      access_token_sealed: secrets.seal(tokens.accessToken, `git_oauth_connections.access_token:${connectionId}`),
       // A server that does not rotate refresh tokens keeps the old one valid.
-      refresh_token_sealed: secrets.seal(tokens.refreshToken ?? refresh, `git_oauth_connections.refresh_token:${connection.id}`),
+      refresh_token_sealed: secrets.seal(tokens.refreshToken ?? refresh, `git_oauth_connections.refresh_token:${connectionId}`),
       expires_at: tokens.expiresAt,
     });
-    return { token: tokens.accessToken, server };
-  });
+    return tokens.accessToken;
+  } catch (error) {
+    await releaseTokenRefresh(db, connectionId).catch(() => {});
+    throw error;
+  }
 }

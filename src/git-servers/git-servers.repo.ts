@@ -137,6 +137,7 @@ export async function upsertConnection(
   }
 }
 
+/** updateConnectionTokens stores refreshed tokens and ends the refresh. */
 export async function updateConnectionTokens(
   db: Executor,
   id: string,
@@ -144,9 +145,26 @@ export async function updateConnectionTokens(
 ) {
   await db
     .updateTable('git_oauth_connections')
-    .set({ ...c, updated_at: sql<Date>`now()` })
+    .set({ ...c, refreshing_until: null, updated_at: sql<Date>`now()` })
     .where('id', '=', id)
     .execute();
+}
+
+/** claimTokenRefresh makes the caller the one refreshing the connection's token for `leaseMs`, unless another is: true when it is. */
+export async function claimTokenRefresh(db: Executor, id: string, leaseMs: number): Promise<boolean> {
+  const claimed = await db
+    .updateTable('git_oauth_connections')
+    .set({ refreshing_until: sql<Date>`now() + make_interval(secs => ${leaseMs / 1000})` })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('refreshing_until', 'is', null), eb('refreshing_until', '<', sql<Date>`now()`)]))
+    .returning('id')
+    .executeTakeFirst();
+  return claimed !== undefined;
+}
+
+/** releaseTokenRefresh ends a refresh that failed: the next use of the connection tries again. */
+export async function releaseTokenRefresh(db: Executor, id: string): Promise<void> {
+  await db.updateTable('git_oauth_connections').set({ refreshing_until: null }).where('id', '=', id).execute();
 }
 
 /** insertAppInstallation records an installation; an installation already recorded is returned as it is (whichever organization holds it). */

@@ -344,6 +344,7 @@ export interface GitOauthConnections {
   id: string;
   organization_id: string;
   refresh_token_sealed: string | null;
+  refreshing_until: Timestamp | null;
   server_id: string;
   updated_at: Generated<Timestamp>;
 }
