@@ -23,4 +23,18 @@ describe('@plinth/sdk followLogs', () => {
     assert.deepEqual(asked, ['0', '1']);
     assert.deepEqual(outages, []);
   });
+
+  it('backs off from a stream that asks to reconnect at once, having brought nothing, as from a failure', async () => {
+    const bodies = ['event: reconnect\ndata: {}\n\n', `${line(1, 'a')}event: end\ndata: {"status":"FAILED"}\n\n`];
+    const send = async () => new Response(bodies.shift(), { headers: { 'content-type': 'text/event-stream' } });
+    const outages: ReconnectEvent[] = [];
+    const follow = followLogs(send, 'execution', { onReconnect: (e) => outages.push(e) });
+    const lines: string[] = [];
+    let next = await follow.next();
+    for (; !next.done; next = await follow.next()) lines.push(next.value.line);
+    assert.deepEqual(lines, ['a']);
+    assert.equal(next.value, 'FAILED');
+    assert.equal(outages.length, 1);
+    assert.ok(outages[0]!.delayMs > 0);
+  });
 });

@@ -48,7 +48,13 @@ export function livePages(app: App, pages: Pages): LivePages {
   const streams = new EventStreams(app, 'console page');
   // Each live page costs a few in-process API reads every LIVE_POLL_MS: bounded per user, per organization
   // (however many service accounts it makes) and per process.
-  const slots = new StreamSlots({ what: 'console pages followed live', code: 'Api:EventStream:TOO_MANY_STREAMS', maxPerCaller: 16, maxTotal: 256 });
+  const slots = new StreamSlots({
+    what: 'console pages followed live',
+    code: 'Api:EventStream:TOO_MANY_STREAMS',
+    maxPerCaller: 16,
+    maxPerOrganization: 64,
+    maxTotal: 256,
+  });
 
   const live: LivePages = {
     recordStream(records, event, reader) {

@@ -147,10 +147,13 @@ export function consoleLogRoutes(app: App, pages: Pages) {
     const release = downloads.acquire({ caller: ctx.me.userId, organizationId: ctx.me.organizationId });
     const body = Readable.from(rawLog(ctx.api, stepId, firstPage), { highWaterMark: 1 });
     const deadline = setTimeout(() => body.destroy(new Error('the raw log download took too long')), DOWNLOAD_MS);
-    reply.raw.once('close', () => {
+    const done = () => {
       clearTimeout(deadline);
       release();
-    });
+    };
+    // A browser gone while the first page was read has closed the response already: no 'close' is coming.
+    if (reply.raw.destroyed) done();
+    else reply.raw.once('close', done);
     return reply.type('text/plain; charset=utf-8').header('Content-Disposition', `attachment; filename="step-${stepId}.log"`).send(body);
   });
 }

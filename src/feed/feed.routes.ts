@@ -54,7 +54,7 @@ export async function feedRoutes(app: App) {
           `passes its filter) and gets everything after it, for ${FEED_RETENTION_HOURS} hours. A stream ends after ${STREAM_MAX_MS / 60_000} minutes ` +
           'with a `reconnect` event, and its client reconnects at once with Last-Event-ID: the credential is checked again then. A quiet ' +
           'stream sends its place every 15 s; one whose client stops taking data for 60 s is disconnected. One caller holds at most 32 ' +
-          'streams at once per API process, one organization 64 (429 beyond).',
+          'streams at once per API process, one organization 128 (429 beyond).',
         querystring: FeedQuery,
         response: {
           ...errorResponses({

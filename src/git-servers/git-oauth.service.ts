@@ -227,27 +227,34 @@ export async function oauthAccessToken(
     if (!expired) return { token: secrets.open(connection.access_token_sealed, `git_oauth_connections.access_token:${connection.id}`), server };
     if (!connection.refresh_token_sealed)
       throw new AppError(422, 'Git:OAuth:EXPIRED', 'The OAuth token expired and the server gave no refresh token: log in again');
-    if (await claimTokenRefresh(db, connection.id, git.httpTimeoutMs + REFRESH_CLAIM_SLACK_MS)) {
-      return { token: await refreshToken(db, secrets, git, server, connection.id, connection.refresh_token_sealed), server };
-    }
+    const claim = await claimTokenRefresh(db, connection.id, connection.refresh_token_sealed, git.httpTimeoutMs + REFRESH_CLAIM_SLACK_MS);
+    if (claim)
+      return { token: await refreshToken(db, secrets, git, server, { id: connection.id, claim, refreshSealed: connection.refresh_token_sealed }), server };
     await sleep(REFRESH_WAIT_MS);
   }
 }
 
 /** refreshToken trades the refresh token for new tokens and stores them, as the connection's claimed refresher. */
-async function refreshToken(db: Db, secrets: SecretBox, git: GitConfig, server: GitServerRow, connectionId: string, refreshSealed: string): Promise<string> {
+async function refreshToken(
+  db: Db,
+  secrets: SecretBox,
+  git: GitConfig,
+  server: GitServerRow,
+  connection: { id: string; claim: Date; refreshSealed: string },
+): Promise<string> {
   try {
-    const refresh = secrets.open(refreshSealed, `git_oauth_connections.refresh_token:${connectionId}`);
+    const refresh = secrets.open(connection.refreshSealed, `git_oauth_connections.refresh_token:${connection.id}`);
     const tokens = await postToken(git, server, secrets, { grant_type: 'refresh_token', refresh_token: refresh });
-    await updateConnectionTokens(db, connectionId, {
-      access_token_sealed: secrets.seal(tokens.accessToken, `git_oauth_connections.access_token:${connectionId}`),
+    // Not stored when a new login replaced the grant meanwhile; this use still has a token that works.
+    await updateConnectionTokens(db, connection.id, connection.claim, {
+      access_token_sealed: secrets.seal(tokens.accessToken, `git_oauth_connections.access_token:${connection.id}`),
       // A server that does not rotate refresh tokens keeps the old one valid.
-      refresh_token_sealed: secrets.seal(tokens.refreshToken ?? refresh, `git_oauth_connections.refresh_token:${connectionId}`),
+      refresh_token_sealed: secrets.seal(tokens.refreshToken ?? refresh, `git_oauth_connections.refresh_token:${connection.id}`),
       expires_at: tokens.expiresAt,
     });
     return tokens.accessToken;
   } catch (error) {
-    await releaseTokenRefresh(db, connectionId).catch(() => {});
+    await releaseTokenRefresh(db, connection.id, connection.claim).catch(() => {});
     throw error;
   }
 }

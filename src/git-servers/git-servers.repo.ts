@@ -126,7 +126,8 @@ export async function upsertConnection(
   if (existing) {
     await db
       .updateTable('git_oauth_connections')
-      .set({ ...values, updated_at: sql<Date>`now()` })
+      // A refresh of the old grant still under way stores nothing over this login (updateConnectionTokens).
+      .set({ ...values, refreshing_until: null, updated_at: sql<Date>`now()` })
       .where('id', '=', id)
       .execute();
   } else {
@@ -137,34 +138,47 @@ export async function upsertConnection(
   }
 }
 
-/** updateConnectionTokens stores refreshed tokens and ends the refresh. */
+/**
+ * updateConnectionTokens stores refreshed tokens and ends the refresh, if the caller's `claim` still
+ * stands (a new login, or another use that took over a lapsed claim, wins): true when stored.
+ */
 export async function updateConnectionTokens(
   db: Executor,
   id: string,
+  claim: Date,
   c: { access_token_sealed: string; refresh_token_sealed: string | null; expires_at: Date | null },
-) {
-  await db
+): Promise<boolean> {
+  const stored = await db
     .updateTable('git_oauth_connections')
     .set({ ...c, refreshing_until: null, updated_at: sql<Date>`now()` })
     .where('id', '=', id)
-    .execute();
-}
-
-/** claimTokenRefresh makes the caller the one refreshing the connection's token for `leaseMs`, unless another is: true when it is. */
-export async function claimTokenRefresh(db: Executor, id: string, leaseMs: number): Promise<boolean> {
-  const claimed = await db
-    .updateTable('git_oauth_connections')
-    .set({ refreshing_until: sql<Date>`now() + make_interval(secs => ${leaseMs / 1000})` })
-    .where('id', '=', id)
-    .where((eb) => eb.or([eb('refreshing_until', 'is', null), eb('refreshing_until', '<', sql<Date>`now()`)]))
+    .where('refreshing_until', '=', claim)
     .returning('id')
     .executeTakeFirst();
-  return claimed !== undefined;
+  return stored !== undefined;
 }
 
-/** releaseTokenRefresh ends a refresh that failed: the next use of the connection tries again. */
-export async function releaseTokenRefresh(db: Executor, id: string): Promise<void> {
-  await db.updateTable('git_oauth_connections').set({ refreshing_until: null }).where('id', '=', id).execute();
+/**
+ * claimTokenRefresh makes the caller the one refreshing the connection's token for `leaseMs`, unless
+ * another is, or the tokens changed since the caller read `refreshSealed` (refreshed meanwhile: the
+ * caller reads them again). Answers the claim (a time to the millisecond, which a Date holds exactly),
+ * or undefined.
+ */
+export async function claimTokenRefresh(db: Executor, id: string, refreshSealed: string, leaseMs: number): Promise<Date | undefined> {
+  const claimed = await db
+    .updateTable('git_oauth_connections')
+    .set({ refreshing_until: sql<Date>`date_trunc('milliseconds', now() + make_interval(secs => ${leaseMs / 1000}))` })
+    .where('id', '=', id)
+    .where('refresh_token_sealed', '=', refreshSealed)
+    .where((eb) => eb.or([eb('refreshing_until', 'is', null), eb('refreshing_until', '<', sql<Date>`now()`)]))
+    .returning('refreshing_until')
+    .executeTakeFirst();
+  return claimed?.refreshing_until ?? undefined;
+}
+
+/** releaseTokenRefresh ends a refresh that failed, if its claim still stands: the next use tries again. */
+export async function releaseTokenRefresh(db: Executor, id: string, claim: Date): Promise<void> {
+  await db.updateTable('git_oauth_connections').set({ refreshing_until: null }).where('id', '=', id).where('refreshing_until', '=', claim).execute();
 }
 
 /** insertAppInstallation records an installation; an installation already recorded is returned as it is (whichever organization holds it). */

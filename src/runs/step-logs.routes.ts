@@ -35,7 +35,7 @@ export async function stepLogRoutes(app: App) {
           '`Accept: text/event-stream`: an SSE stream of `line` events (id = seq, data = the line as JSON) that ends with an `end` ' +
           'event once the step has ended; the server sends the next lines only as fast as the client reads them, and disconnects a ' +
           `client that reads nothing for 60 s. A stream ends after ${STREAM_MAX_MS / 60_000} minutes with a \`reconnect\` event: the client reconnects at ` +
-          'once and its credential is checked again. One caller follows at most 32 streams at once per API process, one organization 64 (429 ' +
+          'once and its credential is checked again. One caller follows at most 32 streams at once per API process, one organization 128 (429 ' +
           'beyond). A reconnecting client sends Last-Event-ID (a seq; anything else is a 400) to resume; it wins over `after`. ' +
           'Output is stored byte for byte: see `line`, `bytes` and `partial`; a step whose output exceeded the log limit ends with a ' +
           '`system` line saying so, and its statusDetail has `logTruncated: true`.',

@@ -27,6 +27,7 @@ export async function* followLogs(send: Send, executionId: string, options: Foll
   for (;;) {
     let openedAt: number | undefined;
     let timeUp = false;
+    let delivered = false;
     try {
       const response = await send(`/pipeline-step-executions/${encodeURIComponent(executionId)}/logs?follow=true`, {
         headers: { accept: 'text/event-stream', 'last-event-id': String(lastSeq) },
@@ -41,13 +42,16 @@ export async function* followLogs(send: Send, executionId: string, options: Foll
           const line = JSON.parse(event.data) as LogLine;
           if (line.seq <= lastSeq) continue;
           lastSeq = line.seq;
+          delivered = true;
           outage.progressed();
           yield line;
         } else if (event.event === 'end') {
           outage.progressed();
           return (JSON.parse(event.data) as { status?: string }).status;
         } else if (event.event === 'reconnect') {
-          // The stream's time is up (the server checks the credential again at each): open it again at once.
+          // The stream's time is up (the server checks the credential again at each): open it again at
+          // once. One that asks at once, having brought nothing, is retried as a failure, with back-off.
+          if (!delivered && Date.now() - openedAt < STABLE_STREAM_MS) throw new Error('the log stream asked to reconnect at once');
           outage.progressed();
           timeUp = true;
           break;

@@ -56,7 +56,8 @@ export class StreamSlots {
 
   constructor(private readonly options: StreamSlotsOptions) {
     this.maxPerCaller = options.maxPerCaller ?? 32;
-    this.maxPerOrganization = options.maxPerOrganization ?? 64;
+    // Four callers' worth: one member's own key and a key bound to the organization (two callers) take half.
+    this.maxPerOrganization = options.maxPerOrganization ?? 128;
     this.maxTotal = options.maxTotal ?? 512;
   }
 
