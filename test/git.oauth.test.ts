@@ -112,6 +112,17 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     const callback = new URL(back.headers.get('location')!);
     return { location, callback: `${callback.pathname}${callback.search}` };
   };
+  /** A server connected through the login flow, and a code source of a private repository authenticated through it. */
+  const connectedSource = async (name: string, tokenUrl?: string) => {
+    const server = await register(`gitlab-${name}`, tokenUrl);
+    const { callback } = await authorize(server.id);
+    assert.equal((await browser(callback, { token: null })).status, 302);
+    const created = await t.call('POST', '/code-sources', {
+      body: { data: { name: `${name}-src`, url: git.repoUrl('private'), provider: 'GITLAB', authType: 'OAUTH', gitSelfHostedServerId: server.id } },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    return { server, source: created.body.data };
+  };
   const connections = async () => (await t.db.selectFrom('git_oauth_connections').selectAll().execute()).length;
 
   it('the login redirects with a sealed state and PKCE; the callback exchanges the code, stores the tokens sealed and returns to the original URL', async () => {
@@ -158,14 +169,7 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
     stalling.listen(0, '127.0.0.1');
     await once(stalling, 'listening');
     try {
-      const server = await register('gitlab-stalling', `http://127.0.0.1:${(stalling.address() as AddressInfo).port}/token`);
-      const { callback } = await authorize(server.id);
-      assert.equal((await browser(callback, { token: null })).status, 302);
-      const source = (
-        await t.call('POST', '/code-sources', {
-          body: { data: { name: 'stalling-src', url: git.repoUrl('private'), provider: 'GITLAB', authType: 'OAUTH', gitSelfHostedServerId: server.id } },
-        })
-      ).body.data;
+      const { server, source } = await connectedSource('stalling', `http://127.0.0.1:${(stalling.address() as AddressInfo).port}/token`);
       await t.db
         .updateTable('git_oauth_connections')
         .set({ expires_at: new Date(Date.now() - 1000) })
@@ -186,14 +190,7 @@ describe('OAuth to self-hosted Git servers, and the Git app install', () => {
   });
 
   it('a code source authenticated through the connection lists a private repository, refreshing an expired token first', async () => {
-    const server = await register('gitlab-for-source');
-    const { callback } = await authorize(server.id);
-    assert.equal((await browser(callback, { token: null })).status, 302);
-    const source = (
-      await t.call('POST', '/code-sources', {
-        body: { data: { name: 'oauth-src', url: git.repoUrl('private'), provider: 'GITLAB', authType: 'OAUTH', gitSelfHostedServerId: server.id } },
-      })
-    ).body.data;
+    const { server, source } = await connectedSource('for-source');
     const listed = await t.call('GET', `/code-source/${source.id}/branches`);
     assert.equal(listed.status, 200, JSON.stringify(listed.body));
     assert.equal(listed.body.data.length, 3);
