@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
 import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
-import { StreamSlots, streamCallerOf } from '../platform/http/stream-slots.ts';
+import { StreamSlots, streamHolderOf } from '../platform/http/stream-slots.ts';
 import { PAGE, type PageContext, type Pages, RecordParams } from './pages.tsx';
 import { sessionLive } from './sessions.service.ts';
 
@@ -69,11 +69,9 @@ export function livePages(app: App, pages: Pages): LivePages {
     },
 
     async serve(request, reply, ctx, event, shown, read) {
-      // A Git sign-in's streams count apart from the user's own, as the API's do (streamCallerOf).
-      const release = slots.acquire({
-        caller: streamCallerOf({ userId: ctx.me.userId, organizationId: ctx.me.organizationId, organizationOnly: ctx.session.mintedKey }),
-        organizationId: ctx.me.organizationId,
-      });
+      // A Git sign-in's streams count apart from the user's own, as the API's do (streamHolderOf).
+      const { userId, organizationId } = ctx.me;
+      const release = slots.acquire(streamHolderOf({ userId, organizationId, organizationOnly: ctx.session.mintedKey }));
       // Read before the stream opens, so that a failure is an error page rather than a failing stream.
       let view: LiveView | undefined;
       try {

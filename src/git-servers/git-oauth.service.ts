@@ -217,8 +217,8 @@ export async function oauthAccessToken(
   organizationId: string,
   serverId: string,
 ): Promise<{ token: string; server: GitServerRow }> {
+  const server = await findGitServer(db, organizationId, serverId);
   for (;;) {
-    const server = await findGitServer(db, organizationId, serverId);
     const connection = await findConnection(db, organizationId, serverId);
     if (!server || !connection) {
       throw new AppError(422, 'Git:OAuth:NOT_CONNECTED', 'The organization has no OAuth connection to this Git server: GET its loginUrl first');
