@@ -193,4 +193,35 @@ describe('code sources', () => {
       t.app.config.git.remoteTimeoutMs = saved;
     }
   });
+
+  it("bounds the listings under way per caller and per organization, so one tenant's members cannot take the process", async () => {
+    const source = (await create({ name: 'busy', url: git.repoUrl('public') })).body.data;
+    const otherOrg = await createOrganization(t, 'Listing elsewhere');
+    const elsewhere = (await t.call('POST', '/code-sources', { headers: inOrg(otherOrg), body: { data: { name: 'x', url: git.repoUrl('public') } } })).body
+      .data;
+    const viewers = [await serviceAccountCaller(t, 'VIEWER'), await serviceAccountCaller(t, 'VIEWER')];
+    const list = (token?: string, id = source.id, headers?: Record<string, string>) => t.call('GET', `/code-source/${id}/branches`, { token, headers });
+    git.delayMs = 2_000;
+    try {
+      const seen = git.requests.length;
+      // Two VIEWERs of one organization, four listings each: the organization's eight.
+      const held = viewers.flatMap((v) => [1, 2, 3, 4].map(() => list(v.token)));
+      while (git.requests.length < seen + 8) await new Promise((r) => setTimeout(r, 10));
+      const overCaller = await list(viewers[0].token);
+      assertError(overCaller, 429, 'Git:Repository:TOO_MANY_LISTINGS');
+      assert.equal(overCaller.headers['retry-after'], '2');
+      assert.match(overCaller.body.message, /At most 4 .* by one caller/);
+      const overOrganization = await list();
+      assertError(overOrganization, 429, 'Git:Repository:TOO_MANY_LISTINGS');
+      assert.match(overOrganization.body.message, /At most 8 .* in one organization/);
+      const otherTenant = list(undefined, elsewhere.id, inOrg(otherOrg));
+      for (const res of await Promise.all(held)) assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal((await otherTenant).status, 200, 'another organization still lists');
+    } finally {
+      git.delayMs = 0;
+    }
+    assert.equal((await list(viewers[0].token)).status, 200, 'the slots are given back');
+    for (let i = 0; i < 4; i++) assertError(await list(viewers[0].token, 'ffffffffffffffffffffffffffffffff'), 404);
+    assert.equal((await list(viewers[0].token)).status, 200, 'a failed listing gives its slot back too');
+  });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { assertError, serviceAccountCaller } from './helpers/callers.ts';
+import { assertError, createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
 import { LOOPBACK_GIT_ENV } from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 import { commitModules, MODULES } from './helpers/modules.ts';
@@ -116,6 +116,57 @@ describe('module versions', () => {
     assert.equal(res.body.data.deprecated, true);
     assert.equal(res.body.data.deprecationMessage, 'use 2.x');
     assert.equal(typeof res.body.data.deprecatedAt, 'string');
+  });
+
+  it('bounds the publishes under way per caller, per organization and per process; each refusal says when to retry', async () => {
+    // A tenant: a member's key in an organization of its own, with a code source (an administrator's) and a definition there.
+    const tenant = async (name: string) => {
+      const organizationId = await createOrganization(t, name);
+      const member = await serviceAccountCaller(t, 'MEMBER', organizationId);
+      const as = { token: member.token, headers: inOrg(organizationId) };
+      // Two sources taken in turn: fetches into one source's cache wait for each other, and these must overlap.
+      const source = async (name: string) =>
+        (await t.call('POST', '/code-sources', { headers: as.headers, body: { data: { name, url: git.repoUrl('public') } } })).body.data.id;
+      const sourceIds = [await source('modules'), await source('modules again')];
+      // And two definitions: versions of one published at once race to be the newest.
+      const definition = async (type: string) => (await t.call('POST', '/module-definitions', { ...as, body: { data: { type, name: type } } })).body.data.id;
+      const definitionIds = [await definition('busy/network'), await definition('busy/dns')];
+      let minor = 0;
+      const publishAs = (token = member.token) => {
+        const [codeSourceId, moduleDefinitionId] = [sourceIds[minor % 2], definitionIds[minor % 2]];
+        const version = `1.${minor++}.0`;
+        return t.call('POST', '/module-versions', {
+          token,
+          headers: as.headers,
+          body: { data: { moduleDefinitionId, version, source: { codeSourceId, ref: 'main' }, inputs: [] } },
+        });
+      };
+      return Object.assign(publishAs, { organizationId });
+    };
+    const [first, second, third] = [await tenant('Publisher one'), await tenant('Publisher two'), await tenant('Publisher three')];
+    // A fetch asks for the refs once, then twice more (each answer delayed): all four hold their slots for over 4 s.
+    const fetchesStarted = () => git.requests.filter((r) => r.startsWith('GET /public.git/info/refs')).length;
+    git.delayMs = 1_500;
+    try {
+      const seen = fetchesStarted();
+      const held = [first(), first(), second(), second()];
+      while (fetchesStarted() < seen + 4) await new Promise((r) => setTimeout(r, 10));
+      const overCaller = await first();
+      assertError(overCaller, 429, 'Api:ModuleVersion:TOO_MANY_PUBLISHES');
+      assert.equal(overCaller.headers['retry-after'], '10');
+      assert.match(overCaller.body.message, /At most 2 module publishes at once by one caller/);
+      const colleague = await serviceAccountCaller(t, 'MEMBER', first.organizationId);
+      const overOrganization = await first(colleague.token);
+      assertError(overOrganization, 429, 'Api:ModuleVersion:TOO_MANY_PUBLISHES');
+      assert.match(overOrganization.body.message, /At most 2 module publishes at once in one organization/);
+      const overProcess = await third();
+      assertError(overProcess, 429, 'Api:ModuleVersion:TOO_MANY_PUBLISHES');
+      assert.match(overProcess.body.message, /This server holds 4 module publishes already/);
+      for (const res of await Promise.all(held)) assert.equal(res.status, 201, JSON.stringify(res.body));
+    } finally {
+      git.delayMs = 0;
+    }
+    assert.equal((await third()).status, 201, 'the slots are given back');
   });
 
   it('lets a VIEWER read versions and not publish', async () => {

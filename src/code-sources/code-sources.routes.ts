@@ -1,3 +1,4 @@
+import { ConcurrencySlots, slotHolderOf } from '../platform/http/concurrency-slots.ts';
 import { errorResponses } from '../platform/http/openapi.ts';
 import type { App } from '../platform/http/app.ts';
 import { pageRequest } from '../platform/pagination.ts';
@@ -5,8 +6,21 @@ import { Envelope, IdParams, ListEnvelope, NoContent, PaginationQuery } from '..
 import { Branch, CodeSource, CodeSourceListQuery, CreateCodeSource, UpdateCodeSource } from './code-sources.schema.ts';
 import { createCodeSource, deleteCodeSource, getCodeSource, listBranches, listCodeSources, updateCodeSource } from './code-sources.service.ts';
 
+/**
+ * How many branch listings may be under way at once. Each holds up to 16 MiB of a tenant's server's
+ * answer and up to about half a second of CPU to parse it: a VIEWER may list, so without a bound one
+ * member's loop of requests would take the process's memory and CPU from every other tenant.
+ */
+export const BRANCH_LISTINGS = { maxPerCaller: 4, maxPerOrganization: 8, maxTotal: 16 } as const;
+
 export async function codeSourceRoutes(app: App) {
   const tags = ['code-sources'];
+  const listings = new ConcurrencySlots({
+    what: "repositories' branch listings",
+    code: 'Git:Repository:TOO_MANY_LISTINGS',
+    retryAfterSeconds: 2,
+    ...BRANCH_LISTINGS,
+  });
 
   app.post(
     '/code-sources',
@@ -94,12 +108,15 @@ export async function codeSourceRoutes(app: App) {
       schema: {
         tags,
         summary:
-          'Every branch of the repository with its head commit, over the Git protocol, in name order: all of them, or a page when cursor or limit is given (422 refused credential or no such repository, 502 unreachable, 504 timeout)',
+          'Every branch of the repository with its head commit, over the Git protocol, in name order: all of them, or a page when cursor or limit is given ' +
+          `(422 refused credential or no such repository, 502 unreachable, 504 timeout). One caller lists at most ${BRANCH_LISTINGS.maxPerCaller} repositories ` +
+          `at once per API process, one organization ${BRANCH_LISTINGS.maxPerOrganization}, the process ${BRANCH_LISTINGS.maxTotal} (429 beyond)`,
         params: IdParams,
         querystring: PaginationQuery,
         response: {
           ...errorResponses({
             422: 'The Git server refused the credential, has no such repository, or is at an address Plinth does not connect to',
+            429: 'Too many branch listings under way for this caller, its organization or this API process, or too many failed authentications from this address',
             502: true,
             504: true,
           }),
@@ -108,7 +125,8 @@ export async function codeSourceRoutes(app: App) {
       },
     },
     async (request) => {
-      const { items, meta } = await listBranches(app.db, app.secrets, app.config, request.principal, request.params.id, request.query);
+      const { principal, params, query } = request;
+      const { items, meta } = await listings.hold(slotHolderOf(principal), () => listBranches(app.db, app.secrets, app.config, principal, params.id, query));
       return { data: items, meta };
     },
   );

@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../platform/http/app.ts';
 import { ApiCallError } from './console-api.ts';
 import { EventStreams, STREAM_KEEPALIVE_MS } from '../platform/http/event-stream.ts';
-import { StreamSlots, streamHolderOf } from '../platform/http/stream-slots.ts';
+import { ConcurrencySlots, slotHolderOf } from '../platform/http/concurrency-slots.ts';
 import { PAGE, type PageContext, type Pages, RecordParams } from './pages.tsx';
 import { sessionLive } from './sessions.service.ts';
 
@@ -48,7 +48,7 @@ export function livePages(app: App, pages: Pages): LivePages {
   const streams = new EventStreams(app, 'console page');
   // Each live page costs a few in-process API reads every LIVE_POLL_MS: bounded per user, per organization
   // (however many service accounts it makes) and per process.
-  const slots = new StreamSlots({
+  const slots = new ConcurrencySlots({
     what: 'console pages followed live',
     code: 'Api:EventStream:TOO_MANY_STREAMS',
     maxPerCaller: 16,
@@ -69,9 +69,9 @@ export function livePages(app: App, pages: Pages): LivePages {
     },
 
     async serve(request, reply, ctx, event, shown, read) {
-      // A Git sign-in's streams count apart from the user's own, as the API's do (streamHolderOf).
+      // A Git sign-in's streams count apart from the user's own, as the API's do (slotHolderOf).
       const { userId, organizationId } = ctx.me;
-      const release = slots.acquire(streamHolderOf({ userId, organizationId, organizationOnly: ctx.session.mintedKey }));
+      const release = slots.acquire(slotHolderOf({ userId, organizationId, organizationOnly: ctx.session.mintedKey }));
       // Read before the stream opens, so that a failure is an error page rather than a failing stream.
       let view: LiveView | undefined;
       try {

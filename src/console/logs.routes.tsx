@@ -4,7 +4,7 @@
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import { isTerminalStep } from '../engine/run-state.ts';
-import { StreamSlots } from '../platform/http/stream-slots.ts';
+import { ConcurrencySlots } from '../platform/http/concurrency-slots.ts';
 import type { App } from '../platform/http/app.ts';
 import type { ApiCaller } from './console-api.ts';
 import { PAGE, RecordParams, type PageContext, type Pages } from './pages.tsx';
@@ -131,7 +131,7 @@ export function consoleLogRoutes(app: App, pages: Pages) {
 
   // A download reads the next page only once the client has taken the last one, so a stalled client
   // holds one page; their number is bounded, and one that takes too long is cut off.
-  const downloads = new StreamSlots({
+  const downloads = new ConcurrencySlots({
     what: 'raw log downloads',
     code: 'Api:EventStream:TOO_MANY_STREAMS',
     maxPerCaller: 4,

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { App } from '../platform/http/app.ts';
 import { EventStreams, STREAM_MAX_MS, sseEvent, sseReconnect, wantsEventStream } from '../platform/http/event-stream.ts';
 import { errorResponses } from '../platform/http/openapi.ts';
-import { StreamSlots, streamHolderOf } from '../platform/http/stream-slots.ts';
+import { ConcurrencySlots, slotHolderOf } from '../platform/http/concurrency-slots.ts';
 import { Id } from '../platform/schema.ts';
 import { FEED_RETENTION_HOURS, followFeed, formatFeedCursor, openFeed, parseFeedCursor, readFeed } from './feed.service.ts';
 
@@ -37,7 +37,7 @@ const FeedPage = Type.Object({
 /** The live feed of deployments, deployment resources and domain events (docs/deployments.md#live-feed). */
 export async function feedRoutes(app: App) {
   const streams = new EventStreams(app, 'events');
-  const slots = new StreamSlots({ what: 'event streams', code: 'Api:EventStream:TOO_MANY_STREAMS' });
+  const slots = new ConcurrencySlots({ what: 'event streams', code: 'Api:EventStream:TOO_MANY_STREAMS' });
 
   app.get(
     '/events/stream',
@@ -76,7 +76,7 @@ export async function feedRoutes(app: App) {
         const page = await readFeed(app.db, request.principal, start, filter);
         return { data: page.events, meta: { lastEventId: formatFeedCursor(page.position), more: page.more } };
       }
-      const release = slots.acquire(streamHolderOf(request.principal));
+      const release = slots.acquire(slotHolderOf(request.principal));
       await streams.serve(reply, request.id, release, (stream) =>
         followFeed(app.db, request.principal, start, filter, {
           event: (e) => stream.send(sseEvent(e.event, e.id, e.data)),

@@ -1,5 +1,6 @@
 import { snapshotSource, type SnapshotDeps } from '../code-sources/git-snapshot.ts';
 import { OnDemandSandbox } from '../engine/sandbox/on-demand.ts';
+import { ConcurrencySlots, slotHolderOf } from '../platform/http/concurrency-slots.ts';
 import { errorResponses } from '../platform/http/openapi.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { App } from '../platform/http/app.ts';
@@ -16,6 +17,13 @@ import {
 import { DeprecateModuleVersion, ModuleVersion, ModuleVersionListQuery, PublishModuleVersion } from './module-versions.schema.ts';
 import { deprecateModuleVersion, getModuleVersion, listModuleVersions, publishModuleVersion, type SnapshotSource } from './module-versions.service.ts';
 
+/**
+ * How many publishes may be under way at once. Each runs a tenant's Git fetch and archive in a sandbox
+ * on the API host, for up to PLINTH_GIT_FETCH_TIMEOUT_MS with a step's memory and CPU: without a bound,
+ * one organization's burst of publishes would take the host from every other tenant's requests.
+ */
+export const PUBLISHES = { maxPerCaller: 2, maxPerOrganization: 2, maxTotal: 4 } as const;
+
 /** Module definitions and their versions (docs/modules.md). */
 export async function moduleCatalogueRoutes(app: App) {
   const tags = ['modules'];
@@ -26,6 +34,7 @@ export async function moduleCatalogueRoutes(app: App) {
   const snapshots: SnapshotDeps = { db: app.db, secrets: app.secrets, git: app.config.git, log, sandbox };
   app.addHook('onClose', () => sandbox.close());
   const snapshot: SnapshotSource = (source, ref, path) => snapshotSource(snapshots, source, ref, path);
+  const publishes = new ConcurrencySlots({ what: 'module publishes', code: 'Api:ModuleVersion:TOO_MANY_PUBLISHES', retryAfterSeconds: 10, ...PUBLISHES });
 
   app.post(
     '/module-definitions',
@@ -108,19 +117,26 @@ export async function moduleCatalogueRoutes(app: App) {
       },
       schema: {
         tags,
-        summary: "Publish a module version: its ref is pinned to a commit, and the module's directory there archived",
+        summary: `Publish a module version: its ref is pinned to a commit, and the module's directory there archived. One caller runs at most ${PUBLISHES.maxPerCaller} publishes at once per API process, one organization ${PUBLISHES.maxPerOrganization}, the process ${PUBLISHES.maxTotal} (429 beyond)`,
         body: PublishModuleVersion,
         response: {
           ...errorResponses({
             403: 'The definition is global',
             409: 'The version is already published',
             422: 'Not a semantic version, not newer than the latest, invalid inputs or outputs, or the ref or path does not exist',
+            429: 'Too many publishes under way for this caller, its organization or this API process, or too many failed authentications from this address',
+            502: "The code source's Git server is unreachable or refused the fetch",
+            504: 'The fetch or the archive took longer than PLINTH_GIT_FETCH_TIMEOUT_MS',
           }),
           201: Envelope(ModuleVersion),
         },
       },
     },
-    async (request, reply) => reply.status(201).send({ data: await publishModuleVersion(app.db, snapshot, request.principal, request.body.data) }),
+    async (request, reply) => {
+      const { principal, body } = request;
+      const published = await publishes.hold(slotHolderOf(principal), () => publishModuleVersion(app.db, snapshot, principal, body.data));
+      return reply.status(201).send({ data: published });
+    },
   );
 
   app.get(

@@ -167,6 +167,8 @@ export const ERROR_CODES = [
   'Api:ModuleVersion:NOT_NEWER',
   'Api:ModuleVersion:INVALID',
   'Api:ModuleVersion:OTHER_DEFINITION',
+  /** 429: the caller, its organization or this API process already runs as many publishes as it may at once. */
+  'Api:ModuleVersion:TOO_MANY_PUBLISHES',
   'Api:Organization:NOT_FOUND',
   /** A default value's parentId names no organization, project or environment of the caller's. */
   'Api:Parent:NOT_FOUND',
@@ -239,6 +241,8 @@ export const ERROR_CODES = [
   'Git:Repository:NOT_ALLOWED',
   'Git:Repository:NOT_FOUND',
   'Git:Repository:TIMEOUT',
+  /** 429: the caller, its organization or this API process already lists as many repositories' branches as it may at once. */
+  'Git:Repository:TOO_MANY_LISTINGS',
   'Git:Repository:UNREACHABLE',
   'Git:Sandbox:UNAVAILABLE',
   'Git:State:INVALID',
@@ -324,8 +328,9 @@ export class TooManyRequestsError extends AppError {
     code: ErrorCode,
     message: string,
     readonly retryAfterSeconds: number,
+    metadata?: Record<string, unknown>,
   ) {
-    super(429, code, message);
+    super(429, code, message, { metadata });
   }
 }
 

@@ -3,7 +3,7 @@ import type { App } from '../platform/http/app.ts';
 import { BadRequestError } from '../platform/errors.ts';
 import { Example, IdParams } from '../platform/schema.ts';
 import { EventStreams, STREAM_MAX_MS, sseEvent, sseReconnect, wantsEventStream } from '../platform/http/event-stream.ts';
-import { StreamSlots, streamHolderOf } from '../platform/http/stream-slots.ts';
+import { ConcurrencySlots, slotHolderOf } from '../platform/http/concurrency-slots.ts';
 import { LogsPage, LogsQuery, MAX_LOG_SEQ } from './runs.schema.ts';
 import { followLogs, readLogs } from './step-logs.service.ts';
 import { logsPageExample } from './runs.examples.ts';
@@ -21,7 +21,7 @@ export function parseLastEventId(header: string | string[] | undefined): number 
 
 export async function stepLogRoutes(app: App) {
   const streams = new EventStreams(app, 'step-logs');
-  const slots = new StreamSlots({ what: 'log streams followed', code: 'Api:StepLogs:TOO_MANY_FOLLOWERS' });
+  const slots = new ConcurrencySlots({ what: 'log streams followed', code: 'Api:StepLogs:TOO_MANY_FOLLOWERS' });
 
   app.get(
     '/pipeline-step-executions/:id/logs',
@@ -64,7 +64,7 @@ export async function stepLogRoutes(app: App) {
         throw new BadRequestError('contains searches what is stored; it does not combine with following', ['contains: not with follow']);
       // The execution must exist before the stream opens, so a 404 is still an ErrorBody.
       await readLogs(app.db, request.principal, request.params.id, { after, limit: 1 });
-      const release = slots.acquire(streamHolderOf(request.principal));
+      const release = slots.acquire(slotHolderOf(request.principal));
       await streams.serve(reply, request.id, release, (stream) =>
         followLogs(app.db, request.principal, request.params.id, after, {
           line: (line) => stream.send(sseEvent('line', line.seq, line)),
