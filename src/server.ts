@@ -20,6 +20,8 @@ import { taskTargetChecks } from './deployments/task-targets.ts';
 import { taskDefinitionChecks } from './deployments/task-definitions.ts';
 import { DuePoller } from './platform/due-poller.ts';
 import { FeedPruner } from './feed/feed.service.ts';
+import { GitCacheSweeper } from './code-sources/git-cache-sweep.ts';
+import { workRootFrom } from './platform/work-dirs.ts';
 import { openExistingSecretBox, openSecretBox, type SecretKeySettings } from './platform/secrets/key-file.ts';
 import type { SecretBox } from './platform/secrets/secret-box.ts';
 import { startProcessMetrics } from './platform/metrics/process-metrics.ts';
@@ -198,6 +200,9 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
   // The live feed's entries past their retention, whatever else is configured.
   const feedPruner = new FeedPruner(database.db, log);
   feedPruner.start();
+  // Workers fetch into this host's Git caches and the API snapshots into them: either keeps them bounded.
+  const cacheSweeper = new GitCacheSweeper(database.db, config.git, workRootFrom(process.env), log);
+  cacheSweeper.start();
   // Each process serves its own metrics on its own port (docs/operations.md#metrics); off unless set.
   const metricsServer =
     config.metricsPort === undefined
@@ -230,7 +235,7 @@ export async function runPlinth(config: Config, roles: ProcessRoles, log: Logger
     stop: async () => {
       // Both drain at once: the listener refuses new requests while in-flight ones finish, and the
       // worker takes no new jobs while its running attempts are stopped and handed back to the queue.
-      await Promise.all([app?.close(), worker?.stop(), poller?.stop(), duePoller?.stop(), feedPruner.stop()]);
+      await Promise.all([app?.close(), worker?.stop(), poller?.stop(), duePoller?.stop(), feedPruner.stop(), cacheSweeper.stop()]);
       stopSampler?.();
       stopAuditJobs?.();
       metricsServer?.closeAllConnections();

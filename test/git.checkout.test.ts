@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadEngineConfig } from '../src/engine/engine-config.ts';
 import { recordRunCommit } from '../src/engine/run-commit.repo.ts';
@@ -23,9 +26,10 @@ describe('the checkout of a stack source', () => {
   let git: GitServer;
   let projectId: string;
   let environmentId: string;
+  const config = loadEngineConfig({ ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV });
   before(async () => {
     t = await startEngineTestApp();
-    await t.startWorker(loadEngineConfig({ ...FAST_ENGINE_ENV, ...LOOPBACK_GIT_ENV }));
+    await t.startWorker(config);
     git = await startGitServer({ tokens: ['checkout-token-1234'] });
     projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'infra', name: 'Infra' } } })).body.data.id;
     environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'prod', name: 'Prod' } } })).body.data.id;
@@ -111,6 +115,25 @@ describe('the checkout of a stack source', () => {
       const lines = await logLines(t, step.id);
       assert.ok(!lines.includes('ran'));
       assert.ok(!JSON.stringify(step).includes('wrong-token-5678') && !lines.join('\n').includes('wrong-token-5678'));
+    }
+  });
+
+  it('a fetch whose pack is past PLINTH_GIT_CACHE_MAX_BYTES fails the step, and its log says so', async () => {
+    const source = (await t.call('POST', '/code-sources', { body: { data: { name: 'huge', url: git.repoUrl('public') } } })).body.data;
+    git.commitWith('public', 'huge', (work) => writeFileSync(path.join(work, 'huge.bin'), randomBytes(1024 * 1024)));
+    const stack = await stackOn({ codeSourceId: source.id, ref: 'huge' }, [{ id: 'a', command: 'echo ran' }]);
+    const saved = config.git.cacheMaxBytes;
+    config.git.cacheMaxBytes = 256 * 1024;
+    try {
+      const run = await triggerRun(t, stack.id);
+      await waitForRunStatus(t, run.id, 'FAILED', 60_000);
+      const [step] = await stepsOf(t, run.id);
+      assert.equal(step.error.code, 'Engine:Checkout:FAILED', JSON.stringify(step.error));
+      const lines = (await logLines(t, step.id)).join('\n');
+      assert.match(lines, /its pack is larger than PLINTH_GIT_CACHE_MAX_BYTES \(262144 bytes\)/);
+      assert.doesNotMatch(lines, /^ran$/m);
+    } finally {
+      config.git.cacheMaxBytes = saved;
     }
   });
 

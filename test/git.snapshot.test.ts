@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -175,6 +175,23 @@ describe('snapshots of a code source directory', () => {
     assert.match(error.message, /PLINTH_MODULE_ARCHIVE_MAX_BYTES/);
     // The same bound lets a small directory of the same commit through.
     assert.deepEqual(files(listTarGz((await snapshotSource(small, pub, 'big', 'stacks/app')).archive)), ['main.tf']);
+  });
+
+  it('a fetch whose pack is past PLINTH_GIT_CACHE_MAX_BYTES is cut and refused, and leaves nothing of it in the cache', async () => {
+    git.commitWith('public', 'huge', (work) => writeFileSync(path.join(work, 'huge.bin'), randomBytes(1024 * 1024)));
+    const bounded = { ...deps, git: { ...deps.git, cacheMaxBytes: 256 * 1024 } };
+    const error = await refused(snapshotSource(bounded, pub, 'huge', ''), 422, 'Git:Fetch:TOO_LARGE');
+    assert.match(error.message, /PLINTH_GIT_CACHE_MAX_BYTES/);
+    const packs = path.join(cacheDir, pub.id, 'objects/pack');
+    const cut = readdirSync(packs).filter((name) => name.startsWith('tmp_pack_'));
+    assert.equal(cut.length, 1, 'the cut pack is left where git wrote it');
+    assert.ok(statSync(path.join(packs, cut[0])).size <= 256 * 1024, 'and it is no larger than the bound');
+    // The next fetch, of something within the bound, removes it under the cache's lock.
+    assert.deepEqual(files(listTarGz((await snapshotSource(bounded, pub, 'main', 'stacks/app')).archive)), ['main.tf']);
+    assert.deepEqual(
+      readdirSync(packs).filter((name) => name.startsWith('tmp_pack_')),
+      [],
+    );
   });
 
   it('a hostile repository cannot make the host read outside it: links stay links in the archive', async () => {

@@ -40,6 +40,13 @@ export function findCodeSourceById(db: Executor, id: string) {
   return db.selectFrom('code_sources').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** Which of `ids` name code sources that exist, in any organization: what a host's cache sweep keeps. */
+export async function existingCodeSourceIds(db: Executor, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom('code_sources').select('id').where('id', 'in', ids).execute();
+  return new Set(rows.map((r) => r.id));
+}
+
 /**
  * findCodeSourceOfStack is the code source a run of the stack may check out: one of the stack's
  * organization, or the source of the global module version the stack's instance deploys (a global

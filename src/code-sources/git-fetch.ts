@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, mkdir, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { GitConfig } from '../platform/git-config.ts';
@@ -22,20 +22,36 @@ export const REF_PATTERN = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,255}$/;
 /** A full commit id: fetched by id (and not again when the cache has it), not resolved as a ref. */
 export const COMMIT_PATTERN = /^[0-9a-f]{40}$/;
 
+/** What the fetch prints when its pack was cut at the size bound, for the step's log and the snapshot's error. */
+export const PACK_TOO_LARGE = 'plinth: the fetch was stopped: its pack is larger than PLINTH_GIT_CACHE_MAX_BYTES';
+
 // umask 0: every file of the cache (FETCH_HEAD included, which --shared does not cover) stays writable
-// by the next step's uid, which differs from this one's.
+// by the next step's uid, which differs from this one's. `ulimit -f` (in 512-byte blocks) bounds every
+// file the fetch writes, and fetch.unpackLimit=1 keeps what it receives in one pack rather than up to a
+// hundred loose objects, each of which could reach the bound: so a repository cannot fill the host's
+// disk through the cache. A pack cut at the bound is left as a tmp_pack_* file, which the next fetch
+// removes under the lock.
 const FETCH_SCRIPT = `set -eu
 umask 0000
+ulimit -f "$PLINTH_GIT_MAX_BLOCKS" 2>/dev/null || true
 cache=$PLINTH_GIT_CACHE
 exec 9<"$cache"
 flock -w 600 9
 [ -f "$cache/HEAD" ] || git init -q --bare --shared=0777 "$cache"
 cd "$cache"
+rm -f objects/pack/tmp_pack_*
+fetch() {
+  git -c fetch.unpackLimit=1 fetch -q --depth=1 --no-tags "$@" && return 0
+  for pack in objects/pack/tmp_pack_*; do
+    if [ -f "$pack" ] && [ "$(wc -c <"$pack")" -ge $((PLINTH_GIT_MAX_BLOCKS * 512)) ]; then echo "${PACK_TOO_LARGE} ($((PLINTH_GIT_MAX_BLOCKS * 512)) bytes)" >&2; fi
+  done
+  exit 1
+}
 if [ -n "$PLINTH_GIT_COMMIT" ]; then
-  git cat-file -e "$PLINTH_GIT_COMMIT^{commit}" 2>/dev/null || git fetch -q --depth=1 --no-tags --no-write-fetch-head -- "$PLINTH_GIT_URL" "$PLINTH_GIT_COMMIT"
+  git cat-file -e "$PLINTH_GIT_COMMIT^{commit}" 2>/dev/null || fetch --no-write-fetch-head -- "$PLINTH_GIT_URL" "$PLINTH_GIT_COMMIT"
   git rev-parse --verify "$PLINTH_GIT_COMMIT^{commit}"
 else
-  git fetch -q --depth=1 --no-tags -- "$PLINTH_GIT_URL" "$PLINTH_GIT_REF"
+  fetch -- "$PLINTH_GIT_URL" "$PLINTH_GIT_REF"
   git rev-parse --verify "FETCH_HEAD^{commit}"
 fi
 `;
@@ -67,19 +83,31 @@ export interface GitWorkspace {
   dispose(): Promise<void>;
 }
 
+/** What names a source's cache: a code source id, which holds nothing a path could misread. */
+export const CACHE_NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
+
+/** The directory of a host's caches: PLINTH_GIT_CACHE_DIR, else `<work root>/plinth-git-cache`. */
+export function cacheRoot(git: Pick<GitConfig, 'cacheDir'>, workRoot: string | undefined): string {
+  return git.cacheDir ?? workDirectory(workRoot, 'plinth-git-cache');
+}
+
 /**
  * sourceCacheDir is the source's cache on this host, made when missing: `<PLINTH_GIT_CACHE_DIR>/<id>`,
  * default `<work root>/plinth-git-cache/<id>`, under a root private to the service's user. Every
  * process that fetches a source (any worker's steps, the API's snapshots) uses this one directory.
+ * Each call marks the cache used now (its modification time), before any process of the use starts:
+ * the cache sweep (git-cache-sweep.ts) empties only caches left unused for PLINTH_GIT_CACHE_IDLE_HOURS.
  */
 export async function sourceCacheDir(git: GitConfig, workRoot: string | undefined, codeSourceId: string): Promise<string> {
-  if (!/^[A-Za-z0-9_-]+$/.test(codeSourceId)) throw new Error('The code source id cannot name a cache');
-  const root = git.cacheDir ?? workDirectory(workRoot, 'plinth-git-cache');
+  if (!CACHE_NAME_PATTERN.test(codeSourceId)) throw new Error('The code source id cannot name a cache');
+  const root = cacheRoot(git, workRoot);
   await ensurePrivateRoot(root);
   const dir = path.join(root, codeSourceId);
   await mkdir(dir, { recursive: true });
   // Each step runs as a uid of its own: any of them may fetch into the cache of a source its run uses.
   await chmod(dir, 0o777);
+  const now = new Date();
+  await utimes(dir, now, now);
   return dir;
 }
 
@@ -93,6 +121,8 @@ export interface FetchRequest {
   ref: string;
   /** The commit to have in the cache; empty: resolve `ref`. */
   commit: string;
+  /** PLINTH_GIT_CACHE_MAX_BYTES: the largest file the fetch may write. */
+  maxBytes: number;
 }
 
 /**
@@ -107,6 +137,7 @@ export function fetchProcess(workspace: Pick<GitWorkspace, 'pathOf'>, request: F
     PLINTH_GIT_URL: request.url,
     PLINTH_GIT_REF: request.ref,
     PLINTH_GIT_COMMIT: request.commit,
+    PLINTH_GIT_MAX_BLOCKS: String(Math.ceil(request.maxBytes / 512)),
   });
   return { command: FETCH_SCRIPT, env, binds };
 }

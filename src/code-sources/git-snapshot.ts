@@ -11,6 +11,7 @@ import {
   COMMIT_PATTERN,
   fetchProcess,
   GIT_CACHE_TARGET,
+  PACK_TOO_LARGE,
   REF_PATTERN,
   sourceCacheDir,
   type GitProcess,
@@ -129,7 +130,7 @@ interface FetchInput {
 
 async function fetchCommit(deps: SnapshotDeps, workspace: GitWorkspace, { source, ref, cacheDir, credential }: FetchInput): Promise<string> {
   const commit = COMMIT_PATTERN.test(ref) ? ref : '';
-  const spec = fetchProcess(workspace, { cacheDir, url: source.url, credential, ref, commit });
+  const spec = fetchProcess(workspace, { cacheDir, url: source.url, credential, ref, commit, maxBytes: deps.git.cacheMaxBytes });
   const fetched = await runBounded(workspace, spec, SMALL_OUTPUT, deps.git.fetchTimeoutMs, deps.log);
   const commitSha = fetched.stdout.toString('utf8').trim();
   if (fetched.timedOut)
@@ -144,6 +145,9 @@ async function fetchCommit(deps: SnapshotDeps, workspace: GitWorkspace, { source
 
 /** What git's message says went wrong; git writes it in English (its environment sets no locale). */
 function fetchError(stderr: string, ref: string): AppError {
+  if (stderr.includes(PACK_TOO_LARGE)) {
+    return new AppError(422, 'Git:Fetch:TOO_LARGE', `The fetch of ${quoted(ref)} sends a pack larger than PLINTH_GIT_CACHE_MAX_BYTES allows`);
+  }
   if (/couldn't find remote ref|not our ref|unadvertised object|no such remote ref|bad object|unable to parse/i.test(stderr))
     return new AppError(422, 'Git:Ref:NOT_FOUND', `The repository has no branch, tag or commit ${quoted(ref)}`);
   if (/authentication failed|could not read (username|password)|returned error: 401/i.test(stderr))

@@ -7,6 +7,7 @@ import { loadSandboxSettings } from './sandbox/settings.ts';
 import { loadGitConfig, type GitConfig } from '../platform/git-config.ts';
 import { positiveIntFrom } from '../platform/env-settings.ts';
 import type { StepRunners } from './runners/index.ts';
+import { workRootFrom } from '../platform/work-dirs.ts';
 
 /** Six hours, as CI services allow a job by default: no step runs for ever unless it says how long. */
 const DEFAULT_STEP_TIMEOUT_SECONDS = 6 * 3600;
@@ -75,7 +76,7 @@ export function loadEngineConfig(env: NodeJS.ProcessEnv = process.env, publicUrl
   const leaseMs = positiveIntFrom(env, 'PLINTH_WORKER_LEASE_MS', 30_000);
   const heartbeatMs = positiveIntFrom(env, 'PLINTH_WORKER_HEARTBEAT_MS', Math.max(1, Math.floor(leaseMs / 3)));
   if (heartbeatMs >= leaseMs) throw new Error('PLINTH_WORKER_HEARTBEAT_MS must be shorter than PLINTH_WORKER_LEASE_MS');
-  const workRoot = env.PLINTH_WORKER_WORK_ROOT || undefined;
+  const workRoot = workRootFrom(env);
   const concurrency = positiveIntFrom(env, 'PLINTH_WORKER_CONCURRENCY', 16);
   const backendUrl = (env.PLINTH_STATE_BACKEND_URL || publicUrl || loadConfig(env).publicUrl).replace(/\/+$/, '');
   return {

@@ -219,6 +219,8 @@ export const ERROR_CODES = [
   'Git:Credential:REFUSED',
   'Git:Fetch:FAILED',
   'Git:Fetch:TIMEOUT',
+  /** 422: the fetch's pack is larger than PLINTH_GIT_CACHE_MAX_BYTES. */
+  'Git:Fetch:TOO_LARGE',
   /** The Git server has no user API Plinth knows of (register its userUrl). */
   'Git:Identity:NO_USER_API',
   /** A Git sign-in by an account no Plinth user has linked. */

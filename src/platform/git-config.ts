@@ -13,6 +13,13 @@ export interface GitConfig {
   fetchTimeoutMs: number;
   /** PLINTH_GIT_CACHE_DIR: the per-source caches of a worker host; unset: `<work root>/plinth-git-cache`. */
   cacheDir: string | undefined;
+  /**
+   * PLINTH_GIT_CACHE_MAX_BYTES: the largest file one fetch may write into a source's cache (its pack),
+   * and the size past which the cache sweep empties a source's cache.
+   */
+  cacheMaxBytes: number;
+  /** PLINTH_GIT_CACHE_IDLE_HOURS: how long a source's cache may go unused before the sweep empties it. */
+  cacheIdleHours: number;
   /** PLINTH_MODULE_ARCHIVE_MAX_BYTES: the largest .tar.gz a module snapshot keeps of a source's directory. */
   snapshotMaxBytes: number;
   /** PLINTH_GIT_STATE_TTL_S: how long an OAuth or app-install state stays valid. */
@@ -52,6 +59,8 @@ export function loadGitConfig(env: NodeJS.ProcessEnv): GitConfig {
     remoteTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_TIMEOUT_MS', 15_000),
     fetchTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_FETCH_TIMEOUT_MS', 300_000),
     cacheDir: env.PLINTH_GIT_CACHE_DIR || undefined,
+    cacheMaxBytes: positiveIntFrom(env, 'PLINTH_GIT_CACHE_MAX_BYTES', 2 * 1024 ** 3),
+    cacheIdleHours: positiveIntFrom(env, 'PLINTH_GIT_CACHE_IDLE_HOURS', 168),
     snapshotMaxBytes: positiveIntFrom(env, 'PLINTH_MODULE_ARCHIVE_MAX_BYTES', 20 * 1024 * 1024),
     stateTtlSeconds: positiveIntFrom(env, 'PLINTH_GIT_STATE_TTL_S', 600),
     httpTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_HTTP_TIMEOUT_MS', 10_000),

@@ -2,6 +2,11 @@ import { chmod, lstat, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
+/** PLINTH_WORKER_WORK_ROOT: the directory a host's workers and API keep their sandboxes and Git caches in; unset: the OS temp directory. */
+export function workRootFrom(env: NodeJS.ProcessEnv): string | undefined {
+  return env.PLINTH_WORKER_WORK_ROOT || undefined;
+}
+
 /**
  * workDirectory is where a Plinth process keeps `name` (its sandboxes, its Git cache): under
  * PLINTH_WORKER_WORK_ROOT, else in the OS temp directory with the service user's uid in the name, so

@@ -51,12 +51,14 @@ export interface TestAppOptions {
   egressAllow?: string;
   /** Further settings of the app, as the environment would give them (PLINTH_AWS_ENDPOINT_URL, …). */
   env?: Record<string, string>;
+  /** The app's database connections (default 10, a process's). */
+  poolSize?: number;
 }
 
 /** startTestApp builds Plinth on a fresh database of its own, with the bootstrap admin in place. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase();
-  const db = createDb(database.url);
+  const db = createDb(database.url, options.poolSize);
   const config = {
     ...loadConfig({ PLINTH_STEP_EGRESS_ALLOW: options.egressAllow ?? '127.0.0.1,::1', ...options.env }),
     databaseUrl: database.url,

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { gitCredential } from '../../code-sources/credentials.ts';
 import { findCodeSourceOfStack } from '../../code-sources/code-sources.repo.ts';
 import { gitEnv, type GitCredential } from '../../code-sources/git-remote.ts';
-import { cacheBind, fetchProcess, GIT_CACHE_TARGET, REF_PATTERN, sourceCacheDir } from '../../code-sources/git-fetch.ts';
+import { CACHE_NAME_PATTERN, cacheBind, fetchProcess, GIT_CACHE_TARGET, REF_PATTERN, sourceCacheDir } from '../../code-sources/git-fetch.ts';
 import { AppError } from '../../platform/errors.ts';
 import { withRetries } from '../../platform/db/retry.ts';
 import { engineError } from '../engine-errors.ts';
@@ -73,9 +73,10 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
     if (error instanceof AppError) return failed('Engine:Checkout:FAILED', error.message, { code: error.code });
     throw error;
   }
-  if (!/^[A-Za-z0-9_-]+$/.test(source.id)) return failed('Engine:Checkout:FAILED', 'The code source id cannot name a cache');
+  if (!CACHE_NAME_PATTERN.test(source.id)) return failed('Engine:Checkout:FAILED', 'The code source id cannot name a cache');
   const cacheDir = await sourceCacheDir(ctx.git, ctx.workRoot, source.id);
-  const fetch = (commit: string) => runCaptured(workspace, fetchProcess(workspace, { cacheDir, url: source.url, credential, ref, commit }), ctx);
+  const fetch = (commit: string) =>
+    runCaptured(workspace, fetchProcess(workspace, { cacheDir, url: source.url, credential, ref, commit, maxBytes: ctx.git.cacheMaxBytes }), ctx);
   ctx.sink.write('system', `checking out ${run.commit_sha ?? ref} of ${source.url}`);
   let fetched = await fetch(run.commit_sha ?? '');
   if (fetched.error) return failed('Engine:Checkout:FAILED', `The fetch of ${source.url} ${fetched.error}`);

@@ -2,6 +2,7 @@ import type { Logger } from '../../platform/logger.ts';
 import { createSandbox } from './index.ts';
 import { SandboxUnavailableError, type SandboxSettings, type StepSandbox, type StepWorkspace } from './sandbox.ts';
 import { loadSandboxSettings } from './settings.ts';
+import { workRootFrom } from '../../platform/work-dirs.ts';
 
 /**
  * OnDemandSandbox is the sandbox of a process that must run a tenant's git without running steps: the
@@ -26,7 +27,7 @@ export class OnDemandSandbox {
 
   /** From the environment a worker reads (PLINTH_SANDBOX*, PLINTH_STEP_*, PLINTH_WORKER_WORK_ROOT), without a warm pool. */
   static fromEnv(env: NodeJS.ProcessEnv, log: Logger): OnDemandSandbox {
-    const workRoot = env.PLINTH_WORKER_WORK_ROOT || undefined;
+    const workRoot = workRootFrom(env);
     return new OnDemandSandbox({ ...loadSandboxSettings(env, workRoot, 0), poolSize: 0 }, log);
   }
 
