@@ -212,4 +212,35 @@ describe('the branch poller, for sources that cannot send webhooks', () => {
     assert.deepEqual(await pollers[1].pollOnce(), []);
     await waitForRunStatus(t, run.id, 'SUCCEEDED', 60_000);
   });
+
+  it('polls every tracked source, a page of sources at a time, whatever their number', async () => {
+    const projectId = (await t.call('POST', '/projects', { body: { data: { givenId: 'paged', name: 'Paged' } } })).body.data.id;
+    const environmentId = (await t.call('POST', '/environments', { body: { data: { projectId, givenId: 'dev', name: 'Dev' } } })).body.data.id;
+    const stacks: string[] = [];
+    for (const branch of ['paged/one', 'paged/two', 'paged/three']) {
+      git.branch('public', branch);
+      const source = (await t.call('POST', '/code-sources', { body: { data: { name: branch, url: git.repoUrl('public') } } })).body.data;
+      const stack = await t.call('POST', '/stacks', {
+        body: {
+          data: {
+            projectId,
+            environmentId,
+            name: branch.replace('/', '-'),
+            source: { codeSourceId: source.id, ref: branch },
+            pipelines: { change: pipelineConfig([{ id: 'a', command: 'true' }]) },
+          },
+        },
+      });
+      stacks.push(stack.body.data.id);
+    }
+    const silent = { info() {}, warn() {}, error() {} } as unknown as ConstructorParameters<typeof GitPoller>[3];
+    // One source a page: every page is read, the last one short.
+    const poller = new GitPoller(t.db, TEST_SECRETS, { ...t.app.config.git, pollIntervalSeconds: 1 }, silent, 1);
+    await poller.pollOnce();
+    for (const branch of ['paged/one', 'paged/two', 'paged/three']) git.commit('public', branch, 'stacks/app/main.tf', `resource "${branch}" {}\n`);
+    const triggered = await poller.pollOnce();
+    const ran = await Promise.all(triggered.map(async (id) => (await getRun(t, id)).attachedEntityId));
+    assert.deepEqual(ran.filter((id) => stacks.includes(id)).sort(), [...stacks].sort());
+    for (const id of triggered) await waitForRunStatus(t, id, 'SUCCEEDED', 60_000);
+  });
 });

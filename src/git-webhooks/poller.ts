@@ -10,6 +10,12 @@ import { triggerStackRunsForPush } from '../stacks/stacks.service.ts';
 import { advancePollHead, findTrackedBranches, insertDelivery, setDeliveryRuns } from './webhooks.repo.ts';
 
 /**
+ * How many sources one poller lists at once: a slow or stalling server (up to PLINTH_GIT_TIMEOUT_MS)
+ * holds up only its own turn, and a listing holds up to 16 MiB, so they are not all listed at once.
+ */
+const POLLS_AT_ONCE = 4;
+
+/**
  * GitPoller is the webhook for sources that cannot send one (PLINTH_GIT_POLL_INTERVAL_S, off by
  * default; it runs in worker processes). Every interval it lists the branches of each code source some
  * stack tracks, and a head that moved since the last poll triggers what a push would: runs at the new
@@ -24,6 +30,7 @@ export class GitPoller {
     private readonly secrets: SecretBox,
     private readonly git: GitConfig,
     private readonly log: Logger,
+    private readonly sourcesPerPage = 200,
   ) {
     this.every = new Every(git.pollIntervalSeconds * 1000, () => this.pollOnce(), log, 'git poll failed');
   }
@@ -38,20 +45,29 @@ export class GitPoller {
     return this.every.stop();
   }
 
-  /** pollOnce looks at every tracked branch once; returns the ids of the runs it triggered. */
+  /**
+   * pollOnce looks at every tracked branch once, a page of code sources at a time, listing up to
+   * POLLS_AT_ONCE sources at once; returns the ids of the runs it triggered.
+   */
   async pollOnce(): Promise<string[]> {
-    const bySource = new Map<string, string[]>();
-    for (const t of await findTrackedBranches(this.db)) bySource.set(t.code_source_id, [...(bySource.get(t.code_source_id) ?? []), t.branch]);
     const runIds: string[] = [];
-    for (const [codeSourceId, branches] of bySource) {
-      try {
-        runIds.push(...(await this.pollSource(codeSourceId, branches)));
-      } catch (error) {
-        // One unreachable repository does not stop the others; its error names no secret.
-        this.log.warn({ codeSourceId, err: { message: (error as Error).message } }, 'could not poll a code source');
+    for (let after = ''; ; ) {
+      const bySource = new Map<string, string[]>();
+      for (const t of await findTrackedBranches(this.db, after, this.sourcesPerPage)) {
+        bySource.set(t.code_source_id, [...(bySource.get(t.code_source_id) ?? []), t.branch]);
       }
+      const sources = [...bySource];
+      await inTurn(sources, POLLS_AT_ONCE, async ([codeSourceId, branches]) => {
+        try {
+          runIds.push(...(await this.pollSource(codeSourceId, branches)));
+        } catch (error) {
+          // One unreachable repository does not stop the others; its error names no secret.
+          this.log.warn({ codeSourceId, err: { message: (error as Error).message } }, 'could not poll a code source');
+        }
+      });
+      if (sources.length < this.sourcesPerPage) return runIds;
+      after = sources[sources.length - 1][0];
     }
-    return runIds;
   }
 
   private async pollSource(codeSourceId: string, branches: string[]): Promise<string[]> {
@@ -90,4 +106,13 @@ export class GitPoller {
     }
     return runIds;
   }
+}
+
+/** inTurn runs `work` on every item, at most `atOnce` of them at a time. */
+async function inTurn<T>(items: readonly T[], atOnce: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await work(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, lane));
 }

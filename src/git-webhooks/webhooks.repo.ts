@@ -34,16 +34,25 @@ export interface TrackedBranch {
   branch: string;
 }
 
+/** A stack's source a push would run: it names a code source and a ref, and onPush is not `none`. */
+const TRACKED = sql`s.source ->> 'codeSourceId' is not null and s.source ->> 'ref' is not null and coalesce(s.source ->> 'onPush', 'apply') <> 'none'`;
+
 /**
- * The branches stacks track that a push would run (for the poller): a read-only join of stacks, whose
- * source names the code source and the ref. Bounded: the poller looks at the first `limit` pairs.
+ * The branches stacks track that a push would run (for the poller), a page of code sources at a time:
+ * every tracked branch of the first `sources` code sources whose id sorts after `after`, in id order.
+ * A read-only join of stacks, whose source names the code source and the ref.
  */
-export async function findTrackedBranches(db: Executor, limit = 10_000): Promise<TrackedBranch[]> {
+export async function findTrackedBranches(db: Executor, after: string, sources: number): Promise<TrackedBranch[]> {
   const { rows } = await sql<TrackedBranch>`
+    with page as (
+      select distinct s.source ->> 'codeSourceId' as id from stacks s
+       where ${TRACKED} and s.source ->> 'codeSourceId' > ${after}
+       order by 1 limit ${sources}
+    )
     select distinct s.source ->> 'codeSourceId' as code_source_id, regexp_replace(s.source ->> 'ref', '^refs/heads/', '') as branch
-      from stacks s
-     where s.source ->> 'codeSourceId' is not null and s.source ->> 'ref' is not null and coalesce(s.source ->> 'onPush', 'apply') <> 'none'
-     order by 1, 2 limit ${limit}`.execute(db);
+      from stacks s join page on page.id = s.source ->> 'codeSourceId'
+     where ${TRACKED}
+     order by 1, 2`.execute(db);
   return rows;
 }
 
