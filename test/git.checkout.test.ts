@@ -130,7 +130,8 @@ describe('the checkout of a stack source', () => {
       const [step] = await stepsOf(t, run.id);
       assert.equal(step.error.code, 'Engine:Checkout:FAILED', JSON.stringify(step.error));
       const lines = (await logLines(t, step.id)).join('\n');
-      assert.match(lines, /its pack is larger than PLINTH_GIT_CACHE_MAX_BYTES \(262144 bytes\)/);
+      assert.match(lines, /the fetch was stopped: it received more than PLINTH_GIT_CACHE_MAX_BYTES \(262144 bytes\) in one file/);
+      assert.match(step.error.message, /received more than PLINTH_GIT_CACHE_MAX_BYTES \(262144 bytes\) in one file/);
       assert.doesNotMatch(lines, /^ran$/m);
     } finally {
       config.git.cacheMaxBytes = saved;

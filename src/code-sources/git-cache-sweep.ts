@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import type { Dirent } from 'node:fs';
-import { lstat, readdir, rm, rmdir } from 'node:fs/promises';
+import { lstat, readdir, rmdir } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import type { Db } from '../platform/db/db.ts';
 import { Every } from '../platform/every.ts';
@@ -9,31 +11,43 @@ import type { Logger } from '../platform/logger.ts';
 import { existingCodeSourceIds } from './code-sources.repo.ts';
 import { CACHE_NAME_PATTERN, cacheRoot } from './git-fetch.ts';
 
+const execFileAsync = promisify(execFile);
+
 /** How often each process sweeps its host's caches. */
 export const SWEEP_EVERY_MS = 10 * 60_000;
+
+/** The entries one `rm` is given. */
+const ENTRIES_PER_RM = 100;
 
 /** The ids one query checks. */
 const IDS_PER_QUERY = 500;
 
-/** Why a cache is emptied: its code source is gone, nobody used it for a while, or it grew too large. */
-export type CacheRemoval = 'deleted' | 'idle' | 'too large';
+/**
+ * How long a deleted source's cache must have gone unused before it goes: a cache that is in use
+ * belongs to a source that exists somewhere, such as in the database of another installation that,
+ * against the docs, shares this work root.
+ */
+const DELETED_IDLE_MS = 3_600_000;
+
+/** Why a cache is emptied: its code source is gone, or nobody used it for a while. */
+export type CacheRemoval = 'deleted' | 'idle';
 
 export interface SweptCache {
   codeSourceId: string;
   reason: CacheRemoval;
-  /** What it held on disk. */
-  bytes: number;
 }
 
 /**
- * GitCacheSweeper keeps a host's Git caches (docs/git.md#the-cache) from growing without end. Each
- * sweep empties the cache of a source that no longer exists, one nobody has used for
- * PLINTH_GIT_CACHE_IDLE_HOURS, and one larger than PLINTH_GIT_CACHE_MAX_BYTES; the next fetch of a
- * live source starts it again. A cache is emptied in place while the sweep holds the lock every fetch
- * takes on it, never while a fetch runs; a fetch waiting for that lock then finds it empty and starts
- * it afresh. Only a deleted source's directory itself is removed.
+ * GitCacheSweeper keeps a host's Git caches (docs/git.md#the-cache) from outliving their use: each
+ * sweep empties the cache of a source that no longer exists (once unused for an hour) and one nobody
+ * has used for PLINTH_GIT_CACHE_IDLE_HOURS; the next fetch of a live source starts it again. (A cache
+ * past PLINTH_GIT_CACHE_MAX_BYTES is emptied by its next fetch, however busy it is.) A cache is
+ * emptied in place while the sweep holds the lock every fetch takes on it, never while a fetch runs;
+ * a fetch waiting for that lock then finds it empty and starts it afresh. Only a deleted source's
+ * directory itself is removed.
  *
- * Nothing of a cache is read on the host but its directory tree's sizes: its content is a tenant's.
+ * Nothing of a cache's content, a tenant's, is read on the host: coreutils' `rm`, which never follows
+ * a link and walks a tree of any depth, deletes it.
  */
 export class GitCacheSweeper {
   private readonly every: Every;
@@ -41,7 +55,7 @@ export class GitCacheSweeper {
 
   constructor(
     private readonly db: Db,
-    private readonly git: Pick<GitConfig, 'cacheDir' | 'cacheIdleHours' | 'cacheMaxBytes'>,
+    private readonly git: Pick<GitConfig, 'cacheDir' | 'cacheIdleHours'>,
     workRoot: string | undefined,
     private readonly log: Logger,
   ) {
@@ -98,11 +112,10 @@ export class GitCacheSweeper {
       // Looked at again under the lock: a use may have begun since (each marks the directory first).
       const reason = await this.reasonToEmpty(dir, exists, now);
       if (!reason) return undefined;
-      const bytes = await diskUsage(dir);
       await emptyDirectory(dir);
       if (reason === 'deleted') await rmdir(dir);
-      this.log.info({ codeSourceId, reason, bytes }, 'emptied the Git cache of a code source');
-      return { codeSourceId, reason, bytes };
+      this.log.info({ codeSourceId, reason }, 'emptied the Git cache of a code source');
+      return { codeSourceId, reason };
     } finally {
       await lock.release();
     }
@@ -112,32 +125,21 @@ export class GitCacheSweeper {
     // Also before the lock, which flock(1) would otherwise make as a file where another sweep removed the directory.
     const info = await lstat(dir);
     if (!info.isDirectory()) return undefined;
-    if (!exists) return 'deleted';
-    if (now - info.mtimeMs >= this.git.cacheIdleHours * 3_600_000) return (await isEmpty(dir)) ? undefined : 'idle';
-    if ((await diskUsage(dir)) > this.git.cacheMaxBytes) return 'too large';
+    const unusedMs = now - info.mtimeMs;
+    if (!exists) return unusedMs >= DELETED_IDLE_MS ? 'deleted' : undefined;
+    if (unusedMs >= this.git.cacheIdleHours * 3_600_000 && (await readdir(dir)).length > 0) return 'idle';
     return undefined;
   }
 }
 
-async function isEmpty(dir: string): Promise<boolean> {
-  return (await readdir(dir)).length === 0;
-}
-
-/** The bytes a directory's tree takes on disk, links not followed. */
-export async function diskUsage(dir: string): Promise<number> {
-  let bytes = 0;
-  const pending = [dir];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    for (const entry of await readdir(next, { withFileTypes: true })) {
-      const at = path.join(next, entry.name);
-      if (entry.isDirectory()) pending.push(at);
-      bytes += (await lstat(at)).blocks * 512;
-    }
-  }
-  return bytes;
-}
-
-/** Removes everything in `dir` but `dir` itself; links are removed, never followed. */
+/**
+ * Removes everything in `dir` but `dir` itself, with coreutils' `rm`: unlike Node's recursive rm, it
+ * never follows a link, even one swapped in while it walks, and does not stop at a tree deeper than
+ * PATH_MAX.
+ */
 async function emptyDirectory(dir: string): Promise<void> {
-  for (const name of await readdir(dir)) await rm(path.join(dir, name), { recursive: true, force: true });
+  const entries = (await readdir(dir)).map((name) => path.join(dir, name));
+  for (let i = 0; i < entries.length; i += ENTRIES_PER_RM) {
+    await execFileAsync('rm', ['-rf', '--one-file-system', '--', ...entries.slice(i, i + ENTRIES_PER_RM)]);
+  }
 }

@@ -22,28 +22,40 @@ export const REF_PATTERN = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,255}$/;
 /** A full commit id: fetched by id (and not again when the cache has it), not resolved as a ref. */
 export const COMMIT_PATTERN = /^[0-9a-f]{40}$/;
 
-/** What the fetch prints when its pack was cut at the size bound, for the step's log and the snapshot's error. */
-export const PACK_TOO_LARGE = 'plinth: the fetch was stopped: its pack is larger than PLINTH_GIT_CACHE_MAX_BYTES';
+/** The fetch's exit code when what it received was cut at PLINTH_GIT_CACHE_MAX_BYTES. */
+export const FETCH_TOO_LARGE_EXIT = 3;
 
 // umask 0: every file of the cache (FETCH_HEAD included, which --shared does not cover) stays writable
-// by the next step's uid, which differs from this one's. `ulimit -f` (in 512-byte blocks) bounds every
-// file the fetch writes, and fetch.unpackLimit=1 keeps what it receives in one pack rather than up to a
-// hundred loose objects, each of which could reach the bound: so a repository cannot fill the host's
-// disk through the cache. A pack cut at the bound is left as a tmp_pack_* file, which the next fetch
-// removes under the lock.
+// by the next step's uid, which differs from this one's.
+//
+// The cache's size is bounded three ways, so that a repository cannot fill the host's disk through it:
+// - `ulimit -f` (in 512-byte blocks) bounds every file the fetch writes;
+// - fetch.unpackLimit=1 keeps what it receives in one pack (and its index) rather than up to a hundred
+//   loose objects, and gc.auto=0 keeps git from exploding unreachable packs (a shallow cache has no
+//   refs) into loose objects;
+// - a cache already past the bound when a fetch starts is emptied first, under the lock, however busy
+//   it is. A file cut at the bound is left as objects/pack/tmp_*, which the next fetch removes.
 const FETCH_SCRIPT = `set -eu
 umask 0000
 ulimit -f "$PLINTH_GIT_MAX_BLOCKS" 2>/dev/null || true
 cache=$PLINTH_GIT_CACHE
 exec 9<"$cache"
 flock -w 600 9
-[ -f "$cache/HEAD" ] || git init -q --bare --shared=0777 "$cache"
 cd "$cache"
-rm -f objects/pack/tmp_pack_*
+set -- $(du -sk .)
+if [ "$1" -gt $((PLINTH_GIT_MAX_BLOCKS / 2)) ]; then
+  echo "plinth: this code source's cache is larger than PLINTH_GIT_CACHE_MAX_BYTES: starting it afresh" >&2
+  rm -rf -- ./* ./.[!.]* ./..?*
+fi
+[ -f HEAD ] || git init -q --bare --shared=0777 .
+rm -f objects/pack/tmp_*
 fetch() {
-  git -c fetch.unpackLimit=1 fetch -q --depth=1 --no-tags "$@" && return 0
-  for pack in objects/pack/tmp_pack_*; do
-    if [ -f "$pack" ] && [ "$(wc -c <"$pack")" -ge $((PLINTH_GIT_MAX_BLOCKS * 512)) ]; then echo "${PACK_TOO_LARGE} ($((PLINTH_GIT_MAX_BLOCKS * 512)) bytes)" >&2; fi
+  git -c fetch.unpackLimit=1 -c gc.auto=0 -c maintenance.auto=false fetch -q --depth=1 --no-tags "$@" && return 0
+  for cut in objects/pack/tmp_*; do
+    if [ -f "$cut" ] && [ "$(wc -c <"$cut")" -ge $((PLINTH_GIT_MAX_BLOCKS * 512)) ]; then
+      echo "plinth: the fetch was stopped: it received more than PLINTH_GIT_CACHE_MAX_BYTES ($((PLINTH_GIT_MAX_BLOCKS * 512)) bytes) in one file" >&2
+      exit ${FETCH_TOO_LARGE_EXIT}
+    fi
   done
   exit 1
 }

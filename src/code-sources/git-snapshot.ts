@@ -9,9 +9,9 @@ import { gitCredential } from './credentials.ts';
 import {
   cacheBind,
   COMMIT_PATTERN,
+  FETCH_TOO_LARGE_EXIT,
   fetchProcess,
   GIT_CACHE_TARGET,
-  PACK_TOO_LARGE,
   REF_PATTERN,
   sourceCacheDir,
   type GitProcess,
@@ -136,6 +136,9 @@ async function fetchCommit(deps: SnapshotDeps, workspace: GitWorkspace, { source
   if (fetched.timedOut)
     throw new AppError(504, 'Git:Fetch:TIMEOUT', `Fetching ${quoted(ref)} took longer than ${deps.git.fetchTimeoutMs} ms (PLINTH_GIT_FETCH_TIMEOUT_MS)`);
   if (fetched.code === 0 && COMMIT_PATTERN.test(commitSha)) return commitSha;
+  if (fetched.code === FETCH_TOO_LARGE_EXIT) {
+    throw new AppError(422, 'Git:Fetch:TOO_LARGE', `The fetch of ${quoted(ref)} received more than PLINTH_GIT_CACHE_MAX_BYTES allows`);
+  }
   deps.log.info(
     { codeSourceId: source.id, ref, exit: fetched.code, git: redacted(fetched.stderr, credential) },
     'fetch of a code source for a snapshot failed',
@@ -145,9 +148,6 @@ async function fetchCommit(deps: SnapshotDeps, workspace: GitWorkspace, { source
 
 /** What git's message says went wrong; git writes it in English (its environment sets no locale). */
 function fetchError(stderr: string, ref: string): AppError {
-  if (stderr.includes(PACK_TOO_LARGE)) {
-    return new AppError(422, 'Git:Fetch:TOO_LARGE', `The fetch of ${quoted(ref)} sends a pack larger than PLINTH_GIT_CACHE_MAX_BYTES allows`);
-  }
   if (/couldn't find remote ref|not our ref|unadvertised object|no such remote ref|bad object|unable to parse/i.test(stderr))
     return new AppError(422, 'Git:Ref:NOT_FOUND', `The repository has no branch, tag or commit ${quoted(ref)}`);
   if (/authentication failed|could not read (username|password)|returned error: 401/i.test(stderr))

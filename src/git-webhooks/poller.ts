@@ -10,8 +10,8 @@ import { triggerStackRunsForPush } from '../stacks/stacks.service.ts';
 import { advancePollHead, findTrackedBranches, insertDelivery, setDeliveryRuns } from './webhooks.repo.ts';
 
 /**
- * How many sources one poller lists at once: a slow or stalling server (up to PLINTH_GIT_TIMEOUT_MS)
- * holds up only its own turn, and a listing holds up to 16 MiB, so they are not all listed at once.
+ * How many sources one poller lists at once: a stalling server (up to PLINTH_GIT_TIMEOUT_MS) takes one
+ * lane while the others go on, and a listing holds up to 16 MiB, so they are not all listed at once.
  */
 const POLLS_AT_ONCE = 4;
 
@@ -24,6 +24,7 @@ const POLLS_AT_ONCE = 4;
  */
 export class GitPoller {
   private readonly every: Every;
+  private stopping = false;
 
   constructor(
     private readonly db: Db,
@@ -41,7 +42,9 @@ export class GitPoller {
     this.log.info({ intervalSeconds: this.git.pollIntervalSeconds }, 'polling tracked Git branches');
   }
 
+  /** Waits only for the listings under way: a pass in progress takes no further source. */
   stop(): Promise<void> {
+    this.stopping = true;
     return this.every.stop();
   }
 
@@ -58,6 +61,7 @@ export class GitPoller {
       }
       const sources = [...bySource];
       await inTurn(sources, POLLS_AT_ONCE, async ([codeSourceId, branches]) => {
+        if (this.stopping) return;
         try {
           runIds.push(...(await this.pollSource(codeSourceId, branches)));
         } catch (error) {
@@ -65,7 +69,7 @@ export class GitPoller {
           this.log.warn({ codeSourceId, err: { message: (error as Error).message } }, 'could not poll a code source');
         }
       });
-      if (sources.length < this.sourcesPerPage) return runIds;
+      if (sources.length < this.sourcesPerPage || this.stopping) return runIds;
       after = sources[sources.length - 1][0];
     }
   }

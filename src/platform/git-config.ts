@@ -15,7 +15,7 @@ export interface GitConfig {
   cacheDir: string | undefined;
   /**
    * PLINTH_GIT_CACHE_MAX_BYTES: the largest file one fetch may write into a source's cache (its pack),
-   * and the size past which the cache sweep empties a source's cache.
+   * and the size past which a fetch empties the cache before it fetches.
    */
   cacheMaxBytes: number;
   /** PLINTH_GIT_CACHE_IDLE_HOURS: how long a source's cache may go unused before the sweep empties it. */

@@ -2,7 +2,15 @@ import path from 'node:path';
 import { gitCredential } from '../../code-sources/credentials.ts';
 import { findCodeSourceOfStack } from '../../code-sources/code-sources.repo.ts';
 import { gitEnv, type GitCredential } from '../../code-sources/git-remote.ts';
-import { CACHE_NAME_PATTERN, cacheBind, fetchProcess, GIT_CACHE_TARGET, REF_PATTERN, sourceCacheDir } from '../../code-sources/git-fetch.ts';
+import {
+  CACHE_NAME_PATTERN,
+  cacheBind,
+  FETCH_TOO_LARGE_EXIT,
+  fetchProcess,
+  GIT_CACHE_TARGET,
+  REF_PATTERN,
+  sourceCacheDir,
+} from '../../code-sources/git-fetch.ts';
 import { AppError } from '../../platform/errors.ts';
 import { withRetries } from '../../platform/db/retry.ts';
 import { engineError } from '../engine-errors.ts';
@@ -75,8 +83,15 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
   }
   if (!CACHE_NAME_PATTERN.test(source.id)) return failed('Engine:Checkout:FAILED', 'The code source id cannot name a cache');
   const cacheDir = await sourceCacheDir(ctx.git, ctx.workRoot, source.id);
-  const fetch = (commit: string) =>
-    runCaptured(workspace, fetchProcess(workspace, { cacheDir, url: source.url, credential, ref, commit, maxBytes: ctx.git.cacheMaxBytes }), ctx);
+  const fetch = async (commit: string): Promise<Captured> => {
+    const fetched = await runCaptured(
+      workspace,
+      fetchProcess(workspace, { cacheDir, url: source.url, credential, ref, commit, maxBytes: ctx.git.cacheMaxBytes }),
+      ctx,
+    );
+    if (fetched.code !== FETCH_TOO_LARGE_EXIT) return fetched;
+    return { ...fetched, error: `received more than PLINTH_GIT_CACHE_MAX_BYTES (${ctx.git.cacheMaxBytes} bytes) in one file` };
+  };
   ctx.sink.write('system', `checking out ${run.commit_sha ?? ref} of ${source.url}`);
   let fetched = await fetch(run.commit_sha ?? '');
   if (fetched.error) return failed('Engine:Checkout:FAILED', `The fetch of ${source.url} ${fetched.error}`);
@@ -109,6 +124,8 @@ interface Captured {
   stdout: string;
   /** Why it failed (for the step's error), when it did. */
   error?: string;
+  /** Its exit code, when it ran to an exit. */
+  code?: number;
 }
 
 /**
@@ -138,7 +155,8 @@ async function runCaptured(workspace: StepWorkspace, spec: Parameters<StepWorksp
       proc.kill();
       if (timedOut) resolve({ stdout, error: `took longer than ${ctx.git.fetchTimeoutMs} ms (PLINTH_GIT_FETCH_TIMEOUT_MS)` });
       else if (ctx.signal.aborted) resolve({ stdout, error: 'was stopped' });
-      else if (code !== 0) resolve({ stdout, error: `failed (${code === null ? signal : `exit ${code}`}); the step's log has git's message` });
+      else if (code !== 0)
+        resolve({ stdout, code: code ?? undefined, error: `failed (${code === null ? signal : `exit ${code}`}); the step's log has git's message` });
       else resolve({ stdout });
     });
   });
