@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, TEST_SECRETS, type TestApp } from './helpers/app.ts';
 import { assertError, createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
+import { waitFor } from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 import { EMPTY_ALLOW_LIST } from '../src/platform/outbound/address-policy.ts';
 
@@ -201,12 +202,13 @@ describe('code sources', () => {
       .data;
     const viewers = [await serviceAccountCaller(t, 'VIEWER'), await serviceAccountCaller(t, 'VIEWER')];
     const list = (token?: string, id = source.id, headers?: Record<string, string>) => t.call('GET', `/code-source/${id}/branches`, { token, headers });
-    git.delayMs = 2_000;
+    // The Git server holds every answer: the listings stay under way until it is released.
+    const release = git.hold();
     try {
       const seen = git.requests.length;
       // Two VIEWERs of one organization, four listings each: the organization's eight.
       const held = viewers.flatMap((v) => [1, 2, 3, 4].map(() => list(v.token)));
-      while (git.requests.length < seen + 8) await new Promise((r) => setTimeout(r, 10));
+      await waitFor('eight listings under way', async () => (git.requests.length >= seen + 8 ? true : undefined));
       const overCaller = await list(viewers[0].token);
       assertError(overCaller, 429, 'Git:Repository:TOO_MANY_LISTINGS');
       assert.equal(overCaller.headers['retry-after'], '2');
@@ -215,10 +217,12 @@ describe('code sources', () => {
       assertError(overOrganization, 429, 'Git:Repository:TOO_MANY_LISTINGS');
       assert.match(overOrganization.body.message, /At most 8 .* in one organization/);
       const otherTenant = list(undefined, elsewhere.id, inOrg(otherOrg));
+      await waitFor("the other organization's listing under way", async () => (git.requests.length >= seen + 9 ? true : undefined));
+      release();
       for (const res of await Promise.all(held)) assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal((await otherTenant).status, 200, 'another organization still lists');
     } finally {
-      git.delayMs = 0;
+      release();
     }
     assert.equal((await list(viewers[0].token)).status, 200, 'the slots are given back');
     for (let i = 0; i < 4; i++) assertError(await list(viewers[0].token, 'ffffffffffffffffffffffffffffffff'), 404);

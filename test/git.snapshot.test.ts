@@ -195,12 +195,16 @@ describe('snapshots of a code source directory', () => {
     const cut = readdirSync(packs).filter((name) => name.startsWith('tmp_'));
     assert.ok(cut.length >= 1, 'the cut pack is left where git wrote it');
     for (const name of cut) assert.ok(statSync(path.join(packs, name)).size <= 256 * 1024, 'and it is no larger than the bound');
-    // The next fetch, of something within the bound, removes it under the cache's lock.
+    // The cut file put the cache past the bound: the next fetch empties it first, then fetches.
     assert.deepEqual(files(listTarGz((await snapshotSource(bounded, pub, 'main', 'stacks/app')).archive)), ['main.tf']);
     assert.deepEqual(
       readdirSync(packs).filter((name) => name.startsWith('tmp_')),
       [],
     );
+    // What an interrupted fetch leaves, well within the bound, goes before the next fetch.
+    writeFileSync(path.join(packs, 'tmp_pack_interrupted'), randomBytes(1024));
+    await snapshotSource(deps, pub, 'dev', 'stacks/app');
+    assert.equal(existsSync(path.join(packs, 'tmp_pack_interrupted')), false);
   });
 
   it('a hostile repository cannot make the host read outside it: links stay links in the archive', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { assertError, createOrganization, inOrg, serviceAccountCaller } from './helpers/callers.ts';
-import { LOOPBACK_GIT_ENV } from './helpers/engine.ts';
+import { LOOPBACK_GIT_ENV, waitFor } from './helpers/engine.ts';
 import { startGitServer, type GitServer } from './helpers/git-server.ts';
 import { commitModules, MODULES } from './helpers/modules.ts';
 
@@ -144,13 +144,13 @@ describe('module versions', () => {
       return Object.assign(publishAs, { organizationId });
     };
     const [first, second, third] = [await tenant('Publisher one'), await tenant('Publisher two'), await tenant('Publisher three')];
-    // A fetch asks for the refs once, then twice more (each answer delayed): all four hold their slots for over 4 s.
+    // Each fetch asks for the refs first; the Git server holds every answer, so the four stay under way.
     const fetchesStarted = () => git.requests.filter((r) => r.startsWith('GET /public.git/info/refs')).length;
-    git.delayMs = 1_500;
+    const release = git.hold();
     try {
       const seen = fetchesStarted();
       const held = [first(), first(), second(), second()];
-      while (fetchesStarted() < seen + 4) await new Promise((r) => setTimeout(r, 10));
+      await waitFor('four publishes fetching', async () => (fetchesStarted() >= seen + 4 ? true : undefined), 60_000);
       const overCaller = await first();
       assertError(overCaller, 429, 'Api:ModuleVersion:TOO_MANY_PUBLISHES');
       assert.equal(overCaller.headers['retry-after'], '10');
@@ -162,9 +162,10 @@ describe('module versions', () => {
       const overProcess = await third();
       assertError(overProcess, 429, 'Api:ModuleVersion:TOO_MANY_PUBLISHES');
       assert.match(overProcess.body.message, /This server holds 4 module publishes already/);
+      release();
       for (const res of await Promise.all(held)) assert.equal(res.status, 201, JSON.stringify(res.body));
     } finally {
-      git.delayMs = 0;
+      release();
     }
     assert.equal((await third()).status, 201, 'the slots are given back');
   });

@@ -5,9 +5,10 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import type { Db } from '../platform/db/db.ts';
 import { Every } from '../platform/every.ts';
-import { tryExclusiveLock } from '../platform/file-lock.ts';
+import { tryDirectoryLock } from '../platform/file-lock.ts';
 import type { GitConfig } from '../platform/git-config.ts';
 import type { Logger } from '../platform/logger.ts';
+import { ensurePrivateRoot } from '../platform/work-dirs.ts';
 import { existingCodeSourceIds } from './code-sources.repo.ts';
 import { CACHE_NAME_PATTERN, cacheRoot } from './git-fetch.ts';
 
@@ -16,10 +17,10 @@ const execFileAsync = promisify(execFile);
 /** How often each process sweeps its host's caches. */
 export const SWEEP_EVERY_MS = 10 * 60_000;
 
-/** The entries one `rm` is given. */
+/** The entries one `rm` is given: far below any system's limit on a command line's length. */
 const ENTRIES_PER_RM = 100;
 
-/** The ids one query checks. */
+/** The ids one query checks: a host may hold the caches of many thousand sources. */
 const IDS_PER_QUERY = 500;
 
 /**
@@ -43,8 +44,9 @@ export interface SweptCache {
  * has used for PLINTH_GIT_CACHE_IDLE_HOURS; the next fetch of a live source starts it again. (A cache
  * past PLINTH_GIT_CACHE_MAX_BYTES is emptied by its next fetch, however busy it is.) A cache is
  * emptied in place while the sweep holds the lock every fetch takes on it, never while a fetch runs;
- * a fetch waiting for that lock then finds it empty and starts it afresh. Only a deleted source's
- * directory itself is removed.
+ * a fetch waiting for that lock then finds it empty and starts it afresh. Extractions and archives
+ * take the lock shared, so no cache is emptied under them either. Only a deleted source's directory
+ * itself is removed.
  *
  * Nothing of a cache's content, a tenant's, is read on the host: coreutils' `rm`, which never follows
  * a link and walks a tree of any depth, deletes it.
@@ -81,32 +83,33 @@ export class GitCacheSweeper {
     const swept: SweptCache[] = [];
     for (const name of names) {
       try {
-        const done = await this.tidy(name, existing.has(name), now);
+        const done = await this.emptyIfUnused(name, existing.has(name), now);
         if (done) swept.push(done);
       } catch (error) {
-        // Another process of the host swept it first; anything else is logged, and the sweep goes on.
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.log.warn({ err: error, codeSourceId: name }, 'could not sweep a Git cache');
+        if (!sweptMeanwhile(error)) this.log.warn({ err: error, codeSourceId: name }, 'could not sweep a Git cache');
       }
     }
     return swept;
   }
 
+  /** The caches of the root, after checking the root is still this service's own (0700, not a link). */
   private async cacheNames(): Promise<string[]> {
-    let entries: Dirent[];
     try {
-      entries = await readdir(this.root, { withFileTypes: true });
+      await lstat(this.root);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;
     }
+    await ensurePrivateRoot(this.root);
+    const entries: Dirent[] = await readdir(this.root, { withFileTypes: true });
     return entries.filter((e) => e.isDirectory() && CACHE_NAME_PATTERN.test(e.name)).map((e) => e.name);
   }
 
-  private async tidy(codeSourceId: string, exists: boolean, now: number): Promise<SweptCache | undefined> {
+  private async emptyIfUnused(codeSourceId: string, exists: boolean, now: number): Promise<SweptCache | undefined> {
     const dir = path.join(this.root, codeSourceId);
     if (!(await this.reasonToEmpty(dir, exists, now))) return undefined;
-    const lock = await tryExclusiveLock(dir);
-    // A fetch holds it: the cache is in use, and the next sweep looks again.
+    const lock = await tryDirectoryLock(dir);
+    // A fetch, an extraction or an archive holds it: the cache is in use, and the next sweep looks again.
     if (!lock) return undefined;
     try {
       // Looked at again under the lock: a use may have begun since (each marks the directory first).
@@ -122,7 +125,6 @@ export class GitCacheSweeper {
   }
 
   private async reasonToEmpty(dir: string, exists: boolean, now: number): Promise<CacheRemoval | undefined> {
-    // Also before the lock, which flock(1) would otherwise make as a file where another sweep removed the directory.
     const info = await lstat(dir);
     if (!info.isDirectory()) return undefined;
     const unusedMs = now - info.mtimeMs;
@@ -130,6 +132,12 @@ export class GitCacheSweeper {
     if (unusedMs >= this.git.cacheIdleHours * 3_600_000 && (await readdir(dir)).length > 0) return 'idle';
     return undefined;
   }
+}
+
+/** Another process of the host removed the cache first (and not: `flock` or `rm` is missing). */
+function sweptMeanwhile(error: unknown): boolean {
+  const { code, syscall } = error as NodeJS.ErrnoException;
+  return code === 'ENOENT' && !syscall?.startsWith('spawn');
 }
 
 /**

@@ -22,6 +22,11 @@ export const REF_PATTERN = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,255}$/;
 /** A full commit id: fetched by id (and not again when the cache has it), not resolved as a ref. */
 export const COMMIT_PATTERN = /^[0-9a-f]{40}$/;
 
+/** The largest file a fetch may write: PLINTH_GIT_CACHE_MAX_BYTES, up to whole 512-byte blocks (`ulimit -f`'s unit). */
+export function fetchFileLimit(maxBytes: number): number {
+  return Math.ceil(maxBytes / 512) * 512;
+}
+
 /** The fetch's exit code when what it received was cut at PLINTH_GIT_CACHE_MAX_BYTES. */
 export const FETCH_TOO_LARGE_EXIT = 3;
 
@@ -34,9 +39,12 @@ export const FETCH_TOO_LARGE_EXIT = 3;
 //   loose objects, and gc.auto=0 keeps git from exploding unreachable packs (a shallow cache has no
 //   refs) into loose objects;
 // - a cache already past the bound when a fetch starts is emptied first, under the lock, however busy
-//   it is. A file cut at the bound is left as objects/pack/tmp_*, which the next fetch removes.
+//   it is; a file cut at the bound has put it past. What an interrupted fetch left (objects/pack/tmp_*)
+//   is removed before the next one.
+// A file cut at the bound gets SIGXFSZ, which would dump a core of git's: `ulimit -c 0`.
 const FETCH_SCRIPT = `set -eu
 umask 0000
+ulimit -c 0
 ulimit -f "$PLINTH_GIT_MAX_BLOCKS" 2>/dev/null || true
 cache=$PLINTH_GIT_CACHE
 exec 9<"$cache"
@@ -149,7 +157,7 @@ export function fetchProcess(workspace: Pick<GitWorkspace, 'pathOf'>, request: F
     PLINTH_GIT_URL: request.url,
     PLINTH_GIT_REF: request.ref,
     PLINTH_GIT_COMMIT: request.commit,
-    PLINTH_GIT_MAX_BLOCKS: String(Math.ceil(request.maxBytes / 512)),
+    PLINTH_GIT_MAX_BLOCKS: String(fetchFileLimit(request.maxBytes) / 512),
   });
   return { command: FETCH_SCRIPT, env, binds };
 }

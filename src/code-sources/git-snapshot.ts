@@ -60,7 +60,10 @@ export interface SnapshotDeps {
 const NO_SUCH_PATH = 3;
 const NOT_A_TREE = 4;
 
+// The shared lock keeps a fetch from emptying the cache (when it passed its bound) while this reads it.
 const ARCHIVE_SCRIPT = `set -eu
+exec 9<"$PLINTH_GIT_CACHE"
+flock -s -w 600 9
 if [ -n "$PLINTH_GIT_PATH" ]; then tree="$PLINTH_GIT_COMMIT:$PLINTH_GIT_PATH"; else tree="$PLINTH_GIT_COMMIT^{tree}"; fi
 kind=$(git --git-dir="$PLINTH_GIT_CACHE" cat-file -t "$tree" 2>/dev/null) || exit ${NO_SUCH_PATH}
 [ "$kind" = tree ] || exit ${NOT_A_TREE}

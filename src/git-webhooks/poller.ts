@@ -38,6 +38,7 @@ export class GitPoller {
 
   start(): void {
     if (this.git.pollIntervalSeconds <= 0) return;
+    this.stopping = false;
     this.every.start();
     this.log.info({ intervalSeconds: this.git.pollIntervalSeconds }, 'polling tracked Git branches');
   }
@@ -60,7 +61,7 @@ export class GitPoller {
         bySource.set(t.code_source_id, [...(bySource.get(t.code_source_id) ?? []), t.branch]);
       }
       const sources = [...bySource];
-      await inTurn(sources, POLLS_AT_ONCE, async ([codeSourceId, branches]) => {
+      await forEachAtMost(sources, POLLS_AT_ONCE, async ([codeSourceId, branches]) => {
         if (this.stopping) return;
         try {
           runIds.push(...(await this.pollSource(codeSourceId, branches)));
@@ -112,8 +113,8 @@ export class GitPoller {
   }
 }
 
-/** inTurn runs `work` on every item, at most `atOnce` of them at a time. */
-async function inTurn<T>(items: readonly T[], atOnce: number, work: (item: T) => Promise<void>): Promise<void> {
+/** forEachAtMost runs `work` on every item, at most `atOnce` of them at a time. */
+async function forEachAtMost<T>(items: readonly T[], atOnce: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const lane = async () => {
     while (next < items.length) await work(items[next++]);

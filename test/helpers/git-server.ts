@@ -26,6 +26,8 @@ export interface GitServer {
   acceptToken: (token: string) => boolean;
   /** Delays every answer (for timeout tests). */
   delayMs: number;
+  /** Holds every request from now on until the returned function is called: work in flight stays in flight. */
+  hold(): () => void;
   close(): Promise<void>;
 }
 
@@ -61,6 +63,15 @@ export async function startGitServer(options: { tokens?: string[] } = {}): Promi
   const tokens = new Set(options.tokens ?? ['s3cret-token']);
   const state: Pick<GitServer, 'requests' | 'acceptToken' | 'delayMs'> = { requests: [], acceptToken: (t) => tokens.has(t), delayMs: 0 };
 
+  let gate: Promise<void> | undefined;
+  const hold = () => {
+    let open!: () => void;
+    gate = new Promise<void>((resolve) => (open = resolve));
+    return () => {
+      gate = undefined;
+      open();
+    };
+  };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const auth = /^Basic (.+)$/.exec(req.headers.authorization ?? '');
@@ -107,8 +118,9 @@ export async function startGitServer(options: { tokens?: string[] } = {}): Promi
       });
       cgi.on('close', () => res.end());
     };
-    if (state.delayMs) setTimeout(serve, state.delayMs);
-    else serve();
+    const go = () => (state.delayMs ? setTimeout(serve, state.delayMs) : serve());
+    if (gate) void gate.then(go);
+    else go();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -145,6 +157,7 @@ export async function startGitServer(options: { tokens?: string[] } = {}): Promi
     repoUrl: (name: 'public' | 'private') => `${url}/${name}.git`,
     commit,
     commitWith,
+    hold,
     head: (name: 'public' | 'private', branch: string) => git(path.join(root, `${name}.git`), ['rev-parse', `refs/heads/${branch}`]),
     branch: (name: 'public' | 'private', branch: string, from = 'main') => {
       git(path.join(root, `${name}.git`), ['branch', branch, from]);

@@ -6,6 +6,7 @@ import {
   CACHE_NAME_PATTERN,
   cacheBind,
   FETCH_TOO_LARGE_EXIT,
+  fetchFileLimit,
   fetchProcess,
   GIT_CACHE_TARGET,
   REF_PATTERN,
@@ -37,7 +38,10 @@ import type { RunnerContext } from './index.ts';
 /** Where the checkout is, relative to the workspace. */
 export const CHECKOUT_DIR = 'src';
 
+// The shared lock keeps a fetch from emptying the cache (when it passed its bound) while this reads it.
 const EXTRACT_SCRIPT = `set -eu
+exec 9<"$PLINTH_GIT_CACHE"
+flock -s -w 600 9
 mkdir -p "$PLINTH_CHECKOUT_DIR"
 git --git-dir="$PLINTH_GIT_CACHE" archive --format=tar "$PLINTH_GIT_COMMIT" | tar -x -f - -C "$PLINTH_CHECKOUT_DIR"
 `;
@@ -90,7 +94,7 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
       ctx,
     );
     if (fetched.code !== FETCH_TOO_LARGE_EXIT) return fetched;
-    return { ...fetched, error: `received more than PLINTH_GIT_CACHE_MAX_BYTES (${ctx.git.cacheMaxBytes} bytes) in one file` };
+    return { ...fetched, error: `received more than PLINTH_GIT_CACHE_MAX_BYTES (${fetchFileLimit(ctx.git.cacheMaxBytes)} bytes) in one file` };
   };
   ctx.sink.write('system', `checking out ${run.commit_sha ?? ref} of ${source.url}`);
   let fetched = await fetch(run.commit_sha ?? '');
