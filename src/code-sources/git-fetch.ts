@@ -30,6 +30,11 @@ export function fetchFileLimit(maxBytes: number): number {
 /** The fetch's exit code when what it received was cut at PLINTH_GIT_CACHE_MAX_BYTES. */
 export const FETCH_TOO_LARGE_EXIT = 3;
 
+/** Why a fetch that exited with FETCH_TOO_LARGE_EXIT failed, as a step's error and a publish's 422 say it. */
+export function fetchTooLargeReason(maxBytes: number): string {
+  return `received more than PLINTH_GIT_CACHE_MAX_BYTES (${fetchFileLimit(maxBytes)} bytes) in one file`;
+}
+
 // umask 0: every file of the cache (FETCH_HEAD included, which --shared does not cover) stays writable
 // by the next step's uid, which differs from this one's.
 //

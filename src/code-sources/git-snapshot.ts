@@ -10,6 +10,7 @@ import {
   cacheBind,
   COMMIT_PATTERN,
   FETCH_TOO_LARGE_EXIT,
+  fetchTooLargeReason,
   fetchProcess,
   GIT_CACHE_TARGET,
   REF_PATTERN,
@@ -140,7 +141,7 @@ async function fetchCommit(deps: SnapshotDeps, workspace: GitWorkspace, { source
     throw new AppError(504, 'Git:Fetch:TIMEOUT', `Fetching ${quoted(ref)} took longer than ${deps.git.fetchTimeoutMs} ms (PLINTH_GIT_FETCH_TIMEOUT_MS)`);
   if (fetched.code === 0 && COMMIT_PATTERN.test(commitSha)) return commitSha;
   if (fetched.code === FETCH_TOO_LARGE_EXIT) {
-    throw new AppError(422, 'Git:Fetch:TOO_LARGE', `The fetch of ${quoted(ref)} received more than PLINTH_GIT_CACHE_MAX_BYTES allows`);
+    throw new AppError(422, 'Git:Fetch:TOO_LARGE', `The fetch of ${quoted(ref)} ${fetchTooLargeReason(deps.git.cacheMaxBytes)}`);
   }
   deps.log.info(
     { codeSourceId: source.id, ref, exit: fetched.code, git: redacted(fetched.stderr, credential) },

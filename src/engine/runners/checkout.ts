@@ -6,7 +6,7 @@ import {
   CACHE_NAME_PATTERN,
   cacheBind,
   FETCH_TOO_LARGE_EXIT,
-  fetchFileLimit,
+  fetchTooLargeReason,
   fetchProcess,
   GIT_CACHE_TARGET,
   REF_PATTERN,
@@ -94,7 +94,7 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
       ctx,
     );
     if (fetched.code !== FETCH_TOO_LARGE_EXIT) return fetched;
-    return { ...fetched, error: `received more than PLINTH_GIT_CACHE_MAX_BYTES (${fetchFileLimit(ctx.git.cacheMaxBytes)} bytes) in one file` };
+    return { ...fetched, error: fetchTooLargeReason(ctx.git.cacheMaxBytes) };
   };
   ctx.sink.write('system', `checking out ${run.commit_sha ?? ref} of ${source.url}`);
   let fetched = await fetch(run.commit_sha ?? '');
