@@ -4,7 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { isAlive, isListening, PLINTH_BIN, ROOT, startPlinthProcess, startScriptNodeFlags, type PlinthProcess } from './helpers/plinth-process.ts';
 
 const TOKEN = 'plk_cli_process_test_token_0123456789abcdefghijklmnop';
@@ -92,6 +94,24 @@ describe('plinth migrate and usage', () => {
   it('npm start and the plinth executable give node the same flags', () => {
     const shebang = readFileSync(PLINTH_BIN, 'utf8').split('\n')[0];
     assert.equal(shebang, ['#!/usr/bin/env -S node', ...startScriptNodeFlags()].join(' '));
+  });
+
+  it('a user command writes V8 code cache beside the build and replaces one V8 turns down; process commands run', () => {
+    const cache = path.join(realpathSync(path.join(ROOT, 'dist', 'current')), 'cli.cjs.cache');
+    const garbage = randomBytes(4096);
+    writeFileSync(cache, garbage);
+    const first = run(['version']);
+    assert.equal(first.status, 0, first.stderr);
+    assert.match(first.stdout, /^cli /m);
+    const written = readFileSync(cache);
+    assert.ok(written.length > 16_384 && !written.subarray(0, 4096).equals(garbage), 'the unusable cache was replaced');
+    rmSync(cache);
+    const again = run(['--help']);
+    assert.equal(again.status, 0, again.stderr);
+    assert.ok(statSync(cache).size > 16_384, 'a run without a cache writes one');
+    // The process commands import the server's bundle, which a script compiled from the cache cannot.
+    const migrate = run(['migrate'], { DATABASE_URL: database.url });
+    assert.equal(migrate.status, 0, migrate.stderr);
   });
 
   it('an unknown command prints the usage and exits 2', () => {

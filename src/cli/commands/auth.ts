@@ -1,6 +1,5 @@
 // login, logout, whoami and context: who the CLI is, and where it points.
 
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { unwrap, type Principal } from '@plinth/sdk';
 import { action, localAction } from '../command-kit.ts';
@@ -42,7 +41,7 @@ async function whoamiOnceUp(session: Session, host: string, token: string, organ
       if (!isRefused(error) || Date.now() + WAIT_STEP_MS > deadline) throw error;
       if (!told) session.out.info(`waiting for ${host} to answer`);
       told = true;
-      await sleep(WAIT_STEP_MS);
+      await new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS));
     }
   }
 }
