@@ -28,6 +28,8 @@ import {
  */
 const SANDBOX_UIDS = ROOTLESS ? { from: 260_000, to: 310_000 } : { from: 200_000, to: 250_000 };
 const MAX_PROCESSES = 64;
+const DISK_MB = 64;
+const DISK_FILES = 5_000;
 /**
  * Processes of this suite's worker's steps: under it (a step cannot leave its PID namespace, whose
  * init is under the worker's spawner; another `npm test` beside this one has workers of its own), of
@@ -118,6 +120,8 @@ describe('a hostile step is contained by the sandbox', () => {
         PLINTH_SANDBOX_UID_COUNT: String(SANDBOX_UIDS.to - SANDBOX_UIDS.from),
         PLINTH_STEP_MAX_PROCESSES: String(MAX_PROCESSES),
         PLINTH_STEP_CPUS: '0.5',
+        PLINTH_STEP_DISK_MB: String(DISK_MB),
+        PLINTH_STEP_DISK_FILES: String(DISK_FILES),
       },
       { inheritedDescriptor: true },
     );
@@ -327,6 +331,30 @@ describe('a hostile step is contained by the sandbox', () => {
     const next = await runAttack('echo still working');
     assert.equal(next.run.status, 'SUCCEEDED');
     assert.match(next.output, /still working/);
+  });
+
+  it('filling the disk past PLINTH_STEP_DISK_MB, behind a directory made unreadable, is killed and fails with DISK_LIMIT', async () => {
+    const started = Date.now();
+    const { run, step, output } = await runAttack(
+      `mkdir -p hide/deep && head -c ${(DISK_MB + 32) * 1024 * 1024} /dev/zero > hide/deep/fill && chmod 000 hide/deep hide && echo filled && exec sleep 30`,
+    );
+    assert.match(output, /filled/);
+    assert.equal(run.status, 'FAILED', output);
+    assert.equal(step.error.code, 'Engine:Step:DISK_LIMIT', `${step.error.message}\n${output}`);
+    assert.ok(step.error.metadata.usedMb > DISK_MB, JSON.stringify(step.error.metadata));
+    assert.equal(step.error.metadata.limitMb, DISK_MB);
+    assert.ok(Date.now() - started < 15_000, 'killed at a check, long before its time limit');
+    assert.equal((await runAttack('echo still working')).run.status, 'SUCCEEDED');
+  });
+
+  it('making more files than PLINTH_STEP_DISK_FILES is killed and fails with DISK_LIMIT', async () => {
+    const { run, step, output } = await runAttack(
+      `mkdir many && cd many && seq 1 ${DISK_FILES + 500} | xargs touch && cd .. && chmod 000 many && echo made && exec sleep 30`,
+    );
+    assert.match(output, /made/);
+    assert.equal(run.status, 'FAILED', output);
+    assert.equal(step.error.code, 'Engine:Step:DISK_LIMIT', `${step.error.message}\n${output}`);
+    assert.ok(step.error.metadata.files > DISK_FILES, JSON.stringify(step.error.metadata));
   });
 
   it('after every attack the worker and the API are healthy and no step process is left', async () => {

@@ -2,7 +2,8 @@ import type { StepOutcome, ClaimedStep } from '../step-lifecycle.ts';
 import { engineError } from '../engine-errors.ts';
 import type { LogSink } from '../log-sink.ts';
 import { logDetail, logStoreError } from './output-capture.ts';
-import { SandboxUnavailableError, type StepSandbox } from '../sandbox/index.ts';
+import { SandboxUnavailableError, type StepSandbox, type StepWorkspace } from '../sandbox/index.ts';
+import type { DiskOverrun } from '../sandbox/disk-watch.ts';
 import type { StopGrace } from '../sandbox/stop.ts';
 import { allowEntryProblem, parseAllowList, type AllowList } from '../../platform/outbound/address-policy.ts';
 import { runScript, type ScriptResult } from './script.ts';
@@ -208,22 +209,37 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
     if (error instanceof SandboxUnavailableError) return { status: 'FAILED', error: engineError(error.code, error.message) };
     throw error;
   }
-  let outcome: StepOutcome | undefined;
   try {
-    const checkout = await prepareCheckout(claimed, ctx, workspace);
-    if ('outcome' in checkout) {
-      await ctx.sink.flush();
-      outcome = checkout.outcome;
-      return outcome;
-    }
-    const prepareMs = performance.now() - started;
-    outcome = await runPrepared(claimed, ctx, { workspace, checkout: checkout.checkout });
-    if (outcome.statusDetail) outcome.statusDetail.prepareMs = Math.round(prepareMs * 1000) / 1000;
-    return outcome;
+    const outcome = await checkOutAndRun(claimed, ctx, workspace, started);
+    const overrun = workspace.diskExceeded;
+    // Whatever the runner made of its killed processes, the step failed for the disk its workspace took.
+    return overrun ? { ...outcome, status: 'FAILED', error: diskLimitError(overrun) } : outcome;
   } finally {
     // Every process of the step is gone by now: removing its files can go on beside the outcome's commit.
     const disposed = workspace.dispose();
     if (ctx.defer) ctx.defer(disposed);
     else await disposed;
   }
+}
+
+async function checkOutAndRun(claimed: ClaimedStep, ctx: RunnerContext, workspace: StepWorkspace, started: number): Promise<StepOutcome> {
+  const checkout = await prepareCheckout(claimed, ctx, workspace);
+  if ('outcome' in checkout) {
+    await ctx.sink.flush();
+    return checkout.outcome;
+  }
+  const prepareMs = performance.now() - started;
+  const outcome = await runPrepared(claimed, ctx, { workspace, checkout: checkout.checkout });
+  if (outcome.statusDetail) outcome.statusDetail.prepareMs = Math.round(prepareMs * 1000) / 1000;
+  return outcome;
+}
+
+/** The error of a step whose workspace outgrew its disk limits, with what it held when it was stopped. */
+function diskLimitError(o: DiskOverrun): ErrorBody {
+  const mib = (bytes: number) => Math.ceil(bytes / (1024 * 1024));
+  return engineError(
+    'Engine:Step:DISK_LIMIT',
+    `The step's workspace held ${mib(o.bytes)} MiB in ${o.files} files, more than a step may (${o.diskMb} MiB, PLINTH_STEP_DISK_MB; ${o.diskFiles} files, PLINTH_STEP_DISK_FILES): every process of the step was killed`,
+    { usedMb: mib(o.bytes), files: o.files, limitMb: o.diskMb, limitFiles: o.diskFiles },
+  );
 }

@@ -9,6 +9,7 @@ import path from 'node:path';
 import pino from 'pino';
 import type { Logger } from '../../platform/logger.ts';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
+import { measureDisk, watchDisk, type DiskOverrun } from './disk-watch.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
 import { loopbackEndpoints, PROXY_PORT, serveStepEgress, type ServedEgress } from './egress.ts';
 import { ROOTLESS_QUOTAS, SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
@@ -468,8 +469,20 @@ export class NamespaceSandbox implements StepSandbox {
     };
     if (spare) track(spare.proc);
     let spawns = 0;
+    let diskExceeded: DiskOverrun | undefined;
+    const disk = watchDisk(
+      this.settings.limits,
+      () => measureDisk(claimed.claim.workspace, ROOTLESS),
+      (use) => {
+        diskExceeded = { ...use, diskMb: this.settings.limits.diskMb, diskFiles: this.settings.limits.diskFiles };
+        for (const proc of running) proc.kill();
+      },
+    );
     return {
       uid: claimed.claim.uid,
+      get diskExceeded() {
+        return diskExceeded;
+      },
       spawn: async (spec) => {
         const cwd = relativeWorkingDirectory(spec.workingDirectory);
         const binds = checkBinds(spec.binds);
@@ -482,11 +495,13 @@ export class NamespaceSandbox implements StepSandbox {
           next = await started.finally(() => starting.delete(started));
         }
         track(next.proc);
-        next.begin(stepScript({ HOME: '/workspace', ...this.proxyEnv, ...spec.env }, spec.command, cwd));
+        if (diskExceeded) next.proc.kill();
+        else next.begin(stepScript({ HOME: '/workspace', ...this.proxyEnv, ...spec.env }, spec.command, cwd));
         return next.proc;
       },
       pathOf: insideBinds,
       dispose: async () => {
+        disk.stop();
         if (spare) await retire(spare.proc);
         await Promise.allSettled(starting);
         await this.recycle(claimed, running);

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from '../../platform/logger.ts';
 import type { AllowList } from '../../platform/outbound/address-policy.ts';
 import type { EgressPolicy } from './egress.ts';
+import type { DiskOverrun } from './disk-watch.ts';
 
 /**
  * The step sandbox: where and as whom a step's processes run. Every runner (script today; OpenTofu and
@@ -34,6 +35,9 @@ export interface StepLimits {
   memoryMb: number;
   /** CPU time per wall second, in CPUs (1.5 = one and a half cores). */
   cpus: number;
+  /** What the step's workspace may hold on the host's disk, in MiB and in files (disk-watch.ts). */
+  diskMb: number;
+  diskFiles: number;
 }
 
 export interface SandboxSettings {
@@ -129,6 +133,11 @@ export interface StepWorkspace {
    * itself when namespaced, the host path when unisolated. Throws when `target` is under no bind.
    */
   pathOf(target: string, binds: readonly StepBind[]): string;
+  /**
+   * Set once the workspace held more than the disk limits allow (StepLimits): every process of the step
+   * was killed then, and a spawn after that is killed as it starts.
+   */
+  readonly diskExceeded: DiskOverrun | undefined;
   /** Kills every process of the step still running (of every spawn) and empties or removes the workspace (and its cgroup). */
   dispose(): Promise<void>;
 }

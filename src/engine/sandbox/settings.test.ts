@@ -8,12 +8,12 @@ import { shellAssignments, stepFstab, stepScript } from './init-script.ts';
 import { loadSandboxSettings } from './settings.ts';
 
 describe('sandbox settings', () => {
-  it('default to auto, a network of its own behind the egress policy, 512 processes, 2048 MiB and one CPU', () => {
+  it('default to auto, a network of its own behind the egress policy, 512 processes, 2048 MiB, one CPU, 10 GiB of disk in a million files', () => {
     const s = loadSandboxSettings({}, undefined);
     assert.equal(s.mode, 'auto');
     assert.equal(s.network, 'policy');
     assert.deepEqual(s.egress.endpoints, []);
-    assert.deepEqual(s.limits, { maxProcesses: 512, memoryMb: 2048, cpus: 1 });
+    assert.deepEqual(s.limits, { maxProcesses: 512, memoryMb: 2048, cpus: 1, diskMb: 10_240, diskFiles: 1_000_000 });
     assert.deepEqual([s.uidBase, s.uidCount], [200_000, 50_000]);
     assert.equal(s.poolSize, 16);
     assert.equal(loadSandboxSettings({}, undefined, 4).poolSize, 4, 'as many warm sandboxes as the worker runs steps at once');
@@ -27,6 +27,8 @@ describe('sandbox settings', () => {
         PLINTH_STEP_MAX_PROCESSES: '64',
         PLINTH_STEP_MEMORY_MB: '256',
         PLINTH_STEP_CPUS: '0.5',
+        PLINTH_STEP_DISK_MB: '100',
+        PLINTH_STEP_DISK_FILES: '5000',
         PLINTH_SANDBOX_UID_BASE: '300000',
         PLINTH_SANDBOX_UID_COUNT: '10',
         PLINTH_SANDBOX_POOL: '0',
@@ -37,7 +39,7 @@ describe('sandbox settings', () => {
     assert.deepEqual(rest, {
       mode: 'off',
       network: 'none',
-      limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5 },
+      limits: { maxProcesses: 64, memoryMb: 256, cpus: 0.5, diskMb: 100, diskFiles: 5000 },
       uidBase: 300_000,
       uidCount: 10,
       workRoot: '/srv/work',
@@ -67,6 +69,7 @@ describe('sandbox settings', () => {
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX: 'bwrap' }, undefined), /PLINTH_SANDBOX must be one of auto, namespaces, off/);
     assert.throws(() => loadSandboxSettings({ PLINTH_STEP_MAX_PROCESSES: '1.5' }, undefined), /PLINTH_STEP_MAX_PROCESSES must be a positive integer/);
     assert.throws(() => loadSandboxSettings({ PLINTH_STEP_CPUS: '0' }, undefined), /PLINTH_STEP_CPUS/);
+    assert.throws(() => loadSandboxSettings({ PLINTH_STEP_DISK_MB: '1e3x' }, undefined), /PLINTH_STEP_DISK_MB must be a positive integer/);
     assert.throws(() => loadSandboxSettings({ PLINTH_SANDBOX_UID_BASE: '0' }, undefined), /PLINTH_SANDBOX_UID_BASE/);
   });
 });

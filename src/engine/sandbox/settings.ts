@@ -55,6 +55,8 @@ export function loadSandboxSettings(
       maxProcesses: positive(env, 'PLINTH_STEP_MAX_PROCESSES', 512, true),
       memoryMb: positive(env, 'PLINTH_STEP_MEMORY_MB', 2048, true),
       cpus: positive(env, 'PLINTH_STEP_CPUS', 1, false, 1024),
+      diskMb: positive(env, 'PLINTH_STEP_DISK_MB', 10_240, true),
+      diskFiles: positive(env, 'PLINTH_STEP_DISK_FILES', 1_000_000, true),
     },
     uidBase,
     uidCount,

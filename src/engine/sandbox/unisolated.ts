@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnGuarded } from './process.ts';
 import { checkBinds, hostPathOf } from './binds.ts';
+import { measureDisk, watchDisk, type DiskOverrun } from './disk-watch.ts';
 import type { IsolationReport, SandboxedProcess, SandboxSettings, StepSandbox, StepWorkspace } from './sandbox.ts';
 import { relativeWorkingDirectory, removeTree } from './workspaces.ts';
 
@@ -52,8 +53,21 @@ export class UnisolatedSandbox implements StepSandbox {
   async open(): Promise<StepWorkspace> {
     const workDir = await mkdtemp(path.join(this.settings.workRoot ?? os.tmpdir(), 'plinth-step-'));
     const running = new Set<SandboxedProcess>();
+    let diskExceeded: DiskOverrun | undefined;
+    // Here the step could write anywhere the worker can; its workspace is still held to the limits.
+    const disk = watchDisk(
+      this.settings.limits,
+      () => measureDisk(workDir, false),
+      (use) => {
+        diskExceeded = { ...use, diskMb: this.settings.limits.diskMb, diskFiles: this.settings.limits.diskFiles };
+        for (const proc of running) proc.kill();
+      },
+    );
     return {
       uid: process.getuid?.() ?? -1,
+      get diskExceeded() {
+        return diskExceeded;
+      },
       spawn: async (spec) => {
         // Binds cannot be mounted here: checked all the same, and reached at their sources (pathOf).
         checkBinds(spec.binds);
@@ -66,10 +80,12 @@ export class UnisolatedSandbox implements StepSandbox {
         running.add(proc);
         // `close`, not `exit`: the group (the guard) may outlive its leader until the runner kills it.
         proc.child.once('close', () => running.delete(proc));
+        if (diskExceeded) proc.kill();
         return proc;
       },
       pathOf: hostPathOf,
       dispose: async () => {
+        disk.stop();
         for (const proc of running) proc.kill();
         await removeTree(workDir);
       },
