@@ -347,6 +347,30 @@ describe('a hostile step is contained by the sandbox', () => {
     assert.equal((await runAttack('echo still working')).run.status, 'SUCCEEDED');
   });
 
+  it('filling the disk through a file it deleted but holds open is killed and fails with DISK_LIMIT, where steps have cgroups', async (ctx) => {
+    // The processes of a step, and so what they hold open, are known from its cgroup.
+    const { run, step, output } = await runAttack(
+      `grep -q plinth-steps /proc/self/cgroup || { echo NO-CGROUP; exit 0; }\nexec 3>/workspace/gone && rm /workspace/gone && head -c ${(DISK_MB + 32) * 1024 * 1024} /dev/zero >&3 && echo filled && exec sleep 30`,
+    );
+    if (output.includes('NO-CGROUP')) return ctx.skip('steps have no cgroup on this host');
+    assert.match(output, /filled/);
+    assert.equal(run.status, 'FAILED', output);
+    assert.equal(step.error.code, 'Engine:Step:DISK_LIMIT', `${step.error.message}\n${output}`);
+    assert.ok(step.error.metadata.usedMb > DISK_MB, JSON.stringify(step.error.metadata));
+  });
+
+  it('leaves nothing behind in a tree nested deeper than a path may be long', async () => {
+    const marker = `deep-${Date.now()}`;
+    const name = 'd'.repeat(200);
+    // Nested from the bottom up, by renames: no path the step itself uses is long.
+    const { run, output } = await runAttack(
+      `mkdir -p ${marker}/${name} && cd ${marker} && for i in $(seq 1 40); do mkdir w && mv ${name} w/ && mv w ${name} || exit 1; done && echo nested`,
+    );
+    assert.equal(run.status, 'SUCCEEDED', output);
+    const left = () => execFileSync('find', [workRoot, '-name', marker], { encoding: 'utf8' }).trim();
+    await waitFor('the deep tree to be removed', async () => (left() === '' ? true : undefined), 10_000);
+  });
+
   it('making more files than PLINTH_STEP_DISK_FILES is killed and fails with DISK_LIMIT', async () => {
     const { run, step, output } = await runAttack(
       `mkdir many && cd many && seq 1 ${DISK_FILES + 500} | xargs touch && cd .. && chmod 000 many && echo made && exec sleep 30`,

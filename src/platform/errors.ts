@@ -16,7 +16,7 @@ export const ENGINE_OUTCOME_CODES = [
   'Engine:Script:FAILED',
   'Engine:Script:SPAWN_FAILED',
   'Engine:Step:TIMED_OUT',
-  /** The step's workspace held more than PLINTH_STEP_DISK_MB or PLINTH_STEP_DISK_FILES allow: every process of the step was killed. */
+  /** The step took more of the disk than PLINTH_STEP_DISK_MB or PLINTH_STEP_DISK_FILES allow (or could not be measured): it was killed. */
   'Engine:Step:DISK_LIMIT',
   'Engine:ExecutionEnvironment:UNSUPPORTED',
   'Engine:StepType:NOT_IMPLEMENTED',

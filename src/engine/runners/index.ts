@@ -3,7 +3,7 @@ import { engineError } from '../engine-errors.ts';
 import type { LogSink } from '../log-sink.ts';
 import { logDetail, logStoreError } from './output-capture.ts';
 import { SandboxUnavailableError, type StepSandbox, type StepWorkspace } from '../sandbox/index.ts';
-import type { DiskOverrun } from '../sandbox/disk-watch.ts';
+import { MAX_FAILED_MEASURES, type DiskOverrun } from '../sandbox/disk-watch.ts';
 import type { StopGrace } from '../sandbox/stop.ts';
 import { allowEntryProblem, parseAllowList, type AllowList } from '../../platform/outbound/address-policy.ts';
 import { runScript, type ScriptResult } from './script.ts';
@@ -234,12 +234,20 @@ async function checkOutAndRun(claimed: ClaimedStep, ctx: RunnerContext, workspac
   return outcome;
 }
 
-/** The error of a step whose workspace outgrew its disk limits, with what it held when it was stopped. */
+/** The error of a step stopped for the disk it took, with what it took then. */
 function diskLimitError(o: DiskOverrun): ErrorBody {
-  const mib = (bytes: number) => Math.ceil(bytes / (1024 * 1024));
-  return engineError(
-    'Engine:Step:DISK_LIMIT',
-    `The step's workspace held ${mib(o.bytes)} MiB in ${o.files} files, more than a step may (${o.diskMb} MiB, PLINTH_STEP_DISK_MB; ${o.diskFiles} files, PLINTH_STEP_DISK_FILES): every process of the step was killed`,
-    { usedMb: mib(o.bytes), files: o.files, limitMb: o.diskMb, limitFiles: o.diskFiles },
-  );
+  const limits = { limitMb: o.diskMb, limitFiles: o.diskFiles };
+  const named = `${o.diskMb} MiB, PLINTH_STEP_DISK_MB; ${o.diskFiles} files, PLINTH_STEP_DISK_FILES`;
+  if (o.unmeasurable)
+    return engineError(
+      'Engine:Step:DISK_LIMIT',
+      `The step's workspace could not be measured ${MAX_FAILED_MEASURES} times in a row, so it was stopped as if past its disk limits (${named})`,
+      { unmeasurable: true, ...limits },
+    );
+  const mib = Math.ceil(o.bytes / (1024 * 1024));
+  return engineError('Engine:Step:DISK_LIMIT', `The step took ${mib} MiB of disk in ${o.files} files, more than a step may (${named}), and was stopped`, {
+    usedMb: mib,
+    files: o.files,
+    ...limits,
+  });
 }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import pino from 'pino';
 import type { Logger } from '../../platform/logger.ts';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
-import { measureDisk, watchDisk, type DiskOverrun } from './disk-watch.ts';
+import { diskMeasure, watchDisk, type DiskOverrun } from './disk-watch.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
 import { loopbackEndpoints, PROXY_PORT, serveStepEgress, type ServedEgress } from './egress.ts';
 import { ROOTLESS_QUOTAS, SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
@@ -40,8 +40,8 @@ import {
 
 /** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
-/** What the worker runs on the host: the template's copy, the step's shell, and the init's tools (util-linux). */
-const TOOLS = ['tar', 'sh', 'unshare', 'setpriv', 'pivot_root', 'mount', 'umount'];
+/** What the worker runs on the host: the template's copy, the step's shell, the init's tools (util-linux), and the disk measure's (disk-watch.ts). */
+const TOOLS = ['tar', 'sh', 'unshare', 'setpriv', 'pivot_root', 'mount', 'umount', 'nice', 'find', 'head', 'wc', 'du', 'cut'];
 /** What a step's own network takes besides: `ip` brings its loopback up (`none` too), `nsenter` starts the sandbox in it. */
 const NETWORK_TOOLS = ['ip', 'nsenter'];
 
@@ -470,14 +470,11 @@ export class NamespaceSandbox implements StepSandbox {
     if (spare) track(spare.proc);
     let spawns = 0;
     let diskExceeded: DiskOverrun | undefined;
-    const disk = watchDisk(
-      this.settings.limits,
-      () => measureDisk(claimed.claim.workspace, ROOTLESS),
-      (use) => {
-        diskExceeded = { ...use, diskMb: this.settings.limits.diskMb, diskFiles: this.settings.limits.diskFiles };
-        for (const proc of running) proc.kill();
-      },
-    );
+    const measure = diskMeasure({ dir: claimed.claim.workspace, inOwnUserNamespace: ROOTLESS, procsFiles: claimed.cgroup?.procsFiles });
+    const disk = watchDisk(this.settings.limits, measure, (overrun) => {
+      diskExceeded = overrun;
+      for (const proc of running) proc.kill();
+    });
     return {
       uid: claimed.claim.uid,
       get diskExceeded() {

@@ -35,7 +35,7 @@ export interface StepLimits {
   memoryMb: number;
   /** CPU time per wall second, in CPUs (1.5 = one and a half cores). */
   cpus: number;
-  /** What the step's workspace may hold on the host's disk, in MiB and in files (disk-watch.ts). */
+  /** What the step may take of the host's disk, in MiB and in files (disk-watch.ts). */
   diskMb: number;
   diskFiles: number;
 }
@@ -134,8 +134,8 @@ export interface StepWorkspace {
    */
   pathOf(target: string, binds: readonly StepBind[]): string;
   /**
-   * Set once the workspace held more than the disk limits allow (StepLimits): every process of the step
-   * was killed then, and a spawn after that is killed as it starts.
+   * Set once the step took more of the disk than its limits allow (StepLimits), or could not be
+   * measured: every process of the step was killed then, and a spawn after that is killed as it starts.
    */
   readonly diskExceeded: DiskOverrun | undefined;
   /** Kills every process of the step still running (of every spawn) and empties or removes the workspace (and its cgroup). */

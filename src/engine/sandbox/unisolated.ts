@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnGuarded } from './process.ts';
 import { checkBinds, hostPathOf } from './binds.ts';
-import { measureDisk, watchDisk, type DiskOverrun } from './disk-watch.ts';
+import { diskMeasure, watchDisk, type DiskOverrun } from './disk-watch.ts';
 import type { IsolationReport, SandboxedProcess, SandboxSettings, StepSandbox, StepWorkspace } from './sandbox.ts';
 import { relativeWorkingDirectory, removeTree } from './workspaces.ts';
 
@@ -55,14 +55,10 @@ export class UnisolatedSandbox implements StepSandbox {
     const running = new Set<SandboxedProcess>();
     let diskExceeded: DiskOverrun | undefined;
     // Here the step could write anywhere the worker can; its workspace is still held to the limits.
-    const disk = watchDisk(
-      this.settings.limits,
-      () => measureDisk(workDir, false),
-      (use) => {
-        diskExceeded = { ...use, diskMb: this.settings.limits.diskMb, diskFiles: this.settings.limits.diskFiles };
-        for (const proc of running) proc.kill();
-      },
-    );
+    const disk = watchDisk(this.settings.limits, diskMeasure({ dir: workDir, inOwnUserNamespace: false }), (overrun) => {
+      diskExceeded = overrun;
+      for (const proc of running) proc.kill();
+    });
     return {
       uid: process.getuid?.() ?? -1,
       get diskExceeded() {

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, readdirSync } from 'node:fs';
-import { chown, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { chown, mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ROOTLESS } from './sandbox.ts';
@@ -36,19 +36,23 @@ export async function removeTree(dir: string) {
  * removeStepFiles removes what a step left, whatever modes it gave it: a directory it made unreadable
  * (`chmod 000`) stops a recursive delete by anyone but root, and rootless the worker is not root. Its
  * owner may always change its mode back, so the tree's own directories are made readable, then it is
- * removed. Never through a link (`find -P`): a link the step planted to a directory of the worker's
- * user must not have the worker change modes there.
+ * removed. Never through a link (`find -P`, and `rm` never follows one): a link the step planted to a
+ * directory of the worker's user must not have the worker change modes or delete files there.
+ * Coreutils' `rm`, not Node's: a step can nest directories deeper than a path may be long, which
+ * Node's fails on (ENAMETOOLONG), leaving them on the disk for good.
  */
 export async function removeStepFiles(target: string): Promise<void> {
-  try {
-    await rm(target, { recursive: true, force: true });
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'EACCES' && code !== 'EPERM') throw error;
-    // Each directory as it is met, before find reads it: `;`, not `+`.
-    await run('find', ['-P', target, '-type', 'd', '-exec', 'chmod', 'u+rwx', '{}', ';']).catch(() => {});
-    await rm(target, { recursive: true, force: true });
-  }
+  if (await removed(target)) return;
+  // Each directory as it is met, before find reads it: `;`, not `+`.
+  await run('find', ['-P', target, '-type', 'd', '-exec', 'chmod', 'u+rwx', '{}', ';']).catch(() => {});
+  if (!(await removed(target))) throw new Error(`${target} could not be removed`);
+}
+
+function removed(target: string): Promise<boolean> {
+  return run('rm', ['-rf', '--', target]).then(
+    () => true,
+    () => false,
+  );
 }
 
 export interface ClaimedWorkspace {
