@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { rankWaitingSteps } from '../src/engine/executions.repo.ts';
+import { MAX_STEP_RANK } from '../src/engine/executions.repo.ts';
 import { claimStep } from '../src/engine/step-lifecycle.ts';
 import { createOrganization, userCaller } from './helpers/callers.ts';
 import { createStack, startEngineTestApp, stepsOf, triggerRun, waitFor, type EngineTestApp } from './helpers/engine.ts';
@@ -80,30 +80,22 @@ describe('worker slots shared between organizations', () => {
     );
   });
 
-  it('the reaper lowers the ranks that finished steps left too high, keeping each organization’s own order', async () => {
+  it('ranks count running and waiting steps alike, and stop at the most a rank may be', async () => {
     for (const w of t.workers) await w.stop();
     t.workers.length = 0;
-    const first = await tenant(t, 'First Org');
-    const second = await tenant(t, 'Second Org');
-    const mine = await queuedSteps(t, first, 3, 'sleep 30');
-    const [theirs] = await queuedSteps(t, second, 1);
-    const ids = [...mine, theirs].map((s) => s.id);
-    assert.equal(await rankWaitingSteps(t.db), 0, 'ranks are right as added');
-    // The first organization's first step runs: its others still rank 1 and 2, right as they are.
-    assert.ok(await claimStep(t.db, mine[0].id, mine[0].runId, { id: 'fair-share-test', leaseMs: 60_000 }));
-    assert.equal(await rankWaitingSteps(t.db), 0);
-    // It finishes (cancelled here): the first organization then runs nothing, and its waiting steps rank 0 and 1.
-    assert.equal((await t.call('POST', `/pipeline-runs/${mine[0].runId}/cancel`, { token: first })).status, 200);
-    assert.deepEqual((await ranks(t, ids)).slice(1), [1, 2, 0]);
-    assert.equal(await rankWaitingSteps(t.db), 2);
-    assert.deepEqual((await ranks(t, ids)).slice(1), [0, 1, 0]);
-    // Ranks set by hand out of order are put back in the order the steps were queued.
-    await sql`update graphile_worker._private_jobs set priority = 7 where id = any(select engine_job_id::bigint from step_executions where id = any(${ids}::text[]))`.execute(
-      t.db,
+    const many = await tenant(t, 'Many Steps');
+    const steps = await queuedSteps(t, many, 2);
+    // A running step counts as much as a waiting one.
+    assert.ok(await claimStep(t.db, steps[0].id, steps[0].runId, { id: 'fair-share-test', leaseMs: 60_000 }));
+    steps.push(...(await queuedSteps(t, many, MAX_STEP_RANK + 1)));
+    const expected = [...Array.from({ length: MAX_STEP_RANK }, (_, i) => i + 1), MAX_STEP_RANK, MAX_STEP_RANK];
+    assert.deepEqual(
+      await ranks(
+        t,
+        steps.slice(1).map((s) => s.id),
+      ),
+      expected,
     );
-    assert.equal(await rankWaitingSteps(t.db), 3);
-    assert.deepEqual((await ranks(t, ids)).slice(1), [0, 1, 0]);
-    for (const { runId } of [...mine.slice(1), theirs])
-      await t.call('POST', `/pipeline-runs/${runId}/cancel`, { token: runId === theirs.runId ? second : first });
+    for (const { runId } of steps) assert.equal((await t.call('POST', `/pipeline-runs/${runId}/cancel`, { token: many })).status, 200);
   });
 });

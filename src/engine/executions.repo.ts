@@ -104,8 +104,13 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
     .where('lease_epoch', '=', guard.leaseEpoch);
 }
 
-/** graphile-worker's priority is a smallint: ranks stop there. */
-const MAX_RANK = 32767;
+/**
+ * Ranks stop here: an organization with this many unfinished steps or more competes first come,
+ * first served with the others that have as many. A rank is set when its job is added and never
+ * after (rewriting waiting jobs would hide them from the workers' fetch while it runs), so a job's
+ * rank may be higher than its organization's count has since become, by at most this much.
+ */
+export const MAX_STEP_RANK = 8;
 
 /**
  * enqueueStepJob adds the graphile-worker job of a QUEUED execution (new, redispatched or handed back)
@@ -114,15 +119,19 @@ const MAX_RANK = 32767;
  * instead of adding one, and (graphile-worker's rule) add a fresh job when the old one is locked by a
  * worker that died before it claimed the step.
  *
- * The job's priority is the step's rank in its organization (rankWaitingSteps): here, the count of
- * the organization's other unfinished steps, which all run or wait ahead of this one.
+ * The job's priority is its rank: how many other steps its organization runs or has waiting, up to
+ * MAX_STEP_RANK. graphile-worker takes the lowest priority first (the oldest among equals), so an
+ * organization with few unfinished steps has its next one run before the backlog of one with many,
+ * and no slot idles while any step waits.
  */
 export async function enqueueStepJob(trx: Executor, executionId: string, runId: string): Promise<void> {
   await sql`
     with rank as (
-      select least(count(*), ${MAX_RANK})::smallint as n from step_executions e
-        join step_executions o on o.organization_id = e.organization_id and o.status in ('QUEUED', 'RUNNING') and o.id <> e.id
-       where e.id = ${executionId}),
+      select count(*)::smallint as n from (
+        select 1 from step_executions e
+          join step_executions o on o.organization_id = e.organization_id and o.status in ('QUEUED', 'RUNNING') and o.id <> e.id
+         where e.id = ${executionId}
+         limit ${MAX_STEP_RANK}) unfinished),
     job as (
       select j.id::text as id
         from graphile_worker.add_jobs(
@@ -131,37 +140,6 @@ export async function enqueueStepJob(trx: Executor, executionId: string, runId: 
                job_key_preserve_run_at => true) as j)
     update step_executions set engine_job_id = job.id, dispatched_at = now() from job
      where step_executions.id = ${executionId} and step_executions.status = 'QUEUED'`.execute(trx);
-}
-
-/**
- * rankWaitingSteps sets the priority of every waiting step's job to the step's rank in its
- * organization: how many steps the organization runs, plus how many of its waiting ones were queued
- * before this one. graphile-worker takes the lowest priority first (the oldest among equals), so a
- * free worker slot goes to the organization that runs the fewest steps, and no organization's backlog
- * holds the others' steps behind it; each organization's own steps keep their order. A job gets its
- * rank when it is added (enqueueStepJob); this lowers the ranks that the organization's finished steps
- * made too high since. One process at a time does it (an advisory lock); returns how many jobs changed.
- */
-export async function rankWaitingSteps(db: Db): Promise<number> {
-  return db.transaction().execute(async (trx) => {
-    const { rows: lock } = await sql<{ held: boolean }>`select pg_try_advisory_xact_lock(hashtext('plinth.rank-waiting-steps')) as held`.execute(trx);
-    if (!lock[0].held) return 0;
-    const { rows } = await sql<{ changed: number }>`
-      with running as (
-        select organization_id, count(*) as n from step_executions where status = 'RUNNING' group by organization_id),
-      ranked as (
-        select j.id, j.priority,
-               least(coalesce(r.n, 0) + row_number() over (partition by e.organization_id order by j.run_at, j.id) - 1, ${MAX_RANK})::int as rank
-          from step_executions e
-          join graphile_worker.jobs j on j.id = e.engine_job_id::bigint
-          left join running r on r.organization_id = e.organization_id
-         where e.status = 'QUEUED' and j.locked_at is null),
-      moves as (
-        select rank, array_agg(id) as ids from ranked where rank <> priority group by rank)
-      select coalesce(sum((select count(*) from graphile_worker.reschedule_jobs(m.ids, priority => m.rank))), 0)::int as changed
-        from moves m`.execute(trx);
-    return rows[0].changed;
-  });
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Db } from '../platform/db/db.ts';
 import { isRetryableDbError, withRetries, type RetryOptions } from '../platform/db/retry.ts';
 import { metrics } from '../platform/metrics/metrics.ts';
 import type { StepConfig } from '../pipelines/pipeline-config.ts';
-import { enqueueStepJob, findExpiredLeases, findStaleDispatches, rankWaitingSteps, renewLeases } from './executions.repo.ts';
+import { enqueueStepJob, findExpiredLeases, findStaleDispatches, renewLeases } from './executions.repo.ts';
 import { StaleWriteError, withLockedRun } from './locked-run.ts';
 import { decideClaim, decideComplete, decideHandBack, decideReap, stepOf, type HeldAttempt, type StepOutcome } from './run-decisions.ts';
 import type { LockedRunRow } from './runs.repo.ts';
@@ -142,14 +142,6 @@ export async function redispatchStaleSteps(db: Db, staleMs: number, retry: Retry
     tellRedispatched(row);
   }
   return stale.length;
-}
-
-/**
- * shareWorkerSlots ranks the waiting steps again (rankWaitingSteps), so that the next free worker slot
- * goes to the organization that runs the fewest steps; returns how many steps changed rank.
- */
-export function shareWorkerSlots(db: Db, retry: RetryOptions = {}): Promise<number> {
-  return withRetries(() => rankWaitingSteps(db), retry);
 }
 
 /** renewHeldLeases extends this worker's leases; returns the executions it still holds (the rest were taken from it). */

@@ -18,7 +18,6 @@ import {
   handBackStep,
   reapLostSteps,
   redispatchStaleSteps,
-  shareWorkerSlots,
   renewHeldLeases,
   type HeldAttempt,
   type StepOutcome,
@@ -203,7 +202,6 @@ export class EngineWorker {
     const lost = await reapLostSteps(this.db, this.workerId, retry);
     if (lost.length) this.log.warn({ workerId: this.workerId, executions: lost }, 'failed over attempts of a lost worker');
     await redispatchStaleSteps(this.db, this.config.redispatchMs, retry);
-    await shareWorkerSlots(this.db, retry);
   }
 
   private async executeStep({ stepExecutionId: id, runId }: StepExecutePayload): Promise<void> {
