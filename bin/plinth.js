@@ -29,8 +29,10 @@ else import('../scripts/build.js').then(({ build }) => build()).then(runCli, can
 
 function runCli(buildDir) {
   const file = path.join(buildDir, 'cli.cjs');
-  // The process commands import() the server's bundle, and on Node 20 a script compiled from a code
-  // cache has no import() (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING); a server's start-up is not worth it.
+  // The process commands import() the server's bundle, and on Node 20 a script run by node:vm has no
+  // import() (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING; its main-context loader option fails once the
+  // script comes from a cache); a server's start-up is not worth the cache. The user commands load
+  // what they load late with require (a test holds the bundle to that).
   if (server) require(file);
   else runCached(file, buildDir);
 }
@@ -53,11 +55,20 @@ function runCached(file, buildDir) {
     filename: file,
     cachedData,
   });
-  if (!cachedData || script.cachedDataRejected) process.once('exit', () => writeCodeCache(cacheFile, script));
+  if ((!cachedData || script.cachedDataRejected) && writable(buildDir)) process.once('exit', () => writeCodeCache(cacheFile, script));
   const cli = new Module(file, module);
   cli.filename = file;
   cli.paths = Module._nodeModulePaths(buildDir);
   script.runInThisContext().call(cli.exports, cli.exports, Module.createRequire(file), cli, file, buildDir);
+}
+
+function writable(dir) {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function writeCodeCache(cacheFile, script) {

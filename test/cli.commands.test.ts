@@ -282,6 +282,15 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.match(deleted.stderr, /deleted project "doomed"/);
     assert.equal((await user.run(['project', 'get', 'doomed'])).code, 4);
 
+    await user.json(['project', 'create', '--given-id', 'typed', '--name', 'Typed']);
+    const mistyped = await user.run(['project', 'delete', 'typed'], { terminal: true, input: 'typo\n' });
+    assert.equal(mistyped.code, 1, mistyped.stdout);
+    assert.match(mistyped.stdout, /Type its name \(typed\) to go on: /);
+    assert.match(mistyped.stdout, /"typo" is not "typed": nothing was deleted/);
+    const typed = await user.run(['project', 'delete', 'typed'], { terminal: true, input: 'typed\n' });
+    assert.equal(typed.code, 0, typed.stdout);
+    assert.equal((await user.run(['project', 'get', 'typed'])).code, 4);
+
     const key = await user.json(['key', 'create', '--name', 'short-lived-ci']);
     assert.match(key.token, /^plk_/);
     assert.ok((await user.json(['key', 'list'])).some((k: { name: string }) => k.name === 'short-lived-ci'));

@@ -109,9 +109,12 @@ describe('plinth migrate and usage', () => {
     const again = run(['--help']);
     assert.equal(again.status, 0, again.stderr);
     assert.ok(statSync(cache).size > 16_384, 'a run without a cache writes one');
-    // The process commands import the server's bundle, which a script compiled from the cache cannot.
+    // The process commands import the server's bundle, which a script run by node:vm cannot.
     const migrate = run(['migrate'], { DATABASE_URL: database.url });
     assert.equal(migrate.status, 0, migrate.stderr);
+    // Nor can a user command: the bundle's only import() is the process commands' one.
+    const imports = readFileSync(path.join(path.dirname(cache), 'cli.cjs'), 'utf8').match(/\bimport\([^)]*\)/g);
+    assert.deepEqual(imports, ['import("./server-process.js")']);
   });
 
   it('an unknown command prints the usage and exits 2', () => {

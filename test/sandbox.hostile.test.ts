@@ -336,9 +336,8 @@ describe('a hostile step is contained by the sandbox', () => {
   it('filling the disk past PLINTH_STEP_DISK_MB, behind a directory made unreadable, is killed and fails with DISK_LIMIT', async () => {
     const started = Date.now();
     const { run, step, output } = await runAttack(
-      `mkdir -p hide/deep && head -c ${(DISK_MB + 32) * 1024 * 1024} /dev/zero > hide/deep/fill && chmod 000 hide/deep hide && echo filled && exec sleep 30`,
+      `mkdir -p hide/deep && head -c ${(DISK_MB + 32) * 1024 * 1024} /dev/urandom > hide/deep/fill && chmod 000 hide/deep hide && echo filled && exec sleep 30`,
     );
-    assert.match(output, /filled/);
     assert.equal(run.status, 'FAILED', output);
     assert.equal(step.error.code, 'Engine:Step:DISK_LIMIT', `${step.error.message}\n${output}`);
     assert.ok(step.error.metadata.usedMb > DISK_MB, JSON.stringify(step.error.metadata));
@@ -350,10 +349,9 @@ describe('a hostile step is contained by the sandbox', () => {
   it('filling the disk through a file it deleted but holds open is killed and fails with DISK_LIMIT, where steps have cgroups', async (ctx) => {
     // The processes of a step, and so what they hold open, are known from its cgroup.
     const { run, step, output } = await runAttack(
-      `grep -q plinth-steps /proc/self/cgroup || { echo NO-CGROUP; exit 0; }\nexec 3>/workspace/gone && rm /workspace/gone && head -c ${(DISK_MB + 32) * 1024 * 1024} /dev/zero >&3 && echo filled && exec sleep 30`,
+      `grep -q plinth-steps /proc/self/cgroup || { echo NO-CGROUP; exit 0; }\nexec 3>/workspace/gone && rm /workspace/gone && head -c ${(DISK_MB + 32) * 1024 * 1024} /dev/urandom >&3 && echo filled && exec sleep 30`,
     );
     if (output.includes('NO-CGROUP')) return ctx.skip('steps have no cgroup on this host');
-    assert.match(output, /filled/);
     assert.equal(run.status, 'FAILED', output);
     assert.equal(step.error.code, 'Engine:Step:DISK_LIMIT', `${step.error.message}\n${output}`);
     assert.ok(step.error.metadata.usedMb > DISK_MB, JSON.stringify(step.error.metadata));
@@ -375,7 +373,7 @@ describe('a hostile step is contained by the sandbox', () => {
     const { run, step, output } = await runAttack(
       `mkdir many && cd many && seq 1 ${DISK_FILES + 500} | xargs touch && cd .. && chmod 000 many && echo made && exec sleep 30`,
     );
-    assert.match(output, /made/);
+    // A measure may stop it before it says so: only the outcome counts.
     assert.equal(run.status, 'FAILED', output);
     assert.equal(step.error.code, 'Engine:Step:DISK_LIMIT', `${step.error.message}\n${output}`);
     assert.ok(step.error.metadata.files > DISK_FILES, JSON.stringify(step.error.metadata));

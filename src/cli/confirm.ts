@@ -1,5 +1,6 @@
 // The confirmation a destructive command asks for: the record's name typed back, or --yes.
 
+import { createRequire } from 'node:module';
 import { CliExit, EXIT, UsageError } from './exit-codes.ts';
 import { terminalSafe } from './output.ts';
 
@@ -10,8 +11,9 @@ import { terminalSafe } from './output.ts';
 export async function confirmByName(what: string, name: string, yes: boolean | undefined): Promise<void> {
   if (yes) return;
   if (!process.stdin.isTTY) throw new UsageError(`deleting ${what} needs a confirmation: standard input is not a terminal, so pass --yes`);
-  // Imported here, not at start: readline loads Node's streams, a tenth of a short command's start.
-  const { createInterface } = await import('node:readline/promises');
+  // Loaded here, not at start: readline loads Node's streams, a tenth of a short command's start. By
+  // require, not import(): bin/plinth.js runs the user commands as a script, which has no import().
+  const { createInterface } = createRequire(import.meta.url)('node:readline/promises') as typeof import('node:readline/promises');
   const prompt = createInterface({ input: process.stdin, output: process.stderr });
   try {
     const typed = await prompt.question(`This deletes ${terminalSafe(what)}. Type its name (${terminalSafe(name)}) to go on: `).catch((error: Error) => {

@@ -15,6 +15,8 @@ export interface CliOptions {
   env?: Record<string, string>;
   /** Written to the CLI's standard input, which is then closed. */
   input?: string;
+  /** Run on a terminal (util-linux's `script`): stdout then carries stderr too, as a terminal shows both. */
+  terminal?: boolean;
   timeoutMs?: number;
   /** Called with everything written to stderr so far, at each write, and the pid (to signal it). */
   onStderr?: (stderr: string, pid: number) => void;
@@ -45,7 +47,9 @@ export function cliUser(env: Record<string, string> = {}): CliUser {
   const configHome = mkdtempSync(path.join(os.tmpdir(), 'plinth-cli-'));
   const run = (args: string[], options: CliOptions = {}) =>
     new Promise<CliResult>((resolve, reject) => {
-      const child = spawn(process.execPath, [PLINTH_BIN, ...args], {
+      const command = [process.execPath, PLINTH_BIN, ...args];
+      const [file, ...argv] = options.terminal ? ['script', '-qec', command.map(shellQuoted).join(' '), '/dev/null'] : command;
+      const child = spawn(file, argv, {
         cwd: ROOT,
         env: { ...baseEnv(), XDG_CONFIG_HOME: configHome, ...env, ...options.env },
         stdio: ['pipe', 'pipe', 'pipe'],
@@ -81,4 +85,8 @@ export function cliUser(env: Record<string, string> = {}): CliUser {
       }
     },
   };
+}
+
+function shellQuoted(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
 }

@@ -212,8 +212,10 @@ export async function runStep(claimed: ClaimedStep, ctx: RunnerContext): Promise
   try {
     const outcome = await checkOutAndRun(claimed, ctx, workspace, started);
     const overrun = workspace.diskExceeded;
-    // Whatever the runner made of its killed processes, the step failed for the disk its workspace took.
-    return overrun ? { ...outcome, status: 'FAILED', error: diskLimitError(overrun) } : outcome;
+    if (!overrun) return outcome;
+    // Whatever the runner made of its killed processes, the step failed for the disk it took.
+    const { outputData: _partial, ...killed } = outcome;
+    return { ...killed, status: 'FAILED', error: diskLimitError(overrun) };
   } finally {
     // Every process of the step is gone by now: removing its files can go on beside the outcome's commit.
     const disposed = workspace.dispose();
@@ -235,19 +237,25 @@ async function checkOutAndRun(claimed: ClaimedStep, ctx: RunnerContext, workspac
 }
 
 /** The error of a step stopped for the disk it took, with what it took then. */
-function diskLimitError(o: DiskOverrun): ErrorBody {
-  const limits = { limitMb: o.diskMb, limitFiles: o.diskFiles };
-  const named = `${o.diskMb} MiB, PLINTH_STEP_DISK_MB; ${o.diskFiles} files, PLINTH_STEP_DISK_FILES`;
-  if (o.unmeasurable)
+function diskLimitError(overrun: DiskOverrun): ErrorBody {
+  const limits = { limitMb: overrun.diskMb, limitFiles: overrun.diskFiles };
+  if (overrun.unmeasurable)
     return engineError(
       'Engine:Step:DISK_LIMIT',
-      `The step's workspace could not be measured ${MAX_FAILED_MEASURES} times in a row, so it was stopped as if past its disk limits (${named})`,
+      `The step's disk use could not be measured ${MAX_FAILED_MEASURES} times in a row, so it was stopped as if past its limits (${overrun.diskMb} MiB, PLINTH_STEP_DISK_MB; ${overrun.diskFiles} files, PLINTH_STEP_DISK_FILES)`,
       { unmeasurable: true, ...limits },
     );
-  const mib = Math.ceil(o.bytes / (1024 * 1024));
-  return engineError('Engine:Step:DISK_LIMIT', `The step took ${mib} MiB of disk in ${o.files} files, more than a step may (${named}), and was stopped`, {
-    usedMb: mib,
-    files: o.files,
+  // Past the file limit the walk stops, and the blocks are not measured.
+  if (overrun.files > overrun.diskFiles)
+    return engineError(
+      'Engine:Step:DISK_LIMIT',
+      `The step held more than ${overrun.diskFiles} files (PLINTH_STEP_DISK_FILES, with the descriptors it held open) and was stopped`,
+      { files: overrun.files, ...limits },
+    );
+  const usedMb = Math.ceil(overrun.bytes / (1024 * 1024));
+  return engineError('Engine:Step:DISK_LIMIT', `The step took ${usedMb} MiB of disk, more than ${overrun.diskMb} MiB (PLINTH_STEP_DISK_MB), and was stopped`, {
+    usedMb,
+    files: overrun.files,
     ...limits,
   });
 }

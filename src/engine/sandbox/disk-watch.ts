@@ -41,6 +41,7 @@ export const MAX_FAILED_MEASURES = 3;
 /** The only PATH of the measure's programs. */
 const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 
+/** Whether `use` is past either limit (at a limit is within it). */
 export function overDiskLimits(use: DiskUse, limits: DiskLimits): boolean {
   return use.bytes > limits.diskMb * 1024 * 1024 || use.files > limits.diskFiles;
 }
@@ -93,7 +94,7 @@ export function diskMeasure(target: DiskTarget): Measure {
   return async (limits, signal) => {
     const tree = await measureTree(target, limits, signal);
     if (tree.files > limits.diskFiles || !target.procsFiles) return tree;
-    const held = await heldOpen(target.procsFiles, limits.diskFiles - tree.files);
+    const held = await heldOpen(target.procsFiles, (await stat(target.dir)).dev, limits.diskFiles - tree.files);
     return { bytes: tree.bytes + held.bytes, files: tree.files + held.files };
   };
 }
@@ -123,7 +124,13 @@ function measureTree(target: DiskTarget, limits: DiskLimits, signal: AbortSignal
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'ignore'], env: { PATH: SYSTEM_PATH, LC_ALL: 'C' }, detached: true });
     const end = () => {
-      if (child.pid && child.exitCode === null) process.kill(-child.pid, 'SIGKILL');
+      if (!child.pid || child.exitCode !== null) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // Its group is made by the child (setsid) just after the fork: before that, only the child is there.
+        child.kill('SIGKILL');
+      }
     };
     const timeout = setTimeout(end, MEASURE_TIMEOUT_MS);
     signal.addEventListener('abort', end, { once: true });
@@ -144,11 +151,12 @@ function measureTree(target: DiskTarget, limits: DiskLimits, signal: AbortSignal
 
 /**
  * heldOpen counts the descriptors the step's processes hold, and the blocks of the deleted files among
- * them (unlinked while open, or made without a name, O_TMPFILE): a step could otherwise write to such
- * a file until the disk is full, and no walk of its workspace would find it. It stops counting past
- * `room` descriptors: the step is over its limit by then.
+ * them on the workspace's file system (`device`; not its `/tmp`, which is memory): unlinked while
+ * open, or made without a name (O_TMPFILE), a step could otherwise write to such a file until the disk
+ * is full, and no walk of its workspace would find it. It stops counting past `room` descriptors: the
+ * step is over its limit by then.
  */
-async function heldOpen(procsFiles: string[], room: number): Promise<DiskUse> {
+async function heldOpen(procsFiles: string[], device: number, room: number): Promise<DiskUse> {
   const pids = new Set<string>();
   for (const file of procsFiles) for (const pid of (await readFile(file, 'utf8').catch(() => '')).split('\n')) if (pid) pids.add(pid);
   const seen = new Set<string>();
@@ -161,7 +169,7 @@ async function heldOpen(procsFiles: string[], room: number): Promise<DiskUse> {
       const link = `/proc/${pid}/fd/${fd.name}`;
       if (!(await readlink(link).catch(() => '')).endsWith(' (deleted)')) continue;
       const file = await stat(link).catch(() => undefined);
-      if (!file?.isFile() || seen.has(`${file.dev}:${file.ino}`)) continue;
+      if (!file?.isFile() || file.dev !== device || seen.has(`${file.dev}:${file.ino}`)) continue;
       seen.add(`${file.dev}:${file.ino}`);
       held.bytes += file.blocks * 512;
     }

@@ -32,6 +32,9 @@ export async function removeTree(dir: string) {
   }
 }
 
+/** The PATH of the removal's programs: `find -execdir` refuses a PATH with a relative directory. */
+const REMOVAL_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+
 /**
  * removeStepFiles removes what a step left, whatever modes it gave it: a directory it made unreadable
  * (`chmod 000`) stops a recursive delete by anyone but root, and rootless the worker is not root. Its
@@ -42,14 +45,27 @@ export async function removeTree(dir: string) {
  * Node's fails on (ENAMETOOLONG), leaving them on the disk for good.
  */
 export async function removeStepFiles(target: string): Promise<void> {
-  if (await removed(target)) return;
-  // Each directory as it is met, before find reads it: `;`, not `+`.
-  await run('find', ['-P', target, '-type', 'd', '-exec', 'chmod', 'u+rwx', '{}', ';']).catch(() => {});
-  if (!(await removed(target))) throw new Error(`${target} could not be removed`);
+  const removed = () => succeeds('rm', ['-rf', '--', target]);
+  if (await removed()) return;
+  await makeDirectoriesWritable(target);
+  if (!(await removed())) throw new Error(`${target} could not be removed`);
 }
 
-function removed(target: string): Promise<boolean> {
-  return run('rm', ['-rf', '--', target]).then(
+/** emptyStepDirectory removes everything in `dir` as removeStepFiles does, with one `find` and few `rm`s however many entries it holds. */
+async function emptyStepDirectory(dir: string): Promise<void> {
+  const emptied = () => succeeds('find', ['-P', dir, '-mindepth', '1', '-maxdepth', '1', '-exec', 'rm', '-rf', '--', '{}', '+']);
+  if (await emptied()) return;
+  await makeDirectoriesWritable(dir);
+  if (!(await emptied())) throw new Error(`${dir} could not be emptied`);
+}
+
+/** Each directory as it is met, before find reads it (`;`, not `+`), and by its name in its parent (`-execdir`): a full path may be too long. */
+async function makeDirectoriesWritable(target: string): Promise<void> {
+  await succeeds('find', ['-P', target, '-type', 'd', '-execdir', 'chmod', 'u+rwx', '{}', ';']);
+}
+
+function succeeds(file: string, args: string[]): Promise<boolean> {
+  return run(file, args, { env: REMOVAL_ENV }).then(
     () => true,
     () => false,
   );
@@ -106,8 +122,10 @@ export async function resetWorkspace(claim: ClaimedWorkspace, scratch: Iterable<
   if (!info.isDirectory() || info.uid !== claim.owner) throw new Error(`${claim.workspace} is no longer the step uid's directory`);
   if ((info.mode & 0o7777) !== 0o700) chmodSync(claim.workspace, 0o700);
   const inside = readdirSync(claim.workspace);
-  const gone = [...inside.map((name) => path.join(claim.workspace, name)), ...[...scratch].map((name) => path.join(claim.dir, name))];
-  if (gone.length) await Promise.all(gone.map(removeStepFiles));
+  await Promise.all([
+    ...(inside.length ? [emptyStepDirectory(claim.workspace)] : []),
+    ...[...scratch].map((name) => removeStepFiles(path.join(claim.dir, name))),
+  ]);
   if (inside.length && readdirSync(claim.workspace).length) throw new Error(`${claim.workspace} could not be emptied`);
 }
 
