@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { opendir, readFile, readlink, stat } from 'node:fs/promises';
+import { SYSTEM_PATH } from './sandbox.ts';
 
 /**
  * What a step takes of the host's disk: `bytes` of the blocks of its workspace's files and of the
@@ -38,8 +39,6 @@ export const DISK_CHECK_INTERVAL_MS = 2_000;
 const MEASURE_TIMEOUT_MS = 30_000;
 /** Failed measures in a row after which the step is stopped: a step must not escape its limits by breaking du. */
 export const MAX_FAILED_MEASURES = 3;
-/** The only PATH of the measure's programs. */
-const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Whether `use` is past either limit (at a limit is within it). */
 export function overDiskLimits(use: DiskUse, limits: DiskLimits): boolean {
@@ -83,6 +82,24 @@ export function watchDisk(
       stopping.abort();
       clearTimeout(timer);
     },
+  };
+}
+
+/**
+ * guardDisk holds a workspace to `limits`: it watches the step (watchDisk) and, once past them, calls
+ * `killAll` and keeps the overrun, which the workspace reports and by which it kills a later spawn.
+ */
+export function guardDisk(limits: DiskLimits, target: DiskTarget, killAll: () => void): { readonly overrun: DiskOverrun | undefined; stop(): void } {
+  let overrun: DiskOverrun | undefined;
+  const watch = watchDisk(limits, diskMeasure(target), (found) => {
+    overrun = found;
+    killAll();
+  });
+  return {
+    get overrun() {
+      return overrun;
+    },
+    stop: () => watch.stop(),
   };
 }
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import pino from 'pino';
 import type { Logger } from '../../platform/logger.ts';
 import { detectCgroups, type CgroupHost, type StepCgroup } from './cgroups.ts';
-import { diskMeasure, watchDisk, type DiskOverrun } from './disk-watch.ts';
+import { guardDisk } from './disk-watch.ts';
 import { BIND_ROOT, checkBinds, insideBinds, type CheckedBind } from './binds.ts';
 import { loopbackEndpoints, PROXY_PORT, serveStepEgress, type ServedEgress } from './egress.ts';
 import { ROOTLESS_QUOTAS, SANDBOX_INIT, stepFstab, stepScript } from './init-script.ts';
@@ -17,6 +17,7 @@ import { WarmPool } from './pool.ts';
 import type { AllowList } from '../../platform/outbound/address-policy.ts';
 import {
   ROOTLESS,
+  SYSTEM_PATH,
   SandboxUnavailableError,
   type IsolationReport,
   type OpenOptions,
@@ -38,8 +39,6 @@ import {
   type ClaimedWorkspace,
 } from './workspaces.ts';
 
-/** The only PATH the sandbox's root processes see: never the worker's, never the tenant's. */
-const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 /** What the worker runs on the host: the template's copy, the step's shell, the init's tools (util-linux), and the disk measure's (disk-watch.ts). */
 const TOOLS = ['tar', 'sh', 'unshare', 'setpriv', 'pivot_root', 'mount', 'umount', 'nice', 'find', 'head', 'wc', 'du', 'cut'];
 /** What a step's own network takes besides: `ip` brings its loopback up (`none` too), `nsenter` starts the sandbox in it. */
@@ -469,16 +468,13 @@ export class NamespaceSandbox implements StepSandbox {
     };
     if (spare) track(spare.proc);
     let spawns = 0;
-    let diskExceeded: DiskOverrun | undefined;
-    const measure = diskMeasure({ dir: claimed.claim.workspace, inOwnUserNamespace: ROOTLESS, procsFiles: claimed.cgroup?.procsFiles });
-    const disk = watchDisk(this.settings.limits, measure, (overrun) => {
-      diskExceeded = overrun;
+    const disk = guardDisk(this.settings.limits, { dir: claimed.claim.workspace, inOwnUserNamespace: ROOTLESS, procsFiles: claimed.cgroup?.procsFiles }, () => {
       for (const proc of running) proc.kill();
     });
     return {
       uid: claimed.claim.uid,
       get diskExceeded() {
-        return diskExceeded;
+        return disk.overrun;
       },
       spawn: async (spec) => {
         const cwd = relativeWorkingDirectory(spec.workingDirectory);
@@ -492,7 +488,7 @@ export class NamespaceSandbox implements StepSandbox {
           next = await started.finally(() => starting.delete(started));
         }
         track(next.proc);
-        if (diskExceeded) next.proc.kill();
+        if (disk.overrun) next.proc.kill();
         else next.begin(stepScript({ HOME: '/workspace', ...this.proxyEnv, ...spec.env }, spec.command, cwd));
         return next.proc;
       },

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnGuarded } from './process.ts';
 import { checkBinds, hostPathOf } from './binds.ts';
-import { diskMeasure, watchDisk, type DiskOverrun } from './disk-watch.ts';
+import { guardDisk } from './disk-watch.ts';
 import type { IsolationReport, SandboxedProcess, SandboxSettings, StepSandbox, StepWorkspace } from './sandbox.ts';
 import { relativeWorkingDirectory, removeTree } from './workspaces.ts';
 
@@ -53,16 +53,14 @@ export class UnisolatedSandbox implements StepSandbox {
   async open(): Promise<StepWorkspace> {
     const workDir = await mkdtemp(path.join(this.settings.workRoot ?? os.tmpdir(), 'plinth-step-'));
     const running = new Set<SandboxedProcess>();
-    let diskExceeded: DiskOverrun | undefined;
     // Here the step could write anywhere the worker can; its workspace is still held to the limits.
-    const disk = watchDisk(this.settings.limits, diskMeasure({ dir: workDir, inOwnUserNamespace: false }), (overrun) => {
-      diskExceeded = overrun;
+    const disk = guardDisk(this.settings.limits, { dir: workDir, inOwnUserNamespace: false }, () => {
       for (const proc of running) proc.kill();
     });
     return {
       uid: process.getuid?.() ?? -1,
       get diskExceeded() {
-        return diskExceeded;
+        return disk.overrun;
       },
       spawn: async (spec) => {
         // Binds cannot be mounted here: checked all the same, and reached at their sources (pathOf).
@@ -76,7 +74,7 @@ export class UnisolatedSandbox implements StepSandbox {
         running.add(proc);
         // `close`, not `exit`: the group (the guard) may outlive its leader until the runner kills it.
         proc.child.once('close', () => running.delete(proc));
-        if (diskExceeded) proc.kill();
+        if (disk.overrun) proc.kill();
         return proc;
       },
       pathOf: hostPathOf,

@@ -4,7 +4,7 @@ import { chmodSync, existsSync, lstatSync, readdirSync } from 'node:fs';
 import { chown, mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ROOTLESS } from './sandbox.ts';
+import { ROOTLESS, SYSTEM_PATH } from './sandbox.ts';
 
 // Shared with the Git cache of code sources, which the API process uses too.
 export { ensurePrivateRoot, workDirectory } from '../../platform/work-dirs.ts';
@@ -32,8 +32,8 @@ export async function removeTree(dir: string) {
   }
 }
 
-/** The PATH of the removal's programs: `find -execdir` refuses a PATH with a relative directory. */
-const REMOVAL_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+/** The removal's programs run with the system PATH: `find -execdir` refuses a PATH with a relative directory. */
+const REMOVAL_ENV = { PATH: SYSTEM_PATH };
 
 /**
  * removeStepFiles removes what a step left, whatever modes it gave it: a directory it made unreadable
@@ -44,24 +44,24 @@ const REMOVAL_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
  * Coreutils' `rm`, not Node's: a step can nest directories deeper than a path may be long, which
  * Node's fails on (ENAMETOOLONG), leaving them on the disk for good.
  */
-export async function removeStepFiles(target: string): Promise<void> {
-  const removed = () => succeeds('rm', ['-rf', '--', target]);
-  if (await removed()) return;
-  await makeDirectoriesWritable(target);
-  if (!(await removed())) throw new Error(`${target} could not be removed`);
+export function removeStepFiles(target: string): Promise<void> {
+  return withModesMended(target, ['rm', '-rf', '--', target], 'removed');
 }
 
 /** emptyStepDirectory removes everything in `dir` as removeStepFiles does, with one `find` and few `rm`s however many entries it holds. */
-async function emptyStepDirectory(dir: string): Promise<void> {
-  const emptied = () => succeeds('find', ['-P', dir, '-mindepth', '1', '-maxdepth', '1', '-exec', 'rm', '-rf', '--', '{}', '+']);
-  if (await emptied()) return;
-  await makeDirectoriesWritable(dir);
-  if (!(await emptied())) throw new Error(`${dir} could not be emptied`);
+function emptyStepDirectory(dir: string): Promise<void> {
+  return withModesMended(dir, ['find', '-P', dir, '-mindepth', '1', '-maxdepth', '1', '-exec', 'rm', '-rf', '--', '{}', '+'], 'emptied');
 }
 
-/** Each directory as it is met, before find reads it (`;`, not `+`), and by its name in its parent (`-execdir`): a full path may be too long. */
-async function makeDirectoriesWritable(target: string): Promise<void> {
-  await succeeds('find', ['-P', target, '-type', 'd', '-execdir', 'chmod', 'u+rwx', '{}', ';']);
+/**
+ * withModesMended runs `removal`, and when it fails makes every directory under `tree` its owner's to
+ * read and write again, then runs it once more. Each directory as it is met, before find reads it
+ * (`;`, not `+`), and by its name in its parent (`-execdir`): a full path may be too long.
+ */
+async function withModesMended(tree: string, [file, ...args]: string[], done: string): Promise<void> {
+  if (await succeeds(file, args)) return;
+  await succeeds('find', ['-P', tree, '-type', 'd', '-execdir', 'chmod', 'u+rwx', '{}', ';']);
+  if (!(await succeeds(file, args))) throw new Error(`${tree} could not be ${done}`);
 }
 
 function succeeds(file: string, args: string[]): Promise<boolean> {
