@@ -2,13 +2,14 @@
 // when one of them runs, so the user commands start quickly.
 
 import { runCli } from './cli/main.ts';
+import { stderr } from './cli/stdio.ts';
 
 runCli(process.argv.slice(2), async (command) => (await import('./server-process.ts')).runServerCommand(command)).then(
   (code) => {
     if (code !== 'running') process.exit(code);
   },
   (error) => {
-    process.stderr.write(`plinth: ${error instanceof Error ? error.stack : String(error)}\n`);
+    stderr.write(`plinth: ${error instanceof Error ? error.stack : String(error)}\n`);
     process.exit(1);
   },
 );

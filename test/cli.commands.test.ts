@@ -318,6 +318,15 @@ describe('plinth user commands: -o json everywhere, exit codes, precedence', () 
     assert.doesNotMatch(table.stdout, /\u001b\[/);
   });
 
+  it('a table on a terminal is coloured, unless NO_COLOR is set', async () => {
+    const coloured = await user.run(['project', 'list'], { terminal: true });
+    assert.equal(coloured.code, 0, coloured.stdout);
+    assert.match(coloured.stdout, /\u001b\[2mGIVEN ID/);
+    const plain = await user.run(['project', 'list'], { terminal: true, env: { NO_COLOR: '1' } });
+    assert.match(plain.stdout, /^GIVEN ID\s+NAME/m);
+    assert.doesNotMatch(plain.stdout, /\u001b\[/);
+  });
+
   it('an expired key exits 3 and says to log in again', async () => {
     // Made over HTTP, not through the CLI: a CLI start on a loaded machine could outlast a short expiry.
     const expiresAt = Date.now() + 2000;

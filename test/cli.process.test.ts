@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -115,6 +116,27 @@ describe('plinth migrate and usage', () => {
     // Nor can a user command: the bundle's only import() is the process commands' one.
     const imports = readFileSync(path.join(path.dirname(cache), 'cli.cjs'), 'utf8').match(/\bimport\([^)]*\)/g);
     assert.deepEqual(imports, ['import("./server-process.js")']);
+  });
+
+  it('a command whose reader has gone away ends quietly with exit 0', async () => {
+    const child = spawn(process.execPath, [PLINTH_BIN, 'completion', 'bash'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Closed before the command starts: its first write finds nobody reading (EPIPE).
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const [code] = await once(child, 'close');
+    assert.equal(code, 0, stderr);
+    assert.equal(stderr, '');
+  });
+
+  it('help wraps at the width of the terminal it is written to, and at 80 columns elsewhere', () => {
+    const description = 'a stack in --project and --env, with its change and destroy pipelines';
+    const piped = run(['stack', 'create', '--help']);
+    assert.ok(piped.stdout.includes(`\n${description}\n`), piped.stdout);
+    const command = [process.execPath, PLINTH_BIN, 'stack', 'create', '--help'].map((word) => `'${word}'`).join(' ');
+    const terminal = spawnSync('script', ['-qec', `stty cols 60; ${command}`, '/dev/null'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(terminal.status, 0, terminal.stderr);
+    assert.ok(terminal.stdout.replace(/\r/g, '').includes(`\n${description.replace(' pipelines', '\npipelines')}\n`), terminal.stdout);
   });
 
   it('an unknown command prints the usage and exits 2', () => {

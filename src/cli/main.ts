@@ -10,9 +10,10 @@ import { miscCommands } from './commands/misc.ts';
 import { definitionCommands, instanceCommands } from './commands/modules.ts';
 import { envCommands, orgCommands, pipelineCommands, projectCommands, stackCommands } from './commands/resources.ts';
 import { runCommands } from './commands/runs.ts';
-import { OUTPUT_FORMATS, parseFormat, terminalLines } from './output.ts';
+import { OUTPUT_FORMATS, parseFormat, terminalLines, useColour } from './output.ts';
 import { CLI_VERSION, Session, type GlobalOptions } from './session.ts';
 import { commandOf, COMPLETE_COMMAND, completions } from './completion.ts';
+import { stderr, stdout } from './stdio.ts';
 
 export const SERVER_COMMANDS = {
   serve: 'API and worker in one process (what npm start runs)',
@@ -38,6 +39,16 @@ const HELP = {
     const base = option.description;
     return option.mandatory ? `${base ? `${base} ` : ''}(required)` : base;
   },
+};
+
+/** Commander writes help and usage errors as the commands write (stdio.ts), with the same idea of a terminal. */
+const OUTPUT = {
+  writeOut: (text: string) => stdout.write(text),
+  writeErr: (text: string) => stderr.write(text),
+  getOutHelpWidth: () => stdout.columns ?? 80,
+  getErrHelpWidth: () => stderr.columns ?? 80,
+  getOutHasColors: () => useColour(stdout),
+  getErrHasColors: () => useColour(stderr),
 };
 
 /**
@@ -83,6 +94,7 @@ export function buildProgram(runServer: ServerRunner, argv: string[] = []): Comm
     .usage('<command> [options]')
     .description('Plinth: run the platform (serve, api-server, worker, migrate), or use it (everything else)')
     .exitOverride()
+    .configureOutput(OUTPUT)
     .showHelpAfterError()
     .configureHelp(HELP)
     .option('--host <url>', 'the Plinth API (env PLINTH_HOST; default http://127.0.0.1:8080)')
@@ -121,7 +133,7 @@ function completionSession(words: string[]): Session {
 }
 
 function fail(code: number, message: string): number {
-  if (message) process.stderr.write(`plinth: ${terminalLines(message)}\n`);
+  if (message) stderr.write(`plinth: ${terminalLines(message)}\n`);
   return code;
 }
 
@@ -167,7 +179,7 @@ export async function runCli(argv: string[], runServer: ServerRunner): Promise<n
     return EXIT.USAGE;
   }
   if (argv[0] === COMPLETE_COMMAND) {
-    for (const word of await completions(program, argv.slice(1), () => completionSession(argv.slice(1)))) process.stdout.write(`${word}\n`);
+    for (const word of await completions(program, argv.slice(1), () => completionSession(argv.slice(1)))) stdout.write(`${word}\n`);
     return EXIT.OK;
   }
   const interrupted = () => process.exit(EXIT.INTERRUPTED);

@@ -3,6 +3,7 @@
 
 import { toYaml } from './yaml.ts';
 import { UsageError } from './exit-codes.ts';
+import { stderr, stdout, type TextOut } from './stdio.ts';
 
 export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
@@ -19,21 +20,19 @@ export type Column<T> = [header: string, read: (row: T) => unknown, only?: 'wide
 const COLOURS = { red: 31, green: 32, yellow: 33, blue: 34, dim: 2 } as const;
 
 /** useColour: only when the stream is a terminal and NO_COLOR is unset or empty (no-color.org). */
-export function useColour(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = process.env): boolean {
+export function useColour(stream: TextOut, env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(stream.isTTY) && !env.NO_COLOR;
 }
 
 export class Output {
   constructor(readonly format: OutputFormat) {}
 
-  // Node builds process.stdout and process.stderr on first use, and one that is a pipe loads node:net
-  // (a tenth of a short command's start): a command that writes nothing on stderr never builds it.
-  get stdout(): NodeJS.WriteStream {
-    return process.stdout;
+  get stdout(): TextOut {
+    return stdout;
   }
 
-  get stderr(): NodeJS.WriteStream {
-    return process.stderr;
+  get stderr(): TextOut {
+    return stderr;
   }
 
   /** Whether output is for people (a table, narrow or wide) rather than a document for programs. */

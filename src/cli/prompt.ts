@@ -1,9 +1,11 @@
 // Reads a secret from the terminal without echoing it.
 
+import { stderr } from './stdio.ts';
+
 /** readSecret prompts on stderr and reads one line from a TTY stdin with echo off; Ctrl-C exits 130. */
 export function readSecret(prompt: string): Promise<string> {
   const stdin = process.stdin;
-  process.stderr.write(prompt);
+  stderr.write(prompt);
   return new Promise((resolve) => {
     let value = '';
     stdin.setRawMode(true);
@@ -13,14 +15,14 @@ export function readSecret(prompt: string): Promise<string> {
       for (const char of chunk) {
         if (char === '\u0003') {
           stdin.setRawMode(false);
-          process.stderr.write('\n');
+          stderr.write('\n');
           process.exit(130);
         }
         if (char === '\r' || char === '\n' || char === '\u0004') {
           stdin.setRawMode(false);
           stdin.pause();
           stdin.off('data', onData);
-          process.stderr.write('\n');
+          stderr.write('\n');
           return resolve(value);
         }
         if (char === '\u007f' || char === '\b') value = value.slice(0, -1);

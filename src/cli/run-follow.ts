@@ -5,6 +5,7 @@ import { OUTCOME_RUN_STATUSES, Outage, PlinthTimeoutError, unwrap, type LogLine,
 import { terminalLines, terminalSafe, useColour } from './output.ts';
 import { reconnectOptions } from './reconnect.ts';
 import type { Session } from './session.ts';
+import type { TextOut } from './stdio.ts';
 
 /** The step executions of a run, every page. */
 export function stepsOfRun(plinth: Plinth, runId: string): Promise<StepExecution[]> {
@@ -42,7 +43,7 @@ export async function waitOutcome(s: Session, runId: string, timeoutMs?: number)
  * printLine writes one log line: as text with its step's name in a table, and as one JSON object per
  * line otherwise (on stderr then, since stdout carries the run document at the end).
  */
-export function printLine(s: Session, step: StepExecution, line: LogLine, stream: NodeJS.WriteStream) {
+export function printLine(s: Session, step: StepExecution, line: LogLine, stream: TextOut) {
   if (s.out.human) stream.write(`${s.out.paint(`[${terminalSafe(step.stepId)}]`, 'blue', stream)} ${terminalSafe(line.line, useColour(stream))}\n`);
   else stream.write(`${JSON.stringify({ stepId: step.stepId, stepExecutionId: step.id, ...line })}\n`);
 }
@@ -87,7 +88,7 @@ interface StepError {
  * last lines of output. What a run can say without a failed step (cancelled, an engine error) is its own
  * error.
  */
-export async function explainFailure(s: Session, run: PipelineRun, stream: NodeJS.WriteStream, tail = FAILED_TAIL_LINES): Promise<void> {
+export async function explainFailure(s: Session, run: PipelineRun, stream: TextOut, tail = FAILED_TAIL_LINES): Promise<void> {
   const failed = failedSteps(run, await stepsOfRun(s.plinth, run.id));
   const say = (text: string) => stream.write(`${text}\n`);
   if (failed.length === 0) {

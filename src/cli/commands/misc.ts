@@ -7,6 +7,7 @@ import { METHODS } from '../enums.ts';
 import { UsageError } from '../exit-codes.ts';
 import { completionScript, SHELLS, type Shell } from '../completion.ts';
 import { CLI_VERSION, type Session } from '../session.ts';
+import { stdout } from '../stdio.ts';
 
 /** api (any endpoint), completion and version. */
 export function miscCommands(program: Command) {
@@ -42,7 +43,7 @@ export function miscCommands(program: Command) {
     .description(`print a completion script: ${SHELLS.join(', ')} (e.g. source <(plinth completion bash))`)
     .action((shell: string) => {
       if (!(SHELLS as readonly string[]).includes(shell)) throw new UsageError(`the shell is one of ${SHELLS.join(', ')}, not "${shell}"`);
-      process.stdout.write(completionScript(shell as Shell));
+      stdout.write(completionScript(shell as Shell));
     });
 
   program
