@@ -1,4 +1,13 @@
-import type { KyselyPlugin, OperationNode, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
+import type {
+  KyselyPlugin,
+  OperationNode,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RootOperationNode,
+  UnknownRow,
+  WithNode,
+} from 'kysely';
 
 /** The tables a credential is resolved from: the ones migrations/0008_credential_notify.sql watches. */
 export const CREDENTIAL_TABLES = ['api_keys', 'users', 'memberships', 'service_accounts', 'organizations'] as const;
@@ -31,17 +40,23 @@ export class CredentialWriteWatch implements KyselyPlugin {
   }
 }
 
-/** Whether a statement writes a credential table: at its root, in a CTE, or as raw SQL. */
+/**
+ * Whether a statement writes a credential table: at its root, in one of its CTEs, or as raw SQL in
+ * either place. Nowhere else is needed: PostgreSQL allows a data-changing statement only at the top of
+ * a statement or as one of its top-level CTEs, so a subquery, a value or a condition never writes.
+ */
 export function writesCredentials(root: RootOperationNode): boolean {
-  // A plain SELECT writes nothing; one with a WITH may hold a data-changing CTE.
-  if (root.kind === 'SelectQueryNode' && !root.with) return false;
-  return walk(root);
+  return writesCredentialTable(root) || ctesOf(root).some(writesCredentialTable);
 }
 
-function walk(node: OperationNode): boolean {
+function writesCredentialTable(node: OperationNode): boolean {
   if (node.kind === 'RawNode') return RAW_CREDENTIAL_WRITE.test((node as unknown as { sqlFragments: readonly string[] }).sqlFragments.join(' '));
-  if (WRITE_KINDS.has(node.kind) && targetTables(node).some((name) => TABLES.has(name))) return true;
-  return childrenOf(node).some(walk);
+  return WRITE_KINDS.has(node.kind) && targetTables(node).some((name) => TABLES.has(name));
+}
+
+function ctesOf(root: OperationNode): OperationNode[] {
+  const withNode = (root as { with?: WithNode }).with;
+  return withNode ? withNode.expressions.map((cte) => cte.expression) : [];
 }
 
 /** The tables a write node changes: its `into` (insert, merge), `table` (update) or `from` (delete). */
