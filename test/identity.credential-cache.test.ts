@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
+import { findCloudAccountForIngest } from '../src/cloud-accounts/cloud-accounts.repo.ts';
 import { CredentialStore } from '../src/platform/auth/credential-store.ts';
 import { hashToken } from '../src/platform/auth/tokens.ts';
 import { createDb, type Db } from '../src/platform/db/db.ts';
@@ -77,6 +78,30 @@ describe('credential cache: a revocation, expiry, role change or removal is seen
     assert.equal(await codeOf(other, key.token), 'ok');
     await sleep(Date.parse(expiresAt) - Date.now() + 20);
     assert.equal(await codeOf(other, key.token), 'Auth:Credential:EXPIRED');
+  });
+
+  it("a cloud account's ingest secret rotated, or the account deleted, in another process is seen within 1 s", async () => {
+    const created = await t.call('POST', '/cloud-accounts', {
+      body: { data: { givenId: 'cached', name: 'Cached', accountId: '123456789012', roleArn: 'arn:aws:iam::123456789012:role/plinth' } },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id: string = created.body.data.id;
+    const secretOf = async () => (await other.ingestAccount(id, () => findCloudAccountForIngest(otherDb, id)))?.ingest_secret_sha256?.toString('hex');
+    await sleep(NOTIFICATIONS_LANDED_MS);
+    const before = await secretOf();
+    assert.ok(before);
+    // Held in memory: a change that bypasses the trigger is not seen (only a notification would tell).
+    await sql`alter table cloud_accounts disable trigger cloud_accounts_notify_credentials`.execute(t.db);
+    try {
+      await sql`update cloud_accounts set ingest_secret_sha256 = null where id = ${id}`.execute(t.db);
+      assert.equal(await secretOf(), before);
+    } finally {
+      await sql`alter table cloud_accounts enable trigger cloud_accounts_notify_credentials`.execute(t.db);
+    }
+    assert.equal((await t.call('POST', `/cloud-accounts/${id}/ingest-secret`, { body: { data: { previousSecretValidForSeconds: 0 } } })).status, 201);
+    assert.ok((await msUntil(async () => (await secretOf()) !== before)) < 1000, 'the new secret is seen');
+    assert.equal((await t.call('DELETE', `/cloud-accounts/${id}`)).status, 204);
+    assert.ok((await msUntil(async () => (await secretOf()) === undefined)) < 1000, 'the deletion is seen');
   });
 
   it('serves from memory while nothing changes, and looks every key up when it cannot listen', async () => {

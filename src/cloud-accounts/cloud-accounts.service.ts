@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { CredentialStore } from '../platform/auth/credential-store.ts';
 import type { Principal } from '../platform/auth/principal.ts';
 import { isEmptyPatch, isUniqueViolation, rethrowAs } from '../platform/db/db-errors.ts';
 import type { Db, Executor } from '../platform/db/db.ts';
@@ -75,8 +76,8 @@ export async function rotateCloudAccountIngestSecret(db: Db, principal: Principa
  * cloudAccountOfEvents returns the account an event is sent to when `secret` is its ingest secret (or,
  * during a rotation, the previous one). Anything else, an unknown account included, is the same 401.
  */
-export async function cloudAccountOfEvents(db: Db, id: string, secret: string | undefined) {
-  const row = secret && id ? await findCloudAccountForIngest(db, id) : undefined;
+export async function cloudAccountOfEvents(db: Db, credentials: CredentialStore, id: string, secret: string | undefined) {
+  const row = secret && id ? await credentials.ingestAccount(id, () => findCloudAccountForIngest(db, id)) : undefined;
   if (!row || !secret || !ingestSecretMatches(row, secret)) {
     // Not a failed authentication of the API's: EventBridge delivers every account's events from the same
     // AWS addresses, so one account's misconfigured connection must not get those addresses blocked.

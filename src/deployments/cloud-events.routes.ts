@@ -61,7 +61,10 @@ export async function cloudEventRoutes(app: App) {
         // Checked here, before the path's own validation runs: nothing else reaches the lookup.
         const id = (request.params as { id?: string }).id ?? '';
         try {
-          accountOf.set(request, await cloudAccountOfEvents(app.db, ID_PATTERN.test(id) ? id : '', typeof secret === 'string' ? secret : undefined));
+          accountOf.set(
+            request,
+            await cloudAccountOfEvents(app.db, app.credentials, ID_PATTERN.test(id) ? id : '', typeof secret === 'string' ? secret : undefined),
+          );
         } catch (error) {
           metrics.inboundEvents.inc({ source: 'aws', type: 'event', result: 'unverified' });
           throw error;

@@ -9,8 +9,8 @@ import type {
   WithNode,
 } from 'kysely';
 
-/** The tables a credential is resolved from: the ones migrations/0008_credential_notify.sql watches. */
-export const CREDENTIAL_TABLES = ['api_keys', 'users', 'memberships', 'service_accounts', 'organizations'] as const;
+/** The tables a credential is resolved from: the ones the migrations' notify triggers watch (0008, 0029). */
+export const CREDENTIAL_TABLES = ['api_keys', 'users', 'memberships', 'service_accounts', 'organizations', 'cloud_accounts'] as const;
 
 const TABLES = new Set<string>(CREDENTIAL_TABLES);
 const WRITE_KINDS = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode', 'MergeQueryNode']);

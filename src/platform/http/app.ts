@@ -60,6 +60,8 @@ declare module 'fastify' {
     config: Config;
     /** Seals and opens secrets at rest (tokens, sensitive variables, state). */
     secrets: SecretBox;
+    /** Credentials from memory where they can be (API keys, cloud accounts' ingest secrets). */
+    credentials: CredentialStore;
   }
 }
 
@@ -220,6 +222,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     ttlMs: options.credentialCacheTtlMs,
   });
   await credentials.start();
+  app.decorate('credentials', credentials);
   app.addHook('onClose', async () => credentials.close());
   const authLimiter = new AuthLimiter(options.config.authLimits);
   const watchForwarding = forwardingWatch();
