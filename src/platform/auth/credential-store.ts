@@ -29,11 +29,11 @@ interface Found<T> {
  * (milliseconds), and never older than CREDENTIAL_CACHE_TTL_MS in any case:
  * - a LISTEN connection hears the triggers' NOTIFY and empties the cache; while that connection is
  *   down, nothing is served from memory;
- * - a request that changes anything (any method but GET) empties this process's cache before its
+ * - a request during which one of those tables was written empties this process's cache before its
  *   response is sent, so the caller's next request sees the change even before the notification lands;
  * - an entry older than the TTL, or whose key has expired, is looked up again;
  * - a lookup that started before an invalidation is not cached (a generation counter).
- * Failures (401, 403, an unknown account) are never cached. Without a listen URL, everything is
+ * Failures (401, 403, an unknown account or a wrong ingest secret) are never cached. Without a listen URL, everything is
  * looked up at each request.
  */
 export class CredentialStore {
@@ -81,12 +81,17 @@ export class CredentialStore {
     return { ...principal! };
   }
 
-  /** The cloud account `id`, by `lookup`, for checking an event's ingest secret against; undefined (never cached) when there is none. */
-  async ingestAccount<T extends object>(id: string, lookup: () => Promise<T | undefined>): Promise<T | undefined> {
-    return this.remember(`cloud-account\u0000${id}`, async () => {
-      const account = await lookup();
-      return account && { value: account, expiresAtMs: null };
+  /**
+   * The cloud account `id`, by `lookup`, to check an event's ingest secret against. What `lookup`
+   * finds is kept only once `verified` accepts it (the secret matched): a caller without the secret
+   * cannot fill the cache, nor push others' keys out of it. Undefined when there is none.
+   */
+  async ingestAccount<T extends object>(id: string, lookup: () => Promise<T | undefined>, verified: (account: T) => boolean): Promise<T | undefined> {
+    const account = await this.remember(`cloud-account\u0000${id}`, async () => {
+      const found = await lookup();
+      return found && verified(found) ? { value: found, expiresAtMs: null } : undefined;
     });
+    return account && { ...account };
   }
 
   private async remember<T>(key: string, lookup: () => Promise<Found<T> | undefined>): Promise<T | undefined> {

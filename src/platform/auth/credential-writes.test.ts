@@ -27,6 +27,7 @@ describe('credential writes: which statements make the API forget its cached cre
     assert.ok(writesCredentials(db.deleteFrom('organizations').where('id', '=', 'o').toOperationNode()));
     assert.ok(writesCredentials(db.updateTable('users').set({ full_name: 'x' }).toOperationNode()));
     assert.ok(writesCredentials(db.deleteFrom('service_accounts').toOperationNode()));
+    assert.ok(writesCredentials(db.updateTable('cloud_accounts').set({ name: 'x' }).toOperationNode()), "a cloud account's ingest secrets are credentials too");
   });
 
   it('a write inside a CTE counts, and so does raw SQL that writes one', () => {
