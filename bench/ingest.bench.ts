@@ -19,8 +19,9 @@
 // The first BENCH_WARMUP (1,000) events are sent first, on the same schedule, and reported apart, as
 // `warm-up`: in the first seconds of a new process its code is not yet compiled by V8 and its pools are
 // not yet filled. The rest are sent once all of those are answered, so that the backlog a cold process
-// builds is not counted against the events after it. Then, once all are answered, `list` reads GET /deployments?moduleInstanceId= of BENCH_SAMPLES (500) instances, one at a
-// time. Prints p50, p95, p99 and max per kind and over all, and the rate the events were answered at.
+// builds is not counted against the events after it. Then, once all are answered, `list` reads
+// GET /deployments?moduleInstanceId= of BENCH_SAMPLES (500) instances, one at a time. Prints p50, p95,
+// p99 and max per kind and over all, and the rate the events were answered at.
 // Then where the CPU went while the events after the warm-up were sent: per event, PostgreSQL's, the API
 // process's, this client's, and the rest of the machine's (from /proc, so on Linux).
 // Targets: p99 under 50 ms over all and for each kind of event, after the warm-up; the list under

@@ -14,6 +14,7 @@ export async function confirmByName(what: string, name: string, yes: boolean | u
   // Loaded here, not at start: readline loads Node's streams, a tenth of a short command's start. By
   // require, not import(): bin/plinth.js runs the user commands as a script, which has no import().
   const { createInterface } = createRequire(import.meta.url)('node:readline/promises') as typeof import('node:readline/promises');
+  // readline writes its question to a stream: process.stderr, here only ever a terminal (stdin is one).
   const prompt = createInterface({ input: process.stdin, output: process.stderr });
   try {
     const typed = await prompt.question(`This deletes ${terminalSafe(what)}. Type its name (${terminalSafe(name)}) to go on: `).catch((error: Error) => {

@@ -13,6 +13,8 @@ export const EXIT = {
   /** The context's saved key belongs to another host than the one asked for: it is not sent. */
   KEY_FOR_OTHER_HOST: 9,
   INTERRUPTED: 130,
+  /** stdout's reader went away: 128 + SIGPIPE, what a shell reports for a program a closed pipe stopped. */
+  READER_GONE: 141,
 } as const;
 
 /** CliExit ends a command with a given exit code, after its output is written; `message` goes to stderr. */

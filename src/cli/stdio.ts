@@ -6,6 +6,7 @@
 
 import { fstatSync, statSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { EXIT } from './exit-codes.ts';
 
 /** Where a command writes text: its standard output or its standard error. */
 export interface TextOut {
@@ -47,11 +48,13 @@ class Descriptor implements TextOut {
         const code = (error as NodeJS.ErrnoException).code;
         // A descriptor another program left non-blocking, and full: the reader is slower than us.
         if (code === 'EAGAIN') Atomics.wait(sleeper, 0, 0, FULL_WAIT_MS);
+        else if (code === 'EINTR') continue;
         // What stderr cannot take cannot be told anywhere else.
         else if (this.fd === 2) return;
-        // The reader went away (`plinth run logs | head`): the command ends quietly, as programs do at
-        // a closed pipe. Any other failure (a full disk) fails the command.
-        else if (code === 'EPIPE') process.exit(0);
+        // The reader went away (`plinth run logs | head`): the command ends quietly, with the status of
+        // a program that SIGPIPE stopped (Node ignores the signal itself), so that a script with
+        // `set -o pipefail` still sees that it did not finish. Any other failure (a full disk) fails it.
+        else if (code === 'EPIPE') process.exit(EXIT.READER_GONE);
         else throw error;
       }
     }
