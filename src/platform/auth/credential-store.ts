@@ -6,7 +6,10 @@ import { resolveCredential, type Principal } from './principal.ts';
 export const CREDENTIAL_CACHE_TTL_MS = 1000;
 /** Most credentials (key × selected organization, and cloud accounts) one process keeps. */
 export const CREDENTIAL_CACHE_MAX_ENTRIES = 10_000;
-/** The channel the migrations' triggers notify on any change to a credential's tables (0008_credential_notify.sql, 0029_cloud_account_notify.sql). */
+/**
+ * The channel the migrations' triggers notify on any change to a credential's tables
+ * (0008_credential_notify.sql, 0029_cloud_account_notify.sql).
+ */
 export const CREDENTIAL_CHANNEL = 'plinth_credentials';
 
 interface Entry {
@@ -33,8 +36,8 @@ interface Found<T> {
  *   response is sent, so the caller's next request sees the change even before the notification lands;
  * - an entry older than the TTL, or whose key has expired, is looked up again;
  * - a lookup that started before an invalidation is not cached (a generation counter).
- * Failures (401, 403, an unknown account or a wrong ingest secret) are never cached. Without a listen URL, everything is
- * looked up at each request.
+ * Failures (401, 403, an unknown account or a wrong ingest secret) are never cached. Without a listen
+ * URL, everything is looked up at each request.
  */
 export class CredentialStore {
   private readonly entries = new Map<string, Entry>();
