@@ -106,9 +106,10 @@ export function executionUpdate(db: QueryCreator<Database>, id: string, c: Execu
 
 /**
  * Ranks stop here: a step whose organization has this many other unfinished steps or more competes
- * first come, first served with the steps of other organizations that have as many. A rank is set when its job is added and never
- * after (rewriting waiting jobs would hide them from the workers' fetch while it runs), so a job's
- * rank may be higher than its organization's count has since become, by at most this much.
+ * first come, first served with the steps of other organizations that have as many. A rank is set
+ * when its job is added and never after (rewriting waiting jobs would hide them from the workers'
+ * fetch while it runs), so a job's rank may be higher than its organization's count has since
+ * become, by at most this much.
  */
 export const MAX_STEP_RANK = 8;
 

@@ -11,14 +11,14 @@ import type { DiskOverrun } from './disk-watch.ts';
  * executor) is one more implementation of this interface. docs/sandbox.md describes it.
  */
 
+/** The only PATH of the programs the sandbox runs on the host as the worker: never the worker's, never the tenant's. */
+export const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
+
 /**
  * A worker run by a normal user builds every sandbox inside user namespaces (rootless): the init is
  * root only there, and each step is the worker's user on the host (init-script.ts). The spawner, a
  * process of its own in plain JavaScript, decides the same way.
  */
-/** The only PATH of the programs the sandbox runs on the host as the worker: never the worker's, never the tenant's. */
-export const SYSTEM_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
-
 export const ROOTLESS = process.getuid?.() !== 0;
 
 /** `PLINTH_SANDBOX`: `auto` isolates when the host can and refuses script steps when it cannot. */
