@@ -68,10 +68,13 @@ export function cpuReport(before: CpuSnapshot, after: CpuSnapshot, groups: CpuGr
   }
   const busy = after.busyMs - before.busyMs;
   const counted = rows.reduce((n, [, ms]) => n + ms, 0);
-  rows.push(['everything else on the machine', Math.max(0, busy - counted)]);
   const perUnit = (ms: number) => (ms / units).toFixed(1).padStart(7);
+  // On a virtual machine the total from /proc/stat has been seen to fall short of the processes' own
+  // times (which may include time the host gave to something else): then the rest cannot be told.
+  const rest = busy >= counted ? perUnit(busy - counted) : '      ?';
   return [
     `  CPU per ${unitName} (machine busy ${(busy / 1000).toFixed(1)} s for ${units} ${unitName}s: ${perUnit(busy)} ms each)`,
     ...rows.map(([name, ms]) => `    ${name.padEnd(44)} ${perUnit(ms)} ms`),
+    `    ${'everything else on the machine'.padEnd(44)} ${rest} ms${busy >= counted ? '' : " (the machine's total is below the processes' own)"}`,
   ];
 }
