@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
@@ -6,8 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
+import type { Logger } from '../src/platform/logger.ts';
 import { GitCacheSweeper } from '../src/code-sources/git-cache-sweep.ts';
-import { sourceCacheDir } from '../src/code-sources/git-fetch.ts';
+import { makeRoom, useSourceCache } from '../src/code-sources/git-cache.ts';
 import { loadGitConfig } from '../src/platform/git-config.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 
@@ -21,12 +23,44 @@ function endGroup(holder: ChildProcess): void {
   }
 }
 
+const holders: ChildProcess[] = [];
+
+/** Holds the lock every fetch takes on a cache, as a fetch in progress does. */
+async function holdLock(dir: string): Promise<ChildProcess> {
+  // Its own process group: the command flock runs holds the lock too, and both must end to free it.
+  const holder = spawn('flock', [dir, 'sh', '-c', 'echo held; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  holders.push(holder);
+  await once(holder.stdout!, 'data');
+  return holder;
+}
+
+after(() => {
+  for (const holder of holders) endGroup(holder);
+});
+
+/** A cache as a fetch leaves it: a few files, a pack of `packBytes`, the directory last used `ageMs` ago. */
+function makeCache(root: string, id: string, { ageMs = 0, packBytes = 1024 } = {}): string {
+  const dir = path.join(root, id);
+  mkdirSync(path.join(dir, 'objects/pack'), { recursive: true });
+  writeFileSync(path.join(dir, 'HEAD'), 'ref: refs/heads/main\n');
+  // Random, so that no file system's compression makes it take less room than its length.
+  writeFileSync(path.join(dir, 'objects/pack/pack-1.pack'), randomBytes(packBytes));
+  const at = new Date(Date.now() - ageMs);
+  utimesSync(dir, at, at);
+  return dir;
+}
+
+/** A logger whose lines the test reads. */
+function capturedLog(): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
+  return { log: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }), lines };
+}
+
 describe('the sweep of Git caches', () => {
   let t: TestApp;
   let root: string;
   let outside: string;
   const git = { ...loadGitConfig({}), cacheIdleHours: 24 };
-  const holders: ChildProcess[] = [];
 
   before(async () => {
     t = await startTestApp();
@@ -35,7 +69,6 @@ describe('the sweep of Git caches', () => {
     git.cacheDir = root;
   });
   after(async () => {
-    for (const holder of holders) endGroup(holder);
     await t.close();
     rmSync(root, { recursive: true, force: true });
     rmSync(outside, { recursive: true, force: true });
@@ -44,38 +77,23 @@ describe('the sweep of Git caches', () => {
   const codeSource = async (name: string) =>
     (await t.call('POST', '/code-sources', { body: { data: { name, url: 'https://git.example.com/r.git' } } })).body.data.id as string;
 
-  /** A cache as a fetch leaves it: a few files, the directory last used `ageMs` ago. */
-  const cache = (id: string, { ageMs = 0 } = {}) => {
-    const dir = path.join(root, id);
-    mkdirSync(path.join(dir, 'objects/pack'), { recursive: true });
-    writeFileSync(path.join(dir, 'HEAD'), 'ref: refs/heads/main\n');
-    writeFileSync(path.join(dir, 'objects/pack/pack-1.pack'), Buffer.alloc(1024, 1));
-    const at = new Date(Date.now() - ageMs);
-    utimesSync(dir, at, at);
-    return dir;
-  };
-
-  /** Holds the lock every fetch takes on a cache, as a fetch in progress does. */
-  const holdLock = async (dir: string) => {
-    // Its own process group: the command flock runs holds the lock too, and both must end to free it.
-    const holder = spawn('flock', [dir, 'sh', '-c', 'echo held; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
-    holders.push(holder);
-    await once(holder.stdout!, 'data');
-    return holder;
-  };
+  const cache = (id: string, options: { ageMs?: number } = {}) => makeCache(root, id, options);
 
   it("empties a deleted source's cache and an idle one; leaves the rest, and a cache a fetch holds", async () => {
     const [fresh, idle, busy, used] = [await codeSource('fresh'), await codeSource('idle'), await codeSource('busy'), await codeSource('used')];
     const [deleted, deletedInUse] = ['a'.repeat(32), 'b'.repeat(32)];
     cache(fresh);
+    // Used once, when its source existed: its use lock goes with it.
+    await (await useSourceCache(git, undefined, deleted, pino({ level: 'silent' }))).end();
     cache(deleted, { ageMs: 2 * HOUR });
+    assert.ok(existsSync(path.join(root, '.uses', deleted)));
     // Used within the hour, as by an installation that shares the work root against the docs.
     cache(deletedInUse, { ageMs: HOUR / 2 });
     cache(idle, { ageMs: 25 * HOUR });
     const busyDir = cache(busy, { ageMs: 25 * HOUR });
     cache(used, { ageMs: 25 * HOUR });
     // A use marks its cache before any process of it starts.
-    await sourceCacheDir(git, undefined, used);
+    await (await useSourceCache(git, undefined, used, pino({ level: 'silent' }))).end();
     // A link to the host's files is removed as a link, never followed.
     symlinkSync(outside, path.join(root, idle, 'objects/escape'));
     writeFileSync(path.join(outside, 'keep.txt'), 'the host file');
@@ -84,8 +102,8 @@ describe('the sweep of Git caches', () => {
     mkdirSync(path.join(root, '.hidden'));
     const holder = await holdLock(busyDir);
 
-    const log: string[] = [];
-    const sweeper = new GitCacheSweeper(t.db, git, undefined, pino({ level: 'info' }, { write: (line: string) => log.push(line) }));
+    const { log: logger, lines: log } = capturedLog();
+    const sweeper = new GitCacheSweeper(t.db, git, undefined, logger);
     const swept = await sweeper.sweepOnce();
     assert.deepEqual(
       swept.map(({ codeSourceId, reason }) => ({ codeSourceId, reason })).sort((a, b) => a.codeSourceId.localeCompare(b.codeSourceId)),
@@ -96,6 +114,7 @@ describe('the sweep of Git caches', () => {
     );
     assert.equal(log.filter((line) => line.includes('emptied the Git cache of a code source')).length, 2);
     assert.equal(existsSync(path.join(root, deleted)), false, "a deleted source's directory goes");
+    assert.equal(existsSync(path.join(root, '.uses', deleted)), false, 'and its use lock');
     assert.deepEqual(readdirSync(path.join(root, idle)), [], 'a live source keeps an empty directory');
     for (const id of [fresh, busy, used, deletedInUse]) assert.ok(readdirSync(path.join(root, id)).includes('HEAD'), `${id} is kept`);
     assert.equal(readFileSync(path.join(outside, 'keep.txt'), 'utf8'), 'the host file');
@@ -116,5 +135,77 @@ describe('the sweep of Git caches', () => {
   it('does nothing on a host whose caches were never made', async () => {
     const sweeper = new GitCacheSweeper(t.db, { ...git, cacheDir: path.join(root, 'never') }, undefined, pino({ level: 'silent' }));
     assert.deepEqual(await sweeper.sweepOnce(), []);
+  });
+});
+
+describe('the room all Git caches of a host take together', () => {
+  let base: string;
+  const KiB = 1024;
+  /** A cache of a 256 KiB pack: what each takes on disk, its directories included, is measured. */
+  const PACK = 256 * KiB;
+  const quiet = pino({ level: 'silent' });
+
+  before(() => {
+    base = mkdtempSync(path.join(os.tmpdir(), 'plinth-cache-room-'));
+  });
+  after(() => rmSync(base, { recursive: true, force: true }));
+
+  /**
+   * A host's root of five caches, from the least recently used: one a fetch holds, one a long use
+   * holds, two unused for hours, and the one a use is about to mark.
+   */
+  const fiveCaches = async () => {
+    const root = mkdtempSync(path.join(base, 'host-'));
+    const settings = (cacheTotalMaxBytes: number) => ({ ...loadGitConfig({}), cacheDir: root, cacheTotalMaxBytes });
+    await holdLock(makeCache(root, 'fetching', { ageMs: 4 * HOUR, packBytes: PACK }));
+    const inUse = await useSourceCache(settings(Number.MAX_SAFE_INTEGER), undefined, 'reading', quiet);
+    makeCache(root, 'reading', { ageMs: 3 * HOUR, packBytes: PACK });
+    makeCache(root, 'oldest', { ageMs: 2 * HOUR, packBytes: PACK });
+    makeCache(root, 'older', { ageMs: HOUR, packBytes: PACK });
+    makeCache(root, 'used', { ageMs: 5 * HOUR, packBytes: PACK });
+    return {
+      root,
+      settings,
+      inUse,
+      hasPack: (id: string) => existsSync(path.join(root, id, 'objects/pack/pack-1.pack')),
+    };
+  };
+
+  it('empties nothing while all caches together are within PLINTH_GIT_CACHE_TOTAL_MAX_BYTES', async () => {
+    const host = await fiveCaches();
+    const { log, lines } = capturedLog();
+    await (await useSourceCache(host.settings(20 * 1024 * KiB), undefined, 'used', log)).end();
+    for (const id of ['fetching', 'reading', 'oldest', 'older', 'used']) assert.ok(host.hasPack(id), `${id} is kept`);
+    assert.deepEqual(lines, []);
+    await host.inUse.end();
+  });
+
+  it('empties the least recently used caches nobody uses until all fit, and never one in use', async () => {
+    const host = await fiveCaches();
+    // Room for four of the five: one must go.
+    const { log, lines } = capturedLog();
+    const use = await useSourceCache(host.settings(4.5 * (PACK + 16 * KiB)), undefined, 'used', log);
+    assert.equal(host.hasPack('oldest'), false, 'the least recently used cache nobody uses is emptied');
+    assert.deepEqual(readdirSync(path.join(host.root, 'oldest')), [], 'its directory stays, empty, for its next fetch');
+    for (const id of ['fetching', 'reading', 'older', 'used']) assert.ok(host.hasPack(id), `${id} is kept`);
+    const emptied = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'emptied the Git cache of a code source');
+    assert.deepEqual(
+      emptied.map((entry) => [entry.codeSourceId, entry.reason]),
+      [['oldest', 'room']],
+    );
+    assert.ok(emptied[0].bytes >= PACK, 'the log says how much room it made');
+    await use.end();
+    await host.inUse.end();
+  });
+
+  it('empties every cache nobody uses when that is not room enough, says the rest are in use, and a use once ended', async () => {
+    const host = await fiveCaches();
+    const { log, lines } = capturedLog();
+    assert.deepEqual(await makeRoom(host.root, 'used', host.settings(PACK), log), ['oldest', 'older'], 'least recently used first');
+    for (const id of ['fetching', 'reading', 'used']) assert.ok(host.hasPack(id), `${id} is kept: a fetch or a use holds it`);
+    assert.ok(lines.some((line) => line.includes('the Git caches in use take more than PLINTH_GIT_CACHE_TOTAL_MAX_BYTES')));
+
+    await host.inUse.end();
+    assert.deepEqual(await makeRoom(host.root, 'used', host.settings(PACK), quiet), ['reading'], 'a use that ended holds its cache no more');
   });
 });

@@ -1,7 +1,5 @@
-import { execFile } from 'node:child_process';
 import type { Dirent } from 'node:fs';
 import { lstat, readdir, rmdir } from 'node:fs/promises';
-import { promisify } from 'node:util';
 import path from 'node:path';
 import type { Db } from '../platform/db/db.ts';
 import { Every } from '../platform/every.ts';
@@ -10,15 +8,10 @@ import type { GitConfig } from '../platform/git-config.ts';
 import type { Logger } from '../platform/logger.ts';
 import { ensurePrivateRoot } from '../platform/work-dirs.ts';
 import { existingCodeSourceIds } from './code-sources.repo.ts';
-import { CACHE_NAME_PATTERN, cacheRoot } from './git-fetch.ts';
-
-const execFileAsync = promisify(execFile);
+import { CACHE_NAME_PATTERN, cacheRoot, emptyDirectory, removeUseLock } from './git-cache.ts';
 
 /** How often each process sweeps its host's caches. */
 export const SWEEP_EVERY_MS = 10 * 60_000;
-
-/** The entries one `rm` is given: far below any system's limit on a command line's length. */
-const ENTRIES_PER_RM = 100;
 
 /** The ids one query checks: a host may hold the caches of many thousand sources. */
 const IDS_PER_QUERY = 500;
@@ -42,11 +35,12 @@ export interface SweptCache {
  * GitCacheSweeper keeps a host's Git caches (docs/git.md#the-cache) from outliving their use: each
  * sweep empties the cache of a source that no longer exists (once unused for an hour) and one nobody
  * has used for PLINTH_GIT_CACHE_IDLE_HOURS; the next fetch of a live source starts it again. (A cache
- * past PLINTH_GIT_CACHE_MAX_BYTES is emptied by its next fetch, however busy it is.) A cache is
- * emptied in place while the sweep holds the lock every fetch takes on it, never while a fetch runs;
- * a fetch waiting for that lock then finds it empty and starts it afresh. Extractions and archives
+ * past PLINTH_GIT_CACHE_MAX_BYTES is emptied by its next fetch, however busy it is; room among all the
+ * caches is made at each use, by makeRoom in git-cache.ts.) A cache is emptied in place while the
+ * sweep holds the lock every fetch takes on it, never while a fetch runs; a fetch waiting for that
+ * lock then finds it empty and starts it afresh. Extractions and archives
  * take the lock shared, so no cache is emptied under them either. Only a deleted source's directory
- * itself is removed.
+ * itself is removed, with its use lock.
  *
  * Nothing of a cache's content, a tenant's, is read on the host: coreutils' `rm`, which never follows
  * a link and walks a tree of any depth, deletes it.
@@ -116,7 +110,10 @@ export class GitCacheSweeper {
       const reason = await this.reasonToEmpty(dir, exists, now);
       if (!reason) return undefined;
       await emptyDirectory(dir);
-      if (reason === 'deleted') await rmdir(dir);
+      if (reason === 'deleted') {
+        await rmdir(dir);
+        await removeUseLock(this.root, codeSourceId);
+      }
       this.log.info({ codeSourceId, reason }, 'emptied the Git cache of a code source');
       return { codeSourceId, reason };
     } finally {
@@ -138,16 +135,4 @@ export class GitCacheSweeper {
 function sweptMeanwhile(error: unknown): boolean {
   const { code, syscall } = error as NodeJS.ErrnoException;
   return code === 'ENOENT' && !syscall?.startsWith('spawn');
-}
-
-/**
- * Removes everything in `dir` but `dir` itself, with coreutils' `rm`: unlike Node's recursive rm, it
- * never follows a link, even one swapped in while it walks, and does not stop at a tree deeper than
- * PATH_MAX.
- */
-async function emptyDirectory(dir: string): Promise<void> {
-  const entries = (await readdir(dir)).map((name) => path.join(dir, name));
-  for (let i = 0; i < entries.length; i += ENTRIES_PER_RM) {
-    await execFileAsync('rm', ['-rf', '--one-file-system', '--', ...entries.slice(i, i + ENTRIES_PER_RM)]);
-  }
 }

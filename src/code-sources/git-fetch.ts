@@ -1,9 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { chmod, mkdir, utimes } from 'node:fs/promises';
-import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { GitConfig } from '../platform/git-config.ts';
-import { ensurePrivateRoot, workDirectory } from '../platform/work-dirs.ts';
 import { gitEnv, type GitCredential } from './git-remote.ts';
 
 /**
@@ -106,34 +102,6 @@ export interface GitWorkspace {
   spawn(spec: GitProcessSpec): Promise<GitProcess>;
   pathOf(target: string, binds: readonly GitBind[]): string;
   dispose(): Promise<void>;
-}
-
-/** What names a source's cache: a code source id, which holds nothing a path could misread. */
-export const CACHE_NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
-
-/** The directory of a host's caches: PLINTH_GIT_CACHE_DIR, else `<work root>/plinth-git-cache`. */
-export function cacheRoot(git: Pick<GitConfig, 'cacheDir'>, workRoot: string | undefined): string {
-  return git.cacheDir ?? workDirectory(workRoot, 'plinth-git-cache');
-}
-
-/**
- * sourceCacheDir is the source's cache on this host, made when missing: `<PLINTH_GIT_CACHE_DIR>/<id>`,
- * default `<work root>/plinth-git-cache/<id>`, under a root private to the service's user. Every
- * process that fetches a source (any worker's steps, the API's snapshots) uses this one directory.
- * Each call marks the cache used now (its modification time), before any process of the use starts:
- * the cache sweep (git-cache-sweep.ts) empties only caches left unused for PLINTH_GIT_CACHE_IDLE_HOURS.
- */
-export async function sourceCacheDir(git: GitConfig, workRoot: string | undefined, codeSourceId: string): Promise<string> {
-  if (!CACHE_NAME_PATTERN.test(codeSourceId)) throw new Error('The code source id cannot name a cache');
-  const root = cacheRoot(git, workRoot);
-  await ensurePrivateRoot(root);
-  const dir = path.join(root, codeSourceId);
-  await mkdir(dir, { recursive: true });
-  // Each step runs as a uid of its own: any of them may fetch into the cache of a source its run uses.
-  await chmod(dir, 0o777);
-  const now = new Date();
-  await utimes(dir, now, now);
-  return dir;
 }
 
 export const cacheBind = (cacheDir: string, writable: boolean): GitBind => ({ source: cacheDir, target: GIT_CACHE_TARGET, writable });

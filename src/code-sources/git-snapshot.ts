@@ -6,6 +6,7 @@ import type { Logger } from '../platform/logger.ts';
 import type { SecretBox } from '../platform/secrets/secret-box.ts';
 import type { CodeSourceRow } from './code-sources.repo.ts';
 import { gitCredential } from './credentials.ts';
+import { useSourceCache } from './git-cache.ts';
 import {
   cacheBind,
   COMMIT_PATTERN,
@@ -14,7 +15,6 @@ import {
   fetchProcess,
   GIT_CACHE_TARGET,
   REF_PATTERN,
-  sourceCacheDir,
   type GitProcess,
   type GitProcessSpec,
   type GitWorkspace,
@@ -88,10 +88,14 @@ export async function snapshotSource(deps: SnapshotDeps, source: CodeSourceRow, 
   const workspace = await openWorkspace(deps);
   try {
     const credential = await gitCredential(deps.db, deps.secrets, deps.git, source);
-    const cacheDir = await sourceCacheDir(deps.git, deps.sandbox.workRoot, source.id);
-    const commitSha = await fetchCommit(deps, workspace, { source, ref, cacheDir, credential });
-    const archive = await archiveTree(deps, workspace, { cacheDir, commitSha, treePath, ref });
-    return { commitSha, archive };
+    const cache = await useSourceCache(deps.git, deps.sandbox.workRoot, source.id, deps.log);
+    try {
+      const commitSha = await fetchCommit(deps, workspace, { source, ref, cacheDir: cache.dir, credential });
+      const archive = await archiveTree(deps, workspace, { cacheDir: cache.dir, commitSha, treePath, ref });
+      return { commitSha, archive };
+    } finally {
+      await cache.end();
+    }
   } finally {
     await workspace.dispose();
   }

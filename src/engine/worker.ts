@@ -237,6 +237,7 @@ export class EngineWorker {
         stopGrace: this.config.stopGrace,
         sandbox: this.config.sandbox,
         workerId: this.workerId,
+        log: this.log,
         tofu: this.config.tofu,
         defaultStepTimeoutSeconds: this.config.defaultStepTimeoutSeconds,
         runners: this.config.runners ?? {},

@@ -18,6 +18,11 @@ export interface GitConfig {
    * and the size past which a fetch empties the cache before it fetches.
    */
   cacheMaxBytes: number;
+  /**
+   * PLINTH_GIT_CACHE_TOTAL_MAX_BYTES: the room all caches of a host may take together; a use empties the
+   * least recently used caches nobody is using until they fit.
+   */
+  cacheTotalMaxBytes: number;
   /** PLINTH_GIT_CACHE_IDLE_HOURS: how long a source's cache may go unused before the sweep empties it. */
   cacheIdleHours: number;
   /** PLINTH_MODULE_ARCHIVE_MAX_BYTES: the largest .tar.gz a module snapshot keeps of a source's directory. */
@@ -60,6 +65,7 @@ export function loadGitConfig(env: NodeJS.ProcessEnv): GitConfig {
     fetchTimeoutMs: positiveIntFrom(env, 'PLINTH_GIT_FETCH_TIMEOUT_MS', 300_000),
     cacheDir: env.PLINTH_GIT_CACHE_DIR || undefined,
     cacheMaxBytes: positiveIntFrom(env, 'PLINTH_GIT_CACHE_MAX_BYTES', 2 * 1024 ** 3),
+    cacheTotalMaxBytes: positiveIntFrom(env, 'PLINTH_GIT_CACHE_TOTAL_MAX_BYTES', 20 * 1024 ** 3),
     cacheIdleHours: positiveIntFrom(env, 'PLINTH_GIT_CACHE_IDLE_HOURS', 168),
     snapshotMaxBytes: positiveIntFrom(env, 'PLINTH_MODULE_ARCHIVE_MAX_BYTES', 20 * 1024 * 1024),
     stateTtlSeconds: positiveIntFrom(env, 'PLINTH_GIT_STATE_TTL_S', 600),

@@ -1,17 +1,9 @@
 import path from 'node:path';
 import { gitCredential } from '../../code-sources/credentials.ts';
-import { findCodeSourceOfStack } from '../../code-sources/code-sources.repo.ts';
+import { findCodeSourceOfStack, type CodeSourceRow } from '../../code-sources/code-sources.repo.ts';
+import { CACHE_NAME_PATTERN, useSourceCache } from '../../code-sources/git-cache.ts';
 import { gitEnv, type GitCredential } from '../../code-sources/git-remote.ts';
-import {
-  CACHE_NAME_PATTERN,
-  cacheBind,
-  FETCH_TOO_LARGE_EXIT,
-  fetchTooLargeReason,
-  fetchProcess,
-  GIT_CACHE_TARGET,
-  REF_PATTERN,
-  sourceCacheDir,
-} from '../../code-sources/git-fetch.ts';
+import { cacheBind, FETCH_TOO_LARGE_EXIT, fetchTooLargeReason, fetchProcess, GIT_CACHE_TARGET, REF_PATTERN } from '../../code-sources/git-fetch.ts';
 import { AppError } from '../../platform/errors.ts';
 import { withRetries } from '../../platform/db/retry.ts';
 import { engineError } from '../engine-errors.ts';
@@ -86,7 +78,26 @@ export async function prepareCheckout(claimed: ClaimedStep, ctx: RunnerContext, 
     throw error;
   }
   if (!CACHE_NAME_PATTERN.test(source.id)) return failed('Engine:Checkout:FAILED', 'The code source id cannot name a cache');
-  const cacheDir = await sourceCacheDir(ctx.git, ctx.workRoot, source.id);
+  const cache = await useSourceCache(ctx.git, ctx.workRoot, source.id, ctx.log);
+  try {
+    return await fetchAndExtract(claimed, ctx, workspace, { source, credential, ref, workingDirectory, cacheDir: cache.dir });
+  } finally {
+    await cache.end();
+  }
+}
+
+interface CheckoutOf {
+  source: CodeSourceRow;
+  credential: GitCredential | null;
+  ref: string;
+  workingDirectory: string;
+  cacheDir: string;
+}
+
+/** The checkout's fetch (twice, should a parallel first step record another commit) and extraction. */
+async function fetchAndExtract(claimed: ClaimedStep, ctx: RunnerContext, workspace: StepWorkspace, what: CheckoutOf): Promise<Prepared> {
+  const { source, credential, ref, workingDirectory, cacheDir } = what;
+  const run = { commit_sha: claimed.run.commit_sha };
   const fetch = async (commit: string): Promise<Captured> => {
     const fetched = await runCaptured(
       workspace,

@@ -11,6 +11,7 @@ import type { Db } from '../../platform/db/db.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import type { TofuSettings } from '../engine-config.ts';
 import type { GitConfig } from '../../platform/git-config.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { prepareCheckout } from './checkout.ts';
 import type { PreparedStep } from './prepared-step.ts';
 import type { ErrorBody } from '../../platform/schema.ts';
@@ -37,6 +38,8 @@ export interface RunnerContext {
   /** PLINTH_WORKER_WORK_ROOT: where the Git cache lives unless PLINTH_GIT_CACHE_DIR says otherwise. */
   workRoot: string | undefined;
   workerId: string;
+  /** The worker's own log, for what a runner does on the host: never shown to a step's readers. */
+  log: Logger;
   /** The OpenTofu CLI and the state backend's address (PLINTH_TOFU_BIN, PLINTH_STATE_BACKEND_URL). */
   tofu: TofuSettings;
   /** The time limit of a step that sets no timeoutSeconds (PLINTH_STEP_DEFAULT_TIMEOUT_SECONDS). */
