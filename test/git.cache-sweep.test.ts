@@ -9,7 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import type { Logger } from '../src/platform/logger.ts';
 import { GitCacheSweeper } from '../src/code-sources/git-cache-sweep.ts';
-import { makeRoom, useSourceCache } from '../src/code-sources/git-cache.ts';
+import { emptyDirectory, makeRoom, tryUseAlone, useSourceCache } from '../src/code-sources/git-cache.ts';
+import { tryFileLock } from '../src/platform/file-lock.ts';
 import { loadGitConfig } from '../src/platform/git-config.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 
@@ -79,8 +80,8 @@ describe('the sweep of Git caches', () => {
 
   const cache = (id: string, options: { ageMs?: number } = {}) => makeCache(root, id, options);
 
-  it("empties a deleted source's cache and an idle one; leaves the rest, and a cache a fetch holds", async () => {
-    const [fresh, idle, busy, used] = [await codeSource('fresh'), await codeSource('idle'), await codeSource('busy'), await codeSource('used')];
+  it("empties a deleted source's cache and an idle one; leaves the rest, and a cache a fetch or a use holds", async () => {
+    const [fresh, idle, busy, used, reading] = await Promise.all(['fresh', 'idle', 'busy', 'used', 'reading'].map(codeSource));
     const [deleted, deletedInUse] = ['a'.repeat(32), 'b'.repeat(32)];
     cache(fresh);
     // Used once, when its source existed: its use lock goes with it.
@@ -92,6 +93,9 @@ describe('the sweep of Git caches', () => {
     cache(idle, { ageMs: 25 * HOUR });
     const busyDir = cache(busy, { ageMs: 25 * HOUR });
     cache(used, { ageMs: 25 * HOUR });
+    // A checkout that has gone on so long its mark is old: it still holds its cache's use lock.
+    const longUse = await useSourceCache(git, undefined, reading, pino({ level: 'silent' }));
+    cache(reading, { ageMs: 25 * HOUR });
     // A use marks its cache before any process of it starts.
     await (await useSourceCache(git, undefined, used, pino({ level: 'silent' }))).end();
     // A link to the host's files is removed as a link, never followed.
@@ -116,18 +120,22 @@ describe('the sweep of Git caches', () => {
     assert.equal(existsSync(path.join(root, deleted)), false, "a deleted source's directory goes");
     assert.equal(existsSync(path.join(root, '.uses', deleted)), false, 'and its use lock');
     assert.deepEqual(readdirSync(path.join(root, idle)), [], 'a live source keeps an empty directory');
-    for (const id of [fresh, busy, used, deletedInUse]) assert.ok(readdirSync(path.join(root, id)).includes('HEAD'), `${id} is kept`);
+    for (const id of [fresh, busy, used, deletedInUse, reading]) assert.ok(readdirSync(path.join(root, id)).includes('HEAD'), `${id} is kept`);
     assert.equal(readFileSync(path.join(outside, 'keep.txt'), 'utf8'), 'the host file');
     assert.ok(existsSync(path.join(root, 'notes.txt')) && existsSync(path.join(root, '.hidden')));
 
-    // Once the fetch ends, the next sweep empties the idle cache it held.
+    // Once the fetch and the use end, the next sweep empties the idle caches they held.
     // 'close': the pipe the command it ran shared is closed too, so both have ended.
     const exited = once(holder, 'close');
     endGroup(holder);
     await exited;
+    await longUse.end();
     assert.deepEqual(
-      (await sweeper.sweepOnce()).map((s) => [s.codeSourceId, s.reason]),
-      [[busy, 'idle']],
+      (await sweeper.sweepOnce()).map((s) => [s.codeSourceId, s.reason]).sort(),
+      [
+        [busy, 'idle'],
+        [reading, 'idle'],
+      ].sort(),
     );
     assert.deepEqual(await sweeper.sweepOnce(), [], 'an emptied cache is left alone');
   });
@@ -195,6 +203,52 @@ describe('the room all Git caches of a host take together', () => {
     );
     assert.ok(emptied[0].bytes >= PACK, 'the log says how much room it made');
     await use.end();
+    await host.inUse.end();
+  });
+
+  it('makes room again as a use ends, for what its fetch added', async () => {
+    const host = await fiveCaches();
+    // Room for all five as the use begins; not once its fetch has added a pack.
+    const settings = host.settings(5.5 * (PACK + 16 * KiB));
+    const { log, lines } = capturedLog();
+    const use = await useSourceCache(settings, undefined, 'used', log);
+    assert.deepEqual(lines, []);
+    writeFileSync(path.join(use.dir, 'objects/pack/pack-2.pack'), randomBytes(2 * PACK));
+    await use.end();
+    assert.equal(host.hasPack('oldest'), false);
+    assert.equal(host.hasPack('older'), false);
+    for (const id of ['fetching', 'reading', 'used']) assert.ok(host.hasPack(id), `${id} is kept`);
+    await host.inUse.end();
+  });
+
+  it('leaves room to the process of the host that is making it', async () => {
+    const host = await fiveCaches();
+    const making = await tryFileLock(path.join(host.root, '.room'));
+    assert.ok(making);
+    const use = await useSourceCache(host.settings(PACK), undefined, 'used', quiet);
+    for (const id of ['oldest', 'older']) assert.ok(host.hasPack(id), `${id} is left to the other process`);
+    await making.release();
+    await use.end();
+    for (const id of ['oldest', 'older']) assert.equal(host.hasPack(id), false, `${id} is emptied once no other process makes room`);
+    await host.inUse.end();
+  });
+
+  it('a use that begins while its cache is emptied waits, then finds it empty', async () => {
+    const host = await fiveCaches();
+    const emptying = await tryUseAlone(host.root, 'oldest');
+    assert.ok(emptying);
+    let begun = false;
+    const use = useSourceCache(host.settings(20 * 1024 * KiB), undefined, 'oldest', quiet).then((u) => {
+      begun = true;
+      return u;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(begun, false, 'the use waits for the emptying');
+    await emptyDirectory(path.join(host.root, 'oldest'));
+    await emptying.release();
+    const began = await use;
+    assert.deepEqual(readdirSync(began.dir), []);
+    await began.end();
     await host.inUse.end();
   });
 

@@ -8,7 +8,7 @@ import type { GitConfig } from '../platform/git-config.ts';
 import type { Logger } from '../platform/logger.ts';
 import { ensurePrivateRoot } from '../platform/work-dirs.ts';
 import { existingCodeSourceIds } from './code-sources.repo.ts';
-import { CACHE_NAME_PATTERN, cacheRoot, emptyDirectory, removeUseLock } from './git-cache.ts';
+import { CACHE_NAME_PATTERN, cacheRoot, emptyDirectory, removeUseLock, tryUseAlone } from './git-cache.ts';
 
 /** How often each process sweeps its host's caches. */
 export const SWEEP_EVERY_MS = 10 * 60_000;
@@ -36,10 +36,9 @@ export interface SweptCache {
  * sweep empties the cache of a source that no longer exists (once unused for an hour) and one nobody
  * has used for PLINTH_GIT_CACHE_IDLE_HOURS; the next fetch of a live source starts it again. (A cache
  * past PLINTH_GIT_CACHE_MAX_BYTES is emptied by its next fetch, however busy it is; room among all the
- * caches is made at each use, by makeRoom in git-cache.ts.) A cache is emptied in place while the
- * sweep holds the lock every fetch takes on it, never while a fetch runs; a fetch waiting for that
- * lock then finds it empty and starts it afresh. Extractions and archives
- * take the lock shared, so no cache is emptied under them either. Only a deleted source's directory
+ * caches is made at each use, by makeRoom in git-cache.ts.) A cache is emptied in place, and only
+ * while the sweep holds both its use lock (no checkout or snapshot holds it, and none begins) and the
+ * lock every fetch, extraction and archive takes on its directory. Only a deleted source's directory
  * itself is removed, with its use lock.
  *
  * Nothing of a cache's content, a tenant's, is read on the host: coreutils' `rm`, which never follows
@@ -102,22 +101,29 @@ export class GitCacheSweeper {
   private async emptyIfUnused(codeSourceId: string, exists: boolean, now: number): Promise<SweptCache | undefined> {
     const dir = path.join(this.root, codeSourceId);
     if (!(await this.reasonToEmpty(dir, exists, now))) return undefined;
-    const lock = await tryDirectoryLock(dir);
-    // A fetch, an extraction or an archive holds it: the cache is in use, and the next sweep looks again.
-    if (!lock) return undefined;
+    // A checkout or a snapshot holds it, or a fetch, an extraction or an archive: the cache is in use,
+    // and the next sweep looks again.
+    const alone = await tryUseAlone(this.root, codeSourceId);
+    if (!alone) return undefined;
     try {
-      // Looked at again under the lock: a use may have begun since (each marks the directory first).
-      const reason = await this.reasonToEmpty(dir, exists, now);
-      if (!reason) return undefined;
-      await emptyDirectory(dir);
-      if (reason === 'deleted') {
-        await rmdir(dir);
-        await removeUseLock(this.root, codeSourceId);
+      const lock = await tryDirectoryLock(dir);
+      if (!lock) return undefined;
+      try {
+        // Looked at again under the locks: a use may have begun since (each marks the directory first).
+        const reason = await this.reasonToEmpty(dir, exists, now);
+        if (!reason) return undefined;
+        await emptyDirectory(dir);
+        if (reason === 'deleted') {
+          await rmdir(dir);
+          await removeUseLock(this.root, codeSourceId);
+        }
+        this.log.info({ codeSourceId, reason }, 'emptied the Git cache of a code source');
+        return { codeSourceId, reason };
+      } finally {
+        await lock.release();
       }
-      this.log.info({ codeSourceId, reason }, 'emptied the Git cache of a code source');
-      return { codeSourceId, reason };
     } finally {
-      await lock.release();
+      await alone.release();
     }
   }
 

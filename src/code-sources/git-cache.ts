@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { chmod, lstat, mkdir, readdir, rm, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { sharedFileLock, tryDirectoryLock, tryFileLock } from '../platform/file-lock.ts';
+import { sharedFileLock, tryDirectoryLock, tryFileLock, type HeldLock } from '../platform/file-lock.ts';
 import type { GitConfig } from '../platform/git-config.ts';
 import type { Logger } from '../platform/logger.ts';
 import { ensurePrivateRoot, workDirectory } from '../platform/work-dirs.ts';
@@ -17,6 +17,9 @@ export const CACHE_NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
 
 /** The paths one `du` or `rm` is given: far below any system's limit on a command line's length. */
 const PATHS_PER_COMMAND = 100;
+
+/** How long one `du` or `rm` may take: a stalled file system must not hold the lock of making room. */
+const COMMAND_TIMEOUT_MS = 300_000;
 
 export type CacheSettings = Pick<GitConfig, 'cacheDir' | 'cacheTotalMaxBytes'>;
 
@@ -47,8 +50,8 @@ export interface CacheUse {
  * uses this one directory. A use marks the cache used now (its modification time), before any process
  * of it starts: the cache sweep (git-cache-sweep.ts) empties only caches left unused for
  * PLINTH_GIT_CACHE_IDLE_HOURS. Until `end`, it holds the cache's use lock (shared with the cache's
- * other uses), so that no process makes room by emptying it; then it makes room among the host's
- * caches (makeRoom).
+ * other uses), so that no process makes room by emptying it. Once marked, and again at `end`, it
+ * makes room among the host's caches (makeRoom).
  */
 export async function useSourceCache(git: CacheSettings, workRoot: string | undefined, codeSourceId: string, log: Logger): Promise<CacheUse> {
   if (!CACHE_NAME_PATTERN.test(codeSourceId)) throw new Error('The code source id cannot name a cache');
@@ -64,7 +67,14 @@ export async function useSourceCache(git: CacheSettings, workRoot: string | unde
     const now = new Date();
     await utimes(dir, now, now);
     await makeRoomOnce(root, codeSourceId, git, log);
-    return { dir, end: () => inUse.release() };
+    return {
+      dir,
+      // And once more as it ends: what it fetched counts from now on, should no other use come soon.
+      end: async () => {
+        await inUse.release();
+        await makeRoomOnce(root, undefined, git, log);
+      },
+    };
   } catch (error) {
     await inUse.release();
     throw error;
@@ -73,7 +83,15 @@ export async function useSourceCache(git: CacheSettings, workRoot: string | unde
 
 const useLockOf = (root: string, codeSourceId: string) => path.join(root, USES_DIR, codeSourceId);
 
-/** Removes the use lock of a deleted source's cache, once the sweep removed the cache itself. */
+/**
+ * tryUseAlone takes the cache's use lock exclusively, unless a use holds it: while it is held, no use
+ * of the cache begins (one that tries waits), so the cache may be emptied.
+ */
+export function tryUseAlone(root: string, codeSourceId: string): Promise<HeldLock | undefined> {
+  return tryFileLock(useLockOf(root, codeSourceId));
+}
+
+/** Removes the use lock of a deleted source's cache, under tryUseAlone: no use of it begins again. */
 export async function removeUseLock(root: string, codeSourceId: string): Promise<void> {
   await rm(useLockOf(root, codeSourceId), { force: true });
 }
@@ -82,7 +100,7 @@ export async function removeUseLock(root: string, codeSourceId: string): Promise
  * Makes room unless another process of the host is making it, which measures after this use's mark.
  * It is the host's defence, not the use's work: a failure of it is logged, and the use goes on.
  */
-async function makeRoomOnce(root: string, keep: string, git: CacheSettings, log: Logger): Promise<void> {
+async function makeRoomOnce(root: string, keep: string | undefined, git: CacheSettings, log: Logger): Promise<void> {
   try {
     const lock = await tryFileLock(path.join(root, ROOM_LOCK));
     if (!lock) return;
@@ -108,7 +126,7 @@ interface MeasuredCache {
  * take at most PLINTH_GIT_CACHE_TOTAL_MAX_BYTES, and returns the ids of those it emptied. A cache in use
  * (its use lock held, or its directory locked by a fetch, an extraction or an archive) is left as it is.
  */
-export async function makeRoom(root: string, keep: string, git: CacheSettings, log: Logger): Promise<string[]> {
+export async function makeRoom(root: string, keep: string | undefined, git: CacheSettings, log: Logger): Promise<string[]> {
   const caches = await measureCaches(root, log);
   let total = caches.reduce((sum, cache) => sum + cache.bytes, 0);
   if (total <= git.cacheTotalMaxBytes) return [];
@@ -137,7 +155,7 @@ export async function makeRoom(root: string, keep: string, git: CacheSettings, l
  * finds the cache empty, to fetch again), and under the lock every fetch takes on the directory.
  */
 async function emptyUnlessInUse(root: string, cache: MeasuredCache): Promise<boolean> {
-  const useLock = await tryFileLock(useLockOf(root, cache.codeSourceId));
+  const useLock = await tryUseAlone(root, cache.codeSourceId);
   if (!useLock) return false;
   try {
     const lock = await tryDirectoryLock(cache.dir).catch((error: NodeJS.ErrnoException) => {
@@ -186,7 +204,7 @@ async function measureCaches(root: string, log: Logger): Promise<MeasuredCache[]
 async function diskUsage(dirs: string[], log: Logger): Promise<Map<string, number>> {
   let stdout: string;
   try {
-    ({ stdout } = await execFileAsync('du', ['-s', '-k', '-x', '--', ...dirs], { maxBuffer: 16 * 1024 * 1024 }));
+    ({ stdout } = await execFileAsync('du', ['-s', '-k', '-x', '--', ...dirs], { maxBuffer: 16 * 1024 * 1024, timeout: COMMAND_TIMEOUT_MS }));
   } catch (error) {
     // du exits 1 when it could not measure a path, as one a sweep removed while it walked: what it
     // measured of the others stands, and what it could not is logged.
@@ -211,6 +229,6 @@ async function diskUsage(dirs: string[], log: Logger): Promise<Map<string, numbe
 export async function emptyDirectory(dir: string): Promise<void> {
   const entries = (await readdir(dir)).map((name) => path.join(dir, name));
   for (let i = 0; i < entries.length; i += PATHS_PER_COMMAND) {
-    await execFileAsync('rm', ['-rf', '--one-file-system', '--', ...entries.slice(i, i + PATHS_PER_COMMAND)]);
+    await execFileAsync('rm', ['-rf', '--one-file-system', '--', ...entries.slice(i, i + PATHS_PER_COMMAND)], { timeout: COMMAND_TIMEOUT_MS });
   }
 }
