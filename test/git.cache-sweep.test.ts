@@ -140,6 +140,22 @@ describe('the sweep of Git caches', () => {
     assert.deepEqual(await sweeper.sweepOnce(), [], 'an emptied cache is left alone');
   });
 
+  it('sweeps caches made before use locks were', async () => {
+    const older = mkdtempSync(path.join(os.tmpdir(), 'plinth-cache-older-'));
+    try {
+      const gone = 'c'.repeat(32);
+      makeCache(older, gone, { ageMs: 2 * HOUR });
+      const sweeper = new GitCacheSweeper(t.db, { ...git, cacheDir: older }, undefined, pino({ level: 'silent' }));
+      assert.deepEqual(
+        (await sweeper.sweepOnce()).map((s) => [s.codeSourceId, s.reason]),
+        [[gone, 'deleted']],
+      );
+      assert.equal(existsSync(path.join(older, gone)), false);
+    } finally {
+      rmSync(older, { recursive: true, force: true });
+    }
+  });
+
   it('does nothing on a host whose caches were never made', async () => {
     const sweeper = new GitCacheSweeper(t.db, { ...git, cacheDir: path.join(root, 'never') }, undefined, pino({ level: 'silent' }));
     assert.deepEqual(await sweeper.sweepOnce(), []);

@@ -57,7 +57,7 @@ export async function useSourceCache(git: CacheSettings, workRoot: string | unde
   if (!CACHE_NAME_PATTERN.test(codeSourceId)) throw new Error('The code source id cannot name a cache');
   const root = cacheRoot(git, workRoot);
   await ensurePrivateRoot(root);
-  await mkdir(path.join(root, USES_DIR), { mode: 0o700, recursive: true });
+  await makeUsesDir(root);
   const inUse = await sharedFileLock(useLockOf(root, codeSourceId), USE_WAIT_SECONDS);
   try {
     const dir = path.join(root, codeSourceId);
@@ -87,9 +87,13 @@ const useLockOf = (root: string, codeSourceId: string) => path.join(root, USES_D
  * tryUseAlone takes the cache's use lock exclusively, unless a use holds it: while it is held, no use
  * of the cache begins (one that tries waits), so the cache may be emptied.
  */
-export function tryUseAlone(root: string, codeSourceId: string): Promise<HeldLock | undefined> {
+export async function tryUseAlone(root: string, codeSourceId: string): Promise<HeldLock | undefined> {
+  await makeUsesDir(root);
   return tryFileLock(useLockOf(root, codeSourceId));
 }
+
+/** The directory of the use locks, made when missing: a host's caches may predate it. */
+const makeUsesDir = (root: string) => mkdir(path.join(root, USES_DIR), { mode: 0o700, recursive: true });
 
 /** Removes the use lock of a deleted source's cache, under tryUseAlone: no use of it begins again. */
 export async function removeUseLock(root: string, codeSourceId: string): Promise<void> {
@@ -97,8 +101,8 @@ export async function removeUseLock(root: string, codeSourceId: string): Promise
 }
 
 /**
- * Makes room unless another process of the host is making it, which measures after this use's mark.
- * It is the host's defence, not the use's work: a failure of it is logged, and the use goes on.
+ * Makes room unless another process of the host is making it already. It is the host's defence, not
+ * the use's work: a failure of it is logged, and the use goes on.
  */
 async function makeRoomOnce(root: string, keep: string | undefined, git: CacheSettings, log: Logger): Promise<void> {
   try {
