@@ -270,12 +270,17 @@ describe('the room all Git caches of a host take together', () => {
 
   it('empties every cache nobody uses when that is not room enough, says the rest are in use, and a use once ended', async () => {
     const host = await fiveCaches();
+    // The use making room holds its own cache, the least recently used of all until its mark.
+    const using = await useSourceCache(host.settings(Number.MAX_SAFE_INTEGER), undefined, 'used', quiet);
+    const marked = new Date(Date.now() - 5 * HOUR);
+    utimesSync(using.dir, marked, marked);
     const { log, lines } = capturedLog();
-    assert.deepEqual(await makeRoom(host.root, 'used', host.settings(PACK), log), ['oldest', 'older'], 'least recently used first');
+    assert.deepEqual(await makeRoom(host.root, host.settings(PACK), log), ['oldest', 'older'], 'least recently used first');
     for (const id of ['fetching', 'reading', 'used']) assert.ok(host.hasPack(id), `${id} is kept: a fetch or a use holds it`);
     assert.ok(lines.some((line) => line.includes('the Git caches in use take more than PLINTH_GIT_CACHE_TOTAL_MAX_BYTES')));
 
     await host.inUse.end();
-    assert.deepEqual(await makeRoom(host.root, 'used', host.settings(PACK), quiet), ['reading'], 'a use that ended holds its cache no more');
+    assert.deepEqual(await makeRoom(host.root, host.settings(PACK), quiet), ['reading'], 'a use that ended holds its cache no more');
+    await using.end();
   });
 });

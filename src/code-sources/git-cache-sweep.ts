@@ -3,12 +3,11 @@ import { lstat, readdir, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '../platform/db/db.ts';
 import { Every } from '../platform/every.ts';
-import { tryDirectoryLock } from '../platform/file-lock.ts';
 import type { GitConfig } from '../platform/git-config.ts';
 import type { Logger } from '../platform/logger.ts';
 import { ensurePrivateRoot } from '../platform/work-dirs.ts';
 import { existingCodeSourceIds } from './code-sources.repo.ts';
-import { CACHE_NAME_PATTERN, cacheRoot, emptyDirectory, removeUseLock, tryUseAlone } from './git-cache.ts';
+import { CACHE_NAME_PATTERN, cacheRoot, emptyDirectory, removeUseLock, whileUnused } from './git-cache.ts';
 
 /** How often each process sweeps its host's caches. */
 export const SWEEP_EVERY_MS = 10 * 60_000;
@@ -103,28 +102,18 @@ export class GitCacheSweeper {
     if (!(await this.reasonToEmpty(dir, exists, now))) return undefined;
     // A checkout or a snapshot holds it, or a fetch, an extraction or an archive: the cache is in use,
     // and the next sweep looks again.
-    const alone = await tryUseAlone(this.root, codeSourceId);
-    if (!alone) return undefined;
-    try {
-      const lock = await tryDirectoryLock(dir);
-      if (!lock) return undefined;
-      try {
-        // Looked at again under the locks: a use may have begun since (each marks the directory first).
-        const reason = await this.reasonToEmpty(dir, exists, now);
-        if (!reason) return undefined;
-        await emptyDirectory(dir);
-        if (reason === 'deleted') {
-          await rmdir(dir);
-          await removeUseLock(this.root, codeSourceId);
-        }
-        this.log.info({ codeSourceId, reason }, 'emptied the Git cache of a code source');
-        return { codeSourceId, reason };
-      } finally {
-        await lock.release();
+    return whileUnused(this.root, codeSourceId, async () => {
+      // Looked at again under the locks: a use may have begun since (each marks the directory first).
+      const reason = await this.reasonToEmpty(dir, exists, now);
+      if (!reason) return undefined;
+      await emptyDirectory(dir);
+      if (reason === 'deleted') {
+        await rmdir(dir);
+        await removeUseLock(this.root, codeSourceId);
       }
-    } finally {
-      await alone.release();
-    }
+      this.log.info({ codeSourceId, reason }, 'emptied the Git cache of a code source');
+      return { codeSourceId, reason };
+    });
   }
 
   private async reasonToEmpty(dir: string, exists: boolean, now: number): Promise<CacheRemoval | undefined> {

@@ -66,13 +66,13 @@ export async function useSourceCache(git: CacheSettings, workRoot: string | unde
     await chmod(dir, 0o777);
     const now = new Date();
     await utimes(dir, now, now);
-    await makeRoomOnce(root, codeSourceId, git, log);
+    await makeRoomOnce(root, git, log);
     return {
       dir,
       // And once more as it ends: what it fetched counts from now on, should no other use come soon.
       end: async () => {
         await inUse.release();
-        await makeRoomOnce(root, undefined, git, log);
+        await makeRoomOnce(root, git, log);
       },
     };
   } catch (error) {
@@ -95,7 +95,34 @@ export async function tryUseAlone(root: string, codeSourceId: string): Promise<H
 /** The directory of the use locks, made when missing: a host's caches may predate it. */
 const makeUsesDir = (root: string) => mkdir(path.join(root, USES_DIR), { mode: 0o700, recursive: true });
 
-/** Removes the use lock of a deleted source's cache, under tryUseAlone: no use of it begins again. */
+/**
+ * whileUnused runs `work` on the cache while nobody uses it: under its use lock, taken exclusively (no
+ * checkout or snapshot holds it, and one that begins meanwhile waits, then finds what `work` left),
+ * and under the lock every fetch, extraction and archive takes on its directory. It returns undefined,
+ * without running `work`, when either is held or the cache is gone.
+ */
+export async function whileUnused<T>(root: string, codeSourceId: string, work: (dir: string) => Promise<T>): Promise<T | undefined> {
+  const alone = await tryUseAlone(root, codeSourceId);
+  if (!alone) return undefined;
+  try {
+    const dir = path.join(root, codeSourceId);
+    const lock = await tryDirectoryLock(dir).catch((error: NodeJS.ErrnoException) => {
+      // Removed meanwhile, by another process's sweep: nothing is left to work on.
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (!lock) return undefined;
+    try {
+      return await work(dir);
+    } finally {
+      await lock.release();
+    }
+  } finally {
+    await alone.release();
+  }
+}
+
+/** Removes the use lock of a deleted source's cache, within whileUnused: no use of it begins again. */
 export async function removeUseLock(root: string, codeSourceId: string): Promise<void> {
   await rm(useLockOf(root, codeSourceId), { force: true });
 }
@@ -104,12 +131,12 @@ export async function removeUseLock(root: string, codeSourceId: string): Promise
  * Makes room unless another process of the host is making it already. It is the host's defence, not
  * the use's work: a failure of it is logged, and the use goes on.
  */
-async function makeRoomOnce(root: string, keep: string | undefined, git: CacheSettings, log: Logger): Promise<void> {
+async function makeRoomOnce(root: string, git: CacheSettings, log: Logger): Promise<void> {
   try {
     const lock = await tryFileLock(path.join(root, ROOM_LOCK));
     if (!lock) return;
     try {
-      await makeRoom(root, keep, git, log);
+      await makeRoom(root, git, log);
     } finally {
       await lock.release();
     }
@@ -126,20 +153,21 @@ interface MeasuredCache {
 }
 
 /**
- * makeRoom empties the host's least recently used caches, never `keep`'s, until all of them together
- * take at most PLINTH_GIT_CACHE_TOTAL_MAX_BYTES, and returns the ids of those it emptied. A cache in use
- * (its use lock held, or its directory locked by a fetch, an extraction or an archive) is left as it is.
+ * makeRoom empties the host's least recently used caches until all of them together take at most
+ * PLINTH_GIT_CACHE_TOTAL_MAX_BYTES, and returns the ids of those it emptied. A cache in use (its use
+ * lock held, the calling use's own included, or its directory locked by a fetch, an extraction or an
+ * archive) is left as it is.
  */
-export async function makeRoom(root: string, keep: string | undefined, git: CacheSettings, log: Logger): Promise<string[]> {
+export async function makeRoom(root: string, git: CacheSettings, log: Logger): Promise<string[]> {
   const caches = await measureCaches(root, log);
   let total = caches.reduce((sum, cache) => sum + cache.bytes, 0);
   if (total <= git.cacheTotalMaxBytes) return [];
-  const leastRecentlyUsed = caches.filter((c) => c.codeSourceId !== keep).sort((a, b) => a.usedAt - b.usedAt);
+  const leastRecentlyUsed = [...caches].sort((a, b) => a.usedAt - b.usedAt);
   const emptied: string[] = [];
   for (const cache of leastRecentlyUsed) {
     if (total <= git.cacheTotalMaxBytes) break;
     try {
-      if (!(await emptyUnlessInUse(root, cache))) continue;
+      if (!(await whileUnused(root, cache.codeSourceId, emptyIfNotEmpty))) continue;
     } catch (error) {
       log.warn({ err: error, codeSourceId: cache.codeSourceId }, 'could not empty a Git cache to make room');
       continue;
@@ -154,30 +182,11 @@ export async function makeRoom(root: string, keep: string | undefined, git: Cach
   return emptied;
 }
 
-/**
- * Empties the cache unless it is in use: under its use lock, which a new use then waits for (and
- * finds the cache empty, to fetch again), and under the lock every fetch takes on the directory.
- */
-async function emptyUnlessInUse(root: string, cache: MeasuredCache): Promise<boolean> {
-  const useLock = await tryUseAlone(root, cache.codeSourceId);
-  if (!useLock) return false;
-  try {
-    const lock = await tryDirectoryLock(cache.dir).catch((error: NodeJS.ErrnoException) => {
-      // Removed meanwhile, by another process's sweep: nothing is left to empty.
-      if (error.code === 'ENOENT') return undefined;
-      throw error;
-    });
-    if (!lock) return false;
-    try {
-      if ((await readdir(cache.dir)).length === 0) return false;
-      await emptyDirectory(cache.dir);
-      return true;
-    } finally {
-      await lock.release();
-    }
-  } finally {
-    await useLock.release();
-  }
+/** Empties `dir`, and says whether it held anything. */
+async function emptyIfNotEmpty(dir: string): Promise<boolean> {
+  if ((await readdir(dir)).length === 0) return false;
+  await emptyDirectory(dir);
+  return true;
 }
 
 /** Every cache of the root, with its size on disk and when it was last used. */
